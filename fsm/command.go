@@ -1,0 +1,351 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// Type identifies a command. Values are part of the log format: never
+// renumber them; add new ones at the end.
+type Type byte
+
+// The commands.
+const (
+	TypeUnknown Type = iota
+	TypeNoop         // carries an opaque payload; changes nothing but the clock
+	TypeRecordBegin
+	TypeRecordComplete
+	TypeRecordRelease
+	TypeRecordMarkUnknown
+	TypeExpire
+	TypeTokenIssue
+	TypeTokenConsume
+	TypeKVSet
+	TypeKVGetDel
+	TypeKVDelete
+	typeEnd
+)
+
+var typeNames = [...]string{"unknown", "noop", "record_begin", "record_complete",
+	"record_release", "record_mark_unknown", "expire", "token_issue", "token_consume",
+	"kv_set", "kv_getdel", "kv_delete"}
+
+func (t Type) String() string {
+	if t < typeEnd {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", byte(t))
+}
+
+// SetMode selects the flavour of TypeKVSet.
+type SetMode byte
+
+// The set modes.
+const (
+	SetPlain SetMode = 0 // unconditional set
+	SetNX    SetMode = 1 // only if the key does not exist
+	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
+)
+
+// Begin flags.
+const (
+	// FlagReleaseUnknown: when the existing record's outcome is unknown
+	// (its processing deadline passed), take it over instead of reporting it.
+	FlagReleaseUnknown byte = 1 << 0
+)
+
+// Complete flags.
+const (
+	// FlagBodyDropped: the response body was too large to store; replays
+	// cannot be served.
+	FlagBodyDropped byte = 1 << 0
+)
+
+// Header is one stored response header.
+type Header struct {
+	Name, Value []byte
+}
+
+// Command is one state machine command. Which fields matter depends on Type:
+//
+//	Noop:            Value (opaque payload)
+//	RecordBegin:     Key, Value (fingerprint), TTL, Timeout (processing), Flags
+//	RecordComplete:  Key, Fence, Status, Flags, Headers, Body
+//	RecordRelease:   Key, Fence (0: release whatever owns it, by hand)
+//	RecordMarkUnknown: Key, Fence
+//	Expire:          Entries
+//	TokenIssue:      Key (TokenKey(scope, token)), TTL
+//	TokenConsume:    Key
+//	KVSet:           Key, Value, TTL, Mode, Version (SetCAS)
+//	KVGetDel, KVDelete: Key
+//
+// A TTL of zero means "never expires".
+type Command struct {
+	Type    Type
+	ReqID   ReqID
+	Stamp   int64 // leader's clock, unix nanoseconds; set by the proposer
+	Key     []byte
+	Value   []byte
+	TTL     time.Duration
+	Timeout time.Duration
+	Fence   uint64
+	Version uint64
+	Mode    SetMode
+	Flags   byte
+	Status  int
+	Headers []Header
+	Body    []byte
+	Entries []ttl.Entry
+}
+
+// ReqID identifies one client-level request; retries of it carry the same id.
+type ReqID [16]byte
+
+// IsZero reports whether id is unset (such commands are not deduplicated).
+func (id ReqID) IsZero() bool { return id == ReqID{} }
+
+// Envelope layout: version, type, request id, stamp; then the body.
+const (
+	encodingVersion = 1
+	offType         = 1
+	offReqID        = 2
+	offStamp        = 18
+	headerLen       = 26
+
+	// MaxKeyLen bounds keys of every keyspace.
+	MaxKeyLen = 1024
+	maxFields = 1 << 16
+)
+
+// Encode appends the encoding of c to dst and returns it.
+func (c *Command) Encode(dst []byte) []byte {
+	dst = append(dst, encodingVersion, byte(c.Type))
+	dst = append(dst, c.ReqID[:]...)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Stamp))
+	dst = appendBytes(dst, c.Key)
+	dst = appendBytes(dst, c.Value)
+	dst = binary.AppendVarint(dst, int64(c.TTL))
+	dst = binary.AppendVarint(dst, int64(c.Timeout))
+	dst = binary.AppendUvarint(dst, c.Fence)
+	dst = binary.AppendUvarint(dst, c.Version)
+	dst = append(dst, byte(c.Mode), c.Flags)
+	dst = binary.AppendUvarint(dst, uint64(c.Status))
+	dst = binary.AppendUvarint(dst, uint64(len(c.Headers)))
+	for _, h := range c.Headers {
+		dst = appendBytes(dst, h.Name)
+		dst = appendBytes(dst, h.Value)
+	}
+	dst = appendBytes(dst, c.Body)
+	dst = binary.AppendUvarint(dst, uint64(len(c.Entries)))
+	for _, e := range c.Entries {
+		dst = append(dst, byte(e.Kind))
+		dst = binary.AppendVarint(dst, e.At)
+		dst = appendBytes(dst, e.Key)
+	}
+	return dst
+}
+
+// Stamp writes the leader's timestamp into an encoded command in place. It
+// lets the node that proposes a command (the leader) stamp bytes that a
+// follower encoded, without decoding them.
+func Stamp(encoded []byte, unixNano int64) error {
+	if len(encoded) < headerLen || encoded[0] != encodingVersion {
+		return ErrBadCommand
+	}
+	binary.BigEndian.PutUint64(encoded[offStamp:], uint64(unixNano))
+	return nil
+}
+
+// PeekReqID returns the request id of an encoded command without decoding it.
+func PeekReqID(encoded []byte) (ReqID, error) {
+	var id ReqID
+	if len(encoded) < headerLen || encoded[0] != encodingVersion {
+		return id, ErrBadCommand
+	}
+	copy(id[:], encoded[offReqID:])
+	return id, nil
+}
+
+// Decode parses an encoded command. Byte slices in c alias b. Garbage gives
+// an error wrapping ErrBadCommand, never a panic.
+func Decode(b []byte, c *Command) error {
+	*c = Command{}
+	if len(b) < headerLen {
+		return fmt.Errorf("%w: %d bytes, shorter than the header", ErrBadCommand, len(b))
+	}
+	if b[0] != encodingVersion {
+		return fmt.Errorf("%w: encoding version %d", ErrBadCommand, b[0])
+	}
+	c.Type = Type(b[offType])
+	if c.Type == TypeUnknown || c.Type >= typeEnd {
+		return fmt.Errorf("%w: command type %d", ErrBadCommand, b[offType])
+	}
+	copy(c.ReqID[:], b[offReqID:offStamp])
+	c.Stamp = int64(binary.BigEndian.Uint64(b[offStamp:]))
+	r := reader{b: b[headerLen:]}
+	c.Key = r.bytes()
+	c.Value = r.bytes()
+	c.TTL = time.Duration(r.varint())
+	c.Timeout = time.Duration(r.varint())
+	c.Fence = r.uvarint()
+	c.Version = r.uvarint()
+	c.Mode = SetMode(r.byte())
+	c.Flags = r.byte()
+	c.Status = int(r.uvarint())
+	if n := r.count(); n > 0 {
+		c.Headers = make([]Header, n)
+		for i := range c.Headers {
+			c.Headers[i] = Header{Name: r.bytes(), Value: r.bytes()}
+		}
+	}
+	c.Body = r.bytes()
+	if n := r.count(); n > 0 {
+		c.Entries = make([]ttl.Entry, n)
+		for i := range c.Entries {
+			c.Entries[i] = ttl.Entry{Kind: ttl.Kind(r.byte()), At: r.varint()}
+			c.Entries[i].Key = r.bytes()
+		}
+	}
+	if r.err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadCommand, c.Type, r.err)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: %s: %d trailing bytes", ErrBadCommand, c.Type, len(r.b))
+	}
+	return c.validate()
+}
+
+// validate checks the field rules that do not depend on state.
+func (c *Command) validate() error {
+	bad := func(what string) error { return fmt.Errorf("%w: %s: %s", ErrBadCommand, c.Type, what) }
+	if c.TTL < 0 || c.Timeout < 0 {
+		return bad("negative duration")
+	}
+	if len(c.Key) > MaxKeyLen {
+		return bad("key too long")
+	}
+	switch c.Type {
+	case TypeRecordBegin, TypeRecordComplete, TypeRecordRelease, TypeRecordMarkUnknown,
+		TypeTokenIssue, TypeTokenConsume, TypeKVSet, TypeKVGetDel, TypeKVDelete:
+		if len(c.Key) == 0 {
+			return bad("empty key")
+		}
+	}
+	switch c.Type {
+	case TypeRecordComplete:
+		if c.Status < 100 || c.Status > 999 {
+			return bad("status out of range")
+		}
+		if c.Fence == 0 {
+			return bad("missing fencing token")
+		}
+	case TypeRecordMarkUnknown:
+		if c.Fence == 0 {
+			return bad("missing fencing token")
+		}
+	case TypeKVSet:
+		if c.Mode > SetCAS {
+			return bad("unknown set mode")
+		}
+	case TypeExpire:
+		for _, e := range c.Entries {
+			if !e.Kind.Valid() {
+				return bad("unknown expiry kind")
+			}
+		}
+	}
+	return nil
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// reader decodes fields and remembers the first error; after one every read
+// returns a zero value, so decoding code stays linear.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("truncated or invalid %s", what)
+	}
+	r.b = nil
+}
+
+func (r *reader) byte() byte {
+	if len(r.b) < 1 {
+		r.fail("byte")
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.fail("length")
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) int64() int64 {
+	if len(r.b) < 8 {
+		r.fail("int64")
+		return 0
+	}
+	v := int64(binary.BigEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+// count reads a collection length, bounded so garbage cannot make a huge
+// allocation: every element takes at least one byte.
+func (r *reader) count() int {
+	n := r.uvarint()
+	if r.err != nil {
+		return 0
+	}
+	if n > maxFields || n > uint64(len(r.b)) {
+		r.fail("count")
+		return 0
+	}
+	return int(n)
+}

@@ -1,0 +1,135 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// randomStream builds a command stream over a small keyspace so commands
+// collide: every type, TTLs that expire mid-stream, stale fences, retried
+// request ids, expire batches and garbage.
+func randomStream(seed uint64, n int) []*raft.Log {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	key := func() []byte { return []byte(fmt.Sprintf("k%d", rng.IntN(8))) }
+	var ids []ReqID
+	logs := make([]*raft.Log, 0, n)
+	for i := 1; i <= n; i++ {
+		clock += int64(rng.IntN(300)) * int64(time.Millisecond)
+		if rng.IntN(20) == 0 {
+			clock -= int64(time.Second) // leader change to a lagging clock
+		}
+		c := Command{Stamp: clock, Key: key(), TTL: time.Duration(rng.IntN(3)) * time.Second}
+		switch {
+		case len(ids) > 0 && rng.IntN(10) == 0:
+			c.ReqID = ids[rng.IntN(len(ids))]
+		case rng.IntN(2) == 0:
+			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
+			ids = append(ids, c.ReqID)
+		}
+		switch rng.IntN(12) {
+		case 0:
+			c.Type = TypeRecordBegin
+			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
+			c.Flags = byte(rng.IntN(2))
+		case 1:
+			c.Type, c.Fence, c.Status, c.Body = TypeRecordComplete, uint64(rng.IntN(i)+1), 200, []byte("body")
+		case 2:
+			c.Type, c.Fence = TypeRecordRelease, uint64(rng.IntN(i))
+		case 3:
+			c.Type, c.Fence = TypeRecordMarkUnknown, uint64(rng.IntN(i)+1)
+		case 4:
+			c.Type = TypeTokenIssue
+		case 5:
+			c.Type = TypeTokenConsume
+		case 6, 7:
+			c.Type, c.Value, c.Mode, c.Version = TypeKVSet, []byte{byte(i)}, SetMode(rng.IntN(3)), uint64(rng.IntN(i))
+		case 8:
+			c.Type = TypeKVGetDel
+		case 9:
+			c.Type = TypeKVDelete
+		case 10:
+			c.Type = TypeExpire
+			c.Key = nil
+			for j := 0; j < 3; j++ {
+				c.Entries = append(c.Entries, ttl.Entry{Kind: ttl.Kind(rng.IntN(3) + 1), Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
+			}
+		default:
+			logs = append(logs, &raft.Log{Index: uint64(i), Type: raft.LogCommand, Data: []byte{1, 2, 3}})
+			continue
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i), Type: raft.LogCommand, Data: c.Encode(nil)})
+	}
+	return logs
+}
+
+func resultsOf(out []interface{}) string {
+	var b bytes.Buffer
+	for _, r := range out {
+		if r, ok := r.(*Result); ok {
+			b.Write(r.Encode(nil))
+		}
+		b.WriteByte('|')
+	}
+	return b.String()
+}
+
+func TestDeterminism(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			logs := randomStream(seed, 2000)
+			a, b := newHarness(t), newHarness(t)
+			var resA, resB []string
+			for i := 0; i < len(logs); i += 37 {
+				end := min(i+37, len(logs))
+				resA = append(resA, resultsOf(a.f.ApplyBatch(logs[i:end])))
+			}
+			// b: one command at a time, and a snapshot/restore midway.
+			mid := len(logs) / 2
+			for i, l := range logs {
+				if i == mid {
+					data := snapshotBytes(t, b.f)
+					fresh := newHarness(t)
+					if err := fresh.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+						t.Fatal(err)
+					}
+					b = fresh
+				}
+				resB = append(resB, resultsOf([]interface{}{b.f.Apply(l)}))
+			}
+			ha, err := a.f.StateHash()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hb, err := b.f.StateHash()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ha != hb {
+				t.Fatalf("state hashes differ: %x vs %x", ha, hb)
+			}
+			if got, want := resultsOf(nil)+joinAll(resB), joinAll(resA); got != want {
+				t.Fatalf("results differ between batched and single applies")
+			}
+			if a.f.Now() != b.f.Now() || a.f.AppliedIndex() != b.f.AppliedIndex() {
+				t.Fatalf("clock/index differ: %d/%d vs %d/%d", a.f.Now(), a.f.AppliedIndex(), b.f.Now(), b.f.AppliedIndex())
+			}
+		})
+	}
+}
+
+func joinAll(parts []string) string {
+	var b bytes.Buffer
+	for _, p := range parts {
+		b.WriteString(p)
+	}
+	return b.String()
+}

@@ -1,0 +1,26 @@
+package fsm
+
+import "errors"
+
+// Errors a command's Result can carry, and the errors of decoding. They
+// cross the wire as Codes (see result.go), so errors.Is works on both sides
+// of a forwarded command.
+var (
+	// ErrNotFound: the record, token or key does not exist or has expired.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: SETNX (or a token issue) found the key already present.
+	ErrExists = errors.New("already exists")
+	// ErrVersionMismatch: compare-and-set found another version.
+	ErrVersionMismatch = errors.New("version mismatch")
+	// ErrFenceMismatch: a record command carried a fencing token that is
+	// not the record's current owner.
+	ErrFenceMismatch = errors.New("fencing token mismatch")
+	// ErrWrongState: the record is not in a state that allows the command
+	// (completing a record that is already complete, say).
+	ErrWrongState = errors.New("record in wrong state")
+	// ErrBadCommand: the command could not be decoded or is malformed.
+	ErrBadCommand = errors.New("malformed command")
+	// ErrStorage: the state machine could not write to its data file. The
+	// state machine stops applying; the node must be restarted.
+	ErrStorage = errors.New("state machine storage failure")
+)

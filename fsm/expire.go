@@ -1,0 +1,62 @@
+package fsm
+
+import (
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// expire removes the entries a sweeper found due. Each is removed only if it
+// is due by the state machine's clock and the stored thing still expires at
+// exactly that time (a key rewritten since the sweep keeps its new life).
+// Stale index entries are dropped either way. Re-proposing the same batch
+// is harmless.
+func (a *applier) expire(tx *bolt.Tx, c *Command) *Result {
+	n := uint64(0)
+	for _, e := range c.Entries {
+		if e.At > a.now {
+			continue
+		}
+		if err := ttl.Delete(tx, e.Kind, e.Key, e.At); err != nil {
+			return &Result{Code: CodeStorage}
+		}
+		removed, err := a.expireOne(tx, e)
+		if err != nil {
+			return &Result{Code: CodeStorage}
+		}
+		if removed {
+			a.expiredDelta[e.Kind]++
+			n++
+		}
+	}
+	return &Result{Code: CodeOK, Version: n}
+}
+
+func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
+	switch e.Kind {
+	case ttl.KindRecord:
+		v := tx.Bucket(bucketRecords).Get(e.Key)
+		if v == nil {
+			return false, nil
+		}
+		rec, err := DecodeRecord(clone(v))
+		if err != nil || rec.ExpiresAt != e.At {
+			return false, nil
+		}
+		a.recordDelta[rec.State]--
+		return true, tx.Bucket(bucketRecords).Delete(e.Key)
+	case ttl.KindToken:
+		v := tx.Bucket(bucketTokens).Get(e.Key)
+		if v == nil || int64(getUint64(v)) != e.At {
+			return false, nil
+		}
+		return true, tx.Bucket(bucketTokens).Delete(e.Key)
+	case ttl.KindKV:
+		kv, ok := decodeKV(tx.Bucket(bucketKV).Get(e.Key))
+		if !ok || kv.ExpiresAt != e.At {
+			return false, nil
+		}
+		return true, tx.Bucket(bucketKV).Delete(e.Key)
+	}
+	return false, nil
+}

@@ -1,0 +1,435 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// RequestIDRetention is how long the state machine remembers a request id
+// (by its clock). Proposers stop retrying a request id well before this
+// (raftstore bounds its retries at 30 s), so a retry always finds the first
+// attempt's result. It is a constant, not a setting: every replica must
+// prune the same ids at the same log index.
+const RequestIDRetention = 2 * time.Minute
+
+// Bucket names.
+var (
+	bucketMeta    = []byte("meta")
+	bucketRecords = []byte("records")
+	bucketTokens  = []byte("tokens")
+	bucketKV      = []byte("kv")
+	bucketReqIDs  = []byte("reqids")  // request id -> stamp(8) | encoded result
+	bucketReqIdx  = []byte("reqidx")  // stamp(8) | request id -> nil, for pruning
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketReqIdx, ttl.BucketName}
+	keyApplied    = []byte("applied")
+	keyNow        = []byte("now")
+	keyFormat     = []byte("format")
+	currentFormat = []byte{1}
+)
+
+// Config configures the state machine's data file.
+type Config struct {
+	// Path of the bbolt file.
+	Path string
+	// NoSync skips bbolt's fsync on commit. Safe against a process crash
+	// (the page cache survives it) but not against power loss; the Raft log
+	// still holds every entry, and on open the state machine is rebuilt from
+	// the last snapshot when its file is behind. Off by default.
+	NoSync bool
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	if c.Path == "" {
+		return errors.New("fsm: Path is empty")
+	}
+	return nil
+}
+
+// FSM is the replicated state machine. It implements raft.BatchingFSM.
+type FSM struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu sync.RWMutex // guards db: Restore swaps it
+	db *bolt.DB
+
+	applied atomic.Uint64 // last applied Raft index
+	now     atomic.Int64  // the state machine's clock
+
+	// Statistics for metrics; local, not replicated state.
+	records [4]atomic.Int64 // by State
+	expired [4]atomic.Int64 // by ttl.Kind
+
+	failOnce sync.Once
+	failed   chan struct{}
+	failErr  atomic.Value
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// Open opens (creating if needed) the state machine's data file.
+func Open(cfg Config) (*FSM, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	f := &FSM{cfg: cfg, logger: cfg.Logger, failed: make(chan struct{})}
+	db, err := openDB(cfg.Path, cfg.NoSync)
+	if err != nil {
+		return nil, err
+	}
+	f.db = db
+	if err := f.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func openDB(path string, noSync bool) (*bolt.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("fsm: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		NoSync:         noSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if f := meta.Get(keyFormat); f == nil {
+			return meta.Put(keyFormat, currentFormat)
+		} else if string(f) != string(currentFormat) {
+			return fmt.Errorf("data format %v, this build reads %v", f, currentFormat)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// load reads the persisted applied index and clock and recounts records.
+func (f *FSM) load() error {
+	return f.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		f.applied.Store(getUint64(meta.Get(keyApplied)))
+		f.now.Store(int64(getUint64(meta.Get(keyNow))))
+		var counts [4]int64
+		err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			if len(v) > 1 && v[1] >= byte(StateInFlight) && v[1] <= byte(StateUnknown) {
+				counts[v[1]]++
+			}
+			return nil
+		})
+		for i := range counts {
+			f.records[i].Store(counts[i])
+		}
+		return err
+	})
+}
+
+// Close closes the data file.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.db == nil {
+		return nil
+	}
+	err := f.db.Close()
+	f.db = nil
+	return err
+}
+
+// AppliedIndex is the last Raft index applied and persisted.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Now is the state machine's clock (unix nanoseconds): the largest leader
+// stamp applied so far.
+func (f *FSM) Now() int64 { return f.now.Load() }
+
+// Failed is closed when the state machine could not commit to its data file
+// and stopped applying. The node must stop; a restart replays the log.
+func (f *FSM) Failed() <-chan struct{} { return f.failed }
+
+// FailErr is the error that made the state machine stop, or nil.
+func (f *FSM) FailErr() error {
+	if err, ok := f.failErr.Load().(error); ok {
+		return err
+	}
+	return nil
+}
+
+func (f *FSM) fail(err error) {
+	f.failOnce.Do(func() {
+		f.failErr.Store(err)
+		f.logger.Error("state machine stopped: cannot commit", "error", err)
+		close(f.failed)
+	})
+}
+
+// RecordCount returns how many records are stored in state s.
+func (f *FSM) RecordCount(s State) int64 {
+	if s < StateInFlight || s > StateUnknown {
+		return 0
+	}
+	return f.records[s].Load()
+}
+
+// ExpiredCount returns how many entries of kind k this replica has expired.
+func (f *FSM) ExpiredCount(k ttl.Kind) int64 {
+	if !k.Valid() {
+		return 0
+	}
+	return f.expired[k].Load()
+}
+
+// Apply applies one committed log. Prefer ApplyBatch.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed logs in one bbolt transaction (one fsync for
+// the batch). Each response is a *Result, or nil for logs that are not
+// commands or were applied before a restart.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	if f.stopped() {
+		return storageFailure(out)
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+
+	a := applier{f: f, now: f.now.Load(), applied: f.applied.Load()}
+	var delta [4]int64
+	var expired [4]int64
+	a.recordDelta, a.expiredDelta = &delta, &expired
+	tx, err := f.db.Begin(true)
+	if err != nil {
+		f.fail(err)
+		return storageFailure(out)
+	}
+	last := a.applied
+	for i, l := range logs {
+		if l.Index <= a.applied {
+			continue // applied before a restart (hashicorp/raft #523)
+		}
+		last = l.Index
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		out[i] = a.applyOne(tx, l)
+	}
+	if last == a.applied {
+		tx.Rollback()
+		return out
+	}
+	err = a.putMeta(tx, last)
+	if err == nil {
+		err = tx.Commit()
+	} else {
+		tx.Rollback()
+	}
+	if err != nil {
+		f.fail(err)
+	}
+	if f.stopped() {
+		return storageFailure(out)
+	}
+	f.applied.Store(last)
+	f.now.Store(a.now)
+	for i := range delta {
+		f.records[i].Add(delta[i])
+		f.expired[i].Add(expired[i])
+	}
+	return out
+}
+
+func (f *FSM) stopped() bool {
+	select {
+	case <-f.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+func storageFailure(out []interface{}) []interface{} {
+	for i := range out {
+		out[i] = &Result{Code: CodeStorage}
+	}
+	return out
+}
+
+// applier holds the state of one batch's transaction.
+type applier struct {
+	f            *FSM
+	now          int64
+	applied      uint64
+	recordDelta  *[4]int64
+	expiredDelta *[4]int64
+	cmd          Command
+}
+
+func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
+	c := &a.cmd
+	if err := Decode(l.Data, c); err != nil {
+		return &Result{Code: CodeBadCommand}
+	}
+	if c.Stamp > a.now {
+		a.now = c.Stamp
+	}
+	if !c.ReqID.IsZero() {
+		if v := tx.Bucket(bucketReqIDs).Get(c.ReqID[:]); len(v) >= 8 {
+			if r, err := DecodeResult(v[8:]); err == nil {
+				if r.Code != codeReread {
+					r.Value = clone(r.Value)
+					return r
+				}
+				// The first attempt found an existing record; the
+				// current one is the right answer for the retry too.
+			}
+		}
+	}
+	r := a.dispatch(tx, c, l.Index)
+	if !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire {
+		if err := a.remember(tx, c.ReqID, r); err != nil {
+			return &Result{Code: CodeStorage}
+		}
+	}
+	// Pruning is bounded per command, never per batch: replicas batch the
+	// same log differently, and must still prune at the same index. Two per
+	// command outpaces the one id each command adds.
+	if err := a.prune(tx, 2); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return r
+}
+
+func (a *applier) dispatch(tx *bolt.Tx, c *Command, index uint64) *Result {
+	switch c.Type {
+	case TypeNoop:
+		return &Result{Code: CodeOK}
+	case TypeRecordBegin:
+		return a.recordBegin(tx, c, index)
+	case TypeRecordComplete:
+		return a.recordComplete(tx, c)
+	case TypeRecordRelease:
+		return a.recordRelease(tx, c)
+	case TypeRecordMarkUnknown:
+		return a.recordMarkUnknown(tx, c)
+	case TypeExpire:
+		return a.expire(tx, c)
+	case TypeTokenIssue:
+		return a.tokenIssue(tx, c)
+	case TypeTokenConsume:
+		return a.tokenConsume(tx, c)
+	case TypeKVSet:
+		return a.kvSet(tx, c, index)
+	case TypeKVGetDel, TypeKVDelete:
+		return a.kvDelete(tx, c)
+	}
+	return &Result{Code: CodeBadCommand}
+}
+
+// codeReread marks a remembered result that must be recomputed on a retry
+// (a begin that found an existing record: storing the record's body twice
+// would double the write for nothing).
+const codeReread = Code(0xff)
+
+func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
+	stored := r
+	if r.Code == CodeExists && r.Record != nil {
+		stored = &Result{Code: codeReread}
+	}
+	// A fresh buffer each time: bbolt keeps referring to a value until the
+	// transaction commits.
+	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 32), uint64(a.now))
+	buf = stored.Encode(buf)
+	if err := tx.Bucket(bucketReqIDs).Put(id[:], buf); err != nil {
+		return err
+	}
+	var idx [8 + len(ReqID{})]byte
+	binary.BigEndian.PutUint64(idx[:], uint64(a.now))
+	copy(idx[8:], id[:])
+	return tx.Bucket(bucketReqIdx).Put(idx[:], nil)
+}
+
+// prune forgets up to limit request ids older than RequestIDRetention. It
+// depends only on the state machine's clock, so every replica prunes alike.
+func (a *applier) prune(tx *bolt.Tx, limit int) error {
+	cutoff := a.now - int64(RequestIDRetention)
+	idx, ids := tx.Bucket(bucketReqIdx), tx.Bucket(bucketReqIDs)
+	c := idx.Cursor()
+	for k, _ := c.First(); k != nil && limit > 0; k, _ = c.First() {
+		if len(k) != 8+len(ReqID{}) || int64(binary.BigEndian.Uint64(k)) >= cutoff {
+			break
+		}
+		if err := ids.Delete(k[8:]); err != nil {
+			return err
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		limit--
+	}
+	return nil
+}
+
+func (a *applier) putMeta(tx *bolt.Tx, applied uint64) error {
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(keyApplied, binary.BigEndian.AppendUint64(nil, applied)); err != nil {
+		return err
+	}
+	return meta.Put(keyNow, binary.BigEndian.AppendUint64(nil, uint64(a.now)))
+}
+
+// expiry turns a TTL into an absolute expiry on the state machine's clock.
+func (a *applier) expiry(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return a.now + int64(d)
+}
+
+func getUint64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

@@ -1,0 +1,401 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// harness feeds commands to an FSM with increasing indexes and a clock the
+// test moves.
+type harness struct {
+	t     *testing.T
+	f     *FSM
+	index uint64
+	clock int64
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	f, err := Open(Config{Path: filepath.Join(t.TempDir(), "fsm.db"), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &harness{t: t, f: f, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()}
+}
+
+func (h *harness) advance(d time.Duration) { h.clock += int64(d) }
+
+func (h *harness) log(c Command) *raft.Log {
+	h.index++
+	c.Stamp = h.clock
+	return &raft.Log{Index: h.index, Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}
+}
+
+func (h *harness) apply(c Command) *Result {
+	h.t.Helper()
+	r, ok := h.f.Apply(h.log(c)).(*Result)
+	if !ok {
+		h.t.Fatalf("Apply(%s) returned %T", c.Type, r)
+	}
+	return r
+}
+
+func (h *harness) now() time.Time { return time.Unix(0, h.clock) }
+
+func reqID(b byte) ReqID { return ReqID{0: 0xAA, 15: b} }
+
+func TestCommands(t *testing.T) {
+	k := []byte("k")
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"setnx creates then conflicts", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), Mode: SetNX}, code: CodeCreated},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeExists, value: "a"},
+		}},
+		{"plain set overwrites", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a")}, code: CodeCreated},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b")}, code: CodeOK},
+			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "b"},
+		}},
+		{"getdel once", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("v")}, code: CodeCreated},
+			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "v"},
+			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeNotFound},
+		}},
+		{"delete", []step{
+			{cmd: Command{Type: TypeKVDelete, Key: k}, code: CodeNotFound},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("v")}, code: CodeCreated},
+			{cmd: Command{Type: TypeKVDelete, Key: k}, code: CodeOK},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("w"), Mode: SetNX}, code: CodeCreated},
+		}},
+		{"cas on version", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), Mode: SetCAS, Version: 0}, code: CodeCreated}, // index 1
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS, Version: 0}, code: CodeVersionMismatch},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS, Version: 7}, code: CodeVersionMismatch},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS, Version: 1}, code: CodeOK},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("c"), Mode: SetCAS, Version: 1}, code: CodeVersionMismatch},
+			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "b"},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("d"), Mode: SetCAS, Version: 4}, code: CodeVersionMismatch},
+		}},
+		{"kv ttl edge: alive one ns before, gone at expiry", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Second}, code: CodeCreated},
+			{advance: time.Second - 1, cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeExists},
+			{advance: 1, cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeCreated},
+		}},
+		{"plain set without ttl clears the ttl", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Second}, code: CodeCreated},
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b")}, code: CodeOK},
+			{advance: time.Hour, cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "b"},
+		}},
+		{"token issue consume once", []step{
+			{cmd: Command{Type: TypeTokenIssue, Key: TokenKey("pay", "t1"), TTL: time.Minute}, code: CodeCreated},
+			{cmd: Command{Type: TypeTokenIssue, Key: TokenKey("pay", "t1"), TTL: time.Minute}, code: CodeExists},
+			{cmd: Command{Type: TypeTokenConsume, Key: TokenKey("other", "t1")}, code: CodeNotFound},
+			{cmd: Command{Type: TypeTokenConsume, Key: TokenKey("pay", "t1")}, code: CodeOK},
+			{cmd: Command{Type: TypeTokenConsume, Key: TokenKey("pay", "t1")}, code: CodeNotFound},
+		}},
+		{"token expires exactly at its ttl", []step{
+			{cmd: Command{Type: TypeTokenIssue, Key: TokenKey("pay", "t"), TTL: time.Minute}, code: CodeCreated},
+			{advance: time.Minute, cmd: Command{Type: TypeTokenConsume, Key: TokenKey("pay", "t")}, code: CodeNotFound},
+		}},
+		{"begin owns, duplicate sees in flight", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}, code: CodeCreated, fence: 1},
+			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour}, code: CodeExists, state: StateInFlight, fence: 1},
+		}},
+		{"complete then replay", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour}, code: CodeCreated, fence: 1},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 201, Body: []byte("ok"),
+				Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("text/plain")}}}, code: CodeOK},
+			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp")}, code: CodeExists, state: StateCompleted, status: 201, body: "ok"},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeWrongState},
+		}},
+		{"fencing: stale owner cannot complete or release", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Timeout: time.Second, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 1},
+			{advance: time.Second, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 2},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeFenceMismatch},
+			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 1}, code: CodeFenceMismatch},
+			{cmd: Command{Type: TypeRecordMarkUnknown, Key: k, Fence: 1}, code: CodeFenceMismatch},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 2, Status: 200}, code: CodeOK},
+		}},
+		{"processing deadline: reject policy reports unknown", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Timeout: time.Second}, code: CodeCreated, fence: 1},
+			{advance: time.Second - 1, cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateInFlight},
+			{advance: 1, cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateUnknown},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeOK}, // late owner still completes
+			{cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateCompleted, status: 200},
+		}},
+		{"mark unknown", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 1},
+			{cmd: Command{Type: TypeRecordMarkUnknown, Key: k, Fence: 1}, code: CodeOK},
+			{cmd: Command{Type: TypeRecordMarkUnknown, Key: k, Fence: 1}, code: CodeWrongState},
+			{cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateUnknown},
+			{cmd: Command{Type: TypeRecordBegin, Key: k, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 5},
+		}},
+		{"release lets the next begin run", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 1},
+			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 1}, code: CodeOK},
+			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 3},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 3, Status: 200}, code: CodeOK},
+			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 3}, code: CodeWrongState},
+			{cmd: Command{Type: TypeRecordRelease, Key: k}, code: CodeOK}, // by hand
+			{cmd: Command{Type: TypeRecordRelease, Key: k}, code: CodeNotFound},
+		}},
+		{"record ttl edge", []step{
+			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Minute}, code: CodeCreated, fence: 1},
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeOK},
+			{advance: time.Minute - 1, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Minute}, code: CodeExists, state: StateCompleted},
+			{advance: 1, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Minute}, code: CodeCreated, fence: 4},
+		}},
+		{"complete of a missing record", []step{
+			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 9, Status: 200}, code: CodeNotFound},
+		}},
+		{"noop", []step{
+			{cmd: Command{Type: TypeNoop, Value: bytes.Repeat([]byte{1}, 64)}, code: CodeOK},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			for i, s := range tt.steps {
+				h.advance(s.advance)
+				r := h.apply(s.cmd)
+				s.check(t, i, r)
+			}
+		})
+	}
+}
+
+type step struct {
+	advance time.Duration
+	cmd     Command
+	code    Code
+	value   string
+	fence   uint64
+	state   State
+	status  int
+	body    string
+}
+
+func (s step) check(t *testing.T, i int, r *Result) {
+	t.Helper()
+	if r.Code != s.code {
+		t.Fatalf("step %d %s: code = %d (%v), want %d", i, s.cmd.Type, r.Code, r.Err(), s.code)
+	}
+	if s.value != "" && string(r.Value) != s.value {
+		t.Fatalf("step %d %s: value = %q, want %q", i, s.cmd.Type, r.Value, s.value)
+	}
+	if s.fence != 0 && r.Fence != s.fence {
+		t.Fatalf("step %d %s: fence = %d, want %d", i, s.cmd.Type, r.Fence, s.fence)
+	}
+	if s.state != 0 {
+		if r.Record == nil {
+			t.Fatalf("step %d %s: no record in result", i, s.cmd.Type)
+		}
+		if r.Record.State != s.state {
+			t.Fatalf("step %d %s: state = %s, want %s", i, s.cmd.Type, r.Record.State, s.state)
+		}
+	}
+	if s.status != 0 && (r.Record == nil || r.Record.Status != s.status) {
+		t.Fatalf("step %d %s: record status wrong: %+v", i, s.cmd.Type, r.Record)
+	}
+	if s.body != "" && (r.Record == nil || string(r.Record.Body) != s.body) {
+		t.Fatalf("step %d %s: record body wrong: %+v", i, s.cmd.Type, r.Record)
+	}
+}
+
+func TestRequestIDAppliesOnce(t *testing.T) {
+	h := newHarness(t)
+	getdel := Command{Type: TypeKVGetDel, Key: []byte("k"), ReqID: reqID(1)}
+	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v")})
+	first := h.apply(getdel)
+	retry := h.apply(getdel) // a retry after a cut connection
+	if first.Code != CodeOK || retry.Code != CodeOK || string(retry.Value) != "v" {
+		t.Fatalf("GETDEL retried with one request id: first %+v, retry %+v; want both OK with value v", first, retry)
+	}
+	// A begin retried by its owner must say "you own it", not "in flight".
+	begin := Command{Type: TypeRecordBegin, Key: []byte("r"), TTL: time.Hour, ReqID: reqID(2)}
+	a, b := h.apply(begin), h.apply(begin)
+	if a.Code != CodeCreated || b.Code != CodeCreated || a.Fence != b.Fence {
+		t.Fatalf("begin retry: %+v then %+v, want the same owner twice", a, b)
+	}
+	// A begin that found an existing record is re-read on retry.
+	other := Command{Type: TypeRecordBegin, Key: []byte("r"), ReqID: reqID(3)}
+	if r := h.apply(other); r.Code != CodeExists || r.Record.State != StateInFlight {
+		t.Fatalf("begin of owned key = %+v", r)
+	}
+	h.apply(Command{Type: TypeRecordComplete, Key: []byte("r"), Fence: a.Fence, Status: 200, Body: []byte("x")})
+	if r := h.apply(other); r.Code != CodeExists || r.Record.State != StateCompleted || string(r.Record.Body) != "x" {
+		t.Fatalf("retried begin after completion = %+v, want the completed record", r)
+	}
+	// Ids are forgotten after the retention window.
+	h.advance(RequestIDRetention + time.Second)
+	h.apply(Command{Type: TypeNoop})
+	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("w")})
+	if r := h.apply(getdel); r.Code != CodeOK || string(r.Value) != "w" {
+		t.Fatalf("GETDEL with an id older than the retention = %+v, want a fresh apply", r)
+	}
+}
+
+func TestAppliedIndexSkipAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "fsm.db")
+	f, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, f: f, clock: 1}
+	set := h.log(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v")})
+	getdel := h.log(Command{Type: TypeKVGetDel, Key: []byte("k")})
+	f.ApplyBatch([]*raft.Log{set, getdel})
+	f.Close()
+
+	f, err = Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if got := f.AppliedIndex(); got != 2 {
+		t.Fatalf("AppliedIndex after reopen = %d, want 2", got)
+	}
+	// Raft replays from its last snapshot: the set must not resurrect k.
+	out := f.ApplyBatch([]*raft.Log{set, getdel})
+	if out[0] != nil || out[1] != nil {
+		t.Fatalf("replayed entries were applied again: %v", out)
+	}
+	if _, err := f.KV([]byte("k"), time.Unix(0, 1)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("KV(k) after replay = %v, want ErrNotFound", err)
+	}
+}
+
+func TestBadCommandIsAResult(t *testing.T) {
+	h := newHarness(t)
+	h.index++
+	r := h.f.Apply(&raft.Log{Index: h.index, Type: raft.LogCommand, Data: []byte("garbage")}).(*Result)
+	if !errors.Is(r.Err(), ErrBadCommand) {
+		t.Fatalf("Apply(garbage) = %v, want ErrBadCommand", r.Err())
+	}
+	if h.f.AppliedIndex() != 1 {
+		t.Fatalf("applied index = %d, want 1", h.f.AppliedIndex())
+	}
+}
+
+func TestSweepExpires(t *testing.T) {
+	h := newHarness(t)
+	h.apply(Command{Type: TypeKVSet, Key: []byte("a"), Value: []byte("1"), TTL: time.Second})
+	h.apply(Command{Type: TypeKVSet, Key: []byte("b"), Value: []byte("2"), TTL: time.Hour})
+	h.apply(Command{Type: TypeTokenIssue, Key: TokenKey("s", "t"), TTL: time.Second})
+	h.apply(Command{Type: TypeRecordBegin, Key: []byte("r"), TTL: time.Second})
+	h.advance(2 * time.Second)
+	// Invisible to reads before the sweeper removes them.
+	if _, err := h.f.KV([]byte("a"), h.now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("expired KV read = %v, want ErrNotFound", err)
+	}
+	if _, err := h.f.Record([]byte("r"), h.now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("expired record read = %v", err)
+	}
+	due, err := h.f.Due(h.now(), 100)
+	if err != nil || len(due) != 3 {
+		t.Fatalf("Due = %v, %v; want 3 entries", due, err)
+	}
+	// An entry rewritten after the sweep was read keeps its new life.
+	h.apply(Command{Type: TypeKVSet, Key: []byte("a"), Value: []byte("new"), TTL: time.Hour})
+	r := h.apply(Command{Type: TypeExpire, Entries: due})
+	if r.Code != CodeOK || r.Version != 2 {
+		t.Fatalf("expire = %+v, want 2 removed", r)
+	}
+	if e, err := h.f.KV([]byte("a"), h.now()); err != nil || string(e.Value) != "new" {
+		t.Fatalf("rewritten key after sweep = %q, %v", e.Value, err)
+	}
+	if due, _ := h.f.Due(h.now(), 100); len(due) != 0 {
+		t.Fatalf("index after sweep still has %v", due)
+	}
+	if got := h.f.ExpiredCount(ttl.KindToken) + h.f.ExpiredCount(ttl.KindRecord); got != 2 {
+		t.Fatalf("expired counts = %d, want 2", got)
+	}
+	// Not yet due at the state machine's clock: nothing happens.
+	r = h.apply(Command{Type: TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("b"), At: h.clock + int64(time.Hour)}}})
+	if r.Version != 0 {
+		t.Fatalf("early expire removed %d", r.Version)
+	}
+}
+
+func TestClockNeverGoesBack(t *testing.T) {
+	h := newHarness(t)
+	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v"), TTL: time.Second})
+	h.advance(2 * time.Second)
+	h.apply(Command{Type: TypeNoop})
+	h.advance(-10 * time.Second) // a new leader whose clock is behind
+	if r := h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("w"), Mode: SetNX}); r.Code != CodeCreated {
+		t.Fatalf("SETNX after expiry under a lagging leader clock = %+v, want created", r)
+	}
+}
+
+func TestRecordCounts(t *testing.T) {
+	h := newHarness(t)
+	h.apply(Command{Type: TypeRecordBegin, Key: []byte("a")})
+	h.apply(Command{Type: TypeRecordBegin, Key: []byte("b")})
+	h.apply(Command{Type: TypeRecordComplete, Key: []byte("a"), Fence: 1, Status: 200})
+	if h.f.RecordCount(StateInFlight) != 1 || h.f.RecordCount(StateCompleted) != 1 {
+		t.Fatalf("counts: in flight %d, completed %d", h.f.RecordCount(StateInFlight), h.f.RecordCount(StateCompleted))
+	}
+}
+
+// pipe turns a snapshot into a reader, as raft's snapshot store would.
+type memSink struct {
+	bytes.Buffer
+	cancelled bool
+}
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) Close() error  { return nil }
+
+func snapshotBytes(t *testing.T, f *FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	return sink.Bytes()
+}
+
+func TestRestoreDiscardsState(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	a.apply(Command{Type: TypeKVSet, Key: []byte("x"), Value: []byte("1")})
+	b.apply(Command{Type: TypeKVSet, Key: []byte("y"), Value: []byte("2")})
+	b.apply(Command{Type: TypeKVSet, Key: []byte("z"), Value: []byte("2")})
+	if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.f.KV([]byte("y"), b.now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("key from before the restore survived: %v", err)
+	}
+	if e, err := b.f.KV([]byte("x"), b.now()); err != nil || string(e.Value) != "1" {
+		t.Fatalf("restored key = %q, %v", e.Value, err)
+	}
+	if b.f.AppliedIndex() != 1 {
+		t.Fatalf("applied index after restore = %d, want the snapshot's 1", b.f.AppliedIndex())
+	}
+	if err := b.f.Restore(io.NopCloser(bytes.NewReader([]byte("not a bolt file at all")))); err == nil {
+		t.Fatal("Restore(garbage) succeeded")
+	}
+	if e, err := b.f.KV([]byte("x"), b.now()); err != nil || string(e.Value) != "1" {
+		t.Fatalf("a failed restore damaged the state: %q, %v", e.Value, err)
+	}
+}

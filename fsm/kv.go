@@ -1,0 +1,133 @@
+package fsm
+
+import (
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// KVEntry is a key of the KV keyspace as stored:
+//
+//	version (8) | created (8) | expires (8) | value
+//
+// Version is the Raft index of the last write (like etcd's mod revision),
+// Created the index of the write that created the key.
+type KVEntry struct {
+	Version   uint64
+	Created   uint64
+	ExpiresAt int64 // unix nanoseconds, 0 = never
+	Value     []byte
+}
+
+const kvHeaderLen = 24
+
+func (e *KVEntry) encode() []byte {
+	b := make([]byte, kvHeaderLen, kvHeaderLen+len(e.Value))
+	binary.BigEndian.PutUint64(b, e.Version)
+	binary.BigEndian.PutUint64(b[8:], e.Created)
+	binary.BigEndian.PutUint64(b[16:], uint64(e.ExpiresAt))
+	return append(b, e.Value...)
+}
+
+// decodeKV parses a stored entry; Value aliases v.
+func decodeKV(v []byte) (KVEntry, bool) {
+	if len(v) < kvHeaderLen {
+		return KVEntry{}, false
+	}
+	return KVEntry{
+		Version:   binary.BigEndian.Uint64(v),
+		Created:   binary.BigEndian.Uint64(v[8:]),
+		ExpiresAt: int64(binary.BigEndian.Uint64(v[16:])),
+		Value:     v[kvHeaderLen:],
+	}, true
+}
+
+// liveKV returns the key's entry if it exists at now (Value aliases the
+// transaction's memory); an expired key is deleted on the spot.
+func (a *applier) liveKV(tx *bolt.Tx, key []byte) (KVEntry, bool, error) {
+	e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
+	if !ok {
+		return KVEntry{}, false, nil
+	}
+	if e.ExpiresAt != 0 && e.ExpiresAt <= a.now {
+		if err := a.deleteKV(tx, key, e.ExpiresAt); err != nil {
+			return KVEntry{}, false, err
+		}
+		a.expiredDelta[ttl.KindKV]++
+		return KVEntry{}, false, nil
+	}
+	return e, true, nil
+}
+
+func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
+	if exp != 0 {
+		if err := ttl.Delete(tx, ttl.KindKV, key, exp); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketKV).Delete(key)
+}
+
+func (a *applier) kvSet(tx *bolt.Tx, c *Command, index uint64) *Result {
+	old, exists, err := a.liveKV(tx, c.Key)
+	if err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	switch c.Mode {
+	case SetNX:
+		if exists {
+			return &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: clone(old.Value)}
+		}
+	case SetCAS:
+		if (c.Version == 0 && exists) || (c.Version != 0 && (!exists || old.Version != c.Version)) {
+			r := &Result{Code: CodeVersionMismatch}
+			if exists {
+				r.Version = old.Version
+			}
+			return r
+		}
+	}
+	e := KVEntry{Version: index, Created: index, ExpiresAt: a.expiry(c.TTL), Value: c.Value}
+	if exists {
+		e.Created = old.Created
+		if old.ExpiresAt != 0 && old.ExpiresAt != e.ExpiresAt {
+			if err := ttl.Delete(tx, ttl.KindKV, c.Key, old.ExpiresAt); err != nil {
+				return &Result{Code: CodeStorage}
+			}
+		}
+	}
+	if e.ExpiresAt != 0 && (!exists || old.ExpiresAt != e.ExpiresAt) {
+		if err := ttl.Put(tx, ttl.KindKV, c.Key, e.ExpiresAt); err != nil {
+			return &Result{Code: CodeStorage}
+		}
+	}
+	if err := tx.Bucket(bucketKV).Put(c.Key, e.encode()); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	code := CodeOK
+	if !exists {
+		code = CodeCreated
+	}
+	return &Result{Code: code, Version: index, ExpiresAt: e.ExpiresAt}
+}
+
+// kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL.
+func (a *applier) kvDelete(tx *bolt.Tx, c *Command) *Result {
+	old, exists, err := a.liveKV(tx, c.Key)
+	if err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	if !exists {
+		return &Result{Code: CodeNotFound}
+	}
+	r := &Result{Code: CodeOK, Version: old.Version}
+	if c.Type == TypeKVGetDel {
+		r.Value = clone(old.Value)
+	}
+	if err := a.deleteKV(tx, c.Key, old.ExpiresAt); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return r
+}

@@ -1,0 +1,135 @@
+package fsm
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// Reads see this replica's applied state. They are as fresh as the caller
+// made them: raftstore runs the linearizable read recipe before calling
+// them, or calls them directly for the gateway's fast path (a completed
+// record never changes until it expires).
+//
+// Expiry on reads is decided with max(now, the state machine's clock), so an
+// expired entry is invisible before the sweeper removes it even when no write
+// has moved the state machine's clock. Every value returned is a copy.
+
+func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.db == nil {
+		return ErrStorage
+	}
+	return f.db.View(fn)
+}
+
+func (f *FSM) readNow(now time.Time) int64 {
+	n := now.UnixNano()
+	if c := f.now.Load(); c > n {
+		return c
+	}
+	return n
+}
+
+// Record returns the record stored under key (see RecordKey), with its
+// state as seen at now; ErrNotFound when absent or expired.
+func (f *FSM) Record(key []byte, now time.Time) (*Record, error) {
+	at := f.readNow(now)
+	var rec *Record
+	err := f.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRecords).Get(key)
+		if v == nil {
+			return ErrNotFound
+		}
+		r, err := DecodeRecord(clone(v))
+		if err != nil {
+			return err
+		}
+		if r.ExpiredAt(at) {
+			return ErrNotFound
+		}
+		r.State = r.StateAt(at)
+		rec = r
+		return nil
+	})
+	return rec, err
+}
+
+// KV returns the key's entry; ErrNotFound when absent or expired.
+func (f *FSM) KV(key []byte, now time.Time) (KVEntry, error) {
+	at := f.readNow(now)
+	var out KVEntry
+	err := f.view(func(tx *bolt.Tx) error {
+		e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
+		if !ok || (e.ExpiresAt != 0 && e.ExpiresAt <= at) {
+			return ErrNotFound
+		}
+		e.Value = clone(e.Value)
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// Token returns a live token's expiry (0: never); ErrNotFound otherwise.
+func (f *FSM) Token(key []byte, now time.Time) (int64, error) {
+	at := f.readNow(now)
+	var exp int64
+	err := f.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketTokens).Get(key)
+		if v == nil {
+			return ErrNotFound
+		}
+		exp = int64(getUint64(v))
+		if exp != 0 && exp <= at {
+			return ErrNotFound
+		}
+		return nil
+	})
+	return exp, err
+}
+
+// Due lists up to limit expiry-index entries due at now.
+func (f *FSM) Due(now time.Time, limit int) ([]ttl.Entry, error) {
+	var out []ttl.Entry
+	err := f.view(func(tx *bolt.Tx) error {
+		var err error
+		out, err = ttl.Due(tx, now.UnixNano(), limit)
+		return err
+	})
+	return out, err
+}
+
+// StateHash is a SHA-256 over every bucket's keys and values, in order.
+// Replicas that applied the same log have equal hashes.
+func (f *FSM) StateHash() ([32]byte, error) {
+	var sum [32]byte
+	err := f.view(func(tx *bolt.Tx) error {
+		h := sha256.New()
+		var n [8]byte
+		put := func(b []byte) {
+			binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+			h.Write(n[:])
+			h.Write(b)
+		}
+		for _, name := range allBuckets {
+			put(name)
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				put(k)
+				put(v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		copy(sum[:], h.Sum(nil))
+		return nil
+	})
+	return sum, err
+}

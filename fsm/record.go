@@ -1,0 +1,135 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// State is an idempotency record's state.
+type State byte
+
+// The record states. Values are stored on disk: never renumber them.
+const (
+	StateInFlight  State = 1 // begun; its owner is calling the upstream
+	StateCompleted State = 2 // the response is stored
+	StateUnknown   State = 3 // the owner gave up or its processing deadline passed
+)
+
+func (s State) String() string {
+	switch s {
+	case StateInFlight:
+		return "in_flight"
+	case StateCompleted:
+		return "completed"
+	case StateUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("state(%d)", byte(s))
+}
+
+// Record is one idempotency record: who owns a (scope, tenant, key) and,
+// once complete, the response to replay. Times are unix nanoseconds of the
+// state machine's clock; 0 means unset.
+type Record struct {
+	State       State
+	Fence       uint64 // the owner's fencing token (the Raft index of its begin)
+	Fingerprint []byte
+	CreatedAt   int64
+	UpdatedAt   int64
+	ExpiresAt   int64 // 0: never
+	Deadline    int64 // processing deadline; 0: none
+	Status      int
+	BodyDropped bool // the body was over the route's limit and was not stored
+	Headers     []Header
+	Body        []byte
+}
+
+// StateAt is the record's state as seen at now: an in-flight record whose
+// processing deadline has passed has an unknown outcome.
+func (r *Record) StateAt(now int64) State {
+	if r.State == StateInFlight && r.Deadline != 0 && r.Deadline <= now {
+		return StateUnknown
+	}
+	return r.State
+}
+
+// ExpiredAt reports whether the record no longer exists at now.
+func (r *Record) ExpiredAt(now int64) bool { return r.ExpiresAt != 0 && r.ExpiresAt <= now }
+
+const recordVersion = 1
+
+// Encode appends the record's encoding to dst.
+func (r *Record) Encode(dst []byte) []byte {
+	flags := byte(0)
+	if r.BodyDropped {
+		flags |= FlagBodyDropped
+	}
+	dst = append(dst, recordVersion, byte(r.State), flags)
+	dst = binary.AppendUvarint(dst, r.Fence)
+	dst = appendBytes(dst, r.Fingerprint)
+	dst = binary.AppendVarint(dst, r.CreatedAt)
+	dst = binary.AppendVarint(dst, r.UpdatedAt)
+	dst = binary.AppendVarint(dst, r.ExpiresAt)
+	dst = binary.AppendVarint(dst, r.Deadline)
+	dst = binary.AppendUvarint(dst, uint64(r.Status))
+	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
+	for _, h := range r.Headers {
+		dst = appendBytes(dst, h.Name)
+		dst = appendBytes(dst, h.Value)
+	}
+	return appendBytes(dst, r.Body)
+}
+
+// DecodeRecord parses an encoded record. Its slices alias b: copy b first
+// when it is memory of a bbolt transaction that will end.
+func DecodeRecord(b []byte) (*Record, error) {
+	rd := reader{b: b}
+	if v := rd.byte(); v != recordVersion && rd.err == nil {
+		return nil, fmt.Errorf("%w: record version %d", ErrBadCommand, v)
+	}
+	r := &Record{State: State(rd.byte())}
+	r.BodyDropped = rd.byte()&FlagBodyDropped != 0
+	r.Fence = rd.uvarint()
+	r.Fingerprint = rd.bytes()
+	r.CreatedAt = rd.varint()
+	r.UpdatedAt = rd.varint()
+	r.ExpiresAt = rd.varint()
+	r.Deadline = rd.varint()
+	r.Status = int(rd.uvarint())
+	if n := rd.count(); n > 0 {
+		r.Headers = make([]Header, n)
+		for i := range r.Headers {
+			r.Headers[i] = Header{Name: rd.bytes(), Value: rd.bytes()}
+		}
+	}
+	r.Body = rd.bytes()
+	if rd.err != nil {
+		return nil, fmt.Errorf("%w: record: %v", ErrBadCommand, rd.err)
+	}
+	if len(rd.b) != 0 {
+		return nil, fmt.Errorf("%w: record: trailing bytes", ErrBadCommand)
+	}
+	if r.State < StateInFlight || r.State > StateUnknown {
+		return nil, fmt.Errorf("%w: record state %d", ErrBadCommand, r.State)
+	}
+	return r, nil
+}
+
+// RecordKey builds the stored key of a record: scope, tenant and the client's
+// key, separated by NUL bytes (none of the three may contain one).
+func RecordKey(scope, tenant, key string) []byte {
+	b := make([]byte, 0, len(scope)+len(tenant)+len(key)+2)
+	b = append(b, scope...)
+	b = append(b, 0)
+	b = append(b, tenant...)
+	b = append(b, 0)
+	return append(b, key...)
+}
+
+// TokenKey builds the stored key of a form token.
+func TokenKey(scope, token string) []byte {
+	b := make([]byte, 0, len(scope)+len(token)+1)
+	b = append(b, scope...)
+	b = append(b, 0)
+	return append(b, token...)
+}

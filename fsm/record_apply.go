@@ -1,0 +1,177 @@
+package fsm
+
+import (
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// getRecord returns the live record under key, or nil. An expired record is
+// deleted on the spot (with its index entry), exactly as the sweeper would.
+func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*Record, error) {
+	v := tx.Bucket(bucketRecords).Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	rec, err := DecodeRecord(clone(v))
+	if err != nil {
+		return nil, err
+	}
+	if rec.ExpiredAt(a.now) {
+		if err := a.deleteRecord(tx, key, rec); err != nil {
+			return nil, err
+		}
+		a.expiredDelta[ttl.KindRecord]++
+		return nil, nil
+	}
+	return rec, nil
+}
+
+func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *Record) error {
+	if old != nil {
+		a.recordDelta[old.State]--
+		if old.ExpiresAt != rec.ExpiresAt && old.ExpiresAt != 0 {
+			if err := ttl.Delete(tx, ttl.KindRecord, key, old.ExpiresAt); err != nil {
+				return err
+			}
+		}
+	}
+	if rec.ExpiresAt != 0 && (old == nil || old.ExpiresAt != rec.ExpiresAt) {
+		if err := ttl.Put(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	a.recordDelta[rec.State]++
+	return tx.Bucket(bucketRecords).Put(key, rec.Encode(nil))
+}
+
+func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *Record) error {
+	if rec.ExpiresAt != 0 {
+		if err := ttl.Delete(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	a.recordDelta[rec.State]--
+	return tx.Bucket(bucketRecords).Delete(key)
+}
+
+// recordBegin is SETNX for idempotency records: it either makes the caller
+// the owner (fencing token = this entry's Raft index, unique and increasing)
+// or returns the existing record in the same round trip.
+func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
+	old, err := a.getRecord(tx, c.Key)
+	if err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	if old != nil {
+		takeOver := c.Flags&FlagReleaseUnknown != 0 && old.StateAt(a.now) == StateUnknown
+		if !takeOver {
+			shown := *old
+			shown.State = old.StateAt(a.now)
+			return &Result{Code: CodeExists, Record: &shown, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
+		}
+	}
+	rec := &Record{
+		State:       StateInFlight,
+		Fence:       index,
+		Fingerprint: c.Value,
+		CreatedAt:   a.now,
+		UpdatedAt:   a.now,
+		ExpiresAt:   a.expiry(c.TTL),
+		Deadline:    a.expiry(c.Timeout),
+	}
+	if err := a.putRecord(tx, c.Key, old, rec); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeCreated, Fence: index, ExpiresAt: rec.ExpiresAt}
+}
+
+// ownedRecord returns the live record under c.Key if c.Fence owns it.
+func (a *applier) ownedRecord(tx *bolt.Tx, c *Command) (*Record, *Result) {
+	rec, err := a.getRecord(tx, c.Key)
+	if err != nil {
+		return nil, &Result{Code: CodeStorage}
+	}
+	if rec == nil {
+		return nil, &Result{Code: CodeNotFound}
+	}
+	if rec.Fence != c.Fence {
+		return nil, &Result{Code: CodeFenceMismatch, Fence: rec.Fence}
+	}
+	return rec, nil
+}
+
+// recordComplete stores the owner's response. Only the current owner may
+// complete, and only once; a late owner whose deadline passed may still
+// complete as long as nobody took the record over (a known outcome is
+// better than an unknown one).
+func (a *applier) recordComplete(tx *bolt.Tx, c *Command) *Result {
+	old, res := a.ownedRecord(tx, c)
+	if res != nil {
+		return res
+	}
+	if old.State == StateCompleted {
+		return &Result{Code: CodeWrongState}
+	}
+	rec := *old
+	rec.State = StateCompleted
+	rec.UpdatedAt = a.now
+	rec.Deadline = 0
+	rec.Status = c.Status
+	rec.BodyDropped = c.Flags&FlagBodyDropped != 0
+	rec.Headers = c.Headers
+	rec.Body = c.Body
+	if err := a.putRecord(tx, c.Key, old, &rec); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK, Fence: rec.Fence, ExpiresAt: rec.ExpiresAt}
+}
+
+// recordRelease deletes a record so the next request with its key runs. The
+// owner (Fence set) may release only what it has not completed; Fence 0 is
+// an operator's release and removes any record.
+func (a *applier) recordRelease(tx *bolt.Tx, c *Command) *Result {
+	var rec *Record
+	if c.Fence == 0 {
+		r, err := a.getRecord(tx, c.Key)
+		if err != nil {
+			return &Result{Code: CodeStorage}
+		}
+		if r == nil {
+			return &Result{Code: CodeNotFound}
+		}
+		rec = r
+	} else {
+		r, res := a.ownedRecord(tx, c)
+		if res != nil {
+			return res
+		}
+		if r.State == StateCompleted {
+			return &Result{Code: CodeWrongState}
+		}
+		rec = r
+	}
+	if err := a.deleteRecord(tx, c.Key, rec); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK}
+}
+
+// recordMarkUnknown records that the owner cannot tell whether the upstream
+// acted (it timed out after sending).
+func (a *applier) recordMarkUnknown(tx *bolt.Tx, c *Command) *Result {
+	old, res := a.ownedRecord(tx, c)
+	if res != nil {
+		return res
+	}
+	if old.State != StateInFlight {
+		return &Result{Code: CodeWrongState}
+	}
+	rec := *old
+	rec.State = StateUnknown
+	rec.UpdatedAt = a.now
+	if err := a.putRecord(tx, c.Key, old, &rec); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK, Fence: rec.Fence, ExpiresAt: rec.ExpiresAt}
+}

@@ -1,0 +1,105 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Code is a command's outcome. Values cross the wire from the leader to the
+// follower that forwarded the command: never renumber them.
+type Code byte
+
+// The outcomes.
+const (
+	CodeOK Code = iota
+	CodeCreated
+	CodeExists
+	CodeNotFound
+	CodeVersionMismatch
+	CodeFenceMismatch
+	CodeWrongState
+	CodeBadCommand
+	CodeStorage
+	codeEnd
+)
+
+var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
+	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage}
+
+// Result is what applying one command produced. Apply returns it as the
+// future's response; callers always read it (Err says whether it failed).
+type Result struct {
+	Code Code
+	// Fence is the fencing token a RecordBegin handed to its new owner.
+	Fence uint64
+	// Version is a KV key's version after the command (for SETNX that
+	// failed: the existing key's version).
+	Version uint64
+	// ExpiresAt (unix nanoseconds, 0 = never) of what the command created.
+	ExpiresAt int64
+	// Value: the removed value of a GETDEL, the existing value of a failed SETNX.
+	Value []byte
+	// Record: the existing record a RecordBegin found instead of creating one.
+	Record *Record
+}
+
+// Err returns the error the result carries, or nil.
+func (r *Result) Err() error {
+	if r.Code < codeEnd {
+		return codeErrs[r.Code]
+	}
+	return fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
+}
+
+// Created reports whether the command created what it named.
+func (r *Result) Created() bool { return r.Code == CodeCreated }
+
+func errResult(err error) *Result {
+	for c, e := range codeErrs {
+		if e != nil && e == err {
+			return &Result{Code: Code(c)}
+		}
+	}
+	return &Result{Code: CodeBadCommand}
+}
+
+// Encode appends the result's encoding to dst.
+func (r *Result) Encode(dst []byte) []byte {
+	dst = append(dst, byte(r.Code))
+	dst = binary.AppendUvarint(dst, r.Fence)
+	dst = binary.AppendUvarint(dst, r.Version)
+	dst = binary.AppendVarint(dst, r.ExpiresAt)
+	dst = appendBytes(dst, r.Value)
+	if r.Record == nil {
+		return append(dst, 0)
+	}
+	dst = append(dst, 1)
+	return r.Record.Encode(dst)
+}
+
+// DecodeResult parses an encoded result; slices alias b.
+func DecodeResult(b []byte) (*Result, error) {
+	rd := reader{b: b}
+	r := &Result{Code: Code(rd.byte())}
+	r.Fence = rd.uvarint()
+	r.Version = rd.uvarint()
+	r.ExpiresAt = rd.varint()
+	r.Value = rd.bytes()
+	hasRecord := rd.byte()
+	if rd.err != nil {
+		return nil, fmt.Errorf("%w: result: %v", ErrBadCommand, rd.err)
+	}
+	if r.Code >= codeEnd {
+		return nil, fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
+	}
+	if hasRecord == 1 {
+		rec, err := DecodeRecord(rd.b)
+		if err != nil {
+			return nil, err
+		}
+		r.Record = rec
+	} else if len(rd.b) != 0 {
+		return nil, fmt.Errorf("%w: result: trailing bytes", ErrBadCommand)
+	}
+	return r, nil
+}
