@@ -30,8 +30,8 @@ var (
 	bucketRecords = []byte("records")
 	bucketTokens  = []byte("tokens")
 	bucketKV      = []byte("kv")
-	bucketReqIDs  = []byte("reqids")  // request id -> stamp(8) | encoded result
-	bucketReqIdx  = []byte("reqidx")  // stamp(8) | request id -> nil, for pruning
+	bucketReqIDs  = []byte("reqids") // request id -> stamp(8) | encoded result
+	bucketReqIdx  = []byte("reqidx") // stamp(8) | request id -> nil, for pruning
 	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketReqIdx, ttl.BucketName}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
