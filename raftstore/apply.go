@@ -1,0 +1,154 @@
+package raftstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// errRetry marks an attempt whose outcome is unknown or that reached a node
+// that just lost leadership: the same request (same request id) is retried.
+var errRetry = errors.New("retry")
+
+// mapRaftErr turns hashicorp/raft's errors into the store's.
+func mapRaftErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrAbortedByRestore):
+		return fmt.Errorf("%w: %v", errRetry, err)
+	}
+	return err
+}
+
+// proposeLocal stamps data with this leader's clock and hands it to Raft.
+// The returned function waits for the command to be applied here.
+func (s *Store) proposeLocal(data []byte) (func() (*fsm.Result, error), error) {
+	if s.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	if err := fsm.Stamp(data, time.Now().UnixNano()); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	f := s.raft.Apply(data, s.cfg.ApplyTimeout)
+	return func() (*fsm.Result, error) {
+		if err := f.Error(); err != nil {
+			return nil, mapRaftErr(err)
+		}
+		s.metrics.applyDuration.Observe(time.Since(start).Seconds())
+		res, ok := f.Response().(*fsm.Result)
+		if !ok {
+			return nil, fmt.Errorf("raftstore: state machine answered %T", f.Response())
+		}
+		return res, nil
+	}, nil
+}
+
+// Apply proposes c (through the leader, wherever it is) and returns its
+// result once applied. A command without a request id gets one; every retry
+// after a cut connection or a leadership change carries the same id, so the
+// state machine applies it once. A nil error means the command was applied;
+// the Result says how it went (Result.Err).
+func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
+		c.ReqID = s.newReqID()
+	}
+	data := c.Encode(make([]byte, 0, 64+len(c.Key)+len(c.Value)+len(c.Body)))
+	first := true
+	return leaderCall(s, ctx, fwdApply,
+		func() []byte {
+			if first {
+				first = false
+				return data
+			}
+			// A retry may race the first attempt still in flight
+			// inside Raft: never re-stamp bytes it may hold.
+			return append([]byte(nil), data...)
+		},
+		func(payload []byte) (*fsm.Result, error) {
+			wait, err := s.proposeLocal(payload)
+			if err != nil {
+				return nil, err
+			}
+			return wait()
+		},
+		fsm.DecodeResult)
+}
+
+// leaderCall runs one request on the leader: locally when this node leads,
+// forwarded otherwise, retried across leader changes until ctx (or the
+// configured ApplyTimeout) ends.
+func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() []byte,
+	local func([]byte) (T, error), decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+		defer cancel()
+	}
+	backoff := 2 * time.Millisecond
+	sawLeader := false
+	for {
+		var (
+			out T
+			err error
+		)
+		if s.raft.State() == raft.Leader {
+			sawLeader = true
+			out, err = local(payload())
+		} else if addr, id := s.raft.LeaderWithID(); addr != "" {
+			sawLeader = true
+			var raw []byte
+			raw, err = s.forward(ctx, string(id), string(addr), kind, payload())
+			if err == nil {
+				out, err = decode(raw)
+			}
+		} else {
+			err = ErrNoLeader
+		}
+		if err == nil {
+			return out, nil
+		}
+		if errors.Is(err, ErrShutdown) && s.stopped() {
+			return zero, ErrShutdown
+		}
+		retry := errors.Is(err, errRetry) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown)
+		if !retry && ctx.Err() == nil {
+			return zero, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if !sawLeader {
+				return zero, ErrNoLeader
+			}
+			return zero, fmt.Errorf("%w: %v", ErrTimeout, err)
+		case <-t.C:
+		}
+		if backoff < 100*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+func (s *Store) stopped() bool { return s.raft.State() == raft.Shutdown }
+
+func decodeIndex(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("raftstore: bad read index answer (%d bytes)", len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
+}

@@ -1,0 +1,287 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestSETNXRaceOneWinner(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 30*time.Second)
+	const racers = 64
+	var wg sync.WaitGroup
+	results := make([]*fsm.Result, racers)
+	errs := make([]error, racers)
+	start := make(chan struct{})
+	for i := 0; i < racers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			s := c.Stores[i%3]
+			results[i], errs[i] = s.KVSet(ctx, []byte("hot"), []byte(fmt.Sprint("v", i)), time.Minute, fsm.SetNX, 0)
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	winners := 0
+	var winner string
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("racer %d: %v", i, errs[i])
+		}
+		if r.Code == fsm.CodeCreated {
+			winners++
+			winner = fmt.Sprint("v", i)
+		}
+	}
+	if winners != 1 {
+		t.Fatalf("SETNX winners = %d, want exactly 1", winners)
+	}
+	for i, r := range results {
+		if r.Code == fsm.CodeExists && string(r.Value) != winner {
+			t.Fatalf("loser %d saw value %q, want the winner's %q", i, r.Value, winner)
+		}
+	}
+	for _, s := range c.Stores {
+		e, err := s.KV(ctx, []byte("hot"), false)
+		if err != nil || string(e.Value) != winner {
+			t.Fatalf("%s linearizable read = %q, %v; want %q", s.NodeID(), e.Value, err, winner)
+		}
+	}
+}
+
+func TestGETDELTokenRaceOneWinner(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 30*time.Second)
+	key := fsm.TokenKey("pay", "tok-1")
+	if _, err := c.Stores[1].IssueToken(ctx, key, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var wins, gone atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			<-start
+			err := c.Stores[i%3].ConsumeToken(ctx, key)
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, fsm.ErrNotFound):
+				gone.Add(1)
+			default:
+				t.Errorf("consume %d: %v", i, err)
+			}
+		}(i)
+	}
+	close(start)
+	wg.Wait()
+	if wins.Load() != 1 || gone.Load() != 63 {
+		t.Fatalf("token consumed %d times (%d refused), want exactly once", wins.Load(), gone.Load())
+	}
+}
+
+func TestLinearizableReadOnFollower(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 30*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+	follower := c.Stores[(leader+1)%3]
+	for i := 0; i < 50; i++ {
+		k := []byte(fmt.Sprint("k", i))
+		if _, err := c.Stores[leader].KVSet(ctx, k, []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Acknowledged on the leader, read at once on a follower.
+		if _, err := follower.KV(ctx, k, false); err != nil {
+			t.Fatalf("follower read of acknowledged %s: %v", k, err)
+		}
+	}
+	if !follower.Ready() {
+		t.Fatal("follower not ready after reads")
+	}
+}
+
+// TestLeaderStopMidRun: writers on every node; the leader is stopped mid-run;
+// the survivors elect; every acknowledged write is still there; the stopped
+// node restarts from its files and catches up.
+func TestLeaderStopMidRun(t *testing.T) {
+	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.SnapshotThreshold = 200; cfg.TrailingLogs = 50 })
+	ctx := ctxT(t, 60*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+
+	var mu sync.Mutex
+	acked := map[string]string{}
+	stopWriters := make(chan struct{})
+	var wg sync.WaitGroup
+	var stores sync.Map // index -> *Store, swapped as nodes stop
+	for i, s := range c.Stores {
+		stores.Store(i, s)
+	}
+	for w := 0; w < 12; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stopWriters:
+					return
+				default:
+				}
+				v, _ := stores.Load(w % 3)
+				s, _ := v.(*Store)
+				if s == nil {
+					v, _ = stores.Load((w + 1) % 3)
+					s, _ = v.(*Store)
+				}
+				if s == nil {
+					continue
+				}
+				k, val := fmt.Sprintf("w%d-%d", w, n), fmt.Sprint(n)
+				wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				_, err := s.KVSet(wctx, []byte(k), []byte(val), 0, fsm.SetNX, 0)
+				cancel()
+				if err == nil {
+					mu.Lock()
+					acked[k] = val
+					mu.Unlock()
+				}
+			}
+		}(w)
+	}
+	time.Sleep(700 * time.Millisecond)
+	stores.Store(leader, (*Store)(nil))
+	c.Stop(leader)
+	stoppedAt := time.Now()
+	newLeader := c.WaitLeader(10 * time.Second)
+	t.Logf("leader %s stopped; %s elected after %s", c.Cfgs[leader].NodeID, c.Cfgs[newLeader].NodeID, time.Since(stoppedAt))
+	time.Sleep(700 * time.Millisecond)
+	close(stopWriters)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) < 50 {
+		t.Fatalf("only %d writes acknowledged: the cluster barely served", len(acked))
+	}
+	for i, s := range c.Stores {
+		if s == nil {
+			continue
+		}
+		for k, v := range acked {
+			e, err := s.KV(ctx, []byte(k), false)
+			if err != nil || string(e.Value) != v {
+				t.Fatalf("%s lost acknowledged write %s=%s: got %q, %v", c.Cfgs[i].NodeID, k, v, e.Value, err)
+			}
+		}
+	}
+	c.Start(leader)
+	c.WaitConverged(20 * time.Second)
+	for k, v := range acked {
+		e, err := c.Stores[leader].KV(ctx, []byte(k), false)
+		if err != nil || string(e.Value) != v {
+			t.Fatalf("restarted %s missing %s: %q, %v", c.Cfgs[leader].NodeID, k, e.Value, err)
+		}
+	}
+	t.Logf("%d acknowledged writes, all present on every node", len(acked))
+}
+
+func TestMembershipRemoveAndAdd(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 30*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+	victim := (leader + 1) % 3
+	asker := c.Stores[(leader+2)%3] // a follower: the change is forwarded
+	if err := asker.RemoveServer(ctx, c.Cfgs[victim].NodeID); err != nil {
+		t.Fatal(err)
+	}
+	if err := asker.RemoveServer(ctx, "nope"); !errors.Is(err, ErrUnknownNode) {
+		t.Fatalf("remove of unknown node = %v, want ErrUnknownNode", err)
+	}
+	servers, _ := c.Stores[leader].Servers()
+	if len(servers) != 2 {
+		t.Fatalf("servers after remove = %v", servers)
+	}
+	c.Stop(victim)
+	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); err != nil {
+		t.Fatal(err)
+	}
+	c.Start(victim)
+	if _, err := c.Stores[leader].KVSet(ctx, []byte("after"), []byte("x"), 0, fsm.SetPlain, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitConverged(20 * time.Second)
+	servers, _ = c.Stores[victim].Servers()
+	if len(servers) != 3 {
+		t.Fatalf("servers after re-add = %v", servers)
+	}
+}
+
+func TestSingleNodeBootstrapsAlone(t *testing.T) {
+	c := StartTestCluster(t, 1, nil)
+	ctx := ctxT(t, 10*time.Second)
+	if _, err := c.Stores[0].KVSet(ctx, []byte("k"), []byte("v"), time.Second, fsm.SetNX, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(0)
+	c.Start(0)
+	c.WaitLeader(5 * time.Second)
+	e, err := c.Stores[0].KV(ctx, []byte("k"), false)
+	if err != nil || string(e.Value) != "v" {
+		t.Fatalf("after restart: %q, %v", e.Value, err)
+	}
+}
+
+func TestSweeperExpiresOnLeader(t *testing.T) {
+	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.SweepInterval = 50 * time.Millisecond })
+	ctx := ctxT(t, 30*time.Second)
+	for i := 0; i < 20; i++ {
+		if _, err := c.Stores[i%3].KVSet(ctx, []byte(fmt.Sprint("e", i)), []byte("v"), 100*time.Millisecond, fsm.SetPlain, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		due, _ := c.Stores[0].Due(time.Now().Add(time.Hour), 100)
+		if len(due) == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.WaitConverged(10 * time.Second)
+	for _, s := range c.Stores {
+		if due, _ := s.Due(time.Now().Add(time.Hour), 100); len(due) != 0 {
+			t.Fatalf("%s still indexes %d entries after the sweep", s.NodeID(), len(due))
+		}
+	}
+}
+
+func TestNoQuorumIsUnavailable(t *testing.T) {
+	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.ApplyTimeout = 1500 * time.Millisecond })
+	leader := c.WaitLeader(5 * time.Second)
+	c.Stop((leader + 1) % 3)
+	c.Stop((leader + 2) % 3)
+	start := time.Now()
+	_, err := c.Stores[leader].KVSet(context.Background(), []byte("k"), []byte("v"), 0, fsm.SetPlain, 0)
+	if !Unavailable(err) {
+		t.Fatalf("write without quorum = %v, want an unavailable error", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("write without quorum took %s: not bounded by ApplyTimeout", time.Since(start))
+	}
+}

@@ -1,0 +1,145 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Peer is one voter of the initial cluster.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// Config configures a Store. Build it with DefaultConfig and set the node's
+// identity and addresses.
+type Config struct {
+	NodeID   string
+	RaftBind string // address the Raft port listens on
+	// RaftAdvertise is the address peers dial; empty means RaftBind.
+	RaftAdvertise string
+	DataDir       string
+	// Peers is the initial cluster, this node included. A node without
+	// Raft state bootstraps with it; with a single entry the node forms a
+	// one-node cluster alone. Empty: wait to be added by an existing cluster.
+	Peers []Peer
+
+	// FSMNoSync skips the state machine's fsync (see fsm.Config.NoSync).
+	FSMNoSync bool
+	// LogNoSync skips the Raft log's fsync. UNSAFE: an acknowledged write
+	// can be lost on power failure. For benchmarks only.
+	LogNoSync bool
+
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	MaxAppendEntries   int
+	SnapshotThreshold  uint64
+	SnapshotInterval   time.Duration
+	TrailingLogs       uint64
+
+	// ApplyTimeout bounds a write or linearizable read whose context has
+	// no deadline: past it the caller gets ErrNoLeader or ErrTimeout.
+	ApplyTimeout time.Duration
+	// DialTimeout bounds dialing a peer.
+	DialTimeout time.Duration
+	// SweepInterval is the expiry sweeper's period.
+	SweepInterval time.Duration
+
+	// AddressProvider, when set, maps a peer's id to the address this node
+	// dials for it (Raft and forwarding): the fault tests route links
+	// through proxies with it.
+	AddressProvider raft.ServerAddressProvider
+
+	Logger        *slog.Logger
+	RaftLogOutput io.Writer // hashicorp/raft's own log; nil: discarded
+	RaftLogLevel  string    // "error", "warn", "info", "debug"
+}
+
+// DefaultConfig returns the settings idemgate serve uses.
+func DefaultConfig() Config {
+	rc := raft.DefaultConfig()
+	return Config{
+		HeartbeatTimeout:   rc.HeartbeatTimeout,
+		ElectionTimeout:    rc.ElectionTimeout,
+		LeaderLeaseTimeout: rc.LeaderLeaseTimeout,
+		CommitTimeout:      rc.CommitTimeout,
+		MaxAppendEntries:   512,
+		SnapshotThreshold:  16384,
+		SnapshotInterval:   60 * time.Second,
+		TrailingLogs:       10240,
+		ApplyTimeout:       5 * time.Second,
+		DialTimeout:        time.Second,
+		SweepInterval:      time.Second,
+		RaftLogLevel:       "warn",
+	}
+}
+
+// Validate checks the config and names the field at fault.
+func (c Config) Validate() error {
+	if c.NodeID == "" {
+		return errors.New("raftstore: NodeID is empty")
+	}
+	if c.DataDir == "" {
+		return errors.New("raftstore: DataDir is empty")
+	}
+	if _, _, err := net.SplitHostPort(c.RaftBind); err != nil {
+		return fmt.Errorf("raftstore: RaftBind %q: %w", c.RaftBind, err)
+	}
+	if c.RaftAdvertise != "" {
+		if _, _, err := net.SplitHostPort(c.RaftAdvertise); err != nil {
+			return fmt.Errorf("raftstore: RaftAdvertise %q: %w", c.RaftAdvertise, err)
+		}
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Peers {
+		if p.ID == "" || p.RaftAddr == "" {
+			return fmt.Errorf("raftstore: Peers[%d]: id and raft address are required", i)
+		}
+		if seen[p.ID] {
+			return fmt.Errorf("raftstore: Peers[%d]: duplicate id %q", i, p.ID)
+		}
+		seen[p.ID] = true
+	}
+	if len(c.Peers) > 0 && !seen[c.NodeID] {
+		return fmt.Errorf("raftstore: Peers does not include this node %q", c.NodeID)
+	}
+	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 || c.SweepInterval <= 0 {
+		return errors.New("raftstore: ApplyTimeout, DialTimeout and SweepInterval must be positive")
+	}
+	return nil
+}
+
+func (c Config) advertise() string {
+	if c.RaftAdvertise != "" {
+		return c.RaftAdvertise
+	}
+	return c.RaftBind
+}
+
+func (c Config) raftConfig() *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.NodeID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.MaxAppendEntries = c.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.SnapshotInterval = c.SnapshotInterval
+	rc.TrailingLogs = c.TrailingLogs
+	// The state machine is persistent and skips what it already applied
+	// (hashicorp/raft #523/#396); restoring the snapshot at every start
+	// would only rewrite the same data. Open restores it when the state
+	// machine's file is behind it.
+	rc.NoSnapshotRestoreOnStart = true
+	return rc
+}

@@ -1,0 +1,15 @@
+// Package raftstore wires hashicorp/raft to idemgate's state machine and
+// exposes the Store the gateway calls.
+//
+// It owns the Raft transport (TCP, multiplexed with leader forwarding on the
+// node's one Raft port), the raft-boltdb/v2 log and stable store, the file
+// snapshot store, bootstrap and membership. Any node accepts writes: a
+// follower forwards the encoded command, with its request id, to the leader
+// over one long-lived pipelined connection, and retries it after a cut
+// connection or a leadership change; the state machine applies a request id
+// once. Reads are linearizable by the read-index recipe (a current-term entry
+// applied, readIndex = CommitIndex, VerifyLeader, same term, wait until
+// applied) unless the caller asks for the local state.
+//
+// It never speaks HTTP and never imports package gateway.
+package raftstore

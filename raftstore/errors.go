@@ -1,0 +1,28 @@
+package raftstore
+
+import "errors"
+
+// Errors of the store. The gateway answers ErrNoLeader, ErrTimeout and
+// ErrShutdown with 503 and Retry-After: the store is unavailable, nothing was
+// done that the caller must know about (or the write's fate is unknown and a
+// retry with the same request id settles it).
+var (
+	// ErrNoLeader: no leader could be reached before the deadline (no quorum).
+	ErrNoLeader = errors.New("no raft leader: cluster has no quorum")
+	// ErrTimeout: the deadline passed before the command was applied.
+	ErrTimeout = errors.New("raft apply timed out")
+	// ErrShutdown: the store is closing.
+	ErrShutdown = errors.New("store is shut down")
+	// ErrNotLeader: returned by forwarded calls to a node that is not the
+	// leader; the caller retries against the new leader.
+	ErrNotLeader = errors.New("node is not the leader")
+	// ErrUnknownNode: a membership change named a node the cluster lacks.
+	ErrUnknownNode = errors.New("unknown node")
+)
+
+// Unavailable reports whether err means the store could not serve the call
+// (no quorum, deadline, shutdown): the gateway's 503.
+func Unavailable(err error) bool {
+	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrTimeout) ||
+		errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader)
+}

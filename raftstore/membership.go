@@ -1,0 +1,96 @@
+package raftstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+)
+
+// Server is one member of the Raft configuration.
+type Server struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft"`
+	Voter    bool   `json:"voter"`
+	// State is this node's view: "leader" for the leader it knows,
+	// its own Raft state for itself, "follower" otherwise.
+	State string `json:"state"`
+}
+
+// Servers lists the cluster's members as this node knows them.
+func (s *Store) Servers() ([]Server, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, mapRaftErr(err)
+	}
+	_, leader := s.raft.LeaderWithID()
+	var out []Server
+	for _, srv := range f.Configuration().Servers {
+		st := "follower"
+		switch {
+		case srv.ID == leader:
+			st = "leader"
+		case string(srv.ID) == s.cfg.NodeID:
+			st = roleName(s.raft.State())
+		}
+		out = append(out, Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
+			Voter: srv.Suffrage == raft.Voter, State: st})
+	}
+	return out, nil
+}
+
+// AddVoter adds (or re-addresses) a voter; any node may be asked.
+func (s *Store) AddVoter(ctx context.Context, id, raftAddr string) error {
+	if id == "" || raftAddr == "" || bytes.IndexByte([]byte(id), 0) >= 0 {
+		return fmt.Errorf("raftstore: add voter: id and raft address are required")
+	}
+	payload := append(append([]byte(id), 0), raftAddr...)
+	return s.membership(ctx, fwdAddVoter, payload)
+}
+
+// RemoveServer removes a member; any node may be asked.
+func (s *Store) RemoveServer(ctx context.Context, id string) error {
+	if id == "" {
+		return fmt.Errorf("raftstore: remove server: id is required")
+	}
+	return s.membership(ctx, fwdRemove, []byte(id))
+}
+
+func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error {
+	_, err := leaderCall(s, ctx, kind,
+		func() []byte { return payload },
+		func(p []byte) (struct{}, error) { return struct{}{}, s.changeMembershipLocal(kind, p) },
+		func([]byte) (struct{}, error) { return struct{}{}, nil })
+	return err
+}
+
+func (s *Store) changeMembershipLocal(kind byte, payload []byte) error {
+	if s.raft.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	switch kind {
+	case fwdAddVoter:
+		i := bytes.IndexByte(payload, 0)
+		if i <= 0 {
+			return fmt.Errorf("raftstore: malformed add-voter request")
+		}
+		id, addr := string(payload[:i]), string(payload[i+1:])
+		return mapRaftErr(s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout).Error())
+	case fwdRemove:
+		id := raft.ServerID(payload)
+		f := s.raft.GetConfiguration()
+		if err := f.Error(); err != nil {
+			return mapRaftErr(err)
+		}
+		found := false
+		for _, srv := range f.Configuration().Servers {
+			found = found || srv.ID == id
+		}
+		if !found {
+			return fmt.Errorf("%w: %q", ErrUnknownNode, string(id))
+		}
+		return mapRaftErr(s.raft.RemoveServer(id, 0, s.cfg.ApplyTimeout).Error())
+	}
+	return fmt.Errorf("raftstore: unknown membership change %q", kind)
+}

@@ -1,0 +1,69 @@
+package raftstore
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/ttl"
+)
+
+type metrics struct {
+	leaderChanges prometheus.Counter
+	applyDuration prometheus.Histogram
+}
+
+func newMetrics(s *Store) *metrics {
+	return &metrics{
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idemgate_raft_leader_changes_total",
+			Help: "Leader changes this node has observed.",
+		}),
+		applyDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "idemgate_raft_apply_duration_seconds",
+			Help:    "Time from proposing a command on the leader to its application.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+	}
+}
+
+// Register registers the store's raft and state metrics on reg.
+func (s *Store) Register(reg prometheus.Registerer) error {
+	cs := []prometheus.Collector{
+		s.metrics.leaderChanges,
+		s.metrics.applyDuration,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_raft_state",
+			Help: "This node's Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
+		}, func() float64 { return float64(s.raft.State()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_raft_commit_index",
+			Help: "The highest log index this node knows to be committed.",
+		}, func() float64 { return float64(s.raft.CommitIndex()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_raft_applied_index",
+			Help: "The highest log index applied to this node's state machine.",
+		}, func() float64 { return float64(s.fsm.AppliedIndex()) }),
+	}
+	for _, st := range []fsm.State{fsm.StateInFlight, fsm.StateCompleted, fsm.StateUnknown} {
+		st := st
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "idemgate_records",
+			Help:        "Idempotency records stored on this node, by state.",
+			ConstLabels: prometheus.Labels{"state": st.String()},
+		}, func() float64 { return float64(s.fsm.RecordCount(st)) }))
+	}
+	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV} {
+		k := k
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "idemgate_expired_total",
+			Help:        "Entries this node's state machine has expired, by kind.",
+			ConstLabels: prometheus.Labels{"kind": k.String()},
+		}, func() float64 { return float64(s.fsm.ExpiredCount(k)) }))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

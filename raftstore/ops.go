@@ -1,0 +1,143 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// The typed operations the gateway calls. Each is one Raft command; each
+// returns the state machine's sentinel errors (fsm.ErrExists, ...) for
+// refusals and the store's (ErrNoLeader, ...) when it could not run.
+
+// BeginRequest starts an idempotency record.
+type BeginRequest struct {
+	Key            []byte // fsm.RecordKey(scope, tenant, key)
+	Fingerprint    []byte
+	TTL            time.Duration
+	Timeout        time.Duration // processing timeout; 0: none
+	ReleaseUnknown bool          // take over a record whose outcome is unknown
+}
+
+// Begin either makes the caller the record's owner (Result.Created, with the
+// fencing token in Result.Fence) or returns the existing record in
+// Result.Record, in one round trip.
+func (s *Store) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) {
+	c := fsm.Command{Type: fsm.TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout}
+	if r.ReleaseUnknown {
+		c.Flags |= fsm.FlagReleaseUnknown
+	}
+	res, err := s.Apply(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	if res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists {
+		return nil, fmt.Errorf("begin: %w", res.Err())
+	}
+	return res, nil
+}
+
+// CompleteRequest stores an owner's response.
+type CompleteRequest struct {
+	Key         []byte
+	Fence       uint64
+	Status      int
+	Headers     []fsm.Header
+	Body        []byte
+	BodyDropped bool
+}
+
+// Complete stores the response; fsm.ErrFenceMismatch when the caller no
+// longer owns the record.
+func (s *Store) Complete(ctx context.Context, r CompleteRequest) error {
+	c := fsm.Command{Type: fsm.TypeRecordComplete, Key: r.Key, Fence: r.Fence, Status: r.Status,
+		Headers: r.Headers, Body: r.Body}
+	if r.BodyDropped {
+		c.Flags |= fsm.FlagBodyDropped
+	}
+	return s.applyErr(ctx, &c)
+}
+
+// Release deletes a record so a retry can run. Fence 0 releases whatever
+// owns it (an operator's release).
+func (s *Store) Release(ctx context.Context, key []byte, fence uint64) error {
+	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeRecordRelease, Key: key, Fence: fence})
+}
+
+// MarkUnknown records that the owner cannot know the upstream's outcome.
+func (s *Store) MarkUnknown(ctx context.Context, key []byte, fence uint64) error {
+	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeRecordMarkUnknown, Key: key, Fence: fence})
+}
+
+// IssueToken stores a new form token; it returns its expiry.
+func (s *Store) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
+	res, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeTokenIssue, Key: key, TTL: ttl})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := res.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return unixOrZero(res.ExpiresAt), nil
+}
+
+// ConsumeToken deletes a live token; fsm.ErrNotFound when it was already
+// consumed, never issued, or expired. Exactly one consume succeeds.
+func (s *Store) ConsumeToken(ctx context.Context, key []byte) error {
+	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeTokenConsume, Key: key})
+}
+
+// KVSet writes a KV key: mode SetPlain, SetNX (fsm.ErrExists with the
+// current value in the result) or SetCAS on version (fsm.ErrVersionMismatch).
+func (s *Store) KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error) {
+	res, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeKVSet, Key: key, Value: value, TTL: ttl, Mode: mode, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// KVGetDel removes a key and returns the value it had (fsm.ErrNotFound).
+func (s *Store) KVGetDel(ctx context.Context, key []byte) (*fsm.Result, error) {
+	res, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key})
+	if err != nil {
+		return nil, err
+	}
+	return res, res.Err()
+}
+
+func (s *Store) applyErr(ctx context.Context, c *fsm.Command) error {
+	res, err := s.Apply(ctx, c)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}
+
+// The sweeper's Proposer (package ttl).
+
+// VerifyLeader returns nil when this node leads and a quorum confirms it.
+func (s *Store) VerifyLeader(ctx context.Context) error {
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	return mapRaftErr(s.raft.VerifyLeader().Error())
+}
+
+// Due lists expiry-index entries due at now in the local state.
+func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) { return s.fsm.Due(now, limit) }
+
+// Expire proposes the removal of due entries.
+func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
+	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
+}
+
+func unixOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}

@@ -1,0 +1,145 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// leaderReadIndex is the read-index recipe on the leader (hashicorp/raft has
+// no ReadIndex API; rqlite and Consul do the same): an entry of the current
+// term applied, readIndex = CommitIndex, leadership verified by a quorum,
+// and the term unchanged throughout.
+func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
+	if s.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	term := s.raft.CurrentTerm()
+	if s.barrierTerm.Load() != term {
+		// A barrier is an entry of this term; once applied, the commit
+		// index covers everything earlier leaders committed.
+		timeout := s.cfg.ApplyTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		if err := s.raft.Barrier(timeout).Error(); err != nil {
+			return 0, mapRaftErr(err)
+		}
+		s.barrierTerm.Store(term)
+	}
+	idx := s.raft.CommitIndex()
+	if err := s.raft.VerifyLeader().Error(); err != nil {
+		return 0, mapRaftErr(err)
+	}
+	if s.raft.CurrentTerm() != term {
+		return 0, fmt.Errorf("%w: term changed during read", errRetry)
+	}
+	return idx, nil
+}
+
+// ReadIndex returns an index such that, once this node has applied it, its
+// state reflects every write acknowledged before the call.
+func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
+	return leaderCall(s, ctx, fwdReadIndex,
+		func() []byte { return nil },
+		func([]byte) (uint64, error) { return s.leaderReadIndex(ctx) },
+		decodeIndex)
+}
+
+// Barrier makes the local state linearizable: it returns once this node has
+// applied everything acknowledged before the call.
+func (s *Store) Barrier(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+		defer cancel()
+	}
+	idx, err := s.ReadIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return s.waitApplied(ctx, idx)
+}
+
+// waitApplied waits until the state machine has applied every entry up to
+// idx that it will ever see. Raft's no-op entries never reach the state
+// machine, so when Raft has handed off idx the wait is for the last entry at
+// or below idx that does.
+func (s *Store) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		wake := s.wrap.changed()
+		if s.appliedThrough(idx) {
+			return nil
+		}
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: waiting to apply index %d", ErrTimeout, idx)
+		case <-wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// appliedThrough reports whether the state machine reflects every entry up
+// to idx.
+func (s *Store) appliedThrough(idx uint64) bool {
+	applied := s.fsm.AppliedIndex()
+	if applied >= idx {
+		return true
+	}
+	if s.raft.AppliedIndex() < idx {
+		return false
+	}
+	// Raft has handed off idx. Find the last entry <= idx that the state
+	// machine applies (a command or configuration); no-ops and barriers
+	// above it change nothing.
+	var l raft.Log
+	for j := idx; j > applied; j-- {
+		if err := s.logs.GetLog(j, &l); err != nil {
+			return true // compacted into a snapshot that was restored
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			return false
+		}
+	}
+	return true
+}
+
+// Ready reports whether this node knows a leader and has applied up to the
+// commit index it has learned: a read here would not be stale by more than
+// the replication lag.
+func (s *Store) Ready() bool {
+	if addr, _ := s.raft.LeaderWithID(); addr == "" {
+		return false
+	}
+	return s.appliedThrough(s.raft.CommitIndex())
+}
+
+// Record returns the record stored under key. Linearizable unless local is
+// set; local reads serve the gateway's fast path (a completed record never
+// changes until it expires).
+func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.fsm.Record(key, time.Now())
+}
+
+// KV returns the value of a KV key (linearizable unless local).
+func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return fsm.KVEntry{}, err
+		}
+	}
+	return s.fsm.KV(key, time.Now())
+}

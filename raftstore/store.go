@@ -1,0 +1,353 @@
+package raftstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// Store is one node's replicated store.
+type Store struct {
+	cfg    Config
+	logger *slog.Logger
+
+	raft  *raft.Raft
+	fsm   *fsm.FSM
+	wrap  *appliedFSM
+	logs  *raftboltdb.BoltStore
+	snaps raft.SnapshotStore
+	trans *raft.NetworkTransport
+	mux   *mux
+
+	fwdMu     sync.Mutex
+	fwd       map[string]*fwdClient
+	fwdClosed bool
+	fwdConns  sync.WaitGroup
+	connMu    sync.Mutex
+	inbound   map[net.Conn]struct{}
+
+	idPrefix [8]byte
+	idSeq    atomic.Uint64
+
+	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
+
+	metrics *metrics
+	obsCh   chan raft.Observation
+	obs     *raft.Observer
+
+	stop      context.CancelFunc
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the node's data, starts Raft and, on a node without Raft
+// state, bootstraps the cluster from cfg.Peers.
+func Open(cfg Config) (s *Store, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID),
+		fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
+	if _, err := rand.Read(s.idPrefix[:]); err != nil {
+		return nil, err
+	}
+	var closers []io.Closer
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i].Close()
+			}
+		}
+	}()
+
+	s.fsm, err = fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: s.logger})
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, s.fsm)
+	s.wrap = newAppliedFSM(s.fsm)
+
+	s.logs, err = raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType},
+		NoSync:      cfg.LogNoSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: log store: %w", err)
+	}
+	closers = append(closers, s.logs)
+
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft." + cfg.NodeID, Output: orDiscard(cfg.RaftLogOutput),
+		Level: hclog.LevelFromString(cfg.RaftLogLevel)})
+	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
+	}
+	if err := s.catchUpFromSnapshot(); err != nil {
+		return nil, err
+	}
+
+	ln, err := net.Listen("tcp", cfg.RaftBind)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: listen %s: %w", cfg.RaftBind, err)
+	}
+	adv, err := net.ResolveTCPAddr("tcp", cfg.advertise())
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("raftstore: advertise %s: %w", cfg.advertise(), err)
+	}
+	s.mux = newMux(ln, adv, s.serveForward)
+	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:                &raftLayer{m: s.mux},
+		MaxPool:               3,
+		Timeout:               10 * time.Second,
+		ServerAddressProvider: cfg.AddressProvider,
+		Logger:                hlog,
+	})
+	closers = append(closers, s.trans)
+
+	rc := cfg.raftConfig()
+	rc.Logger = hlog
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("raftstore: %w", err)
+	}
+	has, err := raft.HasExistingState(s.logs, s.logs, s.snaps)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: %w", err)
+	}
+	if !has && len(cfg.Peers) > 0 {
+		var servers []raft.Server
+		for _, p := range cfg.Peers {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+		}
+		if err := raft.BootstrapCluster(rc, s.logs, s.logs, s.snaps, s.trans, raft.Configuration{Servers: servers}); err != nil {
+			return nil, fmt.Errorf("raftstore: bootstrap: %w", err)
+		}
+	}
+	s.raft, err = raft.NewRaft(rc, s.wrap, s.logs, s.logs, s.snaps, s.trans)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: start raft: %w", err)
+	}
+	s.metrics = newMetrics(s)
+	s.obsCh = make(chan raft.Observation, 16)
+	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	s.raft.RegisterObserver(s.obs)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
+	s.bg.Add(3)
+	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
+	go func() { defer s.bg.Done(); s.watchLeader(ctx) }()
+	go func() { defer s.bg.Done(); s.watchFSM(ctx) }()
+	return s, nil
+}
+
+// catchUpFromSnapshot restores the newest snapshot when the state machine's
+// file is behind it (lost, or rolled back by a crash with FSMNoSync). Raft
+// itself does not restore on start (NoSnapshotRestoreOnStart) and will only
+// replay the log after the snapshot.
+func (s *Store) catchUpFromSnapshot() error {
+	metas, err := s.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return err
+	}
+	_, rc, err := s.snaps.Open(metas[0].ID)
+	if err != nil {
+		return fmt.Errorf("raftstore: open snapshot %s: %w", metas[0].ID, err)
+	}
+	applied, err := fsm.SnapshotAppliedIndex(rc)
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("raftstore: snapshot %s: %w", metas[0].ID, err)
+	}
+	if s.fsm.AppliedIndex() >= applied {
+		return nil
+	}
+	s.logger.Warn("state machine is behind the newest snapshot; restoring it",
+		"applied", s.fsm.AppliedIndex(), "snapshot", applied)
+	_, rc, err = s.snaps.Open(metas[0].ID)
+	if err != nil {
+		return err
+	}
+	return s.fsm.Restore(rc)
+}
+
+func (s *Store) watchLeader(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case o := <-s.obsCh:
+			if lo, ok := o.Data.(raft.LeaderObservation); ok {
+				s.metrics.leaderChanges.Inc()
+				s.logger.Info("leader changed", "leader", lo.LeaderID)
+			}
+		}
+	}
+}
+
+// watchFSM stops Raft when the state machine can no longer write: applying
+// further entries would make this replica diverge. A restart replays them.
+func (s *Store) watchFSM(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-s.fsm.Failed():
+		s.logger.Error("stopping raft: state machine storage failed", "error", s.fsm.FailErr())
+		s.raft.Shutdown()
+	}
+}
+
+// Close stops the node: Raft, forwarding, the log store and the data file.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.stop()
+		s.bg.Wait()
+		s.raft.DeregisterObserver(s.obs)
+		errs := []error{s.raft.Shutdown().Error()}
+		s.fwdMu.Lock()
+		s.fwdClosed = true
+		for _, c := range s.fwd {
+			c.close()
+		}
+		s.fwdMu.Unlock()
+		errs = append(errs, s.trans.Close())
+		s.connMu.Lock()
+		for c := range s.inbound {
+			c.Close()
+		}
+		s.connMu.Unlock()
+		s.fwdConns.Wait()
+		errs = append(errs, s.logs.Close(), s.fsm.Close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+func (s *Store) trackConn(c net.Conn, add bool) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if add {
+		s.inbound[c] = struct{}{}
+	} else {
+		delete(s.inbound, c)
+	}
+}
+
+// dialAddr is the address to dial for peer id (a test proxy, or addr).
+func (s *Store) dialAddr(id, addr string) string {
+	if s.cfg.AddressProvider != nil && id != "" {
+		if a, err := s.cfg.AddressProvider.ServerAddr(raft.ServerID(id)); err == nil && a != "" {
+			return string(a)
+		}
+	}
+	return addr
+}
+
+// NodeID is this node's id.
+func (s *Store) NodeID() string { return s.cfg.NodeID }
+
+// Raft exposes the engine (benchmarks, tests, cluster status).
+func (s *Store) Raft() *raft.Raft { return s.raft }
+
+// FSM exposes the state machine (state hashes in tests).
+func (s *Store) FSM() *fsm.FSM { return s.fsm }
+
+// IsLeader reports whether this node believes it is the leader.
+func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the current leader's id and Raft address, if known.
+func (s *Store) Leader() (id, addr string) {
+	a, i := s.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+func (s *Store) newReqID() fsm.ReqID {
+	var id fsm.ReqID
+	copy(id[:8], s.idPrefix[:])
+	n := s.idSeq.Add(1)
+	for i := 0; i < 8; i++ {
+		id[15-i] = byte(n >> (8 * i))
+	}
+	return id
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// appliedFSM wraps the state machine to wake readers waiting for an index
+// to be applied.
+type appliedFSM struct {
+	*fsm.FSM
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+func newAppliedFSM(f *fsm.FSM) *appliedFSM {
+	return &appliedFSM{FSM: f, wake: make(chan struct{})}
+}
+
+func (a *appliedFSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := a.FSM.ApplyBatch(logs)
+	a.notify()
+	return out
+}
+
+func (a *appliedFSM) Apply(l *raft.Log) interface{} {
+	return a.ApplyBatch([]*raft.Log{l})[0]
+}
+
+func (a *appliedFSM) Restore(rc io.ReadCloser) error {
+	err := a.FSM.Restore(rc)
+	a.notify()
+	return err
+}
+
+func (a *appliedFSM) notify() {
+	a.mu.Lock()
+	close(a.wake)
+	a.wake = make(chan struct{})
+	a.mu.Unlock()
+}
+
+// changed returns a channel closed at the next apply.
+func (a *appliedFSM) changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.wake
+}
+
+// roleName is the lowercase name of a raft state, as the API shows it.
+func roleName(st raft.RaftState) string { return strings.ToLower(st.String()) }

@@ -1,0 +1,183 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestCluster is n real nodes in one process: real TCP on loopback, real
+// raft-boltdb and bbolt files in a temporary directory. For tests and
+// benchmarks of this and higher packages (as hashicorp/raft's MakeCluster).
+type TestCluster struct {
+	tb     testing.TB
+	Dir    string
+	Stores []*Store // nil while a node is stopped
+	Cfgs   []Config
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment ago.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestConfig is the config of node id of a test cluster: fast timeouts
+// suited to loopback, quiet logs.
+func TestConfig(id, addr, dir string, peers []Peer) Config {
+	c := DefaultConfig()
+	c.NodeID, c.RaftBind, c.DataDir, c.Peers = id, addr, dir, peers
+	c.HeartbeatTimeout = 400 * time.Millisecond
+	c.ElectionTimeout = 400 * time.Millisecond
+	c.LeaderLeaseTimeout = 200 * time.Millisecond
+	c.CommitTimeout = 5 * time.Millisecond
+	c.ApplyTimeout = 5 * time.Second
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("IDEMGATE_TEST_RAFT_LOG") != "" {
+		c.RaftLogOutput, c.RaftLogLevel = os.Stderr, os.Getenv("IDEMGATE_TEST_RAFT_LOG")
+	}
+	return c
+}
+
+// StartTestCluster starts n nodes and waits for a leader. tweak, if not nil,
+// adjusts each node's config before it starts. The cluster is closed when
+// the test ends.
+func StartTestCluster(tb testing.TB, n int, tweak func(*Config)) *TestCluster {
+	tb.Helper()
+	c := &TestCluster{tb: tb, Dir: tb.TempDir()}
+	var peers []Peer
+	for i := 0; i < n; i++ {
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: FreeAddr(tb)})
+	}
+	for i, p := range peers {
+		cfg := TestConfig(p.ID, p.RaftAddr, filepath.Join(c.Dir, p.ID), peers)
+		if tweak != nil {
+			tweak(&cfg)
+		}
+		c.Cfgs = append(c.Cfgs, cfg)
+		c.Stores = append(c.Stores, nil)
+		c.Start(i)
+	}
+	tb.Cleanup(c.Close)
+	c.WaitLeader(10 * time.Second)
+	return c
+}
+
+// Start (re)starts node i from its files.
+func (c *TestCluster) Start(i int) {
+	c.tb.Helper()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ { // the port may linger briefly after a stop
+		if c.Stores[i], err = Open(c.Cfgs[i]); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.tb.Fatalf("start %s: %v", c.Cfgs[i].NodeID, err)
+}
+
+// Stop closes node i (its files stay).
+func (c *TestCluster) Stop(i int) {
+	c.tb.Helper()
+	if c.Stores[i] == nil {
+		return
+	}
+	if err := c.Stores[i].Close(); err != nil {
+		c.tb.Logf("stop %s: %v", c.Cfgs[i].NodeID, err)
+	}
+	c.Stores[i] = nil
+}
+
+// Close stops every node.
+func (c *TestCluster) Close() {
+	for i := range c.Stores {
+		c.Stop(i)
+	}
+}
+
+// WaitLeader waits until every running node agrees on one leader and
+// returns its index.
+func (c *TestCluster) WaitLeader(timeout time.Duration) int {
+	c.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		leader := -1
+		agree := true
+		for i, s := range c.Stores {
+			if s == nil {
+				continue
+			}
+			id, _ := s.Leader()
+			if id == "" {
+				agree = false
+				break
+			}
+			for j, cfg := range c.Cfgs {
+				if cfg.NodeID == id {
+					if leader != -1 && leader != j {
+						agree = false
+					}
+					leader = j
+				}
+			}
+			if s.IsLeader() && leader != i {
+				agree = false
+			}
+		}
+		if agree && leader >= 0 && c.Stores[leader] != nil && c.Stores[leader].IsLeader() {
+			return leader
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.tb.Fatalf("no agreed leader within %s", timeout)
+	return -1
+}
+
+// WaitConverged waits until every running node has applied the same index
+// and holds the same state hash.
+func (c *TestCluster) WaitConverged(timeout time.Duration) {
+	c.tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last string
+	for ctx.Err() == nil {
+		var first [32]byte
+		same, n := true, 0
+		for _, s := range c.Stores {
+			if s == nil {
+				continue
+			}
+			if err := s.Barrier(ctx); err != nil {
+				same = false
+				last = err.Error()
+				break
+			}
+			h, err := s.FSM().StateHash()
+			if err != nil {
+				c.tb.Fatal(err)
+			}
+			if n > 0 && h != first {
+				same = false
+				last = fmt.Sprintf("%s differs", s.NodeID())
+			}
+			first = h
+			n++
+		}
+		if same {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.tb.Fatalf("replicas did not converge within %s: %s", timeout, last)
+}
