@@ -1,0 +1,446 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is the cluster file as written.
+type File struct {
+	Nodes    []Node    `yaml:"nodes"`
+	DataDir  string    `yaml:"data_dir"`
+	Upstream string    `yaml:"upstream"`
+	Tokens   Tokens    `yaml:"tokens"`
+	Routes   []Route   `yaml:"routes"`
+	Raft     Raft      `yaml:"raft"`
+	Limits   Limits    `yaml:"limits"`
+	Suspects Reconcile `yaml:"suspects"`
+}
+
+// Node is one member of the cluster.
+type Node struct {
+	ID     string `yaml:"id"`
+	Raft   string `yaml:"raft"`
+	API    string `yaml:"api"`
+	Listen string `yaml:"listen"`
+}
+
+// Tokens configures form tokens.
+type Tokens struct {
+	TTL Duration `yaml:"ttl"`
+}
+
+// Route is one idempotent route of the gateway.
+type Route struct {
+	Name              string   `yaml:"name"`
+	Methods           []string `yaml:"methods"`
+	Path              string   `yaml:"path"`
+	Scope             string   `yaml:"scope"`
+	Key               string   `yaml:"key"`
+	RequireKey        *bool    `yaml:"require_key"`
+	Tenant            string   `yaml:"tenant"`
+	TTL               Duration `yaml:"ttl"`
+	ProcessingTimeout Duration `yaml:"processing_timeout"`
+	OnInFlight        string   `yaml:"on_in_flight"`
+	WaitTimeout       Duration `yaml:"wait_timeout"`
+	OnUnknown         string   `yaml:"on_unknown"`
+	OnSuspect         string   `yaml:"on_suspect"`
+	Token             string   `yaml:"token"`
+	MaxStoredBody     *Size    `yaml:"max_stored_body"`
+	ReleaseStatuses   []int    `yaml:"release_statuses"`
+	ReplayHeaders     []string `yaml:"replay_headers"`
+}
+
+// Raft tunes the consensus engine; every field has a safe default.
+type Raft struct {
+	HeartbeatTimeout  Duration `yaml:"heartbeat_timeout"`
+	ElectionTimeout   Duration `yaml:"election_timeout"`
+	SnapshotThreshold uint64   `yaml:"snapshot_threshold"`
+	SnapshotInterval  Duration `yaml:"snapshot_interval"`
+	ApplyTimeout      Duration `yaml:"apply_timeout"`
+	// FSMNoSync: see fsm.Config.NoSync.
+	FSMNoSync bool `yaml:"fsm_no_sync"`
+}
+
+// Limits protects the listeners; every field has a safe default.
+type Limits struct {
+	ReadTimeout     Duration `yaml:"read_timeout"`
+	WriteTimeout    Duration `yaml:"write_timeout"`
+	IdleTimeout     Duration `yaml:"idle_timeout"`
+	MaxRequestBody  Size     `yaml:"max_request_body"`
+	MaxHeaderBytes  Size     `yaml:"max_header_bytes"`
+	MaxConnsPerIP   int      `yaml:"max_conns_per_ip"`
+	Concurrency     int      `yaml:"concurrency"`
+	UpstreamTimeout Duration `yaml:"upstream_timeout"`
+	UpstreamConns   int      `yaml:"upstream_conns"`
+}
+
+// Reconcile configures live detection of suspected duplicates.
+type Reconcile struct {
+	Window Duration `yaml:"window"`
+}
+
+// Defaults the file may leave out.
+const (
+	DefaultTokenTTL          = 30 * time.Minute
+	DefaultRecordTTL         = 24 * time.Hour
+	DefaultProcessingTimeout = 30 * time.Second
+	DefaultWaitTimeout       = 10 * time.Second
+	DefaultMaxStoredBody     = 1 << 20
+	DefaultSuspectWindow     = 5 * time.Minute
+)
+
+// Error is a config error that names the field and, where known, the line.
+type Error struct {
+	Field string
+	Line  int
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("config: %s (line %d): %s", e.Field, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("config: %s: %s", e.Field, e.Msg)
+}
+
+// Load reads and validates the cluster file at path.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse parses and validates a cluster file.
+func Parse(data []byte) (*File, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{Field: "nodes", Msg: "the file is empty"}
+		}
+		return nil, fmt.Errorf("config: %s", oneLine(err))
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root)
+	if err := f.validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) && ce.Line == 0 {
+			ce.Line = lineOf(&root, ce.Field)
+		}
+		return nil, err
+	}
+	return &f, nil
+}
+
+func oneLine(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	s = strings.TrimPrefix(s, "unmarshal errors:\n")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+var (
+	idRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	tokenRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // RFC 9110 token
+)
+
+func fieldErr(field, format string, args ...any) error {
+	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (f *File) validate() error {
+	if len(f.Nodes) == 0 {
+		return fieldErr("nodes", "at least one node is required")
+	}
+	ids, addrs := map[string]bool{}, map[string]string{}
+	for i, n := range f.Nodes {
+		at := fmt.Sprintf("nodes[%d]", i)
+		if !idRe.MatchString(n.ID) {
+			return fieldErr(at+".id", "%q: want 1-64 letters, digits, '_', '.', '-'", n.ID)
+		}
+		if ids[n.ID] {
+			return fieldErr(at+".id", "duplicate node id %q", n.ID)
+		}
+		ids[n.ID] = true
+		for _, a := range []struct{ name, v string }{{"raft", n.Raft}, {"api", n.API}, {"listen", n.Listen}} {
+			if err := checkHostPort(a.v); err != nil {
+				return fieldErr(at+"."+a.name, "%v", err)
+			}
+			if other, dup := addrs[a.v]; dup {
+				return fieldErr(at+"."+a.name, "address %s is already used by %s", a.v, other)
+			}
+			addrs[a.v] = at + "." + a.name
+		}
+	}
+	if f.DataDir == "" {
+		f.DataDir = "./idemgate-data/{id}"
+	}
+	if len(f.Nodes) > 1 && !strings.Contains(f.DataDir, "{id}") {
+		// Nodes on one machine must not share a directory; on separate
+		// machines this is harmless, so it is not an error.
+		f.DataDir = strings.TrimRight(f.DataDir, "/") + "/{id}"
+	}
+	if f.Upstream != "" {
+		u, err := url.Parse(f.Upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fieldErr("upstream", "%q: want an http:// or https:// URL", f.Upstream)
+		}
+	}
+	if f.Tokens.TTL == 0 {
+		f.Tokens.TTL = Duration(DefaultTokenTTL)
+	}
+	names := map[string]bool{}
+	for i := range f.Routes {
+		if err := f.Routes[i].validate(fmt.Sprintf("routes[%d]", i), names); err != nil {
+			return err
+		}
+	}
+	if len(f.Routes) > 0 && f.Upstream == "" {
+		return fieldErr("upstream", "required when routes are configured")
+	}
+	f.Raft.defaults()
+	if err := f.Limits.defaults(); err != nil {
+		return err
+	}
+	if f.Suspects.Window == 0 {
+		f.Suspects.Window = Duration(DefaultSuspectWindow)
+	}
+	return nil
+}
+
+func checkHostPort(a string) error {
+	if a == "" {
+		return errors.New("address is required (host:port)")
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", a)
+	}
+	if host == "" {
+		return fmt.Errorf("%q: host is required (127.0.0.1, a name, or 0.0.0.0)", a)
+	}
+	if p, err := net.LookupPort("tcp", port); err != nil || p == 0 {
+		return fmt.Errorf("%q: bad port", a)
+	}
+	return nil
+}
+
+func (r *Route) validate(at string, names map[string]bool) error {
+	if !idRe.MatchString(r.Name) {
+		return fieldErr(at+".name", "%q: want 1-64 letters, digits, '_', '.', '-'", r.Name)
+	}
+	if names[r.Name] {
+		return fieldErr(at+".name", "duplicate route name %q", r.Name)
+	}
+	names[r.Name] = true
+	if len(r.Methods) == 0 {
+		r.Methods = []string{"POST"}
+	}
+	for j, m := range r.Methods {
+		up := strings.ToUpper(m)
+		if !tokenRe.MatchString(up) {
+			return fieldErr(fmt.Sprintf("%s.methods[%d]", at, j), "%q is not an HTTP method", m)
+		}
+		r.Methods[j] = up
+	}
+	if !strings.HasPrefix(r.Path, "/") {
+		return fieldErr(at+".path", "%q: want an absolute path such as /pay or /orders/*", r.Path)
+	}
+	if i := strings.Index(r.Path, "*"); i >= 0 && i != len(r.Path)-1 {
+		return fieldErr(at+".path", "%q: '*' may only end the path", r.Path)
+	}
+	if r.Scope == "" {
+		r.Scope = r.Name
+	}
+	if !idRe.MatchString(r.Scope) {
+		return fieldErr(at+".scope", "%q: want 1-64 letters, digits, '_', '.', '-'", r.Scope)
+	}
+	if r.Key == "" {
+		r.Key = "header:Idempotency-Key"
+	}
+	if err := checkSource(r.Key, false); err != nil {
+		return fieldErr(at+".key", "%v", err)
+	}
+	if r.RequireKey == nil {
+		t := true
+		r.RequireKey = &t
+	}
+	if r.Tenant != "" {
+		if err := checkSource(r.Tenant, true); err != nil {
+			return fieldErr(at+".tenant", "%v", err)
+		}
+	}
+	if r.TTL == 0 {
+		r.TTL = Duration(DefaultRecordTTL)
+	}
+	if r.ProcessingTimeout == 0 {
+		r.ProcessingTimeout = Duration(DefaultProcessingTimeout)
+	}
+	if r.ProcessingTimeout > r.TTL {
+		return fieldErr(at+".processing_timeout", "%s is longer than the route's ttl %s", r.ProcessingTimeout.D(), r.TTL.D())
+	}
+	if r.WaitTimeout == 0 {
+		r.WaitTimeout = Duration(DefaultWaitTimeout)
+	}
+	var err error
+	if r.OnInFlight, err = oneOf(at+".on_in_flight", r.OnInFlight, "conflict", "wait"); err != nil {
+		return err
+	}
+	if r.OnUnknown, err = oneOf(at+".on_unknown", r.OnUnknown, "reject", "release"); err != nil {
+		return err
+	}
+	if r.OnSuspect, err = oneOf(at+".on_suspect", r.OnSuspect, "flag", "reject"); err != nil {
+		return err
+	}
+	if r.Token, err = oneOf(at+".token", r.Token, "off", "optional", "required"); err != nil {
+		return err
+	}
+	if r.MaxStoredBody == nil {
+		s := Size(DefaultMaxStoredBody)
+		r.MaxStoredBody = &s
+	}
+	if r.ReleaseStatuses == nil {
+		r.ReleaseStatuses = []int{429, 503}
+	}
+	for j, s := range r.ReleaseStatuses {
+		if s < 100 || s > 599 {
+			return fieldErr(fmt.Sprintf("%s.release_statuses[%d]", at, j), "%d is not an HTTP status", s)
+		}
+	}
+	for j, h := range r.ReplayHeaders {
+		if !tokenRe.MatchString(h) {
+			return fieldErr(fmt.Sprintf("%s.replay_headers[%d]", at, j), "%q is not a header name", h)
+		}
+	}
+	return nil
+}
+
+// checkSource validates "header:NAME", "query:NAME" (keys only) or
+// "authorization" (tenants only).
+func checkSource(s string, tenant bool) error {
+	if tenant && s == "authorization" {
+		return nil
+	}
+	kind, name, ok := strings.Cut(s, ":")
+	if !ok || (kind != "header" && (tenant || kind != "query")) || !tokenRe.MatchString(name) {
+		if tenant {
+			return fmt.Errorf("%q: want header:NAME or authorization", s)
+		}
+		return fmt.Errorf("%q: want header:NAME or query:NAME", s)
+	}
+	return nil
+}
+
+func oneOf(field, v string, allowed ...string) (string, error) {
+	if v == "" {
+		return allowed[0], nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", fieldErr(field, "%q: want one of %s", v, strings.Join(allowed, ", "))
+}
+
+func (r *Raft) defaults() {
+	if r.HeartbeatTimeout == 0 {
+		r.HeartbeatTimeout = Duration(time.Second)
+	}
+	if r.ElectionTimeout == 0 {
+		r.ElectionTimeout = Duration(time.Second)
+	}
+	if r.SnapshotThreshold == 0 {
+		r.SnapshotThreshold = 16384
+	}
+	if r.SnapshotInterval == 0 {
+		r.SnapshotInterval = Duration(time.Minute)
+	}
+	if r.ApplyTimeout == 0 {
+		r.ApplyTimeout = Duration(5 * time.Second)
+	}
+}
+
+func (l *Limits) defaults() error {
+	set := func(d *Duration, v time.Duration) {
+		if *d == 0 {
+			*d = Duration(v)
+		}
+	}
+	set(&l.ReadTimeout, 10*time.Second)
+	set(&l.WriteTimeout, 10*time.Second)
+	set(&l.IdleTimeout, 60*time.Second)
+	set(&l.UpstreamTimeout, 30*time.Second)
+	if l.MaxRequestBody == 0 {
+		l.MaxRequestBody = 4 << 20
+	}
+	if l.MaxHeaderBytes == 0 {
+		l.MaxHeaderBytes = 16 << 10
+	}
+	if l.MaxHeaderBytes < 1024 {
+		return fieldErr("limits.max_header_bytes", "%d is too small (minimum 1KiB)", l.MaxHeaderBytes)
+	}
+	if l.MaxConnsPerIP < 0 || l.Concurrency < 0 || l.UpstreamConns < 0 {
+		return fieldErr("limits", "counts must not be negative")
+	}
+	if l.MaxConnsPerIP == 0 {
+		l.MaxConnsPerIP = 1024
+	}
+	if l.Concurrency == 0 {
+		l.Concurrency = 64 * 1024
+	}
+	if l.UpstreamConns == 0 {
+		l.UpstreamConns = 512
+	}
+	return nil
+}
+
+// lineOf finds the line of a field path such as "routes[0].on_in_flight".
+func lineOf(root *yaml.Node, path string) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, part := range strings.Split(path, ".") {
+		name, idx := part, -1
+		if i := strings.IndexByte(part, '['); i >= 0 {
+			name = part[:i]
+			fmt.Sscanf(part[i:], "[%d]", &idx)
+		}
+		if n == nil || n.Kind != yaml.MappingNode {
+			return line
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				line, next = n.Content[i].Line, n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+		if idx >= 0 {
+			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
+				return line
+			}
+			n = n.Content[idx]
+			line = n.Line
+		}
+	}
+	return line
+}

@@ -1,0 +1,114 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleFileParses(t *testing.T) {
+	f, err := Load("../cluster.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Nodes) != 3 || f.Nodes[1].API != "127.0.0.1:9002" {
+		t.Fatalf("nodes = %+v", f.Nodes)
+	}
+	r := f.Routes[0]
+	if r.Scope != "pay" || !*r.RequireKey || r.TTL.D() != 24*time.Hour || *r.MaxStoredBody != 1<<20 ||
+		r.Token != "off" || r.OnInFlight != "conflict" || len(r.ReleaseStatuses) != 2 {
+		t.Fatalf("route = %+v", r)
+	}
+	if f.DataDirFor("n2") != "./data/n2" {
+		t.Fatalf("DataDirFor(n2) = %q", f.DataDirFor("n2"))
+	}
+	if f.Tokens.TTL.D() != 30*time.Minute {
+		t.Fatalf("tokens.ttl = %s", f.Tokens.TTL.D())
+	}
+}
+
+func TestDefault(t *testing.T) {
+	f := Default()
+	n, err := f.Node("n1")
+	if err != nil || n.Listen != "127.0.0.1:8080" || n.API != "127.0.0.1:8081" || n.Raft != "127.0.0.1:8082" {
+		t.Fatalf("default node = %+v, %v", n, err)
+	}
+	if f.DataDirFor("n1") != "./idemgate-data" {
+		t.Fatalf("default data dir = %q", f.DataDirFor("n1"))
+	}
+}
+
+const base = `nodes:
+  - {id: n1, raft: "127.0.0.1:7001", api: "127.0.0.1:9001", listen: "127.0.0.1:8001"}
+upstream: http://127.0.0.1:3000
+`
+
+func TestErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"empty", ``, "nodes"},
+		{"unknown top field", base + "bogus: 1\n", "field bogus not found"},
+		{"unknown route field", base + "routes:\n  - name: pay\n    path: /pay\n    colour: red\n", "line 7: field colour not found"},
+		{"no nodes", "upstream: http://x:1\n", "nodes: at least one"},
+		{"bad node id", "nodes:\n  - {id: 'a b', raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "nodes[0].id (line 2)"},
+		{"duplicate address", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:1, listen: 127.0.0.1:3}\n", "nodes[0].api"},
+		{"missing raft", "nodes:\n  - {id: a, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "nodes[0].raft"},
+		{"bad port", "nodes:\n  - {id: a, raft: 127.0.0.1:x, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "bad port"},
+		{"bad upstream", strings.Replace(base, "http://127.0.0.1:3000", "ftp://x", 1), "upstream (line 3)"},
+		{"bad duration", base + "tokens:\n  ttl: forever\n", `line 5: "forever" is not a duration`},
+		{"bad size", base + "routes:\n  - name: pay\n    path: /pay\n    max_stored_body: lots\n", `"lots" is not a size`},
+		{"bad policy", base + "routes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n", "routes[0].on_in_flight (line 7)"},
+		{"bad path", base + "routes:\n  - name: pay\n    path: pay\n", "routes[0].path (line 6)"},
+		{"star mid path", base + "routes:\n  - name: pay\n    path: /a/*/b\n", "routes[0].path"},
+		{"bad key source", base + "routes:\n  - name: pay\n    path: /pay\n    key: cookie:k\n", "routes[0].key"},
+		{"bad tenant", base + "routes:\n  - name: pay\n    path: /pay\n    tenant: query:u\n", "routes[0].tenant"},
+		{"bad status", base + "routes:\n  - name: pay\n    path: /pay\n    release_statuses: [42]\n", "routes[0].release_statuses[0]"},
+		{"duplicate route", base + "routes:\n  - {name: a, path: /a}\n  - {name: a, path: /b}\n", "routes[1].name"},
+		{"timeout over ttl", base + "routes:\n  - {name: a, path: /a, ttl: 1s, processing_timeout: 2s}\n", "routes[0].processing_timeout"},
+		{"routes need upstream", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nroutes:\n  - {name: a, path: /a}\n", "upstream"},
+		{"not yaml", "nodes: [", "config:"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.yaml))
+		if err == nil {
+			t.Errorf("%s: Parse succeeded, want an error containing %q", tt.name, tt.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error = %q, want one line containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "1MiB": 1 << 20, "512KiB": 512 << 10, "1MB": 1e6, "2 GiB": 2 << 30} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1XB", "1.5MiB", "99999999999999999999"} {
+		if _, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) succeeded", in)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	ex, _ := os.ReadFile("../cluster.example.yaml")
+	f.Add(ex)
+	f.Add([]byte(base))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		if len(cfg.Nodes) == 0 {
+			t.Fatal("valid config without nodes")
+		}
+	})
+}

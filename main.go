@@ -1,0 +1,67 @@
+// Command idemgate is an idempotency gateway: one binary per node, in front
+// of an upstream HTTP service, with its state replicated by Raft.
+//
+// This file is the CLI: it parses commands and flags and wires the packages.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: idemgate <command> [flags]
+
+commands:
+  serve     run one node (no flags: a single-node cluster on 127.0.0.1:8080-8082)
+  version   print version and build info
+
+run "idemgate serve -h" for the serve flags.
+`
+
+// run executes one command and returns the process exit code: 0 success,
+// 1 a runtime failure, 2 a bad command line or config.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serveCmd(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		printVersion(stdout)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "idemgate: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "idemgate %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" || s.Key == "vcs.time" || s.Key == "vcs.modified" {
+				fmt.Fprintf(w, "  %s=%s\n", s.Key, s.Value)
+			}
+		}
+		for _, d := range bi.Deps {
+			switch d.Path {
+			case "github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb/v2", "go.etcd.io/bbolt", "github.com/valyala/fasthttp":
+				fmt.Fprintf(w, "  %s %s\n", d.Path, d.Version)
+			}
+		}
+	}
+}

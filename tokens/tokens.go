@@ -1,0 +1,138 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// Errors of token operations.
+var (
+	// ErrUsed: the token was consumed already, never issued, or expired.
+	ErrUsed = errors.New("token already used, unknown or expired")
+	// ErrBadScope: the scope is not 1-64 letters, digits, '_', '.', '-'.
+	ErrBadScope = errors.New("scope must be 1-64 letters, digits, '_', '.', '-'")
+	// ErrBadToken: the token is not a uuid.
+	ErrBadToken = errors.New("token must be a uuid")
+	// ErrBadTTL: the lifetime is not positive or over MaxTTL.
+	ErrBadTTL = errors.New("ttl must be positive and at most 30 days")
+)
+
+// MaxTTL bounds a token's lifetime.
+const MaxTTL = 30 * 24 * time.Hour
+
+var scopeRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Store is what tokens needs from the replicated store.
+type Store interface {
+	IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error)
+	ConsumeToken(ctx context.Context, key []byte) error
+}
+
+// Token is an issued token.
+type Token struct {
+	Value     string
+	Scope     string
+	ExpiresAt time.Time
+}
+
+// Service issues and consumes tokens.
+type Service struct {
+	store      Store
+	defaultTTL time.Duration
+	issued     *prometheus.CounterVec
+	consumed   *prometheus.CounterVec
+}
+
+// New returns a Service; defaultTTL applies when Issue gets ttl 0.
+func New(store Store, defaultTTL time.Duration) *Service {
+	return &Service{
+		store:      store,
+		defaultTTL: defaultTTL,
+		issued: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idemgate_tokens_issued_total", Help: "Form tokens issued, by scope.",
+		}, []string{"scope"}),
+		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idemgate_tokens_consumed_total", Help: "Form token consume attempts, by scope and result (ok, used).",
+		}, []string{"scope", "result"}),
+	}
+}
+
+// Register registers the token metrics.
+func (s *Service) Register(reg prometheus.Registerer) error {
+	if err := reg.Register(s.issued); err != nil {
+		return err
+	}
+	return reg.Register(s.consumed)
+}
+
+// CheckScope validates a scope.
+func CheckScope(scope string) error {
+	if !scopeRe.MatchString(scope) {
+		return fmt.Errorf("%w: %q", ErrBadScope, scope)
+	}
+	return nil
+}
+
+// Issue creates a token in scope living ttl (0: the default).
+func (s *Service) Issue(ctx context.Context, scope string, ttl time.Duration) (Token, error) {
+	if err := CheckScope(scope); err != nil {
+		return Token{}, err
+	}
+	if ttl == 0 {
+		ttl = s.defaultTTL
+	}
+	if ttl <= 0 || ttl > MaxTTL {
+		return Token{}, ErrBadTTL
+	}
+	v, err := uuid.NewRandom()
+	if err != nil {
+		return Token{}, fmt.Errorf("tokens: generate: %w", err)
+	}
+	tok := Token{Value: v.String(), Scope: scope}
+	tok.ExpiresAt, err = s.store.IssueToken(ctx, fsm.TokenKey(scope, tok.Value), ttl)
+	if err != nil {
+		return Token{}, fmt.Errorf("issue token: %w", err)
+	}
+	s.issued.WithLabelValues(scope).Inc()
+	return tok, nil
+}
+
+// Consume spends a token: nil exactly once; ErrUsed afterwards, and for
+// unknown or expired tokens.
+func (s *Service) Consume(ctx context.Context, scope, token string) error {
+	if err := CheckScope(scope); err != nil {
+		return err
+	}
+	if err := CheckToken(token); err != nil {
+		return err
+	}
+	err := s.store.ConsumeToken(ctx, fsm.TokenKey(scope, token))
+	switch {
+	case err == nil:
+		s.consumed.WithLabelValues(scope, "ok").Inc()
+		return nil
+	case errors.Is(err, fsm.ErrNotFound):
+		s.consumed.WithLabelValues(scope, "used").Inc()
+		return ErrUsed
+	}
+	return fmt.Errorf("consume token: %w", err)
+}
+
+// CheckToken validates a token's format (a uuid, as Issue makes them).
+func CheckToken(token string) error {
+	if len(token) != 36 {
+		return ErrBadToken
+	}
+	if _, err := uuid.Parse(token); err != nil {
+		return ErrBadToken
+	}
+	return nil
+}
