@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildBinary builds the real idemgate binary once per test run.
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func idemgateBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "idemgate-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "idemgate")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type e2eNode struct {
+	id, api string
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+}
+
+func startNodes(t *testing.T, bin, cfgPath string, ids []string, apis map[string]string) map[string]*e2eNode {
+	nodes := map[string]*e2eNode{}
+	for _, id := range ids {
+		n := &e2eNode{id: id, api: apis[id], log: &bytes.Buffer{}}
+		n.cmd = exec.Command(bin, "serve", "--config", cfgPath, "--node", id, "--log-level", "warn")
+		n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
+		if err := n.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		nodes[id] = n
+		t.Cleanup(func() {
+			if n.cmd.ProcessState == nil {
+				n.cmd.Process.Kill()
+				n.cmd.Wait()
+			}
+			if t.Failed() {
+				t.Logf("--- %s output:\n%s", n.id, n.log.String())
+			}
+		})
+	}
+	return nodes
+}
+
+func httpDo(method, url, body string, hdr ...string) (int, http.Header, string, error) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, "", err
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b), nil
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+}
+
+// TestE2EThreeProcesses builds the binary, runs three `idemgate serve`
+// processes from a generated cluster file, exercises the API over HTTP,
+// SIGKILLs the leader and checks the data on the survivors.
+func TestE2EThreeProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := idemgateBinary(t)
+	dir := t.TempDir()
+	ids := []string{"n1", "n2", "n3"}
+	apis := map[string]string{}
+	var cfg strings.Builder
+	cfg.WriteString("nodes:\n")
+	for _, id := range ids {
+		apis[id] = freePort(t)
+		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, freePort(t), apis[id], freePort(t))
+	}
+	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: http://127.0.0.1:1\nraft:\n  heartbeat_timeout: 500ms\n  election_timeout: 500ms\n", dir)
+	cfgPath := filepath.Join(dir, "cluster.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes := startNodes(t, bin, cfgPath, ids, apis)
+
+	var leader string
+	waitFor(t, "a leader", 20*time.Second, func() bool {
+		code, _, body, err := httpDo("GET", "http://"+apis["n2"]+"/v1/cluster", "")
+		if err != nil || code != 200 {
+			return false
+		}
+		var cl struct{ Leader string }
+		json.Unmarshal([]byte(body), &cl)
+		leader = cl.Leader
+		return leader != ""
+	})
+
+	// Writes through every node.
+	for i := 0; i < 30; i++ {
+		id := ids[i%3]
+		code, _, body, err := httpDo("PUT", fmt.Sprintf("http://%s/v1/kv/key-%d?nx=1", apis[id], i), fmt.Sprint("value-", i))
+		if err != nil || code != 201 {
+			t.Fatalf("SETNX key-%d via %s = %d %s %v", i, id, code, body, err)
+		}
+	}
+	if code, _, body, _ := httpDo("PUT", "http://"+apis["n3"]+"/v1/kv/key-0?nx=1", "other"); code != 409 || body != "value-0" {
+		t.Fatalf("second SETNX = %d %q, want 409 with the current value", code, body)
+	}
+	code, _, body, _ := httpDo("POST", "http://"+apis["n1"]+"/v1/tokens", `{"scope":"pay","ttl":"10m"}`)
+	var tok struct{ Token string }
+	if json.Unmarshal([]byte(body), &tok); code != 201 || tok.Token == "" {
+		t.Fatalf("issue token = %d %s", code, body)
+	}
+
+	// SIGKILL the leader.
+	nodes[leader].cmd.Process.Signal(syscall.SIGKILL)
+	nodes[leader].cmd.Wait()
+	var survivors []string
+	for _, id := range ids {
+		if id != leader {
+			survivors = append(survivors, id)
+		}
+	}
+	killedAt := time.Now()
+	waitFor(t, "a new leader", 20*time.Second, func() bool {
+		code, _, body, err := httpDo("GET", "http://"+apis[survivors[0]]+"/v1/cluster", "")
+		var cl struct{ Leader string }
+		json.Unmarshal([]byte(body), &cl)
+		return err == nil && code == 200 && cl.Leader != "" && cl.Leader != leader
+	})
+	t.Logf("leader %s killed; new leader after %s", leader, time.Since(killedAt).Round(time.Millisecond))
+
+	for _, id := range survivors {
+		for i := 0; i < 30; i++ {
+			code, _, body, err := httpDo("GET", fmt.Sprintf("http://%s/v1/kv/key-%d", apis[id], i), "")
+			if err != nil || code != 200 || body != fmt.Sprint("value-", i) {
+				t.Fatalf("after the kill, %s key-%d = %d %q %v", id, i, code, body, err)
+			}
+		}
+	}
+	// The token issued before the kill is consumed exactly once.
+	consume := fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token)
+	if code, _, body, _ := httpDo("POST", "http://"+apis[survivors[0]]+"/v1/tokens/consume", consume); code != 200 {
+		t.Fatalf("consume after kill = %d %s", code, body)
+	}
+	if code, _, _, _ := httpDo("POST", "http://"+apis[survivors[1]]+"/v1/tokens/consume", consume); code != 409 {
+		t.Fatalf("second consume = %d, want 409", code)
+	}
+	// The survivors still accept writes.
+	if code, _, body, _ := httpDo("PUT", "http://"+apis[survivors[1]]+"/v1/kv/after-kill?nx=1", "x"); code != 201 {
+		t.Fatalf("write after kill = %d %s", code, body)
+	}
+
+	// SIGTERM: clean shutdown, exit 0.
+	for _, id := range survivors {
+		n := nodes[id]
+		n.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- n.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s exited with %v after SIGTERM", id, err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s did not stop within 15s of SIGTERM", id)
+		}
+	}
+}
+
+// TestE2EBadConfigExits2 checks the command line contract: a bad config or
+// flag exits 2 with one line naming the field.
+func TestE2EBadConfigExits2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := idemgateBinary(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("nodes:\n  - {id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nupstream: http://127.0.0.1:4\nroutes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--config", bad}, "routes[0].on_in_flight (line 7)"},
+		{[]string{"serve", "--bogus"}, "-bogus"},
+		{[]string{"serve", "--config", filepath.Join(dir, "missing.yaml")}, "no such file"},
+		{[]string{"serve", "--listen", "nope"}, "--listen"},
+		{[]string{"serve", "--upstream", "ftp://x"}, "--upstream"},
+		{[]string{"frobnicate"}, "unknown command"},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 {
+			t.Fatalf("%v: exit %v, want 2", tc.args, err)
+		}
+		first := strings.SplitN(stderr.String(), "\n", 2)[0]
+		if !strings.Contains(first, tc.want) {
+			t.Fatalf("%v: first line %q, want it to name %q", tc.args, first, tc.want)
+		}
+	}
+}

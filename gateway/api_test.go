@@ -1,0 +1,270 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/tokens"
+)
+
+// apiCluster is a real 3-node cluster with a real API listener per node.
+type apiCluster struct {
+	c    *raftstore.TestCluster
+	urls []string
+}
+
+func startAPICluster(t testing.TB, n int) *apiCluster {
+	t.Helper()
+	c := raftstore.StartTestCluster(t, n, nil)
+	ac := &apiCluster{c: c}
+	for _, s := range c.Stores {
+		reg := prometheus.NewRegistry()
+		if err := s.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		tok := tokens.New(s, 30*time.Minute)
+		if err := tok.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second, MaxRequestBody: 1 << 20,
+			MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, s, tok, reg)
+		if err := api.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		go api.Serve()
+		t.Cleanup(func() { api.srv.Shutdown() })
+		ac.urls = append(ac.urls, "http://"+api.Addr())
+	}
+	return ac
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func do(t testing.TB, method, url, body string, hdr ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+func (r reply) problemType(t testing.TB) string {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("error answer has Content-Type %q, body %s", ct, r.body)
+	}
+	var p Problem
+	if err := json.Unmarshal([]byte(r.body), &p); err != nil {
+		t.Fatalf("problem document %q: %v", r.body, err)
+	}
+	return strings.TrimPrefix(p.Type, ProblemBase)
+}
+
+func TestAPIKV(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	u := ac.urls
+	steps := []struct {
+		method, url, body string
+		hdr               []string
+		status            int
+		wantBody, problem string
+		etag              bool
+	}{
+		{"PUT", u[0] + "/v1/kv/order-1?nx=1&ttl=30s", "charged", nil, 201, "", "", true},
+		{"PUT", u[1] + "/v1/kv/order-1?nx=1", "again", nil, 409, "charged", "", true},
+		{"PUT", u[2] + "/v1/kv/order-1", "again", []string{"If-None-Match", "*"}, 409, "charged", "", true},
+		{"GET", u[2] + "/v1/kv/order-1", "", nil, 200, "charged", "", true},
+		{"PUT", u[1] + "/v1/kv/order-1", "cas", []string{"If-Match", `"999"`}, 412, "", "version-mismatch", false},
+		{"PUT", u[1] + "/v1/kv/order-1", "cas", []string{"If-Match", "garbage"}, 400, "", "invalid-version", false},
+		{"PUT", u[0] + "/v1/kv/plain", "p1", nil, 200, "", "", true},
+		{"PUT", u[1] + "/v1/kv/plain", "p2", nil, 200, "", "", true},
+		{"DELETE", u[2] + "/v1/kv/plain", "", nil, 200, "p2", "", true},
+		{"DELETE", u[0] + "/v1/kv/plain", "", nil, 404, "", "not-found", false},
+		{"GET", u[0] + "/v1/kv/plain", "", nil, 404, "", "not-found", false},
+		{"PUT", u[0] + "/v1/kv/" + strings.Repeat("k", 256), "x", nil, 400, "", "invalid-key", false},
+		{"PUT", u[0] + "/v1/kv/a%0Ab", "x", nil, 400, "", "invalid-key", false},
+		{"PUT", u[0] + "/v1/kv/k?ttl=-1s", "x", nil, 400, "", "invalid-ttl", false},
+		{"PUT", u[0] + "/v1/kv/k?nx=maybe", "x", nil, 400, "", "bad-request", false},
+		{"POST", u[0] + "/v1/kv/k", "x", nil, 405, "", "method-not-allowed", false},
+		{"GET", u[0] + "/v1/nothing", "", nil, 404, "", "not-found", false},
+	}
+	for i, s := range steps {
+		r := do(t, s.method, s.url, s.body, s.hdr...)
+		if r.status != s.status {
+			t.Fatalf("step %d %s %s = %d %s, want %d", i, s.method, s.url, r.status, r.body, s.status)
+		}
+		if s.wantBody != "" && r.body != s.wantBody {
+			t.Fatalf("step %d body = %q, want %q", i, r.body, s.wantBody)
+		}
+		if s.problem != "" {
+			if got := r.problemType(t); got != s.problem {
+				t.Fatalf("step %d problem = %q, want %q", i, got, s.problem)
+			}
+		}
+		if s.etag && r.header.Get("ETag") == "" {
+			t.Fatalf("step %d: no ETag", i)
+		}
+	}
+	// Compare-and-set with the version GET returns, from another node.
+	g := do(t, "GET", u[0]+"/v1/kv/order-1", "")
+	if r := do(t, "PUT", u[2]+"/v1/kv/order-1", "refunded", "If-Match", g.header.Get("ETag")); r.status != 200 {
+		t.Fatalf("CAS with the current ETag = %d %s", r.status, r.body)
+	}
+	if r := do(t, "PUT", u[1]+"/v1/kv/order-1", "again", "If-Match", g.header.Get("ETag")); r.status != 412 {
+		t.Fatalf("CAS with a stale ETag = %d, want 412", r.status)
+	}
+	if r := do(t, "GET", u[1]+"/v1/kv/order-1", ""); r.body != "refunded" {
+		t.Fatalf("value after CAS = %q", r.body)
+	}
+}
+
+func TestAPITokensRace(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	r := do(t, "POST", ac.urls[1]+"/v1/tokens", `{"scope":"pay","ttl":"5m"}`)
+	if r.status != 201 {
+		t.Fatalf("issue = %d %s", r.status, r.body)
+	}
+	var tok struct{ Token, Scope, ExpiresAt string }
+	json.Unmarshal([]byte(r.body), &tok)
+	exp, err := time.Parse(time.RFC3339Nano, tokExpires(r.body))
+	if err != nil || tokens.CheckToken(tok.Token) != nil || tok.Scope != "pay" || time.Until(exp) < 4*time.Minute {
+		t.Fatalf("issued %+v (expires %v, %v)", tok, exp, err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := do(t, "POST", ac.urls[i%3]+"/v1/tokens/consume", fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token))
+			mu.Lock()
+			codes[r.status]++
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	if codes[200] != 1 || codes[409] != 31 {
+		t.Fatalf("consume answers = %v, want one 200 and 31 409s", codes)
+	}
+	for _, bad := range []struct{ url, body, problem string }{
+		{"/v1/tokens", `{"scope":"pay","ttl":"soon"}`, "invalid-ttl"},
+		{"/v1/tokens", `{"scope":"a b"}`, "invalid-scope"},
+		{"/v1/tokens", `{"scope":"pay","colour":1}`, "invalid-json"},
+		{"/v1/tokens", `not json`, "invalid-json"},
+		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "token-used"},
+	} {
+		r := do(t, "POST", ac.urls[0]+bad.url, bad.body)
+		if got := r.problemType(t); got != bad.problem {
+			t.Fatalf("POST %s %s = %d %s, want problem %s", bad.url, bad.body, r.status, got, bad.problem)
+		}
+	}
+}
+
+func tokExpires(body string) string {
+	var m map[string]string
+	json.Unmarshal([]byte(body), &m)
+	return m["expires_at"]
+}
+
+func TestAPIClusterHealthMetrics(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	r := do(t, "GET", ac.urls[2]+"/v1/cluster", "")
+	var cl ClusterJSON
+	if err := json.Unmarshal([]byte(r.body), &cl); err != nil || cl.Leader == "" || len(cl.Nodes) != 3 {
+		t.Fatalf("cluster = %s (%v)", r.body, err)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if r := do(t, "GET", ac.urls[1]+path, ""); r.status != 200 {
+			t.Fatalf("%s = %d", path, r.status)
+		}
+	}
+	r = do(t, "GET", ac.urls[0]+"/metrics", "")
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(r.body)))
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	for _, name := range []string{"idemgate_raft_state", "idemgate_raft_commit_index", "idemgate_raft_applied_index",
+		"idemgate_raft_leader_changes_total", "idemgate_raft_apply_duration_seconds", "idemgate_records",
+		"idemgate_expired_total"} {
+		if _, ok := families[name]; !ok {
+			t.Errorf("metric %s missing", name)
+		}
+	}
+	// Records: absent, then released by hand.
+	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay/k1?tenant=u1", ""); r.status != 404 {
+		t.Fatalf("record GET = %d", r.status)
+	}
+	if r := do(t, "DELETE", ac.urls[0]+"/v1/records/pay/k1", ""); r.status != 404 {
+		t.Fatalf("record DELETE = %d", r.status)
+	}
+	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay", ""); r.status != 400 {
+		t.Fatalf("record without key = %d", r.status)
+	}
+	// Membership: remove a follower through another node, then add it back.
+	var follower NodeJSON
+	for _, n := range cl.Nodes {
+		if n.ID != cl.Leader {
+			follower = n
+		}
+	}
+	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/nope", ""); r.status != 404 {
+		t.Fatalf("remove unknown node = %d %s", r.status, r.body)
+	}
+	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/"+follower.ID, ""); r.status != 200 {
+		t.Fatalf("remove %s = %d %s", follower.ID, r.status, r.body)
+	}
+	body := fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:1"}`, follower.ID, follower.Raft)
+	if r := do(t, "POST", ac.urls[1]+"/v1/cluster/nodes", body); r.status != 200 || !strings.Contains(r.body, `"api":"127.0.0.1:1"`) {
+		t.Fatalf("add %s = %d %s", follower.ID, r.status, r.body)
+	}
+	if r := do(t, "POST", ac.urls[1]+"/v1/cluster/nodes", `{"id":"x","raft":"nohost"}`); r.status != 400 {
+		t.Fatalf("add with bad address = %d", r.status)
+	}
+}
+
+func TestAPINoQuorum503(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(5 * time.Second)
+	for i := range ac.c.Stores {
+		if i != leader {
+			ac.c.Stop(i)
+		}
+	}
+	r := do(t, "PUT", ac.urls[leader]+"/v1/kv/k?nx=1", "v")
+	if r.status != 503 || r.header.Get("Retry-After") == "" || r.problemType(t) != "unavailable" {
+		t.Fatalf("write without quorum = %d %v %s, want 503 with Retry-After", r.status, r.header, r.body)
+	}
+	if r := do(t, "GET", ac.urls[leader]+"/readyz", ""); r.status != 503 {
+		t.Fatalf("readyz without quorum = %d", r.status)
+	}
+}
