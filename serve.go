@@ -161,7 +161,7 @@ func serve(ctx context.Context, s nodeSettings, logger *slog.Logger, stdout io.W
 	rc.SnapshotThreshold = file.Raft.SnapshotThreshold
 	rc.SnapshotInterval = file.Raft.SnapshotInterval.D()
 	rc.ApplyTimeout = file.Raft.ApplyTimeout.D()
-	rc.FSMNoSync = file.Raft.FSMNoSync
+	rc.FSMNoSync = !file.Raft.FSMFsync
 	rc.Logger = logger
 	rc.RaftLogOutput = os.Stderr
 	store, err := raftstore.Open(rc)

@@ -68,8 +68,9 @@ type Raft struct {
 	SnapshotThreshold uint64   `yaml:"snapshot_threshold"`
 	SnapshotInterval  Duration `yaml:"snapshot_interval"`
 	ApplyTimeout      Duration `yaml:"apply_timeout"`
-	// FSMNoSync: see fsm.Config.NoSync.
-	FSMNoSync bool `yaml:"fsm_no_sync"`
+	// FSMFsync makes the state machine fsync its own file on every commit.
+	// Off by default: the Raft log is fsynced (see fsm.Config.NoSync).
+	FSMFsync bool `yaml:"fsm_fsync"`
 }
 
 // Limits protects the listeners; every field has a safe default.

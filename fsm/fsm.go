@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,22 +18,14 @@ import (
 	"github.com/idemgate/idemgate/ttl"
 )
 
-// RequestIDRetention is how long the state machine remembers a request id
-// (by its clock). Proposers stop retrying a request id well before this
-// (raftstore bounds its retries at 30 s), so a retry always finds the first
-// attempt's result. It is a constant, not a setting: every replica must
-// prune the same ids at the same log index.
-const RequestIDRetention = 2 * time.Minute
-
 // Bucket names.
 var (
 	bucketMeta    = []byte("meta")
 	bucketRecords = []byte("records")
 	bucketTokens  = []byte("tokens")
 	bucketKV      = []byte("kv")
-	bucketReqIDs  = []byte("reqids") // request id -> stamp(8) | encoded result
-	bucketReqIdx  = []byte("reqidx") // stamp(8) | request id -> nil, for pruning
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketReqIdx, ttl.BucketName}
+	bucketReqIDs  = []byte("reqids") // one child bucket per generation, see reqid.go
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, ttl.BucketName}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyFormat     = []byte("format")
@@ -43,10 +36,13 @@ var (
 type Config struct {
 	// Path of the bbolt file.
 	Path string
-	// NoSync skips bbolt's fsync on commit. Safe against a process crash
-	// (the page cache survives it) but not against power loss; the Raft log
-	// still holds every entry, and on open the state machine is rebuilt from
-	// the last snapshot when its file is behind. Off by default.
+	// NoSync skips bbolt's fsync on commit. The Raft log is fsynced and
+	// holds every entry, so nothing acknowledged depends on this file being
+	// durable: a process crash keeps the page cache; after power loss the
+	// file may be behind (Raft replays what it lacks, see the applied-index
+	// skip) or torn. So a file not closed cleanly is checked on open, and a
+	// damaged one is moved aside and rebuilt from the newest snapshot and
+	// the log (package raftstore does the rebuild).
 	NoSync bool
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
@@ -91,7 +87,7 @@ func Open(cfg Config) (*FSM, error) {
 		cfg.Logger = slog.Default()
 	}
 	f := &FSM{cfg: cfg, logger: cfg.Logger, failed: make(chan struct{})}
-	db, err := openDB(cfg.Path, cfg.NoSync)
+	db, err := openChecked(cfg, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -157,15 +153,21 @@ func (f *FSM) load() error {
 	})
 }
 
-// Close closes the data file.
+// Close syncs and closes the data file, and marks it closed cleanly.
 func (f *FSM) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.db == nil {
 		return nil
 	}
-	err := f.db.Close()
+	err := f.db.Sync()
+	if cerr := f.db.Close(); err == nil {
+		err = cerr
+	}
 	f.db = nil
+	if err == nil && f.cfg.NoSync && !f.stopped() {
+		err = writeFileSync(f.cfg.Path+cleanSuffix, strings.NewReader("closed cleanly\n"))
+	}
 	return err
 }
 
@@ -297,6 +299,9 @@ type applier struct {
 	recordDelta  *[4]int64
 	expiredDelta *[4]int64
 	cmd          Command
+	gens         *bolt.Bucket // the request-id generations' parent, once opened
+	gen          *bolt.Bucket // the current generation, once opened
+	genNo        int64
 }
 
 func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
@@ -307,29 +312,17 @@ func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
 	if c.Stamp > a.now {
 		a.now = c.Stamp
 	}
-	if !c.ReqID.IsZero() {
-		if v := tx.Bucket(bucketReqIDs).Get(c.ReqID[:]); len(v) >= 8 {
-			if r, err := DecodeResult(v[8:]); err == nil {
-				if r.Code != codeReread {
-					r.Value = clone(r.Value)
-					return r
-				}
-				// The first attempt found an existing record; the
-				// current one is the right answer for the retry too.
-			}
+	dedup := !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire
+	if dedup {
+		if r := a.recall(tx, c.ReqID); r != nil {
+			return r
 		}
 	}
 	r := a.dispatch(tx, c, l.Index)
-	if !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire {
+	if dedup {
 		if err := a.remember(tx, c.ReqID, r); err != nil {
 			return &Result{Code: CodeStorage}
 		}
-	}
-	// Pruning is bounded per command, never per batch: replicas batch the
-	// same log differently, and must still prune at the same index. Two per
-	// command outpaces the one id each command adds.
-	if err := a.prune(tx, 2); err != nil {
-		return &Result{Code: CodeStorage}
 	}
 	return r
 }
@@ -358,50 +351,6 @@ func (a *applier) dispatch(tx *bolt.Tx, c *Command, index uint64) *Result {
 		return a.kvDelete(tx, c)
 	}
 	return &Result{Code: CodeBadCommand}
-}
-
-// codeReread marks a remembered result that must be recomputed on a retry
-// (a begin that found an existing record: storing the record's body twice
-// would double the write for nothing).
-const codeReread = Code(0xff)
-
-func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
-	stored := r
-	if r.Code == CodeExists && r.Record != nil {
-		stored = &Result{Code: codeReread}
-	}
-	// A fresh buffer each time: bbolt keeps referring to a value until the
-	// transaction commits.
-	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 32), uint64(a.now))
-	buf = stored.Encode(buf)
-	if err := tx.Bucket(bucketReqIDs).Put(id[:], buf); err != nil {
-		return err
-	}
-	var idx [8 + len(ReqID{})]byte
-	binary.BigEndian.PutUint64(idx[:], uint64(a.now))
-	copy(idx[8:], id[:])
-	return tx.Bucket(bucketReqIdx).Put(idx[:], nil)
-}
-
-// prune forgets up to limit request ids older than RequestIDRetention. It
-// depends only on the state machine's clock, so every replica prunes alike.
-func (a *applier) prune(tx *bolt.Tx, limit int) error {
-	cutoff := a.now - int64(RequestIDRetention)
-	idx, ids := tx.Bucket(bucketReqIdx), tx.Bucket(bucketReqIDs)
-	c := idx.Cursor()
-	for k, _ := c.First(); k != nil && limit > 0; k, _ = c.First() {
-		if len(k) != 8+len(ReqID{}) || int64(binary.BigEndian.Uint64(k)) >= cutoff {
-			break
-		}
-		if err := ids.Delete(k[8:]); err != nil {
-			return err
-		}
-		if err := c.Delete(); err != nil {
-			return err
-		}
-		limit--
-	}
-	return nil
 }
 
 func (a *applier) putMeta(tx *bolt.Tx, applied uint64) error {

@@ -238,8 +238,12 @@ func TestRequestIDAppliesOnce(t *testing.T) {
 	if r := h.apply(other); r.Code != CodeExists || r.Record.State != StateCompleted || string(r.Record.Body) != "x" {
 		t.Fatalf("retried begin after completion = %+v, want the completed record", r)
 	}
-	// Ids are forgotten after the retention window.
-	h.advance(RequestIDRetention + time.Second)
+	// Remembered for at least the retention, forgotten before twice it.
+	h.advance(RequestIDRetention - time.Second)
+	if r := h.apply(getdel); r.Code != CodeOK || string(r.Value) != "v" {
+		t.Fatalf("GETDEL retried within the retention = %+v, want the first result", r)
+	}
+	h.advance(RequestIDRetention + 2*time.Second)
 	h.apply(Command{Type: TypeNoop})
 	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("w")})
 	if r := h.apply(getdel); r.Code != CodeOK || string(r.Value) != "w" {

@@ -117,14 +117,20 @@ func (f *FSM) StateHash() ([32]byte, error) {
 			h.Write(n[:])
 			h.Write(b)
 		}
-		for _, name := range allBuckets {
-			put(name)
-			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+		var walk func(b *bolt.Bucket) error
+		walk = func(b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
 				put(k)
+				if v == nil { // a nested bucket
+					return walk(b.Bucket(k))
+				}
 				put(v)
 				return nil
 			})
-			if err != nil {
+		}
+		for _, name := range allBuckets {
+			put(name)
+			if err := walk(tx.Bucket(name)); err != nil {
 				return err
 			}
 		}

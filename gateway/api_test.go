@@ -28,7 +28,12 @@ type apiCluster struct {
 
 func startAPICluster(t testing.TB, n int) *apiCluster {
 	t.Helper()
-	c := raftstore.StartTestCluster(t, n, nil)
+	return startAPIClusterWith(t, n, nil)
+}
+
+func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config)) *apiCluster {
+	t.Helper()
+	c := raftstore.StartTestCluster(t, n, tweak)
 	ac := &apiCluster{c: c}
 	for _, s := range c.Stores {
 		reg := prometheus.NewRegistry()

@@ -102,7 +102,7 @@ func (s *Store) appliedThrough(idx uint64) bool {
 	// above it change nothing.
 	var l raft.Log
 	for j := idx; j > applied; j-- {
-		if err := s.logs.GetLog(j, &l); err != nil {
+		if err := s.cache.GetLog(j, &l); err != nil {
 			return true // compacted into a snapshot that was restored
 		}
 		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {

@@ -33,6 +33,7 @@ type Store struct {
 	fsm   *fsm.FSM
 	wrap  *appliedFSM
 	logs  *raftboltdb.BoltStore
+	cache *raft.LogCache // recent entries in memory: replication and reads skip bbolt and msgpack
 	snaps raft.SnapshotStore
 	trans *raft.NetworkTransport
 	mux   *mux
@@ -58,6 +59,11 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// logCacheSize is how many recent log entries are kept in memory; a few
+// full batches (MaxAppendEntries) so followers catching up by a batch or two
+// are served from memory.
+const logCacheSize = 4096
 
 // Open opens the node's data, starts Raft and, on a node without Raft
 // state, bootstraps the cluster from cfg.Peers.
@@ -101,6 +107,9 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, fmt.Errorf("raftstore: log store: %w", err)
 	}
 	closers = append(closers, s.logs)
+	if s.cache, err = raft.NewLogCache(logCacheSize, s.logs); err != nil {
+		return nil, fmt.Errorf("raftstore: log cache: %w", err)
+	}
 
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft." + cfg.NodeID, Output: orDiscard(cfg.RaftLogOutput),
 		Level: hclog.LevelFromString(cfg.RaftLogLevel)})
@@ -136,7 +145,7 @@ func Open(cfg Config) (s *Store, err error) {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
-	has, err := raft.HasExistingState(s.logs, s.logs, s.snaps)
+	has, err := raft.HasExistingState(s.cache, s.logs, s.snaps)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
@@ -145,11 +154,11 @@ func Open(cfg Config) (s *Store, err error) {
 		for _, p := range cfg.Peers {
 			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
 		}
-		if err := raft.BootstrapCluster(rc, s.logs, s.logs, s.snaps, s.trans, raft.Configuration{Servers: servers}); err != nil {
+		if err := raft.BootstrapCluster(rc, s.cache, s.logs, s.snaps, s.trans, raft.Configuration{Servers: servers}); err != nil {
 			return nil, fmt.Errorf("raftstore: bootstrap: %w", err)
 		}
 	}
-	s.raft, err = raft.NewRaft(rc, s.wrap, s.logs, s.logs, s.snaps, s.trans)
+	s.raft, err = raft.NewRaft(rc, s.wrap, s.cache, s.logs, s.snaps, s.trans)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: start raft: %w", err)
 	}
