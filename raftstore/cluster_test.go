@@ -292,7 +292,11 @@ func TestNoQuorumIsUnavailable(t *testing.T) {
 // trusted (an unclean stop across a reboot) discards it and rebuilds from
 // the newest snapshot and the Raft log, ending equal to the others.
 func TestRebuildAfterUncleanReboot(t *testing.T) {
-	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.SnapshotThreshold = 100; cfg.TrailingLogs = 20; cfg.SnapshotInterval = 200 * time.Millisecond })
+	c := StartTestCluster(t, 3, func(cfg *Config) {
+		cfg.SnapshotThreshold = 100
+		cfg.TrailingLogs = 20
+		cfg.SnapshotInterval = 200 * time.Millisecond
+	})
 	ctx := ctxT(t, 60*time.Second)
 	for i := 0; i < 400; i++ {
 		if _, err := c.Stores[i%3].KVSet(ctx, []byte(fmt.Sprint("k", i)), []byte(fmt.Sprint(i)), 0, fsm.SetPlain, 0); err != nil {
