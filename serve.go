@@ -194,23 +194,49 @@ func serve(ctx context.Context, s nodeSettings, logger *slog.Logger, stdout io.W
 		MaxRequestBody: int(lim.MaxRequestBody), MaxHeaderBytes: int(lim.MaxHeaderBytes), MaxConnsPerIP: lim.MaxConnsPerIP,
 		Logger: logger,
 	}, store, tok, reg)
+	gcfg := gateway.DefaultConfig()
+	gcfg.Addr, gcfg.Upstream, gcfg.Routes = node.Listen, file.Upstream, file.Routes
+	gcfg.SuspectWindow, gcfg.OpTimeout = file.Suspects.Window.D(), rc.ApplyTimeout
+	gcfg.ReadTimeout, gcfg.WriteTimeout, gcfg.IdleTimeout = lim.ReadTimeout.D(), lim.WriteTimeout.D(), lim.IdleTimeout.D()
+	gcfg.MaxRequestBody, gcfg.MaxHeaderBytes = int(lim.MaxRequestBody), int(lim.MaxHeaderBytes)
+	gcfg.MaxConnsPerIP, gcfg.Concurrency = lim.MaxConnsPerIP, lim.Concurrency
+	gcfg.UpstreamTimeout, gcfg.UpstreamConns = lim.UpstreamTimeout.D(), lim.UpstreamConns
+	gcfg.MaxResponseBody = int(lim.MaxResponseBody)
+	gcfg.Logger = logger
+	gw, err := gateway.New(gcfg, store, tok)
+	if err != nil {
+		return err
+	}
+	if err := gw.Register(reg); err != nil {
+		return err
+	}
 	if err := api.Listen(); err != nil {
 		return err
 	}
-	apiErr := make(chan error, 1)
-	go func() { apiErr <- api.Serve() }()
-	fmt.Fprintf(stdout, "idemgate %s: node %s, api http://%s, raft %s, data %s\n", version, node.ID, api.Addr(), node.Raft, s.dataDir)
+	if err := gw.Listen(); err != nil {
+		return err
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- api.Serve() }()
+	go func() { errs <- gw.Serve() }()
+	fmt.Fprintf(stdout, "idemgate %s: node %s, gateway http://%s -> %s, api http://%s, raft %s, data %s\n",
+		version, node.ID, gw.Addr(), file.Upstream, api.Addr(), node.Raft, s.dataDir)
 
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down", "node", node.ID)
-	case err := <-apiErr:
-		return fmt.Errorf("api listener: %w", err)
+	case err := <-errs:
+		return fmt.Errorf("listener: %w", err)
 	case <-store.FSM().Failed():
 		return fmt.Errorf("state machine storage failed: %w", store.FSM().FailErr())
 	}
+	// Stop accepting and drain in-flight requests, then (deferred) close
+	// Raft and bbolt.
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if err := gw.Shutdown(sctx); err != nil {
+		logger.Warn("gateway shutdown", "error", err)
+	}
 	if err := api.Shutdown(sctx); err != nil {
 		logger.Warn("api shutdown", "error", err)
 	}

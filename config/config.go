@@ -84,6 +84,7 @@ type Limits struct {
 	Concurrency     int      `yaml:"concurrency"`
 	UpstreamTimeout Duration `yaml:"upstream_timeout"`
 	UpstreamConns   int      `yaml:"upstream_conns"`
+	MaxResponseBody Size     `yaml:"max_response_body"`
 }
 
 // Reconcile configures live detection of suspected duplicates.
@@ -387,6 +388,9 @@ func (l *Limits) defaults() error {
 	set(&l.UpstreamTimeout, 30*time.Second)
 	if l.MaxRequestBody == 0 {
 		l.MaxRequestBody = 4 << 20
+	}
+	if l.MaxResponseBody == 0 {
+		l.MaxResponseBody = 32 << 20
 	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = 16 << 10

@@ -55,6 +55,9 @@ const (
 	// FlagReleaseUnknown: when the existing record's outcome is unknown
 	// (its processing deadline passed), take it over instead of reporting it.
 	FlagReleaseUnknown byte = 1 << 0
+	// FlagRejectSuspect: refuse to begin a suspected duplicate (CodeSuspect)
+	// instead of beginning it and reporting the suspicion.
+	FlagRejectSuspect byte = 1 << 1
 )
 
 // Complete flags.
@@ -72,7 +75,9 @@ type Header struct {
 // Command is one state machine command. Which fields matter depends on Type:
 //
 //	Noop:            Value (opaque payload)
-//	RecordBegin:     Key, Value (fingerprint), TTL, Timeout (processing), Flags
+//	RecordBegin:     Key, Value (fingerprint), TTL, Timeout (processing), Flags,
+//	                 Body (digest key for suspect detection; empty: none),
+//	                 Version (the suspect window, in nanoseconds)
 //	RecordComplete:  Key, Fence, Status, Flags, Headers, Body
 //	RecordRelease:   Key, Fence (0: release whatever owns it, by hand)
 //	RecordMarkUnknown: Key, Fence

@@ -39,7 +39,11 @@ func randomStream(seed uint64, n int) []*raft.Log {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
-			c.Flags = byte(rng.IntN(2))
+			c.Flags = byte(rng.IntN(4))
+			if rng.IntN(2) == 0 {
+				c.Body = []byte{byte(rng.IntN(3))} // a digest key shared by several record keys
+				c.Version = uint64(rng.IntN(3)) * uint64(time.Second)
+			}
 		case 1:
 			c.Type, c.Fence, c.Status, c.Body = TypeRecordComplete, uint64(rng.IntN(i)+1), 200, []byte("body")
 		case 2:

@@ -20,6 +20,8 @@ var (
 	ErrWrongState = errors.New("record in wrong state")
 	// ErrBadCommand: the command could not be decoded or is malformed.
 	ErrBadCommand = errors.New("malformed command")
+	// ErrSuspect: a begin was refused as a suspected duplicate.
+	ErrSuspect = errors.New("suspected duplicate")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

@@ -44,6 +44,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 			return false, nil
 		}
 		a.recordDelta[rec.State]--
+		a.removed = append(a.removed, clone(e.Key))
 		return true, tx.Bucket(bucketRecords).Delete(e.Key)
 	case ttl.KindToken:
 		v := tx.Bucket(bucketTokens).Get(e.Key)
@@ -57,6 +58,12 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 			return false, nil
 		}
 		return true, tx.Bucket(bucketKV).Delete(e.Key)
+	case ttl.KindDigest:
+		v := tx.Bucket(bucketDigests).Get(e.Key)
+		if len(v) < 8 || int64(getUint64(v[:8])) != e.At {
+			return false, nil
+		}
+		return true, tx.Bucket(bucketDigests).Delete(e.Key)
 	}
 	return false, nil
 }

@@ -24,8 +24,10 @@ var (
 	bucketRecords = []byte("records")
 	bucketTokens  = []byte("tokens")
 	bucketKV      = []byte("kv")
-	bucketReqIDs  = []byte("reqids") // one child bucket per generation, see reqid.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, ttl.BucketName}
+	bucketReqIDs  = []byte("reqids")   // one child bucket per generation, see reqid.go
+	bucketDigests = []byte("digests")  // digest key -> expiry (8) | record key, see suspect.go
+	bucketSuspect = []byte("suspects") // log index (8) -> suspect entry, see suspect.go
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyFormat     = []byte("format")
@@ -69,7 +71,11 @@ type FSM struct {
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
-	expired [4]atomic.Int64 // by ttl.Kind
+	expired [5]atomic.Int64 // by ttl.Kind
+
+	// onRemove, if set, is told the keys of records removed by a batch,
+	// after it commits (caches of completed records drop them).
+	onRemove atomic.Pointer[func(keys [][]byte)]
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -198,6 +204,11 @@ func (f *FSM) fail(err error) {
 	})
 }
 
+// SetRecordObserver registers fn to be told, after each commit, the keys of
+// records that batch removed (released, expired, taken over). It runs on
+// the apply path: it must be quick and must not call back into the FSM.
+func (f *FSM) SetRecordObserver(fn func(keys [][]byte)) { f.onRemove.Store(&fn) }
+
 // RecordCount returns how many records are stored in state s.
 func (f *FSM) RecordCount(s State) int64 {
 	if s < StateInFlight || s > StateUnknown {
@@ -232,7 +243,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	a := applier{f: f, now: f.now.Load(), applied: f.applied.Load()}
 	var delta [4]int64
-	var expired [4]int64
+	var expired [5]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
 	tx, err := f.db.Begin(true)
 	if err != nil {
@@ -268,8 +279,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.applied.Store(last)
 	f.now.Store(a.now)
+	if fn := f.onRemove.Load(); fn != nil && len(a.removed) > 0 {
+		(*fn)(a.removed)
+	}
 	for i := range delta {
 		f.records[i].Add(delta[i])
+	}
+	for i := range expired {
 		f.expired[i].Add(expired[i])
 	}
 	return out
@@ -297,8 +313,9 @@ type applier struct {
 	now          int64
 	applied      uint64
 	recordDelta  *[4]int64
-	expiredDelta *[4]int64
+	expiredDelta *[5]int64
 	cmd          Command
+	removed      [][]byte     // keys of records removed in this batch
 	gens         *bolt.Bucket // the request-id generations' parent, once opened
 	gen          *bolt.Bucket // the current generation, once opened
 	genNo        int64

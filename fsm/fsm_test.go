@@ -403,3 +403,69 @@ func TestRestoreDiscardsState(t *testing.T) {
 		t.Fatalf("a failed restore damaged the state: %q, %v", e.Value, err)
 	}
 }
+
+func TestSuspectedDuplicates(t *testing.T) {
+	h := newHarness(t)
+	digest := DigestKey("pay", "u1", []byte("sha-of-body"))
+	window := uint64(5 * time.Minute)
+	begin := func(key string, flags byte) *Result {
+		return h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", key), TTL: time.Hour,
+			Body: digest, Version: window, Flags: flags})
+	}
+	if r := begin("k1", 0); r.Code != CodeCreated || r.Suspect != nil {
+		t.Fatalf("first begin = %+v", r)
+	}
+	if r := begin("k1", 0); r.Code != CodeExists || r.Suspect != nil {
+		t.Fatalf("same key again = %+v, want exists and no suspicion", r)
+	}
+	r := begin("k2", 0)
+	if r.Code != CodeCreated || string(r.Suspect) != string(RecordKey("pay", "u1", "k1")) {
+		t.Fatalf("same body under a new key = %+v, want created and flagged against k1", r)
+	}
+	if r := begin("k3", FlagRejectSuspect); r.Code != CodeSuspect || !errors.Is(r.Err(), ErrSuspect) {
+		t.Fatalf("reject policy = %+v, want CodeSuspect", r)
+	}
+	if _, err := h.f.Record(RecordKey("pay", "u1", "k3"), h.now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a refused suspect left a record: %v", err)
+	}
+	// Another tenant with the same body is not a suspect.
+	other := h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u2", "k1"), Body: DigestKey("pay", "u2", []byte("sha-of-body")), Version: window})
+	if other.Suspect != nil {
+		t.Fatalf("other tenant flagged: %+v", other)
+	}
+	// After the window, the same body under a new key is fine.
+	h.advance(6 * time.Minute)
+	if r := begin("k4", FlagRejectSuspect); r.Code != CodeCreated || r.Suspect != nil {
+		t.Fatalf("after the window = %+v", r)
+	}
+	log, err := h.f.Suspects(10)
+	if err != nil || len(log) != 2 {
+		t.Fatalf("suspect log = %+v, %v; want 2 entries", log, err)
+	}
+	if string(log[0].Key) != string(RecordKey("pay", "u1", "k3")) || string(log[1].Earlier) != string(RecordKey("pay", "u1", "k1")) {
+		t.Fatalf("suspect log order/content wrong: %+v", log)
+	}
+}
+
+func TestRecordObserverSeesRemovals(t *testing.T) {
+	h := newHarness(t)
+	var removed []string
+	h.f.SetRecordObserver(func(keys [][]byte) {
+		for _, k := range keys {
+			removed = append(removed, string(k))
+		}
+	})
+	h.apply(Command{Type: TypeRecordBegin, Key: []byte("a"), TTL: time.Second})
+	h.apply(Command{Type: TypeRecordComplete, Key: []byte("a"), Fence: 1, Status: 200})
+	h.apply(Command{Type: TypeRecordBegin, Key: []byte("b"), TTL: time.Hour})
+	h.apply(Command{Type: TypeRecordRelease, Key: []byte("b")})
+	if len(removed) != 1 || removed[0] != "b" {
+		t.Fatalf("removed after release = %q", removed)
+	}
+	h.advance(2 * time.Second)
+	due, _ := h.f.Due(h.now(), 10)
+	h.apply(Command{Type: TypeExpire, Entries: due})
+	if len(removed) != 2 || removed[1] != "a" {
+		t.Fatalf("removed after expiry = %q", removed)
+	}
+}

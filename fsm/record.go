@@ -126,6 +126,17 @@ func RecordKey(scope, tenant, key string) []byte {
 	return append(b, key...)
 }
 
+// DigestKey builds the key under which a begin remembers its body digest
+// for suspect detection: scope and tenant, then the digest.
+func DigestKey(scope, tenant string, digest []byte) []byte {
+	b := make([]byte, 0, len(scope)+len(tenant)+len(digest)+2)
+	b = append(b, scope...)
+	b = append(b, 0)
+	b = append(b, tenant...)
+	b = append(b, 0)
+	return append(b, digest...)
+}
+
 // TokenKey builds the stored key of a form token.
 func TokenKey(scope, token string) []byte {
 	b := make([]byte, 0, len(scope)+len(token)+1)

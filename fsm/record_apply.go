@@ -30,6 +30,9 @@ func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*Record, error) {
 func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *Record) error {
 	if old != nil {
 		a.recordDelta[old.State]--
+		if old.Fence != rec.Fence {
+			a.removed = append(a.removed, clone(key)) // taken over
+		}
 		if old.ExpiresAt != rec.ExpiresAt && old.ExpiresAt != 0 {
 			if err := ttl.Delete(tx, ttl.KindRecord, key, old.ExpiresAt); err != nil {
 				return err
@@ -52,6 +55,7 @@ func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *Record) error {
 		}
 	}
 	a.recordDelta[rec.State]--
+	a.removed = append(a.removed, clone(key))
 	return tx.Bucket(bucketRecords).Delete(key)
 }
 
@@ -71,6 +75,16 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
 			return &Result{Code: CodeExists, Record: &shown, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
 		}
 	}
+	var suspect []byte
+	if len(c.Body) > 0 {
+		var err error
+		if suspect, err = a.checkDigest(tx, c, index); err != nil {
+			return &Result{Code: CodeStorage}
+		}
+		if suspect != nil && c.Flags&FlagRejectSuspect != 0 {
+			return &Result{Code: CodeSuspect, Suspect: suspect}
+		}
+	}
 	rec := &Record{
 		State:       StateInFlight,
 		Fence:       index,
@@ -83,7 +97,7 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
 	if err := a.putRecord(tx, c.Key, old, rec); err != nil {
 		return &Result{Code: CodeStorage}
 	}
-	return &Result{Code: CodeCreated, Fence: index, ExpiresAt: rec.ExpiresAt}
+	return &Result{Code: CodeCreated, Fence: index, ExpiresAt: rec.ExpiresAt, Suspect: suspect}
 }
 
 // ownedRecord returns the live record under c.Key if c.Fence owns it.

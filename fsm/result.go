@@ -20,11 +20,12 @@ const (
 	CodeWrongState
 	CodeBadCommand
 	CodeStorage
+	CodeSuspect // a begin refused as a suspected duplicate (FlagRejectSuspect)
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
-	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage}
+	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).
@@ -41,6 +42,9 @@ type Result struct {
 	Value []byte
 	// Record: the existing record a RecordBegin found instead of creating one.
 	Record *Record
+	// Suspect: the record key that began with the same body digest within
+	// the window (a suspected duplicate under another idempotency key).
+	Suspect []byte
 }
 
 // Err returns the error the result carries, or nil.
@@ -70,6 +74,7 @@ func (r *Result) Encode(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, r.Version)
 	dst = binary.AppendVarint(dst, r.ExpiresAt)
 	dst = appendBytes(dst, r.Value)
+	dst = appendBytes(dst, r.Suspect)
 	if r.Record == nil {
 		return append(dst, 0)
 	}
@@ -85,6 +90,7 @@ func DecodeResult(b []byte) (*Result, error) {
 	r.Version = rd.uvarint()
 	r.ExpiresAt = rd.varint()
 	r.Value = rd.bytes()
+	r.Suspect = rd.bytes()
 	hasRecord := rd.byte()
 	if rd.err != nil {
 		return nil, fmt.Errorf("%w: result: %v", ErrBadCommand, rd.err)

@@ -57,13 +57,6 @@ type API struct {
 	srv      *fasthttp.Server
 	ln       net.Listener
 	logger   *slog.Logger
-	suspects SuspectLister
-}
-
-// SuspectLister lists suspected duplicates (the client listener's
-// reconciliation); nil until the gateway listener provides one.
-type SuspectLister interface {
-	Suspects() any
 }
 
 // NewAPI builds the API listener over store; gatherer serves /metrics.
@@ -94,9 +87,6 @@ func NewAPI(cfg APIConfig, store *raftstore.Store, tok *tokens.Service, gatherer
 	}
 	return a
 }
-
-// SetSuspects plugs the client listener's suspect list into GET /v1/suspects.
-func (a *API) SetSuspects(s SuspectLister) { a.suspects = s }
 
 // Listen binds the API address.
 func (a *API) Listen() error {
@@ -607,10 +597,40 @@ func (a *API) removeNode(ctx *fasthttp.RequestCtx, rawID string) {
 	}
 }
 
+// SuspectJSON is one suspected duplicate in GET /v1/suspects.
+type SuspectJSON struct {
+	At         string `json:"at"`
+	Scope      string `json:"scope"`
+	Tenant     string `json:"tenant"`
+	Key        string `json:"key"`
+	EarlierKey string `json:"earlier_key"`
+}
+
+// listSuspects lists the replicated suspect log, newest first (?limit=N,
+// default 100, at most 1000). Every node lists the same suspects.
 func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
-	if a.suspects == nil {
-		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": []any{}})
+	limit := 100
+	if raw := ctx.QueryArgs().Peek("limit"); len(raw) > 0 {
+		n, err := strconv.Atoi(string(raw))
+		if err != nil || n < 1 || n > 1000 {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "limit: want 1-1000")
+			return
+		}
+		limit = n
+	}
+	log, err := a.store.FSM().Suspects(limit)
+	if err != nil {
+		writeStoreError(ctx, err)
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": a.suspects.Suspects()})
+	out := []SuspectJSON{}
+	for _, s := range log {
+		parts := strings.SplitN(string(s.Key), "\x00", 3)
+		earlier := strings.SplitN(string(s.Earlier), "\x00", 3)
+		if len(parts) != 3 || len(earlier) != 3 {
+			continue
+		}
+		out = append(out, SuspectJSON{At: rfc3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": out})
 }

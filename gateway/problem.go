@@ -41,6 +41,16 @@ var problemTitles = map[string]string{
 	"internal":            "Internal error",
 	"body-too-large":      "Request body too large",
 	"membership-conflict": "Membership change refused",
+	// The gateway listener's answers (SPEC's table).
+	"missing-key":          "Idempotency key required",
+	"in-progress":          "Request in progress",
+	"key-reuse":            "Idempotency key reused",
+	"replay-unavailable":   "Stored response unavailable",
+	"outcome-unknown":      "Outcome unknown",
+	"missing-token":        "Form token required",
+	"suspected-duplicate":  "Suspected duplicate",
+	"upstream-unreachable": "Upstream unreachable",
+	"upstream-timeout":     "Upstream timed out",
 }
 
 // writeProblem answers with a problem document.

@@ -20,21 +20,32 @@ type BeginRequest struct {
 	TTL            time.Duration
 	Timeout        time.Duration // processing timeout; 0: none
 	ReleaseUnknown bool          // take over a record whose outcome is unknown
+	// DigestKey (fsm.DigestKey) turns on suspect detection for this begin:
+	// a different record key that began with it within Window is reported
+	// in Result.Suspect, or refused (fsm.CodeSuspect) with RejectSuspect.
+	DigestKey     []byte
+	Window        time.Duration
+	RejectSuspect bool
 }
 
 // Begin either makes the caller the record's owner (Result.Created, with the
 // fencing token in Result.Fence) or returns the existing record in
-// Result.Record, in one round trip.
+// Result.Record, in one round trip; fsm.CodeSuspect when it refused a
+// suspected duplicate.
 func (s *Store) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) {
-	c := fsm.Command{Type: fsm.TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout}
+	c := fsm.Command{Type: fsm.TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout,
+		Body: r.DigestKey, Version: uint64(r.Window)}
 	if r.ReleaseUnknown {
 		c.Flags |= fsm.FlagReleaseUnknown
+	}
+	if r.RejectSuspect {
+		c.Flags |= fsm.FlagRejectSuspect
 	}
 	res, err := s.Apply(ctx, &c)
 	if err != nil {
 		return nil, err
 	}
-	if res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists {
+	if res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists && res.Code != fsm.CodeSuspect {
 		return nil, fmt.Errorf("begin: %w", res.Err())
 	}
 	return res, nil

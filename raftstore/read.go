@@ -143,3 +143,7 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 	}
 	return s.fsm.KV(key, time.Now())
 }
+
+// Changed returns a channel closed at this node's next apply: a waiter
+// re-reads the local state when it fires.
+func (s *Store) Changed() <-chan struct{} { return s.wrap.changed() }

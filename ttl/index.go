@@ -17,6 +17,7 @@ const (
 	KindRecord Kind = 1 // an idempotency record
 	KindToken  Kind = 2 // a form token
 	KindKV     Kind = 3 // a key in the KV keyspace
+	KindDigest Kind = 4 // a body digest remembered for suspect detection
 )
 
 // String names the kind as the metrics label does.
@@ -28,12 +29,14 @@ func (k Kind) String() string {
 		return "token"
 	case KindKV:
 		return "kv"
+	case KindDigest:
+		return "digest"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
 
 // Valid reports whether k is one of the known kinds.
-func (k Kind) Valid() bool { return k >= KindRecord && k <= KindKV }
+func (k Kind) Valid() bool { return k >= KindRecord && k <= KindDigest }
 
 // Entry is one index entry: the thing of kind Kind stored under Key expires
 // at At (unix nanoseconds).

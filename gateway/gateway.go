@@ -1,0 +1,239 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/tokens"
+)
+
+// Config configures the gateway listener.
+type Config struct {
+	Addr     string
+	Upstream string // http://host:port
+	Routes   []config.Route
+	// SuspectWindow: two first requests with one body digest and different
+	// keys within it are suspected duplicates. 0: detection off.
+	SuspectWindow time.Duration
+	// TokenTimeout bounds one store call (begin, complete, token consume).
+	OpTimeout       time.Duration
+	ReadTimeout     time.Duration
+	WriteTimeout    time.Duration
+	IdleTimeout     time.Duration
+	MaxRequestBody  int
+	MaxHeaderBytes  int
+	MaxConnsPerIP   int
+	Concurrency     int
+	UpstreamTimeout time.Duration
+	UpstreamConns   int
+	MaxResponseBody int
+	// CacheBytes bounds the in-memory cache of completed records.
+	CacheBytes int
+	Logger     *slog.Logger
+}
+
+// DefaultConfig returns safe limits; callers set Addr, Upstream and Routes.
+func DefaultConfig() Config {
+	return Config{
+		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
+		MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024,
+		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20, CacheBytes: 64 << 20,
+	}
+}
+
+// Gateway is the client listener of one node.
+type Gateway struct {
+	cfg      Config
+	store    *raftstore.Store
+	tokens   *tokens.Service
+	routes   []*route
+	upstream *fasthttp.HostClient
+	cache    *replayCache
+	metrics  *metrics
+	pass     *routeMetrics // unmatched requests
+	srv      *fasthttp.Server
+	ln       net.Listener
+	logger   *slog.Logger
+}
+
+// New builds the gateway listener.
+func New(cfg Config, store *raftstore.Store, tok *tokens.Service) (*Gateway, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	routes, err := compileRoutes(cfg.Routes)
+	if err != nil {
+		return nil, err
+	}
+	up, err := newUpstream(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, store: store, tokens: tok, routes: routes, upstream: up,
+		cache: newReplayCache(cfg.CacheBytes), metrics: newMetrics(), logger: cfg.Logger}
+	g.pass = g.metrics.forRoute("")
+	for _, r := range routes {
+		r.metrics = g.metrics.forRoute(r.name)
+	}
+	store.FSM().SetRecordObserver(g.cache.remove)
+	g.srv = &fasthttp.Server{
+		Handler:               g.Handle,
+		Name:                  "idemgate",
+		ReadTimeout:           cfg.ReadTimeout,
+		WriteTimeout:          cfg.WriteTimeout,
+		IdleTimeout:           cfg.IdleTimeout,
+		MaxRequestBodySize:    cfg.MaxRequestBody,
+		ReadBufferSize:        cfg.MaxHeaderBytes,
+		MaxConnsPerIP:         cfg.MaxConnsPerIP,
+		Concurrency:           cfg.Concurrency,
+		NoDefaultContentType:  true,
+		NoDefaultServerHeader: true,
+		CloseOnShutdown:       true,
+		ErrorHandler:          errorHandler,
+		Logger:                discardLogger{},
+	}
+	return g, nil
+}
+
+func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
+	u, err := url.Parse(cfg.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("gateway: upstream %q: want http://host:port", cfg.Upstream)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	return &fasthttp.HostClient{
+		Addr:                      addr,
+		IsTLS:                     u.Scheme == "https",
+		Name:                      "idemgate",
+		MaxConns:                  cfg.UpstreamConns,
+		MaxIdleConnDuration:       4 * time.Second, // shorter than common upstream idle timeouts: a stale pooled connection looks like "sent"
+		ReadTimeout:               cfg.UpstreamTimeout,
+		WriteTimeout:              cfg.UpstreamTimeout,
+		MaxResponseBodySize:       cfg.MaxResponseBody,
+		MaxIdemponentCallAttempts: 1,
+		// Never retry: a write retried silently is the double charge
+		// idemgate exists to prevent; the client retries with its key.
+		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		NoDefaultUserAgentHeader:      true,
+	}, nil
+}
+
+// Register registers the gateway metrics.
+func (g *Gateway) Register(reg prometheus.Registerer) error { return g.metrics.register(reg) }
+
+// Listen binds the gateway address.
+func (g *Gateway) Listen() error {
+	ln, err := net.Listen("tcp", g.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("gateway listener: %w", err)
+	}
+	g.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (g *Gateway) Addr() string { return g.ln.Addr().String() }
+
+// Serve serves until Shutdown.
+func (g *Gateway) Serve() error { return g.srv.Serve(g.ln) }
+
+// Shutdown stops accepting and waits for requests in flight.
+func (g *Gateway) Shutdown(ctx context.Context) error { return g.srv.ShutdownWithContext(ctx) }
+
+// Handle serves one client request.
+func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	path := ctx.Path()
+	if string(path) == "/_idem/tokens" {
+		g.issueToken(ctx)
+		return
+	}
+	if r := matchRoute(g.routes, ctx.Method(), path); r != nil {
+		g.idempotent(ctx, r, start)
+		return
+	}
+	g.passthrough(ctx, g.pass, start)
+}
+
+// issueToken is POST /_idem/tokens?scope=S[&ttl=D]: a form token for
+// browsers and apps, the same answer as the API's token issue.
+func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		ctx.Response.Header.Set("Allow", "POST")
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use POST")
+		return
+	}
+	ttl, ok := parseTTL(ctx, "ttl", string(ctx.QueryArgs().Peek("ttl")))
+	if !ok {
+		return
+	}
+	issueTokenAnswer(ctx, g.tokens, string(ctx.QueryArgs().Peek("scope")), ttl, g.cfg.OpTimeout)
+}
+
+// passthrough proxies a request without idempotency, adding X-Request-Id.
+func (g *Gateway) passthrough(ctx *fasthttp.RequestCtx, rm *routeMetrics, start time.Time) {
+	if len(ctx.Request.Header.Peek("X-Request-Id")) == 0 {
+		ctx.Request.Header.Set("X-Request-Id", uuid.NewString())
+	}
+	if err := g.forward(ctx, rm); err != nil {
+		g.upstreamFailed(ctx, err)
+		rm.done(outUpstreamError, start)
+		return
+	}
+	rm.done(outPassthrough, start)
+}
+
+// forward sends ctx.Request to the upstream and leaves its answer in
+// ctx.Response (fasthttp's reverse-proxy pattern: no copies).
+func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
+	req := &ctx.Request
+	stripHopByHop(&req.Header)
+	req.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
+	t0 := time.Now()
+	err := g.upstream.Do(req, &ctx.Response)
+	rm.upstream.Observe(time.Since(t0).Seconds())
+	if err != nil {
+		ctx.Response.Reset()
+		return err
+	}
+	stripResponseHopByHop(&ctx.Response.Header)
+	return nil
+}
+
+// nothingSent reports whether an upstream error means the request never
+// left: the connection could not be made. Anything else (a timeout, a
+// connection broken after writing) may have reached the upstream.
+func nothingSent(err error) bool {
+	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) ||
+		errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, err error) {
+	if nothingSent(err) {
+		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-unreachable", "the upstream could not be reached; nothing was sent: "+err.Error())
+		return
+	}
+	writeProblem(ctx, fasthttp.StatusGatewayTimeout, "upstream-timeout", "the upstream did not answer in time or the connection broke after the request was sent: "+err.Error())
+}

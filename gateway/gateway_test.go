@@ -1,0 +1,384 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func send(t testing.TB, url, body string, hdr ...string) reply {
+	t.Helper()
+	return do(t, "POST", url, body, hdr...)
+}
+
+// TestExactlyOnceUnderDuplicates: 200 keys, each sent 2-5 times at once to
+// random nodes: one upstream execution per key, every replay byte-identical
+// and marked, Set-Cookie and Date not replayed.
+func TestExactlyOnceUnderDuplicates(t *testing.T) {
+	gc := startGateways(t, 3)
+	const keys = 200
+	type answer struct {
+		key string
+		r   reply
+	}
+	var mu sync.Mutex
+	var answers []answer
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for k := 0; k < keys; k++ {
+		key := fmt.Sprintf("order-%d", k)
+		copies := 2 + rand.IntN(4)
+		for c := 0; c < copies; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				r := send(t, gc.gwURLs[rand.IntN(3)]+"/pay", `{"amount":100}`, "Idempotency-Key", key, "X-User-Id", "u1")
+				mu.Lock()
+				answers = append(answers, answer{key, r})
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+	first := map[string]reply{}
+	for _, a := range answers {
+		switch {
+		case a.r.status == 201 && a.r.header.Get("Idempotent-Replayed") == "":
+			if _, dup := first[a.key]; dup {
+				t.Fatalf("%s answered as a first request twice", a.key)
+			}
+			first[a.key] = a.r
+			if a.r.header.Get("Set-Cookie") == "" {
+				t.Fatalf("%s: the first answer lost the upstream's Set-Cookie", a.key)
+			}
+		case a.r.status == 201:
+		case a.r.status == 409 && a.r.problemType(t) == "in-progress":
+			if a.r.header.Get("Retry-After") == "" {
+				t.Fatalf("409 in-progress without Retry-After")
+			}
+		default:
+			t.Fatalf("%s: unexpected answer %d %s", a.key, a.r.status, a.r.body)
+		}
+		if a.r.header.Get("Idempotency-Expires") == "" {
+			t.Fatalf("%s: answer %d without Idempotency-Expires", a.key, a.r.status)
+		}
+	}
+	for k := 0; k < keys; k++ {
+		key := fmt.Sprintf("order-%d", k)
+		if n := gc.up.executions(key); n != 1 {
+			t.Fatalf("%s executed %d times upstream, want 1", key, n)
+		}
+		f, ok := first[key]
+		if !ok {
+			t.Fatalf("%s: no client saw the first answer", key)
+		}
+		for _, a := range answers {
+			if a.key == key && a.r.status == 201 && a.r.body != f.body {
+				t.Fatalf("%s: replay body %q differs from the first %q", key, a.r.body, f.body)
+			}
+		}
+		// A later retry on every node replays the same bytes.
+		for _, u := range gc.gwURLs {
+			r := send(t, u+"/pay", `{"amount":100}`, "Idempotency-Key", key, "X-User-Id", "u1")
+			if r.status != 201 || r.body != f.body || r.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("%s: retry = %d %q replayed=%q, want the first body replayed", key, r.status, r.body, r.header.Get("Idempotent-Replayed"))
+			}
+			if r.header.Get("Set-Cookie") != "" || r.header.Get("X-Execution") != f.header.Get("X-Execution") {
+				t.Fatalf("%s: replay headers wrong: %v", key, r.header)
+			}
+		}
+	}
+	if int(gc.up.calls.Load()) != keys {
+		t.Fatalf("upstream ran %d times for %d keys", gc.up.calls.Load(), keys)
+	}
+}
+
+func TestInFlightConflictAndWait(t *testing.T) {
+	gc := startGateways(t, 3)
+	gc.up.delay.Store(int64(700 * time.Millisecond))
+	for _, tc := range []struct {
+		path string
+		wait bool
+	}{{"/slow", false}, {"/wait", true}} {
+		key := "k" + tc.path
+		firstDone := make(chan reply, 1)
+		go func() { firstDone <- send(t, gc.gwURLs[0]+tc.path, "b", "Idempotency-Key", key) }()
+		time.Sleep(250 * time.Millisecond)
+		dup := send(t, gc.gwURLs[1]+tc.path, "b", "Idempotency-Key", key)
+		first := <-firstDone
+		if first.status != 201 {
+			t.Fatalf("%s first = %d %s", tc.path, first.status, first.body)
+		}
+		if tc.wait {
+			if dup.status != 201 || dup.body != first.body || dup.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("%s duplicate with wait = %d %q, want the replay of %q", tc.path, dup.status, dup.body, first.body)
+			}
+		} else if dup.status != 409 || dup.problemType(t) != "in-progress" || dup.header.Get("Retry-After") == "" || dup.header.Get("Idempotency-Expires") == "" {
+			t.Fatalf("%s duplicate = %d %v %s, want 409 in-progress with Retry-After", tc.path, dup.status, dup.header, dup.body)
+		}
+		if n := gc.up.executions(key); n != 1 {
+			t.Fatalf("%s executed %d times", key, n)
+		}
+	}
+}
+
+func TestKeyReuseAndTenants(t *testing.T) {
+	gc := startGateways(t, 3)
+	u := gc.gwURLs
+	if r := send(t, u[0]+"/pay", "A", "Idempotency-Key", "k1", "X-User-Id", "alice"); r.status != 201 {
+		t.Fatalf("first = %d", r.status)
+	}
+	r := send(t, u[1]+"/pay", "B", "Idempotency-Key", "k1", "X-User-Id", "alice")
+	if r.status != 422 || r.problemType(t) != "key-reuse" || r.header.Get("Idempotency-Expires") == "" {
+		t.Fatalf("same key, other body = %d %s", r.status, r.body)
+	}
+	// The same key under another tenant is another record.
+	r = send(t, u[2]+"/pay", "A", "Idempotency-Key", "k1", "X-User-Id", "bob")
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || !strings.Contains(r.body, `"user":"bob"`) {
+		t.Fatalf("other tenant = %d %s", r.status, r.body)
+	}
+	if n := gc.up.executions("k1"); n != 2 {
+		t.Fatalf("k1 executed %d times, want once per tenant", n)
+	}
+	// An sf-string names the same key as the bare token.
+	r = send(t, u[1]+"/pay", "A", "Idempotency-Key", `"k1"`, "X-User-Id", "alice")
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("sf-string key = %d %v", r.status, r.header)
+	}
+	// Tenant from a digest of Authorization; key from the query string.
+	a := do(t, "PUT", u[0]+"/orders/9?key=q1", "x", "Authorization", "Bearer one")
+	b := do(t, "PUT", u[1]+"/orders/9?key=q1", "x", "Authorization", "Bearer two")
+	c := do(t, "PUT", u[2]+"/orders/9?key=q1", "x", "Authorization", "Bearer one")
+	if a.status != 201 || b.status != 201 || b.header.Get("Idempotent-Replayed") != "" || c.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("authorization tenants: %d/%q %d/%q %d/%q", a.status, a.header.Get("Idempotent-Replayed"),
+			b.status, b.header.Get("Idempotent-Replayed"), c.status, c.header.Get("Idempotent-Replayed"))
+	}
+	// Another path under the same key is another request.
+	if r := do(t, "PUT", u[0]+"/orders/10?key=q1", "x", "Authorization", "Bearer one"); r.status != 422 {
+		t.Fatalf("same key on another path = %d, want 422", r.status)
+	}
+}
+
+func TestFormTokenRace(t *testing.T) {
+	gc := startGateways(t, 3)
+	r := send(t, gc.gwURLs[0]+"/_idem/tokens?scope=form", "")
+	if r.status != 201 {
+		t.Fatalf("issue via gateway = %d %s", r.status, r.body)
+	}
+	var tok struct{ Token string }
+	json.Unmarshal([]byte(r.body), &tok)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[string]int{}
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// Different idempotency keys: only the token stops them.
+			r := send(t, gc.gwURLs[i%3]+"/form", "pay", "Idempotency-Key", fmt.Sprint("form-", i), "Form-Token", tok.Token)
+			label := fmt.Sprint(r.status)
+			if r.status == 409 {
+				label += " " + r.problemType(t)
+			}
+			mu.Lock()
+			codes[label]++
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	if codes["201"] != 1 || codes["409 token-used"] != 31 || gc.up.calls.Load() != 1 {
+		t.Fatalf("token race answers %v, upstream calls %d; want one 201 and 31 token-used", codes, gc.up.calls.Load())
+	}
+	if r := send(t, gc.gwURLs[1]+"/form", "pay", "Idempotency-Key", "no-token"); r.status != 400 || r.problemType(t) != "missing-token" {
+		t.Fatalf("no token = %d %s", r.status, r.body)
+	}
+	// The winner's retry replays; it is not refused as token-used.
+	var winner string
+	for i := 0; i < 32; i++ {
+		if gc.up.executions(fmt.Sprint("form-", i)) == 1 {
+			winner = fmt.Sprint("form-", i)
+		}
+	}
+	r = send(t, gc.gwURLs[2]+"/form", "pay", "Idempotency-Key", winner, "Form-Token", tok.Token)
+	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("winner's retry = %d %s, want its replay", r.status, r.body)
+	}
+	// An optional-token route without key or token passes through.
+	if r := send(t, gc.gwURLs[0]+"/optional", "x"); r.status != 201 {
+		t.Fatalf("optional route without token = %d", r.status)
+	}
+}
+
+func TestReleaseStoreAndErrors(t *testing.T) {
+	gc := startGateways(t, 3)
+	u := gc.gwURLs
+	// Statuses in release_statuses are answered, not stored: a retry runs.
+	gc.up.status.Store("/release", 409)
+	for i := 0; i < 2; i++ {
+		if r := send(t, u[i]+"/release", "x", "Idempotency-Key", "rel"); r.status != 409 || r.header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("released status attempt %d = %d %v", i, r.status, r.header)
+		}
+	}
+	if n := gc.up.executions("rel"); n != 2 {
+		t.Fatalf("released key executed %d times, want 2", n)
+	}
+	gc.up.status.Store("/pay", 503)
+	send(t, u[0]+"/pay", "x", "Idempotency-Key", "busy")
+	gc.up.status.Store("/pay", 500) // 5xx other than 503 is stored, as Stripe does
+	r1 := send(t, u[1]+"/pay", "x", "Idempotency-Key", "busy")
+	r2 := send(t, u[2]+"/pay", "x", "Idempotency-Key", "busy")
+	if r1.status != 500 || r2.status != 500 || r2.body != r1.body || r2.header.Get("Idempotent-Replayed") != "true" || gc.up.executions("busy") != 2 {
+		t.Fatalf("503 then 500: %d %d replayed=%q executions=%d", r1.status, r2.status, r2.header.Get("Idempotent-Replayed"), gc.up.executions("busy"))
+	}
+	gc.up.status.Delete("/pay")
+	// A body over max_stored_body is answered once; replays are refused.
+	big := send(t, u[0]+"/big", "x", "Idempotency-Key", "big")
+	again := send(t, u[1]+"/big", "x", "Idempotency-Key", "big")
+	if big.status != 201 || len(big.body) != 4096 || again.status != 409 || again.problemType(t) != "replay-unavailable" || gc.up.executions("big") != 1 {
+		t.Fatalf("big body: %d (%d bytes), retry %d %s", big.status, len(big.body), again.status, again.body)
+	}
+	// Set-Cookie replayed where the route allows it.
+	send(t, u[0]+"/cookies", "x", "Idempotency-Key", "c1")
+	if r := send(t, u[1]+"/cookies", "x", "Idempotency-Key", "c1"); r.header.Get("Set-Cookie") != "session=secret" {
+		t.Fatalf("allowed Set-Cookie not replayed: %v", r.header)
+	}
+}
+
+func TestUpstreamFailures(t *testing.T) {
+	gc := startGateways(t, 3)
+	u := gc.gwURLs
+	// Timeout after sending: 504, then in-progress, then outcome-unknown.
+	gc.up.delay.Store(int64(time.Second))
+	if r := send(t, u[0]+"/unknown", "x", "Idempotency-Key", "u1"); r.status != 504 || r.problemType(t) != "upstream-timeout" {
+		t.Fatalf("slow upstream = %d %s, want 504", r.status, r.body)
+	}
+	if r := send(t, u[1]+"/unknown", "x", "Idempotency-Key", "u1"); r.status != 409 || r.problemType(t) != "outcome-unknown" {
+		t.Fatalf("after the processing deadline = %d %s, want 409 outcome-unknown", r.status, r.body)
+	}
+	// on_unknown: release lets the next retry run, with the same key.
+	if r := send(t, u[0]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 504 {
+		t.Fatalf("slow upstream = %d", r.status)
+	}
+	gc.up.delay.Store(0)
+	time.Sleep(400 * time.Millisecond)
+	if r := send(t, u[2]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 201 || gc.up.executions("u2") != 2 {
+		t.Fatalf("retry after unknown with release = %d, executions %d", r.status, gc.up.executions("u2"))
+	}
+	// Upstream down: 502, the key is released, the retry runs when it is back.
+	gc.up.srv.Close()
+	r := send(t, u[1]+"/pay", "x", "Idempotency-Key", "down")
+	if r.status != 502 || r.problemType(t) != "upstream-unreachable" {
+		t.Fatalf("upstream down = %d %s, want 502", r.status, r.body)
+	}
+	if r := send(t, u[0]+"/pay", "x", "Idempotency-Key", "down"); r.status != 502 {
+		t.Fatalf("retry while down = %d, want 502 again (the key was released)", r.status)
+	}
+}
+
+func TestPassthroughAndSuspects(t *testing.T) {
+	gc := startGateways(t, 3)
+	r := do(t, "GET", gc.gwURLs[0]+"/anything?x=1", "")
+	if r.status != 201 || !strings.Contains(r.body, `"key":""`) || r.header.Get("X-Request-Id-Seen") == "" {
+		t.Fatalf("passthrough = %d %s (request id %q)", r.status, r.body, r.header.Get("X-Request-Id-Seen"))
+	}
+	if r := send(t, gc.gwURLs[1]+"/pay", "x", "X-User-Id", "u1"); r.status != 400 || r.problemType(t) != "missing-key" {
+		t.Fatalf("no key = %d %s", r.status, r.body)
+	}
+	// The incident: a client that makes a new key for its retry.
+	send(t, gc.gwURLs[0]+"/pay", `{"amount":7}`, "Idempotency-Key", "first-key", "X-User-Id", "carol")
+	send(t, gc.gwURLs[1]+"/pay", `{"amount":7}`, "Idempotency-Key", "second-key", "X-User-Id", "carol")
+	if gc.up.executions("second-key") != 1 {
+		t.Fatal("on_suspect: flag must still forward")
+	}
+	list := do(t, "GET", gc.apiURLs[2]+"/v1/suspects", "")
+	if !strings.Contains(list.body, `"key":"second-key"`) || !strings.Contains(list.body, `"earlier_key":"first-key"`) {
+		t.Fatalf("suspects = %s", list.body)
+	}
+	send(t, gc.gwURLs[0]+"/strict", `same`, "Idempotency-Key", "s1")
+	r = send(t, gc.gwURLs[2]+"/strict", `same`, "Idempotency-Key", "s2")
+	if r.status != 409 || r.problemType(t) != "suspected-duplicate" || gc.up.executions("s2") != 0 {
+		t.Fatalf("on_suspect reject = %d %s", r.status, r.body)
+	}
+	m := do(t, "GET", gc.apiURLs[1]+"/metrics", "")
+	for _, series := range []string{
+		`idemgate_requests_total{outcome="missing_key",route="pay"} 1`,
+		`idemgate_suspected_duplicates_total{route="pay"} 1`,
+		`idemgate_request_duration_seconds_count{outcome="first",route="pay"} 1`,
+		`idemgate_upstream_duration_seconds_count{route="pay"} 1`,
+	} {
+		if !strings.Contains(m.body, series) {
+			t.Fatalf("metric %s missing on the node that served it", series)
+		}
+	}
+	if m := do(t, "GET", gc.apiURLs[0]+"/metrics", ""); !strings.Contains(m.body, `idemgate_requests_total{outcome="passthrough",route=""} 1`) {
+		t.Fatal("passthrough not counted")
+	}
+}
+
+// TestLeaderKilledNeverTwice: traffic on all nodes while the leader stops:
+// no key ever executes twice, and every key that completed replays after.
+func TestLeaderKilledNeverTwice(t *testing.T) {
+	gc := startGateways(t, 3)
+	leader := gc.c.WaitLeader(5 * time.Second)
+	var mu sync.Mutex
+	got := map[string]reply{}
+	var wg sync.WaitGroup
+	stopAt := time.Now().Add(2500 * time.Millisecond)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			client := &http.Client{Timeout: 10 * time.Second}
+			for i := 0; time.Now().Before(stopAt); i++ {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				node := (w + i) % 3
+				for attempt := 0; attempt < 2; attempt++ { // every request is sent twice
+					req, _ := http.NewRequest("POST", gc.gwURLs[node]+"/pay", strings.NewReader("x"))
+					req.Header.Set("Idempotency-Key", key)
+					resp, err := client.Do(req)
+					if err != nil {
+						continue // the node we asked was stopped
+					}
+					resp.Body.Close()
+					if resp.StatusCode == 201 {
+						mu.Lock()
+						got[key] = reply{status: 201}
+						mu.Unlock()
+					}
+					node = (node + 1) % 3
+				}
+			}
+		}(w)
+	}
+	time.Sleep(800 * time.Millisecond)
+	gc.gws[leader].srv.Shutdown()
+	gc.c.Stop(leader)
+	wg.Wait()
+	survivor := gc.gwURLs[(leader+1)%3]
+	for key := range got {
+		if n := gc.up.executions(key); n != 1 {
+			t.Fatalf("%s executed %d times", key, n)
+		}
+		if r := send(t, survivor+"/pay", "x", "Idempotency-Key", key); r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("%s after the kill = %d %s, want a replay", key, r.status, r.body)
+		}
+	}
+	gc.up.mu.Lock()
+	defer gc.up.mu.Unlock()
+	for key, n := range gc.up.byKey {
+		if n > 1 {
+			t.Fatalf("%s executed %d times", key, n)
+		}
+	}
+	if len(got) < 50 {
+		t.Fatalf("only %d keys completed: the run barely served", len(got))
+	}
+	t.Logf("%d keys completed, %d executions, none twice, leader %s stopped mid-run", len(got), gc.up.calls.Load(), gc.c.Cfgs[leader].NodeID)
+}

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// hopByHop are the headers that concern one connection only (RFC 9110
+// 7.6.1); they are never forwarded, stored or replayed.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// notStored are dropped from stored responses unless a route's
+// replay_headers names them: cookies belong to one client, Date to one
+// moment, Content-Length is recomputed on every answer.
+var notStored = map[string]bool{"set-cookie": true, "date": true, "content-length": true}
+
+func isHopByHop(name []byte) bool {
+	for _, h := range hopByHop {
+		if len(name) == len(h) && strings.EqualFold(string(name), h) {
+			return true
+		}
+	}
+	return false
+}
+
+// storedHeaders picks the upstream response headers to store and replay:
+// no hop-by-hop headers, none named in Connection, no Set-Cookie or Date
+// unless allowed, and never a value with CR, LF or NUL (refused: a stored
+// header is written to every later client).
+func storedHeaders(h *fasthttp.ResponseHeader, allow map[string]bool) (out []fsm.Header, refused int) {
+	conn := h.Peek("Connection")
+	for name, value := range h.All() {
+		lower := strings.ToLower(string(name))
+		switch {
+		case isHopByHop(name):
+			continue
+		case notStored[lower] && !allow[lower]:
+			continue
+		case len(conn) > 0 && connectionNames(conn, name):
+			continue
+		case bytes.ContainsAny(value, "\r\n\x00") || bytes.ContainsAny(name, "\r\n\x00"):
+			refused++
+			continue
+		}
+		out = append(out, fsm.Header{Name: append([]byte(nil), name...), Value: append([]byte(nil), value...)})
+	}
+	return out, refused
+}
+
+// connectionNames reports whether name is listed in a Connection header.
+func connectionNames(conn, name []byte) bool {
+	for _, part := range bytes.Split(conn, []byte(",")) {
+		if bytes.EqualFold(bytes.TrimSpace(part), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// stripHopByHop removes hop-by-hop headers from a request about to be
+// forwarded, and those its Connection header names.
+func stripHopByHop(h *fasthttp.RequestHeader) {
+	if conn := h.Peek("Connection"); len(conn) > 0 {
+		for _, part := range bytes.Split(append([]byte(nil), conn...), []byte(",")) {
+			if name := bytes.TrimSpace(part); len(name) > 0 {
+				h.DelBytes(name)
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		h.Del(name)
+	}
+}
+
+// stripResponseHopByHop removes hop-by-hop headers from an upstream answer
+// before it is relayed to the client.
+func stripResponseHopByHop(h *fasthttp.ResponseHeader) {
+	if conn := h.Peek("Connection"); len(conn) > 0 {
+		for _, part := range bytes.Split(append([]byte(nil), conn...), []byte(",")) {
+			if name := bytes.TrimSpace(part); len(name) > 0 && !bytes.EqualFold(name, []byte("close")) {
+				h.DelBytes(name)
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		if name != "Connection" {
+			h.Del(name)
+		}
+	}
+	h.ResetConnectionClose()
+}
+
+// writeStored writes a stored response: status, the stored headers, the
+// body. The server adds its own Date and Content-Length.
+func writeStored(resp *fasthttp.Response, e *cached) {
+	resp.SetStatusCode(e.status)
+	for _, h := range e.headers {
+		resp.Header.AddBytesKV(h.Name, h.Value)
+	}
+	resp.SetBody(e.body)
+}

@@ -1,0 +1,337 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/tokens"
+)
+
+// idempotent serves a request on an idempotent route (ARCHITECTURE, "the
+// way a request travels"): key, tenant and fingerprint; the local replay
+// fast path; the form token; one begin that either makes this request the
+// owner or returns the record; the upstream call; complete; answer.
+func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time) {
+	rm := r.metrics
+	key, present, err := r.requestKey(ctx)
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
+		rm.done(outInvalidKey, start)
+		return
+	}
+	if !present {
+		if r.requireKey {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "missing-key", "this route requires an idempotency key ("+r.keySource()+")")
+			rm.done(outMissingKey, start)
+			return
+		}
+		if g.spendToken(ctx, r, nil, nil, start) {
+			g.passthrough(ctx, rm, start)
+		}
+		return
+	}
+	var tbuf [96]byte
+	tenant, err := r.requestTenant(ctx, tbuf[:0])
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", err.Error())
+		rm.done(outBadRequest, start)
+		return
+	}
+	var kbuf [512]byte
+	rk := appendRecordKey(kbuf[:0], r.scope, tenant, key)
+	var fp, digest [32]byte
+	fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody(), &fp, &digest)
+
+	// Fast path: a completed record never changes until it expires, so any
+	// node may replay it from its own state, without Raft.
+	if e := g.cache.get(rk, start.UnixNano()); e != nil {
+		g.answerCompleted(ctx, r, e, &fp, start)
+		return
+	}
+	if rec, err := g.store.FSM().Record(rk, start); err == nil && rec.State == fsm.StateCompleted {
+		e := newCached(rec)
+		g.cache.put(rk, e)
+		g.answerCompleted(ctx, r, e, &fp, start)
+		return
+	}
+	if r.token != tokenOff && !g.spendToken(ctx, r, rk, &fp, start) {
+		return
+	}
+	g.begin(ctx, r, rk, key, tenant, &fp, &digest, start)
+}
+
+func (r *route) keySource() string {
+	if r.keyQuery {
+		return "query parameter " + r.keyName
+	}
+	return "header " + r.keyName
+}
+
+// spendToken consumes the request's Form-Token when the route asks for one.
+// It returns false when it has answered. A retry of a request whose token
+// was spent gets that request's record, not token-used.
+func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *[32]byte, start time.Time) bool {
+	if r.token == tokenOff {
+		return true
+	}
+	tok := ctx.Request.Header.Peek("Form-Token")
+	if len(tok) == 0 {
+		if r.token == tokenOptional {
+			return true
+		}
+		writeProblem(ctx, fasthttp.StatusBadRequest, "missing-token", "this route requires a Form-Token header (POST /_idem/tokens?scope="+r.scope+" issues one)")
+		r.metrics.done(outMissingToken, start)
+		return false
+	}
+	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
+	defer cancel()
+	err := g.tokens.Consume(c, r.scope, string(tok))
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, tokens.ErrUsed), errors.Is(err, tokens.ErrBadToken):
+		if rk != nil {
+			if rec, rerr := g.store.Record(c, rk, false); rerr == nil {
+				g.answerExisting(ctx, r, rk, rec, fp, start)
+				return false
+			}
+		}
+		writeProblem(ctx, fasthttp.StatusConflict, "token-used", "the form token was already used, or is unknown or expired")
+		r.metrics.done(outTokenUsed, start)
+		return false
+	}
+	writeStoreError(ctx, err)
+	r.metrics.done(outUnavailable, start)
+	return false
+}
+
+// begin runs the begin command and acts on its answer. With on_in_flight:
+// wait, a duplicate waits on this node for the owner to finish, and tries to
+// become the owner itself if the owner released the key.
+func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []byte, fp, digest *[32]byte, start time.Time) {
+	rm := r.metrics
+	deadline := start.Add(r.waitTimeout)
+	req := raftstore.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: r.ttl, Timeout: r.processingTimeout,
+		ReleaseUnknown: r.releaseUnknown}
+	if g.cfg.SuspectWindow > 0 {
+		req.DigestKey = fsm.DigestKey(r.scope, string(tenant), digest[:])
+		req.Window = g.cfg.SuspectWindow
+		req.RejectSuspect = r.rejectSuspect
+	}
+	for {
+		c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
+		res, err := g.store.Begin(c, req)
+		cancel()
+		if err != nil {
+			writeStoreError(ctx, err)
+			rm.done(outUnavailable, start)
+			return
+		}
+		switch res.Code {
+		case fsm.CodeSuspect:
+			rm.suspected.Inc()
+			g.logger.Warn("suspected duplicate refused", "route", r.name, "key", string(key), "earlier", string(recordKeyPart(res.Suspect)))
+			writeProblem(ctx, fasthttp.StatusConflict, "suspected-duplicate",
+				"a request with the same body was made under another idempotency key moments ago")
+			rm.done(outSuspected, start)
+			return
+		case fsm.CodeCreated:
+			if res.Suspect != nil {
+				rm.suspected.Inc()
+				g.logger.Warn("suspected duplicate", "route", r.name, "key", string(key), "earlier", string(recordKeyPart(res.Suspect)))
+			}
+			g.own(ctx, r, rk, key, res.Fence, res.ExpiresAt, fp, start)
+			return
+		}
+		rec := res.Record
+		if rec.State != fsm.StateInFlight || !r.wait || !bytes.Equal(rec.Fingerprint, fp[:]) {
+			g.answerExisting(ctx, r, rk, rec, fp, start)
+			return
+		}
+		done, released := g.waitLocal(rk, deadline)
+		switch {
+		case done != nil:
+			g.answerExisting(ctx, r, rk, done, fp, start)
+			return
+		case released && time.Now().Before(deadline):
+			continue // the owner gave the key back: try to own it
+		}
+		setExpires(ctx, rec.ExpiresAt, func() {
+			writeProblem(ctx, fasthttp.StatusConflict, "in-progress", "a request with this key is still being processed; waited "+r.waitTimeout.String())
+		})
+		rm.done(outInProgress, start)
+		return
+	}
+}
+
+// waitLocal waits on this node until the record under rk leaves the
+// in-flight state (returned), disappears (released), or deadline passes.
+func (g *Gateway) waitLocal(rk []byte, deadline time.Time) (rec *fsm.Record, released bool) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		changed := g.store.Changed()
+		r, err := g.store.FSM().Record(rk, time.Now())
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			return nil, true
+		case err == nil && r.State != fsm.StateInFlight:
+			return r, false
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return nil, false
+		}
+	}
+}
+
+// answerExisting answers from a record someone else owns or owned.
+func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, rec *fsm.Record, fp *[32]byte, start time.Time) {
+	rm := r.metrics
+	if !bytes.Equal(rec.Fingerprint, fp[:]) {
+		setExpires(ctx, rec.ExpiresAt, func() {
+			writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "key-reuse",
+				"this idempotency key was used with another request (method, path, query or body differ)")
+		})
+		rm.done(outKeyReuse, start)
+		return
+	}
+	switch rec.State {
+	case fsm.StateCompleted:
+		e := newCached(rec)
+		g.cache.put(rk, e)
+		g.answerCompleted(ctx, r, e, fp, start)
+	case fsm.StateInFlight:
+		setExpires(ctx, rec.ExpiresAt, func() {
+			writeProblem(ctx, fasthttp.StatusConflict, "in-progress", "a request with this key is still being processed; retry later")
+		})
+		rm.done(outInProgress, start)
+	default:
+		setExpires(ctx, rec.ExpiresAt, func() {
+			writeProblem(ctx, fasthttp.StatusConflict, "outcome-unknown",
+				"the first request with this key may or may not have been carried out (the upstream timed out); it is not retried")
+		})
+		rm.done(outOutcomeUnknown, start)
+	}
+}
+
+// answerCompleted replays a completed record. This is the hot path of hot
+// keys: it allocates nothing.
+func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached, fp *[32]byte, start time.Time) {
+	if e.fingerprint != *fp {
+		writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "key-reuse",
+			"this idempotency key was used with another request (method, path, query or body differ)")
+		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+		r.metrics.done(outKeyReuse, start)
+		return
+	}
+	if e.bodyDropped {
+		writeProblem(ctx, fasthttp.StatusConflict, "replay-unavailable",
+			"the first response was larger than this route stores; it was answered once and is not replayed")
+		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+		r.metrics.done(outReplayUnavailable, start)
+		return
+	}
+	writeStored(&ctx.Response, e)
+	ctx.Response.Header.Set("Idempotent-Replayed", "true")
+	if e.expiresHdr != nil {
+		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+	}
+	r.metrics.done(outReplayed, start)
+}
+
+// own forwards the request as the record's owner and completes the record.
+func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence uint64, expiresAt int64, fp *[32]byte, start time.Time) {
+	rm := r.metrics
+	k := append([]byte(nil), key...) // key may alias the header being rewritten
+	ctx.Request.Header.SetBytesV("Idempotency-Key", k)
+	ctx.Request.Header.SetBytesV("X-Request-Id", k)
+	stripHopByHop(&ctx.Request.Header)
+	ctx.Request.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
+	timeout := min(r.processingTimeout, g.cfg.UpstreamTimeout)
+	t0 := time.Now()
+	err := g.upstream.DoDeadline(&ctx.Request, &ctx.Response, t0.Add(timeout))
+	rm.upstream.Observe(time.Since(t0).Seconds())
+	if err != nil {
+		ctx.Response.Reset()
+		if nothingSent(err) {
+			g.release(rk, fence)
+		}
+		// Otherwise the record stays in flight until its processing
+		// deadline; then its outcome is unknown (on_unknown decides).
+		g.upstreamFailed(ctx, err)
+		setExpires(ctx, expiresAt, nil)
+		rm.done(outUpstreamError, start)
+		return
+	}
+	stripResponseHopByHop(&ctx.Response.Header)
+	status := ctx.Response.StatusCode()
+	if r.releaseStatus[status] {
+		g.release(rk, fence)
+		rm.done(outFirst, start)
+		return
+	}
+	headers, refused := storedHeaders(&ctx.Response.Header, r.replayAllow)
+	if refused > 0 {
+		g.logger.Warn("upstream header with CR, LF or NUL not stored", "route", r.name, "count", refused)
+	}
+	body := ctx.Response.Body()
+	dropped := len(body) > r.maxStoredBody
+	cr := raftstore.CompleteRequest{Key: rk, Fence: fence, Status: status, Headers: headers, BodyDropped: dropped}
+	if !dropped {
+		cr.Body = body
+	}
+	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
+	err = g.store.Complete(c, cr)
+	cancel()
+	if err == nil {
+		e := &cached{status: status, headers: headers, bodyDropped: dropped, expiresAt: expiresAt,
+			expiresHdr: expiresHeader(expiresAt)}
+		if !dropped {
+			e.body = append([]byte(nil), body...)
+		}
+		e.fingerprint = *fp
+		g.cache.put(rk, e)
+	} else {
+		// The upstream acted; its answer goes to the client. The record
+		// stays in flight and turns unknown at its deadline.
+		g.logger.Warn("complete failed; the record will become outcome-unknown", "route", r.name, "key", string(key), "error", err)
+	}
+	setExpires(ctx, expiresAt, nil)
+	rm.done(outFirst, start)
+}
+
+func (g *Gateway) release(rk []byte, fence uint64) {
+	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
+	defer cancel()
+	if err := g.store.Release(c, rk, fence); err != nil {
+		g.logger.Warn("release failed; the key frees at its processing deadline", "error", err)
+	}
+}
+
+// setExpires runs write (which may reset the response) and then sets
+// Idempotency-Expires.
+func setExpires(ctx *fasthttp.RequestCtx, expiresAt int64, write func()) {
+	if write != nil {
+		write()
+	}
+	if expiresAt != 0 {
+		ctx.Response.Header.SetBytesV("Idempotency-Expires", expiresHeader(expiresAt))
+	}
+}
+
+// recordKeyPart returns the client's key from a record key.
+func recordKeyPart(rk []byte) []byte {
+	if i := bytes.LastIndexByte(rk, 0); i >= 0 {
+		return rk[i+1:]
+	}
+	return rk
+}
+

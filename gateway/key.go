@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// MaxKeyLen bounds an idempotency key.
+const MaxKeyLen = 255
+
+// Key errors; the gateway answers each with 400 invalid-key.
+var (
+	errKeyEmpty     = errors.New("the idempotency key is empty")
+	errKeyTooLong   = errors.New("the idempotency key is longer than 255 characters")
+	errKeyChars     = errors.New("the idempotency key must be visible ASCII (0x21-0x7E)")
+	errKeySFString  = errors.New("the idempotency key is a malformed RFC 8941 string")
+	errKeyDuplicate = errors.New("more than one idempotency key was sent")
+	errTenantChars  = errors.New("the tenant header contains control characters")
+)
+
+// parseKey decodes a key sent as a bare token (as Stripe's clients do) or
+// as an RFC 8941 sf-string `"..."` (as the IETF draft does); both name the
+// same key. The result aliases raw unless the string had escapes.
+func parseKey(raw []byte) ([]byte, error) {
+	if len(raw) >= 2 && raw[0] == '"' {
+		return parseSFString(raw)
+	}
+	return checkKey(raw)
+}
+
+func checkKey(k []byte) ([]byte, error) {
+	if len(k) == 0 {
+		return nil, errKeyEmpty
+	}
+	if len(k) > MaxKeyLen {
+		return nil, errKeyTooLong
+	}
+	for _, c := range k {
+		if c < 0x21 || c > 0x7e {
+			return nil, errKeyChars
+		}
+	}
+	return k, nil
+}
+
+// parseSFString decodes an RFC 8941 sf-string: DQUOTE *(unescaped / "\"
+// ( DQUOTE / "\" )) DQUOTE, unescaped being 0x20-0x7E but DQUOTE and "\".
+func parseSFString(raw []byte) ([]byte, error) {
+	if raw[len(raw)-1] != '"' {
+		return nil, errKeySFString
+	}
+	inner := raw[1 : len(raw)-1]
+	var out []byte // allocated only when there are escapes
+	for i := 0; i < len(inner); i++ {
+		c := inner[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(inner) || (inner[i+1] != '"' && inner[i+1] != '\\') {
+				return nil, errKeySFString
+			}
+			if out == nil {
+				out = append(make([]byte, 0, len(inner)), inner[:i]...)
+			}
+			i++
+			out = append(out, inner[i])
+		case c == '"' || c < 0x20 || c > 0x7e:
+			return nil, errKeySFString
+		default:
+			if out != nil {
+				out = append(out, c)
+			}
+		}
+	}
+	if out == nil {
+		out = inner
+	}
+	return checkKey(out)
+}
+
+// requestKey extracts the route's key from the request. present is false
+// when no key was sent at all.
+func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, err error) {
+	var vals [][]byte
+	if r.keyQuery {
+		vals = ctx.QueryArgs().PeekMulti(r.keyName)
+	} else {
+		vals = ctx.Request.Header.PeekAll(r.keyName)
+	}
+	switch len(vals) {
+	case 0:
+		return nil, false, nil
+	case 1:
+		k, err := parseKey(vals[0])
+		return k, true, err
+	}
+	return nil, true, errKeyDuplicate
+}
+
+// requestTenant derives the tenant: a header set by the auth layer, or a
+// digest of Authorization, so one credential can never replay another's
+// responses. It appends to dst.
+func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, error) {
+	switch {
+	case r.tenantAuth:
+		auth := ctx.Request.Header.Peek("Authorization")
+		if len(auth) == 0 {
+			return dst, nil
+		}
+		sum := sha256.Sum256(auth)
+		return hex.AppendEncode(dst, sum[:16]), nil
+	case r.tenantHeader != "":
+		v := ctx.Request.Header.Peek(r.tenantHeader)
+		for _, c := range v {
+			if c < 0x20 || c == 0x7f {
+				return nil, errTenantChars
+			}
+		}
+		return append(dst, v...), nil
+	}
+	return dst, nil
+}
+
+var hashers = sync.Pool{New: func() any { return sha256.New() }}
+
+// fingerprint is SHA-256(method \0 path \0 query \0 SHA-256(body)); the body
+// digest is returned as well (suspect detection keys on it).
+func fingerprint(method, path, query, body []byte, fp, digest *[32]byte) {
+	h := hashers.Get().(hash.Hash)
+	h.Reset()
+	h.Write(body)
+	h.Sum(digest[:0])
+	h.Reset()
+	h.Write(method)
+	h.Write([]byte{0})
+	h.Write(path)
+	h.Write([]byte{0})
+	h.Write(query)
+	h.Write([]byte{0})
+	h.Write(digest[:])
+	h.Sum(fp[:0])
+	hashers.Put(h)
+}
+
+// appendRecordKey is fsm.RecordKey without the allocation.
+func appendRecordKey(dst []byte, scope string, tenant, key []byte) []byte {
+	dst = append(dst, scope...)
+	dst = append(dst, 0)
+	dst = append(dst, tenant...)
+	dst = append(dst, 0)
+	return append(dst, key...)
+}
