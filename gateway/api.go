@@ -50,13 +50,13 @@ type APIConfig struct {
 
 // API is the API listener.
 type API struct {
-	cfg      APIConfig
-	store    *raftstore.Store
-	tokens   *tokens.Service
-	metrics  fasthttp.RequestHandler
-	srv      *fasthttp.Server
-	ln       net.Listener
-	logger   *slog.Logger
+	cfg     APIConfig
+	store   *raftstore.Store
+	tokens  *tokens.Service
+	metrics fasthttp.RequestHandler
+	srv     *fasthttp.Server
+	ln      net.Listener
+	logger  *slog.Logger
 }
 
 // NewAPI builds the API listener over store; gatherer serves /metrics.

@@ -334,4 +334,3 @@ func recordKeyPart(rk []byte) []byte {
 	}
 	return rk
 }
-

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,8 +36,11 @@ func TestForwardedRetryAppliesOnce(t *testing.T) {
 	follower := c.Stores[(leader+1)%3]
 	ctx := ctxT(t, 60*time.Second)
 
+	// Writers run until at least minCuts connections were cut under them
+	// (and at least 640 writes), bounded by the context.
+	const minCuts = 20
+	var cuts atomic.Int64
 	stop := make(chan struct{})
-	cuts := 0
 	var cutter sync.WaitGroup
 	cutter.Add(1)
 	go func() {
@@ -46,17 +50,18 @@ func TestForwardedRetryAppliesOnce(t *testing.T) {
 			case <-stop:
 				return
 			case <-time.After(time.Duration(5+rand.IntN(35)) * time.Millisecond):
-				cuts += follower.cutForwarding()
+				cuts.Add(int64(follower.cutForwarding()))
 			}
 		}
 	}()
 	var wg sync.WaitGroup
-	errs := make(chan error, 1000)
+	var writes atomic.Int64
+	errs := make(chan error, 16)
 	for w := 0; w < 16; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			for i := 0; i < 40; i++ {
+			for i := 0; ctx.Err() == nil && (i < 40 || cuts.Load() < minCuts); i++ {
 				k := []byte(fmt.Sprintf("w%d-%d", w, i))
 				res, err := follower.KVSet(ctx, k, []byte("v"), 0, fsm.SetNX, 0)
 				if err != nil {
@@ -67,6 +72,7 @@ func TestForwardedRetryAppliesOnce(t *testing.T) {
 					errs <- fmt.Errorf("%s: first SETNX answered %v: a retry was applied twice", k, res.Err())
 					return
 				}
+				writes.Add(1)
 			}
 		}(w)
 	}
@@ -77,9 +83,9 @@ func TestForwardedRetryAppliesOnce(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if cuts < 10 {
-		t.Fatalf("only %d connections were cut: the test did not exercise retries", cuts)
+	if cuts.Load() < minCuts {
+		t.Fatalf("only %d connections were cut: the test did not exercise retries", cuts.Load())
 	}
-	t.Logf("640 SETNX through a follower, %d forwarding connections cut, each applied once", cuts)
+	t.Logf("%d SETNX through a follower, %d forwarding connections cut, each applied once", writes.Load(), cuts.Load())
 	c.WaitConverged(10 * time.Second)
 }
