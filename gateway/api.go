@@ -573,6 +573,16 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 		}
 		return
 	}
+	a.clusterAfterChange(ctx, c)
+}
+
+// clusterAfterChange answers with the membership once this node has applied
+// the change it just made (it may have been forwarded to the leader).
+func (a *API) clusterAfterChange(ctx *fasthttp.RequestCtx, c context.Context) {
+	if err := a.store.Barrier(c); err != nil {
+		writeStoreError(ctx, err)
+		return
+	}
 	a.cluster(ctx)
 }
 
@@ -593,7 +603,7 @@ func (a *API) removeNode(ctx *fasthttp.RequestCtx, rawID string) {
 	case err != nil:
 		writeProblem(ctx, fasthttp.StatusConflict, "membership-conflict", err.Error())
 	default:
-		a.cluster(ctx)
+		a.clusterAfterChange(ctx, c)
 	}
 }
 
@@ -607,7 +617,8 @@ type SuspectJSON struct {
 }
 
 // listSuspects lists the replicated suspect log, newest first (?limit=N,
-// default 100, at most 1000). Every node lists the same suspects.
+// default 100, at most 1000). Linearizable like every API read, so every
+// node lists the same suspects; ?consistency=local reads this node as is.
 func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 	limit := 100
 	if raw := ctx.QueryArgs().Peek("limit"); len(raw) > 0 {
@@ -617,6 +628,15 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		limit = n
+	}
+	if string(ctx.QueryArgs().Peek("consistency")) != "local" {
+		c, cancel := a.opCtx()
+		err := a.store.Barrier(c)
+		cancel()
+		if err != nil {
+			writeStoreError(ctx, err)
+			return
+		}
 	}
 	log, err := a.store.FSM().Suspects(limit)
 	if err != nil {

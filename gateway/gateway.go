@@ -161,6 +161,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error { return g.srv.ShutdownWit
 // Handle serves one client request.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
+	if smuggled(ctx.Request.Header.RawHeaders()) {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request",
+			"both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)")
+		ctx.SetConnectionClose()
+		g.pass.done(outBadRequest, start)
+		return
+	}
 	path := ctx.Path()
 	if string(path) == "/_idem/tokens" {
 		g.issueToken(ctx)

@@ -95,6 +95,32 @@ func stripResponseHopByHop(h *fasthttp.ResponseHeader) {
 	h.ResetConnectionClose()
 }
 
+// smuggled reports whether a request's raw header block holds both
+// Transfer-Encoding and Content-Length. fasthttp lets chunked win and then
+// rewrites both headers, so only the raw block shows it; an intermediary
+// ought to refuse such a message (RFC 9112 6.3). It allocates nothing.
+func smuggled(raw []byte) bool {
+	te, cl := false, false
+	for len(raw) > 0 {
+		switch {
+		case hasPrefixFold(raw, "transfer-encoding:"):
+			te = true
+		case hasPrefixFold(raw, "content-length:"):
+			cl = true
+		}
+		i := bytes.IndexByte(raw, '\n')
+		if i < 0 {
+			break
+		}
+		raw = raw[i+1:]
+	}
+	return te && cl
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && strings.EqualFold(string(b[:len(prefix)]), prefix)
+}
+
 // writeStored writes a stored response: status, the stored headers, the
 // body. The server adds its own Date and Content-Length.
 func writeStored(resp *fasthttp.Response, e *cached) {

@@ -45,8 +45,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 	}
 	var kbuf [512]byte
 	rk := appendRecordKey(kbuf[:0], r.scope, tenant, key)
-	var fp, digest [32]byte
-	fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody(), &fp, &digest)
+	fp, digest := fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody())
 
 	// Fast path: a completed record never changes until it expires, so any
 	// node may replay it from its own state, without Raft.
@@ -63,7 +62,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 	if r.token != tokenOff && !g.spendToken(ctx, r, rk, &fp, start) {
 		return
 	}
-	g.begin(ctx, r, rk, key, tenant, &fp, &digest, start)
+	g.begin(ctx, r, rk, key, tenant, fp, digest, start)
 }
 
 func (r *route) keySource() string {
@@ -114,7 +113,10 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 // begin runs the begin command and acts on its answer. With on_in_flight:
 // wait, a duplicate waits on this node for the owner to finish, and tries to
 // become the owner itself if the owner released the key.
-func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []byte, fp, digest *[32]byte, start time.Time) {
+// fp and digest come by value: this slow path may let them escape, the
+// replay path must not.
+func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []byte, fpv, digest [32]byte, start time.Time) {
+	fp := &fpv
 	rm := r.metrics
 	deadline := start.Add(r.waitTimeout)
 	req := raftstore.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: r.ttl, Timeout: r.processingTimeout,

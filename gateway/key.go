@@ -125,25 +125,37 @@ func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, err
 	return dst, nil
 }
 
-var hashers = sync.Pool{New: func() any { return sha256.New() }}
+// hashScratch keeps everything handed to the hash.Hash interface on the
+// heap already, so a fingerprint allocates nothing (arguments of interface
+// calls escape).
+type hashScratch struct {
+	h   hash.Hash
+	sum [32]byte
+	sep [1]byte
+}
 
-// fingerprint is SHA-256(method \0 path \0 query \0 SHA-256(body)); the body
-// digest is returned as well (suspect detection keys on it).
-func fingerprint(method, path, query, body []byte, fp, digest *[32]byte) {
-	h := hashers.Get().(hash.Hash)
-	h.Reset()
-	h.Write(body)
-	h.Sum(digest[:0])
-	h.Reset()
-	h.Write(method)
-	h.Write([]byte{0})
-	h.Write(path)
-	h.Write([]byte{0})
-	h.Write(query)
-	h.Write([]byte{0})
-	h.Write(digest[:])
-	h.Sum(fp[:0])
-	hashers.Put(h)
+var hashers = sync.Pool{New: func() any { return &hashScratch{h: sha256.New()} }}
+
+// fingerprint returns SHA-256(method \0 path \0 query \0 SHA-256(body)) and
+// the body digest (suspect detection keys on it).
+func fingerprint(method, path, query, body []byte) (fp, digest [32]byte) {
+	s := hashers.Get().(*hashScratch)
+	s.h.Reset()
+	s.h.Write(body)
+	s.h.Sum(s.sum[:0])
+	digest = s.sum
+	s.h.Reset()
+	s.h.Write(method)
+	s.h.Write(s.sep[:])
+	s.h.Write(path)
+	s.h.Write(s.sep[:])
+	s.h.Write(query)
+	s.h.Write(s.sep[:])
+	s.h.Write(s.sum[:])
+	s.h.Sum(s.sum[:0])
+	fp = s.sum
+	hashers.Put(s)
+	return fp, digest
 }
 
 // appendRecordKey is fsm.RecordKey without the allocation.

@@ -1,0 +1,122 @@
+package gateway
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawExchange writes raw bytes to addr and reads one response. status 0
+// means the connection was closed without an answer.
+func rawExchange(t *testing.T, addr, raw string, pause time.Duration) (int, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if pause > 0 { // slowloris: part of the request, then silence
+		c.Write([]byte(raw))
+		time.Sleep(pause)
+	} else if _, err := c.Write([]byte(raw)); err != nil {
+		return 0, ""
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	ptype := ""
+	if resp.Header.Get("Content-Type") == "application/problem+json" {
+		buf := make([]byte, 2048)
+		n, _ := resp.Body.Read(buf)
+		body := string(buf[:n])
+		if i := strings.Index(body, ProblemBase); i >= 0 {
+			rest := body[i+len(ProblemBase):]
+			ptype = rest[:strings.IndexByte(rest, '"')]
+		}
+	}
+	return resp.StatusCode, ptype
+}
+
+func post(path, headers, body string) string {
+	return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + headers + "Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestHostileRequests: malformed and hostile requests (RELIABILITY.md) each
+// get the exact answer below, and none reaches the upstream.
+func TestHostileRequests(t *testing.T) {
+	gc := startGateways(t, 1)
+	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")
+	long := strings.Repeat("k", 256)
+	tests := []struct {
+		name   string
+		raw    string
+		pause  time.Duration
+		status int
+		ptype  string
+	}{
+		{"no key", post("/pay", "", "{}"), 0, 400, "missing-key"},
+		{"empty key", post("/pay", "Idempotency-Key: \r\n", "{}"), 0, 400, "invalid-key"},
+		{"key of 256 chars", post("/pay", "Idempotency-Key: "+long+"\r\n", "{}"), 0, 400, "invalid-key"},
+		{"key with a space", post("/pay", "Idempotency-Key: a b\r\n", "{}"), 0, 400, "invalid-key"},
+		{"key with UTF-8", post("/pay", "Idempotency-Key: caf\xc3\xa9\r\n", "{}"), 0, 400, "invalid-key"},
+		{"key with DEL", post("/pay", "Idempotency-Key: a\x7fb\r\n", "{}"), 0, 400, "bad-request"},
+		{"key with a control byte", post("/pay", "Idempotency-Key: a\x01b\r\n", "{}"), 0, 400, ""},
+		{"key with NUL", post("/pay", "Idempotency-Key: a\x00b\r\n", "{}"), 0, 400, ""},
+		{"two key headers", post("/pay", "Idempotency-Key: a\r\nIdempotency-Key: b\r\n", "{}"), 0, 400, "invalid-key"},
+		{"two key headers, same value", post("/pay", "Idempotency-Key: a\r\nIdempotency-Key: a\r\n", "{}"), 0, 400, "invalid-key"},
+		{"unterminated sf-string", post("/pay", "Idempotency-Key: \"abc\r\n", "{}"), 0, 400, "invalid-key"},
+		{"sf-string bad escape", post("/pay", "Idempotency-Key: \"a\\b\"\r\n", "{}"), 0, 400, "invalid-key"},
+		{"empty sf-string", post("/pay", "Idempotency-Key: \"\"\r\n", "{}"), 0, 400, "invalid-key"},
+		{"sf-string inner quote", post("/pay", "Idempotency-Key: \"a\"b\"\r\n", "{}"), 0, 400, "invalid-key"},
+		{"sf-string with only a space", post("/pay", "Idempotency-Key: \" \"\r\n", "{}"), 0, 400, "invalid-key"},
+		{"two key query params", post("/orders/1?key=a&key=b", "", "{}"), 0, 400, "invalid-key"},
+		{"empty key query param", post("/orders/1?key=", "", "{}"), 0, 400, "invalid-key"},
+		{"no key query param", post("/orders/1", "", "{}"), 0, 400, "missing-key"},
+		{"tenant with a control byte", post("/pay", "Idempotency-Key: k\r\nX-User-Id: a\x01b\r\n", "{}"), 0, 400, ""},
+		{"missing form token", post("/form", "Idempotency-Key: k\r\n", "{}"), 0, 400, "missing-token"},
+		{"garbage form token", post("/form", "Idempotency-Key: k\r\nForm-Token: nope\r\n", "{}"), 0, 409, "token-used"},
+		{"unknown form token", post("/form", "Idempotency-Key: k\r\nForm-Token: 6f1c1b2e-1111-4222-8333-444455556666\r\n", "{}"), 0, 409, "token-used"},
+		{"body over the limit", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 1073741824\r\n\r\nxxxx", 0, 413, "body-too-large"},
+		{"headers over the limit", "POST /pay HTTP/1.1\r\nHost: x\r\nX-Junk: " + strings.Repeat("j", 8<<10) + "\r\n\r\n", 0, 431, ""},
+		{"Transfer-Encoding and Content-Length", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 0, 400, "bad-request"},
+		{"Content-Length then Transfer-Encoding, other case", "POST /anything HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\n0\r\n\r\n", 0, 400, "bad-request"},
+		{"bad Content-Length", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: abc\r\n\r\n", 0, 400, ""},
+		{"negative Content-Length", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: -5\r\n\r\n", 0, 400, ""},
+		{"bad chunk size", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n", 0, 400, ""},
+		{"garbage request line", "GARBAGE\r\n\r\n", 0, 400, ""},
+		{"header without colon", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key k\r\n\r\n", 0, 400, ""},
+		{"space before colon", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key : k\r\nContent-Length: 0\r\n\r\n", 0, 400, ""},
+		{"token endpoint with GET", "GET /_idem/tokens?scope=pay HTTP/1.1\r\nHost: x\r\n\r\n", 0, 405, "method-not-allowed"},
+		{"token endpoint bad scope", post("/_idem/tokens?scope=a%20b", "", ""), 0, 400, "invalid-scope"},
+		{"token endpoint bad ttl", post("/_idem/tokens?scope=pay&ttl=forever", "", ""), 0, 400, "invalid-ttl"},
+		{"slowloris", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nX-Slow: ", 3 * time.Second, 0, ""},
+	}
+	if len(tests) < 30 {
+		t.Fatalf("the table must hold at least 30 cases, has %d", len(tests))
+	}
+	for _, tt := range tests {
+		status, ptype := rawExchange(t, addr, tt.raw, tt.pause)
+		if tt.status == 0 {
+			// Slowloris: closed, or answered 408 once the read timeout hits.
+			if status != 0 && status != 408 {
+				t.Errorf("%s: got %d, want the connection closed or 408", tt.name, status)
+			}
+			continue
+		}
+		if status != tt.status || (tt.ptype != "" && ptype != tt.ptype) {
+			t.Errorf("%s: got %d %q, want %d %q", tt.name, status, ptype, tt.status, tt.ptype)
+		}
+	}
+	if n := gc.up.calls.Load(); n != 0 {
+		t.Fatalf("hostile requests reached the upstream %d times", n)
+	}
+}
