@@ -33,8 +33,9 @@ func mapRaftErr(err error) error {
 }
 
 // proposeLocal stamps data with this leader's clock and hands it to Raft.
-// The returned function waits for the command to be applied here.
-func (s *Store) proposeLocal(data []byte) (func() (*fsm.Result, error), error) {
+// The returned function waits for the command to be applied here, for ctx,
+// or for the store to close.
+func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, error), error) {
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
@@ -43,9 +44,9 @@ func (s *Store) proposeLocal(data []byte) (func() (*fsm.Result, error), error) {
 	}
 	start := time.Now()
 	f := s.raft.Apply(data, s.cfg.ApplyTimeout)
-	return func() (*fsm.Result, error) {
-		if err := f.Error(); err != nil {
-			return nil, mapRaftErr(err)
+	return func(ctx context.Context) (*fsm.Result, error) {
+		if err := s.waitFuture(ctx, f); err != nil {
+			return nil, err
 		}
 		s.metrics.applyDuration.Observe(time.Since(start).Seconds())
 		res, ok := f.Response().(*fsm.Result)
@@ -82,7 +83,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 			if err != nil {
 				return nil, err
 			}
-			return wait()
+			return wait(ctx)
 		},
 		fsm.DecodeResult)
 }
@@ -105,6 +106,11 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 			out T
 			err error
 		)
+		select {
+		case <-s.closing:
+			return zero, ErrShutdown
+		default:
+		}
 		if s.raft.State() == raft.Leader {
 			sawLeader = true
 			out, err = local(payload())
@@ -121,15 +127,15 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		if err == nil {
 			return out, nil
 		}
-		if errors.Is(err, ErrShutdown) && s.stopped() {
-			return zero, ErrShutdown
-		}
 		retry := errors.Is(err, errRetry) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown)
 		if !retry && ctx.Err() == nil {
 			return zero, err
 		}
 		t := time.NewTimer(backoff)
 		select {
+		case <-s.closing:
+			t.Stop()
+			return zero, ErrShutdown
 		case <-ctx.Done():
 			t.Stop()
 			if !sawLeader {
@@ -144,7 +150,25 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 	}
 }
 
-func (s *Store) stopped() bool { return s.raft.State() == raft.Shutdown }
+// waitFuture waits for a Raft future, for ctx, or for the store to close.
+// hashicorp/raft answers no future that was still queued (applyCh is
+// buffered with BatchApplyCh, and committed entries wait for the FSM) when
+// it shuts down, and an apply future has no shutdown channel: waiting on
+// Error() alone can hang forever. A timed-out or cut-off wait leaves the
+// command's fate unknown; the caller retries with the same request id.
+func (s *Store) waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return mapRaftErr(err)
+	case <-s.closing:
+		return ErrShutdown
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	}
+}
+
 
 func decodeIndex(b []byte) (uint64, error) {
 	if len(b) != 8 {

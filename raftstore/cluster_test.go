@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -326,5 +327,50 @@ func TestRebuildAfterUncleanReboot(t *testing.T) {
 		if err != nil || string(e.Value) != fmt.Sprint(i) {
 			t.Fatalf("rebuilt node: k%d = %q, %v", i, e.Value, err)
 		}
+	}
+}
+
+// TestCloseWithAppliesInFlight: closing a node while writers hammer it must
+// answer every call (result or error), never leave one waiting: raft does
+// not answer futures still queued when it shuts down.
+func TestCloseWithAppliesInFlight(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		c := StartTestCluster(t, 3, nil)
+		leader := c.WaitLeader(5 * time.Second)
+		s := c.Stores[leader]
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for w := 0; w < 32; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					_, err := s.KVSet(ctx, []byte(fmt.Sprintf("w%d-%d", w, i)), []byte("v"), 0, fsm.SetPlain, 0)
+					cancel()
+					if err != nil {
+						return
+					}
+				}
+			}(w)
+		}
+		time.Sleep(300 * time.Millisecond)
+		c.Stop(leader)
+		close(stop)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Fatalf("round %d: writers still waiting 15s after the node closed\n%s", round, buf[:n])
+		}
+		c.Close()
 	}
 }

@@ -272,7 +272,12 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 			return func() (byte, []byte) { return errStatus(err) }
 		}
 		return func() (byte, []byte) {
-			res, err := wait()
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
+			defer cancel()
+			res, err := wait(ctx)
+			if errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown) {
+				err = fmt.Errorf("%w: %v", errRetry, err) // fate unknown: the follower retries
+			}
 			if err != nil {
 				return errStatus(err)
 			}
@@ -290,7 +295,9 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 		}
 	case fwdAddVoter, fwdRemove:
 		return func() (byte, []byte) {
-			err := s.changeMembershipLocal(kind, payload)
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
+			defer cancel()
+			err := s.changeMembershipLocal(ctx, kind, payload)
 			if err != nil {
 				return errStatus(err)
 			}

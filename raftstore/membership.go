@@ -60,12 +60,12 @@ func (s *Store) RemoveServer(ctx context.Context, id string) error {
 func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error {
 	_, err := leaderCall(s, ctx, kind,
 		func() []byte { return payload },
-		func(p []byte) (struct{}, error) { return struct{}{}, s.changeMembershipLocal(kind, p) },
+		func(p []byte) (struct{}, error) { return struct{}{}, s.changeMembershipLocal(ctx, kind, p) },
 		func([]byte) (struct{}, error) { return struct{}{}, nil })
 	return err
 }
 
-func (s *Store) changeMembershipLocal(kind byte, payload []byte) error {
+func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []byte) error {
 	if s.raft.State() != raft.Leader {
 		return ErrNotLeader
 	}
@@ -76,7 +76,7 @@ func (s *Store) changeMembershipLocal(kind byte, payload []byte) error {
 			return fmt.Errorf("raftstore: malformed add-voter request")
 		}
 		id, addr := string(payload[:i]), string(payload[i+1:])
-		return mapRaftErr(s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout).Error())
+		return s.waitFuture(ctx, s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
 	case fwdRemove:
 		id := raft.ServerID(payload)
 		f := s.raft.GetConfiguration()
@@ -90,7 +90,7 @@ func (s *Store) changeMembershipLocal(kind byte, payload []byte) error {
 		if !found {
 			return fmt.Errorf("%w: %q", ErrUnknownNode, string(id))
 		}
-		return mapRaftErr(s.raft.RemoveServer(id, 0, s.cfg.ApplyTimeout).Error())
+		return s.waitFuture(ctx, s.raft.RemoveServer(id, 0, s.cfg.ApplyTimeout))
 	}
 	return fmt.Errorf("raftstore: unknown membership change %q", kind)
 }

@@ -135,7 +135,7 @@ func (s *Store) VerifyLeader(ctx context.Context) error {
 	if !s.IsLeader() {
 		return ErrNotLeader
 	}
-	return mapRaftErr(s.raft.VerifyLeader().Error())
+	return s.waitFuture(ctx, s.raft.VerifyLeader())
 }
 
 // Due lists expiry-index entries due at now in the local state.

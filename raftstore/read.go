@@ -26,14 +26,14 @@ func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 		if dl, ok := ctx.Deadline(); ok {
 			timeout = time.Until(dl)
 		}
-		if err := s.raft.Barrier(timeout).Error(); err != nil {
-			return 0, mapRaftErr(err)
+		if err := s.waitFuture(ctx, s.raft.Barrier(timeout)); err != nil {
+			return 0, err
 		}
 		s.barrierTerm.Store(term)
 	}
 	idx := s.raft.CommitIndex()
-	if err := s.raft.VerifyLeader().Error(); err != nil {
-		return 0, mapRaftErr(err)
+	if err := s.waitFuture(ctx, s.raft.VerifyLeader()); err != nil {
+		return 0, err
 	}
 	if s.raft.CurrentTerm() != term {
 		return 0, fmt.Errorf("%w: term changed during read", errRetry)

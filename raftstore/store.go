@@ -54,6 +54,7 @@ type Store struct {
 	obsCh   chan raft.Observation
 	obs     *raft.Observer
 
+	closing   chan struct{} // closed when Close starts: waits give up
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -77,7 +78,7 @@ func Open(cfg Config) (s *Store, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}
-	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID),
+	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
 	if _, err := rand.Read(s.idPrefix[:]); err != nil {
 		return nil, err
@@ -238,6 +239,7 @@ func (s *Store) watchFSM(ctx context.Context) {
 // Close stops the node: Raft, forwarding, the log store and the data file.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.closing)
 		s.stop()
 		s.bg.Wait()
 		s.raft.DeregisterObserver(s.obs)
