@@ -169,7 +169,6 @@ func (s *Store) waitFuture(ctx context.Context, f raft.Future) error {
 	}
 }
 
-
 func decodeIndex(b []byte) (uint64, error) {
 	if len(b) != 8 {
 		return 0, fmt.Errorf("raftstore: bad read index answer (%d bytes)", len(b))
