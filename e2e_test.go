@@ -44,14 +44,20 @@ func idemgateBinary(t *testing.T) string {
 	return binPath
 }
 
-func freePort(t *testing.T) string {
+// freePorts returns n distinct loopback addresses, holding each port until
+// all are chosen (a port released a moment ago is often handed out again).
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var out []string
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return out
 }
 
 type e2eNode struct {
@@ -124,11 +130,12 @@ func TestE2EThreeProcesses(t *testing.T) {
 	dir := t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	apis := map[string]string{}
+	ports := freePorts(t, 9)
 	var cfg strings.Builder
 	cfg.WriteString("nodes:\n")
-	for _, id := range ids {
-		apis[id] = freePort(t)
-		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, freePort(t), apis[id], freePort(t))
+	for i, id := range ids {
+		apis[id] = ports[3*i]
+		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, ports[3*i+1], apis[id], ports[3*i+2])
 	}
 	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: http://127.0.0.1:1\nraft:\n  heartbeat_timeout: 500ms\n  election_timeout: 500ms\n", dir)
 	cfgPath := filepath.Join(dir, "cluster.yaml")

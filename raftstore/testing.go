@@ -57,8 +57,19 @@ func StartTestCluster(tb testing.TB, n int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
 	c := &TestCluster{tb: tb, Dir: tb.TempDir()}
 	var peers []Peer
+	// Hold every port until all are chosen: a port released a moment ago
+	// is often handed out again.
+	var held []net.Listener
 	for i := 0; i < n; i++ {
-		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: FreeAddr(tb)})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		held = append(held, ln)
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: ln.Addr().String()})
+	}
+	for _, ln := range held {
+		ln.Close()
 	}
 	for i, p := range peers {
 		cfg := TestConfig(p.ID, p.RaftAddr, filepath.Join(c.Dir, p.ID), peers)
