@@ -113,16 +113,27 @@ routes:
 
 func startGateways(t testing.TB, n int) *gwCluster {
 	t.Helper()
+	return startGatewaysTo(t, n, "")
+}
+
+// startGatewaysTo starts the gateways in front of upstreamAddr, or of a new
+// counting upstream when it is empty.
+func startGatewaysTo(t testing.TB, n int, upstreamAddr string) *gwCluster {
+	t.Helper()
 	file, err := config.Parse([]byte(testRoutes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc := &gwCluster{c: raftstore.StartTestCluster(t, n, nil), up: startUpstream(t), routes: file.Routes}
+	gc := &gwCluster{c: raftstore.StartTestCluster(t, n, nil), routes: file.Routes}
+	if upstreamAddr == "" {
+		gc.up = startUpstream(t)
+		upstreamAddr = gc.up.addr
+	}
 	for _, s := range gc.c.Stores {
 		reg := prometheus.NewRegistry()
 		tok := tokens.New(s, 30*time.Minute)
 		cfg := DefaultConfig()
-		cfg.Addr, cfg.Upstream, cfg.Routes = "127.0.0.1:0", "http://"+gc.up.addr, file.Routes
+		cfg.Addr, cfg.Upstream, cfg.Routes = "127.0.0.1:0", "http://"+upstreamAddr, file.Routes
 		cfg.MaxRequestBody, cfg.MaxHeaderBytes, cfg.ReadTimeout = 64<<10, 4<<10, 2*time.Second
 		cfg.UpstreamTimeout = 2 * time.Second
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
