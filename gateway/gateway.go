@@ -118,6 +118,7 @@ func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
 	return &fasthttp.HostClient{
+		Dial:                      dialUpstream(3*time.Second, u.Scheme == "https"),
 		Addr:                      addr,
 		IsTLS:                     u.Scheme == "https",
 		Name:                      "idemgate",
@@ -216,6 +217,9 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
 	req.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
 	t0 := time.Now()
 	err := g.upstream.Do(req, &ctx.Response)
+	if errors.Is(err, errStaleConn) { // nothing was sent: once more, on a fresh connection
+		err = g.upstream.Do(req, &ctx.Response)
+	}
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()
@@ -230,7 +234,7 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
 // connection broken after writing) may have reached the upstream.
 func nothingSent(err error) bool {
 	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) ||
-		errors.Is(err, syscall.ECONNREFUSED) {
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, errStaleConn) {
 		return true
 	}
 	var op *net.OpError

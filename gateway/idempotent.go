@@ -260,6 +260,9 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	timeout := min(r.processingTimeout, g.cfg.UpstreamTimeout)
 	t0 := time.Now()
 	err := g.upstream.DoDeadline(&ctx.Request, &ctx.Response, t0.Add(timeout))
+	if errors.Is(err, errStaleConn) { // nothing was sent: once more, on a fresh connection
+		err = g.upstream.DoDeadline(&ctx.Request, &ctx.Response, t0.Add(timeout))
+	}
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()
