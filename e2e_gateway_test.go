@@ -34,6 +34,9 @@ func startCountingUpstream(t *testing.T) *countingUpstream {
 	u.addr = ln.Addr().String()
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
+		if d, err := time.ParseDuration(r.Header.Get("X-Delay")); err == nil && d < 5*time.Second {
+			time.Sleep(d)
+		}
 		n := u.calls.Add(1)
 		u.mu.Lock()
 		u.byKey[r.Header.Get("Idempotency-Key")]++
@@ -155,6 +158,23 @@ routes:
 		if code != 201 || hdr.Get("Idempotent-Replayed") != "true" || (bodies[key] != "" && body != bodies[key]) {
 			t.Fatalf("%s retry = %d %q replayed=%q", key, code, body, hdr.Get("Idempotent-Replayed"))
 		}
+	}
+	// Same key, another body: 422.
+	if code, _, body, _ := httpDo("POST", "http://"+gws["n3"]+"/pay", `{"amount":6}`, "Idempotency-Key", "e2e-0", "X-User-Id", "u1"); code != 422 || !strings.Contains(body, "key-reuse") {
+		t.Fatalf("other body = %d %s", code, body)
+	}
+	// A slow upstream and a concurrent duplicate on another node: 409.
+	slow := make(chan int, 1)
+	go func() {
+		code, _, _, _ := httpDo("POST", "http://"+gws["n1"]+"/pay", "s", "Idempotency-Key", "slow", "X-Delay", "800ms")
+		slow <- code
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if code, hdr, body, _ := httpDo("POST", "http://"+gws["n2"]+"/pay", "s", "Idempotency-Key", "slow", "X-Delay", "800ms"); code != 409 || hdr.Get("Retry-After") == "" || !strings.Contains(body, "in-progress") {
+		t.Fatalf("concurrent duplicate = %d %s", code, body)
+	}
+	if code := <-slow; code != 201 || up.count("slow") != 1 {
+		t.Fatalf("slow first = %d, executions %d", code, up.count("slow"))
 	}
 	// Same key, other tenant: a second execution.
 	if code, _, body, _ := httpDo("POST", "http://"+gws["n2"]+"/pay", `{"amount":5}`, "Idempotency-Key", "e2e-0", "X-User-Id", "u2"); code != 201 || !strings.Contains(body, `"user":"u2"`) {
