@@ -1,0 +1,63 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+func TestIssueConsume(t *testing.T) {
+	c := raftstore.StartTestCluster(t, 1, nil)
+	svc := New(c.Stores[0], time.Minute)
+	ctx := context.Background()
+	tok, err := svc.Issue(ctx, "pay", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := uuid.Parse(tok.Value)
+	if err != nil || u.Version() != 4 {
+		t.Fatalf("token %q is not a uuid v4", tok.Value)
+	}
+	if d := time.Until(tok.ExpiresAt); d < 50*time.Second || d > time.Minute+time.Second {
+		t.Fatalf("default ttl gave expiry in %s", d)
+	}
+	if err := svc.Consume(ctx, "other", tok.Value); !errors.Is(err, ErrUsed) {
+		t.Fatalf("consume in another scope = %v, want ErrUsed", err)
+	}
+	if err := svc.Consume(ctx, "pay", tok.Value); err != nil {
+		t.Fatalf("first consume = %v", err)
+	}
+	if err := svc.Consume(ctx, "pay", tok.Value); !errors.Is(err, ErrUsed) {
+		t.Fatalf("second consume = %v, want ErrUsed", err)
+	}
+	short, _ := svc.Issue(ctx, "pay", 50*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	if err := svc.Consume(ctx, "pay", short.Value); !errors.Is(err, ErrUsed) {
+		t.Fatalf("expired token consume = %v, want ErrUsed", err)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	svc := New(nil, time.Minute) // never reaches the store
+	ctx := context.Background()
+	for _, scope := range []string{"", "a b", "x\x00y", string(make([]byte, 65))} {
+		if _, err := svc.Issue(ctx, scope, 0); !errors.Is(err, ErrBadScope) {
+			t.Errorf("Issue(scope %q) = %v, want ErrBadScope", scope, err)
+		}
+	}
+	for _, ttl := range []time.Duration{-time.Second, MaxTTL + 1} {
+		if _, err := svc.Issue(ctx, "pay", ttl); !errors.Is(err, ErrBadTTL) {
+			t.Errorf("Issue(ttl %s) = %v, want ErrBadTTL", ttl, err)
+		}
+	}
+	for _, tok := range []string{"", "nope", "6f1c1b2e-1111-4222-8333-44445555666", "6f1c1b2e11114222833344445555666600000"} {
+		if err := svc.Consume(ctx, "pay", tok); !errors.Is(err, ErrBadToken) {
+			t.Errorf("Consume(%q) = %v, want ErrBadToken", tok, err)
+		}
+	}
+}
