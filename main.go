@@ -22,6 +22,7 @@ func main() {
 const usage = `usage: idemgate <command> [flags]
 
 commands:
+  demo      replay the double-charge incident on a 3-node cluster in this process
   serve     run one node (no flags: a single-node cluster on 127.0.0.1:8080-8082)
   version   print version and build info
 
@@ -38,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serveCmd(args[1:], stdout, stderr)
+	case "demo":
+		return demoCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		printVersion(stdout)
 		return 0

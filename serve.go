@@ -15,13 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/gateway"
-	"github.com/idemgate/idemgate/raftstore"
-	"github.com/idemgate/idemgate/tokens"
 )
 
 // serveFlags are the command line of `idemgate serve`.
@@ -149,96 +143,21 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
 func serve(ctx context.Context, s nodeSettings, logger *slog.Logger, stdout io.Writer) error {
-	file, node := s.file, s.node
-	rc := raftstore.DefaultConfig()
-	rc.NodeID, rc.RaftBind, rc.DataDir = node.ID, node.Raft, s.dataDir
-	for _, n := range file.Nodes {
-		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.Raft})
-	}
-	rc.HeartbeatTimeout = file.Raft.HeartbeatTimeout.D()
-	rc.ElectionTimeout = file.Raft.ElectionTimeout.D()
-	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout / 2
-	rc.SnapshotThreshold = file.Raft.SnapshotThreshold
-	rc.SnapshotInterval = file.Raft.SnapshotInterval.D()
-	rc.ApplyTimeout = file.Raft.ApplyTimeout.D()
-	rc.FSMNoSync = !file.Raft.FSMFsync
-	rc.Logger = logger
-	rc.RaftLogOutput = os.Stderr
-	store, err := raftstore.Open(rc)
+	n, err := startNode(s, logger, os.Stderr)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := store.Close(); err != nil {
-			logger.Warn("close store", "error", err)
-		}
-	}()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := store.Register(reg); err != nil {
-		return err
-	}
-	tok := tokens.New(store, file.Tokens.TTL.D())
-	if err := tok.Register(reg); err != nil {
-		return err
-	}
-	nodeAPIs := map[string]string{}
-	for _, n := range file.Nodes {
-		nodeAPIs[n.ID] = n.API
-	}
-	lim := file.Limits
-	api := gateway.NewAPI(gateway.APIConfig{
-		Addr: node.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		ReadTimeout: lim.ReadTimeout.D(), WriteTimeout: lim.WriteTimeout.D(), IdleTimeout: lim.IdleTimeout.D(),
-		MaxRequestBody: int(lim.MaxRequestBody), MaxHeaderBytes: int(lim.MaxHeaderBytes), MaxConnsPerIP: lim.MaxConnsPerIP,
-		Logger: logger,
-	}, store, tok, reg)
-	gcfg := gateway.DefaultConfig()
-	gcfg.Addr, gcfg.Upstream, gcfg.Routes = node.Listen, file.Upstream, file.Routes
-	gcfg.SuspectWindow, gcfg.OpTimeout = file.Suspects.Window.D(), rc.ApplyTimeout
-	gcfg.ReadTimeout, gcfg.WriteTimeout, gcfg.IdleTimeout = lim.ReadTimeout.D(), lim.WriteTimeout.D(), lim.IdleTimeout.D()
-	gcfg.MaxRequestBody, gcfg.MaxHeaderBytes = int(lim.MaxRequestBody), int(lim.MaxHeaderBytes)
-	gcfg.MaxConnsPerIP, gcfg.Concurrency = lim.MaxConnsPerIP, lim.Concurrency
-	gcfg.UpstreamTimeout, gcfg.UpstreamConns = lim.UpstreamTimeout.D(), lim.UpstreamConns
-	gcfg.MaxResponseBody = int(lim.MaxResponseBody)
-	gcfg.Logger = logger
-	gw, err := gateway.New(gcfg, store, tok)
-	if err != nil {
-		return err
-	}
-	if err := gw.Register(reg); err != nil {
-		return err
-	}
-	if err := api.Listen(); err != nil {
-		return err
-	}
-	if err := gw.Listen(); err != nil {
-		return err
-	}
-	errs := make(chan error, 2)
-	go func() { errs <- api.Serve() }()
-	go func() { errs <- gw.Serve() }()
 	fmt.Fprintf(stdout, "idemgate %s: node %s, gateway http://%s -> %s, api http://%s, raft %s, data %s\n",
-		version, node.ID, gw.Addr(), file.Upstream, api.Addr(), node.Raft, s.dataDir)
-
+		version, s.node.ID, n.gw.Addr(), s.file.Upstream, n.api.Addr(), s.node.Raft, s.dataDir)
+	var runErr error
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down", "node", node.ID)
-	case err := <-errs:
-		return fmt.Errorf("listener: %w", err)
-	case <-store.FSM().Failed():
-		return fmt.Errorf("state machine storage failed: %w", store.FSM().FailErr())
+		logger.Info("shutting down", "node", s.node.ID)
+	case err := <-n.errs:
+		runErr = fmt.Errorf("listener: %w", err)
+	case <-n.store.FSM().Failed():
+		runErr = fmt.Errorf("state machine storage failed: %w", n.store.FSM().FailErr())
 	}
-	// Stop accepting and drain in-flight requests, then (deferred) close
-	// Raft and bbolt.
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := gw.Shutdown(sctx); err != nil {
-		logger.Warn("gateway shutdown", "error", err)
-	}
-	if err := api.Shutdown(sctx); err != nil {
-		logger.Warn("api shutdown", "error", err)
-	}
-	return nil
+	n.stop(10 * time.Second)
+	return runErr
 }

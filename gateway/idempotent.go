@@ -156,6 +156,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 			g.answerExisting(ctx, r, rk, rec, fp, start)
 			return
 		}
+		rm.waits.Inc()
 		done, released := g.waitLocal(rk, deadline)
 		switch {
 		case done != nil:

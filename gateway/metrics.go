@@ -41,6 +41,7 @@ type metrics struct {
 	duration  *prometheus.HistogramVec
 	upstream  *prometheus.HistogramVec
 	suspected *prometheus.CounterVec
+	waits     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -59,11 +60,14 @@ func newMetrics() *metrics {
 		suspected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgate_suspected_duplicates_total", Help: "Requests that looked like a duplicate under a new key, by route.",
 		}, []string{"route"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idemgate_in_flight_waits_total", Help: "Duplicates that waited for the first request to finish (on_in_flight: wait), by route.",
+		}, []string{"route"}),
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.upstream, m.suspected} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.upstream, m.suspected, m.waits} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -78,10 +82,12 @@ type routeMetrics struct {
 	latency   [numOutcomes]prometheus.Observer
 	upstream  prometheus.Observer
 	suspected prometheus.Counter
+	waits     prometheus.Counter
 }
 
 func (m *metrics) forRoute(name string) *routeMetrics {
-	rm := &routeMetrics{upstream: m.upstream.WithLabelValues(name), suspected: m.suspected.WithLabelValues(name)}
+	rm := &routeMetrics{upstream: m.upstream.WithLabelValues(name), suspected: m.suspected.WithLabelValues(name),
+		waits: m.waits.WithLabelValues(name)}
 	for o := outcome(0); o < numOutcomes; o++ {
 		rm.count[o] = m.requests.WithLabelValues(name, outcomeNames[o])
 		rm.latency[o] = m.duration.WithLabelValues(name, outcomeNames[o])

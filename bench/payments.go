@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Payments is the demo's payment service: every POST /pay… charges the user
+// named by X-User-Id, does a few milliseconds of work, and now and then is
+// as slow as the bank in the incident (11 s there, scaled down here).
+type Payments struct {
+	// Work is the usual time a charge takes; SlowEvery (1 in N) charges take
+	// Slow instead. Set before Start.
+	Work, Slow time.Duration
+	SlowEvery  int
+
+	srv     *fasthttp.Server
+	ln      net.Listener
+	mu       sync.Mutex
+	charges  map[string]int
+	total    atomic.Int64
+	inFlight atomic.Int64
+}
+
+// NewPayments returns the demo's payment service with its defaults.
+func NewPayments() *Payments {
+	return &Payments{Work: 3 * time.Millisecond, Slow: 1100 * time.Millisecond, SlowEvery: 50, charges: map[string]int{}}
+}
+
+// Start listens on a free loopback port.
+func (p *Payments) Start() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	p.ln = ln
+	p.srv = &fasthttp.Server{Handler: p.handle, Name: "payments", ReadTimeout: 10 * time.Second}
+	go p.srv.Serve(ln)
+	return nil
+}
+
+// Addr is the service's host:port.
+func (p *Payments) Addr() string { return p.ln.Addr().String() }
+
+// Stop closes the service.
+func (p *Payments) Stop() { p.srv.Shutdown() }
+
+func (p *Payments) handle(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() || !strings.HasPrefix(string(ctx.Path()), "/pay") {
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+		return
+	}
+	p.inFlight.Add(1)
+	defer p.inFlight.Add(-1)
+	user := string(ctx.Request.Header.Peek("X-User-Id"))
+	work := p.Work
+	if p.SlowEvery > 0 && rand.IntN(p.SlowEvery) == 0 {
+		work = p.Slow
+	}
+	time.Sleep(work)
+	n := p.total.Add(1)
+	p.mu.Lock()
+	p.charges[user]++
+	p.mu.Unlock()
+	ctx.SetStatusCode(fasthttp.StatusCreated)
+	ctx.SetContentType("application/json")
+	fmt.Fprintf(ctx, `{"charge":"ch_%d","user":%q,"amount":%q,"status":"succeeded"}`, n, user, ctx.PostBody())
+}
+
+// Charges returns how many times each user was charged, and resets.
+func (p *Payments) Charges() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.charges
+	p.charges = map[string]int{}
+	p.total.Store(0)
+	return out
+}
+
+// Charged reports whether user has been charged since the last reset: what
+// an app asks the bank when a payment's outcome is unknown.
+func (p *Payments) Charged(user string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.charges[user] > 0
+}
+
+// Quiesce waits (up to max) until no charge is in progress, so the charges
+// of one run are not counted in the next.
+func (p *Payments) Quiesce(max time.Duration) {
+	deadline := time.Now().Add(max)
+	for p.inFlight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Total is the number of charges since the last reset.
+func (p *Payments) Total() int64 { return p.total.Load() }
