@@ -21,8 +21,8 @@ type Payments struct {
 	Work, Slow time.Duration
 	SlowEvery  int
 
-	srv     *fasthttp.Server
-	ln      net.Listener
+	srv      *fasthttp.Server
+	ln       net.Listener
 	mu       sync.Mutex
 	charges  map[string]int
 	total    atomic.Int64
