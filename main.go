@@ -23,6 +23,7 @@ const usage = `usage: idemgate <command> [flags]
 
 commands:
   demo      replay the double-charge incident on a 3-node cluster in this process
+  bench     load a cluster (hot keys, first requests, replays, tokens, kv) beside Redis and etcd
   serve     run one node (no flags: a single-node cluster on 127.0.0.1:8080-8082)
   version   print version and build info
 
@@ -41,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serveCmd(args[1:], stdout, stderr)
 	case "demo":
 		return demoCmd(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		printVersion(stdout)
 		return 0

@@ -25,13 +25,15 @@ type Payments struct {
 	ln       net.Listener
 	mu       sync.Mutex
 	charges  map[string]int
+	byKey    map[string]int
 	total    atomic.Int64
 	inFlight atomic.Int64
 }
 
 // NewPayments returns the demo's payment service with its defaults.
 func NewPayments() *Payments {
-	return &Payments{Work: 3 * time.Millisecond, Slow: 1100 * time.Millisecond, SlowEvery: 50, charges: map[string]int{}}
+	return &Payments{Work: 3 * time.Millisecond, Slow: 1100 * time.Millisecond, SlowEvery: 50,
+		charges: map[string]int{}, byKey: map[string]int{}}
 }
 
 // Start listens on a free loopback port.
@@ -64,10 +66,15 @@ func (p *Payments) handle(ctx *fasthttp.RequestCtx) {
 	if p.SlowEvery > 0 && rand.IntN(p.SlowEvery) == 0 {
 		work = p.Slow
 	}
-	time.Sleep(work)
+	if work > 0 {
+		time.Sleep(work)
+	}
 	n := p.total.Add(1)
 	p.mu.Lock()
 	p.charges[user]++
+	if k := ctx.Request.Header.Peek("Idempotency-Key"); len(k) > 0 {
+		p.byKey[string(k)]++
+	}
 	p.mu.Unlock()
 	ctx.SetStatusCode(fasthttp.StatusCreated)
 	ctx.SetContentType("application/json")
@@ -80,6 +87,7 @@ func (p *Payments) Charges() map[string]int {
 	defer p.mu.Unlock()
 	out := p.charges
 	p.charges = map[string]int{}
+	p.byKey = map[string]int{}
 	p.total.Store(0)
 	return out
 }
@@ -90,6 +98,14 @@ func (p *Payments) Charged(user string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.charges[user] > 0
+}
+
+// Executions returns how many times the service ran a request with this
+// Idempotency-Key since the last reset.
+func (p *Payments) Executions(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.byKey[key]
 }
 
 // Quiesce waits (up to max) until no charge is in progress, so the charges

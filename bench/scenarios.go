@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Target is an idemgate cluster to load.
+type Target struct {
+	Gateways []string // base URLs of the gateway listeners
+	APIs     []string // base URLs of the API listeners
+	PayPath  string   // an idempotent route ("/pay")
+	PassPath string   // a path no route takes, for pass-through proxying
+	// Executions, when the upstream is the bench's own, counts the upstream
+	// executions of a key: the exactly-once checks use it.
+	Executions func(key string) int
+}
+
+// Check validates the target's addresses: loopback only.
+func (t Target) Check() error {
+	for _, u := range append(append([]string(nil), t.Gateways...), t.APIs...) {
+		if !isLoopbackURL(u) {
+			return fmt.Errorf("bench: %s is not a loopback address; the bench only loads 127.0.0.0/8 and ::1", u)
+		}
+	}
+	if len(t.Gateways) == 0 || len(t.APIs) == 0 {
+		return fmt.Errorf("bench: a target needs gateway and API addresses")
+	}
+	return nil
+}
+
+var httpClient = &fasthttp.Client{
+	MaxConnsPerHost: 2048,
+	ReadTimeout:     10 * time.Second,
+	WriteTimeout:    10 * time.Second,
+	RetryIfErr:      func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+}
+
+// call makes one request and returns the status, the replay mark and the body.
+func call(method, url, key string, body []byte, hdr ...string) (int, bool, []byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(method)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	req.SetBody(body)
+	if err := httpClient.Do(req, resp); err != nil {
+		return 0, false, nil, err
+	}
+	return resp.StatusCode(), string(resp.Header.Peek("Idempotent-Replayed")) == "true", append([]byte(nil), resp.Body()...), nil
+}
+
+var payBody = []byte(`{"amount":100,"currency":"eur"}`)
+
+func runID() string { return fmt.Sprintf("%08x", rand.Uint32()) }
+
+// Passthrough is the baseline of the gateway scenarios: the same request
+// proxied without idempotency.
+func Passthrough(t Target, cfg RunConfig) Stats {
+	cfg.Name = "passthrough (baseline)"
+	s := Run(cfg, func(c int, _ int64) error {
+		st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PassPath, "", payBody)
+		return expect(st, err, 201)
+	})
+	s.Baseline = true
+	return s
+}
+
+func expect(status int, err error, want ...int) error {
+	if err != nil {
+		return err
+	}
+	for _, w := range want {
+		if status == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("status %d, want %v", status, want)
+}
+
+// Unique sends first requests with fresh keys through the gateways.
+func Unique(t Target, cfg RunConfig) Stats {
+	id := runID()
+	cfg.Name = "unique (first requests)"
+	var issued atomicMax
+	s := Run(cfg, func(c int, seq int64) error {
+		issued.set(seq + 1)
+		st, replayed, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("u-%s-%d", id, seq), payBody)
+		if err == nil && replayed {
+			return fmt.Errorf("a fresh key was answered as a replay")
+		}
+		return expect(st, err, 201)
+	})
+	if t.Executions != nil {
+		twice := 0
+		for seq := int64(0); seq < issued.get(); seq++ {
+			if t.Executions(fmt.Sprintf("u-%s-%d", id, seq)) > 1 {
+				twice++
+			}
+		}
+		s.Check, s.CheckOK = fmt.Sprintf("%d keys executed twice", twice), twice == 0
+	}
+	return s
+}
+
+// Replay sends duplicates of completed keys.
+func Replay(t Target, cfg RunConfig) Stats {
+	id := runID()
+	cfg.Name = "replay (completed keys)"
+	const keys = 64
+	for k := 0; k < keys; k++ {
+		if st, _, _, err := call("POST", t.Gateways[k%len(t.Gateways)]+t.PayPath, fmt.Sprintf("r-%s-%d", id, k), payBody); expect(st, err, 201) != nil {
+			return Stats{Name: cfg.Name, Skipped: fmt.Sprintf("could not complete the keys to replay: %v", expect(st, err, 201))}
+		}
+	}
+	s := Run(cfg, func(c int, seq int64) error {
+		st, replayed, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("r-%s-%d", id, seq%keys), payBody)
+		if err == nil && st == 201 && !replayed {
+			return fmt.Errorf("a completed key was not replayed")
+		}
+		return expect(st, err, 201)
+	})
+	if t.Executions != nil {
+		bad := 0
+		for k := 0; k < keys; k++ {
+			if t.Executions(fmt.Sprintf("r-%s-%d", id, k)) != 1 {
+				bad++
+			}
+		}
+		s.Check, s.CheckOK = fmt.Sprintf("%d of %d keys not executed exactly once", bad, keys), bad == 0
+	}
+	return s
+}
+
+// HotKey is the contention case: every client on one key. Answers are the
+// first, replays, or 409 while the first runs.
+func HotKey(t Target, cfg RunConfig) Stats {
+	key := "hot-" + runID()
+	cfg.Name = "hotkey (one key)"
+	s := Run(cfg, func(c int, _ int64) error {
+		st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, key, payBody)
+		return expect(st, err, 201, 409)
+	})
+	if t.Executions != nil {
+		n := t.Executions(key)
+		s.Check, s.CheckOK = fmt.Sprintf("%d upstream executions of the hot key", n), n == 1
+	}
+	return s
+}
+
+// Tokens measures consuming form tokens (GETDEL) issued beforehand, and
+// checks that of 8 consumers racing for each of 200 tokens exactly one wins.
+func Tokens(t Target, cfg RunConfig) Stats {
+	cfg.Name = "tokens (consume)"
+	pool := int64(20000)
+	if cfg.Requests > 0 && cfg.Requests < pool {
+		pool = cfg.Requests
+	}
+	toks, err := issueTokens(t, int(pool))
+	if err != nil {
+		return Stats{Name: cfg.Name, Skipped: err.Error()}
+	}
+	cfg.Requests = int64(len(toks))
+	s := Run(cfg, func(c int, seq int64) error {
+		st, _, _, err := call("POST", t.APIs[c%len(t.APIs)]+"/v1/tokens/consume", "", []byte(`{"scope":"bench","token":"`+toks[seq]+`"}`))
+		return expect(st, err, 200)
+	})
+	// The race: exactly one of the consumers of each token wins.
+	race, err := issueTokens(t, 200)
+	if err != nil {
+		s.Check = err.Error()
+		return s
+	}
+	var wins, losses atomic.Int64
+	var wg sync.WaitGroup
+	for i, tok := range race {
+		for r := 0; r < 8; r++ {
+			wg.Add(1)
+			go func(i, r int, tok string) {
+				defer wg.Done()
+				st, _, _, err := call("POST", t.APIs[(i+r)%len(t.APIs)]+"/v1/tokens/consume", "", []byte(`{"scope":"bench","token":"`+tok+`"}`))
+				switch {
+				case err == nil && st == 200:
+					wins.Add(1)
+				case err == nil && st == 409:
+					losses.Add(1)
+				}
+			}(i, r, tok)
+		}
+	}
+	wg.Wait()
+	s.Check = fmt.Sprintf("200 tokens x 8 racing consumers: %d wins, %d refused", wins.Load(), losses.Load())
+	s.CheckOK = wins.Load() == 200 && losses.Load() == 1400
+	return s
+}
+
+func issueTokens(t Target, n int) ([]string, error) {
+	toks := make([]string, n)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				st, _, body, err := call("POST", t.APIs[w%len(t.APIs)]+"/v1/tokens", "", []byte(`{"scope":"bench","ttl":"10m"}`))
+				if err := expect(st, err, 201); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				var tok struct{ Token string }
+				json.Unmarshal(body, &tok)
+				toks[i] = tok.Token
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, fmt.Errorf("issuing tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// KV measures SETNX on fresh keys, then GETDEL of the keys it created,
+// through the API; it checks that a second SETNX and a second GETDEL fail.
+func KV(t Target, cfg RunConfig) []Stats {
+	id := runID()
+	cfg.Name = "kv SETNX"
+	var created atomicMax
+	setnx := Run(cfg, func(c int, seq int64) error {
+		st, _, _, err := call("PUT", fmt.Sprintf("%s/v1/kv/k-%s-%d?nx=1", t.APIs[c%len(t.APIs)], id, seq), "", []byte("v"))
+		if err == nil && st == 201 {
+			created.set(seq + 1)
+		}
+		return expect(st, err, 201)
+	})
+	st, _, _, err := call("PUT", fmt.Sprintf("%s/v1/kv/k-%s-0?nx=1", t.APIs[0], id), "", []byte("w"))
+	setnx.Check, setnx.CheckOK = fmt.Sprintf("SETNX on an existing key: %d", st), err == nil && st == 409
+	cfg.Name = "kv GETDEL"
+	cfg.Requests = created.get()
+	getdel := Run(cfg, func(c int, seq int64) error {
+		st, _, body, err := call("DELETE", fmt.Sprintf("%s/v1/kv/k-%s-%d", t.APIs[c%len(t.APIs)], id, seq), "", nil)
+		if err == nil && st == 200 && string(body) != "v" {
+			return fmt.Errorf("GETDEL returned %q", body)
+		}
+		return expect(st, err, 200, 404)
+	})
+	st, _, _, err = call("DELETE", fmt.Sprintf("%s/v1/kv/k-%s-0", t.APIs[1%len(t.APIs)], id), "", nil)
+	getdel.Check, getdel.CheckOK = fmt.Sprintf("second GETDEL: %d", st), err == nil && st == 404
+	return []Stats{setnx, getdel}
+}
+
+// Scenarios names the scenarios in their order.
+var Scenarios = []string{"unique", "replay", "hotkey", "tokens", "kv"}
+
+// ParseScenarios parses "all" or a comma-separated list.
+func ParseScenarios(s string) ([]string, error) {
+	if s == "" || s == "all" {
+		return Scenarios, nil
+	}
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		ok := false
+		for _, known := range Scenarios {
+			ok = ok || name == known
+		}
+		if !ok {
+			return nil, fmt.Errorf("unknown scenario %q (want %s or all)", name, strings.Join(Scenarios, ", "))
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
