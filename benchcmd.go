@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ type benchFlags struct {
 	duration               time.Duration
 	requests               int64
 	json                   bool
+	cpuprofile             string
 }
 
 func benchCmd(args []string, stdout, stderr io.Writer) int {
@@ -37,6 +39,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
 	fs.StringVar(&f.redis, "redis", "auto", "redis-server for the baseline: auto (from PATH), off, or a path")
 	fs.StringVar(&f.etcd, "etcd", "auto", "etcd for the baseline: auto (PATH, or build bench/etcd once), off, or a path")
+	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the idemgate scenarios (cluster and clients) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json] [--target URLS --api URLS]")
@@ -123,6 +126,16 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]ben
 		fmt.Fprintf(progress, "bench: a %d-node cluster on loopback in %s, a trivial upstream on %s\n", f.nodes, dir, pay.Addr())
 	}
 	cfg := bench.RunConfig{Clients: f.clients, Duration: f.duration, Requests: f.requests, Progress: progress}
+	if f.cpuprofile != "" {
+		pf, err := os.Create(f.cpuprofile)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return nil, err
+		}
+		defer pf.Close()
+	}
 	results := []bench.Stats{bench.Passthrough(t, cfg)}
 	for _, s := range scenarios {
 		switch s {
@@ -137,6 +150,9 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]ben
 		case "kv":
 			results = append(results, bench.KV(t, cfg)...)
 		}
+	}
+	if f.cpuprofile != "" {
+		pprof.StopCPUProfile() // the baselines are other processes
 	}
 	if bin, why := findRedis(f.redis); bin == "" {
 		results = append(results, bench.Stats{Name: "redis (baseline)", Skipped: why})
