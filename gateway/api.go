@@ -50,12 +50,11 @@ type APIConfig struct {
 
 // API is the API listener.
 type API struct {
+	listener
 	cfg     APIConfig
 	store   *raftstore.Store
 	tokens  *tokens.Service
 	metrics fasthttp.RequestHandler
-	srv     *fasthttp.Server
-	ln      net.Listener
 	logger  *slog.Logger
 }
 
@@ -69,43 +68,12 @@ func NewAPI(cfg APIConfig, store *raftstore.Store, tok *tokens.Service, gatherer
 	}
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger,
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
-	a.srv = &fasthttp.Server{
-		Handler:                       a.Handle,
-		Name:                          "idemgate",
-		ReadTimeout:                   cfg.ReadTimeout,
-		WriteTimeout:                  cfg.WriteTimeout,
-		IdleTimeout:                   cfg.IdleTimeout,
-		MaxRequestBodySize:            cfg.MaxRequestBody,
-		ReadBufferSize:                cfg.MaxHeaderBytes,
-		MaxConnsPerIP:                 cfg.MaxConnsPerIP,
-		DisableHeaderNamesNormalizing: false,
-		NoDefaultServerHeader:         false,
-		NoDefaultContentType:          true,
-		CloseOnShutdown:               true,
-		ErrorHandler:                  errorHandler,
-		Logger:                        discardLogger{},
-	}
+	a.listener = newListener("api listener", cfg.Addr, a.Handle, limits{
+		readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout, idleTimeout: cfg.IdleTimeout,
+		maxRequestBody: cfg.MaxRequestBody, maxHeaderBytes: cfg.MaxHeaderBytes, maxConnsPerIP: cfg.MaxConnsPerIP,
+	})
 	return a
 }
-
-// Listen binds the API address.
-func (a *API) Listen() error {
-	ln, err := net.Listen("tcp", a.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("api listener: %w", err)
-	}
-	a.ln = ln
-	return nil
-}
-
-// Addr is the bound address (after Listen).
-func (a *API) Addr() string { return a.ln.Addr().String() }
-
-// Serve serves until Shutdown.
-func (a *API) Serve() error { return a.srv.Serve(a.ln) }
-
-// Shutdown stops accepting and waits for open requests.
-func (a *API) Shutdown(ctx context.Context) error { return a.srv.ShutdownWithContext(ctx) }
 
 // errorHandler answers what fasthttp refuses before a handler runs:
 // oversized bodies and headers, malformed requests, timeouts.

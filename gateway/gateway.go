@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,6 +55,7 @@ func DefaultConfig() Config {
 
 // Gateway is the client listener of one node.
 type Gateway struct {
+	listener
 	cfg      Config
 	store    *raftstore.Store
 	tokens   *tokens.Service
@@ -64,8 +64,6 @@ type Gateway struct {
 	cache    *replayCache
 	metrics  *metrics
 	pass     *routeMetrics // unmatched requests
-	srv      *fasthttp.Server
-	ln       net.Listener
 	logger   *slog.Logger
 }
 
@@ -89,22 +87,11 @@ func New(cfg Config, store *raftstore.Store, tok *tokens.Service) (*Gateway, err
 		r.metrics = g.metrics.forRoute(r.name)
 	}
 	store.FSM().SetRecordObserver(g.cache.remove)
-	g.srv = &fasthttp.Server{
-		Handler:               g.Handle,
-		Name:                  "idemgate",
-		ReadTimeout:           cfg.ReadTimeout,
-		WriteTimeout:          cfg.WriteTimeout,
-		IdleTimeout:           cfg.IdleTimeout,
-		MaxRequestBodySize:    cfg.MaxRequestBody,
-		ReadBufferSize:        cfg.MaxHeaderBytes,
-		MaxConnsPerIP:         cfg.MaxConnsPerIP,
-		Concurrency:           cfg.Concurrency,
-		NoDefaultContentType:  true,
-		NoDefaultServerHeader: true,
-		CloseOnShutdown:       true,
-		ErrorHandler:          errorHandler,
-		Logger:                discardLogger{},
-	}
+	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, limits{
+		readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout, idleTimeout: cfg.IdleTimeout,
+		maxRequestBody: cfg.MaxRequestBody, maxHeaderBytes: cfg.MaxHeaderBytes,
+		maxConnsPerIP: cfg.MaxConnsPerIP, concurrency: cfg.Concurrency,
+	})
 	return g, nil
 }
 
@@ -139,25 +126,6 @@ func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
 
 // Register registers the gateway metrics.
 func (g *Gateway) Register(reg prometheus.Registerer) error { return g.metrics.register(reg) }
-
-// Listen binds the gateway address.
-func (g *Gateway) Listen() error {
-	ln, err := net.Listen("tcp", g.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("gateway listener: %w", err)
-	}
-	g.ln = ln
-	return nil
-}
-
-// Addr is the bound address (after Listen).
-func (g *Gateway) Addr() string { return g.ln.Addr().String() }
-
-// Serve serves until Shutdown.
-func (g *Gateway) Serve() error { return g.srv.Serve(g.ln) }
-
-// Shutdown stops accepting and waits for requests in flight.
-func (g *Gateway) Shutdown(ctx context.Context) error { return g.srv.ShutdownWithContext(ctx) }
 
 // Handle serves one client request.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {

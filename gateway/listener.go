@@ -1,0 +1,66 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// listener is a fasthttp server on one address; the API and the gateway
+// listener embed it.
+type listener struct {
+	name string // for errors: "api listener", "gateway listener"
+	addr string
+	srv  *fasthttp.Server
+	ln   net.Listener
+}
+
+// limits are the protections every listener applies.
+type limits struct {
+	readTimeout, writeTimeout, idleTimeout time.Duration
+	maxRequestBody, maxHeaderBytes         int
+	maxConnsPerIP, concurrency             int
+}
+
+// newListener builds the server: safe limits, no default Content-Type (a
+// replay without one must stay without one), problem documents for what
+// fasthttp refuses before a handler runs, connections closed on shutdown.
+func newListener(name, addr string, h fasthttp.RequestHandler, l limits) listener {
+	return listener{name: name, addr: addr, srv: &fasthttp.Server{
+		Handler:              h,
+		Name:                 "idemgate",
+		ReadTimeout:          l.readTimeout,
+		WriteTimeout:         l.writeTimeout,
+		IdleTimeout:          l.idleTimeout,
+		MaxRequestBodySize:   l.maxRequestBody,
+		ReadBufferSize:       l.maxHeaderBytes,
+		MaxConnsPerIP:        l.maxConnsPerIP,
+		Concurrency:          l.concurrency,
+		NoDefaultContentType: true,
+		CloseOnShutdown:      true,
+		ErrorHandler:         errorHandler,
+		Logger:               discardLogger{},
+	}}
+}
+
+// Listen binds the address.
+func (l *listener) Listen() error {
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", l.name, err)
+	}
+	l.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (l *listener) Addr() string { return l.ln.Addr().String() }
+
+// Serve serves until Shutdown.
+func (l *listener) Serve() error { return l.srv.Serve(l.ln) }
+
+// Shutdown stops accepting and waits for requests in flight (or ctx).
+func (l *listener) Shutdown(ctx context.Context) error { return l.srv.ShutdownWithContext(ctx) }
