@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
 func send(t testing.TB, url, body string, hdr ...string) reply {
@@ -319,6 +321,14 @@ func TestPassthroughAndSuspects(t *testing.T) {
 	}
 	if m := do(t, "GET", gc.apiURLs[0]+"/metrics", ""); !strings.Contains(m.body, `idemgate_requests_total{outcome="passthrough",route=""} 1`) {
 		t.Fatal("passthrough not counted")
+	}
+	// What `promtool check metrics` checks (it runs promlint).
+	problems, err := promlint.New(strings.NewReader(m.body)).Lint()
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 }
 
