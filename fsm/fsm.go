@@ -252,7 +252,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	last := a.applied
 	for i, l := range logs {
-		if l.Index <= a.applied {
+		if l.Index <= a.applied && !Mutants.NoAppliedIndexSkip {
 			continue // applied before a restart (hashicorp/raft #523)
 		}
 		last = l.Index
@@ -328,6 +328,9 @@ func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
 	}
 	if c.Stamp > a.now {
 		a.now = c.Stamp
+	}
+	if Mutants.WallClockInApply {
+		a.now = time.Now().UnixNano()
 	}
 	dedup := !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire
 	if dedup {

@@ -469,3 +469,29 @@ func TestRecordObserverSeesRemovals(t *testing.T) {
 		t.Fatalf("removed after expiry = %q", removed)
 	}
 }
+
+// TestPlantedNoAppliedIndexSkipIsCaught: with the planted bug on, entries
+// replayed after a restart are applied again, and a key deleted after its
+// write comes back (commands without request ids, so dedup cannot mask it).
+func TestPlantedNoAppliedIndexSkipIsCaught(t *testing.T) {
+	Mutants.NoAppliedIndexSkip = true
+	defer func() { Mutants.NoAppliedIndexSkip = false }()
+	path := filepath.Join(t.TempDir(), "fsm.db")
+	f, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, f: f, clock: 1}
+	set := h.log(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v")})
+	getdel := h.log(Command{Type: TypeKVGetDel, Key: []byte("k")})
+	f.ApplyBatch([]*raft.Log{set, getdel})
+	f.Close()
+	if f, err = Open(Config{Path: path}); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.ApplyBatch([]*raft.Log{set}) // raft replays from its last snapshot
+	if _, err := f.KV([]byte("k"), time.Unix(0, 1)); err != nil {
+		t.Fatalf("the planted bug went unnoticed: the deleted key did not come back (%v)", err)
+	}
+}

@@ -108,3 +108,33 @@ func (a *applier) dropGenerationsBefore(g int64) error {
 	}
 	return nil
 }
+
+// LookupRequest returns the result the state machine remembers for a
+// request id, and whether it has applied that request at all (within
+// RequestIDRetention). Tests settle operations whose answer was lost with
+// it: a command that is not remembered never applied.
+func (f *FSM) LookupRequest(id ReqID) (*Result, bool, error) {
+	var out *Result
+	err := f.view(func(tx *bolt.Tx) error {
+		a := applier{f: f, now: f.now.Load()}
+		g := a.now / int64(RequestIDRetention)
+		gens := tx.Bucket(bucketReqIDs)
+		for _, gen := range []int64{g, g - 1} {
+			b := gens.Bucket(generationName(gen))
+			if b == nil {
+				continue
+			}
+			if v := b.Get(id[:]); len(v) >= 8 {
+				r, err := DecodeResult(v[8:])
+				if err != nil {
+					return err
+				}
+				r.Value = clone(r.Value)
+				out = r
+				return nil
+			}
+		}
+		return nil
+	})
+	return out, out != nil, err
+}

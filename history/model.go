@@ -64,6 +64,23 @@ type state struct {
 	vUnknown bool
 }
 
+// casMatches reports whether a CAS expecting version v may succeed: v 0
+// means "only if the key does not exist", as etcd's create revision 0.
+func (s state) casMatches(v uint64) bool {
+	if v == 0 {
+		return !s.exists
+	}
+	return s.exists && s.versionIs(v)
+}
+
+// casMayFail reports whether a CAS expecting v may fail.
+func (s state) casMayFail(v uint64) bool {
+	if v == 0 {
+		return s.exists
+	}
+	return !s.exists || s.vUnknown || s.version != v
+}
+
 // versionIs reports whether the key's version may be v.
 func (s state) versionIs(v uint64) bool {
 	return s.version == v && !s.vUnknown || s.vUnknown && v > s.version
@@ -160,10 +177,9 @@ func step(s state, i Input, o Output) (state, bool) {
 		return written(i, o.Version), o.OK && o.Version > s.version
 	case CAS:
 		if o.OK {
-			return written(i, o.Version), s.exists && s.versionIs(i.Version) && o.Version > i.Version
+			return written(i, o.Version), s.casMatches(i.Version) && o.Version > s.version && o.Version > i.Version
 		}
-		mayDiffer := !s.exists || s.vUnknown || s.version != i.Version
-		return s, mayDiffer
+		return s, s.casMayFail(i.Version)
 	case Get:
 		if o.OK {
 			n := s
@@ -212,7 +228,7 @@ func stepAny(s state, i Input) []interface{} {
 	case Set:
 		return []interface{}{unknownWrite()}
 	case CAS:
-		if s.exists && s.versionIs(i.Version) {
+		if s.casMatches(i.Version) {
 			n := written(i, max(s.version, i.Version))
 			n.vUnknown = true
 			return []interface{}{n}

@@ -69,6 +69,14 @@ func TestModelOnHandWrittenHistories(t *testing.T) {
 			op(1, 10, 20, Input{Kind: CAS, Key: k, Value: "b", Version: 2}, Output{OK: true, Version: 7}),
 			op(2, 10, 20, Input{Kind: CAS, Key: k, Value: "c", Version: 2}, Output{OK: true, Version: 8}),
 		}},
+		{"cas on version 0 creates only an absent key", true, []porcupine.Operation{
+			op(0, 0, 10, Input{Kind: CAS, Key: k, Value: "a", Version: 0}, Output{OK: true, Version: 4}),
+			op(1, 20, 30, Input{Kind: CAS, Key: k, Value: "b", Version: 0}, Output{}),
+		}},
+		{"cas on version 0 over an existing key", false, []porcupine.Operation{
+			op(0, 0, 10, Input{Kind: Set, Key: k, Value: "a"}, Output{OK: true, Version: 4}),
+			op(1, 20, 30, Input{Kind: CAS, Key: k, Value: "b", Version: 0}, Output{OK: true, Version: 5}),
+		}},
 		{"expired after its ttl", true, []porcupine.Operation{
 			op(0, 0, 10, Input{Kind: SetNX, Key: k, Value: "a", TTL: 100}, Output{OK: true, Version: 2}),
 			op(1, 105, 115, Input{Kind: Get, Key: k}, Output{OK: true, Value: "a", Version: 2}), // the window straddles the expiry

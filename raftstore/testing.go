@@ -159,6 +159,14 @@ func (c *TestCluster) WaitLeader(timeout time.Duration) int {
 // and holds the same state hash.
 func (c *TestCluster) WaitConverged(timeout time.Duration) {
 	c.tb.Helper()
+	if err := c.converge(timeout); err != nil {
+		c.tb.Fatal(err)
+	}
+}
+
+// converge waits until every running node has applied the same index and
+// holds the same state hash, or reports why not.
+func (c *TestCluster) converge(timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var last string
@@ -176,7 +184,7 @@ func (c *TestCluster) WaitConverged(timeout time.Duration) {
 			}
 			h, err := s.FSM().StateHash()
 			if err != nil {
-				c.tb.Fatal(err)
+				return err
 			}
 			if n > 0 && h != first {
 				same = false
@@ -186,9 +194,9 @@ func (c *TestCluster) WaitConverged(timeout time.Duration) {
 			n++
 		}
 		if same {
-			return
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	c.tb.Fatalf("replicas did not converge within %s: %s", timeout, last)
+	return fmt.Errorf("replicas did not converge within %s: %s", timeout, last)
 }

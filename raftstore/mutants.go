@@ -1,0 +1,8 @@
+package raftstore
+
+// Mutants are deliberately planted bugs, for tests only (see fsm.Mutants).
+var Mutants struct {
+	// LocalReads serves "linearizable" reads from the local state without
+	// the read-index recipe: a follower can answer stale.
+	LocalReads bool
+}
