@@ -281,7 +281,9 @@ var t1Faults = []fault{
 		return func() { h.c.Start(i) }
 	}},
 	{name: "follower stopped, snapshot installed on restart",
-		tweak: func(c *Config) { c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = 64, 16, 100*time.Millisecond },
+		tweak: func(c *Config) {
+			c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = 64, 16, 100*time.Millisecond
+		},
 		inject: func(h *historyRun) func() {
 			i := (leaderIndex(h) + 1) % 3
 			h.c.Stop(i)
