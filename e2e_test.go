@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/raftstore"
 )
 
 // buildBinary builds the real idemgate binary once per test run.
@@ -176,6 +178,12 @@ func TestE2EThreeProcesses(t *testing.T) {
 	// SIGKILL the leader.
 	nodes[leader].cmd.Process.Signal(syscall.SIGKILL)
 	nodes[leader].cmd.Wait()
+	// The killed node's data files must pass bbolt's consistency check.
+	for _, name := range []string{"fsm.db", "raft.db"} {
+		if err := raftstore.CheckBolt(filepath.Join(dir, leader, name)); err != nil {
+			t.Fatalf("%s of the SIGKILLed %s: %v", name, leader, err)
+		}
+	}
 	var survivors []string
 	for _, id := range ids {
 		if id != leader {

@@ -91,3 +91,30 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFingerprint: any request hashes without panic, and any change of
+// method, path, query or body changes the fingerprint.
+func FuzzFingerprint(f *testing.F) {
+	f.Add("POST", "/pay", "a=1", []byte(`{"amount":1}`), byte(0))
+	f.Fuzz(func(t *testing.T, method, path, query string, body []byte, which byte) {
+		fp, digest := fingerprint([]byte(method), []byte(path), []byte(query), body)
+		m, p, q, b := method, path, query, append([]byte(nil), body...)
+		switch which % 4 {
+		case 0:
+			m += "X"
+		case 1:
+			p += "/"
+		case 2:
+			q += "&"
+		default:
+			b = append(b, 'x')
+		}
+		fp2, digest2 := fingerprint([]byte(m), []byte(p), []byte(q), b)
+		if fp == fp2 {
+			t.Fatalf("fingerprint unchanged by a change of the request (%d)", which%4)
+		}
+		if (which%4 == 3) == (digest == digest2) {
+			t.Fatalf("body digest changed %v, body changed %v", digest != digest2, which%4 == 3)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -403,4 +404,39 @@ func TestT1CatchesPlantedBugs(t *testing.T) {
 			t.Errorf("planted bug %q not caught by %d histories", m.name, len(m.faults))
 		})
 	}
+}
+
+// TestFailoverTime measures, over several rounds, the time from stopping
+// the leader to the next acknowledged write through a surviving node. It
+// reports figures; it asserts only that writes resume.
+func TestFailoverTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("T1: failover time")
+	}
+	c := StartTestCluster(t, 3, nil)
+	var took []time.Duration
+	for round := 0; round < 6; round++ {
+		leader := c.WaitLeader(10 * time.Second)
+		survivor := c.Stores[(leader+1)%3]
+		c.Stop(leader)
+		stopped := time.Now()
+		for i := 0; ; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			_, err := survivor.KVSet(ctx, []byte(fmt.Sprintf("r%d-%d", round, i)), []byte("v"), 0, fsm.SetPlain, 0)
+			cancel()
+			if err == nil {
+				took = append(took, time.Since(stopped))
+				break
+			}
+			if time.Since(stopped) > 30*time.Second {
+				t.Fatalf("round %d: no write acknowledged 30 s after the leader stopped", round)
+			}
+		}
+		c.Start(leader)
+		c.WaitConverged(20 * time.Second)
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	t.Logf("leader stopped -> next acknowledged write, %d rounds: p50 %s, max %s (election timeout %s): %v",
+		len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond),
+		c.Cfgs[0].ElectionTimeout, took)
 }

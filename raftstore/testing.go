@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestCluster is n real nodes in one process: real TCP on loopback, real
@@ -108,6 +111,29 @@ func (c *TestCluster) Stop(i int) {
 		c.tb.Logf("stop %s: %v", c.Cfgs[i].NodeID, err)
 	}
 	c.Stores[i] = nil
+	// Every data file of a stopped node must pass bbolt's consistency check.
+	for _, name := range []string{"fsm.db", "raft.db"} {
+		if err := CheckBolt(filepath.Join(c.Cfgs[i].DataDir, name)); err != nil {
+			c.tb.Errorf("%s after stopping %s: %v", name, c.Cfgs[i].NodeID, err)
+		}
+	}
+}
+
+// CheckBolt runs bbolt's consistency check (what `bbolt check` does) on a
+// data file that no process has open.
+func CheckBolt(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
 }
 
 // Close stops every node.
