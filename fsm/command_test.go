@@ -2,6 +2,10 @@ package fsm
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"reflect"
 	"testing"
 	"time"
@@ -127,9 +131,35 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// fuzzPair is the two state machines FuzzApply feeds, shared by every input
+// a fuzz worker runs (creating bbolt files per input is fsync-bound), with
+// Raft indexes that keep increasing across inputs.
+var fuzzPair struct {
+	once  sync.Once
+	dir   string
+	a, b  *FSM
+	index uint64
+}
+
+func fuzzFSMs(t *testing.T) (*FSM, *FSM) {
+	fuzzPair.once.Do(func() {
+		dir, err := os.MkdirTemp("", "idemgate-fuzzapply-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fuzzPair.dir = dir
+		for i, p := range []**FSM{&fuzzPair.a, &fuzzPair.b} {
+			if *p, err = Open(Config{Path: filepath.Join(dir, fmt.Sprint(i, ".db")), NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	return fuzzPair.a, fuzzPair.b
+}
+
 // FuzzApply feeds arbitrary command streams to a state machine: nothing
 // panics, every log gets a result, and two state machines fed the same
-// stream (one batched, one command at a time) end in the same state.
+// streams (one batched, one command at a time) hold the same state.
 func FuzzApply(f *testing.F) {
 	var seed []byte
 	for _, c := range sampleCommands() {
@@ -140,32 +170,41 @@ func FuzzApply(f *testing.F) {
 	f.Add(seed)
 	f.Add([]byte{3, 1, 2, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
+		a, b := fuzzFSMs(t)
 		var logs []*raft.Log
-		for i := uint64(1); len(data) > 0 && i < 64; i++ {
+		for len(data) > 0 && len(logs) < 64 {
 			n := int(data[0])
 			data = data[1:]
 			if n > len(data) {
 				n = len(data)
 			}
-			cmd := append([]byte(nil), data[:n]...)
+			fuzzPair.index++
+			logs = append(logs, &raft.Log{Index: fuzzPair.index, Type: raft.LogCommand, Data: append([]byte(nil), data[:n]...)})
 			data = data[n:]
-			logs = append(logs, &raft.Log{Index: i, Type: raft.LogCommand, Data: cmd})
 		}
 		if len(logs) == 0 {
 			return
 		}
-		a, b := newHarness(t), newHarness(t)
-		out := a.f.ApplyBatch(logs)
-		if len(out) != len(logs) {
+		if out := a.ApplyBatch(logs); len(out) != len(logs) {
 			t.Fatalf("%d results for %d logs", len(out), len(logs))
 		}
 		for _, l := range logs {
-			b.f.Apply(l)
+			b.Apply(l)
 		}
-		ha, _ := a.f.StateHash()
-		hb, _ := b.f.StateHash()
+		ha, _ := a.StateHash()
+		hb, _ := b.StateHash()
 		if ha != hb {
 			t.Fatal("batched and single applies diverged")
 		}
 	})
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fuzzPair.dir != "" {
+		fuzzPair.a.Close()
+		fuzzPair.b.Close()
+		os.RemoveAll(fuzzPair.dir)
+	}
+	os.Exit(code)
 }
