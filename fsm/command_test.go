@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
