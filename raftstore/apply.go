@@ -39,7 +39,7 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
-	if err := fsm.Stamp(data, time.Now().UnixNano()); err != nil {
+	if err := fsm.Stamp(data, stampNow()); err != nil {
 		return nil, err
 	}
 	start := time.Now()
