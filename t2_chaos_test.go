@@ -129,6 +129,11 @@ func TestT2(t *testing.T) {
 	// (RELIABILITY.md: within 10 s of healing), then their files must
 	// hold the same state.
 	converged := time.Now()
+	defer func() {
+		if t.Failed() {
+			c.views()
+		}
+	}()
 	waitFor(t, "equal applied indexes on all nodes", 20*time.Second, func() bool {
 		var seen []uint64
 		for _, n := range c.nodes {
@@ -313,6 +318,38 @@ func (c *chaosCluster) healAll() {
 		}
 	}
 	waitFor(c.t, "a leader after healing", 30*time.Second, func() bool { return c.leader() != "" })
+	// A re-add that raced an election may have failed: restore membership.
+	waitFor(c.t, "all three nodes voters again", 30*time.Second, func() bool {
+		l := c.nodes[c.leader()]
+		if l == nil {
+			return false
+		}
+		_, _, body, err := httpDo("GET", "http://"+l.api+"/v1/cluster", "")
+		var cl struct{ Nodes []struct{ ID string } }
+		if err != nil || json.Unmarshal([]byte(body), &cl) != nil {
+			return false
+		}
+		have := map[string]bool{}
+		for _, n := range cl.Nodes {
+			have[n.ID] = true
+		}
+		for id, n := range c.nodes {
+			if !have[id] {
+				c.t.Logf("healing: %s is not a member; adding it back", id)
+				httpDo("POST", "http://"+l.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, id, n.raft, n.api))
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// views logs every node's view of the cluster.
+func (c *chaosCluster) views() {
+	for id, n := range c.nodes {
+		_, _, body, err := httpDo("GET", "http://"+n.api+"/v1/cluster", "")
+		c.t.Logf("%s sees: %s %v", id, strings.TrimSpace(body), err)
+	}
 }
 
 func (c *chaosCluster) stopAll() {
