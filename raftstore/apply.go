@@ -74,6 +74,10 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 				first = false
 				return data
 			}
+			if Mutants.NewRequestIDOnRetry {
+				c.ReqID = s.newReqID()
+				return c.Encode(nil)
+			}
 			// A retry may race the first attempt still in flight
 			// inside Raft: never re-stamp bytes it may hold.
 			return append([]byte(nil), data...)

@@ -31,6 +31,26 @@ func (s *Store) cutForwarding() int {
 // is retried with the same request id; had any retry applied twice, its
 // caller would see "exists" for a key it created itself.
 func TestForwardedRetryAppliesOnce(t *testing.T) {
+	if err := forwardedRetries(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForwardedRetryWithoutRequestIDIsCaught: the planted bug (a retry under
+// a fresh request id) makes the same run fail.
+func TestForwardedRetryWithoutRequestIDIsCaught(t *testing.T) {
+	Mutants.NewRequestIDOnRetry = true
+	defer func() { Mutants.NewRequestIDOnRetry = false }()
+	err := forwardedRetries(t)
+	if err == nil {
+		t.Fatal("the planted bug (retry without its request id) was not caught")
+	}
+	t.Logf("caught: %v", err)
+}
+
+// forwardedRetries runs the writes through a follower while its forwarding
+// connections are cut, and reports the first double apply.
+func forwardedRetries(t *testing.T) error {
 	c := StartTestCluster(t, 3, nil)
 	leader := c.WaitLeader(5 * time.Second)
 	follower := c.Stores[(leader+1)%3]
@@ -81,11 +101,12 @@ func TestForwardedRetryAppliesOnce(t *testing.T) {
 	cutter.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		return err
 	}
 	if cuts.Load() < minCuts {
 		t.Fatalf("only %d connections were cut: the test did not exercise retries", cuts.Load())
 	}
 	t.Logf("%d SETNX through a follower, %d forwarding connections cut, each applied once", writes.Load(), cuts.Load())
 	c.WaitConverged(10 * time.Second)
+	return nil
 }
