@@ -70,7 +70,7 @@ func (h *historyRun) client(id int, keys []string, stop <-chan struct{}) {
 			return
 		default:
 		}
-		s := h.c.Stores[rng.IntN(len(h.c.Stores))]
+		s := h.c.Store(rng.IntN(len(h.c.Cfgs)))
 		if s == nil {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,8 +22,24 @@ import (
 type TestCluster struct {
 	tb     testing.TB
 	Dir    string
-	Stores []*Store // nil while a node is stopped
+	Stores []*Store // nil while a node is stopped; use Store(i) while nodes stop and start
 	Cfgs   []Config
+	mu     sync.Mutex // guards Stores against Stop/Start running beside readers
+}
+
+// stores is a copy of Stores, safe beside Stop and Start.
+func (c *TestCluster) stores() []*Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Store(nil), c.Stores...)
+}
+
+// Store returns node i's store, or nil while it is stopped; safe beside
+// Stop and Start.
+func (c *TestCluster) Store(i int) *Store {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Stores[i]
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.
@@ -91,26 +108,34 @@ func StartTestCluster(tb testing.TB, n int, tweak func(*Config)) *TestCluster {
 // Start (re)starts node i from its files.
 func (c *TestCluster) Start(i int) {
 	c.tb.Helper()
-	var err error
 	for attempt := 0; attempt < 50; attempt++ { // the port may linger briefly after a stop
-		if c.Stores[i], err = Open(c.Cfgs[i]); err == nil {
+		s, err := Open(c.Cfgs[i])
+		if err == nil {
+			c.mu.Lock()
+			c.Stores[i] = s
+			c.mu.Unlock()
 			return
+		}
+		if attempt == 49 {
+			c.tb.Fatalf("start %s: %v", c.Cfgs[i].NodeID, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.tb.Fatalf("start %s: %v", c.Cfgs[i].NodeID, err)
 }
 
 // Stop closes node i (its files stay).
 func (c *TestCluster) Stop(i int) {
 	c.tb.Helper()
-	if c.Stores[i] == nil {
+	c.mu.Lock()
+	s := c.Stores[i]
+	c.Stores[i] = nil
+	c.mu.Unlock()
+	if s == nil {
 		return
 	}
-	if err := c.Stores[i].Close(); err != nil {
+	if err := s.Close(); err != nil {
 		c.tb.Logf("stop %s: %v", c.Cfgs[i].NodeID, err)
 	}
-	c.Stores[i] = nil
 	// Every data file of a stopped node must pass bbolt's consistency check.
 	for _, name := range []string{"fsm.db", "raft.db"} {
 		if err := CheckBolt(filepath.Join(c.Cfgs[i].DataDir, name)); err != nil {
@@ -151,7 +176,8 @@ func (c *TestCluster) WaitLeader(timeout time.Duration) int {
 	for time.Now().Before(deadline) {
 		leader := -1
 		agree := true
-		for i, s := range c.Stores {
+		stores := c.stores()
+		for i, s := range stores {
 			if s == nil {
 				continue
 			}
@@ -172,7 +198,7 @@ func (c *TestCluster) WaitLeader(timeout time.Duration) int {
 				agree = false
 			}
 		}
-		if agree && leader >= 0 && c.Stores[leader] != nil && c.Stores[leader].IsLeader() {
+		if agree && leader >= 0 && stores[leader] != nil && stores[leader].IsLeader() {
 			return leader
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -199,7 +225,7 @@ func (c *TestCluster) converge(timeout time.Duration) error {
 	for ctx.Err() == nil {
 		var first [32]byte
 		same, n := true, 0
-		for _, s := range c.Stores {
+		for _, s := range c.stores() {
 			if s == nil {
 				continue
 			}
