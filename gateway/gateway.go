@@ -26,7 +26,7 @@ type Config struct {
 	// SuspectWindow: two first requests with one body digest and different
 	// keys within it are suspected duplicates. 0: detection off.
 	SuspectWindow time.Duration
-	// TokenTimeout bounds one store call (begin, complete, token consume).
+	// OpTimeout bounds one store call (begin, complete, token consume).
 	OpTimeout       time.Duration
 	ReadTimeout     time.Duration
 	WriteTimeout    time.Duration
