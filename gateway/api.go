@@ -371,9 +371,6 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	case fsm.CodeExists:
 		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt)
 	case fsm.CodeVersionMismatch:
-		if res.Version != 0 {
-			ctx.Response.Header.Set("ETag", etag(res.Version))
-		}
 		writeProblem(ctx, fasthttp.StatusPreconditionFailed, "version-mismatch",
 			fmt.Sprintf("If-Match %s does not match the key's current version", etag(version)))
 		if res.Version != 0 {
