@@ -43,6 +43,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	rc.SnapshotInterval = file.Raft.SnapshotInterval.D()
 	rc.ApplyTimeout = file.Raft.ApplyTimeout.D()
 	rc.FSMNoSync = !file.Raft.FSMFsync
+	rc.MinFreeBytes = uint64(file.Raft.MinFree)
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
 	store, err := raftstore.Open(rc)

@@ -68,6 +68,9 @@ type Raft struct {
 	SnapshotThreshold uint64   `yaml:"snapshot_threshold"`
 	SnapshotInterval  Duration `yaml:"snapshot_interval"`
 	ApplyTimeout      Duration `yaml:"apply_timeout"`
+	// MinFree: below it a node refuses writes, below a quarter of it the
+	// node stops (a full disk must never reach Raft's stores).
+	MinFree Size `yaml:"min_free"`
 	// FSMFsync makes the state machine fsync its own file on every commit.
 	// Off by default: the Raft log is fsynced (see fsm.Config.NoSync).
 	FSMFsync bool `yaml:"fsm_fsync"`
@@ -373,6 +376,9 @@ func (r *Raft) defaults() {
 	}
 	if r.ApplyTimeout == 0 {
 		r.ApplyTimeout = Duration(5 * time.Second)
+	}
+	if r.MinFree == 0 {
+		r.MinFree = 64 << 20
 	}
 }
 

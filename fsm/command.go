@@ -164,6 +164,14 @@ func Stamp(encoded []byte, unixNano int64) error {
 	return nil
 }
 
+// PeekType returns the type of an encoded command without decoding it.
+func PeekType(encoded []byte) (Type, error) {
+	if len(encoded) < headerLen || encoded[0] != encodingVersion {
+		return TypeUnknown, ErrBadCommand
+	}
+	return Type(encoded[offType]), nil
+}
+
 // PeekReqID returns the request id of an encoded command without decoding it.
 func PeekReqID(encoded []byte) (ReqID, error) {
 	var id ReqID

@@ -39,6 +39,11 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
+	if err := s.checkDisk(); err != nil {
+		if c, derr := fsm.PeekType(data); derr != nil || c != fsm.TypeExpire {
+			return nil, err
+		}
+	}
 	if err := fsm.Stamp(data, stampNow()); err != nil {
 		return nil, err
 	}
@@ -63,6 +68,9 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 // state machine applies it once. A nil error means the command was applied;
 // the Result says how it went (Result.Err).
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+	if err := s.checkDisk(); err != nil && c.Type != fsm.TypeExpire {
+		return nil, err // expiring frees space: let the sweeper run
+	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
 		c.ReqID = s.newReqID()
 	}

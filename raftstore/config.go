@@ -54,6 +54,10 @@ type Config struct {
 	DialTimeout time.Duration
 	// SweepInterval is the expiry sweeper's period.
 	SweepInterval time.Duration
+	// MinFreeBytes: below it the node refuses writes; below a quarter of it
+	// the node stops its Raft (disk.go). 0 turns the guard off.
+	MinFreeBytes      uint64
+	DiskCheckInterval time.Duration
 
 	// AddressProvider, when set, maps a peer's id to the address this node
 	// dials for it (Raft and forwarding): the fault tests route links
@@ -80,6 +84,8 @@ func DefaultConfig() Config {
 		ApplyTimeout:       5 * time.Second,
 		DialTimeout:        time.Second,
 		SweepInterval:      time.Second,
+		MinFreeBytes:       64 << 20,
+		DiskCheckInterval:  time.Second,
 		RaftLogLevel:       "warn",
 		FSMNoSync:          true,
 	}
@@ -116,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 || c.SweepInterval <= 0 {
 		return errors.New("raftstore: ApplyTimeout, DialTimeout and SweepInterval must be positive")
+	}
+	if c.MinFreeBytes > 0 && c.DiskCheckInterval <= 0 {
+		return errors.New("raftstore: DiskCheckInterval must be positive when MinFreeBytes is set")
 	}
 	return nil
 }

@@ -18,11 +18,14 @@ var (
 	ErrNotLeader = errors.New("node is not the leader")
 	// ErrUnknownNode: a membership change named a node the cluster lacks.
 	ErrUnknownNode = errors.New("unknown node")
+	// ErrDiskFull: the node's disk is nearly full; it refuses writes rather
+	// than let Raft's stores fail (see disk.go).
+	ErrDiskFull = errors.New("disk nearly full")
 )
 
 // Unavailable reports whether err means the store could not serve the call
 // (no quorum, deadline, shutdown): the gateway's 503.
 func Unavailable(err error) bool {
 	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrTimeout) ||
-		errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader)
+		errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrDiskFull)
 }

@@ -49,6 +49,7 @@ type Store struct {
 	idSeq    atomic.Uint64
 
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
+	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
 
 	metrics *metrics
 	obsCh   chan raft.Observation
@@ -174,7 +175,8 @@ func Open(cfg Config) (s *Store, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
-	s.bg.Add(3)
+	s.bg.Add(4)
+	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
 	go func() { defer s.bg.Done(); s.watchLeader(ctx) }()
 	go func() { defer s.bg.Done(); s.watchFSM(ctx) }()

@@ -1,0 +1,75 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// TestDiskGuard: a node short of space refuses writes (its own and those
+// forwarded to it) with ErrDiskFull, and a node nearly out of space stops
+// its Raft cleanly; the others go on.
+func TestDiskGuard(t *testing.T) {
+	var mu sync.Mutex
+	free := map[string]uint64{}
+	saved := freeBytes
+	freeBytes = func(dir string) (uint64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if f, ok := free[dir]; ok {
+			return f, nil
+		}
+		return 1 << 40, nil
+	}
+	defer func() { freeBytes = saved }()
+	setFree := func(dir string, n uint64) {
+		mu.Lock()
+		free[dir] = n
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond) // a few checks
+	}
+	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.MinFreeBytes, cfg.DiskCheckInterval = 1<<20, 20*time.Millisecond })
+	ctx := ctxT(t, 30*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+	follower := (leader + 1) % 3
+	set := func(i int, k string) error {
+		_, err := c.Store(i).KVSet(ctx, []byte(k), []byte("v"), 0, fsm.SetPlain, 0)
+		return err
+	}
+
+	setFree(c.Cfgs[follower].DataDir, 512<<10) // low: refuses its clients' writes
+	if err := set(follower, "a"); !errors.Is(err, ErrDiskFull) || !Unavailable(err) {
+		t.Fatalf("write on a low node = %v, want ErrDiskFull (unavailable)", err)
+	}
+	if err := set(leader, "b"); err != nil {
+		t.Fatalf("write on a healthy leader = %v", err)
+	}
+	setFree(c.Cfgs[follower].DataDir, 1<<40)
+	setFree(c.Cfgs[leader].DataDir, 512<<10) // the leader low: forwarded writes refused too
+	if err := set(follower, "c"); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("write forwarded to a low leader = %v, want ErrDiskFull", err)
+	}
+	setFree(c.Cfgs[leader].DataDir, 1<<40)
+	if err := set(follower, "d"); err != nil {
+		t.Fatalf("write after space came back = %v", err)
+	}
+	// Nearly out of space: the node stops its Raft; the others elect and go on.
+	setFree(c.Cfgs[leader].DataDir, 100<<10)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Store(leader).Raft().State().String() != "Shutdown" {
+		if time.Now().After(deadline) {
+			t.Fatal("a node nearly out of space did not stop its raft")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	survivor := (leader + 2) % 3
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.Store(survivor).KVSet(wctx, []byte("e"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		t.Fatalf("the cluster stopped with the node: %v", err)
+	}
+}
