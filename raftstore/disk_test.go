@@ -25,7 +25,9 @@ func TestDiskGuard(t *testing.T) {
 		}
 		return 1 << 40, nil
 	}
-	defer func() { freeBytes = saved }()
+	// Restored after the cluster stops (cleanups run last-registered first):
+	// its disk watchers read freeBytes until then.
+	t.Cleanup(func() { freeBytes = saved })
 	setFree := func(dir string, n uint64) {
 		mu.Lock()
 		free[dir] = n
