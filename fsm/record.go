@@ -118,23 +118,23 @@ func DecodeRecord(b []byte) (*Record, error) {
 // RecordKey builds the stored key of a record: scope, tenant and the client's
 // key, separated by NUL bytes (none of the three may contain one).
 func RecordKey(scope, tenant, key string) []byte {
-	b := make([]byte, 0, len(scope)+len(tenant)+len(key)+2)
-	b = append(b, scope...)
-	b = append(b, 0)
-	b = append(b, tenant...)
-	b = append(b, 0)
-	return append(b, key...)
+	return AppendRecordKey(make([]byte, 0, len(scope)+len(tenant)+len(key)+2), scope, []byte(tenant), []byte(key))
+}
+
+// AppendRecordKey appends RecordKey's layout to dst: the gateway builds
+// record keys in a stack buffer with it, so a replay allocates nothing.
+func AppendRecordKey(dst []byte, scope string, tenant, key []byte) []byte {
+	dst = append(dst, scope...)
+	dst = append(dst, 0)
+	dst = append(dst, tenant...)
+	dst = append(dst, 0)
+	return append(dst, key...)
 }
 
 // DigestKey builds the key under which a begin remembers its body digest
-// for suspect detection: scope and tenant, then the digest.
+// for suspect detection: RecordKey's layout, with the digest for the key.
 func DigestKey(scope, tenant string, digest []byte) []byte {
-	b := make([]byte, 0, len(scope)+len(tenant)+len(digest)+2)
-	b = append(b, scope...)
-	b = append(b, 0)
-	b = append(b, tenant...)
-	b = append(b, 0)
-	return append(b, digest...)
+	return AppendRecordKey(nil, scope, []byte(tenant), digest)
 }
 
 // TokenKey builds the stored key of a form token.

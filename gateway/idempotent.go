@@ -44,7 +44,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 		return
 	}
 	var kbuf [512]byte
-	rk := appendRecordKey(kbuf[:0], r.scope, tenant, key)
+	rk := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
 	fp, digest := fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody())
 
 	// Fast path: a completed record never changes until it expires, so any

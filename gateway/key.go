@@ -157,12 +157,3 @@ func fingerprint(method, path, query, body []byte) (fp, digest [32]byte) {
 	hashers.Put(s)
 	return fp, digest
 }
-
-// appendRecordKey is fsm.RecordKey without the allocation.
-func appendRecordKey(dst []byte, scope string, tenant, key []byte) []byte {
-	dst = append(dst, scope...)
-	dst = append(dst, 0)
-	dst = append(dst, tenant...)
-	dst = append(dst, 0)
-	return append(dst, key...)
-}
