@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,20 +45,14 @@ func idemgateBinary(t *testing.T) string {
 	return binPath
 }
 
-// freePorts returns n distinct loopback addresses, holding each port until
-// all are chosen (a port released a moment ago is often handed out again).
+// freePorts returns n distinct free loopback addresses (demo.go's helper).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().String())
+	ports, err := freeLoopbackPorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ports
 }
 
 type e2eNode struct {
