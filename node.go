@@ -69,13 +69,8 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	for _, x := range file.Nodes {
 		nodeAPIs[x.ID] = x.API
 	}
-	lim := file.Limits
-	n.api = gateway.NewAPI(gateway.APIConfig{
-		Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		ReadTimeout: lim.ReadTimeout.D(), WriteTimeout: lim.WriteTimeout.D(), IdleTimeout: lim.IdleTimeout.D(),
-		MaxRequestBody: int(lim.MaxRequestBody), MaxHeaderBytes: int(lim.MaxHeaderBytes), MaxConnsPerIP: lim.MaxConnsPerIP,
-		Logger: logger,
-	}, store, tok, n.reg)
+	n.api = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
+		Limits: listenerLimits(file.Limits), Logger: logger}, store, tok, n.reg)
 	n.gw, err = gateway.New(gatewayConfig(file, cn, rc.ApplyTimeout, logger), store, tok)
 	if err != nil {
 		return nil, err
@@ -99,9 +94,7 @@ func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, l
 	g := gateway.DefaultConfig()
 	g.Addr, g.Upstream, g.Routes = cn.Listen, file.Upstream, file.Routes
 	g.SuspectWindow, g.OpTimeout = file.Suspects.Window.D(), opTimeout
-	g.ReadTimeout, g.WriteTimeout, g.IdleTimeout = lim.ReadTimeout.D(), lim.WriteTimeout.D(), lim.IdleTimeout.D()
-	g.MaxRequestBody, g.MaxHeaderBytes = int(lim.MaxRequestBody), int(lim.MaxHeaderBytes)
-	g.MaxConnsPerIP, g.Concurrency = lim.MaxConnsPerIP, lim.Concurrency
+	g.Limits = listenerLimits(lim)
 	g.UpstreamTimeout, g.UpstreamConns = lim.UpstreamTimeout.D(), lim.UpstreamConns
 	g.MaxResponseBody = int(lim.MaxResponseBody)
 	g.Logger = logger
@@ -116,6 +109,16 @@ func (n *node) kill() {
 	n.gw.Shutdown(ctx)
 	n.api.Shutdown(ctx)
 	n.store.Close()
+}
+
+// listenerLimits turns the file's limits into the listeners' (both use the
+// same ones).
+func listenerLimits(l config.Limits) gateway.Limits {
+	return gateway.Limits{
+		ReadTimeout: l.ReadTimeout.D(), WriteTimeout: l.WriteTimeout.D(), IdleTimeout: l.IdleTimeout.D(),
+		MaxRequestBody: int(l.MaxRequestBody), MaxHeaderBytes: int(l.MaxHeaderBytes),
+		MaxConnsPerIP: l.MaxConnsPerIP, Concurrency: l.Concurrency,
+	}
 }
 
 // stop shuts the node down cleanly: stop accepting, drain requests in

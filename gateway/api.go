@@ -38,14 +38,9 @@ type APIConfig struct {
 	// NodeAPIs maps node ids to API addresses known from the cluster file.
 	NodeAPIs map[string]string
 	// OpTimeout bounds one store call (write or linearizable read).
-	OpTimeout      time.Duration
-	ReadTimeout    time.Duration
-	WriteTimeout   time.Duration
-	IdleTimeout    time.Duration
-	MaxRequestBody int
-	MaxHeaderBytes int
-	MaxConnsPerIP  int
-	Logger         *slog.Logger
+	OpTimeout time.Duration
+	Limits
+	Logger *slog.Logger
 }
 
 // API is the API listener.
@@ -68,10 +63,7 @@ func NewAPI(cfg APIConfig, store *raftstore.Store, tok *tokens.Service, gatherer
 	}
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger,
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
-	a.listener = newListener("api listener", cfg.Addr, a.Handle, limits{
-		readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout, idleTimeout: cfg.IdleTimeout,
-		maxRequestBody: cfg.MaxRequestBody, maxHeaderBytes: cfg.MaxHeaderBytes, maxConnsPerIP: cfg.MaxConnsPerIP,
-	})
+	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits)
 	return a
 }
 

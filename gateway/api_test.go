@@ -44,8 +44,8 @@ func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config)) *ap
 		if err := tok.Register(reg); err != nil {
 			t.Fatal(err)
 		}
-		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second, MaxRequestBody: 1 << 20,
-			MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
+			Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, s, tok, reg)
 		if err := api.Listen(); err != nil {
 			t.Fatal(err)

@@ -27,14 +27,8 @@ type Config struct {
 	// keys within it are suspected duplicates. 0: detection off.
 	SuspectWindow time.Duration
 	// OpTimeout bounds one store call (begin, complete, token consume).
-	OpTimeout       time.Duration
-	ReadTimeout     time.Duration
-	WriteTimeout    time.Duration
-	IdleTimeout     time.Duration
-	MaxRequestBody  int
-	MaxHeaderBytes  int
-	MaxConnsPerIP   int
-	Concurrency     int
+	OpTimeout time.Duration
+	Limits
 	UpstreamTimeout time.Duration
 	UpstreamConns   int
 	MaxResponseBody int
@@ -47,8 +41,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
-		MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024,
+		Limits: Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
+			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
 		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20, CacheBytes: 64 << 20,
 	}
 }
@@ -87,11 +81,7 @@ func New(cfg Config, store *raftstore.Store, tok *tokens.Service) (*Gateway, err
 		r.metrics = g.metrics.forRoute(r.name)
 	}
 	store.FSM().SetRecordObserver(g.cache.remove)
-	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, limits{
-		readTimeout: cfg.ReadTimeout, writeTimeout: cfg.WriteTimeout, idleTimeout: cfg.IdleTimeout,
-		maxRequestBody: cfg.MaxRequestBody, maxHeaderBytes: cfg.MaxHeaderBytes,
-		maxConnsPerIP: cfg.MaxConnsPerIP, concurrency: cfg.Concurrency,
-	})
+	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits)
 	return g, nil
 }
 

@@ -151,8 +151,8 @@ func startGatewaysTo(t testing.TB, n int, upstreamAddr string) *gwCluster {
 			t.Fatal(err)
 		}
 		go gw.Serve()
-		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second, MaxRequestBody: 1 << 20,
-			MaxHeaderBytes: 8 << 10, Logger: cfg.Logger}, s, tok, reg)
+		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
+			Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok, reg)
 		if err := api.Listen(); err != nil {
 			t.Fatal(err)
 		}

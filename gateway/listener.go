@@ -18,27 +18,29 @@ type listener struct {
 	ln   net.Listener
 }
 
-// limits are the protections every listener applies.
-type limits struct {
-	readTimeout, writeTimeout, idleTimeout time.Duration
-	maxRequestBody, maxHeaderBytes         int
-	maxConnsPerIP, concurrency             int
+// Limits are the protections a listener applies, so a slowloris or a huge
+// body costs nothing; APIConfig and Config embed them. Zero fields take
+// fasthttp's defaults (Concurrency: 256k).
+type Limits struct {
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxRequestBody, MaxHeaderBytes         int
+	MaxConnsPerIP, Concurrency             int
 }
 
 // newListener builds the server: safe limits, no default Content-Type (a
 // replay without one must stay without one), problem documents for what
 // fasthttp refuses before a handler runs, connections closed on shutdown.
-func newListener(name, addr string, h fasthttp.RequestHandler, l limits) listener {
+func newListener(name, addr string, h fasthttp.RequestHandler, l Limits) listener {
 	return listener{name: name, addr: addr, srv: &fasthttp.Server{
 		Handler:              h,
 		Name:                 "idemgate",
-		ReadTimeout:          l.readTimeout,
-		WriteTimeout:         l.writeTimeout,
-		IdleTimeout:          l.idleTimeout,
-		MaxRequestBodySize:   l.maxRequestBody,
-		ReadBufferSize:       l.maxHeaderBytes,
-		MaxConnsPerIP:        l.maxConnsPerIP,
-		Concurrency:          l.concurrency,
+		ReadTimeout:          l.ReadTimeout,
+		WriteTimeout:         l.WriteTimeout,
+		IdleTimeout:          l.IdleTimeout,
+		MaxRequestBodySize:   l.MaxRequestBody,
+		ReadBufferSize:       l.MaxHeaderBytes,
+		MaxConnsPerIP:        l.MaxConnsPerIP,
+		Concurrency:          l.Concurrency,
 		NoDefaultContentType: true,
 		CloseOnShutdown:      true,
 		ErrorHandler:         errorHandler,
