@@ -39,7 +39,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 		if v == nil {
 			return false, nil
 		}
-		rec, err := DecodeRecord(clone(v))
+		rec, err := DecodeRecord(v) // only its state and expiry are read, before the delete
 		if err != nil || rec.ExpiresAt != e.At {
 			return false, nil
 		}

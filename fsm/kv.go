@@ -78,7 +78,7 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, index uint64) *Result {
 	switch c.Mode {
 	case SetNX:
 		if exists {
-			return &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: clone(old.Value)}
+			return &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: old.Clone().Value}
 		}
 	case SetCAS:
 		if (c.Version == 0 && exists) || (c.Version != 0 && (!exists || old.Version != c.Version)) {
@@ -124,7 +124,7 @@ func (a *applier) kvDelete(tx *bolt.Tx, c *Command) *Result {
 	}
 	r := &Result{Code: CodeOK, Version: old.Version}
 	if c.Type == TypeKVGetDel {
-		r.Value = clone(old.Value)
+		r.Value = old.Clone().Value
 	}
 	if err := a.deleteKV(tx, c.Key, old.ExpiresAt); err != nil {
 		return &Result{Code: CodeStorage}

@@ -17,7 +17,8 @@ import (
 //
 // Expiry on reads is decided with max(now, the state machine's clock), so an
 // expired entry is invisible before the sweeper removes it even when no write
-// has moved the state machine's clock. Every value returned is a copy.
+// has moved the state machine's clock. Every value returned is a copy (see
+// copy.go): none aliases the transaction's memory.
 
 func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
 	f.mu.RLock()
@@ -46,15 +47,15 @@ func (f *FSM) Record(key []byte, now time.Time) (*Record, error) {
 		if v == nil {
 			return ErrNotFound
 		}
-		r, err := DecodeRecord(clone(v))
+		r, err := DecodeRecord(v)
 		if err != nil {
 			return err
 		}
 		if r.ExpiredAt(at) {
 			return ErrNotFound
 		}
-		r.State = r.StateAt(at)
-		rec = r
+		rec = r.Clone()
+		rec.State = r.StateAt(at)
 		return nil
 	})
 	return rec, err
@@ -69,8 +70,7 @@ func (f *FSM) KV(key []byte, now time.Time) (KVEntry, error) {
 		if !ok || (e.ExpiresAt != 0 && e.ExpiresAt <= at) {
 			return ErrNotFound
 		}
-		e.Value = clone(e.Value)
-		out = e
+		out = e.Clone()
 		return nil
 	})
 	return out, err

@@ -13,10 +13,13 @@ func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*Record, error) {
 	if v == nil {
 		return nil, nil
 	}
-	rec, err := DecodeRecord(clone(v))
+	stored, err := DecodeRecord(v)
 	if err != nil {
 		return nil, err
 	}
+	// A copy: the record outlives this command (a begin returns it to its
+	// caller after the batch commits) and bbolt may move v's page meanwhile.
+	rec := stored.Clone()
 	if rec.ExpiredAt(a.now) {
 		if err := a.deleteRecord(tx, key, rec); err != nil {
 			return nil, err

@@ -53,8 +53,9 @@ func (a *applier) recall(tx *bolt.Tx, id ReqID) *Result {
 			// one is the right answer for the retry too.
 			return nil
 		}
-		r.Value = clone(r.Value)
-		return r
+		// r is answered after this batch commits, and the commit may
+		// remap the file: it must not alias the transaction's memory.
+		return r.Clone()
 	}
 	return nil
 }
@@ -129,8 +130,7 @@ func (f *FSM) LookupRequest(id ReqID) (*Result, bool, error) {
 				if err != nil {
 					return err
 				}
-				r.Value = clone(r.Value)
-				out = r
+				out = r.Clone()
 				return nil
 			}
 		}

@@ -82,7 +82,8 @@ func (r *Result) Encode(dst []byte) []byte {
 	return r.Record.Encode(dst)
 }
 
-// DecodeResult parses an encoded result; slices alias b.
+// DecodeResult parses an encoded result. Its slices alias b: Clone it
+// before b goes away (memory of a bbolt transaction, a reused buffer).
 func DecodeResult(b []byte) (*Result, error) {
 	rd := reader{b: b}
 	r := &Result{Code: Code(rd.byte())}

@@ -102,7 +102,7 @@ func (f *FSM) Suspects(limit int) ([]Suspect, error) {
 			if r.err != nil {
 				continue
 			}
-			out = append(out, Suspect{At: int64(getUint64(v[:8])), Key: clone(key), Earlier: clone(r.b)})
+			out = append(out, Suspect{At: int64(getUint64(v[:8])), Key: key, Earlier: r.b}.Clone())
 		}
 		return nil
 	})
