@@ -162,7 +162,8 @@ func HotKey(t Target, cfg RunConfig) Stats {
 }
 
 // Tokens measures consuming form tokens (GETDEL) issued beforehand, and
-// checks that of 8 consumers racing for each of 200 tokens exactly one wins.
+// checks that of 8 consumers racing for each of 200 tokens exactly one wins,
+// accounting for every consume (raceAll).
 func Tokens(t Target, cfg RunConfig) Stats {
 	cfg.Name = "tokens (consume)"
 	pool := int64(20000)
@@ -179,32 +180,113 @@ func Tokens(t Target, cfg RunConfig) Stats {
 		return expect(st, err, 200)
 	})
 	// The race: exactly one of the consumers of each token wins.
-	race, err := issueTokens(t, 200)
+	race, err := issueTokens(t, raceTokens)
 	if err != nil {
 		s.Check = err.Error()
 		return s
 	}
-	var wins, losses atomic.Int64
+	s.Check, s.CheckOK = raceAll(t, race).verdict()
+	return s
+}
+
+const (
+	raceTokens    = 200
+	raceConsumers = 8
+	raceInFlight  = 128 // requests at once: 16 tokens' racers
+)
+
+// raceTally is what happened to every racing consume of every token.
+type raceTally struct {
+	wins       []int // per token
+	refused    int
+	settled    int // answers lost (an error, a 5xx) and learnt by a retry under the same key
+	unsettled  int // still unknown when the retry budget ran out
+	firstError string
+}
+
+// raceAll races raceConsumers consumes of each token, raceInFlight at
+// a time. A consume whose answer is lost is retried under its
+// Idempotency-Key until it gets one: the cluster applied it at most once,
+// and the retry's answer is what really happened (a lost win is a win, not
+// a refusal).
+func raceAll(t Target, toks []string) *raceTally {
+	id := runID()
+	tally := &raceTally{wins: make([]int, len(toks))}
+	var mu sync.Mutex
+	sem := make(chan struct{}, raceInFlight)
 	var wg sync.WaitGroup
-	for i, tok := range race {
-		for r := 0; r < 8; r++ {
+	for i, tok := range toks {
+		for r := 0; r < raceConsumers; r++ {
 			wg.Add(1)
+			sem <- struct{}{}
 			go func(i, r int, tok string) {
-				defer wg.Done()
-				st, _, _, err := call("POST", t.APIs[(i+r)%len(t.APIs)]+"/v1/tokens/consume", "", []byte(`{"scope":"bench","token":"`+tok+`"}`))
-				switch {
-				case err == nil && st == 200:
-					wins.Add(1)
-				case err == nil && st == 409:
-					losses.Add(1)
+				defer func() { <-sem; wg.Done() }()
+				status, retried, lastErr := consumeSettled(t.APIs[(i+r)%len(t.APIs)], tok, fmt.Sprintf("race-%s-%d-%d", id, i, r))
+				mu.Lock()
+				defer mu.Unlock()
+				switch status {
+				case 200:
+					tally.wins[i]++
+				case 409:
+					tally.refused++
+				default:
+					tally.unsettled++
+					if tally.firstError == "" {
+						tally.firstError = lastErr
+					}
+				}
+				if retried && (status == 200 || status == 409) {
+					tally.settled++
 				}
 			}(i, r, tok)
 		}
 	}
 	wg.Wait()
-	s.Check = fmt.Sprintf("200 tokens x 8 racing consumers: %d wins, %d refused", wins.Load(), losses.Load())
-	s.CheckOK = wins.Load() == 200 && losses.Load() == 1400
-	return s
+	return tally
+}
+
+// consumeSettled consumes tok under key, retrying while the answer is not
+// final (a transport error or a 5xx), for up to 30 s.
+func consumeSettled(api, tok, key string) (status int, retried bool, lastErr string) {
+	body := []byte(`{"scope":"bench","token":"` + tok + `"}`)
+	deadline := time.Now().Add(30 * time.Second)
+	for attempt := 0; ; attempt++ {
+		st, _, resp, err := call("POST", api+"/v1/tokens/consume", key, body)
+		if err == nil && (st == 200 || st == 409) {
+			return st, attempt > 0, ""
+		}
+		if err != nil {
+			lastErr = err.Error()
+		} else {
+			lastErr = fmt.Sprintf("status %d: %s", st, resp)
+		}
+		if err == nil && st < 500 {
+			return st, attempt > 0, lastErr // a final answer the race does not expect
+		}
+		if time.Now().After(deadline) {
+			return 0, attempt > 0, lastErr
+		}
+		time.Sleep(time.Duration(min(attempt+1, 10)) * 20 * time.Millisecond)
+	}
+}
+
+func (r *raceTally) verdict() (string, bool) {
+	won, bad := 0, []string{}
+	for i, n := range r.wins {
+		won += n
+		if n != 1 && len(bad) < 5 {
+			bad = append(bad, fmt.Sprintf("token %d won %d times", i, n))
+		}
+	}
+	msg := fmt.Sprintf("%d tokens x %d racing consumers: %d won, %d refused, %d lost answers settled by retrying under the same key, %d unsettled",
+		len(r.wins), raceConsumers, won, r.refused, r.settled, r.unsettled)
+	if len(bad) > 0 {
+		msg += "; " + strings.Join(bad, ", ")
+	}
+	if r.unsettled > 0 {
+		msg += "; last error: " + r.firstError
+	}
+	return msg, len(bad) == 0 && won == len(r.wins) && r.unsettled == 0 && won+r.refused == len(r.wins)*raceConsumers
 }
 
 func issueTokens(t Target, n int) ([]string, error) {

@@ -91,6 +91,35 @@ func (a *API) opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.cfg.OpTimeout)
 }
 
+// writeCtx is opCtx for a write. A write sent with an Idempotency-Key
+// header is proposed under a request id derived from the key and the whole
+// request (method, URI, If-Match, If-None-Match, body): a retry of it within
+// the state machine's request-id retention (two minutes) is applied at most
+// once and answered with the first attempt's result, so a client that lost
+// an answer (a broken connection, a 503 after a timeout) learns what
+// happened by sending the same request again. false means it answered 400.
+func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc, bool) {
+	vals := ctx.Request.Header.PeekAll("Idempotency-Key")
+	if len(vals) == 0 {
+		c, cancel := a.opCtx()
+		return c, cancel, true
+	}
+	if len(vals) > 1 {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "Idempotency-Key: "+errKeyDuplicate.Error())
+		return nil, nil, false
+	}
+	key, err := parseKey(vals[0])
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "Idempotency-Key: "+err.Error())
+		return nil, nil, false
+	}
+	h := &ctx.Request.Header
+	id := raftstore.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
+		h.Peek("If-Match"), h.Peek("If-None-Match"), ctx.PostBody())
+	c, cancel := a.opCtx()
+	return raftstore.WithRequestID(c, id), cancel, true
+}
+
 // Handle routes one API request.
 func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.URI().PathOriginal())
@@ -233,7 +262,10 @@ func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	c, cancel := a.opCtx()
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
 	defer cancel()
 	err := a.tokens.Consume(c, req.Scope, req.Token)
 	switch {
@@ -344,7 +376,10 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 		mode, version = fsm.SetCAS, v
 	}
 	value := append([]byte(nil), ctx.PostBody()...)
-	c, cancel := a.opCtx()
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
 	defer cancel()
 	res, err := a.store.KVSet(c, []byte(key), value, ttl, mode, version)
 	if err != nil {
@@ -374,7 +409,10 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 }
 
 func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
-	c, cancel := a.opCtx()
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
 	defer cancel()
 	res, err := a.store.KVGetDel(c, []byte(key))
 	switch {
@@ -420,7 +458,10 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		return
 	}
 	rk := fsm.RecordKey(scope, tenant, key)
-	c, cancel := a.opCtx()
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
 	defer cancel()
 	switch method {
 	case "GET":

@@ -273,3 +273,90 @@ func TestAPINoQuorum503(t *testing.T) {
 		t.Fatalf("readyz without quorum = %d", r.status)
 	}
 }
+
+// TestAPIRetryKeySettlesALostAnswer: a consume whose answer was lost (503
+// while the cluster had no quorum: it may or may not have been applied) is
+// retried under the same Idempotency-Key and answered with what really
+// happened: 200 once for this client, never "already used" because of its
+// own first attempt.
+func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(5 * time.Second)
+	issue := func() string {
+		r := do(t, "POST", ac.urls[leader]+"/v1/tokens", `{"scope":"pay"}`)
+		var tok struct{ Token string }
+		if json.Unmarshal([]byte(r.body), &tok); r.status != 201 {
+			t.Fatalf("issue = %d %s", r.status, r.body)
+		}
+		return fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token)
+	}
+	tok, other := issue(), issue()
+	for i := range ac.c.Stores {
+		if i != leader {
+			ac.c.Stop(i)
+		}
+	}
+	if r := do(t, "POST", ac.urls[leader]+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 503 {
+		t.Fatalf("consume without quorum = %d %s, want 503", r.status, r.body)
+	}
+	for i := range ac.c.Stores {
+		if i != leader {
+			ac.c.Start(i)
+		}
+	}
+	ac.c.WaitLeader(10 * time.Second)
+	// Only this node's API listener still has a live store (the test
+	// cluster's restarted nodes are new stores); it forwards to the leader.
+	url := ac.urls[leader]
+	for i := 0; i < 3; i++ {
+		if r := do(t, "POST", url+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 200 {
+			t.Fatalf("retry %d under the same key = %d %s, want 200", i, r.status, r.body)
+		}
+	}
+	if r := do(t, "POST", url+"/v1/tokens/consume", tok); r.status != 409 {
+		t.Fatalf("consume without the key after the settled one = %d, want 409", r.status)
+	}
+	// The same key on another request is another request.
+	if r := do(t, "POST", url+"/v1/tokens/consume", other, "Idempotency-Key", "k1"); r.status != 200 {
+		t.Fatalf("another token under the same key = %d %s, want 200", r.status, r.body)
+	}
+	if r := do(t, "POST", url+"/v1/tokens/consume", other, "Idempotency-Key", "k2"); r.status != 409 {
+		t.Fatalf("the other token under a new key = %d, want 409", r.status)
+	}
+	// SETNX retried under its key: the first attempt's 201, not a 409
+	// caused by itself; the key's value is the first attempt's.
+	for i := 0; i < 2; i++ {
+		if r := do(t, "PUT", url+"/v1/kv/lock?nx=1&ttl=1m", "owner-a", "Idempotency-Key", "lock-a"); r.status != 201 {
+			t.Fatalf("SETNX attempt %d = %d %s, want 201", i, r.status, r.body)
+		}
+	}
+	if r := do(t, "PUT", url+"/v1/kv/lock?nx=1&ttl=1m", "owner-b", "Idempotency-Key", "lock-b"); r.status != 409 || r.body != "owner-a" {
+		t.Fatalf("SETNX by another owner = %d %q, want 409 owner-a", r.status, r.body)
+	}
+	for _, bad := range []struct {
+		name string
+		hdr  []string
+	}{
+		{"space", []string{"Idempotency-Key", "a b"}},
+		{"too long", []string{"Idempotency-Key", strings.Repeat("k", 256)}},
+		{"bad sf-string", []string{"Idempotency-Key", `"open`}},
+	} {
+		if r := do(t, "POST", url+"/v1/tokens/consume", other, bad.hdr...); r.status != 400 || r.problemType(t) != "invalid-key" {
+			t.Fatalf("%s: %d %s, want 400 invalid-key", bad.name, r.status, r.body)
+		}
+	}
+	req, _ := http.NewRequest("DELETE", url+"/v1/kv/lock", nil)
+	req.Header.Add("Idempotency-Key", "x")
+	req.Header.Add("Idempotency-Key", "y")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("two Idempotency-Key headers = %d, want 400", resp.StatusCode)
+	}
+	if r := do(t, "GET", url+"/v1/kv/lock", ""); r.status != 200 || r.body != "owner-a" {
+		t.Fatalf("the refused requests changed the key: %d %q", r.status, r.body)
+	}
+}

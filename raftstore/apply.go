@@ -63,7 +63,8 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 }
 
 // Apply proposes c (through the leader, wherever it is) and returns its
-// result once applied. A command without a request id gets one; every retry
+// result once applied. A command without a request id gets the one ctx
+// carries (WithRequestID), or a fresh one; every retry
 // after a cut connection or a leadership change carries the same id, so the
 // state machine applies it once. A nil error means the command was applied;
 // the Result says how it went (Result.Err).
@@ -72,7 +73,11 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err // expiring frees space: let the sweeper run
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		c.ReqID = s.newReqID()
+		if id, ok := requestIDFrom(ctx); ok {
+			c.ReqID = id
+		} else {
+			c.ReqID = s.newReqID()
+		}
 	}
 	data := c.Encode(make([]byte, 0, 64+len(c.Key)+len(c.Value)+len(c.Body)))
 	first := true

@@ -1,0 +1,47 @@
+package raftstore
+
+import (
+	"context"
+	"crypto/sha256"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// A caller that may retry a write after losing its answer (a client whose
+// connection broke, a 503 after a timeout) names the write with a request
+// id of its own. Every attempt under that id is applied at most once, and a
+// retry within fsm.RequestIDRetention is answered with the first attempt's
+// result: the lost answer is recovered, not guessed.
+
+type reqIDKey struct{}
+
+// WithRequestID returns a context under which Apply proposes its command
+// with request id id instead of a fresh one.
+func WithRequestID(ctx context.Context, id fsm.ReqID) context.Context {
+	return context.WithValue(ctx, reqIDKey{}, id)
+}
+
+// RequestIDFor derives a request id from a client's retry key and the
+// request it names. The parts are length-prefixed, so no two different
+// part lists give the same input; a different request under the same
+// client key is a different id (it never recalls another request's answer).
+func RequestIDFor(parts ...[]byte) fsm.ReqID {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		l := uint64(len(p))
+		for i := range n {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(p)
+	}
+	var id fsm.ReqID
+	copy(id[:], h.Sum(nil))
+	return id
+}
+
+func requestIDFrom(ctx context.Context) (fsm.ReqID, bool) {
+	id, ok := ctx.Value(reqIDKey{}).(fsm.ReqID)
+	return id, ok && !id.IsZero()
+}
