@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/certs"
 )
 
 // Peer is one voter of the initial cluster.
@@ -59,6 +61,17 @@ type Config struct {
 	MinFreeBytes      uint64
 	DiskCheckInterval time.Duration
 
+	// PeerTLS, when set, secures the Raft port (Raft RPCs and forwarding):
+	// mutual TLS 1.3 with the cluster CA, and a peer is accepted only when
+	// its certificate names a node of the current Raft configuration. The
+	// check is made in the handshake, before a byte of either protocol is
+	// read. Nil: plaintext, for loopback clusters only.
+	PeerTLS *certs.Source
+	// MaxPeerConns caps the connections open on the Raft port at once
+	// (Raft and forwarding together); more are closed at accept and
+	// counted as too_many_connections.
+	MaxPeerConns int
+
 	// AddressProvider, when set, maps a peer's id to the address this node
 	// dials for it (Raft and forwarding): the fault tests route links
 	// through proxies with it.
@@ -83,6 +96,7 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		ApplyTimeout:       5 * time.Second,
 		DialTimeout:        time.Second,
+		MaxPeerConns:       256,
 		SweepInterval:      time.Second,
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
@@ -122,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 || c.SweepInterval <= 0 {
 		return errors.New("raftstore: ApplyTimeout, DialTimeout and SweepInterval must be positive")
+	}
+	if c.MaxPeerConns <= 0 {
+		return errors.New("raftstore: MaxPeerConns must be positive")
 	}
 	if c.MinFreeBytes > 0 && c.DiskCheckInterval <= 0 {
 		return errors.New("raftstore: DiskCheckInterval must be positive when MinFreeBytes is set")

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -65,8 +66,8 @@ type fwdClient struct {
 	closed bool
 }
 
-func dialForward(addr string, timeout time.Duration) (*fwdClient, error) {
-	conn, err := dialProto(addr, timeout, protoForward)
+func dialForward(addr string, timeout time.Duration, tlsCfg *tls.Config) (*fwdClient, error) {
+	conn, err := dialProto(addr, timeout, protoForward, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +201,12 @@ func (c *fwdClient) close() { c.fail() }
 
 // serveForward runs on the leader side of one forwarding connection.
 func (s *Store) serveForward(conn net.Conn) {
+	select {
+	case <-s.started:
+	case <-s.closing:
+		conn.Close()
+		return
+	}
 	s.fwdConns.Add(1)
 	defer s.fwdConns.Done()
 	s.trackConn(conn, true)
@@ -361,7 +368,7 @@ func (s *Store) fwdClientFor(id, addr string) (*fwdClient, error) {
 	if c := s.fwd[target]; c != nil && c.alive() {
 		return c, nil
 	}
-	c, err := dialForward(target, s.cfg.DialTimeout)
+	c, err := dialForward(target, s.cfg.DialTimeout, s.peerClientTLS(id))
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ func newMetrics(s *Store) *metrics {
 // Register registers the store's raft and state metrics on reg.
 func (s *Store) Register(reg prometheus.Registerer) error {
 	cs := []prometheus.Collector{
+		s.members.rejected,
 		s.metrics.leaderChanges,
 		s.metrics.applyDuration,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

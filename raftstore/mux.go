@@ -1,36 +1,57 @@
 package raftstore
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/certs"
 )
 
 // The first byte of every connection to the Raft port says who it is for,
 // so one port carries both Raft and forwarding (as rqlite's tcp.Mux does).
+// With TLS the byte is the first one inside the TLS stream: the handshake,
+// which checks the peer's certificate and membership, comes before it.
 const (
 	protoRaft    byte = 'R'
 	protoForward byte = 'F'
+
+	// handshakeTimeout bounds an accepted connection's TLS handshake and
+	// first byte together: a peer that says nothing is closed.
+	handshakeTimeout = 5 * time.Second
 )
 
-// mux accepts connections on the Raft port and routes them by first byte.
-type mux struct {
-	ln        net.Listener
+// muxConfig is what the mux needs besides its listener.
+type muxConfig struct {
 	advertise net.Addr
-	raftConns chan net.Conn
 	forward   func(net.Conn)
+	tls       *tls.Config // nil: plaintext
+	maxConns  int         // connections open at once, Raft and forwarding together
+	reject    func(reason string)
+	logger    *slog.Logger
+}
+
+// mux accepts connections on the Raft port, checks who they are from and
+// routes them by first byte.
+type mux struct {
+	cfg       muxConfig
+	ln        net.Listener
+	slots     chan struct{}
+	raftConns chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
 
-func newMux(ln net.Listener, advertise net.Addr, forward func(net.Conn)) *mux {
-	m := &mux{ln: ln, advertise: advertise, raftConns: make(chan net.Conn, 16),
-		forward: forward, closed: make(chan struct{})}
+func newMux(ln net.Listener, cfg muxConfig) *mux {
+	m := &mux{cfg: cfg, ln: ln, slots: make(chan struct{}, cfg.maxConns),
+		raftConns: make(chan net.Conn, 16), closed: make(chan struct{})}
 	m.wg.Add(1)
 	go m.serve()
 	return m
@@ -38,6 +59,7 @@ func newMux(ln net.Listener, advertise net.Addr, forward func(net.Conn)) *mux {
 
 func (m *mux) serve() {
 	defer m.wg.Done()
+	backoff := time.Duration(0)
 	for {
 		c, err := m.ln.Accept()
 		if err != nil {
@@ -49,33 +71,105 @@ func (m *mux) serve() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			// Out of file descriptors (EMFILE, ENFILE) or another
+			// transient failure: wait and accept again, never exit.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+				m.cfg.logger.Warn("raft port: accept failed; retrying", "error", err)
+			} else if backoff < time.Second {
+				backoff *= 2
+			}
+			select {
+			case <-time.After(backoff):
+			case <-m.closed:
+				return
+			}
 			continue
 		}
-		go m.route(c)
+		backoff = 0
+		select {
+		case m.slots <- struct{}{}:
+		default:
+			m.cfg.reject("too_many_connections")
+			c.Close()
+			continue
+		}
+		go m.route(&slotConn{Conn: c, release: func() { <-m.slots }})
 	}
 }
 
+// slotConn gives its slot back when it is closed.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
 func (m *mux) route(c net.Conn) {
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	conn := c
+	if m.cfg.tls != nil {
+		tc := tls.Server(c, m.cfg.tls)
+		if err := tc.Handshake(); err != nil {
+			m.cfg.reject(rejectReason(err))
+			c.Close()
+			return
+		}
+		conn = &slotTLSConn{Conn: tc, slot: c}
+	}
 	var b [1]byte
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(c, b[:]); err != nil {
-		c.Close()
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		conn.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
+	c.SetDeadline(time.Time{})
 	switch b[0] {
 	case protoRaft:
 		select {
-		case m.raftConns <- c:
+		case m.raftConns <- conn:
 		case <-m.closed:
-			c.Close()
+			conn.Close()
 		}
 	case protoForward:
-		m.forward(c)
+		m.cfg.forward(conn)
 	default:
-		c.Close()
+		m.cfg.reject("bad_protocol")
+		conn.Close()
 	}
+}
+
+// slotTLSConn is a TLS connection over a slotConn: closing it frees the slot.
+type slotTLSConn struct {
+	*tls.Conn
+	slot net.Conn
+}
+
+func (c *slotTLSConn) Close() error {
+	err := c.Conn.Close()
+	c.slot.Close()
+	return err
+}
+
+// rejectReason names why a TLS handshake failed, as the metric counts it.
+func rejectReason(err error) string {
+	var pe *certs.PeerError
+	var rh tls.RecordHeaderError
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe.Reason
+	case errors.As(err, &rh):
+		return "plaintext"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "handshake_timeout"
+	}
+	return "handshake"
 }
 
 func (m *mux) close() {
@@ -89,6 +183,8 @@ func (m *mux) close() {
 // raftLayer is the raft.StreamLayer over the mux.
 type raftLayer struct {
 	m *mux
+	// dialTLS gives the client config for dialling addr (nil: plaintext).
+	dialTLS func(addr string) *tls.Config
 }
 
 var _ raft.StreamLayer = (*raftLayer)(nil)
@@ -104,13 +200,15 @@ func (l *raftLayer) Accept() (net.Conn, error) {
 
 func (l *raftLayer) Close() error { l.m.close(); return nil }
 
-func (l *raftLayer) Addr() net.Addr { return l.m.advertise }
+func (l *raftLayer) Addr() net.Addr { return l.m.cfg.advertise }
 
 func (l *raftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialProto(string(addr), timeout, protoRaft)
+	return dialProto(string(addr), timeout, protoRaft, l.dialTLS(string(addr)))
 }
 
-func dialProto(addr string, timeout time.Duration, proto byte) (net.Conn, error) {
+// dialProto connects to a Raft port, completes the TLS handshake when
+// tlsCfg is set, and says which protocol follows.
+func dialProto(addr string, timeout time.Duration, proto byte, tlsCfg *tls.Config) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -118,11 +216,19 @@ func dialProto(addr string, timeout time.Duration, proto byte) (net.Conn, error)
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
-	c.SetWriteDeadline(time.Now().Add(timeout))
+	c.SetDeadline(time.Now().Add(timeout))
+	if tlsCfg != nil {
+		tc := tls.Client(c, tlsCfg)
+		if err := tc.Handshake(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
+	}
 	if _, err := c.Write([]byte{proto}); err != nil {
 		c.Close()
 		return nil, err
 	}
-	c.SetWriteDeadline(time.Time{})
+	c.SetDeadline(time.Time{})
 	return c, nil
 }

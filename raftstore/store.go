@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,8 @@ type Store struct {
 	snaps raft.SnapshotStore
 	trans *raft.NetworkTransport
 	mux   *mux
+	// members is who may connect to the Raft port (with PeerTLS).
+	members *members
 
 	fwdMu     sync.Mutex
 	fwd       map[string]*fwdClient
@@ -55,6 +58,10 @@ type Store struct {
 	obsCh   chan raft.Observation
 	obs     *raft.Observer
 
+	// started is closed once raft and the metrics exist: the Raft port
+	// accepts connections before that (raft's transport needs it), and
+	// forwarded requests wait for it.
+	started   chan struct{}
 	closing   chan struct{} // closed when Close starts: waits give up
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
@@ -80,13 +87,14 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, fmt.Errorf("raftstore: data dir: %w", err)
 	}
 	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
-		fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
+		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
 	if _, err := rand.Read(s.idPrefix[:]); err != nil {
 		return nil, err
 	}
 	var closers []io.Closer
 	defer func() {
 		if err != nil {
+			close(s.closing) // what waits for started gives up
 			for i := len(closers) - 1; i >= 0; i-- {
 				closers[i].Close()
 			}
@@ -132,9 +140,17 @@ func Open(cfg Config) (s *Store, err error) {
 		ln.Close()
 		return nil, fmt.Errorf("raftstore: advertise %s: %w", cfg.advertise(), err)
 	}
-	s.mux = newMux(ln, adv, s.serveForward)
+	s.members = newMembers(s)
+	mc := muxConfig{advertise: adv, forward: s.serveForward, maxConns: cfg.MaxPeerConns,
+		reject: s.members.reject, logger: s.logger}
+	if cfg.PeerTLS != nil {
+		mc.tls = cfg.PeerTLS.PeerServer(s.members.allow)
+	}
+	s.mux = newMux(ln, mc)
 	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:                &raftLayer{m: s.mux},
+		Stream: &raftLayer{m: s.mux, dialTLS: func(addr string) *tls.Config {
+			return s.peerClientTLS(s.members.idAt(addr))
+		}},
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
 		ServerAddressProvider: cfg.AddressProvider,
@@ -165,6 +181,7 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, fmt.Errorf("raftstore: start raft: %w", err)
 	}
 	s.metrics = newMetrics(s)
+	close(s.started)
 	s.obsCh = make(chan raft.Observation, 16)
 	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -175,7 +192,8 @@ func Open(cfg Config) (s *Store, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
-	s.bg.Add(4)
+	s.bg.Add(5)
+	go func() { defer s.bg.Done(); s.members.run(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
 	go func() { defer s.bg.Done(); s.watchLeader(ctx) }()
@@ -273,6 +291,15 @@ func (s *Store) trackConn(c net.Conn, add bool) {
 	} else {
 		delete(s.inbound, c)
 	}
+}
+
+// peerClientTLS is the TLS config for dialling node id ("" when unknown:
+// any member's certificate), or nil without PeerTLS.
+func (s *Store) peerClientTLS(id string) *tls.Config {
+	if s.cfg.PeerTLS == nil {
+		return nil
+	}
+	return s.cfg.PeerTLS.PeerClient(id)
 }
 
 // dialAddr is the address to dial for peer id (a test proxy, or addr).

@@ -1,0 +1,130 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Who may speak on the Raft port. With Config.PeerTLS a peer proves a node
+// id with its certificate, and is accepted only if that node is a member of
+// the current Raft configuration: a certificate of a removed node, or of a
+// node nobody added, reaches nothing. The configuration is cached (refreshed
+// every members.every, and at once when an unknown id knocks, so a node an
+// admin has just added is let in without waiting); the cache is read on
+// raft's own dialling path, which must never wait for raft's main loop.
+type members struct {
+	s     *Store
+	every time.Duration
+
+	mu      sync.Mutex
+	ids     map[string]string // id -> raft address; nil until raft reports a configuration
+	fetched time.Time
+
+	rejected *prometheus.CounterVec
+}
+
+func newMembers(s *Store) *members {
+	return &members{s: s, every: 250 * time.Millisecond,
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idemgate_peer_rejected_total",
+			Help: "Connections refused on the Raft port before any of their bytes were read, by reason.",
+		}, []string{"reason"})}
+}
+
+// refresh reads the latest configuration from raft (bounded: raft's main
+// loop may be busy), at most once per 50 ms.
+func (m *members) refresh() {
+	m.mu.Lock()
+	select {
+	case <-m.s.started:
+	default:
+		m.mu.Unlock()
+		return // no raft yet: the cluster file's peers decide
+	}
+	if time.Since(m.fetched) < 50*time.Millisecond {
+		m.mu.Unlock()
+		return
+	}
+	m.fetched = time.Now()
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	f := m.s.raft.GetConfiguration()
+	if err := m.s.waitFuture(ctx, f); err != nil {
+		return
+	}
+	ids := map[string]string{}
+	for _, srv := range f.Configuration().Servers {
+		ids[string(srv.ID)] = string(srv.Address)
+	}
+	m.mu.Lock()
+	m.ids = ids
+	m.mu.Unlock()
+}
+
+func (m *members) run(ctx context.Context) {
+	t := time.NewTicker(m.every)
+	defer t.Stop()
+	for {
+		m.refresh()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// allow decides whether node id may connect. Before raft has reported a
+// configuration the cluster file's peers are the members (any node the CA
+// vouches for, on a node started without peers to wait to be added); a node
+// whose configuration is empty (it is being added) accepts any node the CA
+// vouches for, since only a member can add it.
+func (m *members) allow(id string) error {
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt == 1 {
+			m.refresh() // perhaps a node just added
+		}
+		m.mu.Lock()
+		ids := m.ids
+		_, member := ids[id]
+		m.mu.Unlock()
+		switch {
+		case member:
+			return nil
+		case ids == nil && len(m.s.cfg.Peers) == 0, ids != nil && len(ids) == 0:
+			return nil
+		case ids == nil:
+			for _, p := range m.s.cfg.Peers {
+				if p.ID == id {
+					return nil
+				}
+			}
+		}
+	}
+	return fmt.Errorf("node %q is not a member of the cluster", id)
+}
+
+// idAt returns the member whose raft address is addr ("" if none is known):
+// the id the dialled server must prove.
+func (m *members) idAt(addr string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, a := range m.ids {
+		if a == addr {
+			return id
+		}
+	}
+	for _, p := range m.s.cfg.Peers {
+		if m.ids == nil && p.RaftAddr == addr {
+			return p.ID
+		}
+	}
+	return ""
+}
+
+func (m *members) reject(reason string) { m.rejected.WithLabelValues(reason).Inc() }

@@ -1,0 +1,214 @@
+package raftstore
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// issueCerts makes a CA in dir and a certificate for each id.
+func issueCerts(t testing.TB, dir string, ids ...string) {
+	t.Helper()
+	ca, _, err := certs.LoadOrCreateCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := ca.IssueNode(dir, certs.NodeRequest{ID: id, Hosts: []string{"127.0.0.1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func loadSource(t testing.TB, caDir, certDir, id string) *certs.Source {
+	t.Helper()
+	src, err := certs.Load(certs.CAFile(caDir), certs.NodeFile(certDir, id), certs.NodeKeyFile(certDir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// startTLSCluster starts a 3-node cluster whose Raft ports require mutual
+// TLS; it returns the cluster and the directory of its CA.
+func startTLSCluster(t *testing.T) (*TestCluster, string) {
+	dir := t.TempDir()
+	issueCerts(t, dir, "n1", "n2", "n3", "n9") // n9: signed by the CA, never a member
+	c := StartTestCluster(t, 3, func(cfg *Config) {
+		cfg.PeerTLS = loadSource(t, dir, dir, cfg.NodeID)
+	})
+	return c, dir
+}
+
+// forwardFrame is a forwarding request as a follower sends it.
+func forwardFrame(kind byte, payload []byte) []byte {
+	hdr := make([]byte, 13)
+	hdr[0] = kind
+	binary.BigEndian.PutUint64(hdr[1:], 1)
+	binary.BigEndian.PutUint32(hdr[9:], uint32(len(payload)))
+	return append(hdr, payload...)
+}
+
+// attackForward sends one forwarding frame that would plant a KV key, over
+// conn after the protocol byte, and reports whether any answer came back.
+func attackForward(t *testing.T, conn net.Conn, key string) bool {
+	t.Helper()
+	defer conn.Close()
+	cmd := fsm.Command{Type: fsm.TypeKVSet, Key: []byte(key), Value: []byte("forged")}
+	msg := append([]byte{protoForward}, forwardFrame(fwdApply, cmd.Encode(nil))...)
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write(msg); err != nil {
+		return false
+	}
+	var hdr [13]byte
+	_, err := io.ReadFull(bufio.NewReader(conn), hdr[:])
+	return err == nil
+}
+
+// plainLayer dials a Raft port without TLS, as an attacker's transport would.
+type plainLayer struct{ addr net.Addr }
+
+func (l plainLayer) Accept() (net.Conn, error) { select {} }
+func (l plainLayer) Close() error              { return nil }
+func (l plainLayer) Addr() net.Addr            { return l.addr }
+func (l plainLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return dialProto(string(a), timeout, protoRaft, nil)
+}
+
+func TestPeerTLSRefusesOutsiders(t *testing.T) {
+	c, dir := startTLSCluster(t)
+	leader := c.WaitLeader(10 * time.Second)
+	ctx := context.Background()
+	if _, err := c.Store(leader).KVSet(ctx, []byte("before"), []byte("1"), 0, fsm.SetPlain, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitConverged(10 * time.Second)
+	target := c.Cfgs[leader].RaftBind
+	hashes := func() [][32]byte {
+		var out [][32]byte
+		for _, s := range c.stores() {
+			h, err := s.FSM().StateHash()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, h)
+		}
+		return out
+	}
+	before := hashes()
+	term := c.Store(leader).Raft().CurrentTerm()
+
+	// 1. Plaintext forwarding frame.
+	conn, err := net.Dial("tcp", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attackForward(t, conn, "planted-plain") {
+		t.Error("a plaintext forwarding frame was answered")
+	}
+
+	// 2. Plaintext Raft RPCs: an AppendEntries with a huge term carrying a
+	// forged command stamped ten years ahead (without TLS it panics the
+	// leader: "log not found"), and an InstallSnapshot of garbage.
+	trans := raft.NewNetworkTransport(plainLayer{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}, 1, time.Second, io.Discard)
+	forged := fsm.Command{Type: fsm.TypeKVSet, Key: []byte("planted-raft"), Value: []byte("x"), Stamp: time.Now().Add(10 * 365 * 24 * time.Hour).UnixNano()}
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("evil"), Addr: []byte("127.0.0.1:1")},
+		Term: term + 1<<40, PrevLogEntry: 0, LeaderCommitIndex: 1 << 40,
+		Entries: []*raft.Log{{Index: 1 << 30, Term: term + 1<<40, Type: raft.LogCommand, Data: forged.Encode(nil)}}}
+	var resp raft.AppendEntriesResponse
+	err = trans.AppendEntries(raft.ServerID(c.Cfgs[leader].NodeID), raft.ServerAddress(target), req, &resp)
+	if err == nil {
+		t.Errorf("a plaintext AppendEntries was answered: %+v", resp)
+	}
+	var snapResp raft.InstallSnapshotResponse
+	snapReq := &raft.InstallSnapshotRequest{RPCHeader: req.RPCHeader, SnapshotVersion: raft.SnapshotVersionMax, Term: term + 1<<40, LastLogIndex: 1 << 30, Size: 8}
+	if err := trans.InstallSnapshot(raft.ServerID(c.Cfgs[leader].NodeID), raft.ServerAddress(target), snapReq, &snapResp, strings.NewReader("garbage!")); err == nil {
+		t.Errorf("a plaintext InstallSnapshot was answered")
+	}
+	trans.Close()
+
+	// 3. A certificate from another CA that names a member.
+	foreign := t.TempDir()
+	issueCerts(t, foreign, "n1")
+	// 4. A certificate from the cluster's CA for a node that is not a member.
+	for _, tc := range []struct {
+		name, reason string
+		src          *certs.Source
+	}{
+		{"foreign CA", "unknown_ca", loadSource(t, foreign, foreign, "n1")},
+		{"not a member", "not_member", loadSource(t, dir, dir, "n9")},
+	} {
+		beforeReason := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues(tc.reason))
+		attacker := tc.src.PeerClient("")
+		attacker.VerifyConnection = nil // an attacker trusts any server
+		conn, err := dialProtoRaw(target, attacker)
+		if err == nil && attackForward(t, conn, "planted-"+tc.name) {
+			t.Errorf("%s: a forwarding frame was answered", tc.name)
+		}
+		// The refusal is counted just after the alert is sent: wait a little.
+		counted := func() bool {
+			return testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues(tc.reason)) > beforeReason
+		}
+		for deadline := time.Now().Add(2 * time.Second); !counted() && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !counted() {
+			t.Errorf("%s: idemgate_peer_rejected_total{reason=%q} did not count it", tc.name, tc.reason)
+		}
+	}
+	if got := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues("plaintext")); got < 2 {
+		t.Errorf("plaintext rejections counted %v, want at least 2", got)
+	}
+
+	// Nothing changed: same state on every node, same term, same leader.
+	time.Sleep(200 * time.Millisecond)
+	after := hashes()
+	for i := range before {
+		if before[i] != after[i] {
+			t.Errorf("node %d's state changed under the attacks", i)
+		}
+	}
+	if now := c.Store(leader).Raft().CurrentTerm(); now != term || !c.Store(leader).IsLeader() {
+		t.Errorf("term %d -> %d, leader still: %v", term, now, c.Store(leader).IsLeader())
+	}
+	for _, key := range []string{"planted-plain", "planted-raft", "planted-foreign CA", "planted-not a member"} {
+		if _, err := c.Store(leader).KV(ctx, []byte(key), false); err != fsm.ErrNotFound {
+			t.Errorf("key %q: %v, want not found", key, err)
+		}
+	}
+
+	// A real member still replicates, forwarding included.
+	follower := (leader + 1) % 3
+	if _, err := c.Store(follower).KVSet(ctx, []byte("after"), []byte("2"), 0, fsm.SetPlain, 0); err != nil {
+		t.Fatalf("a member's forwarded write failed: %v", err)
+	}
+	c.WaitConverged(10 * time.Second)
+}
+
+// dialProtoRaw dials with a TLS client config and says nothing yet; an error
+// means the handshake failed on this side.
+func dialProtoRaw(addr string, cfg *tls.Config) (net.Conn, error) {
+	raw, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	tc := tls.Client(raw, cfg)
+	tc.SetDeadline(time.Now().Add(2 * time.Second))
+	if err := tc.Handshake(); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return tc, nil
+}
