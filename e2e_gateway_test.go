@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,26 +66,12 @@ func TestE2EGatewayProcesses(t *testing.T) {
 	}
 	bin := idemgateBinary(t)
 	up := startCountingUpstream(t)
-	dir := t.TempDir()
-	ids := []string{"n1", "n2", "n3"}
-	apis, gws := map[string]string{}, map[string]string{}
-	ports := freePorts(t, 9)
-	var cfg strings.Builder
-	cfg.WriteString("nodes:\n")
-	for i, id := range ids {
-		apis[id], gws[id] = ports[3*i], ports[3*i+1]
-		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, ports[3*i+2], apis[id], gws[id])
-	}
-	fmt.Fprintf(&cfg, `data_dir: %s/{id}
-upstream: http://%s
-raft: {heartbeat_timeout: 500ms, election_timeout: 500ms}
-routes:
+	c := writeCluster(t, t.TempDir(), "http://"+up.addr, `routes:
   - {name: pay, path: /pay, tenant: "header:X-User-Id"}
   - {name: form, path: /form, token: required}
-`, dir, up.addr)
-	cfgPath := filepath.Join(dir, "cluster.yaml")
-	os.WriteFile(cfgPath, []byte(cfg.String()), 0o644)
-	nodes := startNodes(t, bin, cfgPath, ids, apis)
+`)
+	ids, apis, gws := c.ids, c.apis, c.gws
+	nodes := startNodes(t, bin, c.path, ids, apis)
 	leader := ""
 	waitFor(t, "a leader", 20*time.Second, func() bool {
 		code, _, body, err := httpDo("GET", "http://"+apis["n1"]+"/v1/cluster", "")

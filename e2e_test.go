@@ -84,6 +84,34 @@ func startNodes(t *testing.T, bin, cfgPath string, ids []string, apis map[string
 	return nodes
 }
 
+// e2eCluster is a generated cluster file of three nodes on free loopback
+// ports.
+type e2eCluster struct {
+	path      string
+	ids       []string
+	apis, gws map[string]string
+}
+
+// writeCluster writes a 3-node cluster file into dir: free loopback ports,
+// data_dir in dir, fast Raft timeouts, upstream, then extra (YAML, as is).
+func writeCluster(t *testing.T, dir, upstream, extra string) *e2eCluster {
+	t.Helper()
+	c := &e2eCluster{path: filepath.Join(dir, "cluster.yaml"), ids: []string{"n1", "n2", "n3"},
+		apis: map[string]string{}, gws: map[string]string{}}
+	ports := freePorts(t, 9)
+	var cfg strings.Builder
+	cfg.WriteString("nodes:\n")
+	for i, id := range c.ids {
+		c.apis[id], c.gws[id] = ports[3*i], ports[3*i+1]
+		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, ports[3*i+2], c.apis[id], c.gws[id])
+	}
+	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: %s\nraft: {heartbeat_timeout: 500ms, election_timeout: 500ms}\n%s", dir, upstream, extra)
+	if err := os.WriteFile(c.path, []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func httpDo(method, url, body string, hdr ...string) (int, http.Header, string, error) {
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -123,21 +151,9 @@ func TestE2EThreeProcesses(t *testing.T) {
 	}
 	bin := idemgateBinary(t)
 	dir := t.TempDir()
-	ids := []string{"n1", "n2", "n3"}
-	apis := map[string]string{}
-	ports := freePorts(t, 9)
-	var cfg strings.Builder
-	cfg.WriteString("nodes:\n")
-	for i, id := range ids {
-		apis[id] = ports[3*i]
-		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, ports[3*i+1], apis[id], ports[3*i+2])
-	}
-	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: http://127.0.0.1:1\nraft:\n  heartbeat_timeout: 500ms\n  election_timeout: 500ms\n", dir)
-	cfgPath := filepath.Join(dir, "cluster.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	nodes := startNodes(t, bin, cfgPath, ids, apis)
+	c := writeCluster(t, dir, "http://127.0.0.1:1", "")
+	ids, apis := c.ids, c.apis
+	nodes := startNodes(t, bin, c.path, ids, apis)
 
 	var leader string
 	waitFor(t, "a leader", 20*time.Second, func() bool {
@@ -240,6 +256,11 @@ func TestE2EBadConfigExits2(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("nodes:\n  - {id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nupstream: http://127.0.0.1:4\nroutes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n"), 0o644)
+	// Non-loopback Raft or API addresses without protection are refused.
+	exposed := filepath.Join(dir, "exposed.yaml")
+	os.WriteFile(exposed, []byte("nodes:\n  - {id: n1, raft: 10.9.9.9:7001, api: 127.0.0.1:2, listen: 0.0.0.0:3}\n"), 0o644)
+	noTokens := filepath.Join(dir, "notokens.yaml")
+	os.WriteFile(noTokens, []byte("nodes:\n  - {id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\ntls:\n  ca: ca.pem\n  cert: n1.pem\n  key: n1-key.pem\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -250,6 +271,11 @@ func TestE2EBadConfigExits2(t *testing.T) {
 		{[]string{"serve", "--listen", "nope"}, "--listen"},
 		{[]string{"serve", "--upstream", "ftp://x"}, "--upstream"},
 		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"serve", "--config", exposed}, "tls: node n1's raft address 10.9.9.9:7001 is not loopback"},
+		{[]string{"serve", "--config", noTokens, "--api-listen", "0.0.0.0:9"}, "api.tokens: node n1's api address 0.0.0.0:9 is not loopback"},
+		{[]string{"serve", "--config", noTokens}, "tls.ca: stat " + filepath.Join(dir, "ca.pem")},
+		{[]string{"certs"}, "--config"},
+		{[]string{"token", "--role", "root"}, "--role"},
 	} {
 		cmd := exec.Command(bin, tc.args...)
 		var stderr bytes.Buffer

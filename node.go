@@ -46,6 +46,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	rc.MinFreeBytes = uint64(file.Raft.MinFree)
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
+	rc.PeerTLS = s.peerTLS
 	store, err := raftstore.Open(rc)
 	if err != nil {
 		return nil, err
@@ -77,6 +78,12 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	}
 	if err := n.gw.Register(n.reg); err != nil {
 		return nil, err
+	}
+	if s.peerTLS != nil {
+		n.api.UseTLS(s.peerTLS.Server())
+		if file.TLS.GatewayTLS() {
+			n.gw.UseTLS(s.gatewayTLS.Server())
+		}
 	}
 	if err := n.api.Listen(); err != nil {
 		return nil, err

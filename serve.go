@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
 )
 
@@ -56,6 +57,9 @@ type nodeSettings struct {
 	file    *config.File
 	node    config.Node
 	dataDir string
+	// TLS material (nil without tls): the node's certificate for the Raft
+	// and API ports, and the gateway's (the node's, or its own).
+	peerTLS, gatewayTLS *certs.Source
 }
 
 func resolveNode(f serveFlags) (nodeSettings, error) {
@@ -108,7 +112,57 @@ func resolveNode(f serveFlags) (nodeSettings, error) {
 	if f.dataDir != "" {
 		s.dataDir = f.dataDir
 	}
+	if err := file.CheckExposure(node); err != nil {
+		return nodeSettings{}, err
+	}
+	if err := s.loadTLS(); err != nil {
+		return nodeSettings{}, err
+	}
 	return s, nil
+}
+
+// loadTLS reads the node's certificates; an error names the field.
+func (s *nodeSettings) loadTLS() error {
+	t, id := s.file.TLS, s.node.ID
+	if t == nil {
+		return nil
+	}
+	for _, f := range []struct{ field, path string }{{"tls.ca", t.CA}, {"tls.cert", t.Cert}, {"tls.key", t.Key}} {
+		if _, err := os.Stat(s.file.Path(f.path, id)); err != nil {
+			return &config.Error{Field: f.field, Msg: err.Error()}
+		}
+	}
+	var err error
+	s.peerTLS, err = certs.Load(s.file.Path(t.CA, id), s.file.Path(t.Cert, id), s.file.Path(t.Key, id))
+	if err != nil {
+		return &config.Error{Field: "tls", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
+	}
+	if s.peerTLS.NodeID() != id {
+		return &config.Error{Field: "tls.cert", Msg: fmt.Sprintf("%s names node %q, not %q (idemgate certs makes one per node)",
+			s.file.Path(t.Cert, id), s.peerTLS.NodeID(), id)}
+	}
+	s.gatewayTLS = s.peerTLS
+	if t.GatewayTLS() && t.GatewayCert != "" {
+		s.gatewayTLS, err = certs.Load(s.file.Path(t.CA, id), s.file.Path(t.GatewayCert, id), s.file.Path(t.GatewayKey, id))
+		if err != nil {
+			return &config.Error{Field: "tls.gateway_cert", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
+		}
+	}
+	return nil
+}
+
+// reloadTLS re-reads the certificates (SIGHUP); new connections use them.
+func (s *nodeSettings) reloadTLS() error {
+	if s.peerTLS == nil {
+		return nil
+	}
+	if err := s.peerTLS.Reload(); err != nil {
+		return err
+	}
+	if s.gatewayTLS != s.peerTLS {
+		return s.gatewayTLS.Reload()
+	}
+	return nil
 }
 
 func serveCmd(args []string, stdout, stderr io.Writer) int {
@@ -147,16 +201,37 @@ func serve(ctx context.Context, s nodeSettings, logger *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "idemgate %s: node %s, gateway http://%s -> %s, api http://%s, raft %s, data %s\n",
-		version, s.node.ID, n.gw.Addr(), s.file.Upstream, n.api.Addr(), s.node.Raft, s.dataDir)
+	raftSecurity := "plaintext"
+	if s.peerTLS != nil {
+		raftSecurity = "mutual TLS"
+	}
+	fmt.Fprintf(stdout, "idemgate %s: node %s, gateway %s://%s -> %s, api %s://%s, raft %s (%s), data %s\n",
+		version, s.node.ID, n.gw.Scheme(), n.gw.Addr(), s.file.Upstream, n.api.Scheme(), n.api.Addr(), s.node.Raft, raftSecurity, s.dataDir)
+	if s.file.Insecure {
+		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.node.ID)
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var runErr error
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down", "node", s.node.ID)
-	case err := <-n.errs:
-		runErr = fmt.Errorf("listener: %w", err)
-	case <-n.store.FSM().Failed():
-		runErr = fmt.Errorf("state machine storage failed: %w", n.store.FSM().FailErr())
+wait:
+	for {
+		select {
+		case <-hup:
+			if err := s.reloadTLS(); err != nil {
+				logger.Error("SIGHUP: reload failed; keeping the current certificates", "error", err)
+			} else if s.peerTLS != nil {
+				logger.Info("SIGHUP: certificates reloaded", "node", s.node.ID, "expires", s.peerTLS.NotAfter())
+			}
+			continue
+		case <-ctx.Done():
+			logger.Info("shutting down", "node", s.node.ID)
+		case err := <-n.errs:
+			runErr = fmt.Errorf("listener: %w", err)
+		case <-n.store.FSM().Failed():
+			runErr = fmt.Errorf("state machine storage failed: %w", n.store.FSM().FailErr())
+		}
+		break wait
 	}
 	n.stop(10 * time.Second)
 	return runErr

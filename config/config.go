@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -25,6 +26,15 @@ type File struct {
 	Raft     Raft      `yaml:"raft"`
 	Limits   Limits    `yaml:"limits"`
 	Suspects Reconcile `yaml:"suspects"`
+	TLS      *TLS      `yaml:"tls"`
+	API      API       `yaml:"api"`
+	// Insecure allows non-loopback Raft and API addresses without tls and
+	// api.tokens (logged at every start).
+	Insecure bool `yaml:"insecure"`
+
+	// Dir is the directory of the file: relative paths in it (certificates,
+	// secret files) are relative to it. Empty for the embedded default.
+	Dir string `yaml:"-"`
 }
 
 // Node is one member of the cluster.
@@ -125,12 +135,19 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(data)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(data, filepath.Dir(abs))
 }
 
-// Parse parses and validates a cluster file.
-func Parse(data []byte) (*File, error) {
-	var f File
+// Parse parses and validates a cluster file; relative paths in it are
+// relative to the working directory.
+func Parse(data []byte) (*File, error) { return parse(data, "") }
+
+func parse(data []byte, dir string) (*File, error) {
+	f := File{Dir: dir}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
@@ -223,7 +240,7 @@ func (f *File) validate() error {
 	if f.Suspects.Window == 0 {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)
 	}
-	return nil
+	return f.validateSecurity()
 }
 
 func checkHostPort(a string) error {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -16,6 +17,7 @@ type listener struct {
 	addr string
 	srv  *fasthttp.Server
 	ln   net.Listener
+	tls  *tls.Config
 }
 
 // Limits are the protections a listener applies, so a slowloris or a huge
@@ -48,14 +50,30 @@ func newListener(name, addr string, h fasthttp.RequestHandler, l Limits) listene
 	}}
 }
 
+// UseTLS makes the listener serve TLS with cfg (call it before Listen).
+// The certificate comes from cfg's GetCertificate, so a reloaded one is
+// used by the next handshake without a restart.
+func (l *listener) UseTLS(cfg *tls.Config) { l.tls = cfg }
+
 // Listen binds the address.
 func (l *listener) Listen() error {
 	ln, err := net.Listen("tcp", l.addr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
+	if l.tls != nil {
+		ln = tls.NewListener(ln, l.tls)
+	}
 	l.ln = ln
 	return nil
+}
+
+// Scheme is "https" when the listener serves TLS, else "http".
+func (l *listener) Scheme() string {
+	if l.tls != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // Addr is the bound address (after Listen).

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSecurityErrorsNameTheField(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"tls without cert", base + "tls: {ca: ca.pem, key: k.pem}\n", "tls.cert"},
+		{"tls gateway value", base + "tls: {ca: a, cert: b, key: c, gateway: maybe}\n", "tls.gateway"},
+		{"gateway cert without key", base + "tls: {ca: a, cert: b, key: c, gateway_cert: d}\n", "tls.gateway_cert"},
+		{"token without role", base + "api: {tokens: [{name: ops, sha256: '" + hash + "'}]}\n", "api.tokens[0].role"},
+		{"token bad role", base + "api: {tokens: [{name: ops, role: root, sha256: '" + hash + "'}]}\n", "api.tokens[0].role"},
+		{"token short hash", base + "api: {tokens: [{name: ops, role: admin, sha256: 'abcd'}]}\n", "api.tokens[0].sha256"},
+		{"token both", base + "api: {tokens: [{name: ops, role: admin, sha256: '" + hash + "', secret_file: s}]}\n", "api.tokens[0]"},
+		{"token neither", base + "api: {tokens: [{name: ops, role: admin}]}\n", "api.tokens[0]"},
+		{"token missing file", base + "api: {tokens: [{name: ops, role: admin, secret_file: /nonexistent/s}]}\n", "api.tokens[0].secret_file"},
+		{"duplicate names", base + "api: {tokens: [{name: a, role: app, sha256: '" + hash + "'}, {name: a, role: read, sha256: '" + hash + "'}]}\n", "api.tokens[1].name"},
+		{"bad open", base + "api: {open: [healthz, cluster]}\n", "api.open[1]"},
+		{"unknown tls field", base + "tls: {ca: a, cert: b, key: c, colour: red}\n", "field colour not found"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.yaml))
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestSecretFileAndPaths(t *testing.T) {
+	dir := t.TempDir()
+	secret := "idg_0123456789abcdef0123"
+	os.WriteFile(filepath.Join(dir, "checkout"), []byte(secret+"\n"), 0o600)
+	path := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(path, []byte(base+"tls: {ca: certs/ca.pem, cert: 'certs/{id}.pem', key: '/abs/{id}-key.pem'}\n"+
+		"api: {tokens: [{name: checkout, role: app, secret_file: checkout}]}\n"), 0o600)
+	f, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.API.Tokens[0].Hash != sha256.Sum256([]byte(secret)) {
+		t.Error("secret_file: the hash is not the trimmed secret's")
+	}
+	if got := f.Path(f.TLS.Cert, "n1"); got != filepath.Join(dir, "certs", "n1.pem") {
+		t.Errorf("cert path = %q, want it beside the file", got)
+	}
+	if got := f.Path(f.TLS.Key, "n1"); got != "/abs/n1-key.pem" {
+		t.Errorf("absolute key path = %q", got)
+	}
+	if strings.Join(f.API.Open, ",") != "healthz,readyz,metrics" {
+		t.Errorf("default open = %v", f.API.Open)
+	}
+	closed, err := Parse([]byte(base + "api: {open: []}\n"))
+	if err != nil || closed.API.Open == nil || len(closed.API.Open) != 0 {
+		t.Errorf("open: [] = %v, %v; want an empty, non-nil list", closed.API.Open, err)
+	}
+}
+
+func TestCheckExposure(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	node := func(raft, api string) Node { return Node{ID: "n1", Raft: raft, API: api, Listen: "0.0.0.0:8001"} }
+	tests := []struct {
+		name  string
+		extra string
+		n     Node
+		want  string // "" = allowed
+	}{
+		{"loopback needs nothing", "", node("127.0.0.1:7001", "127.0.0.1:9001"), ""},
+		{"localhost and ::1", "", node("localhost:7001", "[::1]:9001"), ""},
+		{"public gateway alone is fine", "", node("127.0.0.2:7001", "127.0.0.1:9001"), ""},
+		{"raft on a LAN", "", node("10.0.0.1:7001", "127.0.0.1:9001"), "tls:"},
+		{"raft on all interfaces", "", node("0.0.0.0:7001", "127.0.0.1:9001"), "tls:"},
+		{"api on a LAN without tls", "", node("127.0.0.1:7001", "10.0.0.1:9001"), "tls:"},
+		{"api with tls, no tokens", "tls: {ca: a, cert: b, key: c}\n", node("10.0.0.1:7001", "10.0.0.1:9001"), "api.tokens:"},
+		{"tls and tokens", "tls: {ca: a, cert: b, key: c}\napi: {tokens: [{name: a, role: admin, sha256: '" + hash + "'}]}\n", node("10.0.0.1:7001", "10.0.0.1:9001"), ""},
+		{"insecure", "insecure: true\n", node("10.0.0.1:7001", "10.0.0.1:9001"), ""},
+	}
+	for _, tt := range tests {
+		f, err := Parse([]byte(base + tt.extra))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		err = f.CheckExposure(tt.n)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), "config: "+tt.want)):
+			t.Errorf("%s: %v, want an error naming %s", tt.name, err, tt.want)
+		}
+	}
+}
