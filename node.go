@@ -44,6 +44,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	rc.ApplyTimeout = file.Raft.ApplyTimeout.D()
 	rc.FSMNoSync = !file.Raft.FSMFsync
 	rc.MinFreeBytes = uint64(file.Raft.MinFree)
+	rc.MaxClockJump = file.Raft.MaxClockJump.D()
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
 	rc.PeerTLS = s.peerTLS

@@ -81,6 +81,10 @@ type Raft struct {
 	// MinFree: below it a node refuses writes, below a quarter of it the
 	// node stops (a full disk must never reach Raft's stores).
 	MinFree Size `yaml:"min_free"`
+	// MaxClockJump: a leader whose clock is further ahead of the
+	// replicated clock checks it with the other voters, and refuses to
+	// propose (stepping down) unless a quorum agrees.
+	MaxClockJump Duration `yaml:"max_clock_jump"`
 	// FSMFsync makes the state machine fsync its own file on every commit.
 	// Off by default: the Raft log is fsynced (see fsm.Config.NoSync).
 	FSMFsync bool `yaml:"fsm_fsync"`
@@ -234,6 +238,9 @@ func (f *File) validate() error {
 		return fieldErr("upstream", "required when routes are configured")
 	}
 	f.Raft.defaults()
+	if f.Raft.MaxClockJump.D() < time.Minute {
+		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", f.Raft.MaxClockJump.D())
+	}
 	if err := f.Limits.defaults(); err != nil {
 		return err
 	}
@@ -396,6 +403,9 @@ func (r *Raft) defaults() {
 	}
 	if r.MinFree == 0 {
 		r.MinFree = 64 << 20
+	}
+	if r.MaxClockJump == 0 {
+		r.MaxClockJump = Duration(time.Hour)
 	}
 }
 

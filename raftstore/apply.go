@@ -44,7 +44,11 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 			return nil, err
 		}
 	}
-	if err := fsm.Stamp(data, stampNow()); err != nil {
+	stamp := s.stampNow()
+	if err := s.clock.check(context.Background(), stamp); err != nil {
+		return nil, err
+	}
+	if err := fsm.Stamp(data, stamp); err != nil {
 		return nil, err
 	}
 	start := time.Now()

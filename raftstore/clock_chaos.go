@@ -15,4 +15,4 @@ var clockSkew = func() time.Duration {
 	return d
 }()
 
-func stampNow() int64 { return time.Now().Add(clockSkew).UnixNano() }
+func chaosSkew() int64 { return int64(clockSkew) }

@@ -61,6 +61,13 @@ type Config struct {
 	MinFreeBytes      uint64
 	DiskCheckInterval time.Duration
 
+	// MaxClockJump: how far ahead of the state machine's clock a leader's
+	// own clock may be before the leader checks it with the other voters
+	// (clockguard.go). A clock a quorum does not confirm is refused.
+	MaxClockJump time.Duration
+	// Clock is this node's wall clock; nil means time.Now. Tests skew it.
+	Clock func() time.Time
+
 	// PeerTLS, when set, secures the Raft port (Raft RPCs and forwarding):
 	// mutual TLS 1.3 with the cluster CA, and a peer is accepted only when
 	// its certificate names a node of the current Raft configuration. The
@@ -97,6 +104,7 @@ func DefaultConfig() Config {
 		ApplyTimeout:       5 * time.Second,
 		DialTimeout:        time.Second,
 		MaxPeerConns:       256,
+		MaxClockJump:       time.Hour,
 		SweepInterval:      time.Second,
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
@@ -139,6 +147,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPeerConns <= 0 {
 		return errors.New("raftstore: MaxPeerConns must be positive")
+	}
+	if c.MaxClockJump < time.Minute {
+		return errors.New("raftstore: MaxClockJump must be at least a minute (the idle clock tick is 30s)")
 	}
 	if c.MinFreeBytes > 0 && c.DiskCheckInterval <= 0 {
 		return errors.New("raftstore: DiskCheckInterval must be positive when MinFreeBytes is set")

@@ -21,11 +21,15 @@ var (
 	// ErrDiskFull: the node's disk is nearly full; it refuses writes rather
 	// than let Raft's stores fail (see disk.go).
 	ErrDiskFull = errors.New("disk nearly full")
+	// ErrClockJump: this leader's clock is far ahead of the cluster's; it
+	// refuses to stamp commands with it and hands leadership on.
+	ErrClockJump = errors.New("clock jumped ahead of the cluster")
 )
 
 // Unavailable reports whether err means the store could not serve the call
 // (no quorum, deadline, shutdown): the gateway's 503.
 func Unavailable(err error) bool {
 	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrTimeout) ||
-		errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrDiskFull)
+		errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrDiskFull) ||
+		errors.Is(err, ErrClockJump)
 }

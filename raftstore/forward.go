@@ -25,6 +25,7 @@ const (
 	fwdReadIndex byte = 'I' // payload: empty; answer: read index (8 bytes)
 	fwdAddVoter  byte = 'V' // payload: id \0 address
 	fwdRemove    byte = 'X' // payload: id
+	fwdClock     byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1 // retry against the current leader
@@ -300,6 +301,9 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 			}
 			return statusOK, binary.BigEndian.AppendUint64(nil, idx)
 		}
+	case fwdClock:
+		now := s.stampNow()
+		return func() (byte, []byte) { return statusOK, binary.BigEndian.AppendUint64(nil, uint64(now)) }
 	case fwdAddVoter, fwdRemove:
 		return func() (byte, []byte) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)

@@ -40,6 +40,7 @@ type Store struct {
 	mux   *mux
 	// members is who may connect to the Raft port (with PeerTLS).
 	members *members
+	clock   clockGuard
 
 	fwdMu     sync.Mutex
 	fwd       map[string]*fwdClient
@@ -192,8 +193,10 @@ func Open(cfg Config) (s *Store, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
-	s.bg.Add(5)
+	s.clock.s = s
+	s.bg.Add(6)
 	go func() { defer s.bg.Done(); s.members.run(ctx) }()
+	go func() { defer s.bg.Done(); s.tick(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
 	go func() { defer s.bg.Done(); s.watchLeader(ctx) }()
