@@ -45,6 +45,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	rc.FSMNoSync = !file.Raft.FSMFsync
 	rc.MinFreeBytes = uint64(file.Raft.MinFree)
 	rc.MaxClockJump = file.Raft.MaxClockJump.D()
+	rc.MaxCommandBytes = commandLimit(file)
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
 	rc.PeerTLS = s.peerTLS
@@ -95,6 +96,19 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	go func() { n.errs <- n.api.Serve() }()
 	go func() { n.errs <- n.gw.Serve() }()
 	return n, nil
+}
+
+// commandLimit is the largest command this node's listeners can make (a KV
+// value or request body, or a stored response with its headers): the store
+// refuses larger ones and bounds forwarding frames with it.
+func commandLimit(file *config.File) int {
+	n := int(file.Limits.MaxRequestBody)
+	for _, r := range file.Routes {
+		if int(*r.MaxStoredBody) > n {
+			n = int(*r.MaxStoredBody)
+		}
+	}
+	return n + int(file.Limits.MaxHeaderBytes) + 64<<10
 }
 
 func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, logger *slog.Logger) gateway.Config {

@@ -106,7 +106,7 @@ func Open(cfg Config) (*FSM, error) {
 }
 
 func openDB(path string, noSync bool) (*bolt.DB, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{

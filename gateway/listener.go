@@ -3,8 +3,11 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -13,11 +16,12 @@ import (
 // listener is a fasthttp server on one address; the API and the gateway
 // listener embed it.
 type listener struct {
-	name string // for errors: "api listener", "gateway listener"
-	addr string
-	srv  *fasthttp.Server
-	ln   net.Listener
-	tls  *tls.Config
+	name   string // for errors: "api listener", "gateway listener"
+	logger *slog.Logger
+	addr   string
+	srv    *fasthttp.Server
+	ln     net.Listener
+	tls    *tls.Config
 }
 
 // Limits are the protections a listener applies, so a slowloris or a huge
@@ -61,11 +65,48 @@ func (l *listener) Listen() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
+	logger := l.logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ln = &retryListener{Listener: ln, name: l.name, logger: logger}
 	if l.tls != nil {
 		ln = tls.NewListener(ln, l.tls)
 	}
 	l.ln = ln
 	return nil
+}
+
+// retryListener keeps accepting through a shortage of file descriptors
+// (EMFILE, ENFILE) or a connection aborted before it was accepted: fasthttp's
+// Serve returns on any accept error that is not a timeout, which would take
+// the whole node down when a flood of connections uses up its descriptors.
+type retryListener struct {
+	net.Listener
+	name   string
+	logger *slog.Logger
+}
+
+func (l *retryListener) Accept() (net.Conn, error) {
+	backoff := 5 * time.Millisecond
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil || !retryableAccept(err) {
+			return c, err
+		}
+		if backoff == 5*time.Millisecond {
+			l.logger.Warn(l.name+": accept failed; retrying", "error", err)
+		}
+		time.Sleep(backoff)
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+func retryableAccept(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
 }
 
 // Scheme is "https" when the listener serves TLS, else "http".

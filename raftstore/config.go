@@ -74,6 +74,13 @@ type Config struct {
 	// check is made in the handshake, before a byte of either protocol is
 	// read. Nil: plaintext, for loopback clusters only.
 	PeerTLS *certs.Source
+	// MaxCommandBytes bounds one encoded command (a KV value, a stored
+	// response with its headers): larger ones are refused before they are
+	// proposed, and forwarding frames are bounded by it. Set it from the
+	// listeners' body limits so both agree.
+	MaxCommandBytes int
+	// LogCacheBytes bounds the recent log entries kept in memory.
+	LogCacheBytes int
 	// MaxPeerConns caps the connections open on the Raft port at once
 	// (Raft and forwarding together); more are closed at accept and
 	// counted as too_many_connections.
@@ -104,6 +111,8 @@ func DefaultConfig() Config {
 		ApplyTimeout:       5 * time.Second,
 		DialTimeout:        time.Second,
 		MaxPeerConns:       256,
+		LogCacheBytes:      32 << 20,
+		MaxCommandBytes:    8 << 20,
 		MaxClockJump:       time.Hour,
 		SweepInterval:      time.Second,
 		MinFreeBytes:       64 << 20,
@@ -144,6 +153,12 @@ func (c Config) Validate() error {
 	}
 	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 || c.SweepInterval <= 0 {
 		return errors.New("raftstore: ApplyTimeout, DialTimeout and SweepInterval must be positive")
+	}
+	if c.MaxCommandBytes <= 0 || c.MaxCommandBytes > 1<<30 {
+		return errors.New("raftstore: MaxCommandBytes must be 1 byte to 1 GiB")
+	}
+	if c.LogCacheBytes <= 0 {
+		return errors.New("raftstore: LogCacheBytes must be positive")
 	}
 	if c.MaxPeerConns <= 0 {
 		return errors.New("raftstore: MaxPeerConns must be positive")

@@ -24,6 +24,9 @@ var (
 	// ErrClockJump: this leader's clock is far ahead of the cluster's; it
 	// refuses to stamp commands with it and hands leadership on.
 	ErrClockJump = errors.New("clock jumped ahead of the cluster")
+	// ErrTooLarge: the command is over Config.MaxCommandBytes; nothing
+	// was proposed.
+	ErrTooLarge = errors.New("command too large")
 )
 
 // Unavailable reports whether err means the store could not serve the call

@@ -33,8 +33,14 @@ const (
 	statusError     byte = 3 // a final error; payload is its message
 	statusShutdown  byte = 4
 
-	maxFrame = 64 << 20
+	// frameOverhead is what a frame may hold besides a command (a result's
+	// fields, an error message).
+	frameOverhead = 64 << 10
 )
+
+// frameTimeout bounds reading one frame's payload once its header came: a
+// peer that stops mid-frame is cut off. A variable for the tests.
+var frameTimeout = 10 * time.Second
 
 var errConnLost = errors.New("forwarding connection lost")
 
@@ -58,21 +64,22 @@ type fwdResp struct {
 
 // fwdClient is one connection to a leader.
 type fwdClient struct {
-	conn   net.Conn
-	calls  chan *fwdCall
-	mu     sync.Mutex
-	seq    uint64
-	inUse  map[uint64]*fwdCall
-	dead   chan struct{}
-	closed bool
+	conn     net.Conn
+	maxFrame uint32
+	calls    chan *fwdCall
+	mu       sync.Mutex
+	seq      uint64
+	inUse    map[uint64]*fwdCall
+	dead     chan struct{}
+	closed   bool
 }
 
-func dialForward(addr string, timeout time.Duration, tlsCfg *tls.Config) (*fwdClient, error) {
+func dialForward(addr string, timeout time.Duration, tlsCfg *tls.Config, maxFrame uint32) (*fwdClient, error) {
 	conn, err := dialProto(addr, timeout, protoForward, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &fwdClient{conn: conn, calls: make(chan *fwdCall, 1024),
+	c := &fwdClient{conn: conn, maxFrame: maxFrame, calls: make(chan *fwdCall, 1024),
 		inUse: make(map[uint64]*fwdCall), dead: make(chan struct{})}
 	go c.writeLoop()
 	go c.readLoop()
@@ -160,15 +167,17 @@ func (c *fwdClient) readLoop() {
 		}
 		seq := binary.BigEndian.Uint64(hdr[:])
 		n := binary.BigEndian.Uint32(hdr[9:])
-		if n > maxFrame {
+		if n > c.maxFrame {
 			c.fail()
 			return
 		}
 		payload := make([]byte, n)
+		c.conn.SetReadDeadline(time.Now().Add(frameTimeout))
 		if _, err := io.ReadFull(br, payload); err != nil {
 			c.fail()
 			return
 		}
+		c.conn.SetReadDeadline(time.Time{})
 		c.mu.Lock()
 		call := c.inUse[seq]
 		delete(c.inUse, seq)
@@ -258,13 +267,16 @@ func (s *Store) serveForward(conn net.Conn) {
 		kind := hdr[0]
 		seq := binary.BigEndian.Uint64(hdr[1:])
 		n := binary.BigEndian.Uint32(hdr[9:])
-		if n > maxFrame {
+		if n > s.maxFrame() {
+			s.logger.Warn("forwarding: frame over the limit; closing the connection", "bytes", n, "limit", s.maxFrame(), "peer", conn.RemoteAddr())
 			return
 		}
 		payload := make([]byte, n)
+		conn.SetReadDeadline(time.Now().Add(frameTimeout))
 		if _, err := io.ReadFull(br, payload); err != nil {
 			return
 		}
+		conn.SetReadDeadline(time.Time{})
 		answers <- answer{seq: seq, wait: s.handleForwarded(kind, payload)}
 	}
 }
@@ -362,6 +374,10 @@ func (s *Store) forward(ctx context.Context, leaderID, leaderAddr string, kind b
 	return nil, &remoteError{msg: msg}
 }
 
+// maxFrame bounds a forwarding frame: the largest command, and room for
+// the rest.
+func (s *Store) maxFrame() uint32 { return uint32(s.cfg.MaxCommandBytes + frameOverhead) }
+
 func (s *Store) fwdClientFor(id, addr string) (*fwdClient, error) {
 	target := s.dialAddr(id, addr)
 	s.fwdMu.Lock()
@@ -372,7 +388,7 @@ func (s *Store) fwdClientFor(id, addr string) (*fwdClient, error) {
 	if c := s.fwd[target]; c != nil && c.alive() {
 		return c, nil
 	}
-	c, err := dialForward(target, s.cfg.DialTimeout, s.peerClientTLS(id))
+	c, err := dialForward(target, s.cfg.DialTimeout, s.peerClientTLS(id), s.maxFrame())
 	if err != nil {
 		return nil, err
 	}

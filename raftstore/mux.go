@@ -25,6 +25,10 @@ const (
 	// handshakeTimeout bounds an accepted connection's TLS handshake and
 	// first byte together: a peer that says nothing is closed.
 	handshakeTimeout = 5 * time.Second
+	// maxPendingPerIP bounds the connections of one address still in their
+	// handshake, so one host's idle connections cannot take every slot
+	// from the members.
+	maxPendingPerIP = 16
 )
 
 // muxConfig is what the mux needs besides its listener.
@@ -43,6 +47,8 @@ type mux struct {
 	cfg       muxConfig
 	ln        net.Listener
 	slots     chan struct{}
+	pendingMu sync.Mutex
+	pending   map[string]int // by remote IP: connections not yet past their handshake
 	raftConns chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -50,7 +56,7 @@ type mux struct {
 }
 
 func newMux(ln net.Listener, cfg muxConfig) *mux {
-	m := &mux{cfg: cfg, ln: ln, slots: make(chan struct{}, cfg.maxConns),
+	m := &mux{cfg: cfg, ln: ln, slots: make(chan struct{}, cfg.maxConns), pending: map[string]int{},
 		raftConns: make(chan net.Conn, 16), closed: make(chan struct{})}
 	m.wg.Add(1)
 	go m.serve()
@@ -87,14 +93,48 @@ func (m *mux) serve() {
 			continue
 		}
 		backoff = 0
+		ip := remoteIP(c)
+		if !m.enter(ip) {
+			m.cfg.reject("too_many_pending")
+			c.Close()
+			continue
+		}
 		select {
 		case m.slots <- struct{}{}:
 		default:
+			m.leave(ip)
 			m.cfg.reject("too_many_connections")
 			c.Close()
 			continue
 		}
-		go m.route(&slotConn{Conn: c, release: func() { <-m.slots }})
+		go m.route(&slotConn{Conn: c, release: func() { <-m.slots }}, ip)
+	}
+}
+
+func remoteIP(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// enter counts a new pending connection from ip, if ip has room.
+func (m *mux) enter(ip string) bool {
+	m.pendingMu.Lock()
+	defer m.pendingMu.Unlock()
+	if m.pending[ip] >= maxPendingPerIP {
+		return false
+	}
+	m.pending[ip]++
+	return true
+}
+
+func (m *mux) leave(ip string) {
+	m.pendingMu.Lock()
+	defer m.pendingMu.Unlock()
+	if m.pending[ip]--; m.pending[ip] <= 0 {
+		delete(m.pending, ip)
 	}
 }
 
@@ -111,12 +151,13 @@ func (c *slotConn) Close() error {
 	return err
 }
 
-func (m *mux) route(c net.Conn) {
+func (m *mux) route(c net.Conn, ip string) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn := c
 	if m.cfg.tls != nil {
 		tc := tls.Server(c, m.cfg.tls)
 		if err := tc.Handshake(); err != nil {
+			m.leave(ip)
 			m.cfg.reject(rejectReason(err))
 			c.Close()
 			return
@@ -124,7 +165,9 @@ func (m *mux) route(c net.Conn) {
 		conn = &slotTLSConn{Conn: tc, slot: c}
 	}
 	var b [1]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil {
+	_, err := io.ReadFull(conn, b[:])
+	m.leave(ip)
+	if err != nil {
 		conn.Close()
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,7 +33,7 @@ type Store struct {
 	fsm   *fsm.FSM
 	wrap  *appliedFSM
 	logs  *raftboltdb.BoltStore
-	cache *raft.LogCache // recent entries in memory: replication and reads skip bbolt and msgpack
+	cache *logCache // recent entries in memory: replication and reads skip bbolt and msgpack
 	snaps raft.SnapshotStore
 	trans *raft.NetworkTransport
 	mux   *mux
@@ -70,9 +69,9 @@ type Store struct {
 	closeErr  error
 }
 
-// logCacheSize is how many recent log entries are kept in memory; a few
-// full batches (MaxAppendEntries) so followers catching up by a batch or two
-// are served from memory.
+// logCacheSize is how many recent log entries are kept in memory (at most
+// Config.LogCacheBytes of them); a few full batches (MaxAppendEntries) so
+// followers catching up by a batch or two are served from memory.
 const logCacheSize = 4096
 
 // Open opens the node's data, starts Raft and, on a node without Raft
@@ -84,8 +83,8 @@ func Open(cfg Config) (s *Store, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("raftstore: data dir: %w", err)
+	if err := privateDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
@@ -118,16 +117,15 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, fmt.Errorf("raftstore: log store: %w", err)
 	}
 	closers = append(closers, s.logs)
-	if s.cache, err = raft.NewLogCache(logCacheSize, s.logs); err != nil {
-		return nil, fmt.Errorf("raftstore: log cache: %w", err)
-	}
+	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
 
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft." + cfg.NodeID, Output: orDiscard(cfg.RaftLogOutput),
 		Level: hclog.LevelFromString(cfg.RaftLogLevel)})
-	s.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
 	}
+	s.snaps = privateSnapshots{SnapshotStore: snaps, dir: cfg.DataDir}
 	if err := s.catchUpFromSnapshot(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,150 @@
+package raftstore
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// The flood helper: when the test binary runs with IDEMGATE_FLOOD_TARGET
+// set, it is the attacker process of TestIdleConnectionFlood (its file
+// descriptors are its own, not the node's): it opens up to
+// IDEMGATE_FLOOD_N connections from 127.0.0.2, says nothing on them, prints
+// how many it opened, and holds them until its stdin closes.
+func TestMain(m *testing.M) {
+	if target := os.Getenv("IDEMGATE_FLOOD_TARGET"); target != "" {
+		n, _ := strconv.Atoi(os.Getenv("IDEMGATE_FLOOD_N"))
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+		var conns []net.Conn
+		for i := 0; i < n; i++ {
+			c, err := d.Dial("tcp", target)
+			if err != nil {
+				continue // out of descriptors, or a full backlog: keep going
+			}
+			conns = append(conns, c)
+		}
+		fmt.Println(len(conns))
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestIdleConnectionFlood: another process opens 20,000 connections to the
+// leader's Raft port and says nothing. The node holds at most a few of them
+// (16 per address still in their handshake), keeps serving writes, and a
+// follower restarted meanwhile rejoins over new connections.
+func TestIdleConnectionFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 20,000 connections")
+	}
+	c, _ := startTLSCluster(t)
+	leader := c.WaitLeader(10 * time.Second)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "IDEMGATE_FLOOD_TARGET="+c.Cfgs[leader].RaftBind, "IDEMGATE_FLOOD_N=20000")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("flood helper: %v", err)
+	}
+	opened, _ := strconv.Atoi(strings.TrimSpace(line))
+	t.Logf("the attacker opened %d connections", opened)
+	if opened < 15000 {
+		t.Fatalf("the attacker opened only %d connections: the test proves little", opened)
+	}
+	// While they are held: writes through a follower (forwarding) and the
+	// leader, and a follower restarted from its files.
+	ctx := context.Background()
+	follower := (leader + 1) % 3
+	for i := 0; i < 20; i++ {
+		s := c.Store([]int{leader, follower}[i%2])
+		if _, err := s.KVSet(ctx, []byte(fmt.Sprint("during-", i)), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+			t.Fatalf("write %d during the flood: %v", i, err)
+		}
+	}
+	other := (leader + 2) % 3
+	c.Stop(other)
+	c.Start(other)
+	c.WaitConverged(20 * time.Second)
+	refused := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues("too_many_pending"))
+	// The rest were let in 16 at a time and cut off by the handshake timeout.
+	if refused < 0.95*float64(opened) {
+		t.Fatalf("%v connections refused as too_many_pending, want nearly all of %d", refused, opened)
+	}
+	t.Logf("%v refused at once as too_many_pending", refused)
+}
+
+// TestForwardFrameLimits: even a member cannot make the leader buffer a
+// frame over the command limit, or hold a frame open without sending it.
+func TestForwardFrameLimits(t *testing.T) {
+	defer func(d time.Duration) { frameTimeout = d }(frameTimeout)
+	frameTimeout = 300 * time.Millisecond
+	c, dir := startTLSCluster(t)
+	leader := c.WaitLeader(10 * time.Second)
+	target := c.Cfgs[leader].RaftBind
+	member := loadSource(t, dir, dir, c.Cfgs[(leader+1)%3].NodeID)
+	open := func() net.Conn {
+		conn, err := dialProto(target, time.Second, protoForward, member.PeerClient(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	closedWithin := func(conn net.Conn, d time.Duration) bool {
+		conn.SetReadDeadline(time.Now().Add(d))
+		_, err := conn.Read(make([]byte, 1))
+		ne, timeout := err.(net.Error)
+		return err != nil && !(timeout && ne.Timeout())
+	}
+	hdr := func(n uint32) []byte {
+		b := make([]byte, 13)
+		b[0] = fwdApply
+		binary.BigEndian.PutUint64(b[1:], 1)
+		binary.BigEndian.PutUint32(b[9:], n)
+		return b
+	}
+	// A frame of 1 GiB: closed at its header.
+	conn := open()
+	conn.Write(hdr(1 << 30))
+	if !closedWithin(conn, 2*time.Second) {
+		t.Error("a 1 GiB frame header was not refused")
+	}
+	conn.Close()
+	// A frame that stops halfway: closed after frameTimeout.
+	conn = open()
+	conn.Write(append(hdr(100), make([]byte, 10)...))
+	start := time.Now()
+	if !closedWithin(conn, 5*time.Second) {
+		t.Error("a frame stalled halfway was kept open")
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Errorf("a stalled frame was cut off after %s, want about %s", waited, frameTimeout)
+	}
+	conn.Close()
+	// A command over the limit is refused before it is proposed.
+	big := make([]byte, c.Cfgs[leader].MaxCommandBytes)
+	if _, err := c.Store(leader).KVSet(context.Background(), []byte("big"), big, 0, fsm.SetPlain, 0); err == nil || !strings.Contains(err.Error(), ErrTooLarge.Error()) {
+		t.Errorf("a command over MaxCommandBytes = %v, want ErrTooLarge", err)
+	}
+	if _, err := c.Store(leader).KVSet(context.Background(), []byte("after"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		t.Errorf("the leader stopped serving: %v", err)
+	}
+}
