@@ -61,13 +61,37 @@ func forwardFrame(kind byte, payload []byte) []byte {
 	return append(hdr, payload...)
 }
 
-// attackForward sends one forwarding frame that would plant a KV key, over
-// conn after the protocol byte, and reports whether any answer came back.
+// forgedFrames are the forwarding requests of the attacks: plant a KV key, a
+// record for a customer's future key, a forged completed response with a
+// Set-Cookie for a key that exists, a never-expiring token, the reserved
+// node keys, and membership changes.
+func forgedFrames(key string) [][]byte {
+	cmds := []fsm.Command{
+		{Type: fsm.TypeKVSet, Key: []byte(key), Value: []byte("forged")},
+		{Type: fsm.TypeRecordBegin, Key: fsm.RecordKey("pay", "alice", "future-"+key)},
+		{Type: fsm.TypeRecordComplete, Key: fsm.RecordKey("pay", "alice", "order-1"), Fence: 1, Status: 200,
+			Headers: []fsm.Header{{Name: []byte("Set-Cookie"), Value: []byte("session=attacker")}}, Body: []byte("paid")},
+		{Type: fsm.TypeRecordRelease, Key: fsm.RecordKey("pay", "alice", "order-1")},
+		{Type: fsm.TypeTokenIssue, Key: fsm.TokenKey("form", key)},
+		{Type: fsm.TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("10.6.6.6:1")},
+	}
+	var frames [][]byte
+	for _, c := range cmds {
+		frames = append(frames, forwardFrame(fwdApply, c.Encode(nil)))
+	}
+	frames = append(frames, forwardFrame(fwdAddVoter, []byte("evil\x00127.0.0.1:1")), forwardFrame(fwdRemove, []byte("n1")))
+	return frames
+}
+
+// attackForward sends the forged forwarding frames over conn after the
+// protocol byte, and reports whether any answer came back.
 func attackForward(t *testing.T, conn net.Conn, key string) bool {
 	t.Helper()
 	defer conn.Close()
-	cmd := fsm.Command{Type: fsm.TypeKVSet, Key: []byte(key), Value: []byte("forged")}
-	msg := append([]byte{protoForward}, forwardFrame(fwdApply, cmd.Encode(nil))...)
+	msg := []byte{protoForward}
+	for _, f := range forgedFrames(key) {
+		msg = append(msg, f...)
+	}
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := conn.Write(msg); err != nil {
 		return false
@@ -92,6 +116,16 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	leader := c.WaitLeader(10 * time.Second)
 	ctx := context.Background()
 	if _, err := c.Store(leader).KVSet(ctx, []byte("before"), []byte("1"), 0, fsm.SetPlain, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A customer's completed payment, which a forged release would let run
+	// again and a forged complete would overwrite.
+	order := fsm.RecordKey("pay", "alice", "order-1")
+	res, err := c.Store(leader).Begin(ctx, BeginRequest{Key: order, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store(leader).Complete(ctx, CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -187,6 +221,14 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 		if _, err := c.Store(leader).KV(ctx, []byte(key), false); err != fsm.ErrNotFound {
 			t.Errorf("key %q: %v, want not found", key, err)
 		}
+	}
+
+	servers, err := c.Store(leader).Servers()
+	if err != nil || len(servers) != 3 {
+		t.Errorf("membership after the attacks: %+v, %v; want the 3 nodes", servers, err)
+	}
+	if rec, err := c.Store(leader).FSM().Record(order, time.Now()); err != nil || string(rec.Body) != "charged once" || len(rec.Headers) != 0 {
+		t.Errorf("the completed payment after the attacks: %+v, %v", rec, err)
 	}
 
 	// A real member still replicates, forwarding included.
