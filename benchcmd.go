@@ -23,6 +23,7 @@ type benchFlags struct {
 	requests               int64
 	json                   bool
 	cpuprofile             string
+	tls                    string
 }
 
 func benchCmd(args []string, stdout, stderr io.Writer) int {
@@ -40,6 +41,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.redis, "redis", "auto", "redis-server for the baseline: auto (from PATH), off, or a path")
 	fs.StringVar(&f.etcd, "etcd", "auto", "etcd for the baseline: auto (PATH, or build bench/etcd once), off, or a path")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the idemgate scenarios (cluster and clients) to this file")
+	fs.StringVar(&f.tls, "tls", "off", "the cluster the bench starts: off (plaintext), on (mutual TLS on Raft, TLS on the API and gateway), or both, one after the other")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json] [--target URLS --api URLS]")
@@ -70,6 +72,12 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	case (f.target == "") != (f.api == ""):
 		fmt.Fprintln(stderr, "idemgate bench: --target and --api go together")
 		return 2
+	case f.tls != "off" && f.tls != "on" && f.tls != "both":
+		fmt.Fprintf(stderr, "idemgate bench: --tls: %q: want off, on or both\n", f.tls)
+		return 2
+	case f.tls != "off" && f.target != "":
+		fmt.Fprintln(stderr, "idemgate bench: --tls: only for the cluster the bench starts (not with --target)")
+		return 2
 	}
 	results, err := runBench(f, scenarios, stdout, stderr)
 	if err != nil {
@@ -90,41 +98,6 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 
 func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]bench.Stats, error) {
 	progress := stderr
-	var t bench.Target
-	if f.target != "" {
-		t = bench.Target{Gateways: splitList(f.target), APIs: splitList(f.api), PayPath: "/pay", PassPath: "/pay-direct"}
-		if err := t.Check(); err != nil {
-			return nil, err
-		}
-		fmt.Fprintln(progress, "bench: against a running cluster; its route /pay is loaded, and exactly-once is checked by the answers only")
-	} else {
-		dir, err := os.MkdirTemp("", "idemgate-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		pay := bench.NewPayments()
-		pay.Work, pay.SlowEvery = 0, 0 // a trivial upstream: the bench measures idemgate
-		if err := pay.Start(); err != nil {
-			return nil, err
-		}
-		defer pay.Stop()
-		nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr())
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			for _, n := range nodes {
-				n.stop(2 * time.Second)
-			}
-		}()
-		t = bench.Target{PayPath: "/pay", PassPath: "/pay-direct", Executions: pay.Executions}
-		for _, n := range file.Nodes {
-			t.Gateways = append(t.Gateways, "http://"+n.Listen)
-			t.APIs = append(t.APIs, "http://"+n.API)
-		}
-		fmt.Fprintf(progress, "bench: a %d-node cluster on loopback in %s, a trivial upstream on %s\n", f.nodes, dir, pay.Addr())
-	}
 	cfg := bench.RunConfig{Clients: f.clients, Duration: f.duration, Requests: f.requests, Progress: progress}
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
@@ -136,19 +109,21 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]ben
 		}
 		defer pf.Close()
 	}
-	results := []bench.Stats{bench.Passthrough(t, cfg)}
-	for _, s := range scenarios {
-		switch s {
-		case "unique":
-			results = append(results, bench.Unique(t, cfg))
-		case "replay":
-			results = append(results, bench.Replay(t, cfg))
-		case "hotkey":
-			results = append(results, bench.HotKey(t, cfg))
-		case "tokens":
-			results = append(results, bench.Tokens(t, cfg))
-		case "kv":
-			results = append(results, bench.KV(t, cfg)...)
+	var results []bench.Stats
+	if f.target != "" {
+		t := bench.Target{Gateways: splitList(f.target), APIs: splitList(f.api), PayPath: "/pay", PassPath: "/pay-direct"}
+		if err := t.Check(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(progress, "bench: against a running cluster; its route /pay is loaded, and exactly-once is checked by the answers only")
+		results = runScenarios(t, cfg, scenarios, "")
+	} else {
+		for _, secure := range map[string][]bool{"": {false}, "off": {false}, "on": {true}, "both": {false, true}}[f.tls] {
+			r, err := benchOwnCluster(f, secure, cfg, scenarios, progress)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, r...)
 		}
 	}
 	if f.cpuprofile != "" {
@@ -171,6 +146,73 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]ben
 		e.Stop()
 	}
 	return results, nil
+}
+
+// benchOwnCluster starts a cluster (with TLS when secure) in front of a
+// trivial upstream, runs the scenarios on it and stops it.
+func benchOwnCluster(f benchFlags, secure bool, cfg bench.RunConfig, scenarios []string, progress io.Writer) ([]bench.Stats, error) {
+	dir, err := os.MkdirTemp("", "idemgate-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	pay := bench.NewPayments()
+	pay.Work, pay.SlowEvery = 0, 0 // a trivial upstream: the bench measures idemgate
+	if err := pay.Start(); err != nil {
+		return nil, err
+	}
+	defer pay.Stop()
+	nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr(), secure)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.stop(2 * time.Second)
+		}
+	}()
+	t := bench.Target{PayPath: "/pay", PassPath: "/pay-direct", Executions: pay.Executions}
+	scheme, suffix, security := "http://", "", "plaintext"
+	if secure {
+		pem, err := os.ReadFile(file.Path(file.TLS.CA, ""))
+		if err != nil {
+			return nil, err
+		}
+		if err := bench.TrustCA(pem); err != nil {
+			return nil, err
+		}
+		scheme, suffix, security = "https://", " [tls]", "mutual TLS on Raft, TLS on the API and gateway"
+	}
+	for _, n := range file.Nodes {
+		t.Gateways = append(t.Gateways, scheme+n.Listen)
+		t.APIs = append(t.APIs, scheme+n.API)
+	}
+	fmt.Fprintf(progress, "bench: a %d-node cluster on loopback in %s (%s), a trivial upstream on %s\n", f.nodes, dir, security, pay.Addr())
+	return runScenarios(t, cfg, scenarios, suffix), nil
+}
+
+// runScenarios runs the pass-through baseline and the scenarios on t;
+// suffix marks the results' names.
+func runScenarios(t bench.Target, cfg bench.RunConfig, scenarios []string, suffix string) []bench.Stats {
+	results := []bench.Stats{bench.Passthrough(t, cfg)}
+	for _, s := range scenarios {
+		switch s {
+		case "unique":
+			results = append(results, bench.Unique(t, cfg))
+		case "replay":
+			results = append(results, bench.Replay(t, cfg))
+		case "hotkey":
+			results = append(results, bench.HotKey(t, cfg))
+		case "tokens":
+			results = append(results, bench.Tokens(t, cfg))
+		case "kv":
+			results = append(results, bench.KV(t, cfg)...)
+		}
+	}
+	for i := range results {
+		results[i].Name += suffix
+	}
+	return results
 }
 
 func splitList(s string) []string {

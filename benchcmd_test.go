@@ -47,9 +47,32 @@ func TestBenchShort(t *testing.T) {
 	}
 }
 
+// TestBenchTLS runs first requests and SETNX on a cluster with TLS
+// everywhere (mutual on Raft): the checks pass and the results are marked.
+func TestBenchTLS(t *testing.T) {
+	var out, progress bytes.Buffer
+	f := benchFlags{nodes: 3, clients: 8, duration: 500 * time.Millisecond, requests: 200, redis: "off", etcd: "off", tls: "on"}
+	results, err := runBench(f, []string{"unique", "kv"}, &out, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Skipped != "" {
+			continue
+		}
+		if !strings.HasSuffix(r.Name, " [tls]") || r.Errors != 0 || r.Ops == 0 || (r.Check != "" && !r.CheckOK) {
+			t.Fatalf("%s: %d ops, %d errors (%s), check %q", r.Name, r.Ops, r.Errors, r.FirstError, r.Check)
+		}
+	}
+	if !strings.Contains(progress.String(), "mutual TLS on Raft") {
+		t.Fatalf("progress does not say the cluster is secured:\n%s", progress.String())
+	}
+}
+
 func TestBenchFlags(t *testing.T) {
 	for _, args := range [][]string{{"--scenario", "nope"}, {"--clients", "0"}, {"--target", "http://127.0.0.1:1"},
-		{"--duration", "-1s"}, {"--target", "http://10.0.0.1:80", "--api", "http://10.0.0.1:81"}} {
+		{"--duration", "-1s"}, {"--target", "http://10.0.0.1:80", "--api", "http://10.0.0.1:81"},
+		{"--tls", "maybe"}, {"--tls", "on", "--target", "http://127.0.0.1:1", "--api", "http://127.0.0.1:2"}} {
 		var stdout, stderr bytes.Buffer
 		code := benchCmd(args, &stdout, &stderr)
 		if code == 0 || strings.Count(stderr.String(), "\n") != 1 {

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/idemgate/idemgate/bench"
+	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
 )
 
@@ -108,7 +110,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		cols = append(cols, demoColumn{title: "without idemgate", res: res, charges: pay.Charges()})
 	}
 
-	nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr())
+	nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr(), false)
 	if err != nil {
 		return false, err
 	}
@@ -155,8 +157,10 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	return writeDemoTable(out, f.users, cols), nil
 }
 
-// startDemoCluster starts n nodes on free loopback ports in dir.
-func startDemoCluster(dir string, n int, upstream string) ([]*node, *config.File, error) {
+// startDemoCluster starts n nodes on free loopback ports in dir. secure
+// makes a CA and node certificates in dir/certs and turns TLS on for the
+// Raft ports (mutual), the API and the gateway listeners.
+func startDemoCluster(dir string, n int, upstream string, secure bool) ([]*node, *config.File, error) {
 	ports, err := freeLoopbackPorts(3 * n)
 	if err != nil {
 		return nil, nil, err
@@ -173,6 +177,19 @@ routes:
   - {name: pay, path: /pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: conflict, on_unknown: reject}
   - {name: pay-wait, path: /pay-wait, scope: pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: wait, wait_timeout: 3s, on_unknown: reject}
 `, dir+"/{id}", upstream)
+	if secure {
+		cdir := filepath.Join(dir, "certs")
+		ca, _, err := certs.LoadOrCreateCA(cdir)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i := 0; i < n; i++ {
+			if err := ca.IssueNode(cdir, certs.NodeRequest{ID: fmt.Sprintf("n%d", i+1), Hosts: []string{"127.0.0.1"}}); err != nil {
+				return nil, nil, err
+			}
+		}
+		fmt.Fprintf(&y, "tls: {ca: %q, cert: %q, key: %q, gateway: \"on\"}\n", certs.CAFile(cdir), certs.NodeFile(cdir, "{id}"), certs.NodeKeyFile(cdir, "{id}"))
+	}
 	file, err := config.Parse([]byte(y.String()))
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +197,12 @@ routes:
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var nodes []*node
 	for _, cn := range file.Nodes {
-		nd, err := startNode(nodeSettings{file: file, node: cn, dataDir: file.DataDirFor(cn.ID)}, quiet, nil)
+		s := nodeSettings{file: file, node: cn, dataDir: file.DataDirFor(cn.ID)}
+		err := s.loadTLS()
+		var nd *node
+		if err == nil {
+			nd, err = startNode(s, quiet, nil)
+		}
 		if err != nil {
 			for _, x := range nodes {
 				x.stop(time.Second)

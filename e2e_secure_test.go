@@ -31,7 +31,9 @@ func TestE2ESecuredCluster(t *testing.T) {
 	}
 	bin := idemgateBinary(t)
 	dir := t.TempDir()
-	c := writeCluster(t, dir, "http://127.0.0.1:1", "tls:\n  ca: certs/ca.pem\n  cert: certs/{id}.pem\n  key: certs/{id}-key.pem\n")
+	up := startCountingUpstream(t)
+	c := writeCluster(t, dir, "http://"+up.addr, "routes:\n  - {name: pay, path: /pay}\n"+
+		"tls:\n  ca: certs/ca.pem\n  cert: certs/{id}.pem\n  key: certs/{id}-key.pem\n  gateway: \"on\"\n")
 	ids, apis, cfgPath := c.ids, c.apis, c.path
 	if out, err := exec.Command(bin, "certs", "--config", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("idemgate certs: %v\n%s", err, out)
@@ -64,6 +66,24 @@ func TestE2ESecuredCluster(t *testing.T) {
 	})
 	if code, _, _, err := httpDo("GET", "http://"+apis["n1"]+"/v1/cluster", ""); err == nil && code == 200 {
 		t.Fatal("the API answered plaintext HTTP")
+	}
+	// The gateway serves TLS in front of a plain upstream: a payment runs
+	// once, its retry on another node is replayed.
+	pay := func(id string) (int, string) {
+		req, _ := http.NewRequest("POST", "https://"+c.gws[id]+"/pay", strings.NewReader(`{"amount":1}`))
+		req.Header.Set("Idempotency-Key", "tls-order-1")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("gateway over TLS: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code1, body1 := pay("n1")
+	code2, body2 := pay("n2")
+	if code1 != 201 || code2 != 201 || body1 != body2 || up.count("tls-order-1") != 1 {
+		t.Fatalf("through the TLS gateway: %d %q, retry %d %q, %d upstream executions", code1, body1, code2, body2, up.count("tls-order-1"))
 	}
 	_, _, before, err := do("GET", "https://"+apis["n1"]+"/healthz", "")
 	if err != nil {

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -41,6 +43,17 @@ var httpClient = &fasthttp.Client{
 	ReadTimeout:     10 * time.Second,
 	WriteTimeout:    10 * time.Second,
 	RetryIfErr:      func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
+}
+
+// TrustCA makes the bench's client trust the CA in pem for https targets
+// (a cluster with TLS).
+func TrustCA(pem []byte) error {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("bench: no CA certificate in the PEM given")
+	}
+	httpClient.TLSConfig = &tls.Config{RootCAs: pool}
+	return nil
 }
 
 // call makes one request and returns the status, the replay mark and the body.

@@ -171,8 +171,7 @@ func (g *Gateway) passthrough(ctx *fasthttp.RequestCtx, rm *routeMetrics, start 
 // ctx.Response (fasthttp's reverse-proxy pattern: no copies).
 func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
 	req := &ctx.Request
-	stripHopByHop(&req.Header)
-	req.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
+	g.toUpstream(ctx)
 	t0 := time.Now()
 	err := g.upstream.Do(req, &ctx.Response)
 	if errors.Is(err, errStaleConn) { // nothing was sent: once more, on a fresh connection
@@ -185,6 +184,21 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
 	}
 	stripResponseHopByHop(&ctx.Response.Header)
 	return nil
+}
+
+// toUpstream readies ctx.Request for the upstream: hop-by-hop headers
+// stripped, X-Forwarded-For added, and the upstream's scheme: the URI
+// carries the one the client used, and HostClient refuses an https URI on a
+// plain upstream (ErrHostClientRedirectToDifferentScheme) when the gateway
+// listener serves TLS.
+func (g *Gateway) toUpstream(ctx *fasthttp.RequestCtx) {
+	if g.upstream.IsTLS {
+		ctx.Request.URI().SetScheme("https")
+	} else {
+		ctx.Request.URI().SetScheme("http")
+	}
+	stripHopByHop(&ctx.Request.Header)
+	ctx.Request.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
 }
 
 // nothingSent reports whether an upstream error means the request never

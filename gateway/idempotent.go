@@ -256,8 +256,7 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	k := append([]byte(nil), key...) // key may alias the header being rewritten
 	ctx.Request.Header.SetBytesV("Idempotency-Key", k)
 	ctx.Request.Header.SetBytesV("X-Request-Id", k)
-	stripHopByHop(&ctx.Request.Header)
-	ctx.Request.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
+	g.toUpstream(ctx)
 	timeout := min(r.processingTimeout, g.cfg.UpstreamTimeout)
 	t0 := time.Now()
 	err := g.upstream.DoDeadline(&ctx.Request, &ctx.Response, t0.Add(timeout))
