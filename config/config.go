@@ -205,7 +205,9 @@ func (f *File) validate() error {
 			if err := checkHostPort(a.v); err != nil {
 				return fieldErr(at+"."+a.name, "%v", err)
 			}
-			if other, dup := addrs[a.v]; dup {
+			// A wildcard bind (0.0.0.0:8001 on every machine) is not a
+			// clash: each node binds it on its own host.
+			if other, dup := addrs[a.v]; dup && !wildcard(a.v) {
 				return fieldErr(at+"."+a.name, "address %s is already used by %s", a.v, other)
 			}
 			addrs[a.v] = at + "." + a.name
@@ -248,6 +250,12 @@ func (f *File) validate() error {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)
 	}
 	return f.validateSecurity()
+}
+
+func wildcard(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsUnspecified()
 }
 
 func checkHostPort(a string) error {

@@ -96,3 +96,17 @@ func TestCheckExposure(t *testing.T) {
 		}
 	}
 }
+
+// TestWildcardBindsMayRepeat: every machine of a cluster may bind the
+// gateway on 0.0.0.0:8001; the same specific address twice is a clash.
+func TestWildcardBindsMayRepeat(t *testing.T) {
+	ok := "nodes:\n  - {id: n1, raft: '10.0.0.1:7001', api: '10.0.0.1:9001', listen: '0.0.0.0:8001'}\n" +
+		"  - {id: n2, raft: '10.0.0.2:7001', api: '10.0.0.2:9001', listen: '0.0.0.0:8001'}\n"
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Fatalf("wildcard listen on two machines: %v", err)
+	}
+	clash := strings.Replace(ok, "10.0.0.2:7001", "10.0.0.1:7001", 1)
+	if _, err := Parse([]byte(clash)); err == nil || !strings.Contains(err.Error(), "nodes[1].raft") {
+		t.Fatalf("the same raft address twice = %v, want an error naming nodes[1].raft", err)
+	}
+}

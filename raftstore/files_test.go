@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,4 +57,19 @@ func TestDataFilesArePrivate(t *testing.T) {
 	c.Start(0)
 	c.WaitLeader(5 * time.Second)
 	check()
+}
+
+// TestOpenFailsCleanly: a port that cannot be bound (an address of another
+// machine) is an error from Open, with every file it opened closed again.
+func TestOpenFailsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	cfg := TestConfig("n1", "192.0.2.1:7001", dir, []Peer{{ID: "n1", RaftAddr: "192.0.2.1:7001"}})
+	if s, err := Open(cfg); err == nil {
+		s.Close()
+		t.Skip("this machine has 192.0.2.1 (TEST-NET-1)")
+	}
+	// The files were closed: a second Open gets as far as the port again.
+	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("second Open = %v, want the listen error again (not a locked file)", err)
+	}
 }

@@ -92,9 +92,10 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, err
 	}
 	var closers []io.Closer
+	closing := s.closing // s is nil once an error is returned
 	defer func() {
 		if err != nil {
-			close(s.closing) // what waits for started gives up
+			close(closing) // what waits for started gives up
 			for i := len(closers) - 1; i >= 0; i-- {
 				closers[i].Close()
 			}
