@@ -155,7 +155,8 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 
 	// 2. Plaintext Raft RPCs: an AppendEntries with a huge term carrying a
 	// forged command stamped ten years ahead (without TLS it panics the
-	// leader: "log not found"), and an InstallSnapshot of garbage.
+	// leader: "log not found"), a fake leader's heartbeat (without TLS every
+	// node would follow it), and an InstallSnapshot of garbage.
 	trans := raft.NewNetworkTransport(plainLayer{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}, 1, time.Second, io.Discard)
 	forged := fsm.Command{Type: fsm.TypeKVSet, Key: []byte("planted-raft"), Value: []byte("x"), Stamp: time.Now().Add(10 * 365 * 24 * time.Hour).UnixNano()}
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("evil"), Addr: []byte("127.0.0.1:1")},
@@ -165,6 +166,10 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	err = trans.AppendEntries(raft.ServerID(c.Cfgs[leader].NodeID), raft.ServerAddress(target), req, &resp)
 	if err == nil {
 		t.Errorf("a plaintext AppendEntries was answered: %+v", resp)
+	}
+	heartbeat := &raft.AppendEntriesRequest{RPCHeader: req.RPCHeader, Term: term + 1, LeaderCommitIndex: 0}
+	if err := trans.AppendEntries(raft.ServerID(c.Cfgs[leader].NodeID), raft.ServerAddress(target), heartbeat, &resp); err == nil {
+		t.Errorf("a fake leader's plaintext heartbeat was answered: %+v", resp)
 	}
 	var snapResp raft.InstallSnapshotResponse
 	snapReq := &raft.InstallSnapshotRequest{RPCHeader: req.RPCHeader, SnapshotVersion: raft.SnapshotVersionMax, Term: term + 1<<40, LastLogIndex: 1 << 30, Size: 8}
