@@ -171,8 +171,19 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 	h(ctx)
 }
 
-// decodeJSON decodes a JSON body strictly; false means it answered 400.
+// decodeJSON decodes a JSON body strictly; false means it answered 415 or
+// 400. The body must be declared application/json (parameters such as
+// charset allowed): a browser sends text/plain, form and multipart bodies
+// cross-origin without asking (a CORS "simple" request), so a page could
+// otherwise make a visitor's browser call a JSON endpoint. The type is
+// checked before the body is looked at.
 func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
+	ct, _, _ := strings.Cut(string(ctx.Request.Header.ContentType()), ";")
+	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		writeProblem(ctx, fasthttp.StatusUnsupportedMediaType, "unsupported-media-type",
+			fmt.Sprintf("Content-Type %q: send the JSON body as application/json", ctx.Request.Header.ContentType()))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

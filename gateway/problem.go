@@ -41,6 +41,8 @@ var problemTitles = map[string]string{
 	"internal":            "Internal error",
 	"body-too-large":      "Request body too large",
 	"membership-conflict": "Membership change refused",
+	// The API listener's content-type answer.
+	"unsupported-media-type": "Unsupported media type",
 	// The gateway listener's answers (SPEC's table).
 	"missing-key":          "Idempotency key required",
 	"in-progress":          "Request in progress",
