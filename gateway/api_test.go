@@ -23,15 +23,19 @@ import (
 // apiCluster is a real 3-node cluster with a real API listener per node.
 type apiCluster struct {
 	c    *raftstore.TestCluster
+	apis []*API
 	urls []string
 }
 
 func startAPICluster(t testing.TB, n int) *apiCluster {
 	t.Helper()
-	return startAPIClusterWith(t, n, nil)
+	return startAPIClusterWith(t, n, nil, nil)
 }
 
-func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config)) *apiCluster {
+// startAPIClusterWith starts the cluster with tweak applied to every
+// store's config, and every API listener authorizing by access (nil: no
+// authorization).
+func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), access *Access) *apiCluster {
 	t.Helper()
 	c := raftstore.StartTestCluster(t, n, tweak)
 	ac := &apiCluster{c: c}
@@ -46,12 +50,13 @@ func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config)) *ap
 		}
 		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 			Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, s, tok, reg)
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
 		if err := api.Listen(); err != nil {
 			t.Fatal(err)
 		}
 		go api.Serve()
 		t.Cleanup(func() { api.srv.Shutdown() })
+		ac.apis = append(ac.apis, api)
 		ac.urls = append(ac.urls, "http://"+api.Addr())
 	}
 	return ac

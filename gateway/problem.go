@@ -41,7 +41,9 @@ var problemTitles = map[string]string{
 	"internal":            "Internal error",
 	"body-too-large":      "Request body too large",
 	"membership-conflict": "Membership change refused",
-	// The API listener's content-type answer.
+	// The API listener's authorization and content-type answers.
+	"unauthorized":           "Authentication required",
+	"forbidden":              "Not allowed for this token's role",
 	"unsupported-media-type": "Unsupported media type",
 	// The gateway listener's answers (SPEC's table).
 	"missing-key":          "Idempotency key required",
