@@ -178,7 +178,7 @@ func TestE2EThreeProcesses(t *testing.T) {
 	if code, _, body, _ := httpDo("PUT", "http://"+apis["n3"]+"/v1/kv/key-0?nx=1", "other"); code != 409 || body != "value-0" {
 		t.Fatalf("second SETNX = %d %q, want 409 with the current value", code, body)
 	}
-	code, _, body, _ := httpDo("POST", "http://"+apis["n1"]+"/v1/tokens", `{"scope":"pay","ttl":"10m"}`)
+	code, _, body, _ := httpDo("POST", "http://"+apis["n1"]+"/v1/tokens", `{"scope":"pay","ttl":"10m"}`, "Content-Type", "application/json")
 	var tok struct{ Token string }
 	if json.Unmarshal([]byte(body), &tok); code != 201 || tok.Token == "" {
 		t.Fatalf("issue token = %d %s", code, body)
@@ -218,10 +218,10 @@ func TestE2EThreeProcesses(t *testing.T) {
 	}
 	// The token issued before the kill is consumed exactly once.
 	consume := fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token)
-	if code, _, body, _ := httpDo("POST", "http://"+apis[survivors[0]]+"/v1/tokens/consume", consume); code != 200 {
+	if code, _, body, _ := httpDo("POST", "http://"+apis[survivors[0]]+"/v1/tokens/consume", consume, "Content-Type", "application/json"); code != 200 {
 		t.Fatalf("consume after kill = %d %s", code, body)
 	}
-	if code, _, _, _ := httpDo("POST", "http://"+apis[survivors[1]]+"/v1/tokens/consume", consume); code != 409 {
+	if code, _, _, _ := httpDo("POST", "http://"+apis[survivors[1]]+"/v1/tokens/consume", consume, "Content-Type", "application/json"); code != 409 {
 		t.Fatalf("second consume = %d, want 409", code)
 	}
 	// The survivors still accept writes.

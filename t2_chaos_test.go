@@ -294,7 +294,7 @@ func (c *chaosCluster) fault(round int) string {
 		asker := c.nodes[c.otherThan(victim)]
 		httpDo("DELETE", "http://"+asker.api+"/v1/cluster/nodes/"+victim, "")
 		time.Sleep(time.Second)
-		httpDo("POST", "http://"+asker.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, victim, n.raft, n.api))
+		httpDo("POST", "http://"+asker.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, victim, n.raft, n.api), "Content-Type", "application/json")
 		return "voter removed and re-added " + victim
 	}
 }
@@ -336,7 +336,7 @@ func (c *chaosCluster) healAll() {
 		for id, n := range c.nodes {
 			if !have[id] {
 				c.t.Logf("healing: %s is not a member; adding it back", id)
-				httpDo("POST", "http://"+l.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, id, n.raft, n.api))
+				httpDo("POST", "http://"+l.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, id, n.raft, n.api), "Content-Type", "application/json")
 				return false
 			}
 		}

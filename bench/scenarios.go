@@ -76,6 +76,12 @@ func call(method, url, key string, body []byte, hdr ...string) (int, bool, []byt
 	return resp.StatusCode(), string(resp.Header.Peek("Idempotent-Replayed")) == "true", append([]byte(nil), resp.Body()...), nil
 }
 
+// callJSON is call for a POST to one of the API's JSON endpoints, which
+// refuse a body not declared application/json.
+func callJSON(url, key string, body []byte) (int, bool, []byte, error) {
+	return call("POST", url, key, body, "Content-Type", "application/json")
+}
+
 var payBody = []byte(`{"amount":100,"currency":"eur"}`)
 
 func runID() string { return fmt.Sprintf("%08x", rand.Uint32()) }
@@ -189,7 +195,7 @@ func Tokens(t Target, cfg RunConfig) Stats {
 	}
 	cfg.Requests = int64(len(toks))
 	s := Run(cfg, func(c int, seq int64) error {
-		st, _, _, err := call("POST", t.APIs[c%len(t.APIs)]+"/v1/tokens/consume", "", []byte(`{"scope":"bench","token":"`+toks[seq]+`"}`))
+		st, _, _, err := callJSON(t.APIs[c%len(t.APIs)]+"/v1/tokens/consume", "", []byte(`{"scope":"bench","token":"`+toks[seq]+`"}`))
 		return expect(st, err, 200)
 	})
 	// The race: exactly one of the consumers of each token wins.
@@ -264,7 +270,7 @@ func consumeSettled(api, tok, key string) (status int, retried bool, lastErr str
 	body := []byte(`{"scope":"bench","token":"` + tok + `"}`)
 	deadline := time.Now().Add(30 * time.Second)
 	for attempt := 0; ; attempt++ {
-		st, _, resp, err := call("POST", api+"/v1/tokens/consume", key, body)
+		st, _, resp, err := callJSON(api+"/v1/tokens/consume", key, body)
 		if err == nil && (st == 200 || st == 409) {
 			return st, attempt > 0, ""
 		}
@@ -312,7 +318,7 @@ func issueTokens(t Target, n int) ([]string, error) {
 		go func(w int) {
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				st, _, body, err := call("POST", t.APIs[w%len(t.APIs)]+"/v1/tokens", "", []byte(`{"scope":"bench","ttl":"10m"}`))
+				st, _, body, err := callJSON(t.APIs[w%len(t.APIs)]+"/v1/tokens", "", []byte(`{"scope":"bench","ttl":"10m"}`))
 				if err := expect(st, err, 201); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,10 @@ type APIConfig struct {
 	OpTimeout time.Duration
 	Limits
 	Logger *slog.Logger
+	// Access is who may call which endpoint (see NewAccess); nil means
+	// no authorization at all, as on a loopback cluster or in the demo.
+	// SetAccess replaces it at runtime.
+	Access *Access
 }
 
 // API is the API listener.
@@ -51,6 +56,7 @@ type API struct {
 	tokens  *tokens.Service
 	metrics fasthttp.RequestHandler
 	logger  *slog.Logger
+	access  atomic.Pointer[Access] // swapped whole by SetAccess
 }
 
 // NewAPI builds the API listener over store; gatherer serves /metrics.
@@ -63,6 +69,7 @@ func NewAPI(cfg APIConfig, store *raftstore.Store, tok *tokens.Service, gatherer
 	}
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger,
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
+	a.access.Store(cfg.Access)
 	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits)
 	return a
 }
@@ -120,13 +127,21 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 	return raftstore.WithRequestID(c, id), cancel, true
 }
 
-// Handle routes one API request.
+// Handle answers one API request: the authorization check, then the
+// route, both on the same method and path so they cannot disagree on what
+// the request is.
 func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.URI().PathOriginal())
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
 	method := string(ctx.Method())
+	if a.authorize(ctx, method, path) {
+		a.route(ctx, method, path)
+	}
+}
+
+func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 	switch {
 	case path == "/healthz":
 		ctx.SetContentType("text/plain; charset=utf-8")
@@ -171,8 +186,19 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 	h(ctx)
 }
 
-// decodeJSON decodes a JSON body strictly; false means it answered 400.
+// decodeJSON decodes a JSON body strictly; false means it answered 415 or
+// 400. The body must be declared application/json (parameters such as
+// charset allowed): a browser sends text/plain, form and multipart bodies
+// cross-origin without asking (a CORS "simple" request), so a page could
+// otherwise make a visitor's browser call a JSON endpoint. The type is
+// checked before the body is looked at.
 func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
+	ct, _, _ := strings.Cut(string(ctx.Request.Header.ContentType()), ";")
+	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
+		writeProblem(ctx, fasthttp.StatusUnsupportedMediaType, "unsupported-media-type",
+			fmt.Sprintf("Content-Type %q: send the JSON body as application/json", ctx.Request.Header.ContentType()))
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

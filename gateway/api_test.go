@@ -23,15 +23,19 @@ import (
 // apiCluster is a real 3-node cluster with a real API listener per node.
 type apiCluster struct {
 	c    *raftstore.TestCluster
+	apis []*API
 	urls []string
 }
 
 func startAPICluster(t testing.TB, n int) *apiCluster {
 	t.Helper()
-	return startAPIClusterWith(t, n, nil)
+	return startAPIClusterWith(t, n, nil, nil)
 }
 
-func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config)) *apiCluster {
+// startAPIClusterWith starts the cluster with tweak applied to every
+// store's config, and every API listener authorizing by access (nil: no
+// authorization).
+func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), access *Access) *apiCluster {
 	t.Helper()
 	c := raftstore.StartTestCluster(t, n, tweak)
 	ac := &apiCluster{c: c}
@@ -46,12 +50,13 @@ func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config)) *ap
 		}
 		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 			Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, s, tok, reg)
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
 		if err := api.Listen(); err != nil {
 			t.Fatal(err)
 		}
 		go api.Serve()
 		t.Cleanup(func() { api.srv.Shutdown() })
+		ac.apis = append(ac.apis, api)
 		ac.urls = append(ac.urls, "http://"+api.Addr())
 	}
 	return ac
@@ -79,6 +84,13 @@ func do(t testing.TB, method, url, body string, hdr ...string) reply {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return reply{resp.StatusCode, resp.Header, string(b)}
+}
+
+// postJSON is do for the JSON endpoints, which refuse a body not declared
+// application/json.
+func postJSON(t testing.TB, url, body string, hdr ...string) reply {
+	t.Helper()
+	return do(t, "POST", url, body, append([]string{"Content-Type", "application/json"}, hdr...)...)
 }
 
 func (r reply) problemType(t testing.TB) string {
@@ -153,7 +165,7 @@ func TestAPIKV(t *testing.T) {
 
 func TestAPITokensRace(t *testing.T) {
 	ac := startAPICluster(t, 3)
-	r := do(t, "POST", ac.urls[1]+"/v1/tokens", `{"scope":"pay","ttl":"5m"}`)
+	r := postJSON(t, ac.urls[1]+"/v1/tokens", `{"scope":"pay","ttl":"5m"}`)
 	if r.status != 201 {
 		t.Fatalf("issue = %d %s", r.status, r.body)
 	}
@@ -170,7 +182,7 @@ func TestAPITokensRace(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r := do(t, "POST", ac.urls[i%3]+"/v1/tokens/consume", fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token))
+			r := postJSON(t, ac.urls[i%3]+"/v1/tokens/consume", fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token))
 			mu.Lock()
 			codes[r.status]++
 			mu.Unlock()
@@ -187,9 +199,54 @@ func TestAPITokensRace(t *testing.T) {
 		{"/v1/tokens", `not json`, "invalid-json"},
 		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "token-used"},
 	} {
-		r := do(t, "POST", ac.urls[0]+bad.url, bad.body)
+		r := postJSON(t, ac.urls[0]+bad.url, bad.body)
 		if got := r.problemType(t); got != bad.problem {
 			t.Fatalf("POST %s %s = %d %s, want problem %s", bad.url, bad.body, r.status, got, bad.problem)
+		}
+	}
+}
+
+// TestAPIJSONContentType: the JSON endpoints take only a body declared
+// application/json, so a browser's cross-origin text/plain or form POST
+// (sent without a CORS preflight) never reaches them: 415 before the body
+// is decoded.
+func TestAPIJSONContentType(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	u := ac.urls[0]
+	tests := []struct {
+		url, body, ctype string
+		status           int
+	}{
+		{"/v1/tokens", `{"scope":"pay"}`, "application/json", 201},
+		{"/v1/tokens", `{"scope":"pay"}`, "application/json; charset=utf-8", 201},
+		{"/v1/tokens", `{"scope":"pay"}`, "Application/JSON;charset=UTF-8", 201},
+		{"/v1/tokens", `{"scope":"pay"}`, "", 415},
+		{"/v1/tokens", `{"scope":"pay"}`, "text/plain", 415},
+		{"/v1/tokens", `{"scope":"pay"}`, "text/plain; charset=utf-8", 415},
+		{"/v1/tokens", `{"scope":"pay"}`, "application/x-www-form-urlencoded", 415},
+		{"/v1/tokens", "--x\r\nContent-Disposition: form-data; name=\"scope\"\r\n\r\npay\r\n--x--\r\n", "multipart/form-data; boundary=x", 415},
+		{"/v1/tokens", `{"scope":"pay"}`, "application/jsonp", 415},
+		{"/v1/tokens", `{"scope":"pay"}`, "text/plain; type=application/json", 415},
+		{"/v1/tokens", `not json`, "text/plain", 415},
+		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "text/plain", 415},
+		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "application/json", 409},
+		{"/v1/cluster/nodes", `{"id":"x","raft":"nohost","api":"127.0.0.1:1"}`, "text/plain", 415},
+		{"/v1/cluster/nodes", `{"id":"x","raft":"nohost","api":"127.0.0.1:1"}`, "application/json", 400},
+	}
+	for _, tt := range tests {
+		var hdr []string
+		if tt.ctype != "" {
+			hdr = []string{"Content-Type", tt.ctype}
+		}
+		r := do(t, "POST", u+tt.url, tt.body, hdr...)
+		if r.status != tt.status {
+			t.Errorf("POST %s as %q: got %d %s, want %d", tt.url, tt.ctype, r.status, r.body, tt.status)
+			continue
+		}
+		if tt.status == 415 {
+			if got := r.problemType(t); got != "unsupported-media-type" {
+				t.Errorf("POST %s as %q: got problem %q, want unsupported-media-type", tt.url, tt.ctype, got)
+			}
 		}
 	}
 }
@@ -249,10 +306,10 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 		t.Fatalf("remove %s = %d %s", follower.ID, r.status, r.body)
 	}
 	body := fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:1"}`, follower.ID, follower.Raft)
-	if r := do(t, "POST", ac.urls[1]+"/v1/cluster/nodes", body); r.status != 200 || !strings.Contains(r.body, `"api":"127.0.0.1:1"`) {
+	if r := postJSON(t, ac.urls[1]+"/v1/cluster/nodes", body); r.status != 200 || !strings.Contains(r.body, `"api":"127.0.0.1:1"`) {
 		t.Fatalf("add %s = %d %s", follower.ID, r.status, r.body)
 	}
-	if r := do(t, "POST", ac.urls[1]+"/v1/cluster/nodes", `{"id":"x","raft":"nohost"}`); r.status != 400 {
+	if r := postJSON(t, ac.urls[1]+"/v1/cluster/nodes", `{"id":"x","raft":"nohost"}`); r.status != 400 {
 		t.Fatalf("add with bad address = %d", r.status)
 	}
 }
@@ -283,7 +340,7 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 	ac := startAPICluster(t, 3)
 	leader := ac.c.WaitLeader(5 * time.Second)
 	issue := func() string {
-		r := do(t, "POST", ac.urls[leader]+"/v1/tokens", `{"scope":"pay"}`)
+		r := postJSON(t, ac.urls[leader]+"/v1/tokens", `{"scope":"pay"}`)
 		var tok struct{ Token string }
 		if json.Unmarshal([]byte(r.body), &tok); r.status != 201 {
 			t.Fatalf("issue = %d %s", r.status, r.body)
@@ -296,7 +353,7 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 			ac.c.Stop(i)
 		}
 	}
-	if r := do(t, "POST", ac.urls[leader]+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 503 {
+	if r := postJSON(t, ac.urls[leader]+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 503 {
 		t.Fatalf("consume without quorum = %d %s, want 503", r.status, r.body)
 	}
 	for i := range ac.c.Stores {
@@ -309,18 +366,18 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 	// cluster's restarted nodes are new stores); it forwards to the leader.
 	url := ac.urls[leader]
 	for i := 0; i < 3; i++ {
-		if r := do(t, "POST", url+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 200 {
+		if r := postJSON(t, url+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 200 {
 			t.Fatalf("retry %d under the same key = %d %s, want 200", i, r.status, r.body)
 		}
 	}
-	if r := do(t, "POST", url+"/v1/tokens/consume", tok); r.status != 409 {
+	if r := postJSON(t, url+"/v1/tokens/consume", tok); r.status != 409 {
 		t.Fatalf("consume without the key after the settled one = %d, want 409", r.status)
 	}
 	// The same key on another request is another request.
-	if r := do(t, "POST", url+"/v1/tokens/consume", other, "Idempotency-Key", "k1"); r.status != 200 {
+	if r := postJSON(t, url+"/v1/tokens/consume", other, "Idempotency-Key", "k1"); r.status != 200 {
 		t.Fatalf("another token under the same key = %d %s, want 200", r.status, r.body)
 	}
-	if r := do(t, "POST", url+"/v1/tokens/consume", other, "Idempotency-Key", "k2"); r.status != 409 {
+	if r := postJSON(t, url+"/v1/tokens/consume", other, "Idempotency-Key", "k2"); r.status != 409 {
 		t.Fatalf("the other token under a new key = %d, want 409", r.status)
 	}
 	// SETNX retried under its key: the first attempt's 201, not a 409
@@ -341,7 +398,7 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 		{"too long", []string{"Idempotency-Key", strings.Repeat("k", 256)}},
 		{"bad sf-string", []string{"Idempotency-Key", `"open`}},
 	} {
-		if r := do(t, "POST", url+"/v1/tokens/consume", other, bad.hdr...); r.status != 400 || r.problemType(t) != "invalid-key" {
+		if r := postJSON(t, url+"/v1/tokens/consume", other, bad.hdr...); r.status != 400 || r.problemType(t) != "invalid-key" {
 			t.Fatalf("%s: %d %s, want 400 invalid-key", bad.name, r.status, r.body)
 		}
 	}

@@ -1,7 +1,7 @@
 // Package gateway holds idemgate's HTTP faces, both on fasthttp: the client
 // listener (routes, idempotency keys, replay, form tokens, proxying to the
 // upstream) and the API listener (tokens, KV, records, cluster, health,
-// metrics).
+// metrics), which may require bearer tokens by role (auth.go).
 //
 // It is the only package that turns errors into HTTP answers: every error
 // is an RFC 9457 problem document, "no quorum" is 503 with Retry-After,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +15,25 @@ import (
 // means the connection was closed without an answer.
 func rawExchange(t *testing.T, addr, raw string, pause time.Duration) (int, string) {
 	t.Helper()
+	r, ok := rawReply(t, addr, raw, pause)
+	if !ok {
+		return 0, ""
+	}
+	ptype := ""
+	if r.header.Get("Content-Type") == "application/problem+json" {
+		if i := strings.Index(r.body, ProblemBase); i >= 0 {
+			rest := r.body[i+len(ProblemBase):]
+			ptype = rest[:strings.IndexByte(rest, '"')]
+		}
+	}
+	return r.status, ptype
+}
+
+// rawReply writes raw bytes to addr and reads one whole response, for
+// requests net/http will not send (whitespace it would trim, headers it
+// would refuse); false means the connection was closed without an answer.
+func rawReply(t *testing.T, addr, raw string, pause time.Duration) (reply, bool) {
+	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -24,24 +44,15 @@ func rawExchange(t *testing.T, addr, raw string, pause time.Duration) (int, stri
 		c.Write([]byte(raw))
 		time.Sleep(pause)
 	} else if _, err := c.Write([]byte(raw)); err != nil {
-		return 0, ""
+		return reply{}, false
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return 0, ""
+		return reply{}, false
 	}
 	defer resp.Body.Close()
-	ptype := ""
-	if resp.Header.Get("Content-Type") == "application/problem+json" {
-		buf := make([]byte, 2048)
-		n, _ := resp.Body.Read(buf)
-		body := string(buf[:n])
-		if i := strings.Index(body, ProblemBase); i >= 0 {
-			rest := body[i+len(ProblemBase):]
-			ptype = rest[:strings.IndexByte(rest, '"')]
-		}
-	}
-	return resp.StatusCode, ptype
+	body, _ := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, resp.Header, string(body)}, true
 }
 
 func post(path, headers, body string) string {

@@ -41,6 +41,10 @@ var problemTitles = map[string]string{
 	"internal":            "Internal error",
 	"body-too-large":      "Request body too large",
 	"membership-conflict": "Membership change refused",
+	// The API listener's authorization and content-type answers.
+	"unauthorized":           "Authentication required",
+	"forbidden":              "Not allowed for this token's role",
+	"unsupported-media-type": "Unsupported media type",
 	// The gateway listener's answers (SPEC's table).
 	"missing-key":          "Idempotency key required",
 	"in-progress":          "Request in progress",
