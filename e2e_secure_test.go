@@ -22,9 +22,9 @@ import (
 
 // TestE2ESecuredCluster: three real processes with mutual TLS on the Raft
 // ports and TLS on the API, set up as README says (idemgate certs). The
-// certificates are rotated while writes run (SIGHUP, no restart) and no
-// write fails; then the leader is killed and the survivors, dialling each
-// other with the new certificates, carry on.
+// certificates and an application's API token are rotated while writes run
+// (SIGHUP, no restart) and no write fails; then the leader is killed and the
+// survivors, dialling each other with the new certificates, carry on.
 func TestE2ESecuredCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -38,6 +38,32 @@ func TestE2ESecuredCluster(t *testing.T) {
 	if out, err := exec.Command(bin, "certs", "--config", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("idemgate certs: %v\n%s", err, out)
 	}
+	// API tokens as README says: idemgate token prints the secret and the
+	// entry for the file.
+	base, _ := os.ReadFile(cfgPath)
+	newToken := func(role, name string) (secret, entry string) {
+		out, err := exec.Command(bin, "token", "--role", role, "--name", name).Output()
+		if err != nil {
+			t.Fatalf("idemgate token: %v", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return lines[0], lines[1]
+	}
+	setTokens := func(entries ...string) {
+		f := string(base) + "api:\n  tokens:\n"
+		for _, e := range entries {
+			f += "  " + e + "\n"
+		}
+		if err := os.WriteFile(cfgPath, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adminSecret, adminEntry := newToken("admin", "ops")
+	appA, appAEntry := newToken("app", "checkout-a")
+	appB, appBEntry := newToken("app", "checkout-b")
+	setTokens(adminEntry, appAEntry)
+	var bearer atomic.Value
+	bearer.Store(adminSecret)
 	caPEM, _ := os.ReadFile(certs.CAFile(filepath.Join(dir, "certs")))
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
@@ -45,8 +71,11 @@ func TestE2ESecuredCluster(t *testing.T) {
 	// certificate is seen at once.
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
-	do := func(method, url, body string) (int, string, *x509.Certificate, error) {
+	doAs := func(secret, method, url, body string) (int, string, *x509.Certificate, error) {
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		if secret != "" {
+			req.Header.Set("Authorization", "Bearer "+secret)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			return 0, "", nil, err
@@ -54,6 +83,9 @@ func TestE2ESecuredCluster(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), resp.TLS.PeerCertificates[0], nil
+	}
+	do := func(method, url, body string) (int, string, *x509.Certificate, error) {
+		return doAs(bearer.Load().(string), method, url, body)
 	}
 	nodes := startNodes(t, bin, cfgPath, ids, apis)
 	leader := ""
@@ -67,6 +99,13 @@ func TestE2ESecuredCluster(t *testing.T) {
 	if code, _, _, err := httpDo("GET", "http://"+apis["n1"]+"/v1/cluster", ""); err == nil && code == 200 {
 		t.Fatal("the API answered plaintext HTTP")
 	}
+	if code, _, _, _ := doAs("", "GET", "https://"+apis["n1"]+"/v1/cluster", ""); code != 401 {
+		t.Fatalf("the API without a token = %d, want 401", code)
+	}
+	if code, _, _, _ := doAs(appA, "DELETE", "https://"+apis["n1"]+"/v1/cluster/nodes/n3", ""); code != 403 {
+		t.Fatalf("an app token removing a node = %d, want 403", code)
+	}
+	bearer.Store(appA)
 	// The gateway serves TLS in front of a plain upstream: a payment runs
 	// once, its retry on another node is replayed.
 	pay := func(id string) (int, string) {
@@ -110,13 +149,31 @@ func TestE2ESecuredCluster(t *testing.T) {
 			}
 		}(w)
 	}
+	hup := func() {
+		for _, id := range ids {
+			nodes[id].cmd.Process.Signal(syscall.SIGHUP)
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
+	// New certificates, and a second application token beside the first.
 	if out, err := exec.Command(bin, "certs", "--config", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("idemgate certs (rotation): %v\n%s", err, out)
 	}
-	for _, id := range ids {
-		nodes[id].cmd.Process.Signal(syscall.SIGHUP)
-	}
+	setTokens(adminEntry, appAEntry, appBEntry)
+	hup()
+	waitFor(t, "the new token on every node", 10*time.Second, func() bool {
+		for _, id := range ids {
+			if code, _, _, _ := doAs(appB, "GET", "https://"+apis[id]+"/v1/kv/none", ""); code != 404 {
+				return false
+			}
+		}
+		return true
+	})
+	// The writers move to the new token; then the old one is withdrawn.
+	bearer.Store(appB)
+	time.Sleep(300 * time.Millisecond)
+	setTokens(adminEntry, appBEntry)
+	hup()
 	time.Sleep(time.Second)
 	stop.Store(true)
 	wg.Wait()
@@ -128,6 +185,10 @@ func TestE2ESecuredCluster(t *testing.T) {
 		t.Fatalf("after SIGHUP the API still serves the old certificate (%v)", err)
 	}
 	t.Logf("%d writes during the rotation, none failed", ok.Load())
+	waitFor(t, "the old token refused", 10*time.Second, func() bool {
+		code, _, _, _ := doAs(appA, "GET", "https://"+apis["n1"]+"/v1/kv/none", "")
+		return code == 401
+	})
 
 	// Kill the leader: the survivors elect and replicate over new
 	// connections, made with the rotated certificates.

@@ -73,7 +73,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 		nodeAPIs[x.ID] = x.API
 	}
 	n.api = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Logger: logger}, store, tok, n.reg)
+		Limits: listenerLimits(file.Limits), Access: s.access, Logger: logger}, store, tok, n.reg)
 	n.gw, err = gateway.New(gatewayConfig(file, cn, rc.ApplyTimeout, logger), store, tok)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/gateway"
 )
 
 // serveFlags are the command line of `idemgate serve`.
@@ -60,6 +61,11 @@ type nodeSettings struct {
 	// TLS material (nil without tls): the node's certificate for the Raft
 	// and API ports, and the gateway's (the node's, or its own).
 	peerTLS, gatewayTLS *certs.Source
+	// access is who may call the API (nil without api.tokens).
+	access *gateway.Access
+	// configPath is the cluster file, re-read on SIGHUP ("" for the
+	// embedded default).
+	configPath string
 }
 
 func resolveNode(f serveFlags) (nodeSettings, error) {
@@ -118,7 +124,63 @@ func resolveNode(f serveFlags) (nodeSettings, error) {
 	if err := s.loadTLS(); err != nil {
 		return nodeSettings{}, err
 	}
+	if s.access, err = apiAccess(file); err != nil {
+		return nodeSettings{}, err
+	}
+	s.configPath = f.configPath
 	return s, nil
+}
+
+// apiAccess turns the file's api block into the API's authorization (nil
+// without tokens: the API is open, which CheckExposure allows on loopback
+// only).
+func apiAccess(file *config.File) (*gateway.Access, error) {
+	if len(file.API.Tokens) == 0 {
+		return nil, nil
+	}
+	var toks []gateway.APIToken
+	for i, t := range file.API.Tokens {
+		role, err := gateway.ParseRole(t.Role)
+		if err != nil {
+			return nil, &config.Error{Field: fmt.Sprintf("api.tokens[%d].role", i), Msg: err.Error()}
+		}
+		toks = append(toks, gateway.APIToken{Name: t.Name, Role: role, SHA256: t.Hash})
+	}
+	access, err := gateway.NewAccess(toks, file.API.Open)
+	if err != nil {
+		return nil, &config.Error{Field: "api.tokens", Msg: err.Error()}
+	}
+	return access, nil
+}
+
+// reload is SIGHUP: the certificates, and the API tokens from the cluster
+// file. What fails to load is logged; the node keeps what it had.
+func (s *nodeSettings) reload(n *node, logger *slog.Logger) {
+	if err := s.reloadTLS(); err != nil {
+		logger.Error("SIGHUP: certificates not reloaded; keeping the current ones", "error", err)
+	} else if s.peerTLS != nil {
+		logger.Info("SIGHUP: certificates reloaded", "node", s.node.ID, "expires", s.peerTLS.NotAfter())
+	}
+	if s.configPath == "" {
+		return
+	}
+	file, err := config.Load(s.configPath)
+	var access *gateway.Access
+	if err == nil {
+		access, err = apiAccess(file)
+	}
+	if err == nil && access == nil && s.access != nil {
+		err = errors.New("the file has no api.tokens any more; restart the node to open the API")
+	}
+	if err != nil {
+		logger.Error("SIGHUP: API tokens not reloaded; keeping the current ones", "error", err)
+		return
+	}
+	s.access = access
+	n.api.SetAccess(access)
+	if access != nil {
+		logger.Info("SIGHUP: API tokens reloaded", "node", s.node.ID, "tokens", len(file.API.Tokens))
+	}
 }
 
 // loadTLS reads the node's certificates; an error names the field.
@@ -218,11 +280,7 @@ wait:
 	for {
 		select {
 		case <-hup:
-			if err := s.reloadTLS(); err != nil {
-				logger.Error("SIGHUP: reload failed; keeping the current certificates", "error", err)
-			} else if s.peerTLS != nil {
-				logger.Info("SIGHUP: certificates reloaded", "node", s.node.ID, "expires", s.peerTLS.NotAfter())
-			}
+			s.reload(n, logger)
 			continue
 		case <-ctx.Done():
 			logger.Info("shutting down", "node", s.node.ID)

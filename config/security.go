@@ -111,6 +111,9 @@ func (f *File) validateSecurity() error {
 			if len(s) < 16 {
 				return fieldErr(at+".secret_file", "the secret is shorter than 16 characters")
 			}
+			if strings.IndexFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+				return fieldErr(at+".secret_file", "the secret must be visible ASCII, as a bearer token is")
+			}
 			tok.Hash = sha256.Sum256([]byte(s))
 		}
 	}

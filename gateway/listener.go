@@ -48,9 +48,13 @@ func newListener(name, addr string, h fasthttp.RequestHandler, l Limits) listene
 		MaxConnsPerIP:        l.MaxConnsPerIP,
 		Concurrency:          l.Concurrency,
 		NoDefaultContentType: true,
-		CloseOnShutdown:      true,
-		ErrorHandler:         errorHandler,
-		Logger:               discardLogger{},
+		// Never parse a multipart body before the handler has decided
+		// who may send one (the API checks tokens first; the gateway
+		// forwards bodies as they are).
+		DisablePreParseMultipartForm: true,
+		CloseOnShutdown:              true,
+		ErrorHandler:                 errorHandler,
+		Logger:                       discardLogger{},
 	}}
 }
 

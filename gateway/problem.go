@@ -81,6 +81,10 @@ func writeStoreError(ctx *fasthttp.RequestCtx, err error) {
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", err.Error())
 		return
 	}
+	if errors.Is(err, raftstore.ErrTooLarge) {
+		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", err.Error())
+		return
+	}
 	writeProblem(ctx, fasthttp.StatusInternalServerError, "internal", err.Error())
 }
 
