@@ -52,7 +52,7 @@ type APIConfig struct {
 type API struct {
 	listener
 	cfg     APIConfig
-	store   *raftstore.Store
+	store   Store
 	tokens  *tokens.Service
 	metrics fasthttp.RequestHandler
 	logger  *slog.Logger
@@ -60,7 +60,7 @@ type API struct {
 }
 
 // NewAPI builds the API listener over store; gatherer serves /metrics.
-func NewAPI(cfg APIConfig, store *raftstore.Store, tok *tokens.Service, gatherer prometheus.Gatherer) *API {
+func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus.Gatherer) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -549,8 +549,8 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	leader, _ := a.store.Leader()
-	out := ClusterJSON{Leader: leader, Nodes: []NodeJSON{},
-		CommitIndex: a.store.Raft().CommitIndex(), AppliedIndex: a.store.FSM().AppliedIndex()}
+	commit, applied := a.store.Indexes()
+	out := ClusterJSON{Leader: leader, Nodes: []NodeJSON{}, CommitIndex: commit, AppliedIndex: applied}
 	for _, s := range servers {
 		out.Nodes = append(out.Nodes, NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter})
 	}
@@ -558,7 +558,7 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 }
 
 func (a *API) nodeAPI(id string) string {
-	if e, err := a.store.FSM().KV([]byte(nodeAPIPrefix+id), time.Now()); err == nil {
+	if e, err := a.store.KV(context.Background(), []byte(nodeAPIPrefix+id), true); err == nil {
 		return string(e.Value)
 	}
 	return a.cfg.NodeAPIs[id]
@@ -653,16 +653,9 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 		}
 		limit = n
 	}
-	if string(ctx.QueryArgs().Peek("consistency")) != "local" {
-		c, cancel := a.opCtx()
-		err := a.store.Barrier(c)
-		cancel()
-		if err != nil {
-			writeStoreError(ctx, err)
-			return
-		}
-	}
-	log, err := a.store.FSM().Suspects(limit)
+	c, cancel := a.opCtx()
+	log, err := a.store.Suspects(c, limit, string(ctx.QueryArgs().Peek("consistency")) == "local")
+	cancel()
 	if err != nil {
 		writeStoreError(ctx, err)
 		return

@@ -16,15 +16,49 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// apiCluster is a real 3-node cluster with a real API listener per node.
+// apiCluster is n API listeners over one in-memory store (the behaviour
+// tests), or over a real cluster, one per node (c set: the wiring tests).
 type apiCluster struct {
 	c    *raftstore.TestCluster
 	apis []*API
 	urls []string
+}
+
+// startAPIs starts n API listeners over one in-memory store, authorizing by
+// access (nil: no authorization).
+func startAPIs(t testing.TB, n int, access *Access) *apiCluster {
+	t.Helper()
+	m := memstore.New(t)
+	ac := &apiCluster{}
+	for i := 0; i < n; i++ {
+		ac.serve(t, m, prometheus.NewRegistry(), access)
+	}
+	return ac
+}
+
+// serve starts one API listener over s.
+func (ac *apiCluster) serve(t testing.TB, s Store, reg *prometheus.Registry, access *Access) {
+	t.Helper()
+	tok := tokens.New(s, 30*time.Minute)
+	if err := tok.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
+		Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
+	if err := api.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go api.Serve()
+	// Idle keep-alive connections would hold Shutdown until they time out.
+	t.Cleanup(func() { http.DefaultClient.CloseIdleConnections(); api.srv.Shutdown() })
+	ac.apis = append(ac.apis, api)
+	ac.urls = append(ac.urls, "http://"+api.Addr())
 }
 
 func startAPICluster(t testing.TB, n int) *apiCluster {
@@ -44,20 +78,7 @@ func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), acc
 		if err := s.Register(reg); err != nil {
 			t.Fatal(err)
 		}
-		tok := tokens.New(s, 30*time.Minute)
-		if err := tok.Register(reg); err != nil {
-			t.Fatal(err)
-		}
-		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
-			Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
-		if err := api.Listen(); err != nil {
-			t.Fatal(err)
-		}
-		go api.Serve()
-		t.Cleanup(func() { api.srv.Shutdown() })
-		ac.apis = append(ac.apis, api)
-		ac.urls = append(ac.urls, "http://"+api.Addr())
+		ac.serve(t, s, reg, access)
 	}
 	return ac
 }
@@ -106,7 +127,7 @@ func (r reply) problemType(t testing.TB) string {
 }
 
 func TestAPIKV(t *testing.T) {
-	ac := startAPICluster(t, 3)
+	ac := startAPIs(t, 3, nil)
 	u := ac.urls
 	steps := []struct {
 		method, url, body string
@@ -164,7 +185,7 @@ func TestAPIKV(t *testing.T) {
 }
 
 func TestAPITokensRace(t *testing.T) {
-	ac := startAPICluster(t, 3)
+	ac := startAPIs(t, 3, nil)
 	r := postJSON(t, ac.urls[1]+"/v1/tokens", `{"scope":"pay","ttl":"5m"}`)
 	if r.status != 201 {
 		t.Fatalf("issue = %d %s", r.status, r.body)

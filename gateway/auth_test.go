@@ -128,7 +128,7 @@ func TestAPIAuthEndpoints(t *testing.T) {
 // TestAPIAuthHostile: malformed, doubled and disguised credentials each get
 // the exact answer below, and a refused PUT writes nothing.
 func TestAPIAuthHostile(t *testing.T) {
-	ac := startAPIClusterWith(t, 3, nil, testAccess(t, nil))
+	ac := startAPIs(t, 2, testAccess(t, nil))
 	addr := strings.TrimPrefix(ac.urls[0], "http://")
 	adminHash := sha256.Sum256([]byte(adminSecret))
 	tests := []struct {
@@ -227,7 +227,7 @@ func TestAPIAuthCSRFShape(t *testing.T) {
 // TestAPIAuthOpen: the endpoints an Access leaves open take no token; the
 // others need one as any endpoint does.
 func TestAPIAuthOpen(t *testing.T) {
-	ac := startAPIClusterWith(t, 1, nil, nil)
+	ac := startAPIs(t, 1, nil)
 	u := ac.urls[0]
 	waitReady(t, u)
 	tests := []struct {
@@ -270,7 +270,7 @@ func TestAPIAuthReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac := startAPIClusterWith(t, 3, nil, oldAccess)
+	ac := startAPIs(t, 3, oldAccess)
 	const (
 		before = iota // answered before the swap began
 		during        // in flight while it ran

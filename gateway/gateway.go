@@ -14,7 +14,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -51,7 +50,7 @@ func DefaultConfig() Config {
 type Gateway struct {
 	listener
 	cfg      Config
-	store    *raftstore.Store
+	store    Store
 	tokens   *tokens.Service
 	routes   []*route
 	upstream *fasthttp.HostClient
@@ -62,7 +61,7 @@ type Gateway struct {
 }
 
 // New builds the gateway listener.
-func New(cfg Config, store *raftstore.Store, tok *tokens.Service) (*Gateway, error) {
+func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -80,7 +79,7 @@ func New(cfg Config, store *raftstore.Store, tok *tokens.Service) (*Gateway, err
 	for _, r := range routes {
 		r.metrics = g.metrics.forRoute(r.name)
 	}
-	store.FSM().SetRecordObserver(g.cache.remove)
+	store.OnRecordsRemoved(g.cache.remove)
 	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits)
 	return g, nil
 }
@@ -173,10 +172,7 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
 	req := &ctx.Request
 	g.toUpstream(ctx)
 	t0 := time.Now()
-	err := g.upstream.Do(req, &ctx.Response)
-	if errors.Is(err, errStaleConn) { // nothing was sent: once more, on a fresh connection
-		err = g.upstream.Do(req, &ctx.Response)
-	}
+	err := g.doUpstream(req, &ctx.Response, time.Time{})
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()
@@ -184,6 +180,28 @@ func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
 	}
 	stripResponseHopByHop(&ctx.Response.Header)
 	return nil
+}
+
+// staleRetries bounds the pooled connections one request may find closed by
+// the upstream before it gives up (502, nothing sent): several idle
+// connections can expire at once.
+const staleRetries = 4
+
+// doUpstream sends req (by deadline, if set). A pooled connection that the
+// upstream had closed is detected before anything is written (errStaleConn);
+// the request then goes on another connection.
+func (g *Gateway) doUpstream(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
+	for attempt := 0; ; attempt++ {
+		var err error
+		if deadline.IsZero() {
+			err = g.upstream.Do(req, resp)
+		} else {
+			err = g.upstream.DoDeadline(req, resp, deadline)
+		}
+		if !errors.Is(err, errStaleConn) || attempt == staleRetries {
+			return err
+		}
+	}
 }
 
 // toUpstream readies ctx.Request for the upstream: hop-by-hop headers

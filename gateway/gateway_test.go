@@ -335,7 +335,7 @@ func TestPassthroughAndSuspects(t *testing.T) {
 // TestLeaderKilledNeverTwice: traffic on all nodes while the leader stops:
 // no key ever executes twice, and every key that completed replays after.
 func TestLeaderKilledNeverTwice(t *testing.T) {
-	gc := startGateways(t, 3)
+	gc := startClusterGateways(t, 3, "")
 	leader := gc.c.WaitLeader(5 * time.Second)
 	var mu sync.Mutex
 	got := map[string]reply{}

@@ -61,7 +61,7 @@ func startTrivialUpstream(b testing.TB) *trivialUpstream {
 //	go test -run XXX -bench Gateway -benchtime 3000x ./gateway
 func BenchmarkGateway(b *testing.B) {
 	up := startTrivialUpstream(b)
-	gc := startGatewaysTo(b, 3, up.addr)
+	gc := startClusterGateways(b, 3, up.addr)
 	leader := gc.c.WaitLeader(5 * time.Second)
 	hosts := make([]*fasthttp.HostClient, 3)
 	for i, u := range gc.gwURLs {

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -81,8 +82,9 @@ func (u *upstream) executions(key string) int {
 	return u.byKey[key]
 }
 
-// gwCluster is three real nodes, each with a gateway and an API listener,
-// in front of one upstream.
+// gwCluster is n nodes, each with a gateway and an API listener, in front of
+// one upstream: over one in-memory store (the behaviour tests), or over a
+// real Raft cluster (c set: the wiring tests and benchmarks).
 type gwCluster struct {
 	c        *raftstore.TestCluster
 	up       *upstream
@@ -111,25 +113,45 @@ routes:
   - {name: strict, path: /strict, on_suspect: reject}
 `
 
+var _ Store = (*memstore.Store)(nil)
+
+// startGateways starts n gateways (and API listeners) over one in-memory
+// store, in front of a new counting upstream.
 func startGateways(t testing.TB, n int) *gwCluster {
 	t.Helper()
-	return startGatewaysTo(t, n, "")
+	m := memstore.New(t)
+	stores := make([]Store, n)
+	for i := range stores {
+		stores[i] = m
+	}
+	return startGatewaysOver(t, nil, stores, "")
 }
 
-// startGatewaysTo starts the gateways in front of upstreamAddr, or of a new
-// counting upstream when it is empty.
-func startGatewaysTo(t testing.TB, n int, upstreamAddr string) *gwCluster {
+// startClusterGateways starts a real n-node cluster with a gateway and an
+// API listener on each node, in front of upstreamAddr, or of a new counting
+// upstream when it is empty.
+func startClusterGateways(t testing.TB, n int, upstreamAddr string) *gwCluster {
+	t.Helper()
+	c := raftstore.StartTestCluster(t, n, nil)
+	var stores []Store
+	for _, s := range c.Stores {
+		stores = append(stores, s)
+	}
+	return startGatewaysOver(t, c, stores, upstreamAddr)
+}
+
+func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, upstreamAddr string) *gwCluster {
 	t.Helper()
 	file, err := config.Parse([]byte(testRoutes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gc := &gwCluster{c: raftstore.StartTestCluster(t, n, nil), routes: file.Routes}
+	gc := &gwCluster{c: c, routes: file.Routes}
 	if upstreamAddr == "" {
 		gc.up = startUpstream(t)
 		upstreamAddr = gc.up.addr
 	}
-	for _, s := range gc.c.Stores {
+	for _, s := range stores {
 		reg := prometheus.NewRegistry()
 		tok := tokens.New(s, 30*time.Minute)
 		cfg := DefaultConfig()
@@ -157,7 +179,7 @@ func startGatewaysTo(t testing.TB, n int, upstreamAddr string) *gwCluster {
 			t.Fatal(err)
 		}
 		go api.Serve()
-		t.Cleanup(func() { gw.srv.Shutdown(); api.srv.Shutdown() })
+		t.Cleanup(func() { http.DefaultClient.CloseIdleConnections(); gw.srv.Shutdown(); api.srv.Shutdown() })
 		gc.gws = append(gc.gws, gw)
 		gc.gwURLs = append(gc.gwURLs, "http://"+gw.Addr())
 		gc.apiURLs = append(gc.apiURLs, "http://"+api.Addr())

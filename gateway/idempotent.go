@@ -44,16 +44,20 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 		return
 	}
 	var kbuf [512]byte
-	rk := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
+	kbufKey := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
 	fp, digest := fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody())
 
 	// Fast path: a completed record never changes until it expires, so any
 	// node may replay it from its own state, without Raft.
-	if e := g.cache.get(rk, start.UnixNano()); e != nil {
+	if e := g.cache.get(kbufKey, start.UnixNano()); e != nil {
 		g.answerCompleted(ctx, r, e, &fp, start)
 		return
 	}
-	if rec, err := g.store.FSM().Record(rk, start); err == nil && rec.State == fsm.StateCompleted {
+	// Past the cache the record key goes to the store, an interface, and
+	// whatever it is given escapes: it gets memory of its own here, so the
+	// replay above stays on the stack buffer and allocates nothing.
+	rk := bytes.Clone(kbufKey)
+	if rec, err := g.store.Record(context.Background(), rk, true); err == nil && rec.State == fsm.StateCompleted {
 		e := newCached(rec)
 		g.cache.put(rk, e)
 		g.answerCompleted(ctx, r, e, &fp, start)
@@ -180,7 +184,7 @@ func (g *Gateway) waitLocal(rk []byte, deadline time.Time) (rec *fsm.Record, rel
 	defer t.Stop()
 	for {
 		changed := g.store.Changed()
-		r, err := g.store.FSM().Record(rk, time.Now())
+		r, err := g.store.Record(context.Background(), rk, true)
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
 			return nil, true
@@ -259,10 +263,7 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	g.toUpstream(ctx)
 	timeout := min(r.processingTimeout, g.cfg.UpstreamTimeout)
 	t0 := time.Now()
-	err := g.upstream.DoDeadline(&ctx.Request, &ctx.Response, t0.Add(timeout))
-	if errors.Is(err, errStaleConn) { // nothing was sent: once more, on a fresh connection
-		err = g.upstream.DoDeadline(&ctx.Request, &ctx.Response, t0.Add(timeout))
-	}
+	err := g.doUpstream(&ctx.Request, &ctx.Response, t0.Add(timeout))
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()

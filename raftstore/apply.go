@@ -77,7 +77,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err // expiring frees space: let the sweeper run
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		if id, ok := requestIDFrom(ctx); ok {
+		if id, ok := RequestIDFrom(ctx); ok {
 			c.ReqID = id
 		} else {
 			c.ReqID = s.newReqID()

@@ -9,9 +9,17 @@ import (
 	"github.com/idemgate/idemgate/ttl"
 )
 
-// The typed operations the gateway calls. Each is one Raft command; each
-// returns the state machine's sentinel errors (fsm.ErrExists, ...) for
-// refusals and the store's (ErrNoLeader, ...) when it could not run.
+// Commands are the typed operations the listeners call, each one command
+// of the state machine, built here once over a Propose function: the Store
+// proposes through Raft; a test store may apply to a state machine
+// directly. Each returns the state machine's sentinel errors
+// (fsm.ErrExists, ...) for refusals and the proposer's (ErrNoLeader, ...)
+// when it could not run.
+type Commands struct {
+	// Propose applies c wherever the state machine is and returns its
+	// result; a nil error means it was applied.
+	Propose func(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
+}
 
 // BeginRequest starts an idempotency record.
 type BeginRequest struct {
@@ -32,7 +40,7 @@ type BeginRequest struct {
 // fencing token in Result.Fence) or returns the existing record in
 // Result.Record, in one round trip; fsm.CodeSuspect when it refused a
 // suspected duplicate.
-func (s *Store) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) {
+func (s Commands) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) {
 	c := fsm.Command{Type: fsm.TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout,
 		Body: r.DigestKey, Version: uint64(r.Window)}
 	if r.ReleaseUnknown {
@@ -41,7 +49,7 @@ func (s *Store) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) 
 	if r.RejectSuspect {
 		c.Flags |= fsm.FlagRejectSuspect
 	}
-	res, err := s.Apply(ctx, &c)
+	res, err := s.Propose(ctx, &c)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +71,7 @@ type CompleteRequest struct {
 
 // Complete stores the response; fsm.ErrFenceMismatch when the caller no
 // longer owns the record.
-func (s *Store) Complete(ctx context.Context, r CompleteRequest) error {
+func (s Commands) Complete(ctx context.Context, r CompleteRequest) error {
 	c := fsm.Command{Type: fsm.TypeRecordComplete, Key: r.Key, Fence: r.Fence, Status: r.Status,
 		Headers: r.Headers, Body: r.Body}
 	if r.BodyDropped {
@@ -74,18 +82,18 @@ func (s *Store) Complete(ctx context.Context, r CompleteRequest) error {
 
 // Release deletes a record so a retry can run. Fence 0 releases whatever
 // owns it (an operator's release).
-func (s *Store) Release(ctx context.Context, key []byte, fence uint64) error {
+func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
 	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeRecordRelease, Key: key, Fence: fence})
 }
 
 // MarkUnknown records that the owner cannot know the upstream's outcome.
-func (s *Store) MarkUnknown(ctx context.Context, key []byte, fence uint64) error {
+func (s Commands) MarkUnknown(ctx context.Context, key []byte, fence uint64) error {
 	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeRecordMarkUnknown, Key: key, Fence: fence})
 }
 
 // IssueToken stores a new form token; it returns its expiry.
-func (s *Store) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
-	res, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeTokenIssue, Key: key, TTL: ttl})
+func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
+	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeTokenIssue, Key: key, TTL: ttl})
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -97,14 +105,14 @@ func (s *Store) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (
 
 // ConsumeToken deletes a live token; fsm.ErrNotFound when it was already
 // consumed, never issued, or expired. Exactly one consume succeeds.
-func (s *Store) ConsumeToken(ctx context.Context, key []byte) error {
+func (s Commands) ConsumeToken(ctx context.Context, key []byte) error {
 	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeTokenConsume, Key: key})
 }
 
 // KVSet writes a KV key: mode SetPlain, SetNX (fsm.ErrExists with the
 // current value in the result) or SetCAS on version (fsm.ErrVersionMismatch).
-func (s *Store) KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error) {
-	res, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeKVSet, Key: key, Value: value, TTL: ttl, Mode: mode, Version: version})
+func (s Commands) KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error) {
+	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeKVSet, Key: key, Value: value, TTL: ttl, Mode: mode, Version: version})
 	if err != nil {
 		return nil, err
 	}
@@ -112,16 +120,16 @@ func (s *Store) KVSet(ctx context.Context, key, value []byte, ttl time.Duration,
 }
 
 // KVGetDel removes a key and returns the value it had (fsm.ErrNotFound).
-func (s *Store) KVGetDel(ctx context.Context, key []byte) (*fsm.Result, error) {
-	res, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key})
+func (s Commands) KVGetDel(ctx context.Context, key []byte) (*fsm.Result, error) {
+	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key})
 	if err != nil {
 		return nil, err
 	}
 	return res, res.Err()
 }
 
-func (s *Store) applyErr(ctx context.Context, c *fsm.Command) error {
-	res, err := s.Apply(ctx, c)
+func (s Commands) applyErr(ctx context.Context, c *fsm.Command) error {
+	res, err := s.Propose(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -143,7 +151,7 @@ func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) { return s.fs
 
 // Expire proposes the removal of due entries.
 func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
-	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
+	return s.Commands.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
 }
 
 func unixOrZero(ns int64) time.Time {

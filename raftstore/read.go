@@ -147,3 +147,25 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 // Changed returns a channel closed at this node's next apply: a waiter
 // re-reads the local state when it fires.
 func (s *Store) Changed() <-chan struct{} { return s.wrap.changed() }
+
+// Suspects lists up to limit suspected duplicates, newest first
+// (linearizable unless local).
+func (s *Store) Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.fsm.Suspects(limit)
+}
+
+// Indexes are the commit index this node knows and the index its state
+// machine has applied.
+func (s *Store) Indexes() (commit, applied uint64) {
+	return s.raft.CommitIndex(), s.fsm.AppliedIndex()
+}
+
+// OnRecordsRemoved registers fn to be told, after each applied batch, the
+// keys of the records it removed (released, expired, taken over): caches of
+// completed records drop them. fn runs on the apply path and must be quick.
+func (s *Store) OnRecordsRemoved(fn func(keys [][]byte)) { s.fsm.SetRecordObserver(fn) }

@@ -41,7 +41,8 @@ func RequestIDFor(parts ...[]byte) fsm.ReqID {
 	return id
 }
 
-func requestIDFrom(ctx context.Context) (fsm.ReqID, bool) {
+// RequestIDFrom returns the request id ctx carries (WithRequestID).
+func RequestIDFrom(ctx context.Context) (fsm.ReqID, bool) {
 	id, ok := ctx.Value(reqIDKey{}).(fsm.ReqID)
 	return id, ok && !id.IsZero()
 }

@@ -26,6 +26,9 @@ import (
 
 // Store is one node's replicated store.
 type Store struct {
+	// Commands are the typed operations (ops.go), proposed through Raft.
+	Commands
+
 	cfg    Config
 	logger *slog.Logger
 
@@ -88,6 +91,7 @@ func Open(cfg Config) (s *Store, err error) {
 	}
 	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
+	s.Commands = Commands{Propose: s.Apply}
 	if _, err := rand.Read(s.idPrefix[:]); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// Store is what the gateway and API listeners need from the replicated
+// store; *raftstore.Store implements it over Raft. Writes are applied
+// wherever they are asked (a follower forwards them to the leader). Reads
+// are linearizable unless local is set: a local read sees this node's
+// applied state as it is. The listeners never reach past this interface
+// into the state machine or Raft, so their behaviour tests run on a store
+// in memory (internal/memstore) and a few cluster tests prove the wiring.
+type Store interface {
+	// Idempotency records.
+	Begin(ctx context.Context, r raftstore.BeginRequest) (*fsm.Result, error)
+	Complete(ctx context.Context, r raftstore.CompleteRequest) error
+	Release(ctx context.Context, key []byte, fence uint64) error
+	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
+	// Changed returns a channel closed at the next applied change; a
+	// waiter re-reads local state when it fires.
+	Changed() <-chan struct{}
+	// OnRecordsRemoved registers fn, told after each applied change the
+	// keys of the records it removed (released, expired, taken over).
+	OnRecordsRemoved(fn func(keys [][]byte))
+
+	// The KV keyspace.
+	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error)
+	KVGetDel(ctx context.Context, key []byte) (*fsm.Result, error)
+
+	// Form tokens (package tokens builds on these).
+	IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error)
+	ConsumeToken(ctx context.Context, key []byte) error
+
+	// Suspects lists up to limit suspected duplicates, newest first.
+	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
+
+	// The cluster.
+	Leader() (id, raftAddr string)
+	Servers() ([]raftstore.Server, error)
+	AddVoter(ctx context.Context, id, raftAddr string) error
+	RemoveServer(ctx context.Context, id string) error
+	// Barrier waits until this node has applied everything committed
+	// before the call (a linearizable read's first half).
+	Barrier(ctx context.Context) error
+	// Ready: this node knows a leader and has applied what it learned
+	// was committed.
+	Ready() bool
+	Indexes() (commit, applied uint64)
+}
+
+var _ Store = (*raftstore.Store)(nil)

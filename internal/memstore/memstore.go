@@ -1,0 +1,156 @@
+// Package memstore is a store for the listeners' behaviour tests: the real
+// state machine (package fsm), applied to directly in this process, with no
+// Raft and no network. Commands keep their exact semantics (SETNX, fencing,
+// TTLs, request-id dedupe, suspects) because they run through the same
+// state machine and the same typed operations (raftstore.Commands) as in a
+// cluster; only replication is missing, so every "node" built on one Store
+// sees the same state at once. It never ships in the binary.
+package memstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// ErrNoCluster answers membership changes: a memstore is one node.
+var ErrNoCluster = errors.New("memstore: no cluster to change")
+
+// Store applies commands to one state machine, in order.
+type Store struct {
+	raftstore.Commands
+	f *fsm.FSM
+
+	mu        sync.Mutex // orders applies
+	index     uint64
+	changed   chan struct{}
+	observers []func(keys [][]byte)
+}
+
+// New opens a Store in a temporary directory of tb and runs the expiry
+// sweeper (every 50 ms) until tb ends.
+func New(tb testing.TB) *Store {
+	tb.Helper()
+	f, err := fsm.Open(fsm.Config{Path: filepath.Join(tb.TempDir(), "fsm.db"), NoSync: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Store{f: f, changed: make(chan struct{})}
+	s.Commands = raftstore.Commands{Propose: s.Apply}
+	f.SetRecordObserver(s.removed)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: 50 * time.Millisecond}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go func() { defer close(done); sweeper.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		f.Close()
+	})
+	return s
+}
+
+// Apply stamps c with the wall clock and applies it as the next log entry.
+// A command without a request id gets the one ctx carries
+// (raftstore.WithRequestID) or a random one, as in a cluster.
+func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
+		if id, ok := raftstore.RequestIDFrom(ctx); ok {
+			c.ReqID = id
+		} else {
+			rand.Read(c.ReqID[:])
+		}
+	}
+	s.mu.Lock()
+	s.index++
+	c.Stamp = time.Now().UnixNano()
+	out := s.f.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}})
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	res, ok := out[0].(*fsm.Result)
+	if !ok {
+		return nil, errors.New("memstore: the state machine answered no result")
+	}
+	return res, nil
+}
+
+func (s *Store) removed(keys [][]byte) {
+	for _, fn := range s.observers { // called under s.mu, by Apply
+		fn(keys)
+	}
+}
+
+// OnRecordsRemoved registers fn; every registered fn is told.
+func (s *Store) OnRecordsRemoved(fn func(keys [][]byte)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observers = append(s.observers, fn)
+}
+
+// Changed returns a channel closed at the next apply.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Reads see the one state there is: local or not, they are linearizable.
+
+func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, error) {
+	return s.f.Record(key, time.Now())
+}
+
+func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
+	return s.f.KV(key, time.Now())
+}
+
+func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, error) {
+	return s.f.Suspects(limit)
+}
+
+// LookupRequest tells what the state machine remembers of a request id.
+func (s *Store) LookupRequest(id fsm.ReqID) (*fsm.Result, bool, error) { return s.f.LookupRequest(id) }
+
+// The cluster: one node, always the leader, always ready.
+
+func (s *Store) Leader() (string, string) { return "mem", "memstore" }
+func (s *Store) Servers() ([]raftstore.Server, error) {
+	return []raftstore.Server{{ID: "mem", RaftAddr: "memstore", Voter: true, State: "leader"}}, nil
+}
+func (s *Store) AddVoter(context.Context, string, string) error { return ErrNoCluster }
+func (s *Store) RemoveServer(context.Context, string) error     { return ErrNoCluster }
+func (s *Store) Barrier(ctx context.Context) error              { return ctx.Err() }
+func (s *Store) Ready() bool                                    { return true }
+func (s *Store) Indexes() (commit, applied uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.index, s.f.AppliedIndex()
+}
+
+// The sweeper's Proposer (package ttl).
+
+func (s *Store) VerifyLeader(ctx context.Context) error { return ctx.Err() }
+func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) {
+	return s.f.Due(now, limit)
+}
+func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
+	_, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
+	return err
+}
