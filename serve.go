@@ -199,13 +199,14 @@ func (s *nodeSettings) loadTLS() error {
 	if err != nil {
 		return &config.Error{Field: "tls", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
 	}
-	if s.peerTLS.NodeID() != id {
-		return &config.Error{Field: "tls.cert", Msg: fmt.Sprintf("%s names node %q, not %q (idemgate certs makes one per node)",
-			s.file.Path(t.Cert, id), s.peerTLS.NodeID(), id)}
+	if err := s.peerTLS.ExpectNode(id); err != nil {
+		return &config.Error{Field: "tls.cert", Msg: strings.TrimPrefix(err.Error(), "certs: ") + " (idemgate certs makes one per node)"}
 	}
 	s.gatewayTLS = s.peerTLS
 	if t.GatewayTLS() && t.GatewayCert != "" {
-		s.gatewayTLS, err = certs.Load(s.file.Path(t.CA, id), s.file.Path(t.GatewayCert, id), s.file.Path(t.GatewayKey, id))
+		// The gateway's own certificate may come from any CA (a public
+		// one): clients verify it, not the cluster.
+		s.gatewayTLS, err = certs.LoadServer(s.file.Path(t.GatewayCert, id), s.file.Path(t.GatewayKey, id))
 		if err != nil {
 			return &config.Error{Field: "tls.gateway_cert", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
 		}

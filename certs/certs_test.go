@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +121,41 @@ func TestNodeIDOf(t *testing.T) {
 	two.URIs = append(two.URIs, p)
 	if _, err := NodeIDOf(two); err != ErrTwoIdentities {
 		t.Errorf("two identities: %v", err)
+	}
+}
+
+// TestReloadKeepsTheNodeIdentity: a reload that would make this node present
+// another node's certificate is refused, and the node keeps its own.
+func TestReloadKeepsTheNodeIdentity(t *testing.T) {
+	dir := t.TempDir()
+	ca, _, _ := LoadOrCreateCA(dir)
+	ca.IssueNode(dir, NodeRequest{ID: "n1"})
+	ca.IssueNode(dir, NodeRequest{ID: "n2"})
+	src, err := Load(CAFile(dir), NodeFile(dir, "n1"), NodeKeyFile(dir, "n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.ExpectNode("n2"); err == nil {
+		t.Fatal("ExpectNode accepted a certificate naming another node")
+	}
+	if err := src.ExpectNode("n1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][2]string{{NodeFile(dir, "n2"), NodeFile(dir, "n1")}, {NodeKeyFile(dir, "n2"), NodeKeyFile(dir, "n1")}} {
+		b, _ := os.ReadFile(f[0])
+		os.WriteFile(f[1], b, 0o600)
+	}
+	if err := src.Reload(); err == nil || !strings.Contains(err.Error(), "refusing to change this node's identity") {
+		t.Fatalf("reload of n2's certificate as n1 = %v", err)
+	}
+	if src.NodeID() != "n1" {
+		t.Fatal("the refused reload replaced the certificate")
+	}
+	// A listener-only certificate needs no cluster CA.
+	other := t.TempDir()
+	oca, _, _ := LoadOrCreateCA(other)
+	oca.IssueNode(other, NodeRequest{ID: "public"})
+	if _, err := LoadServer(NodeFile(other, "public"), NodeKeyFile(other, "public")); err != nil {
+		t.Fatalf("LoadServer of a certificate from another CA: %v", err)
 	}
 }

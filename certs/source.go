@@ -21,7 +21,9 @@ import (
 // for concurrent use.
 type Source struct {
 	caPath, certPath, keyPath string
-	cur                       atomic.Pointer[material]
+	// node, when set, is the node every reloaded certificate must name.
+	node string
+	cur  atomic.Pointer[material]
 }
 
 type material struct {
@@ -40,15 +42,40 @@ func Load(caPath, certPath, keyPath string) (*Source, error) {
 	return s, nil
 }
 
+// LoadServer reads a certificate and its key for a listener only (the
+// gateway's own certificate, from a public CA, say): no cluster CA, no node
+// identity.
+func LoadServer(certPath, keyPath string) (*Source, error) {
+	s := &Source{certPath: certPath, keyPath: keyPath}
+	if err := s.Reload(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ExpectNode checks that the certificate names node id, and makes every
+// later Reload refuse one that does not (a node must never take on another
+// node's identity by a file swap).
+func (s *Source) ExpectNode(id string) error {
+	if got := s.NodeID(); got != id {
+		return fmt.Errorf("certs: %s names node %q, not %q", s.certPath, got, id)
+	}
+	s.node = id
+	return nil
+}
+
 // Reload re-reads the files; on any error the current material stays.
 func (s *Source) Reload() error {
-	caPEM, err := os.ReadFile(s.caPath)
-	if err != nil {
-		return fmt.Errorf("certs: ca: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return fmt.Errorf("certs: ca: %s holds no PEM certificate", s.caPath)
+	var pool *x509.CertPool
+	if s.caPath != "" {
+		caPEM, err := os.ReadFile(s.caPath)
+		if err != nil {
+			return fmt.Errorf("certs: ca: %w", err)
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return fmt.Errorf("certs: ca: %s holds no PEM certificate", s.caPath)
+		}
 	}
 	cert, err := tls.LoadX509KeyPair(s.certPath, s.keyPath)
 	if err != nil {
@@ -61,16 +88,21 @@ func (s *Source) Reload() error {
 		}
 		cert.Leaf = leaf
 	}
-	inter := x509.NewCertPool()
-	for _, der := range cert.Certificate[1:] {
-		if c, err := x509.ParseCertificate(der); err == nil {
-			inter.AddCert(c)
+	if pool != nil {
+		inter := x509.NewCertPool()
+		for _, der := range cert.Certificate[1:] {
+			if c, err := x509.ParseCertificate(der); err == nil {
+				inter.AddCert(c)
+			}
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+			return fmt.Errorf("certs: %s does not chain to %s: %w", s.certPath, s.caPath, err)
 		}
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-		return fmt.Errorf("certs: %s does not chain to %s: %w", s.certPath, s.caPath, err)
-	}
 	id, _ := NodeIDOf(leaf)
+	if s.node != "" && id != s.node {
+		return fmt.Errorf("certs: %s names node %q, not %q: refusing to change this node's identity", s.certPath, id, s.node)
+	}
 	s.cur.Store(&material{cert: cert, pool: pool, id: id})
 	return nil
 }

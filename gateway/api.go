@@ -178,9 +178,13 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 }
 
 func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.RequestHandler) {
-	if method != want {
-		ctx.Response.Header.Set("Allow", want)
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use "+want)
+	if method != want && !(want == "GET" && method == "HEAD") { // HEAD is GET without the body
+		allow := want
+		if want == "GET" {
+			allow = "GET, HEAD"
+		}
+		ctx.Response.Header.Set("Allow", allow)
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use "+allow)
 		return
 	}
 	h(ctx)

@@ -205,18 +205,32 @@ func (g *Gateway) doUpstream(req *fasthttp.Request, resp *fasthttp.Response, dea
 }
 
 // toUpstream readies ctx.Request for the upstream: hop-by-hop headers
-// stripped, X-Forwarded-For added, and the upstream's scheme: the URI
-// carries the one the client used, and HostClient refuses an https URI on a
-// plain upstream (ErrHostClientRedirectToDifferentScheme) when the gateway
-// listener serves TLS.
+// stripped; the client's address appended to X-Forwarded-For as one
+// comma-separated line (a second line would let a client's forged first
+// line be read as the whole header by Go's Header.Get and its kin);
+// X-Forwarded-Proto set to the scheme the client used, whatever it sent;
+// and the upstream's scheme in the URI: it carries the one the client used,
+// and HostClient refuses an https URI on a plain upstream
+// (ErrHostClientRedirectToDifferentScheme) when the gateway serves TLS.
 func (g *Gateway) toUpstream(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Request.Header
+	proto := "http"
+	if ctx.IsTLS() {
+		proto = "https"
+	}
 	if g.upstream.IsTLS {
 		ctx.Request.URI().SetScheme("https")
 	} else {
 		ctx.Request.URI().SetScheme("http")
 	}
-	stripHopByHop(&ctx.Request.Header)
-	ctx.Request.Header.Add("X-Forwarded-For", ctx.RemoteIP().String())
+	stripHopByHop(h)
+	var xff []byte
+	for _, v := range h.PeekAll("X-Forwarded-For") {
+		xff = append(append(xff, v...), ", "...)
+	}
+	h.Del("X-Forwarded-For") // Set would replace only the first line
+	h.SetBytesV("X-Forwarded-For", append(xff, ctx.RemoteIP().String()...))
+	h.Set("X-Forwarded-Proto", proto)
 }
 
 // nothingSent reports whether an upstream error means the request never

@@ -392,3 +392,29 @@ func TestLeaderKilledNeverTwice(t *testing.T) {
 	}
 	t.Logf("%d keys completed, %d executions, none twice, leader %s stopped mid-run", len(got), gc.up.calls.Load(), gc.c.Cfgs[leader].NodeID)
 }
+
+// TestForwardedHeaders: the upstream sees one X-Forwarded-For line, the
+// client's own lines first and the address the gateway saw last (never a
+// second line a client forged), and X-Forwarded-Proto as the gateway
+// received the request, whatever the client claimed.
+func TestForwardedHeaders(t *testing.T) {
+	gc := startGateways(t, 1)
+	for _, path := range []string{"/pay", "/pay-direct"} { // idempotent and pass-through
+		req, _ := http.NewRequest("POST", gc.gwURLs[0]+path, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "xff-"+path)
+		req.Header.Add("X-Forwarded-For", "6.6.6.6")
+		req.Header.Add("X-Forwarded-For", "7.7.7.7")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get("X-Forwarded-For-Seen"); got != "6.6.6.6, 7.7.7.7, 127.0.0.1" {
+			t.Errorf("%s: upstream saw X-Forwarded-For %q, want one line ending in the client's address", path, got)
+		}
+		if got := resp.Header.Get("X-Forwarded-Proto-Seen"); got != "http" {
+			t.Errorf("%s: upstream saw X-Forwarded-Proto %q, want http", path, got)
+		}
+	}
+}

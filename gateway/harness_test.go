@@ -63,6 +63,8 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Execution", strconv.FormatInt(n, 10))
 	w.Header().Set("Set-Cookie", "session=secret")
 	w.Header().Set("X-Request-Id-Seen", r.Header.Get("X-Request-Id"))
+	w.Header().Set("X-Forwarded-For-Seen", strings.Join(r.Header.Values("X-Forwarded-For"), " | "))
+	w.Header().Set("X-Forwarded-Proto-Seen", strings.Join(r.Header.Values("X-Forwarded-Proto"), " | "))
 	status := http.StatusCreated
 	if s, ok := u.status.Load(r.URL.Path); ok {
 		status = s.(int)

@@ -39,6 +39,9 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 	if s.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
+	if len(data) > s.cfg.MaxCommandBytes { // a forwarded command is checked here, a local one in Apply too
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
+	}
 	if err := s.checkDisk(); err != nil {
 		if c, derr := fsm.PeekType(data); derr != nil || c != fsm.TypeExpire {
 			return nil, err
