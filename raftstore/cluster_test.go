@@ -221,10 +221,15 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 		t.Fatalf("servers after remove = %v", servers)
 	}
 	c.Stop(victim)
+	// A node that does not answer is not added: it would count against
+	// the quorum at once.
+	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); !errors.Is(err, ErrUnreachableNode) {
+		t.Fatalf("adding a stopped node = %v, want ErrUnreachableNode", err)
+	}
+	c.Start(victim)
 	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); err != nil {
 		t.Fatal(err)
 	}
-	c.Start(victim)
 	if _, err := c.Stores[leader].KVSet(ctx, []byte("after"), []byte("x"), 0, fsm.SetPlain, 0); err != nil {
 		t.Fatal(err)
 	}

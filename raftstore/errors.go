@@ -18,6 +18,9 @@ var (
 	ErrNotLeader = errors.New("node is not the leader")
 	// ErrUnknownNode: a membership change named a node the cluster lacks.
 	ErrUnknownNode = errors.New("unknown node")
+	// ErrUnreachableNode: a node to be added did not answer (or, with
+	// PeerTLS, did not prove its id): it is not added.
+	ErrUnreachableNode = errors.New("unreachable node")
 	// ErrDiskFull: the node's disk is nearly full; it refuses writes rather
 	// than let Raft's stores fail (see disk.go).
 	ErrDiskFull = errors.New("disk nearly full")

@@ -366,7 +366,7 @@ func (s *Store) forward(ctx context.Context, leaderID, leaderAddr string, kind b
 		return nil, fmt.Errorf("%w: leader %s is shutting down", errRetry, leaderID)
 	}
 	msg := string(r.payload)
-	for _, known := range []error{ErrUnknownNode, ErrDiskFull} {
+	for _, known := range []error{ErrUnknownNode, ErrUnreachableNode, ErrDiskFull, ErrTooLarge, ErrClockJump} {
 		if strings.HasPrefix(msg, known.Error()) {
 			return nil, fmt.Errorf("%w%s", known, strings.TrimPrefix(msg, known.Error()))
 		}

@@ -65,6 +65,35 @@ func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error
 	return err
 }
 
+// probeNode checks, before node id becomes a voter, that it answers at
+// addr, and with PeerTLS that its certificate names id. A voter that cannot
+// be reached counts against the quorum from the moment it is added: a few
+// added at once, by mistake or by whoever holds a member's key, would leave
+// the cluster without a majority, for good. A member at that address
+// already is not probed (re-adding it changes nothing).
+func (s *Store) probeNode(ctx context.Context, id, addr string) error {
+	f := s.raft.GetConfiguration()
+	if err := s.waitFuture(ctx, f); err != nil {
+		return err
+	}
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == id && string(srv.Address) == addr {
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*s.cfg.DialTimeout)
+	defer cancel()
+	c, err := dialForward(s.dialAddr(id, addr), s.cfg.DialTimeout, s.peerClientTLS(id), s.maxFrame())
+	if err == nil {
+		defer c.close()
+		_, err = c.call(ctx, fwdClock, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: node %q at %s did not answer (start it before adding it): %v", ErrUnreachableNode, id, addr, err)
+	}
+	return nil
+}
+
 func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []byte) error {
 	if s.raft.State() != raft.Leader {
 		return ErrNotLeader
@@ -76,6 +105,9 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []
 			return fmt.Errorf("raftstore: malformed add-voter request")
 		}
 		id, addr := string(payload[:i]), string(payload[i+1:])
+		if err := s.probeNode(ctx, id, addr); err != nil {
+			return err
+		}
 		return s.waitFuture(ctx, s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
 	case fwdRemove:
 		id := raft.ServerID(payload)

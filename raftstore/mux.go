@@ -38,6 +38,9 @@ type muxConfig struct {
 	tls       *tls.Config // nil: plaintext
 	maxConns  int         // connections open at once, Raft and forwarding together
 	reject    func(reason string)
+	// track is told each connection that passed the TLS handshake and the
+	// node it proved; the returned func is called when it closes.
+	track  func(c net.Conn, node string) (untrack func())
 	logger    *slog.Logger
 }
 
@@ -162,7 +165,13 @@ func (m *mux) route(c net.Conn, ip string) {
 			c.Close()
 			return
 		}
-		conn = &slotTLSConn{Conn: tc, slot: c}
+		node := ""
+		if pcs := tc.ConnectionState().PeerCertificates; len(pcs) > 0 {
+			node, _ = certs.NodeIDOf(pcs[0])
+		}
+		stc := &slotTLSConn{Conn: tc, slot: c}
+		stc.untrack = m.cfg.track(stc, node)
+		conn = stc
 	}
 	var b [1]byte
 	_, err := io.ReadFull(conn, b[:])
@@ -187,15 +196,19 @@ func (m *mux) route(c net.Conn, ip string) {
 	}
 }
 
-// slotTLSConn is a TLS connection over a slotConn: closing it frees the slot.
+// slotTLSConn is a TLS connection over a slotConn: closing it frees the
+// slot and forgets the peer.
 type slotTLSConn struct {
 	*tls.Conn
-	slot net.Conn
+	slot    net.Conn
+	untrack func()
+	once    sync.Once
 }
 
 func (c *slotTLSConn) Close() error {
 	err := c.Conn.Close()
 	c.slot.Close()
+	c.once.Do(c.untrack)
 	return err
 }
 

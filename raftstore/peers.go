@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -25,10 +26,13 @@ type members struct {
 	fetched time.Time
 
 	rejected *prometheus.CounterVec
+
+	connMu sync.Mutex
+	conns  map[net.Conn]string // authenticated inbound connections -> the node they proved
 }
 
 func newMembers(s *Store) *members {
-	return &members{s: s, every: 250 * time.Millisecond,
+	return &members{s: s, every: 250 * time.Millisecond, conns: map[net.Conn]string{},
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgate_peer_rejected_total",
 			Help: "Connections refused on the Raft port before any of their bytes were read, by reason.",
@@ -64,6 +68,41 @@ func (m *members) refresh() {
 	m.mu.Lock()
 	m.ids = ids
 	m.mu.Unlock()
+	m.dropRemoved(ids)
+}
+
+// track remembers an authenticated connection from node until it closes.
+func (m *members) track(c net.Conn, node string) func() {
+	m.connMu.Lock()
+	m.conns[c] = node
+	m.connMu.Unlock()
+	return func() {
+		m.connMu.Lock()
+		delete(m.conns, c)
+		m.connMu.Unlock()
+	}
+}
+
+// dropRemoved closes the connections of nodes no longer in the
+// configuration: the handshake let them in, and a removed node must not
+// keep talking over a connection it opened before its removal.
+func (m *members) dropRemoved(ids map[string]string) {
+	if len(ids) == 0 {
+		return
+	}
+	var drop []net.Conn
+	m.connMu.Lock()
+	for c, node := range m.conns {
+		if _, ok := ids[node]; !ok {
+			drop = append(drop, c)
+		}
+	}
+	m.connMu.Unlock()
+	for _, c := range drop {
+		m.s.logger.Warn("closing a connection of a node that is no longer a member", "peer", c.RemoteAddr())
+		m.reject("removed_member")
+		c.Close()
+	}
 }
 
 func (m *members) run(ctx context.Context) {

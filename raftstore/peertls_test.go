@@ -259,3 +259,60 @@ func dialProtoRaw(addr string, cfg *tls.Config) (net.Conn, error) {
 	}
 	return tc, nil
 }
+
+// TestRemovedNodeIsCutOff: a connection opened with a member's key before
+// that member was removed is closed once the removal is known: nothing sent
+// on it afterwards is applied, and the key no longer gets a new one.
+func TestRemovedNodeIsCutOff(t *testing.T) {
+	c, dir := startTLSCluster(t)
+	leader := c.WaitLeader(10 * time.Second)
+	victim := (leader + 1) % 3
+	id := c.Cfgs[victim].NodeID
+	stolen := loadSource(t, dir, dir, id)
+	conn, err := dialProto(c.Cfgs[leader].RaftBind, time.Second, protoForward, stolen.PeerClient(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// While a member, the key cannot add voters that do not exist (each
+	// would count against the quorum): the leader probes them first.
+	for i, fake := range []string{"x1", "x2", "x3"} {
+		conn.SetDeadline(time.Now().Add(5 * time.Second))
+		f := forwardFrame(fwdAddVoter, []byte(fake+"\x00127.0.0.1:1"))
+		binary.BigEndian.PutUint64(f[1:], uint64(i+1))
+		conn.Write(f)
+		var hdr [13]byte
+		if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+			t.Fatalf("add-voter %s: no answer: %v", fake, err)
+		}
+		msg := make([]byte, binary.BigEndian.Uint32(hdr[9:]))
+		io.ReadFull(conn, msg)
+		if hdr[8] != statusError || !strings.Contains(string(msg), ErrUnreachableNode.Error()) {
+			t.Fatalf("add-voter %s = status %d %q, want it refused as unreachable", fake, hdr[8], msg)
+		}
+	}
+	if servers, _ := c.Store(leader).Servers(); len(servers) != 3 {
+		t.Fatalf("membership after the fake adds: %+v", servers)
+	}
+	c.Stop(victim)
+	if err := c.Store(leader).RemoveServer(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // a few membership refreshes
+	cmd := fsm.Command{Type: fsm.TypeKVSet, Key: []byte("after-removal"), Value: []byte("x")}
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	conn.Write(forwardFrame(fwdApply, cmd.Encode(nil)))
+	var hdr [13]byte
+	if _, err := io.ReadFull(conn, hdr[:]); err == nil {
+		t.Fatal("a removed node's old connection still had its frame answered")
+	}
+	if _, err := c.Store(leader).KV(context.Background(), []byte("after-removal"), false); err != fsm.ErrNotFound {
+		t.Fatalf("the removed node's write: %v, want not found", err)
+	}
+	if again, err := dialProtoRaw(c.Cfgs[leader].RaftBind, stolen.PeerClient("")); err == nil && attackForward(t, again, "removed-again") {
+		t.Fatal("the removed node's key got a new connection answered")
+	}
+	if got := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues("removed_member")); got < 1 {
+		t.Fatalf("removed_member closures counted %v", got)
+	}
+}
