@@ -41,7 +41,7 @@ type muxConfig struct {
 	// track is told each connection that passed the TLS handshake and the
 	// node it proved; the returned func is called when it closes.
 	track  func(c net.Conn, node string) (untrack func())
-	logger    *slog.Logger
+	logger *slog.Logger
 }
 
 // mux accepts connections on the Raft port, checks who they are from and
