@@ -148,3 +148,47 @@ func TestForwardFrameLimits(t *testing.T) {
 		t.Errorf("the leader stopped serving: %v", err)
 	}
 }
+
+// TestManyHostsCannotStarveMembers: silent connections from more hosts than
+// the shared cap allows fill it, yet the members (dialling from their own
+// hosts) still make new connections: a restarted follower rejoins.
+func TestManyHostsCannotStarveMembers(t *testing.T) {
+	dir := t.TempDir()
+	issueCerts(t, dir, "n1", "n2", "n3")
+	c := StartTestCluster(t, 3, func(cfg *Config) {
+		cfg.PeerTLS = loadSource(t, dir, dir, cfg.NodeID)
+		cfg.MaxPeerConns = 32
+	})
+	leader := c.WaitLeader(10 * time.Second)
+	var held []net.Conn
+	defer func() {
+		for _, h := range held {
+			h.Close()
+		}
+	}()
+	for host := 2; host <= 5; host++ { // 127.0.1.2-5: 4 hosts x 16 = 64 > 32
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(host))}}
+		for i := 0; i < maxPendingPerIP; i++ {
+			for _, cfg := range c.Cfgs {
+				if conn, err := d.Dial("tcp", cfg.RaftBind); err == nil {
+					held = append(held, conn)
+				}
+			}
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues("too_many_connections")); got == 0 {
+		t.Fatal("the shared cap was never reached: the test proves nothing")
+	}
+	other := (leader + 1) % 3
+	c.Stop(other)
+	c.Start(other)
+	// Well within the 5 s after which the silent connections are cut off
+	// and their slots free again.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := c.Store(other).KVSet(ctx, []byte("rejoined"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		t.Fatalf("a write through the restarted follower: %v", err)
+	}
+	c.WaitConverged(10 * time.Second)
+}

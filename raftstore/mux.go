@@ -36,7 +36,9 @@ type muxConfig struct {
 	advertise net.Addr
 	forward   func(net.Conn)
 	tls       *tls.Config // nil: plaintext
-	maxConns  int         // connections open at once, Raft and forwarding together
+	maxConns  int         // connections open at once, Raft and forwarding together, from hosts that are not members'
+	// memberHost reports whether ip is the host of a member's address.
+	memberHost func(ip string) bool
 	reject    func(reason string)
 	// track is told each connection that passed the TLS handshake and the
 	// node it proved; the returned func is called when it closes.
@@ -102,15 +104,23 @@ func (m *mux) serve() {
 			c.Close()
 			continue
 		}
-		select {
-		case m.slots <- struct{}{}:
-		default:
-			m.leave(ip)
-			m.cfg.reject("too_many_connections")
-			c.Close()
-			continue
+		// The members' own hosts are not held to the shared cap: an
+		// attacker with many addresses could otherwise fill it and keep
+		// the members from making new connections. Their per-address
+		// cap above still holds.
+		release := func() {}
+		if !m.cfg.memberHost(ip) {
+			select {
+			case m.slots <- struct{}{}:
+				release = func() { <-m.slots }
+			default:
+				m.leave(ip)
+				m.cfg.reject("too_many_connections")
+				c.Close()
+				continue
+			}
 		}
-		go m.route(&slotConn{Conn: c, release: func() { <-m.slots }}, ip)
+		go m.route(&slotConn{Conn: c, release: release}, ip)
 	}
 }
 

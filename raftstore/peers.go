@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,14 +30,22 @@ type members struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]string // authenticated inbound connections -> the node they proved
+
+	hosts atomic.Pointer[map[string]bool] // IPs of the members' Raft addresses
 }
 
 func newMembers(s *Store) *members {
-	return &members{s: s, every: 250 * time.Millisecond, conns: map[net.Conn]string{},
+	m := &members{s: s, every: 250 * time.Millisecond, conns: map[net.Conn]string{},
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgate_peer_rejected_total",
-			Help: "Connections refused on the Raft port before any of their bytes were read, by reason.",
+			Help: "Connections refused on the Raft port (before any of their bytes were read), or closed when their node was removed, by reason.",
 		}, []string{"reason"})}
+	var peers []string
+	for _, p := range s.cfg.Peers {
+		peers = append(peers, p.RaftAddr)
+	}
+	m.setHosts(peers) // until raft reports a configuration
+	return m
 }
 
 // refresh reads the latest configuration from raft (bounded: raft's main
@@ -69,6 +78,40 @@ func (m *members) refresh() {
 	m.ids = ids
 	m.mu.Unlock()
 	m.dropRemoved(ids)
+	var addrs []string
+	for _, a := range ids {
+		addrs = append(addrs, a)
+	}
+	m.setHosts(addrs)
+}
+
+// setHosts records the IPs of addrs (host:port; names are resolved, within
+// a second).
+func (m *members) setHosts(addrs []string) {
+	hosts := map[string]bool{}
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			continue
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			hosts[ip.String()] = true
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ips, _ := net.DefaultResolver.LookupHost(ctx, host)
+		cancel()
+		for _, ip := range ips {
+			hosts[ip] = true
+		}
+	}
+	m.hosts.Store(&hosts)
+}
+
+// memberHost reports whether ip is the host of a member's Raft address.
+func (m *members) memberHost(ip string) bool {
+	h := m.hosts.Load()
+	return h != nil && (*h)[ip]
 }
 
 // track remembers an authenticated connection from node until it closes.

@@ -146,7 +146,7 @@ func Open(cfg Config) (s *Store, err error) {
 	}
 	s.members = newMembers(s)
 	mc := muxConfig{advertise: adv, forward: s.serveForward, maxConns: cfg.MaxPeerConns,
-		reject: s.members.reject, track: s.members.track, logger: s.logger}
+		reject: s.members.reject, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
 	if cfg.PeerTLS != nil {
 		mc.tls = cfg.PeerTLS.PeerServer(s.members.allow)
 	}
