@@ -39,7 +39,7 @@ type muxConfig struct {
 	maxConns  int         // connections open at once, Raft and forwarding together, from hosts that are not members'
 	// memberHost reports whether ip is the host of a member's address.
 	memberHost func(ip string) bool
-	reject    func(reason string)
+	reject     func(reason string)
 	// track is told each connection that passed the TLS handshake and the
 	// node it proved; the returned func is called when it closes.
 	track  func(c net.Conn, node string) (untrack func())
