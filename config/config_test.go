@@ -17,7 +17,7 @@ func TestExampleFileParses(t *testing.T) {
 	}
 	r := f.Routes[0]
 	if r.Scope != "pay" || !*r.RequireKey || r.TTL.D() != 24*time.Hour || *r.MaxStoredBody != 1<<20 ||
-		r.Token != "off" || r.OnInFlight != "conflict" || len(r.ReleaseStatuses) != 2 {
+		r.Token != "optional" || r.OnInFlight != "conflict" || len(r.ReleaseStatuses) != 2 {
 		t.Fatalf("route = %+v", r)
 	}
 	if f.DataDirFor("n2") != "./data/n2" {

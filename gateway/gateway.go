@@ -33,7 +33,10 @@ type Config struct {
 	MaxResponseBody int
 	// CacheBytes bounds the in-memory cache of completed records.
 	CacheBytes int
-	Logger     *slog.Logger
+	// TokenRate and TokenBurst bound the form tokens one client address
+	// may have issued by POST /_idem/tokens (per second, and at once).
+	TokenRate, TokenBurst float64
+	Logger                *slog.Logger
 }
 
 // DefaultConfig returns safe limits; callers set Addr, Upstream and Routes.
@@ -43,6 +46,7 @@ func DefaultConfig() Config {
 		Limits: Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
 			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
 		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20, CacheBytes: 64 << 20,
+		TokenRate: 10, TokenBurst: 50,
 	}
 }
 
@@ -58,6 +62,10 @@ type Gateway struct {
 	metrics  *metrics
 	pass     *routeMetrics // unmatched requests
 	logger   *slog.Logger
+	// tokenScopes are the scopes of the routes that take form tokens: the
+	// only ones POST /_idem/tokens issues in.
+	tokenScopes map[string]bool
+	tokenLimit  *ipLimiter
 }
 
 // New builds the gateway listener.
@@ -80,6 +88,16 @@ func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
 		r.metrics = g.metrics.forRoute(r.name)
 	}
 	store.OnRecordsRemoved(g.cache.remove)
+	g.tokenScopes = map[string]bool{}
+	for _, r := range routes {
+		if r.token != tokenOff {
+			g.tokenScopes[r.scope] = true
+		}
+	}
+	if cfg.TokenRate <= 0 || cfg.TokenBurst < 1 {
+		return nil, fmt.Errorf("gateway: TokenRate must be positive and TokenBurst at least 1")
+	}
+	g.tokenLimit = newIPLimiter(cfg.TokenRate, cfg.TokenBurst, 100_000)
 	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits)
 	return g, nil
 }
@@ -139,18 +157,35 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 }
 
 // issueToken is POST /_idem/tokens?scope=S[&ttl=D]: a form token for
-// browsers and apps, the same answer as the API's token issue.
+// browsers and apps, the same answer as the API's token issue. Anyone may
+// ask, so it is bounded: only the scopes of routes that take form tokens,
+// a lifetime up to the configured one, and TokenRate per client address
+// (429 beyond).
 func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
 		ctx.Response.Header.Set("Allow", "POST")
 		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use POST")
 		return
 	}
+	scope := string(ctx.QueryArgs().Peek("scope"))
+	if !g.tokenScopes[scope] {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-scope", fmt.Sprintf("scope: %.64q: no route takes form tokens in it", scope))
+		return
+	}
 	ttl, ok := parseTTL(ctx, "ttl", string(ctx.QueryArgs().Peek("ttl")))
 	if !ok {
 		return
 	}
-	issueTokenAnswer(ctx, g.tokens, string(ctx.QueryArgs().Peek("scope")), ttl, g.cfg.OpTimeout)
+	if max := g.tokens.DefaultTTL(); ttl > max {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", fmt.Sprintf("ttl: at most %s here (tokens.ttl)", max))
+		return
+	}
+	if !g.tokenLimit.allow(ctx.RemoteIP().String(), time.Now()) {
+		writeProblem(ctx, fasthttp.StatusTooManyRequests, "too-many-requests", "too many form tokens asked for by this address; retry later")
+		ctx.Response.Header.Set("Retry-After", "1")
+		return
+	}
+	issueTokenAnswer(ctx, g.tokens, scope, ttl, g.cfg.OpTimeout)
 }
 
 // passthrough proxies a request without idempotency, adding X-Request-Id.

@@ -418,3 +418,22 @@ func TestForwardedHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenEndpointRateLimit: one address gets its burst of form tokens,
+// then 429 with Retry-After; what it was refused was never stored.
+func TestTokenEndpointRateLimit(t *testing.T) {
+	gc := startGateways(t, 1)
+	codes := map[int]int{}
+	var retryAfter string
+	for i := 0; i < 80; i++ {
+		r := send(t, gc.gwURLs[0]+"/_idem/tokens?scope=form", "")
+		codes[r.status]++
+		if r.status == 429 {
+			retryAfter = r.header.Get("Retry-After")
+		}
+	}
+	// The burst is 50; at 10/s a few more may refill while the loop runs.
+	if codes[201] < 50 || codes[201] > 60 || codes[429] != 80-codes[201] || retryAfter == "" {
+		t.Fatalf("80 token requests from one address: %v (Retry-After %q), want 50-60 issued and the rest 429", codes, retryAfter)
+	}
+}

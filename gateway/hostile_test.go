@@ -108,7 +108,10 @@ func TestHostileRequests(t *testing.T) {
 		{"space before colon", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key : k\r\nContent-Length: 0\r\n\r\n", 0, 400, ""},
 		{"token endpoint with GET", "GET /_idem/tokens?scope=pay HTTP/1.1\r\nHost: x\r\n\r\n", 0, 405, "method-not-allowed"},
 		{"token endpoint bad scope", post("/_idem/tokens?scope=a%20b", "", ""), 0, 400, "invalid-scope"},
-		{"token endpoint bad ttl", post("/_idem/tokens?scope=pay&ttl=forever", "", ""), 0, 400, "invalid-ttl"},
+		{"token endpoint bad ttl", post("/_idem/tokens?scope=form&ttl=forever", "", ""), 0, 400, "invalid-ttl"},
+		{"token endpoint, a scope no route takes tokens in", post("/_idem/tokens?scope=pay", "", ""), 0, 400, "invalid-scope"},
+		{"token endpoint, a made-up scope", post("/_idem/tokens?scope=f00dfacef00dface", "", ""), 0, 400, "invalid-scope"},
+		{"token endpoint, a month-long ttl", post("/_idem/tokens?scope=form&ttl=720h", "", ""), 0, 400, "invalid-ttl"},
 		{"slowloris", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nX-Slow: ", 3 * time.Second, 0, ""},
 	}
 	if len(tests) < 30 {

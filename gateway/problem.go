@@ -55,6 +55,7 @@ var problemTitles = map[string]string{
 	"suspected-duplicate":  "Suspected duplicate",
 	"upstream-unreachable": "Upstream unreachable",
 	"upstream-timeout":     "Upstream timed out",
+	"too-many-requests":    "Too many requests",
 }
 
 // writeProblem answers with a problem document.

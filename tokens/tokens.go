@@ -65,6 +65,9 @@ func New(store Store, defaultTTL time.Duration) *Service {
 	}
 }
 
+// DefaultTTL is the lifetime of a token issued without one.
+func (s *Service) DefaultTTL() time.Duration { return s.defaultTTL }
+
 // Register registers the token metrics.
 func (s *Service) Register(reg prometheus.Registerer) error {
 	if err := reg.Register(s.issued); err != nil {
