@@ -139,7 +139,7 @@ func listenerLimits(l config.Limits) gateway.Limits {
 	return gateway.Limits{
 		ReadTimeout: l.ReadTimeout.D(), WriteTimeout: l.WriteTimeout.D(), IdleTimeout: l.IdleTimeout.D(),
 		MaxRequestBody: int(l.MaxRequestBody), MaxHeaderBytes: int(l.MaxHeaderBytes),
-		MaxConnsPerIP: l.MaxConnsPerIP, Concurrency: l.Concurrency,
+		MaxConnsPerIP: l.MaxConnsPerIP, Concurrency: l.Concurrency, MaxBodyBuffer: int(l.MaxBodyBuffer),
 	}
 }
 

@@ -102,6 +102,10 @@ type Limits struct {
 	UpstreamTimeout Duration `yaml:"upstream_timeout"`
 	UpstreamConns   int      `yaml:"upstream_conns"`
 	MaxResponseBody Size     `yaml:"max_response_body"`
+	// MaxBodyBuffer bounds the request-body bytes one listener holds at
+	// once, all connections together; beyond it a body gets 503. 0: 64
+	// times max_request_body.
+	MaxBodyBuffer Size `yaml:"max_body_buffer"`
 }
 
 // Reconcile configures live detection of suspected duplicates.

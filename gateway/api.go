@@ -57,6 +57,7 @@ type API struct {
 	metrics fasthttp.RequestHandler
 	logger  *slog.Logger
 	access  atomic.Pointer[Access] // swapped whole by SetAccess
+	bodies  *bodyBudget
 }
 
 // NewAPI builds the API listener over store; gatherer serves /metrics.
@@ -71,6 +72,8 @@ func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
 	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits)
+	a.listener.srv.StreamRequestBody = true // bodies are read after the token check (body.go)
+	a.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return a
 }
 
@@ -136,9 +139,18 @@ func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 		path = path[:i]
 	}
 	method := string(ctx.Method())
-	if a.authorize(ctx, method, path) {
-		a.route(ctx, method, path)
+	if !a.authorize(ctx, method, path) {
+		if ctx.Request.IsBodyStream() {
+			ctx.SetConnectionClose() // never read a refused caller's body, not even to drain it
+		}
+		return
 	}
+	release, ok := readBody(ctx, a.cfg.MaxRequestBody, a.bodies)
+	if !ok {
+		return
+	}
+	defer release()
+	a.route(ctx, method, path)
 }
 
 func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {

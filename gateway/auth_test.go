@@ -1,12 +1,15 @@
 package gateway
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -420,5 +423,52 @@ func TestParseRole(t *testing.T) {
 	}
 	if got := Role(0).String(); got != "Role(0)" {
 		t.Errorf("Role(0).String(): got %q, want Role(0)", got)
+	}
+}
+
+// TestAPIRefusesBeforeReadingTheBody: a caller without a token is answered
+// 401 as soon as its headers are in, its body never buffered (the answer
+// comes while most of it is still unsent); an authorized body is
+// read whole, up to the limit, chunked too; one over the limit is 413.
+func TestAPIRefusesBeforeReadingTheBody(t *testing.T) {
+	ac := startAPIs(t, 1, testAccess(t, nil))
+	addr := strings.TrimPrefix(ac.urls[0], "http://")
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	fmt.Fprintf(c, "PUT /v1/kv/big HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 900<<10) // under the 1 MiB limit
+	c.Write(make([]byte, 16<<10))                                                               // a little of it, then nothing more
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body was still unsent: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !resp.Close {
+		t.Fatalf("unauthenticated 900 KiB PUT = %d (close %v), want 401 and the connection closed", resp.StatusCode, resp.Close)
+	}
+	admin := bearer(adminSecret)
+	value := strings.Repeat("v", 600<<10)
+	if r := do(t, "PUT", ac.urls[0]+"/v1/kv/big", value, admin...); r.status != 200 {
+		t.Fatalf("authorized 600 KiB PUT = %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", ac.urls[0]+"/v1/kv/big", "", admin...); r.status != 200 || r.body != value {
+		t.Fatalf("GET after the PUT = %d, %d bytes, want the 600 KiB back", r.status, len(r.body))
+	}
+	req, _ := http.NewRequest("PUT", ac.urls[0]+"/v1/kv/chunked", io.MultiReader(strings.NewReader(value), strings.NewReader("!")))
+	req.Header.Set("Authorization", "Bearer "+adminSecret)
+	req.ContentLength = -1 // chunked
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("authorized chunked PUT = %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if r := do(t, "GET", ac.urls[0]+"/v1/kv/chunked", "", admin...); r.body != value+"!" {
+		t.Fatalf("the chunked value came back as %d bytes", len(r.body))
+	}
+	if r := do(t, "PUT", ac.urls[0]+"/v1/kv/huge", strings.Repeat("v", 1<<20+1), admin...); r.status != 413 {
+		t.Fatalf("authorized PUT over the 1 MiB limit = %d, want 413", r.status)
 	}
 }

@@ -66,6 +66,7 @@ type Gateway struct {
 	// only ones POST /_idem/tokens issues in.
 	tokenScopes map[string]bool
 	tokenLimit  *ipLimiter
+	bodies      *bodyBudget
 }
 
 // New builds the gateway listener.
@@ -99,6 +100,8 @@ func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
 	}
 	g.tokenLimit = newIPLimiter(cfg.TokenRate, cfg.TokenBurst, 100_000)
 	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits)
+	g.listener.srv.StreamRequestBody = true // bodies are read within a budget (body.go)
+	g.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return g, nil
 }
 
@@ -144,6 +147,11 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		g.pass.done(outBadRequest, start)
 		return
 	}
+	release, ok := readBody(ctx, g.cfg.MaxRequestBody, g.bodies)
+	if !ok {
+		return
+	}
+	defer release()
 	path := ctx.Path()
 	if string(path) == "/_idem/tokens" {
 		g.issueToken(ctx)

@@ -142,7 +142,7 @@ func startClusterGateways(t testing.TB, n int, upstreamAddr string) *gwCluster {
 	return startGatewaysOver(t, c, stores, upstreamAddr)
 }
 
-func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, upstreamAddr string) *gwCluster {
+func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, upstreamAddr string, tweak ...func(*Config)) *gwCluster {
 	t.Helper()
 	file, err := config.Parse([]byte(testRoutes))
 	if err != nil {
@@ -161,6 +161,9 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 		cfg.MaxRequestBody, cfg.MaxHeaderBytes, cfg.ReadTimeout = 64<<10, 4<<10, 2*time.Second
 		cfg.UpstreamTimeout = 2 * time.Second
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		for _, f := range tweak {
+			f(&cfg)
+		}
 		gw, err := New(cfg, s, tok)
 		if err != nil {
 			t.Fatal(err)

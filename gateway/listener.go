@@ -31,6 +31,9 @@ type Limits struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxRequestBody, MaxHeaderBytes         int
 	MaxConnsPerIP, Concurrency             int
+	// MaxBodyBuffer bounds the request-body bytes the listener holds at
+	// once, all connections together (body.go); 0: 64 × MaxRequestBody.
+	MaxBodyBuffer int
 }
 
 // newListener builds the server: safe limits, no default Content-Type (a

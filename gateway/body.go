@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Request bodies. fasthttp reads a whole body before the handler runs
+// unless the server streams bodies; then a body larger than what came with
+// the headers reaches the handler as a stream. Both listeners stream, and
+// read a body only once they want it (the API after the token check), into
+// a budget of bytes held at once across all connections: without one, 400
+// connections each sending 4 MiB made a node hold 1.7 GB, and connections
+// times max_request_body is no bound worth the name.
+
+// bodyBudget bounds the request-body bytes a listener holds at once.
+type bodyBudget struct {
+	mu        sync.Mutex
+	used, max int
+}
+
+// newBodyBudget holds max bytes; 0 means 64 bodies of perBody (fasthttp's
+// default body limit when that is 0 too).
+func newBodyBudget(max, perBody int) *bodyBudget {
+	if perBody <= 0 {
+		perBody = fasthttp.DefaultMaxRequestBodySize
+	}
+	if max <= 0 {
+		max = 64 * perBody
+	}
+	return &bodyBudget{max: max}
+}
+
+func (b *bodyBudget) take(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *bodyBudget) give(n int) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// readBody reads a streamed request body, up to limit, within budget. It
+// returns the function that gives the bytes back (call it when the request
+// is answered), or false when it answered: 413 for a body over limit, 503
+// when the budget is spent (the client retries), 400 for a body that broke
+// off. A body that came whole with the headers costs nothing here.
+func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release func(), ok bool) {
+	if !ctx.Request.IsBodyStream() {
+		return func() {}, true
+	}
+	if limit <= 0 {
+		limit = fasthttp.DefaultMaxRequestBodySize
+	}
+	n := ctx.Request.Header.ContentLength()
+	if n > limit {
+		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+		ctx.SetConnectionClose()
+		return nil, false
+	}
+	if n < 0 { // chunked: the size is known once read
+		n = limit
+	}
+	if !budget.take(n) {
+		writeProblem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "too many request bodies in flight on this node; retry")
+		ctx.SetConnectionClose()
+		return nil, false
+	}
+	body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
+	switch {
+	case err != nil:
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "the request body broke off: "+err.Error())
+	case len(body) > limit:
+		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+	default:
+		ctx.Request.SetBody(body)
+		return func() { budget.give(n) }, true
+	}
+	budget.give(n)
+	ctx.SetConnectionClose()
+	return nil, false
+}
