@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/idemgate/idemgate/internal/memstore"
 )
 
 func send(t testing.TB, url, body string, hdr ...string) reply {
@@ -435,5 +437,30 @@ func TestTokenEndpointRateLimit(t *testing.T) {
 	// The burst is 50; at 10/s a few more may refill while the loop runs.
 	if codes[201] < 50 || codes[201] > 60 || codes[429] != 80-codes[201] || retryAfter == "" {
 		t.Fatalf("80 token requests from one address: %v (Retry-After %q), want 50-60 issued and the rest 429", codes, retryAfter)
+	}
+}
+
+// TestCacheBoundCountsLocalCompletions: records this node completed itself
+// count against the replay cache's bound like any other (they were counted
+// as 0 bytes, so the bound never applied to them).
+func TestCacheBoundCountsLocalCompletions(t *testing.T) {
+	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) { c.CacheBytes = 8 << 10 })
+	for i := 0; i < 60; i++ {
+		if r := send(t, gc.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", fmt.Sprint("bound-", i), "X-User-Id", "u"); r.status != 201 {
+			t.Fatalf("request %d = %d", i, r.status)
+		}
+	}
+	c := gc.gws[0].cache
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	sum := 0
+	for _, e := range c.m {
+		if e.size <= len(e.body) {
+			t.Fatalf("a cached record sized %d for a %d-byte body", e.size, len(e.body))
+		}
+		sum += e.size
+	}
+	if sum != c.bytes || c.bytes > 8<<10 || len(c.m) == 60 {
+		t.Fatalf("cache: %d entries, %d bytes counted, %d by their sizes; bound 8 KiB", len(c.m), c.bytes, sum)
 	}
 }

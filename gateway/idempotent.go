@@ -298,13 +298,14 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	err = g.store.Complete(c, cr)
 	cancel()
 	if err == nil {
-		e := &cached{status: status, headers: headers, bodyDropped: dropped, expiresAt: expiresAt,
-			expiresHdr: expiresHeader(expiresAt)}
+		// The record as it is now stored, cached through the one
+		// constructor, which also sizes it for the cache's bound.
+		stored := &fsm.Record{State: fsm.StateCompleted, Fingerprint: fp[:], Status: status,
+			Headers: headers, BodyDropped: dropped, ExpiresAt: expiresAt}
 		if !dropped {
-			e.body = append([]byte(nil), body...)
+			stored.Body = append([]byte(nil), body...)
 		}
-		e.fingerprint = *fp
-		g.cache.put(rk, e)
+		g.cache.put(rk, newCached(stored))
 	} else {
 		// The upstream acted; its answer goes to the client. The record
 		// stays in flight and turns unknown at its deadline.
