@@ -525,6 +525,13 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		}
 	case "DELETE":
 		err := a.store.Release(c, rk, 0)
+		if err == nil {
+			// Replays are served from each node's own state, without Raft
+			// (a completed record changes only by expiry or this call): the
+			// release must be applied here before it is acknowledged, or
+			// the same request sent here next would still be replayed.
+			err = a.store.Barrier(c)
+		}
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
 			writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such record")

@@ -464,3 +464,29 @@ func TestCacheBoundCountsLocalCompletions(t *testing.T) {
 		t.Fatalf("cache: %d entries, %d bytes counted, %d by their sizes; bound 8 KiB", len(c.m), c.bytes, sum)
 	}
 }
+
+// TestReleaseIsVisibleWhereItWasAcknowledged: a completed key cached on
+// every node is released by hand through a follower's API; the same request
+// sent at once to that follower's gateway runs again (it was replayed from
+// the follower's stale state before the release was applied there).
+func TestReleaseIsVisibleWhereItWasAcknowledged(t *testing.T) {
+	gc := startClusterGateways(t, 3, "")
+	leader := gc.c.WaitLeader(5 * time.Second)
+	f := (leader + 1) % 3
+	for i := 0; i < 5; i++ {
+		key := fmt.Sprint("release-", i)
+		for n := 0; n < 3; n++ { // the first, then a replay on every node: all cache it
+			if r := send(t, gc.gwURLs[n]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "X-User-Id", "u"); r.status != 201 {
+				t.Fatalf("%s on node %d = %d", key, n, r.status)
+			}
+		}
+		if r := do(t, "DELETE", gc.apiURLs[f]+"/v1/records/pay/"+key+"?tenant=u", ""); r.status != 200 {
+			t.Fatalf("release of %s = %d %s", key, r.status, r.body)
+		}
+		r := send(t, gc.gwURLs[f]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "X-User-Id", "u")
+		if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || gc.up.executions(key) != 2 {
+			t.Fatalf("%s after its release, on the node that acknowledged it: %d replayed=%q, %d executions; want a second execution",
+				key, r.status, r.header.Get("Idempotent-Replayed"), gc.up.executions(key))
+		}
+	}
+}
