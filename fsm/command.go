@@ -120,8 +120,12 @@ const (
 	offStamp        = 18
 	headerLen       = 26
 
-	// MaxKeyLen bounds keys of every keyspace.
+	// MaxKeyLen bounds a stored key of every keyspace: a record key
+	// (scope, tenant and the client's key), a token key, a KV key.
 	MaxKeyLen = 1024
+	// MaxTTL bounds every lifetime and timeout a command carries: an
+	// expiry is the state machine's clock plus it, and must never overflow.
+	MaxTTL    = 100 * 365 * 24 * time.Hour
 	maxFields = 1 << 16
 )
 
@@ -228,17 +232,23 @@ func Decode(b []byte, c *Command) error {
 	if len(r.b) != 0 {
 		return fmt.Errorf("%w: %s: %d trailing bytes", ErrBadCommand, c.Type, len(r.b))
 	}
-	return c.validate()
+	return c.Validate()
 }
 
-// validate checks the field rules that do not depend on state.
-func (c *Command) validate() error {
+// Validate checks the field rules that do not depend on state: what every
+// command must satisfy. The proposer calls it before a command reaches the
+// log (so bad input is refused with a clear error and costs no Raft round
+// trip), and Decode again on every replica.
+func (c *Command) Validate() error {
 	bad := func(what string) error { return fmt.Errorf("%w: %s: %s", ErrBadCommand, c.Type, what) }
 	if c.TTL < 0 || c.Timeout < 0 {
 		return bad("negative duration")
 	}
+	if c.TTL > MaxTTL || c.Timeout > MaxTTL {
+		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
+	}
 	if len(c.Key) > MaxKeyLen {
-		return bad("key too long")
+		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
 	}
 	switch c.Type {
 	case TypeRecordBegin, TypeRecordComplete, TypeRecordRelease, TypeRecordMarkUnknown,

@@ -208,3 +208,33 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// TestValidateBounds: what every command must satisfy, checked before it is
+// proposed and again when decoded.
+func TestValidateBounds(t *testing.T) {
+	key := []byte("k")
+	tests := []struct {
+		name string
+		c    Command
+		ok   bool
+	}{
+		{"plain set", Command{Type: TypeKVSet, Key: key, TTL: time.Hour}, true},
+		{"the longest lifetime", Command{Type: TypeKVSet, Key: key, TTL: MaxTTL}, true},
+		{"a lifetime that would overflow the expiry", Command{Type: TypeKVSet, Key: key, TTL: 2562047 * time.Hour}, false},
+		{"a processing timeout that would overflow", Command{Type: TypeRecordBegin, Key: key, Timeout: MaxTTL + 1}, false},
+		{"negative ttl", Command{Type: TypeKVSet, Key: key, TTL: -1}, false},
+		{"the longest key", Command{Type: TypeKVSet, Key: make([]byte, MaxKeyLen)}, true},
+		{"a key over the bound", Command{Type: TypeKVSet, Key: make([]byte, MaxKeyLen+1)}, false},
+		{"no key", Command{Type: TypeTokenConsume}, false},
+	}
+	for _, tt := range tests {
+		err := tt.c.Validate()
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrBadCommand)) {
+			t.Errorf("%s: Validate = %v, want ok %v", tt.name, err, tt.ok)
+		}
+		var d Command
+		if derr := Decode(tt.c.Encode(nil), &d); (derr == nil) != tt.ok {
+			t.Errorf("%s: Decode = %v, want ok %v", tt.name, derr, tt.ok)
+		}
+	}
+}

@@ -25,9 +25,6 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// MaxKVKeyLen bounds keys of the KV API.
-const MaxKVKeyLen = 255
-
 // nodeAPIPrefix is the reserved KV key prefix under which a node's API
 // address is recorded when it joins; API keys may not contain control
 // bytes, so clients can never touch it.
@@ -238,6 +235,10 @@ func parseTTL(ctx *fasthttp.RequestCtx, field, raw string) (time.Duration, bool)
 		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", fmt.Sprintf("%s: %q is not a positive Go duration (30s, 5m, 24h)", field, raw))
 		return 0, false
 	}
+	if d > fsm.MaxTTL {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", fmt.Sprintf("%s: %q is over the limit of %s", field, raw, fsm.MaxTTL))
+		return 0, false
+	}
 	return d, true
 }
 
@@ -314,8 +315,8 @@ func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
 	case errors.Is(err, tokens.ErrBadScope):
 		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-scope", "scope: "+err.Error())
 	case errors.Is(err, tokens.ErrBadToken):
-		// A token that cannot exist is "unknown": 409 like any other.
-		writeProblem(ctx, fasthttp.StatusConflict, "token-used", "token: "+err.Error())
+		// Malformed, not spent: the caller's mistake, not a race it lost.
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-token", "token: "+err.Error())
 	case errors.Is(err, tokens.ErrUsed):
 		writeProblem(ctx, fasthttp.StatusConflict, "token-used", "the token was already consumed, or is unknown or expired")
 	case err != nil:
@@ -329,8 +330,8 @@ func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
 
 // checkKVKey validates a KV key: 1-255 bytes, no control bytes.
 func checkKVKey(key string) error {
-	if len(key) == 0 || len(key) > MaxKVKeyLen {
-		return fmt.Errorf("key must be 1-%d bytes, got %d", MaxKVKeyLen, len(key))
+	if len(key) == 0 || len(key) > MaxKeyLen {
+		return fmt.Errorf("key must be 1-%d bytes, got %d", MaxKeyLen, len(key))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] == 0x7f {

@@ -137,6 +137,9 @@ func TestAPIKV(t *testing.T) {
 		etag              bool
 	}{
 		{"PUT", u[0] + "/v1/kv/order-1?nx=1&ttl=30s", "charged", nil, 201, "", "", true},
+		// The longest Go duration would overflow the expiry (it was
+		// accepted twice, as expired at once): refused, and the key kept.
+		{"PUT", u[1] + "/v1/kv/order-1?nx=1&ttl=2562047h", "other", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[1] + "/v1/kv/order-1?nx=1", "again", nil, 409, "charged", "", true},
 		{"PUT", u[2] + "/v1/kv/order-1", "again", []string{"If-None-Match", "*"}, 409, "charged", "", true},
 		{"GET", u[2] + "/v1/kv/order-1", "", nil, 200, "charged", "", true},
@@ -218,7 +221,7 @@ func TestAPITokensRace(t *testing.T) {
 		{"/v1/tokens", `{"scope":"a b"}`, "invalid-scope"},
 		{"/v1/tokens", `{"scope":"pay","colour":1}`, "invalid-json"},
 		{"/v1/tokens", `not json`, "invalid-json"},
-		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "token-used"},
+		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "invalid-token"},
 	} {
 		r := postJSON(t, ac.urls[0]+bad.url, bad.body)
 		if got := r.problemType(t); got != bad.problem {
@@ -250,7 +253,7 @@ func TestAPIJSONContentType(t *testing.T) {
 		{"/v1/tokens", `{"scope":"pay"}`, "text/plain; type=application/json", 415},
 		{"/v1/tokens", `not json`, "text/plain", 415},
 		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "text/plain", 415},
-		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "application/json", 409},
+		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "application/json", 400},
 		{"/v1/cluster/nodes", `{"id":"x","raft":"nohost","api":"127.0.0.1:1"}`, "text/plain", 415},
 		{"/v1/cluster/nodes", `{"id":"x","raft":"nohost","api":"127.0.0.1:1"}`, "application/json", 400},
 	}

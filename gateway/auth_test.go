@@ -92,7 +92,7 @@ func TestAPIAuthEndpoints(t *testing.T) {
 		{"GET", "/readyz", "", [5]int{200, 200, 200, 200, 200}},
 		{"GET", "/metrics", "", [5]int{200, 200, 200, 200, 200}},
 		{"POST", "/v1/tokens", `{"scope":"pay"}`, [5]int{401, 401, 403, 201, 201}},
-		{"POST", "/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, [5]int{401, 401, 403, 409, 409}},
+		{"POST", "/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, [5]int{401, 401, 403, 400, 400}},
 		{"PUT", "/v1/kv/k", "v2", [5]int{401, 401, 403, 200, 200}},
 		{"GET", "/v1/kv/k", "", [5]int{401, 401, 200, 200, 200}},
 		{"HEAD", "/v1/kv/k", "", [5]int{401, 401, 200, 200, 200}},

@@ -94,7 +94,8 @@ func TestHostileRequests(t *testing.T) {
 		{"no key query param", post("/orders/1", "", "{}"), 0, 400, "missing-key"},
 		{"tenant with a control byte", post("/pay", "Idempotency-Key: k\r\nX-User-Id: a\x01b\r\n", "{}"), 0, 400, ""},
 		{"missing form token", post("/form", "Idempotency-Key: k\r\n", "{}"), 0, 400, "missing-token"},
-		{"garbage form token", post("/form", "Idempotency-Key: k\r\nForm-Token: nope\r\n", "{}"), 0, 409, "token-used"},
+		{"garbage form token", post("/form", "Idempotency-Key: k\r\nForm-Token: nope\r\n", "{}"), 0, 400, "invalid-token"},
+		{"tenant header of 1,100 bytes", post("/pay", "Idempotency-Key: k\r\nX-User-Id: "+strings.Repeat("t", 1100)+"\r\n", "{}"), 0, 400, "bad-request"},
 		{"unknown form token", post("/form", "Idempotency-Key: k\r\nForm-Token: 6f1c1b2e-1111-4222-8333-444455556666\r\n", "{}"), 0, 409, "token-used"},
 		// Bodies are streamed: the answer comes once the first 8 KiB are in.
 		{"body over the limit", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 1073741824\r\n\r\n" + strings.Repeat("x", 16<<10), 0, 413, "body-too-large"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -45,6 +46,12 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 	}
 	var kbuf [512]byte
 	kbufKey := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
+	if len(kbufKey) > fsm.MaxKeyLen {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", fmt.Sprintf(
+			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), fsm.MaxKeyLen))
+		rm.done(outBadRequest, start)
+		return
+	}
 	fp, digest := fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody())
 
 	// Fast path: a completed record never changes until it expires, so any
@@ -98,7 +105,11 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 	switch {
 	case err == nil:
 		return true
-	case errors.Is(err, tokens.ErrUsed), errors.Is(err, tokens.ErrBadToken):
+	case errors.Is(err, tokens.ErrBadToken):
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-token", "Form-Token: "+err.Error())
+		r.metrics.done(outBadRequest, start)
+		return false
+	case errors.Is(err, tokens.ErrUsed):
 		if rk != nil {
 			if rec, rerr := g.store.Record(c, rk, false); rerr == nil {
 				g.answerExisting(ctx, r, rk, rec, fp, start)

@@ -10,7 +10,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// MaxKeyLen bounds an idempotency key.
+// MaxKeyLen bounds a key a client names: an idempotency key, a KV key. The
+// stored key (scope, tenant and key together) is bounded by fsm.MaxKeyLen.
 const MaxKeyLen = 255
 
 // Key errors; the gateway answers each with 400 invalid-key.

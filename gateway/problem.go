@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -80,6 +81,10 @@ func writeProblem(ctx *fasthttp.RequestCtx, status int, slug, detail string) {
 func writeStoreError(ctx *fasthttp.RequestCtx, err error) {
 	if raftstore.Unavailable(err) || errors.Is(err, errCtxTimeout) {
 		writeProblem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", err.Error())
+		return
+	}
+	if errors.Is(err, fsm.ErrBadCommand) {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", err.Error())
 		return
 	}
 	if errors.Is(err, raftstore.ErrTooLarge) {

@@ -86,6 +86,9 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 			c.ReqID = s.newReqID()
 		}
 	}
+	if err := c.Validate(); err != nil {
+		return nil, err // never proposed: bad input costs no round trip
+	}
 	data := c.Encode(make([]byte, 0, 64+len(c.Key)+len(c.Value)+len(c.Body)))
 	if len(data) > s.cfg.MaxCommandBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), s.cfg.MaxCommandBytes)

@@ -379,3 +379,28 @@ func TestCloseWithAppliesInFlight(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestInvalidCommandNeverProposed: a command that breaks the state
+// machine's rules is refused by the proposer, before the log: the commit
+// index does not move.
+func TestInvalidCommandNeverProposed(t *testing.T) {
+	c := StartTestCluster(t, 1, nil)
+	s := c.Store(0)
+	ctx := ctxT(t, 5*time.Second)
+	if err := s.Barrier(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Raft().LastIndex()
+	for _, cmd := range []*fsm.Command{
+		{Type: fsm.TypeKVSet, Key: []byte("k"), TTL: 2562047 * time.Hour},
+		{Type: fsm.TypeKVSet, Key: make([]byte, fsm.MaxKeyLen+1)},
+		{Type: fsm.TypeRecordBegin, Key: nil},
+	} {
+		if _, err := s.Apply(ctx, cmd); !errors.Is(err, fsm.ErrBadCommand) {
+			t.Fatalf("Apply(%s) = %v, want ErrBadCommand", cmd.Type, err)
+		}
+	}
+	if after := s.Raft().LastIndex(); after != before {
+		t.Fatalf("the log moved from %d to %d: an invalid command was proposed", before, after)
+	}
+}

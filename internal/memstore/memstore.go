@@ -70,6 +70,9 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
 		if id, ok := raftstore.RequestIDFrom(ctx); ok {
 			c.ReqID = id
