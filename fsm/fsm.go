@@ -252,7 +252,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	last := a.applied
 	for i, l := range logs {
-		if l.Index <= a.applied && !Mutants.NoAppliedIndexSkip {
+		if l.Index <= a.applied && !MutantNoAppliedIndexSkip {
 			continue // applied before a restart (hashicorp/raft #523)
 		}
 		last = l.Index
@@ -329,7 +329,7 @@ func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
 	if c.Stamp > a.now {
 		a.now = c.Stamp
 	}
-	if Mutants.WallClockInApply {
+	if MutantWallClockInApply {
 		a.now = time.Now().UnixNano()
 	}
 	dedup := !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire

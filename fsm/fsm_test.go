@@ -473,14 +473,3 @@ func TestRecordObserverSeesRemovals(t *testing.T) {
 		t.Fatalf("removed after expiry = %q", removed)
 	}
 }
-
-// TestPlantedNoAppliedIndexSkipIsCaught: with the planted bug on, entries
-// replayed after a restart are applied again (they carry no request ids, so
-// dedup cannot mask it).
-func TestPlantedNoAppliedIndexSkipIsCaught(t *testing.T) {
-	Mutants.NoAppliedIndexSkip = true
-	defer func() { Mutants.NoAppliedIndexSkip = false }()
-	if _, out := restartAndReplay(t); out[0] == nil || out[1] == nil {
-		t.Fatalf("the planted bug went unnoticed: replayed entries were not applied again (%v)", out)
-	}
-}

@@ -1,13 +1,16 @@
+//go:build !mutants
+
 package fsm
 
-// Mutants are deliberately planted bugs, for tests only: the reliability
-// suite (RELIABILITY.md, "detection power") turns each on and must catch
-// it. All are off in every build; nothing but a test sets them.
-var Mutants struct {
-	// WallClockInApply decides "now" from the applying replica's clock
-	// instead of the leader's stamp: replicas diverge.
-	WallClockInApply bool
-	// NoAppliedIndexSkip re-applies entries at or below the persisted
-	// applied index after a restart (hashicorp/raft #523, #396).
-	NoAppliedIndexSkip bool
-}
+// Mutants are deliberately planted bugs: the reliability tests turn each on
+// and must catch it (build with -tags mutants, see mutants_on.go). In every
+// other build they are constants, false: the compiler drops each branch on
+// them, so a production binary carries no test switch.
+const (
+	// MutantWallClockInApply decides "now" from the applying replica's
+	// clock instead of the leader's stamp: replicas diverge.
+	MutantWallClockInApply = false
+	// MutantNoAppliedIndexSkip re-applies entries at or below the
+	// persisted applied index after a restart (hashicorp/raft #523, #396).
+	MutantNoAppliedIndexSkip = false
+)

@@ -100,7 +100,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 				first = false
 				return data
 			}
-			if Mutants.NewRequestIDOnRetry {
+			if MutantNewRequestIDOnRetry {
 				c.ReqID = s.newReqID()
 				return c.Encode(nil)
 			}

@@ -136,7 +136,7 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 
 // KV returns the value of a KV key (linearizable unless local).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
-	if !local && !Mutants.LocalReads {
+	if !local && !MutantLocalReads {
 		if err := s.Barrier(ctx); err != nil {
 			return fsm.KVEntry{}, err
 		}

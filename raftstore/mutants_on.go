@@ -1,0 +1,9 @@
+//go:build mutants
+
+package raftstore
+
+// The planted bugs (see mutants.go), settable in this build only.
+var (
+	MutantLocalReads          bool
+	MutantNewRequestIDOnRetry bool
+)
