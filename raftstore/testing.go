@@ -10,17 +10,29 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
+// TB is what the test cluster needs of a test (testing.TB has it). The
+// package does not import testing, so nothing of it reaches a binary that
+// does not start a test cluster (the linker drops what is unused).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
+
 // TestCluster is n real nodes in one process: real TCP on loopback, real
 // raft-boltdb and bbolt files in a temporary directory. For tests and
 // benchmarks of this and higher packages (as hashicorp/raft's MakeCluster).
 type TestCluster struct {
-	tb     testing.TB
+	tb     TB
 	Dir    string
 	Stores []*Store // nil while a node is stopped; use Store(i) while nodes stop and start
 	Cfgs   []Config
@@ -43,7 +55,7 @@ func (c *TestCluster) Store(i int) *Store {
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.
-func FreeAddr(tb testing.TB) string {
+func FreeAddr(tb TB) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,7 +86,7 @@ func TestConfig(id, addr, dir string, peers []Peer) Config {
 // StartTestCluster starts n nodes and waits for a leader. tweak, if not nil,
 // adjusts each node's config before it starts. The cluster is closed when
 // the test ends.
-func StartTestCluster(tb testing.TB, n int, tweak func(*Config)) *TestCluster {
+func StartTestCluster(tb TB, n int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
 	c := &TestCluster{tb: tb, Dir: tb.TempDir()}
 	var peers []Peer
