@@ -7,47 +7,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strings"
 	"sync"
 	"time"
 )
 
-// Forwarding: a follower sends requests to the leader over one long-lived
-// connection per leader address, many in flight at once (pipelined). The
-// leader answers in request order.
-//
-//	request:  kind (1) | seq (8) | len (4) | payload
-//	response: seq (8) | status (1) | len (4) | payload
-const (
-	fwdApply     byte = 'A' // payload: an encoded fsm.Command
-	fwdReadIndex byte = 'I' // payload: empty; answer: read index (8 bytes)
-	fwdAddVoter  byte = 'V' // payload: id \0 address
-	fwdRemove    byte = 'X' // payload: id
-	fwdClock     byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
-
-	statusOK        byte = 0
-	statusNotLeader byte = 1 // retry against the current leader
-	statusRetry     byte = 2 // leadership lost mid-way: retry (same request id)
-	statusError     byte = 3 // a final error; payload is its message
-	statusShutdown  byte = 4
-
-	// frameOverhead is what a frame may hold besides a command (a result's
-	// fields, an error message).
-	frameOverhead = 64 << 10
-)
-
-// frameTimeout bounds reading one frame's payload once its header came: a
-// peer that stops mid-frame is cut off. A variable for the tests.
-var frameTimeout = 10 * time.Second
+// Forwarding (frame.go has the protocol): a follower's calls to the leader,
+// and the leader's side of the connection.
 
 var errConnLost = errors.New("forwarding connection lost")
-
-// remoteError is a final error reported by the leader.
-type remoteError struct{ msg string }
-
-func (e *remoteError) Error() string { return e.msg }
 
 type fwdCall struct {
 	kind    byte
@@ -132,7 +100,6 @@ func (c *fwdClient) forget(seq uint64) {
 
 func (c *fwdClient) writeLoop() {
 	bw := bufio.NewWriterSize(c.conn, 64<<10)
-	var hdr [13]byte
 	for {
 		var call *fwdCall
 		select {
@@ -140,11 +107,7 @@ func (c *fwdClient) writeLoop() {
 		case <-c.dead:
 			return
 		}
-		hdr[0] = call.kind
-		binary.BigEndian.PutUint64(hdr[1:], call.seq)
-		binary.BigEndian.PutUint32(hdr[9:], uint32(len(call.payload)))
-		bw.Write(hdr[:])
-		if _, err := bw.Write(call.payload); err != nil {
+		if err := writeFrame(bw, call.kind, call.seq, call.payload); err != nil {
 			c.fail()
 			return
 		}
@@ -159,31 +122,18 @@ func (c *fwdClient) writeLoop() {
 
 func (c *fwdClient) readLoop() {
 	br := bufio.NewReaderSize(c.conn, 64<<10)
-	var hdr [13]byte
 	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		status, seq, payload, err := readFrame(c.conn, br, c.maxFrame)
+		if err != nil {
 			c.fail()
 			return
 		}
-		seq := binary.BigEndian.Uint64(hdr[:])
-		n := binary.BigEndian.Uint32(hdr[9:])
-		if n > c.maxFrame {
-			c.fail()
-			return
-		}
-		payload := make([]byte, n)
-		c.conn.SetReadDeadline(time.Now().Add(frameTimeout))
-		if _, err := io.ReadFull(br, payload); err != nil {
-			c.fail()
-			return
-		}
-		c.conn.SetReadDeadline(time.Time{})
 		c.mu.Lock()
 		call := c.inUse[seq]
 		delete(c.inUse, seq)
 		c.mu.Unlock()
 		if call != nil {
-			call.done <- fwdResp{status: hdr[8], payload: payload}
+			call.done <- fwdResp{status: status, payload: payload}
 		}
 	}
 }
@@ -232,18 +182,13 @@ func (s *Store) serveForward(conn net.Conn) {
 	go func() {
 		defer close(writerDone)
 		bw := bufio.NewWriterSize(conn, 64<<10)
-		var hdr [13]byte
 		broken := false
 		for a := range answers {
 			status, payload := a.wait()
 			if broken {
 				continue // drain so the reader never blocks
 			}
-			binary.BigEndian.PutUint64(hdr[:], a.seq)
-			hdr[8] = status
-			binary.BigEndian.PutUint32(hdr[9:], uint32(len(payload)))
-			bw.Write(hdr[:])
-			bw.Write(payload)
+			writeFrame(bw, status, a.seq, payload)
 			if len(answers) == 0 {
 				if err := bw.Flush(); err != nil {
 					broken = true
@@ -259,24 +204,14 @@ func (s *Store) serveForward(conn net.Conn) {
 	}()
 
 	br := bufio.NewReaderSize(conn, 64<<10)
-	var hdr [13]byte
 	for {
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		kind, seq, payload, err := readFrame(conn, br, s.maxFrame())
+		if errors.Is(err, errFrameTooLarge) {
+			s.logger.Warn("forwarding: closing the connection", "error", err, "peer", conn.RemoteAddr())
+		}
+		if err != nil {
 			return
 		}
-		kind := hdr[0]
-		seq := binary.BigEndian.Uint64(hdr[1:])
-		n := binary.BigEndian.Uint32(hdr[9:])
-		if n > s.maxFrame() {
-			s.logger.Warn("forwarding: frame over the limit; closing the connection", "bytes", n, "limit", s.maxFrame(), "peer", conn.RemoteAddr())
-			return
-		}
-		payload := make([]byte, n)
-		conn.SetReadDeadline(time.Now().Add(frameTimeout))
-		if _, err := io.ReadFull(br, payload); err != nil {
-			return
-		}
-		conn.SetReadDeadline(time.Time{})
 		answers <- answer{seq: seq, wait: s.handleForwarded(kind, payload)}
 	}
 }
@@ -289,7 +224,7 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 	case fwdApply:
 		wait, err := s.proposeLocal(payload)
 		if err != nil {
-			return func() (byte, []byte) { return errStatus(err) }
+			return func() (byte, []byte) { return errAnswer(err) }
 		}
 		return func() (byte, []byte) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
@@ -299,7 +234,7 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 				err = fmt.Errorf("%w: %v", errRetry, err) // fate unknown: the follower retries
 			}
 			if err != nil {
-				return errStatus(err)
+				return errAnswer(err)
 			}
 			return statusOK, res.Encode(nil)
 		}
@@ -309,7 +244,7 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 			defer cancel()
 			idx, err := s.leaderReadIndex(ctx)
 			if err != nil {
-				return errStatus(err)
+				return errAnswer(err)
 			}
 			return statusOK, binary.BigEndian.AppendUint64(nil, idx)
 		}
@@ -322,24 +257,12 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 			defer cancel()
 			err := s.changeMembershipLocal(ctx, kind, payload)
 			if err != nil {
-				return errStatus(err)
+				return errAnswer(err)
 			}
 			return statusOK, nil
 		}
 	}
-	return func() (byte, []byte) { return statusError, []byte(fmt.Sprintf("unknown request kind %q", kind)) }
-}
-
-func errStatus(err error) (byte, []byte) {
-	switch {
-	case errors.Is(err, ErrNotLeader):
-		return statusNotLeader, nil
-	case errors.Is(err, errRetry):
-		return statusRetry, []byte(err.Error())
-	case errors.Is(err, ErrShutdown):
-		return statusShutdown, nil
-	}
-	return statusError, []byte(err.Error())
+	return func() (byte, []byte) { return errAnswer(fmt.Errorf("unknown request kind %q", kind)) }
 }
 
 // forward sends a request to the leader and maps its answer to an error.
@@ -355,23 +278,10 @@ func (s *Store) forward(ctx context.Context, leaderID, leaderAddr string, kind b
 		}
 		return nil, err
 	}
-	switch r.status {
-	case statusOK:
-		return r.payload, nil
-	case statusNotLeader:
-		return nil, ErrNotLeader
-	case statusRetry:
-		return nil, fmt.Errorf("%w: leader %s: %s", errRetry, leaderID, r.payload)
-	case statusShutdown:
-		return nil, fmt.Errorf("%w: leader %s is shutting down", errRetry, leaderID)
+	if err := answerErr(r.status, r.payload, leaderID); err != nil {
+		return nil, err
 	}
-	msg := string(r.payload)
-	for _, known := range []error{ErrUnknownNode, ErrUnreachableNode, ErrDiskFull, ErrTooLarge, ErrClockJump} {
-		if strings.HasPrefix(msg, known.Error()) {
-			return nil, fmt.Errorf("%w%s", known, strings.TrimPrefix(msg, known.Error()))
-		}
-	}
-	return nil, &remoteError{msg: msg}
+	return r.payload, nil
 }
 
 // maxFrame bounds a forwarding frame: the largest command, and room for

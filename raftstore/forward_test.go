@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -97,4 +98,34 @@ func forwardedRetries(t *testing.T) error {
 	t.Logf("%d SETNX through a follower, %d forwarding connections cut, each applied once", writes.Load(), cuts.Load())
 	c.WaitConverged(10 * time.Second)
 	return nil
+}
+
+// TestWireErrorsKeepTheirIdentity: every error a leader sends back by code
+// is the same sentinel on the follower, message and all; an error without
+// a code keeps its message.
+func TestWireErrorsKeepTheirIdentity(t *testing.T) {
+	for code, known := range wireErrors {
+		if known == nil {
+			continue
+		}
+		sent := fmt.Errorf("%w: detail %d", known, code)
+		status, payload := errAnswer(sent)
+		got := answerErr(status, payload, "n1")
+		if status != statusError || !errors.Is(got, known) || got.Error() != sent.Error() {
+			t.Errorf("code %d: %v came back as %v (status %d)", code, sent, got, status)
+		}
+	}
+	status, payload := errAnswer(errors.New("something else"))
+	if got := answerErr(status, payload, "n1"); got.Error() != "something else" {
+		t.Errorf("an error without a code came back as %q", got)
+	}
+	for _, tc := range []struct {
+		err  error
+		want error
+	}{{ErrNotLeader, ErrNotLeader}, {fmt.Errorf("%w: lost", errRetry), errRetry}, {ErrShutdown, errRetry}} {
+		status, payload := errAnswer(tc.err)
+		if got := answerErr(status, payload, "n1"); !errors.Is(got, tc.want) {
+			t.Errorf("%v came back as %v, want %v", tc.err, got, tc.want)
+		}
+	}
 }

@@ -2,9 +2,10 @@ package raftstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -52,13 +53,13 @@ func startTLSCluster(t *testing.T) (*TestCluster, string) {
 	return c, dir
 }
 
-// forwardFrame is a forwarding request as a follower sends it.
+// forwardFrame is a forwarding request as a follower sends it (seq 1).
 func forwardFrame(kind byte, payload []byte) []byte {
-	hdr := make([]byte, 13)
-	hdr[0] = kind
-	binary.BigEndian.PutUint64(hdr[1:], 1)
-	binary.BigEndian.PutUint32(hdr[9:], uint32(len(payload)))
-	return append(hdr, payload...)
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	writeFrame(w, kind, 1, payload)
+	w.Flush()
+	return b.Bytes()
 }
 
 // forgedFrames are the forwarding requests of the attacks: plant a KV key, a
@@ -276,19 +277,16 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	defer conn.Close()
 	// While a member, the key cannot add voters that do not exist (each
 	// would count against the quorum): the leader probes them first.
-	for i, fake := range []string{"x1", "x2", "x3"} {
+	answers := bufio.NewReader(conn)
+	for _, fake := range []string{"x1", "x2", "x3"} {
 		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		f := forwardFrame(fwdAddVoter, []byte(fake+"\x00127.0.0.1:1"))
-		binary.BigEndian.PutUint64(f[1:], uint64(i+1))
-		conn.Write(f)
-		var hdr [13]byte
-		if _, err := io.ReadFull(conn, hdr[:]); err != nil {
+		conn.Write(forwardFrame(fwdAddVoter, []byte(fake+"\x00127.0.0.1:1")))
+		status, _, payload, err := readFrame(conn, answers, 1<<20)
+		if err != nil {
 			t.Fatalf("add-voter %s: no answer: %v", fake, err)
 		}
-		msg := make([]byte, binary.BigEndian.Uint32(hdr[9:]))
-		io.ReadFull(conn, msg)
-		if hdr[8] != statusError || !strings.Contains(string(msg), ErrUnreachableNode.Error()) {
-			t.Fatalf("add-voter %s = status %d %q, want it refused as unreachable", fake, hdr[8], msg)
+		if err := answerErr(status, payload, "leader"); !errors.Is(err, ErrUnreachableNode) {
+			t.Fatalf("add-voter %s = %v, want it refused as unreachable", fake, err)
 		}
 	}
 	if servers, _ := c.Store(leader).Servers(); len(servers) != 3 {

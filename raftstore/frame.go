@@ -1,0 +1,150 @@
+package raftstore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// The forwarding protocol. After the protocol byte (protoForward, mux.go) a
+// follower sends requests to the leader over one long-lived connection,
+// many in flight at once (pipelined); the leader answers each, in request
+// order. Requests and answers are frames of one layout:
+//
+//	tag (1) | seq (8, big endian) | len (4, big endian) | payload (len bytes)
+//
+// A request's tag is its kind (fwdApply, ...), an answer's its status
+// (statusOK, ...); seq pairs an answer with its request. A statusError
+// answer's payload is an error code (1 byte, wireErrors) and the message.
+const (
+	fwdApply     byte = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
+	fwdReadIndex byte = 'I' // payload: empty; answer: read index (8 bytes)
+	fwdAddVoter  byte = 'V' // payload: id \0 address
+	fwdRemove    byte = 'X' // payload: id
+	fwdClock     byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
+
+	statusOK        byte = 0
+	statusNotLeader byte = 1 // retry against the current leader
+	statusRetry     byte = 2 // leadership lost mid-way: retry (same request id)
+	statusError     byte = 3 // a final error: code (1) | message
+	statusShutdown  byte = 4
+
+	frameHeaderLen = 13
+	// frameOverhead is what a frame may hold besides a command (a result's
+	// fields, an error message).
+	frameOverhead = 64 << 10
+)
+
+// frameTimeout bounds reading one frame's payload once its header came: a
+// peer that stops mid-frame is cut off. A variable for the tests.
+var frameTimeout = 10 * time.Second
+
+// wireErrors are the errors a statusError answer carries by code, so the
+// follower's caller gets the leader's sentinel (errors.Is works across the
+// hop). Append only: codes are part of the wire format.
+var wireErrors = [...]error{
+	0: nil, // any other error: its message only
+	1: ErrUnknownNode,
+	2: ErrUnreachableNode,
+	3: ErrDiskFull,
+	4: ErrTooLarge,
+	5: ErrClockJump,
+	6: fsm.ErrBadCommand,
+}
+
+// remoteError is a final error the leader reported without a code.
+type remoteError struct{ msg string }
+
+func (e *remoteError) Error() string { return e.msg }
+
+// writeFrame appends one frame to w (the caller flushes).
+func writeFrame(w *bufio.Writer, tag byte, seq uint64, payload []byte) error {
+	var hdr [frameHeaderLen]byte
+	hdr[0] = tag
+	binary.BigEndian.PutUint64(hdr[1:], seq)
+	binary.BigEndian.PutUint32(hdr[9:], uint32(len(payload)))
+	w.Write(hdr[:])
+	_, err := w.Write(payload)
+	return err
+}
+
+// errFrameTooLarge: a frame header announced more than the limit.
+var errFrameTooLarge = errors.New("forwarding frame over the limit")
+
+// readFrame reads one frame from r: the header whenever it comes (a
+// connection may be idle), then a payload of at most max bytes within
+// frameTimeout.
+func readFrame(conn net.Conn, r *bufio.Reader, max uint32) (tag byte, seq uint64, payload []byte, err error) {
+	var hdr [frameHeaderLen]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[9:])
+	if n > max {
+		return 0, 0, nil, fmt.Errorf("%w: %d bytes, the limit is %d", errFrameTooLarge, n, max)
+	}
+	payload = make([]byte, n)
+	conn.SetReadDeadline(time.Now().Add(frameTimeout))
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, 0, nil, err
+	}
+	conn.SetReadDeadline(time.Time{})
+	return hdr[0], binary.BigEndian.Uint64(hdr[1:]), payload, nil
+}
+
+// errAnswer is the answer to a request that failed with err.
+func errAnswer(err error) (byte, []byte) {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return statusNotLeader, nil
+	case errors.Is(err, errRetry):
+		return statusRetry, []byte(err.Error())
+	case errors.Is(err, ErrShutdown):
+		return statusShutdown, nil
+	}
+	code := byte(0)
+	for i, known := range wireErrors {
+		if known != nil && errors.Is(err, known) {
+			code = byte(i)
+			break
+		}
+	}
+	return statusError, append([]byte{code}, err.Error()...)
+}
+
+// answerErr is the error an answer with status carries, for the request
+// to leaderID; nil for statusOK.
+func answerErr(status byte, payload []byte, leaderID string) error {
+	switch status {
+	case statusOK:
+		return nil
+	case statusNotLeader:
+		return ErrNotLeader
+	case statusRetry:
+		return fmt.Errorf("%w: leader %s: %s", errRetry, leaderID, payload)
+	case statusShutdown:
+		return fmt.Errorf("%w: leader %s is shutting down", errRetry, leaderID)
+	case statusError:
+		if len(payload) > 0 && int(payload[0]) < len(wireErrors) && wireErrors[payload[0]] != nil {
+			known := wireErrors[payload[0]]
+			msg := string(payload[1:])
+			if len(msg) >= len(known.Error()) && msg[:len(known.Error())] == known.Error() {
+				msg = msg[len(known.Error()):] // the message starts with the sentinel's own text
+			} else {
+				msg = ": " + msg
+			}
+			return fmt.Errorf("%w%s", known, msg)
+		}
+		if len(payload) > 0 {
+			payload = payload[1:]
+		}
+		return &remoteError{msg: string(payload)}
+	}
+	return fmt.Errorf("raftstore: leader %s answered with unknown status %d", leaderID, status)
+}
