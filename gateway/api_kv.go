@@ -1,0 +1,155 @@
+package gateway
+
+// The API's KV keyspace: SETNX, compare-and-set, GET, GETDEL.
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// checkKVKey validates a KV key: 1-255 bytes, no control bytes.
+func checkKVKey(key string) error {
+	if len(key) == 0 || len(key) > MaxKeyLen {
+		return fmt.Errorf("key must be 1-%d bytes, got %d", MaxKeyLen, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] == 0x7f {
+			return fmt.Errorf("key must not contain control characters (byte %d is 0x%02x)", i, key[i])
+		}
+	}
+	return nil
+}
+
+func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
+	key, err := url.PathUnescape(rawKey)
+	if err == nil {
+		err = checkKVKey(key)
+	}
+	if err != nil {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
+		return
+	}
+	switch method {
+	case "GET", "HEAD":
+		a.kvGet(ctx, key)
+	case "PUT":
+		a.kvPut(ctx, key)
+	case "DELETE":
+		a.kvDelete(ctx, key)
+	default:
+		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use GET, PUT or DELETE")
+	}
+}
+
+func writeValue(ctx *fasthttp.RequestCtx, status int, value []byte, version uint64, expiresAt int64) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/octet-stream")
+	ctx.Response.Header.Set("ETag", etag(version))
+	if expiresAt != 0 {
+		ctx.Response.Header.Set("Expires-At", rfc3339(nsTime(expiresAt)))
+	}
+	ctx.SetBody(value)
+}
+
+func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
+	c, cancel := a.opCtx()
+	defer cancel()
+	local := string(ctx.QueryArgs().Peek("consistency")) == "local"
+	e, err := a.store.KV(c, []byte(key), local)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such key")
+	case err != nil:
+		writeStoreError(ctx, err)
+	default:
+		writeValue(ctx, fasthttp.StatusOK, e.Value, e.Version, e.ExpiresAt)
+	}
+}
+
+func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
+	args := ctx.QueryArgs()
+	ttl, ok := parseTTL(ctx, "ttl", string(args.Peek("ttl")))
+	if !ok {
+		return
+	}
+	mode, version := fsm.SetPlain, uint64(0)
+	nx := string(args.Peek("nx"))
+	if nx != "" && nx != "0" && nx != "false" {
+		if nx != "1" && nx != "true" {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "nx: want 1 or true")
+			return
+		}
+		mode = fsm.SetNX
+	}
+	if string(ctx.Request.Header.Peek("If-None-Match")) == "*" {
+		mode = fsm.SetNX
+	}
+	if im := ctx.Request.Header.Peek("If-Match"); len(im) > 0 {
+		if mode == fsm.SetNX {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "If-Match cannot be combined with nx")
+			return
+		}
+		v, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(string(im), "W/"), `"`), 10, 64)
+		if err != nil || v == 0 {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-version", fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
+			return
+		}
+		mode, version = fsm.SetCAS, v
+	}
+	value := append([]byte(nil), ctx.PostBody()...)
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
+	defer cancel()
+	res, err := a.store.KVSet(c, []byte(key), value, ttl, mode, version)
+	if err != nil {
+		writeStoreError(ctx, err)
+		return
+	}
+	switch res.Code {
+	case fsm.CodeCreated:
+		status := fasthttp.StatusOK
+		if mode == fsm.SetNX {
+			status = fasthttp.StatusCreated
+		}
+		writeValue(ctx, status, nil, res.Version, res.ExpiresAt)
+	case fsm.CodeOK:
+		writeValue(ctx, fasthttp.StatusOK, nil, res.Version, res.ExpiresAt)
+	case fsm.CodeExists:
+		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt)
+	case fsm.CodeVersionMismatch:
+		writeProblem(ctx, fasthttp.StatusPreconditionFailed, "version-mismatch",
+			fmt.Sprintf("If-Match %s does not match the key's current version", etag(version)))
+		if res.Version != 0 {
+			ctx.Response.Header.Set("ETag", etag(res.Version))
+		}
+	default:
+		writeStoreError(ctx, res.Err())
+	}
+}
+
+func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
+	defer cancel()
+	res, err := a.store.KVGetDel(c, []byte(key))
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such key")
+	case err != nil:
+		writeStoreError(ctx, err)
+	default:
+		writeValue(ctx, fasthttp.StatusOK, res.Value, res.Version, 0)
+	}
+}

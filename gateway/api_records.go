@@ -1,0 +1,91 @@
+package gateway
+
+// The API's idempotency records: read one, release one by hand.
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// RecordJSON is a record as the API shows it.
+type RecordJSON struct {
+	Scope       string `json:"scope"`
+	Tenant      string `json:"tenant"`
+	Key         string `json:"key"`
+	State       string `json:"state"`
+	Fingerprint string `json:"fingerprint"`
+	Fence       uint64 `json:"fence"`
+	CreatedAt   string `json:"created_at"`
+	UpdatedAt   string `json:"updated_at"`
+	ExpiresAt   string `json:"expires_at,omitempty"`
+	Deadline    string `json:"processing_deadline,omitempty"`
+	StatusCode  int    `json:"status_code,omitempty"`
+	BodyStored  bool   `json:"body_stored"`
+	BodyBytes   int    `json:"body_bytes"`
+}
+
+func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
+	rawScope, rawKey, ok := strings.Cut(rest, "/")
+	scope, err1 := url.PathUnescape(rawScope)
+	key, err2 := url.PathUnescape(rawKey)
+	if !ok || err1 != nil || err2 != nil || scope == "" || key == "" {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "want /v1/records/{scope}/{key}")
+		return
+	}
+	tenant := string(ctx.QueryArgs().Peek("tenant"))
+	if strings.IndexByte(scope+tenant+key, 0) >= 0 {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "scope, tenant and key must not contain NUL")
+		return
+	}
+	rk := fsm.RecordKey(scope, tenant, key)
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
+	defer cancel()
+	switch method {
+	case "GET":
+		rec, err := a.store.Record(c, rk, false)
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such record")
+		case err != nil:
+			writeStoreError(ctx, err)
+		default:
+			writeJSON(ctx, fasthttp.StatusOK, RecordJSON{
+				Scope: scope, Tenant: tenant, Key: key, State: rec.State.String(),
+				Fingerprint: hex.EncodeToString(rec.Fingerprint), Fence: rec.Fence,
+				CreatedAt: rfc3339(nsTime(rec.CreatedAt)), UpdatedAt: rfc3339(nsTime(rec.UpdatedAt)),
+				ExpiresAt: rfc3339(nsTime(rec.ExpiresAt)), Deadline: rfc3339(nsTime(rec.Deadline)),
+				StatusCode: rec.Status, BodyStored: rec.State == fsm.StateCompleted && !rec.BodyDropped,
+				BodyBytes: len(rec.Body),
+			})
+		}
+	case "DELETE":
+		err := a.store.Release(c, rk, 0)
+		if err == nil {
+			// Replays are served from each node's own state, without Raft
+			// (a completed record changes only by expiry or this call): the
+			// release must be applied here before it is acknowledged, or
+			// the same request sent here next would still be replayed.
+			err = a.store.Barrier(c)
+		}
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such record")
+		case err != nil:
+			writeStoreError(ctx, err)
+		default:
+			writeJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
+		}
+	default:
+		ctx.Response.Header.Set("Allow", "GET, DELETE")
+		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use GET or DELETE")
+	}
+}

@@ -1,0 +1,51 @@
+package gateway
+
+// The API's list of suspected duplicates.
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// SuspectJSON is one suspected duplicate in GET /v1/suspects.
+type SuspectJSON struct {
+	At         string `json:"at"`
+	Scope      string `json:"scope"`
+	Tenant     string `json:"tenant"`
+	Key        string `json:"key"`
+	EarlierKey string `json:"earlier_key"`
+}
+
+// listSuspects lists the replicated suspect log, newest first (?limit=N,
+// default 100, at most 1000). Linearizable like every API read, so every
+// node lists the same suspects; ?consistency=local reads this node as is.
+func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
+	limit := 100
+	if raw := ctx.QueryArgs().Peek("limit"); len(raw) > 0 {
+		n, err := strconv.Atoi(string(raw))
+		if err != nil || n < 1 || n > 1000 {
+			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "limit: want 1-1000")
+			return
+		}
+		limit = n
+	}
+	c, cancel := a.opCtx()
+	log, err := a.store.Suspects(c, limit, string(ctx.QueryArgs().Peek("consistency")) == "local")
+	cancel()
+	if err != nil {
+		writeStoreError(ctx, err)
+		return
+	}
+	out := []SuspectJSON{}
+	for _, s := range log {
+		parts := strings.SplitN(string(s.Key), "\x00", 3)
+		earlier := strings.SplitN(string(s.Earlier), "\x00", 3)
+		if len(parts) != 3 || len(earlier) != 3 {
+			continue
+		}
+		out = append(out, SuspectJSON{At: rfc3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": out})
+}
