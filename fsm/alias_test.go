@@ -110,8 +110,8 @@ func newAliasFixture(t *testing.T) *aliasFixture {
 		tokKey: TokenKey("form", "tok"), suspectID: reqID(1), recordID: reqID(2), kvID: reqID(3),
 		want: map[ReqID][]byte{}}
 	digest := DigestKey("pay", "u1", bytes.Repeat([]byte{0xd1}, 32))
-	window := uint64(5 * time.Minute)
-	r := h.apply(Command{Type: TypeRecordBegin, Key: x.recKey, Value: []byte("fingerprint"), TTL: time.Hour, Body: digest, Version: window})
+	window := 5 * time.Minute
+	r := h.apply(Command{Type: TypeRecordBegin, Key: x.recKey, Value: []byte("fingerprint"), TTL: time.Hour, DigestKey: digest, Window: window})
 	if r.Code != CodeCreated {
 		t.Fatalf("begin = %+v", r)
 	}
@@ -122,7 +122,7 @@ func newAliasFixture(t *testing.T) *aliasFixture {
 	}
 	// The same body under a new key: a suspect whose result names the
 	// earlier record key, remembered under suspectID.
-	r = h.apply(Command{Type: TypeRecordBegin, ReqID: x.suspectID, Key: RecordKey("pay", "u1", "second"), TTL: time.Hour, Body: digest, Version: window})
+	r = h.apply(Command{Type: TypeRecordBegin, ReqID: x.suspectID, Key: RecordKey("pay", "u1", "second"), TTL: time.Hour, DigestKey: digest, Window: window})
 	if r.Code != CodeCreated || r.Suspect == nil {
 		t.Fatalf("suspect begin = %+v", r)
 	}

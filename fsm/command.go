@@ -76,8 +76,7 @@ type Header struct {
 //
 //	Noop:            Value (opaque payload)
 //	RecordBegin:     Key, Value (fingerprint), TTL, Timeout (processing), Flags,
-//	                 Body (digest key for suspect detection; empty: none),
-//	                 Version (the suspect window, in nanoseconds)
+//	                 DigestKey (for suspect detection; empty: none), Window
 //	RecordComplete:  Key, Fence, Status, Flags, Headers, Body
 //	RecordRelease:   Key, Fence (0: release whatever owns it, by hand)
 //	RecordMarkUnknown: Key, Fence
@@ -104,6 +103,10 @@ type Command struct {
 	Headers []Header
 	Body    []byte
 	Entries []ttl.Entry
+	// DigestKey (fsm.DigestKey) and Window: a RecordBegin's suspect
+	// detection (suspect.go). Each field means one thing for every type.
+	DigestKey []byte
+	Window    time.Duration
 }
 
 // ReqID identifies one client-level request; retries of it carry the same id.
@@ -113,8 +116,12 @@ type ReqID [16]byte
 func (id ReqID) IsZero() bool { return id == ReqID{} }
 
 // Envelope layout: version, type, request id, stamp; then the body.
+// Version 2 appends DigestKey and Window; version 1 (before them) carried a
+// begin's digest key in Body and its window in Version, and still decodes,
+// so a log written by an older build replays the same.
 const (
-	encodingVersion = 1
+	encodingVersion   = 2
+	encodingVersionV1 = 1
 	offType         = 1
 	offReqID        = 2
 	offStamp        = 18
@@ -154,14 +161,21 @@ func (c *Command) Encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, e.At)
 		dst = appendBytes(dst, e.Key)
 	}
-	return dst
+	dst = appendBytes(dst, c.DigestKey)
+	return binary.AppendVarint(dst, int64(c.Window))
+}
+
+// knownVersion reports whether an encoded command's envelope is one this
+// build reads.
+func knownVersion(encoded []byte) bool {
+	return len(encoded) >= headerLen && (encoded[0] == encodingVersion || encoded[0] == encodingVersionV1)
 }
 
 // Stamp writes the leader's timestamp into an encoded command in place. It
 // lets the node that proposes a command (the leader) stamp bytes that a
 // follower encoded, without decoding them.
 func Stamp(encoded []byte, unixNano int64) error {
-	if len(encoded) < headerLen || encoded[0] != encodingVersion {
+	if !knownVersion(encoded) {
 		return ErrBadCommand
 	}
 	binary.BigEndian.PutUint64(encoded[offStamp:], uint64(unixNano))
@@ -170,7 +184,7 @@ func Stamp(encoded []byte, unixNano int64) error {
 
 // PeekType returns the type of an encoded command without decoding it.
 func PeekType(encoded []byte) (Type, error) {
-	if len(encoded) < headerLen || encoded[0] != encodingVersion {
+	if !knownVersion(encoded) {
 		return TypeUnknown, ErrBadCommand
 	}
 	return Type(encoded[offType]), nil
@@ -179,7 +193,7 @@ func PeekType(encoded []byte) (Type, error) {
 // PeekReqID returns the request id of an encoded command without decoding it.
 func PeekReqID(encoded []byte) (ReqID, error) {
 	var id ReqID
-	if len(encoded) < headerLen || encoded[0] != encodingVersion {
+	if !knownVersion(encoded) {
 		return id, ErrBadCommand
 	}
 	copy(id[:], encoded[offReqID:])
@@ -193,7 +207,7 @@ func Decode(b []byte, c *Command) error {
 	if len(b) < headerLen {
 		return fmt.Errorf("%w: %d bytes, shorter than the header", ErrBadCommand, len(b))
 	}
-	if b[0] != encodingVersion {
+	if b[0] != encodingVersion && b[0] != encodingVersionV1 {
 		return fmt.Errorf("%w: encoding version %d", ErrBadCommand, b[0])
 	}
 	c.Type = Type(b[offType])
@@ -226,6 +240,14 @@ func Decode(b []byte, c *Command) error {
 			c.Entries[i].Key = r.bytes()
 		}
 	}
+	if b[0] == encodingVersionV1 {
+		if c.Type == TypeRecordBegin {
+			c.DigestKey, c.Window, c.Body, c.Version = c.Body, time.Duration(c.Version), nil, 0
+		}
+	} else {
+		c.DigestKey = r.bytes()
+		c.Window = time.Duration(r.varint())
+	}
 	if r.err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrBadCommand, c.Type, r.err)
 	}
@@ -244,7 +266,10 @@ func (c *Command) Validate() error {
 	if c.TTL < 0 || c.Timeout < 0 {
 		return bad("negative duration")
 	}
-	if c.TTL > MaxTTL || c.Timeout > MaxTTL {
+	if c.Window < 0 {
+		return bad("negative duration")
+	}
+	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
 		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
 	}
 	if len(c.Key) > MaxKeyLen {

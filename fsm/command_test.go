@@ -238,3 +238,31 @@ func TestValidateBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeVersion1Begin: a begin written by the previous encoding (the
+// digest key in Body, the window in Version) decodes into the typed fields,
+// so a log written by an older build replays the same.
+func TestDecodeVersion1Begin(t *testing.T) {
+	c := Command{Type: TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, DigestKey: []byte("digest"), Window: 5 * time.Minute}
+	v2 := c.Encode(nil)
+	// The same command as version 1 wrote it: the envelope byte 1, no
+	// trailing fields, the digest key and window in Body and Version.
+	old := Command{Type: TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, Body: []byte("digest"), Version: uint64(5 * time.Minute)}
+	v1 := old.Encode(nil)
+	v1 = v1[:len(v1)-2] // drop the version-2 fields (an empty DigestKey, a zero Window)
+	v1[0] = encodingVersionV1
+	var got Command
+	if err := Decode(v1, &got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.DigestKey) != "digest" || got.Window != 5*time.Minute || got.Body != nil || got.Version != 0 {
+		t.Fatalf("version 1 begin decoded as %+v", got)
+	}
+	var again Command
+	if err := Decode(v2, &again); err != nil || string(again.DigestKey) != "digest" || again.Window != 5*time.Minute {
+		t.Fatalf("version 2 begin decoded as %+v, %v", again, err)
+	}
+	if typ, err := PeekType(v1); err != nil || typ != TypeRecordBegin || Stamp(v1, 1) != nil {
+		t.Fatalf("a version 1 envelope is not read: %v %v", typ, err)
+	}
+}

@@ -10,9 +10,9 @@ import (
 // is due by the state machine's clock and the stored thing still expires at
 // exactly that time (a key rewritten since the sweep keeps its new life).
 // Stale index entries are dropped either way. Re-proposing the same batch
-// is harmless.
+// is harmless. What was removed is counted by kind (ExpiredCount), not in
+// the result: no result field means something else for an expire.
 func (a *applier) expire(tx *bolt.Tx, c *Command) *Result {
-	n := uint64(0)
 	for _, e := range c.Entries {
 		if e.At > a.now {
 			continue
@@ -26,10 +26,9 @@ func (a *applier) expire(tx *bolt.Tx, c *Command) *Result {
 		}
 		if removed {
 			a.expiredDelta[e.Kind]++
-			n++
 		}
 	}
-	return &Result{Code: CodeOK, Version: n}
+	return &Result{Code: CodeOK}
 }
 
 func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {

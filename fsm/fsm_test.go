@@ -318,9 +318,8 @@ func TestSweepExpires(t *testing.T) {
 	}
 	// An entry rewritten after the sweep was read keeps its new life.
 	h.apply(Command{Type: TypeKVSet, Key: []byte("a"), Value: []byte("new"), TTL: time.Hour})
-	r := h.apply(Command{Type: TypeExpire, Entries: due})
-	if r.Code != CodeOK || r.Version != 2 {
-		t.Fatalf("expire = %+v, want 2 removed", r)
+	if r := h.apply(Command{Type: TypeExpire, Entries: due}); r.Code != CodeOK {
+		t.Fatalf("expire = %+v", r)
 	}
 	if e, err := h.f.KV([]byte("a"), h.now()); err != nil || string(e.Value) != "new" {
 		t.Fatalf("rewritten key after sweep = %q, %v", e.Value, err)
@@ -332,9 +331,10 @@ func TestSweepExpires(t *testing.T) {
 		t.Fatalf("expired counts = %d, want 2", got)
 	}
 	// Not yet due at the state machine's clock: nothing happens.
-	r = h.apply(Command{Type: TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("b"), At: h.clock + int64(time.Hour)}}})
-	if r.Version != 0 {
-		t.Fatalf("early expire removed %d", r.Version)
+	kvBefore := h.f.ExpiredCount(ttl.KindKV)
+	h.apply(Command{Type: TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("b"), At: h.clock + int64(time.Hour)}}})
+	if e, err := h.f.KV([]byte("b"), h.now()); err != nil || string(e.Value) != "2" || h.f.ExpiredCount(ttl.KindKV) != kvBefore {
+		t.Fatalf("an expire before its time removed b: %q, %v", e.Value, err)
 	}
 }
 
@@ -411,10 +411,10 @@ func TestRestoreDiscardsState(t *testing.T) {
 func TestSuspectedDuplicates(t *testing.T) {
 	h := newHarness(t)
 	digest := DigestKey("pay", "u1", []byte("sha-of-body"))
-	window := uint64(5 * time.Minute)
+	window := 5 * time.Minute
 	begin := func(key string, flags byte) *Result {
 		return h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", key), TTL: time.Hour,
-			Body: digest, Version: window, Flags: flags})
+			DigestKey: digest, Window: window, Flags: flags})
 	}
 	if r := begin("k1", 0); r.Code != CodeCreated || r.Suspect != nil {
 		t.Fatalf("first begin = %+v", r)
@@ -433,7 +433,7 @@ func TestSuspectedDuplicates(t *testing.T) {
 		t.Fatalf("a refused suspect left a record: %v", err)
 	}
 	// Another tenant with the same body is not a suspect.
-	other := h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u2", "k1"), Body: DigestKey("pay", "u2", []byte("sha-of-body")), Version: window})
+	other := h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u2", "k1"), DigestKey: DigestKey("pay", "u2", []byte("sha-of-body")), Window: window})
 	if other.Suspect != nil {
 		t.Fatalf("other tenant flagged: %+v", other)
 	}

@@ -79,7 +79,7 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
 		}
 	}
 	var suspect []byte
-	if len(c.Body) > 0 {
+	if len(c.DigestKey) > 0 {
 		var err error
 		if suspect, err = a.checkDigest(tx, c, index); err != nil {
 			return &Result{Code: CodeStorage}

@@ -40,12 +40,12 @@ type Suspect struct {
 func (a *applier) checkDigest(tx *bolt.Tx, c *Command, index uint64) ([]byte, error) {
 	b := tx.Bucket(bucketDigests)
 	var suspect []byte
-	if v := b.Get(c.Body); len(v) >= 8 {
+	if v := b.Get(c.DigestKey); len(v) >= 8 {
 		exp := int64(getUint64(v[:8]))
 		if exp > a.now && !bytes.Equal(v[8:], c.Key) {
 			suspect = clone(v[8:])
 		}
-		if err := ttl.Delete(tx, ttl.KindDigest, c.Body, exp); err != nil {
+		if err := ttl.Delete(tx, ttl.KindDigest, c.DigestKey, exp); err != nil {
 			return nil, err
 		}
 	}
@@ -57,16 +57,16 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *Command, index uint64) ([]byte, er
 			return suspect, nil // refused: the earlier key stays remembered
 		}
 	}
-	window := int64(c.Version)
+	window := int64(c.Window)
 	if window <= 0 {
 		return suspect, nil
 	}
 	exp := a.now + window
 	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(c.Key)), uint64(exp))
-	if err := b.Put(c.Body, append(v, c.Key...)); err != nil {
+	if err := b.Put(c.DigestKey, append(v, c.Key...)); err != nil {
 		return nil, err
 	}
-	return suspect, ttl.Put(tx, ttl.KindDigest, c.Body, exp)
+	return suspect, ttl.Put(tx, ttl.KindDigest, c.DigestKey, exp)
 }
 
 func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, index uint64) error {

@@ -42,7 +42,7 @@ type BeginRequest struct {
 // suspected duplicate.
 func (s Commands) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) {
 	c := fsm.Command{Type: fsm.TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout,
-		Body: r.DigestKey, Version: uint64(r.Window)}
+		DigestKey: r.DigestKey, Window: r.Window}
 	if r.ReleaseUnknown {
 		c.Flags |= fsm.FlagReleaseUnknown
 	}
