@@ -122,10 +122,10 @@ func (id ReqID) IsZero() bool { return id == ReqID{} }
 const (
 	encodingVersion   = 2
 	encodingVersionV1 = 1
-	offType         = 1
-	offReqID        = 2
-	offStamp        = 18
-	headerLen       = 26
+	offType           = 1
+	offReqID          = 2
+	offStamp          = 18
+	headerLen         = 26
 
 	// MaxKeyLen bounds a stored key of every keyspace: a record key
 	// (scope, tenant and the client's key), a token key, a KV key.
