@@ -2,12 +2,17 @@ package raftstore
 
 import (
 	"context"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
 )
@@ -71,5 +76,37 @@ func TestOpenFailsCleanly(t *testing.T) {
 	// The files were closed: a second Open gets as far as the port again.
 	if _, err := Open(cfg); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("second Open = %v, want the listen error again (not a locked file)", err)
+	}
+}
+
+// TestHeartbeatsStopBeforeTheStoresClose: once stopped, the transport's
+// heartbeat path never reaches raft, and stopping waits for a heartbeat
+// already inside it (one that arrived as the node closed wrote the term
+// into a closed log store, and raft panicked).
+func TestHeartbeatsStopBeforeTheStoresClose(t *testing.T) {
+	g := &guardedTransport{NetworkTransport: raft.NewNetworkTransport(plainLayer{addr: &net.TCPAddr{}}, 1, time.Second, io.Discard)}
+	defer g.Close()
+	inside, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	g.SetHeartbeatHandler(func(raft.RPC) {
+		calls.Add(1)
+		close(inside)
+		<-release
+	})
+	handler := g.handler
+	go handler(raft.RPC{})
+	<-inside
+	stopped := make(chan struct{})
+	go func() { g.stopHeartbeats(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("stopHeartbeats returned while a heartbeat was inside raft")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+	handler(raft.RPC{})
+	if calls.Load() != 1 {
+		t.Fatalf("a heartbeat after the stop reached raft (%d calls)", calls.Load())
 	}
 }

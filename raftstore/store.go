@@ -38,7 +38,7 @@ type Store struct {
 	logs  *raftboltdb.BoltStore
 	cache *logCache // recent entries in memory: replication and reads skip bbolt and msgpack
 	snaps raft.SnapshotStore
-	trans *raft.NetworkTransport
+	trans *guardedTransport
 	mux   *mux
 	// members is who may connect to the Raft port (with PeerTLS).
 	members *members
@@ -151,7 +151,7 @@ func Open(cfg Config) (s *Store, err error) {
 		mc.tls = cfg.PeerTLS.PeerServer(s.members.allow)
 	}
 	s.mux = newMux(ln, mc)
-	s.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	s.trans = &guardedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: &raftLayer{m: s.mux, dialTLS: func(addr string) *tls.Config {
 			return s.peerClientTLS(s.members.idAt(addr))
 		}},
@@ -159,7 +159,7 @@ func Open(cfg Config) (s *Store, err error) {
 		Timeout:               10 * time.Second,
 		ServerAddressProvider: cfg.AddressProvider,
 		Logger:                hlog,
-	})
+	})}
 	closers = append(closers, s.trans)
 
 	rc := cfg.raftConfig()
@@ -270,6 +270,7 @@ func (s *Store) Close() error {
 		s.bg.Wait()
 		s.raft.DeregisterObserver(s.obs)
 		errs := []error{s.raft.Shutdown().Error()}
+		s.trans.stopHeartbeats() // before the log store closes under one
 		s.fwdMu.Lock()
 		s.fwdClosed = true
 		for _, c := range s.fwd {
@@ -351,6 +352,37 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// guardedTransport is raft's TCP transport with its heartbeat path fenced
+// for shutdown. Raft handles a heartbeat on the connection's own goroutine
+// (not its main loop, which Shutdown waits for): one arriving as the node
+// stops wrote the new term into a log store already closed, and raft
+// panicked ("failed to save current term: database not open"). Close stops
+// the heartbeat path, waiting for one in flight, before the stores close.
+type guardedTransport struct {
+	*raft.NetworkTransport
+	mu      sync.RWMutex
+	stopped bool
+	handler func(rpc raft.RPC) // what the transport calls: cb behind the fence
+}
+
+func (t *guardedTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	t.handler = func(rpc raft.RPC) {
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+		if t.stopped {
+			return // unanswered: the transport's handler gives up when it closes
+		}
+		cb(rpc)
+	}
+	t.NetworkTransport.SetHeartbeatHandler(t.handler)
+}
+
+func (t *guardedTransport) stopHeartbeats() {
+	t.mu.Lock()
+	t.stopped = true
+	t.mu.Unlock()
 }
 
 // appliedFSM wraps the state machine to wake readers waiting for an index
