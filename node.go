@@ -126,6 +126,7 @@ func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, l
 // kill stops the node at once, as a crash would: listeners close without
 // draining, and requests in flight fail; then Raft and bbolt close.
 func (n *node) kill() {
+	n.gw.Halt() // its requests in flight must not reach the upstream later
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	n.gw.Shutdown(ctx)

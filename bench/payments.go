@@ -25,6 +25,7 @@ type Payments struct {
 	ln       net.Listener
 	mu       sync.Mutex
 	charges  map[string]int
+	pending  map[string]int // charges begun and not yet done, by user
 	byKey    map[string]int
 	total    atomic.Int64
 	inFlight atomic.Int64
@@ -33,7 +34,7 @@ type Payments struct {
 // NewPayments returns the demo's payment service with its defaults.
 func NewPayments() *Payments {
 	return &Payments{Work: 3 * time.Millisecond, Slow: 1100 * time.Millisecond, SlowEvery: 50,
-		charges: map[string]int{}, byKey: map[string]int{}}
+		charges: map[string]int{}, pending: map[string]int{}, byKey: map[string]int{}}
 }
 
 // Start listens on a free loopback port.
@@ -62,6 +63,9 @@ func (p *Payments) handle(ctx *fasthttp.RequestCtx) {
 	p.inFlight.Add(1)
 	defer p.inFlight.Add(-1)
 	user := string(ctx.Request.Header.Peek("X-User-Id"))
+	p.mu.Lock()
+	p.pending[user]++ // a bank shows an authorization hold at once
+	p.mu.Unlock()
 	work := p.Work
 	if p.SlowEvery > 0 && rand.IntN(p.SlowEvery) == 0 {
 		work = p.Slow
@@ -71,6 +75,7 @@ func (p *Payments) handle(ctx *fasthttp.RequestCtx) {
 	}
 	n := p.total.Add(1)
 	p.mu.Lock()
+	p.pending[user]--
 	p.charges[user]++
 	if k := ctx.Request.Header.Peek("Idempotency-Key"); len(k) > 0 {
 		p.byKey[string(k)]++
@@ -87,17 +92,21 @@ func (p *Payments) Charges() map[string]int {
 	defer p.mu.Unlock()
 	out := p.charges
 	p.charges = map[string]int{}
+	p.pending = map[string]int{}
 	p.byKey = map[string]int{}
 	p.total.Store(0)
 	return out
 }
 
-// Charged reports whether user has been charged since the last reset: what
-// an app asks the bank when a payment's outcome is unknown.
+// Charged reports whether user has been charged since the last reset, or
+// has a charge under way: what an app asks the bank when a payment's
+// outcome is unknown. A charge still being processed counts, as a bank's
+// authorization hold does: answered "no" for a slow charge still running,
+// the app paid again and the user was charged twice.
 func (p *Payments) Charged(user string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.charges[user] > 0
+	return p.charges[user] > 0 || p.pending[user] > 0
 }
 
 // Executions returns how many times the service ran a request with this

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -67,7 +68,20 @@ type Gateway struct {
 	tokenScopes map[string]bool
 	tokenLimit  *ipLimiter
 	bodies      *bodyBudget
+	halted      atomic.Bool // Halt: nothing more goes to the upstream
 }
+
+// errHalted: the gateway was halted; nothing was sent.
+var errHalted = errors.New("gateway halted: nothing was sent to the upstream")
+
+// Halt stops the gateway from sending anything more to the upstream, as a
+// crash would: a request between its record's begin and the upstream call
+// goes no further. For stopping a node inside a process (the demo's killed
+// leader, fault tests): its handler goroutines outlive a listener's
+// Shutdown, and one that called the upstream seconds after the "crash",
+// once its record had turned outcome-unknown and the client had moved on,
+// charged a user twice.
+func (g *Gateway) Halt() { g.halted.Store(true) }
 
 // New builds the gateway listener.
 func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
@@ -235,6 +249,9 @@ const staleRetries = 4
 // the request then goes on another connection.
 func (g *Gateway) doUpstream(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
 	for attempt := 0; ; attempt++ {
+		if g.halted.Load() {
+			return errHalted
+		}
 		var err error
 		if deadline.IsZero() {
 			err = g.upstream.Do(req, resp)
@@ -281,7 +298,7 @@ func (g *Gateway) toUpstream(ctx *fasthttp.RequestCtx) {
 // connection broken after writing) may have reached the upstream.
 func nothingSent(err error) bool {
 	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, errStaleConn) {
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, errStaleConn) || errors.Is(err, errHalted) {
 		return true
 	}
 	var op *net.OpError
