@@ -36,16 +36,24 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	for _, n := range file.Nodes {
 		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.Raft})
 	}
-	rc.HeartbeatTimeout = file.Raft.HeartbeatTimeout.D()
-	rc.ElectionTimeout = file.Raft.ElectionTimeout.D()
+	// raftstore's defaults, and what the file sets (each default is
+	// defined once, by the package that owns it).
+	r := file.Raft
+	setDuration(&rc.HeartbeatTimeout, r.HeartbeatTimeout)
+	setDuration(&rc.ElectionTimeout, r.ElectionTimeout)
 	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout / 2
-	rc.SnapshotThreshold = file.Raft.SnapshotThreshold
-	rc.SnapshotInterval = file.Raft.SnapshotInterval.D()
-	rc.ApplyTimeout = file.Raft.ApplyTimeout.D()
-	rc.FSMNoSync = !file.Raft.FSMFsync
-	rc.MinFreeBytes = uint64(file.Raft.MinFree)
-	rc.MaxClockJump = file.Raft.MaxClockJump.D()
-	rc.MaxCommandBytes = commandLimit(file)
+	if r.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = r.SnapshotThreshold
+	}
+	setDuration(&rc.SnapshotInterval, r.SnapshotInterval)
+	setDuration(&rc.ApplyTimeout, r.ApplyTimeout)
+	setDuration(&rc.MaxClockJump, r.MaxClockJump)
+	if r.MinFree > 0 {
+		rc.MinFreeBytes = uint64(r.MinFree)
+	}
+	rc.FSMNoSync = !r.FSMFsync
+	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
+	rc.MaxCommandBytes = commandLimit(file, gw.Limits)
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
 	rc.PeerTLS = s.peerTLS
@@ -74,7 +82,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	}
 	n.api = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.access, Logger: logger}, store, tok, n.reg)
-	n.gw, err = gateway.New(gatewayConfig(file, cn, rc.ApplyTimeout, logger), store, tok)
+	n.gw, err = gateway.New(gw, store, tok)
 	if err != nil {
 		return nil, err
 	}
@@ -101,26 +109,43 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 // commandLimit is the largest command this node's listeners can make (a KV
 // value or request body, or a stored response with its headers): the store
 // refuses larger ones and bounds forwarding frames with it.
-func commandLimit(file *config.File) int {
-	n := int(file.Limits.MaxRequestBody)
+func commandLimit(file *config.File, lim gateway.Limits) int {
+	n := lim.MaxRequestBody
 	for _, r := range file.Routes {
 		if int(*r.MaxStoredBody) > n {
 			n = int(*r.MaxStoredBody)
 		}
 	}
-	return n + int(file.Limits.MaxHeaderBytes) + 64<<10
+	return n + lim.MaxHeaderBytes + 64<<10
 }
 
+// gatewayConfig is the gateway listener's config: gateway's defaults, and
+// what the file sets.
 func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, logger *slog.Logger) gateway.Config {
 	lim := file.Limits
 	g := gateway.DefaultConfig()
 	g.Addr, g.Upstream, g.Routes = cn.Listen, file.Upstream, file.Routes
 	g.SuspectWindow, g.OpTimeout = file.Suspects.Window.D(), opTimeout
 	g.Limits = listenerLimits(lim)
-	g.UpstreamTimeout, g.UpstreamConns = lim.UpstreamTimeout.D(), lim.UpstreamConns
-	g.MaxResponseBody = int(lim.MaxResponseBody)
+	setDuration(&g.UpstreamTimeout, lim.UpstreamTimeout)
+	setInt(&g.UpstreamConns, lim.UpstreamConns)
+	setInt(&g.MaxResponseBody, int(lim.MaxResponseBody))
 	g.Logger = logger
 	return g
+}
+
+// setDuration and setInt overlay a value the file sets (non-zero) on a
+// package's default.
+func setDuration(dst *time.Duration, v config.Duration) {
+	if v > 0 {
+		*dst = v.D()
+	}
+}
+
+func setInt(dst *int, v int) {
+	if v > 0 {
+		*dst = v
+	}
 }
 
 // kill stops the node at once, as a crash would: listeners close without
@@ -134,14 +159,19 @@ func (n *node) kill() {
 	n.store.Close()
 }
 
-// listenerLimits turns the file's limits into the listeners' (both use the
-// same ones).
+// listenerLimits are both listeners' limits: gateway's defaults, and what
+// the file sets.
 func listenerLimits(l config.Limits) gateway.Limits {
-	return gateway.Limits{
-		ReadTimeout: l.ReadTimeout.D(), WriteTimeout: l.WriteTimeout.D(), IdleTimeout: l.IdleTimeout.D(),
-		MaxRequestBody: int(l.MaxRequestBody), MaxHeaderBytes: int(l.MaxHeaderBytes),
-		MaxConnsPerIP: l.MaxConnsPerIP, Concurrency: l.Concurrency, MaxBodyBuffer: int(l.MaxBodyBuffer),
-	}
+	out := gateway.DefaultConfig().Limits
+	setDuration(&out.ReadTimeout, l.ReadTimeout)
+	setDuration(&out.WriteTimeout, l.WriteTimeout)
+	setDuration(&out.IdleTimeout, l.IdleTimeout)
+	setInt(&out.MaxRequestBody, int(l.MaxRequestBody))
+	setInt(&out.MaxHeaderBytes, int(l.MaxHeaderBytes))
+	setInt(&out.MaxConnsPerIP, l.MaxConnsPerIP)
+	setInt(&out.Concurrency, l.Concurrency)
+	setInt(&out.MaxBodyBuffer, int(l.MaxBodyBuffer))
+	return out
 }
 
 // stop shuts the node down cleanly: stop accepting, drain requests in

@@ -71,7 +71,8 @@ type Route struct {
 	ReplayHeaders     []string `yaml:"replay_headers"`
 }
 
-// Raft tunes the consensus engine; every field has a safe default.
+// Raft tunes the consensus engine. A field left out keeps the default of
+// raftstore.DefaultConfig.
 type Raft struct {
 	HeartbeatTimeout  Duration `yaml:"heartbeat_timeout"`
 	ElectionTimeout   Duration `yaml:"election_timeout"`
@@ -90,7 +91,8 @@ type Raft struct {
 	FSMFsync bool `yaml:"fsm_fsync"`
 }
 
-// Limits protects the listeners; every field has a safe default.
+// Limits protects the listeners. A field left out keeps the default of
+// gateway.DefaultConfig.
 type Limits struct {
 	ReadTimeout     Duration `yaml:"read_timeout"`
 	WriteTimeout    Duration `yaml:"write_timeout"`
@@ -243,11 +245,10 @@ func (f *File) validate() error {
 	if len(f.Routes) > 0 && f.Upstream == "" {
 		return fieldErr("upstream", "required when routes are configured")
 	}
-	f.Raft.defaults()
-	if f.Raft.MaxClockJump.D() < time.Minute {
-		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", f.Raft.MaxClockJump.D())
+	if err := f.Raft.validate(); err != nil {
+		return err
 	}
-	if err := f.Limits.defaults(); err != nil {
+	if err := f.Limits.validate(); err != nil {
 		return err
 	}
 	if f.Suspects.Window == 0 {
@@ -397,63 +398,24 @@ func oneOf(field, v string, allowed ...string) (string, error) {
 	return "", fieldErr(field, "%q: want one of %s", v, strings.Join(allowed, ", "))
 }
 
-func (r *Raft) defaults() {
-	if r.HeartbeatTimeout == 0 {
-		r.HeartbeatTimeout = Duration(time.Second)
+// validate checks the values the file sets; what it leaves out (zero) is
+// filled by the package that owns the setting (raftstore.DefaultConfig),
+// so each default is defined once, there.
+func (r *Raft) validate() error {
+	if r.MaxClockJump != 0 && r.MaxClockJump.D() < time.Minute {
+		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", r.MaxClockJump.D())
 	}
-	if r.ElectionTimeout == 0 {
-		r.ElectionTimeout = Duration(time.Second)
-	}
-	if r.SnapshotThreshold == 0 {
-		r.SnapshotThreshold = 16384
-	}
-	if r.SnapshotInterval == 0 {
-		r.SnapshotInterval = Duration(time.Minute)
-	}
-	if r.ApplyTimeout == 0 {
-		r.ApplyTimeout = Duration(5 * time.Second)
-	}
-	if r.MinFree == 0 {
-		r.MinFree = 64 << 20
-	}
-	if r.MaxClockJump == 0 {
-		r.MaxClockJump = Duration(time.Hour)
-	}
+	return nil
 }
 
-func (l *Limits) defaults() error {
-	set := func(d *Duration, v time.Duration) {
-		if *d == 0 {
-			*d = Duration(v)
-		}
-	}
-	set(&l.ReadTimeout, 10*time.Second)
-	set(&l.WriteTimeout, 10*time.Second)
-	set(&l.IdleTimeout, 60*time.Second)
-	set(&l.UpstreamTimeout, 30*time.Second)
-	if l.MaxRequestBody == 0 {
-		l.MaxRequestBody = 4 << 20
-	}
-	if l.MaxResponseBody == 0 {
-		l.MaxResponseBody = 32 << 20
-	}
-	if l.MaxHeaderBytes == 0 {
-		l.MaxHeaderBytes = 16 << 10
-	}
-	if l.MaxHeaderBytes < 1024 {
+// validate checks the values the file sets; what it leaves out (zero) is
+// filled by gateway.DefaultConfig.
+func (l *Limits) validate() error {
+	if l.MaxHeaderBytes != 0 && l.MaxHeaderBytes < 1024 {
 		return fieldErr("limits.max_header_bytes", "%d is too small (minimum 1KiB)", l.MaxHeaderBytes)
 	}
 	if l.MaxConnsPerIP < 0 || l.Concurrency < 0 || l.UpstreamConns < 0 {
 		return fieldErr("limits", "counts must not be negative")
-	}
-	if l.MaxConnsPerIP == 0 {
-		l.MaxConnsPerIP = 1024
-	}
-	if l.Concurrency == 0 {
-		l.Concurrency = 64 * 1024
-	}
-	if l.UpstreamConns == 0 {
-		l.UpstreamConns = 512
 	}
 	return nil
 }
