@@ -173,7 +173,17 @@ func TestLeaderStopMidRun(t *testing.T) {
 	stoppedAt := time.Now()
 	newLeader := c.WaitLeader(10 * time.Second)
 	t.Logf("leader %s stopped; %s elected after %s", c.Cfgs[leader].NodeID, c.Cfgs[newLeader].NodeID, time.Since(stoppedAt))
-	time.Sleep(700 * time.Millisecond)
+	// Writes go on at least 700 ms more, and until 50 were acknowledged
+	// (fewer a second on a busy machine), at most 20 s.
+	for deadline, floor := time.Now().Add(20*time.Second), time.Now().Add(700*time.Millisecond); time.Now().Before(deadline); {
+		mu.Lock()
+		n := len(acked)
+		mu.Unlock()
+		if n >= 50 && time.Now().After(floor) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	close(stopWriters)
 	wg.Wait()
 
