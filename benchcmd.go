@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -129,7 +127,7 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]ben
 	if f.cpuprofile != "" {
 		pprof.StopCPUProfile() // the baselines are other processes
 	}
-	if bin, why := findRedis(f.redis); bin == "" {
+	if bin, why := bench.FindRedis(f.redis); bin == "" {
 		results = append(results, bench.Stats{Name: "redis (baseline)", Skipped: why})
 	} else if r, err := bench.StartRedis(bin); err != nil {
 		results = append(results, bench.Stats{Name: "redis (baseline)", Skipped: err.Error()})
@@ -137,7 +135,7 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]ben
 		results = append(results, bench.RedisKV(r, cfg)...)
 		r.Stop()
 	}
-	if bin, why := findEtcd(f.etcd, progress); bin == "" {
+	if bin, why := bench.FindEtcd(f.etcd, progress); bin == "" {
 		results = append(results, bench.Stats{Name: "etcd (baseline)", Skipped: why})
 	} else if e, err := bench.StartEtcd(bin, 3); err != nil {
 		results = append(results, bench.Stats{Name: "etcd (baseline)", Skipped: err.Error()})
@@ -226,51 +224,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func findRedis(flagVal string) (string, string) {
-	switch flagVal {
-	case "off":
-		return "", "turned off (--redis off)"
-	case "auto":
-		if p, err := exec.LookPath("redis-server"); err == nil {
-			return p, ""
-		}
-		return "", "redis-server is not on PATH (apt-get install redis-server)"
-	}
-	return flagVal, ""
-}
-
-// etcdVersion is the etcd the bench builds when none is on PATH.
-const etcdVersion = "v3.7.3"
-
-func findEtcd(flagVal string, progress io.Writer) (string, string) {
-	switch flagVal {
-	case "off":
-		return "", "turned off (--etcd off)"
-	case "auto":
-	default:
-		return flagVal, ""
-	}
-	if p, err := exec.LookPath("etcd"); err == nil {
-		return p, ""
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", "no etcd on PATH and no cache directory to build one in"
-	}
-	bin := filepath.Join(cache, "idemgate", "etcd-"+etcdVersion)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, ""
-	}
-	if _, err := os.Stat(filepath.Join("bench", "etcd", "go.mod")); err != nil {
-		return "", "no etcd on PATH; run from the repository root to build bench/etcd, or pass --etcd PATH"
-	}
-	fmt.Fprintf(progress, "bench: building etcd %s from the Go module proxy (bench/etcd), once; it is cached in %s\n", etcdVersion, bin)
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join("bench", "etcd")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Sprintf("building etcd failed: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	return bin, ""
 }

@@ -65,15 +65,6 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// demoColumn is one run of the incident, as the table shows it.
-type demoColumn struct {
-	title   string
-	res     bench.IncidentResult
-	charges map[string]int
-	waits   float64
-	gateway bool
-}
-
 func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	dir, err := os.MkdirTemp("", "idemgate-demo-")
 	if err != nil {
@@ -95,7 +86,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		pay.Slow, 500*time.Millisecond)
 	fmt.Fprintf(out, "a %d-node cluster on loopback, clicks spread over all nodes; %s.\n\n", f.nodes, kill)
 
-	var cols []demoColumn
+	var cols []bench.IncidentColumn
 	incident := bench.IncidentConfig{Users: f.users, Path: "/pay", Concurrency: f.concurrency,
 		ClientTimeout: 500 * time.Millisecond, Deadline: 3 * time.Minute, Progress: out, Charges: pay.Total}
 	if f.without {
@@ -107,7 +98,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 			return false, err
 		}
 		pay.Quiesce(5 * time.Second) // slow charges still running belong to this run
-		cols = append(cols, demoColumn{title: "without idemgate", res: res, charges: pay.Charges()})
+		cols = append(cols, bench.IncidentColumn{Title: "without idemgate", Res: res, Charges: pay.Charges()})
 	}
 
 	nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr(), false)
@@ -146,15 +137,15 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		return false, err
 	}
 	pay.Quiesce(5 * time.Second)
-	col := demoColumn{title: "with idemgate", res: res, charges: pay.Charges(), gateway: true}
+	col := bench.IncidentColumn{Title: "with idemgate", Res: res, Charges: pay.Charges(), Gateway: true}
 	for _, n := range nodes {
 		if n != nil {
-			col.waits += sumCounter(n, "idemgate_in_flight_waits_total")
+			col.Waits += sumCounter(n, "idemgate_in_flight_waits_total")
 		}
 	}
 	cols = append(cols, col)
 	fmt.Fprintln(out)
-	return writeDemoTable(out, f.users, cols), nil
+	return bench.WriteIncidentTable(out, f.users, cols), nil
 }
 
 // startDemoCluster starts n nodes on free loopback ports in dir. secure
@@ -263,78 +254,4 @@ func counterValue(m *dto.Metric) float64 {
 		return c.GetValue()
 	}
 	return 0
-}
-
-// writeDemoTable prints the runs side by side and reports whether the run
-// through idemgate charged every user exactly once.
-func writeDemoTable(out io.Writer, users int, cols []demoColumn) bool {
-	type row struct {
-		name string
-		get  func(c demoColumn) string
-	}
-	num := func(v int64) string { return fmt.Sprint(v) }
-	gw := func(c demoColumn, v string) string {
-		if !c.gateway {
-			return "-"
-		}
-		return v
-	}
-	double := func(c demoColumn) (doubles, none, total int) {
-		for u := 0; u < users; u++ {
-			n := c.charges[fmt.Sprintf("user-%04d", u)]
-			total += n
-			switch {
-			case n > 1:
-				doubles++
-			case n == 0:
-				none++
-			}
-		}
-		return
-	}
-	rows := []row{
-		{"users", func(c demoColumn) string { return num(int64(c.res.Users)) }},
-		{"requests sent", func(c demoColumn) string { return num(c.res.Requests) }},
-		{"upstream charges", func(c demoColumn) string { _, _, t := double(c); return num(int64(t)) }},
-		{"replays", func(c demoColumn) string { return gw(c, num(c.res.Replays)) }},
-		{"409 in progress", func(c demoColumn) string { return gw(c, num(c.res.InProgress)) }},
-		{"waits", func(c demoColumn) string { return gw(c, num(int64(c.waits))) }},
-		{"timeouts, retried", func(c demoColumn) string { return num(c.res.Timeouts) }},
-		{"unavailable, retried", func(c demoColumn) string { return num(c.res.Unavailable) }},
-		{"outcome unknown", func(c demoColumn) string { return gw(c, num(c.res.Unknown)) }},
-		{"  checked with bank", func(c demoColumn) string { return gw(c, num(c.res.Reconciled)) }},
-		{"  paid again, new key", func(c demoColumn) string { return gw(c, num(c.res.PaidAgain)) }},
-		{"users double-charged", func(c demoColumn) string { d, _, _ := double(c); return num(int64(d)) }},
-		{"users not charged", func(c demoColumn) string { _, z, _ := double(c); return num(int64(z)) }},
-		{"node killed", func(c demoColumn) string { return gw(c, orDash(c.res.Killed)) }},
-		{"time", func(c demoColumn) string { return c.res.Elapsed.Round(10 * time.Millisecond).String() }},
-	}
-	fmt.Fprintf(out, "%-22s", "")
-	for _, c := range cols {
-		fmt.Fprintf(out, " %18s", c.title)
-	}
-	fmt.Fprintln(out)
-	for _, r := range rows {
-		fmt.Fprintf(out, "%-22s", r.name)
-		for _, c := range cols {
-			fmt.Fprintf(out, " %18s", r.get(c))
-		}
-		fmt.Fprintln(out)
-	}
-	last := cols[len(cols)-1]
-	doubles, none, _ := double(last)
-	fmt.Fprintln(out)
-	if doubles == 0 && none == 0 {
-		fmt.Fprintf(out, "every one of the %d users was charged exactly once.\n", users)
-		return true
-	}
-	fmt.Fprintf(out, "FAILED: %d users charged more than once, %d not charged.\n", doubles, none)
-	return false
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
