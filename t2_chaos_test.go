@@ -26,7 +26,7 @@ import (
 	"github.com/idemgate/idemgate/raftstore"
 )
 
-// TestT2 is RELIABILITY.md's long run: real `idemgate serve` processes
+// TestT2 is the reliability suite's long run (T2; README, Reliability): real `idemgate serve` processes
 // (built with -tags chaos for the injectable clock), faults in rotation —
 // SIGKILL (the leader half the time), SIGSTOP/SIGCONT for 3-6 s, a restart
 // with a skewed clock, a restart under `prlimit --fsize` (disk full), a
@@ -126,7 +126,7 @@ func TestT2(t *testing.T) {
 		t.Errorf("the KV history of %d operations is %s", len(ops), res)
 	}
 	// Replicas converge: every node reports the same applied index
-	// (RELIABILITY.md: within 10 s of healing), then their files must
+	// (within 10 s of healing), then their files must
 	// hold the same state.
 	converged := time.Now()
 	defer func() {

@@ -61,7 +61,7 @@ func post(path, headers, body string) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// TestHostileRequests: malformed and hostile requests (RELIABILITY.md) each
+// TestHostileRequests: malformed and hostile requests each
 // get the exact answer below, and none reaches the upstream.
 func TestHostileRequests(t *testing.T) {
 	gc := startGateways(t, 1)

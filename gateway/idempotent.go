@@ -14,8 +14,8 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// idempotent serves a request on an idempotent route (ARCHITECTURE, "the
-// way a request travels"): key, tenant and fingerprint; the local replay
+// idempotent serves a request on an idempotent route: key, tenant and
+// fingerprint; the local replay
 // fast path; the form token; one begin that either makes this request the
 // owner or returns the record; the upstream call; complete; answer.
 func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time) {

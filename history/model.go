@@ -264,7 +264,8 @@ func dedupe(states []interface{}) []interface{} {
 	return out
 }
 
-// Check checks a history; a timeout counts as a failure (RELIABILITY.md).
+// Check checks a history; a timeout counts as a failure: a history too
+// large to check proves nothing.
 func Check(ops []porcupine.Operation, timeout int64) porcupine.CheckResult {
 	return porcupine.CheckOperationsTimeout(Model.ToModel(), ops, durationNS(timeout))
 }
