@@ -12,4 +12,19 @@
 // leadership change applies once.
 //
 // It never talks to Raft itself: package raftstore feeds it committed logs.
+//
+// # What it stores
+//
+// One bbolt file, one bucket per keyspace (fsm.go names them):
+//
+//	meta:     applied -> last applied index (8) | now -> the clock (8) | format -> 1
+//	records:  RecordKey(scope, tenant, key) -> Record.Encode
+//	tokens:   TokenKey(scope, token) -> expiry (8, unix ns; 0 = never)
+//	kv:       key -> version (8) | created (8) | expiry (8) | value (KVEntry)
+//	reqids:   <generation>/request id -> stamp (8) | encoded Result (reqid.go)
+//	digests:  DigestKey(scope, tenant, digest) -> expiry (8) | record key (suspect.go)
+//	suspects: log index (8) -> at (8) | record key (len-prefixed) | earlier record key
+//	ttl:      expiry (8) | kind (1) | key -> (nothing): the expiry index (package ttl)
+//
+// Integers are big endian, so keys sort by them.
 package fsm

@@ -8,9 +8,6 @@ import (
 	"github.com/idemgate/idemgate/ttl"
 )
 
-// A token is stored as its expiry (8 bytes, unix nanoseconds, 0 = never)
-// under TokenKey(scope, token).
-
 // liveToken returns the token's expiry and whether it exists at now; an
 // expired token is deleted on the spot.
 func (a *applier) liveToken(tx *bolt.Tx, key []byte) (int64, bool, error) {
