@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/idemgate/idemgate/bench"
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/internal/loopback"
 )
 
 type demoFlags struct {
@@ -152,7 +152,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 // makes a CA and node certificates in dir/certs and turns TLS on for the
 // Raft ports (mutual), the API and the gateway listeners.
 func startDemoCluster(dir string, n int, upstream string, secure bool) ([]*node, *config.File, error) {
-	ports, err := freeLoopbackPorts(3 * n)
+	ports, err := loopback.FreeAddrs(3 * n)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,20 +216,6 @@ routes:
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nodes, file, errors.New("the demo cluster did not elect a leader within 15 s")
-}
-
-// freeLoopbackPorts returns n distinct free loopback addresses.
-func freeLoopbackPorts(n int) ([]string, error) {
-	var out []string
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().String())
-	}
-	return out, nil
 }
 
 func sumCounter(n *node, name string) float64 {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -48,7 +49,7 @@ func idemgateBinary(t *testing.T) string {
 // freePorts returns n distinct free loopback addresses (demo.go's helper).
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	ports, err := freeLoopbackPorts(n)
+	ports, err := loopback.FreeAddrs(n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/internal/loopback"
 )
 
 // TB is what the test cluster needs of a test (testing.TB has it). The
@@ -54,17 +55,6 @@ func (c *TestCluster) Store(i int) *Store {
 	return c.Stores[i]
 }
 
-// FreeAddr returns a loopback address with a port that was free a moment ago.
-func FreeAddr(tb TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestConfig is the config of node id of a test cluster: fast timeouts
 // suited to loopback, quiet logs.
 func TestConfig(id, addr, dir string, peers []Peer) Config {
@@ -89,20 +79,13 @@ func TestConfig(id, addr, dir string, peers []Peer) Config {
 func StartTestCluster(tb TB, n int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
 	c := &TestCluster{tb: tb, Dir: tb.TempDir()}
-	var peers []Peer
-	// Hold every port until all are chosen: a port released a moment ago
-	// is often handed out again.
-	var held []net.Listener
-	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		held = append(held, ln)
-		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: ln.Addr().String()})
+	addrs, err := loopback.FreeAddrs(n)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	for _, ln := range held {
-		ln.Close()
+	var peers []Peer
+	for i, a := range addrs {
+		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: a})
 	}
 	for i, p := range peers {
 		cfg := TestConfig(p.ID, p.RaftAddr, filepath.Join(c.Dir, p.ID), peers)
