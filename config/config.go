@@ -69,6 +69,13 @@ type Route struct {
 	MaxStoredBody     *Size    `yaml:"max_stored_body"`
 	ReleaseStatuses   []int    `yaml:"release_statuses"`
 	ReplayHeaders     []string `yaml:"replay_headers"`
+	// Match and TrailingSlash say which aliases of the path the upstream
+	// serves as this route: "case-insensitive" (Spring's and Express's
+	// default) and "ignore" (a trailing slash) make the gateway take them as
+	// the route, with its records; by default ("exact", "strict") it
+	// refuses them with 400 rather than pass them through unprotected.
+	Match         string `yaml:"match"`
+	TrailingSlash string `yaml:"trailing_slash"`
 }
 
 // Raft tunes the consensus engine; every field has a safe default.
@@ -303,6 +310,9 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	if i := strings.Index(r.Path, "*"); i >= 0 && i != len(r.Path)-1 {
 		return fieldErr(at+".path", "%q: '*' may only end the path", r.Path)
 	}
+	if err := checkRoutePath(strings.TrimSuffix(r.Path, "*")); err != nil {
+		return fieldErr(at+".path", "%q: %v", r.Path, err)
+	}
 	if r.Scope == "" {
 		r.Scope = r.Name
 	}
@@ -349,6 +359,12 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	if r.Token, err = oneOf(at+".token", r.Token, "off", "optional", "required"); err != nil {
 		return err
 	}
+	if r.Match, err = oneOf(at+".match", r.Match, "exact", "case-insensitive"); err != nil {
+		return err
+	}
+	if r.TrailingSlash, err = oneOf(at+".trailing_slash", r.TrailingSlash, "strict", "ignore"); err != nil {
+		return err
+	}
 	if r.MaxStoredBody == nil {
 		s := Size(DefaultMaxStoredBody)
 		r.MaxStoredBody = &s
@@ -364,6 +380,31 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	for j, h := range r.ReplayHeaders {
 		if !tokenRe.MatchString(h) {
 			return fieldErr(fmt.Sprintf("%s.replay_headers[%d]", at, j), "%q is not a header name", h)
+		}
+	}
+	return nil
+}
+
+// checkRoutePath refuses a route path in a form no request names it by
+// plainly: the gateway compares a request's path as sent with the route's,
+// and refuses as ambiguous any request whose path needs decoding, matrix
+// parameters stripped, slashes merged or dot segments resolved to reach a
+// route; a route path written that way could never match.
+func checkRoutePath(p string) error {
+	if i := strings.IndexAny(p, "%;?#\\"); i >= 0 {
+		return fmt.Errorf("%q may not appear in a route path", p[i])
+	}
+	for _, c := range []byte(p) {
+		if c <= ' ' || c >= 0x7f {
+			return errors.New("want visible ASCII")
+		}
+	}
+	if strings.Contains(p, "//") {
+		return errors.New("duplicate slashes")
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return errors.New("dot segments")
 		}
 	}
 	return nil
