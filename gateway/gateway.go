@@ -157,11 +157,20 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		g.issueToken(ctx)
 		return
 	}
-	if r := matchRoute(g.routes, ctx.Method(), path); r != nil {
-		g.idempotent(ctx, r, start)
-		return
+	t, refused := matchRoute(g.routes, ctx)
+	switch {
+	case refused != "":
+		rm := g.pass
+		if t.r != nil {
+			rm = t.r.metrics
+		}
+		writeProblem(ctx, fasthttp.StatusBadRequest, "ambiguous-path", refused)
+		rm.done(outAmbiguous, start)
+	case t.r != nil:
+		g.idempotent(ctx, t, start)
+	default:
+		g.passthrough(ctx, g.pass, start)
 	}
-	g.passthrough(ctx, g.pass, start)
 }
 
 // issueToken is POST /_idem/tokens?scope=S[&ttl=D]: a form token for

@@ -490,3 +490,42 @@ func TestReleaseIsVisibleWhereItWasAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteAliases: a route with match: case-insensitive and
+// trailing_slash: ignore takes the aliases its upstream serves as the route,
+// and they share its records (one execution, the rest replays); a prefix
+// route takes ids that need decoding after its prefix; requests no route
+// protects, unambiguously, still pass through.
+func TestRouteAliases(t *testing.T) {
+	gc := startGateways(t, 2)
+	u := gc.gwURLs
+	tests := []struct {
+		name, method, path, key string
+		status                  int
+		replayed                bool
+		executions              int // of key, after the request
+	}{
+		{"the route's alias first", "POST", "/LOOSE/", "a1", 201, false, 1},
+		{"the route's own spelling replays", "POST", "/loose", "a1", 201, true, 1},
+		{"a lowercase method replays", "post", "/Loose", "a1", 201, true, 1},
+		{"prefix route, in another case and with a slash", "PUT", "/ITEMS/7/", "a2", 201, false, 1},
+		{"prefix route, as spelled", "PUT", "/items/7", "a2", 201, true, 1},
+		{"prefix route, its prefix without the slash", "POST", "/Items", "a3", 201, false, 1},
+		{"prefix route, its prefix", "POST", "/items/", "a3", 201, true, 1},
+		{"prefix route, an id that needs decoding", "POST", "/items/caf%C3%A9%20au%20lait", "a4", 201, false, 1},
+		{"prefix route, the same id again", "POST", "/items/caf%C3%A9%20au%20lait", "a4", 201, true, 1},
+		{"prefix route, a matrix parameter after the prefix", "POST", "/items/8;v=2", "a5", 201, false, 1},
+		{"another method on a protected path passes through", "GET", "/pay", "p1", 201, false, 1},
+		{"an unprotected path passes through", "POST", "/payment", "p2", 201, false, 1},
+		{"an unprotected path that needs decoding passes through", "POST", "/static/a%20b;v=1/../c", "p3", 201, false, 1},
+		{"and again: nothing is recorded", "POST", "/static/a%20b;v=1/../c", "p3", 201, false, 2},
+	}
+	for i, tt := range tests {
+		r := do(t, tt.method, u[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
+		replayed := r.header.Get("Idempotent-Replayed") == "true"
+		if r.status != tt.status || replayed != tt.replayed || gc.up.executions(tt.key) != tt.executions {
+			t.Errorf("%s: %s %s = %d replayed=%v, %d executions of %s; want %d replayed=%v, %d executions (%s)",
+				tt.name, tt.method, tt.path, r.status, replayed, gc.up.executions(tt.key), tt.key, tt.status, tt.replayed, tt.executions, r.body)
+		}
+	}
+}

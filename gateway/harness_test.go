@@ -113,6 +113,8 @@ routes:
   - {name: cookies, path: /cookies, replay_headers: [Set-Cookie]}
   - {name: orders, methods: [POST, PUT], path: "/orders/*", key: "query:key", tenant: authorization}
   - {name: strict, path: /strict, on_suspect: reject}
+  - {name: loose, path: /loose, match: case-insensitive, trailing_slash: ignore}
+  - {name: items, methods: [POST, PUT], path: "/items/*", match: case-insensitive, trailing_slash: ignore}
 `
 
 var _ Store = (*memstore.Store)(nil)

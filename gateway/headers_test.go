@@ -97,7 +97,7 @@ func FuzzParseKey(f *testing.F) {
 func FuzzFingerprint(f *testing.F) {
 	f.Add("POST", "/pay", "a=1", []byte(`{"amount":1}`), byte(0))
 	f.Fuzz(func(t *testing.T, method, path, query string, body []byte, which byte) {
-		fp, digest := fingerprint([]byte(method), []byte(path), []byte(query), body)
+		fp, digest := fingerprint([]byte(method), []byte(path), nil, []byte(query), body)
 		m, p, q, b := method, path, query, append([]byte(nil), body...)
 		switch which % 4 {
 		case 0:
@@ -109,7 +109,7 @@ func FuzzFingerprint(f *testing.F) {
 		default:
 			b = append(b, 'x')
 		}
-		fp2, digest2 := fingerprint([]byte(m), []byte(p), []byte(q), b)
+		fp2, digest2 := fingerprint([]byte(m), []byte(p), nil, []byte(q), b)
 		if fp == fp2 {
 			t.Fatalf("fingerprint unchanged by a change of the request (%d)", which%4)
 		}
@@ -117,4 +117,48 @@ func FuzzFingerprint(f *testing.F) {
 			t.Fatalf("body digest changed %v, body changed %v", digest != digest2, which%4 == 3)
 		}
 	})
+}
+
+// TestPathReadings: how a path that is not plain is read, the way servers
+// may read it, decoded or not.
+func TestPathReadings(t *testing.T) {
+	tests := []struct {
+		raw            string
+		plain          bool
+		decoded, as_is string
+	}{
+		{"/pay", true, "/pay", "/pay"},
+		{"/pay/", true, "/pay/", "/pay/"},
+		{"/a.b/.c/..d", true, "/a.b/.c/..d", "/a.b/.c/..d"},
+		{"/p%61y", false, "/pay", "/p%61y"},
+		{"/p%6", false, "/p%6", "/p%6"},
+		{"/pay;x=1", false, "/pay", "/pay"},
+		{"/pay%3Bx=1", false, "/pay", "/pay%3Bx=1"},
+		{"/pay/;x=1", false, "/pay/", "/pay/"},
+		{"/x/../pay", false, "/pay", "/pay"},
+		{"/x/%2e%2e/pay", false, "/pay", "/x/%2e%2e/pay"},
+		{"/orders/..;/pay", false, "/pay", "/pay"},
+		{"/../../pay", false, "/pay", "/pay"},
+		{"//pay", false, "/pay", "/pay"},
+		{"/pay/.", false, "/pay/", "/pay/"},
+		{"/pay/..", false, "/", "/"},
+		{"/pay\\", false, "/pay/", "/pay\\"},
+		{"pay", false, "/pay", "/pay"},
+		{"/", true, "/", "/"},
+	}
+	for _, tt := range tests {
+		raw := []byte(tt.raw)
+		if got := plainPath(raw); got != tt.plain {
+			t.Errorf("plainPath(%q) = %v", tt.raw, got)
+		}
+		if tt.plain {
+			continue
+		}
+		if got := string(readPath(raw, true)); got != tt.decoded {
+			t.Errorf("readPath(%q, decoded) = %q, want %q", tt.raw, got, tt.decoded)
+		}
+		if got := string(readPath(raw, false)); got != tt.as_is {
+			t.Errorf("readPath(%q, as is) = %q, want %q", tt.raw, got, tt.as_is)
+		}
+	}
 }

@@ -67,13 +67,14 @@ func TestHostileRequests(t *testing.T) {
 	gc := startGateways(t, 1)
 	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")
 	long := strings.Repeat("k", 256)
-	tests := []struct {
+	type hostileCase struct {
 		name   string
 		raw    string
 		pause  time.Duration
 		status int
 		ptype  string
-	}{
+	}
+	tests := []hostileCase{
 		{"no key", post("/pay", "", "{}"), 0, 400, "missing-key"},
 		{"empty key", post("/pay", "Idempotency-Key: \r\n", "{}"), 0, 400, "invalid-key"},
 		{"key of 256 chars", post("/pay", "Idempotency-Key: "+long+"\r\n", "{}"), 0, 400, "invalid-key"},
@@ -116,6 +117,43 @@ func TestHostileRequests(t *testing.T) {
 		{"token endpoint, a made-up scope", post("/_idem/tokens?scope=f00dfacef00dface", "", ""), 0, 400, "invalid-scope"},
 		{"token endpoint, a month-long ttl", post("/_idem/tokens?scope=form&ttl=720h", "", ""), 0, 400, "invalid-ttl"},
 		{"slowloris", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nX-Slow: ", 3 * time.Second, 0, ""},
+	}
+	// Aliases of a protected route (POST /pay, match: exact, trailing_slash:
+	// strict) that an upstream may serve as the route: each is refused with
+	// 400 ambiguous-path, never passed through without the key and token
+	// checks.
+	withKey := func(path string) string { return post(path, "Idempotency-Key: k\r\n", "{}") }
+	for _, a := range []struct{ name, raw string }{
+		{"path in upper case", withKey("/PAY")},
+		{"path in mixed case", withKey("/Pay")},
+		{"path with a trailing slash", withKey("/pay/")},
+		{"matrix parameter", withKey("/pay;x=1")},
+		{"matrix parameter after a slash", withKey("/pay/;x=1")},
+		{"matrix parameter on an earlier segment", withKey("/a;b/../pay")},
+		{"percent-encoded letter", withKey("/p%61y")},
+		{"percent-encoded first letter, upper-case hex", withKey("/%70ay")},
+		{"percent-encoded slash", withKey("/pay%2F")},
+		{"dot-dot segment", withKey("/x/../pay")},
+		{"dot segment", withKey("/./pay")},
+		{"encoded dot-dot segment", withKey("/x/%2e%2e/pay")},
+		{"duplicate slashes", withKey("//pay")},
+		{"duplicate slashes at the end", withKey("/pay//")},
+		{"lowercase method", "post /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 2\r\n\r\n{}"},
+		{"mixed-case method", "Post /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nContent-Length: 2\r\n\r\n{}"},
+		{"X-HTTP-Method-Override: POST on GET", "GET /pay HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: POST\r\n\r\n"},
+		{"X-HTTP-Method: POST on PUT", "PUT /pay HTTP/1.1\r\nHost: x\r\nX-HTTP-Method: POST\r\nContent-Length: 2\r\n\r\n{}"},
+		{"X-Method-Override: post on DELETE", "DELETE /pay HTTP/1.1\r\nHost: x\r\nX-Method-Override: post\r\n\r\n"},
+		{"method override in a list, on an alias of the path", "GET /PAY/ HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: GET, POST\r\n\r\n"},
+		{"method override on a protected route, naming its other method", "POST /orders/1?key=k HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: PUT\r\nContent-Length: 2\r\n\r\n{}"},
+		{"prefix route in upper case", "PUT /ORDERS/1?key=k HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"},
+		{"prefix route without its slash", post("/orders?key=k", "", "{}")},
+		{"prefix route left by a matrix dot-dot segment", withKey("/orders/..;/pay")},
+		{"prefix route left by an encoded dot-dot segment", post("/orders/%2e%2e/x?key=k", "", "{}")},
+		{"another route behind an escaped prefix route", withKey("/items/%2e%2e/pay")},
+		{"route that takes case and slash aliases, with a matrix parameter", withKey("/loose;x=1")},
+		{"route that takes case and slash aliases, percent-encoded", withKey("/l%6Fose")},
+	} {
+		tests = append(tests, hostileCase{a.name, a.raw, 0, 400, "ambiguous-path"})
 	}
 	if len(tests) < 30 {
 		t.Fatalf("the table must hold at least 30 cases, has %d", len(tests))

@@ -18,8 +18,8 @@ import (
 // way a request travels"): key, tenant and fingerprint; the local replay
 // fast path; the form token; one begin that either makes this request the
 // owner or returns the record; the upstream call; complete; answer.
-func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time) {
-	rm := r.metrics
+func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) {
+	r, rm := t.r, t.r.metrics
 	key, present, err := r.requestKey(ctx)
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
@@ -52,7 +52,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 		rm.done(outBadRequest, start)
 		return
 	}
-	fp, digest := fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody())
+	fp, digest := fingerprint(t.method, t.pathHead, t.pathTail, ctx.URI().QueryString(), ctx.PostBody())
 
 	// Fast path: a completed record never changes until it expires, so any
 	// node may replay it from its own state, without Raft.

@@ -138,8 +138,10 @@ type hashScratch struct {
 var hashers = sync.Pool{New: func() any { return &hashScratch{h: sha256.New()} }}
 
 // fingerprint returns SHA-256(method \0 path \0 query \0 SHA-256(body)) and
-// the body digest (suspect detection keys on it).
-func fingerprint(method, path, query, body []byte) (fp, digest [32]byte) {
+// the body digest (suspect detection keys on it). The path comes in two
+// pieces, hashed as one: a route's own spelling of its prefix and what
+// follows it, so an alias the route accepts needs no copy.
+func fingerprint(method, pathHead, pathTail, query, body []byte) (fp, digest [32]byte) {
 	s := hashers.Get().(*hashScratch)
 	s.h.Reset()
 	s.h.Write(body)
@@ -148,7 +150,8 @@ func fingerprint(method, path, query, body []byte) (fp, digest [32]byte) {
 	s.h.Reset()
 	s.h.Write(method)
 	s.h.Write(s.sep[:])
-	s.h.Write(path)
+	s.h.Write(pathHead)
+	s.h.Write(pathTail)
 	s.h.Write(s.sep[:])
 	s.h.Write(query)
 	s.h.Write(s.sep[:])

@@ -57,6 +57,7 @@ var problemTitles = map[string]string{
 	"upstream-unreachable": "Upstream unreachable",
 	"upstream-timeout":     "Upstream timed out",
 	"too-many-requests":    "Too many requests",
+	"ambiguous-path":       "Path or method is an alias of a route",
 }
 
 // writeProblem answers with a problem document.
