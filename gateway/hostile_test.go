@@ -116,6 +116,9 @@ func TestHostileRequests(t *testing.T) {
 		{"token endpoint, a scope no route takes tokens in", post("/_idem/tokens?scope=pay", "", ""), 0, 400, "invalid-scope"},
 		{"token endpoint, a made-up scope", post("/_idem/tokens?scope=f00dfacef00dface", "", ""), 0, 400, "invalid-scope"},
 		{"token endpoint, a month-long ttl", post("/_idem/tokens?scope=form&ttl=720h", "", ""), 0, 400, "invalid-ttl"},
+		{"two tenant headers", post("/pay", "Idempotency-Key: k\r\nX-User-Id: alice\r\nX-User-Id: bob\r\n", "{}"), 0, 400, "bad-request"},
+		{"two tenant headers, same value, other case", post("/pay", "Idempotency-Key: k\r\nX-User-Id: alice\r\nx-user-id: alice\r\n", "{}"), 0, 400, "bad-request"},
+		{"two Authorization headers on an authorization tenant", "PUT /orders/1?key=k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nContent-Length: 2\r\n\r\n{}", 0, 400, "bad-request"},
 		{"slowloris", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nX-Slow: ", 3 * time.Second, 0, ""},
 	}
 	// Aliases of a protected route (POST /pay, match: exact, trailing_slash:

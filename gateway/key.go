@@ -22,6 +22,9 @@ var (
 	errKeySFString  = errors.New("the idempotency key is a malformed RFC 8941 string")
 	errKeyDuplicate = errors.New("more than one idempotency key was sent")
 	errTenantChars  = errors.New("the tenant header contains control characters")
+	// Two tenant headers: the gateway would scope the record by one and
+	// the upstream might act for the other.
+	errTenantDuplicate = errors.New("more than one tenant header was sent")
 )
 
 // parseKey decodes a key sent as a bare token (as Stripe's clients do) or
@@ -104,18 +107,33 @@ func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, 
 
 // requestTenant derives the tenant: a header set by the auth layer, or a
 // digest of Authorization, so one credential can never replay another's
-// responses. It appends to dst.
+// responses. It appends to dst. The header must come once: of two, the
+// record would be scoped by one and the upstream might act for the other.
 func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, error) {
+	name := r.tenantHeader
+	if r.tenantAuth {
+		name = "Authorization"
+	}
+	if name == "" {
+		return dst, nil
+	}
+	vals := ctx.Request.Header.PeekAll(name)
+	switch len(vals) {
+	case 0:
+		return dst, nil
+	case 1:
+	default:
+		return nil, errTenantDuplicate
+	}
+	v := vals[0]
 	switch {
 	case r.tenantAuth:
-		auth := ctx.Request.Header.Peek("Authorization")
-		if len(auth) == 0 {
+		if len(v) == 0 {
 			return dst, nil
 		}
-		sum := sha256.Sum256(auth)
+		sum := sha256.Sum256(v)
 		return hex.AppendEncode(dst, sum[:16]), nil
-	case r.tenantHeader != "":
-		v := ctx.Request.Header.Peek(r.tenantHeader)
+	default:
 		for _, c := range v {
 			if c < 0x20 || c == 0x7f {
 				return nil, errTenantChars
@@ -123,7 +141,6 @@ func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, err
 		}
 		return append(dst, v...), nil
 	}
-	return dst, nil
 }
 
 // hashScratch keeps everything handed to the hash.Hash interface on the
