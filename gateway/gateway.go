@@ -152,6 +152,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer release()
+	dropTrailers(&ctx.Request.Header)
 	path := ctx.Path()
 	if string(path) == "/_idem/tokens" {
 		g.issueToken(ctx)
