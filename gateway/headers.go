@@ -113,6 +113,50 @@ func dropTrailers(h *fasthttp.RequestHeader) {
 	}
 }
 
+// hopByHopNamed returns a header the route reads (its key header, its
+// tenant header, Authorization for tenant: authorization) that a Connection
+// header names, or "". Such a header would be stripped before the upstream
+// (RFC 9110 7.6.1) after the gateway scoped the record by it: the upstream
+// would act on a request, for a tenant, other than the one recorded.
+func (r *route) hopByHopNamed(h *fasthttp.RequestHeader) string {
+	for _, conn := range h.PeekAll("Connection") {
+		for len(conn) > 0 {
+			var name []byte
+			name, conn = nextElement(conn)
+			for _, read := range [...]string{r.headerKeyName(), r.tenantHeader, r.authHeader()} {
+				if read != "" && len(name) == len(read) && hasPrefixFold(name, read) {
+					return read
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// nextElement splits the first element off a comma-separated header value
+// (RFC 9110 5.6.1), trimmed of spaces, without allocating.
+func nextElement(list []byte) (elem, rest []byte) {
+	elem = list
+	if i := bytes.IndexByte(list, ','); i >= 0 {
+		elem, rest = list[:i], list[i+1:]
+	}
+	return bytes.TrimSpace(elem), rest
+}
+
+func (r *route) headerKeyName() string {
+	if r.keyQuery {
+		return ""
+	}
+	return r.keyName
+}
+
+func (r *route) authHeader() string {
+	if r.tenantAuth {
+		return "Authorization"
+	}
+	return ""
+}
+
 // stripResponseHopByHop removes hop-by-hop headers from an upstream answer
 // before it is relayed to the client.
 func stripResponseHopByHop(h *fasthttp.ResponseHeader) {

@@ -70,8 +70,8 @@ func chunked(path, headers, trailer string) string {
 
 // TestHostileRequests: malformed and hostile requests (RELIABILITY.md) each
 // get the exact answer below, and none reaches the upstream; those of the
-// second table are valid but for a trailer, and reach it once each, as if
-// the trailer had not been sent.
+// second table are valid but for a trailer or a Connection header, and
+// reach it once each, with what the gateway reads and sets intact.
 func TestHostileRequests(t *testing.T) {
 	gc := startGateways(t, 1)
 	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")
@@ -125,14 +125,18 @@ func TestHostileRequests(t *testing.T) {
 		{"token endpoint, a scope no route takes tokens in", post("/_idem/tokens?scope=pay", "", ""), 0, 400, "invalid-scope"},
 		{"token endpoint, a made-up scope", post("/_idem/tokens?scope=f00dfacef00dface", "", ""), 0, 400, "invalid-scope"},
 		{"token endpoint, a month-long ttl", post("/_idem/tokens?scope=form&ttl=720h", "", ""), 0, 400, "invalid-ttl"},
-		// Key, tenant and form token count only as header fields: never in
-		// a trailer, never twice.
+		// Key, tenant and form token count only as header fields: not in a
+		// trailer, not twice, not named hop-by-hop by Connection.
 		{"key only in a trailer", chunked("/pay", "Trailer: Idempotency-Key\r\n", "Idempotency-Key: t1\r\n"), 0, 400, "missing-key"},
 		{"key only in an unannounced trailer", chunked("/pay", "", "Idempotency-Key: t1\r\n"), 0, 400, "missing-key"},
 		{"form token only in a trailer", chunked("/form", "Idempotency-Key: t2\r\nTrailer: Form-Token\r\n", "Form-Token: 6f1c1b2e-1111-4222-8333-444455556666\r\n"), 0, 400, "missing-token"},
 		{"two tenant headers", post("/pay", "Idempotency-Key: k\r\nX-User-Id: alice\r\nX-User-Id: bob\r\n", "{}"), 0, 400, "bad-request"},
 		{"two tenant headers, same value, other case", post("/pay", "Idempotency-Key: k\r\nX-User-Id: alice\r\nx-user-id: alice\r\n", "{}"), 0, 400, "bad-request"},
 		{"two Authorization headers on an authorization tenant", "PUT /orders/1?key=k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\nContent-Length: 2\r\n\r\n{}", 0, 400, "bad-request"},
+		{"Connection names the key and tenant headers", post("/pay", "Idempotency-Key: k\r\nX-User-Id: alice\r\nConnection: Idempotency-Key, X-User-Id\r\n", "{}"), 0, 400, "bad-request"},
+		{"Connection names the tenant header, in lower case", post("/pay", "Idempotency-Key: k\r\nX-User-Id: alice\r\nConnection: close, x-user-id\r\n", "{}"), 0, 400, "bad-request"},
+		{"a second Connection header names the key header", post("/pay", "Idempotency-Key: k\r\nConnection: keep-alive\r\nConnection: Idempotency-Key\r\n", "{}"), 0, 400, "bad-request"},
+		{"Connection names Authorization on an authorization tenant", "PUT /orders/1?key=k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nConnection: Authorization\r\nContent-Length: 2\r\n\r\n{}", 0, 400, "bad-request"},
 		{"slowloris", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nX-Slow: ", 3 * time.Second, 0, ""},
 	}
 	// Aliases of a protected route (POST /pay, match: exact, trailing_slash:
@@ -191,8 +195,9 @@ func TestHostileRequests(t *testing.T) {
 	if n := gc.up.calls.Load(); n != 0 {
 		t.Errorf("hostile requests reached the upstream %d times", n)
 	}
-	// These are forwarded, once each, without what came in their trailer:
-	// the upstream's echo shows the key and tenant it saw as headers.
+	// These are forwarded, once each, without what came in their trailer
+	// and with the headers the gateway sets whatever Connection names: the
+	// upstream's echo shows the key and tenant it saw as headers.
 	forwarded := []struct {
 		name, raw string
 		status    int
@@ -202,6 +207,7 @@ func TestHostileRequests(t *testing.T) {
 		{"the same key with that tenant as a header: another record", post("/pay", "Idempotency-Key: kt1\r\nX-User-Id: mallory\r\n", "{}"), 201, `"key":"kt1","user":"mallory"`},
 		{"key in the header and another in a trailer", chunked("/pay", "Idempotency-Key: kt2\r\nX-User-Id: u\r\nTrailer: Idempotency-Key\r\n", "Idempotency-Key: kt3\r\n"), 201, `"key":"kt2","user":"u"`},
 		{"tenant in an unannounced trailer, beside the header", chunked("/pay", "Idempotency-Key: kt4\r\nX-User-Id: u\r\n", "X-User-Id: mallory\r\n"), 201, `"key":"kt4","user":"u"`},
+		{"Connection names Idempotency-Key on a route keyed by the query", "PUT /orders/2?key=kc1 HTTP/1.1\r\nHost: x\r\nConnection: Idempotency-Key\r\nContent-Length: 2\r\n\r\n{}", 201, `"key":"kc1"`},
 	}
 	for _, tt := range forwarded {
 		before := gc.up.calls.Load()

@@ -20,6 +20,12 @@ import (
 // owner or returns the record; the upstream call; complete; answer.
 func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) {
 	r, rm := t.r, t.r.metrics
+	if name := r.hopByHopNamed(&ctx.Request.Header); name != "" {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request",
+			"Connection names "+name+" as hop-by-hop, but this route reads it and the upstream must receive it")
+		rm.done(outBadRequest, start)
+		return
+	}
 	key, present, err := r.requestKey(ctx)
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
@@ -269,9 +275,11 @@ func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached,
 func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence uint64, expiresAt int64, fp *[32]byte, start time.Time) {
 	rm := r.metrics
 	k := append([]byte(nil), key...) // key may alias the header being rewritten
+	// Set after hop-by-hop stripping, as toUpstream's own headers are: a
+	// Connection header may not take away what the gateway sends.
+	g.toUpstream(ctx)
 	ctx.Request.Header.SetBytesV("Idempotency-Key", k)
 	ctx.Request.Header.SetBytesV("X-Request-Id", k)
-	g.toUpstream(ctx)
 	timeout := min(r.processingTimeout, g.cfg.UpstreamTimeout)
 	t0 := time.Now()
 	err := g.doUpstream(&ctx.Request, &ctx.Response, t0.Add(timeout))

@@ -298,13 +298,8 @@ func overridden(routes []*route, h *fasthttp.RequestHeader, method []byte, readi
 	for _, name := range methodOverrides {
 		for _, v := range h.PeekAll(name) {
 			for len(v) > 0 {
-				tok := v
-				if i := bytes.IndexByte(v, ','); i >= 0 {
-					tok, v = v[:i], v[i+1:]
-				} else {
-					v = nil
-				}
-				tok = bytes.TrimSpace(tok)
+				var tok []byte
+				tok, v = nextElement(v)
 				if len(tok) == 0 || bytes.EqualFold(tok, method) {
 					continue
 				}
