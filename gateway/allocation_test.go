@@ -11,27 +11,30 @@ import (
 // TestReplayAllocatesNothing: a replay of a completed key (the hot-key
 // path) makes no heap allocation: route matching, key and tenant parsing,
 // the record key, the fingerprint, the cache lookup and writing the stored
-// answer; for a request spelled as its route, and for an alias the route
-// takes (match: case-insensitive, trailing_slash: ignore).
+// answer; for a request spelled as its route, for an alias the route takes
+// (match: case-insensitive, trailing_slash: ignore), and for a key from the
+// query string with a tenant from Authorization.
 func TestReplayAllocatesNothing(t *testing.T) {
 	gc := startGateways(t, 1)
 	g := gc.gws[0]
 	tests := []struct {
-		name, method, first, replay, key string
+		name, method, first, replay, key   string
+		tenantHeader, tenant, replayTenant string
 	}{
-		{"exact route", "POST", "/pay", "/pay", "hot"},
-		{"an alias of a route that takes it", "POST", "/loose", "/LOOSE/", "hot-alias"},
-		{"prefix route", "PUT", "/items/7", "/items/7", "hot-prefix"},
+		{"exact route", "POST", "/pay", "/pay", "hot", "X-User-Id", "u1", "u1"},
+		{"an alias of a route that takes it", "POST", "/loose", "/LOOSE/", "hot-alias", "X-User-Id", "u1", "u1"},
+		{"prefix route", "PUT", "/items/7", "/items/7", "hot-prefix", "X-User-Id", "u1", "u1"},
+		{"key from the query, tenant from Authorization", "PUT", "/orders/7?key=hot-auth", "/orders/7?key=hot-auth", "hot-auth", "Authorization", "Bearer abc", "Bearer abc"},
 	}
 	for i, tt := range tests {
-		if r := do(t, tt.method, gc.gwURLs[0]+tt.first, `{"amount":1}`, "Idempotency-Key", tt.key, "X-User-Id", "u1"); r.status != 201 {
+		if r := do(t, tt.method, gc.gwURLs[0]+tt.first, `{"amount":1}`, "Idempotency-Key", tt.key, tt.tenantHeader, tt.tenant); r.status != 201 {
 			t.Fatalf("%s: first = %d %s", tt.name, r.status, r.body)
 		}
 		var req fasthttp.Request
 		req.Header.SetMethod(tt.method)
 		req.SetRequestURI(tt.replay)
 		req.Header.Set("Idempotency-Key", tt.key)
-		req.Header.Set("X-User-Id", "u1")
+		req.Header.Set(tt.tenantHeader, tt.replayTenant)
 		req.SetBodyString(`{"amount":1}`)
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, nil, nil)

@@ -89,17 +89,27 @@ func parseSFString(raw []byte) ([]byte, error) {
 // requestKey extracts the route's key from the request. present is false
 // when no key was sent at all.
 func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, err error) {
-	var vals [][]byte
+	var first []byte
+	n := 0
 	if r.keyQuery {
-		vals = ctx.QueryArgs().PeekMulti(r.keyName)
-	} else {
-		vals = ctx.Request.Header.PeekAll(r.keyName)
+		// Counted in place: Args.PeekMulti allocates a slice per call,
+		// and this runs on every replay.
+		for k, v := range ctx.QueryArgs().All() {
+			if string(k) == r.keyName {
+				if n == 0 {
+					first = v
+				}
+				n++
+			}
+		}
+	} else if vals := ctx.Request.Header.PeekAll(r.keyName); len(vals) > 0 {
+		first, n = vals[0], len(vals)
 	}
-	switch len(vals) {
+	switch n {
 	case 0:
 		return nil, false, nil
 	case 1:
-		k, err := parseKey(vals[0])
+		k, err := parseKey(first)
 		return k, true, err
 	}
 	return nil, true, errKeyDuplicate
