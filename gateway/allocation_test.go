@@ -13,7 +13,8 @@ import (
 // the record key, the fingerprint, the cache lookup and writing the stored
 // answer; for a request spelled as its route, for an alias the route takes
 // (match: case-insensitive, trailing_slash: ignore), and for a key from the
-// query string with a tenant from Authorization.
+// query string with a tenant from Authorization spelled otherwise than the
+// first time.
 func TestReplayAllocatesNothing(t *testing.T) {
 	gc := startGateways(t, 1)
 	g := gc.gws[0]
@@ -24,7 +25,7 @@ func TestReplayAllocatesNothing(t *testing.T) {
 		{"exact route", "POST", "/pay", "/pay", "hot", "X-User-Id", "u1", "u1"},
 		{"an alias of a route that takes it", "POST", "/loose", "/LOOSE/", "hot-alias", "X-User-Id", "u1", "u1"},
 		{"prefix route", "PUT", "/items/7", "/items/7", "hot-prefix", "X-User-Id", "u1", "u1"},
-		{"key from the query, tenant from Authorization", "PUT", "/orders/7?key=hot-auth", "/orders/7?key=hot-auth", "hot-auth", "Authorization", "Bearer abc", "Bearer abc"},
+		{"key from the query, tenant from Authorization", "PUT", "/orders/7?key=hot-auth", "/orders/7?key=hot-auth", "hot-auth", "Authorization", "Bearer abc", "bearer  abc"},
 	}
 	for i, tt := range tests {
 		if r := do(t, tt.method, gc.gwURLs[0]+tt.first, `{"amount":1}`, "Idempotency-Key", tt.key, tt.tenantHeader, tt.tenant); r.status != 201 {

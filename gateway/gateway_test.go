@@ -529,3 +529,34 @@ func TestRouteAliases(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthorizationTenantNormalized: with tenant: authorization, the
+// spellings of one credential RFC 9110 makes equal (the scheme in any
+// case, any whitespace after it) are one tenant; the credential itself
+// stays case-sensitive.
+func TestAuthorizationTenantNormalized(t *testing.T) {
+	gc := startGateways(t, 2)
+	tests := []struct {
+		auth       string
+		replayed   bool
+		executions int
+	}{
+		{"Bearer abc", false, 1},
+		{"bearer abc", true, 1},
+		{"BEARER abc", true, 1},
+		{"Bearer  abc", true, 1},
+		{"Bearer \t abc", true, 1},
+		{"Bearer abc ", true, 1},
+		{"Bearer ABC", false, 2},
+		{"Basic abc", false, 3},
+		{"basic abc", true, 3},
+	}
+	for i, tt := range tests {
+		r := do(t, "PUT", gc.gwURLs[i%2]+"/orders/1?key=auth-1", "x", "Authorization", tt.auth)
+		replayed := r.header.Get("Idempotent-Replayed") == "true"
+		if r.status != 201 || replayed != tt.replayed || gc.up.executions("auth-1") != tt.executions {
+			t.Errorf("Authorization %q: %d replayed=%v, %d executions; want replayed=%v, %d executions",
+				tt.auth, r.status, replayed, gc.up.executions("auth-1"), tt.replayed, tt.executions)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -141,7 +142,7 @@ func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, err
 		if len(v) == 0 {
 			return dst, nil
 		}
-		sum := sha256.Sum256(v)
+		sum := authDigest(v)
 		return hex.AppendEncode(dst, sum[:16]), nil
 	default:
 		for _, c := range v {
@@ -153,16 +154,55 @@ func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, err
 	}
 }
 
+// authDigest hashes an Authorization value as RFC 9110 11.4 reads it: the
+// auth scheme is case-insensitive and one or more spaces part it from the
+// credentials, so "bearer  abc" is "Bearer abc" and must be the same
+// tenant, while the credentials stay as sent (case-sensitive). The scheme
+// is hashed capitalized as it is usually written (Bearer, Basic, Digest),
+// so those spellings hash as they did before this normalization and their
+// records keep their tenant. It allocates nothing.
+func authDigest(auth []byte) [32]byte {
+	scheme, cred := auth, []byte(nil)
+	if i := bytes.IndexAny(auth, " \t"); i >= 0 {
+		scheme, cred = auth[:i], bytes.TrimRight(bytes.TrimLeft(auth[i:], " \t"), " \t")
+	}
+	s := hashers.Get().(*hashScratch)
+	s.h.Reset()
+	for i := 0; i < len(scheme); {
+		n := copy(s.word[:], scheme[i:])
+		for j, c := range s.word[:n] {
+			switch {
+			case i+j == 0 && 'a' <= c && c <= 'z':
+				s.word[j] = c - 'a' + 'A'
+			case i+j > 0 && 'A' <= c && c <= 'Z':
+				s.word[j] = c - 'A' + 'a'
+			}
+		}
+		s.h.Write(s.word[:n])
+		i += n
+	}
+	if len(cred) > 0 {
+		s.h.Write(s.space[:])
+		s.h.Write(cred)
+	}
+	s.h.Sum(s.sum[:0])
+	sum := s.sum
+	hashers.Put(s)
+	return sum
+}
+
 // hashScratch keeps everything handed to the hash.Hash interface on the
 // heap already, so a fingerprint allocates nothing (arguments of interface
 // calls escape).
 type hashScratch struct {
-	h   hash.Hash
-	sum [32]byte
-	sep [1]byte
+	h     hash.Hash
+	sum   [32]byte
+	sep   [1]byte  // 0
+	space [1]byte  // ' '
+	word  [32]byte // an Authorization scheme, capitalized
 }
 
-var hashers = sync.Pool{New: func() any { return &hashScratch{h: sha256.New()} }}
+var hashers = sync.Pool{New: func() any { return &hashScratch{h: sha256.New(), space: [1]byte{' '}} }}
 
 // fingerprint returns SHA-256(method \0 path \0 query \0 SHA-256(body)) and
 // the body digest (suspect detection keys on it). The path comes in two
