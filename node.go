@@ -99,8 +99,9 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 }
 
 // commandLimit is the largest command this node's listeners can make (a KV
-// value or request body, or a stored response with its headers): the store
-// refuses larger ones and bounds forwarding frames with it.
+// value or request body, or a stored response with its headers, which are
+// up to max_response_header_bytes): the store refuses larger ones and
+// bounds forwarding frames with it.
 func commandLimit(file *config.File) int {
 	n := int(file.Limits.MaxRequestBody)
 	for _, r := range file.Routes {
@@ -108,7 +109,7 @@ func commandLimit(file *config.File) int {
 			n = int(*r.MaxStoredBody)
 		}
 	}
-	return n + int(file.Limits.MaxHeaderBytes) + 64<<10
+	return n + max(int(file.Limits.MaxHeaderBytes), int(file.Limits.MaxResponseHeaderBytes)) + 64<<10
 }
 
 func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, logger *slog.Logger) gateway.Config {
@@ -118,7 +119,7 @@ func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, l
 	g.SuspectWindow, g.OpTimeout = file.Suspects.Window.D(), opTimeout
 	g.Limits = listenerLimits(lim)
 	g.UpstreamTimeout, g.UpstreamConns = lim.UpstreamTimeout.D(), lim.UpstreamConns
-	g.MaxResponseBody = int(lim.MaxResponseBody)
+	g.MaxResponseBody, g.MaxResponseHeaderBytes = int(lim.MaxResponseBody), int(lim.MaxResponseHeaderBytes)
 	g.Logger = logger
 	return g
 }

@@ -109,6 +109,12 @@ type Limits struct {
 	UpstreamTimeout Duration `yaml:"upstream_timeout"`
 	UpstreamConns   int      `yaml:"upstream_conns"`
 	MaxResponseBody Size     `yaml:"max_response_body"`
+	// MaxResponseHeaderBytes bounds an upstream answer's header block: the
+	// gateway reads it into a buffer this size (one per upstream call in
+	// flight). fasthttp's own default, 4 KiB, is less than many upstreams
+	// send (cookies, CSP, tracing), and an answer that does not fit was
+	// lost after the upstream had acted.
+	MaxResponseHeaderBytes Size `yaml:"max_response_header_bytes"`
 	// MaxBodyBuffer bounds the request-body bytes one listener holds at
 	// once, all connections together; beyond it a body gets 503. 0: 64
 	// times max_request_body.
@@ -128,6 +134,10 @@ const (
 	DefaultWaitTimeout       = 10 * time.Second
 	DefaultMaxStoredBody     = 1 << 20
 	DefaultSuspectWindow     = 5 * time.Minute
+	// DefaultMaxResponseHeaderBytes is limits.max_response_header_bytes
+	// left out: 16 times fasthttp's default, above what upstreams send in
+	// practice (nginx and Node refuse request headers over 8-16 KiB).
+	DefaultMaxResponseHeaderBytes = 64 << 10
 )
 
 // Error is a config error that names the field and, where known, the line.
@@ -480,6 +490,12 @@ func (l *Limits) defaults() error {
 	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = 16 << 10
+	}
+	if l.MaxResponseHeaderBytes == 0 {
+		l.MaxResponseHeaderBytes = DefaultMaxResponseHeaderBytes
+	}
+	if l.MaxResponseHeaderBytes < 4<<10 || l.MaxResponseHeaderBytes > 1<<20 {
+		return fieldErr("limits.max_response_header_bytes", "%d: want 4KiB to 1MiB (every upstream call in flight holds a buffer this size)", l.MaxResponseHeaderBytes)
 	}
 	if l.MaxHeaderBytes < 1024 {
 		return fieldErr("limits.max_header_bytes", "%d is too small (minimum 1KiB)", l.MaxHeaderBytes)

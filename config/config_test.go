@@ -27,6 +27,9 @@ func TestExampleFileParses(t *testing.T) {
 	if f.Tokens.TTL.D() != 30*time.Minute {
 		t.Fatalf("tokens.ttl = %s", f.Tokens.TTL.D())
 	}
+	if f.Limits.MaxResponseHeaderBytes != 64<<10 {
+		t.Fatalf("limits.max_response_header_bytes = %d, want 64KiB", f.Limits.MaxResponseHeaderBytes)
+	}
 }
 
 func TestDefault(t *testing.T) {
@@ -76,6 +79,8 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"duplicate route", base + "routes:\n  - {name: a, path: /a}\n  - {name: a, path: /b}\n", "routes[1].name"},
 		{"timeout over ttl", base + "routes:\n  - {name: a, path: /a, ttl: 1s, processing_timeout: 2s}\n", "routes[0].processing_timeout"},
 		{"routes need upstream", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nroutes:\n  - {name: a, path: /a}\n", "upstream"},
+		{"response headers buffer too small", base + "limits:\n  max_response_header_bytes: 1KiB\n", "limits.max_response_header_bytes (line 5)"},
+		{"response headers buffer too large", base + "limits:\n  max_response_header_bytes: 2MiB\n", "limits.max_response_header_bytes"},
 		{"not yaml", "nodes: [", "config:"},
 	}
 	for _, tt := range tests {

@@ -31,6 +31,9 @@ type Config struct {
 	UpstreamTimeout time.Duration
 	UpstreamConns   int
 	MaxResponseBody int
+	// MaxResponseHeaderBytes sizes the buffer an upstream answer's header
+	// block is read into (fasthttp's default is 4 KiB).
+	MaxResponseHeaderBytes int
 	// CacheBytes bounds the in-memory cache of completed records.
 	CacheBytes int
 	// TokenRate and TokenBurst bound the form tokens one client address
@@ -45,7 +48,8 @@ func DefaultConfig() Config {
 		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
 		Limits: Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
 			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
-		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20, CacheBytes: 64 << 20,
+		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20,
+		MaxResponseHeaderBytes: config.DefaultMaxResponseHeaderBytes, CacheBytes: 64 << 20,
 		TokenRate: 10, TokenBurst: 50,
 	}
 }
@@ -124,6 +128,7 @@ func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
 		ReadTimeout:               cfg.UpstreamTimeout,
 		WriteTimeout:              cfg.UpstreamTimeout,
 		MaxResponseBodySize:       cfg.MaxResponseBody,
+		ReadBufferSize:            cfg.MaxResponseHeaderBytes,
 		MaxIdemponentCallAttempts: 1,
 		// Never retry: a write retried silently is the double charge
 		// idemgate exists to prevent; the client retries with its key.
