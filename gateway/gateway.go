@@ -303,9 +303,25 @@ func nothingSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
+// responseTooLarge reports whether an upstream error means the upstream
+// answered, after acting, with more than the gateway reads: headers over
+// MaxResponseHeaderBytes, a body over MaxResponseBody.
+func responseTooLarge(err error) bool {
+	var small *fasthttp.ErrSmallBuffer
+	return errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge)
+}
+
 func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, err error) {
 	if nothingSent(err) {
 		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-unreachable", "the upstream could not be reached; nothing was sent: "+err.Error())
+		return
+	}
+	if responseTooLarge(err) {
+		// Not err's text: fasthttp quotes the answer's header block in it,
+		// and this answer may be stored and replayed.
+		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-response-too-large", fmt.Sprintf(
+			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
+			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
 		return
 	}
 	writeProblem(ctx, fasthttp.StatusGatewayTimeout, "upstream-timeout", "the upstream did not answer in time or the connection broke after the request was sent: "+err.Error())

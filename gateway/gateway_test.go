@@ -561,28 +561,57 @@ func TestAuthorizationTenantNormalized(t *testing.T) {
 	}
 }
 
-// TestLargeUpstreamHeaders: an upstream answer with headers well over
+// TestUpstreamAnswerSizes: an upstream answer with headers well over
 // fasthttp's default 4 KiB read buffer is relayed and stored like any
-// other, on a route and passing through.
-func TestLargeUpstreamHeaders(t *testing.T) {
-	gc := startGateways(t, 2)
+// other. One the gateway cannot read whole (headers over
+// max_response_header_bytes, a body over max_response_body) comes after
+// the upstream acted: 502 upstream-response-too-large, stored as the
+// record's answer and replayed to retries, never left in flight and never
+// run twice; passing through, the 502 alone. It quotes nothing of the
+// upstream's answer.
+func TestUpstreamAnswerSizes(t *testing.T) {
+	m := memstore.New(t)
+	gc := startGatewaysOver(t, nil, []Store{m, m}, "", func(c *Config) { c.MaxResponseBody = 2 << 10 })
 	tests := []struct {
 		name, method, path, key string
+		status                  int
+		ptype                   string
 		replayed                bool
 	}{
-		{"first request", "POST", "/pay?fat=8", "fat-8", false},
-		{"its retry, on another node", "POST", "/pay?fat=8", "fat-8", true},
-		{"passing through", "GET", "/anything?fat=8", "", false},
+		{"headers of 8 KiB", "POST", "/pay?fat=8", "fat-8", 201, "", false},
+		{"their retry, on another node", "POST", "/pay?fat=8", "fat-8", 201, "", true},
+		{"headers of 8 KiB, passing through", "GET", "/anything?fat=8", "", 201, "", false},
+		{"headers of 200 KiB", "POST", "/pay?fat=200", "fat-200", 502, "upstream-response-too-large", false},
+		{"their retry, on another node", "POST", "/pay?fat=200", "fat-200", 502, "upstream-response-too-large", true},
+		{"and again", "POST", "/pay?fat=200", "fat-200", 502, "upstream-response-too-large", true},
+		{"a body over max_response_body", "POST", "/big", "big-body", 502, "upstream-response-too-large", false},
+		{"its retry, on another node", "POST", "/big", "big-body", 502, "upstream-response-too-large", true},
+		{"headers of 200 KiB, passing through", "GET", "/anything?fat=200", "", 502, "upstream-response-too-large", false},
 	}
+	first := map[string]string{}
 	for i, tt := range tests {
 		r := do(t, tt.method, gc.gwURLs[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
 		replayed := r.header.Get("Idempotent-Replayed") == "true"
-		if r.status != 201 || replayed != tt.replayed || len(r.header.Get("X-Fat-7")) < 1000 {
-			t.Errorf("%s: %d replayed=%v, X-Fat-7 of %d bytes; want 201 replayed=%v with the 8 KiB of headers (%s)",
-				tt.name, r.status, replayed, len(r.header.Get("X-Fat-7")), tt.replayed, r.body)
+		ptype := ""
+		if r.status != 201 {
+			ptype = r.problemType(t)
 		}
-	}
-	if n := gc.up.executions("fat-8"); n != 1 {
-		t.Errorf("fat-8 executed %d times, want 1", n)
+		if r.status != tt.status || ptype != tt.ptype || replayed != tt.replayed || r.status == 502 && strings.Contains(r.body, "fff") {
+			t.Errorf("%s: %d %q replayed=%v %.300s; want %d %q replayed=%v", tt.name, r.status, ptype, replayed, r.body, tt.status, tt.ptype, tt.replayed)
+		}
+		if r.status == 201 && len(r.header.Get("X-Fat-7")) < 1000 {
+			t.Errorf("%s: the 8 KiB of headers were not relayed", tt.name)
+		}
+		if tt.key == "" {
+			continue
+		}
+		if f, ok := first[tt.key]; ok && r.body != f {
+			t.Errorf("%s: replayed %q, want the first answer %q", tt.name, r.body, f)
+		} else if !ok {
+			first[tt.key] = r.body
+		}
+		if n := gc.up.executions(tt.key); n != 1 {
+			t.Errorf("%s: %s executed %d times, want 1", tt.name, tt.key, n)
+		}
 	}
 }

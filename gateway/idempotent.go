@@ -286,23 +286,37 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()
-		if nothingSent(err) {
+		g.upstreamFailed(ctx, err)
+		switch {
+		case nothingSent(err):
 			g.release(rk, fence)
+		case responseTooLarge(err):
+			// The upstream acted and answered; only its answer is lost.
+			// The 502 is the record's answer (as Stripe stores a 5xx),
+			// whatever release_statuses says: a retry gets it, and the
+			// request never runs twice.
+			g.complete(ctx, r, rk, key, fence, expiresAt, fp)
 		}
 		// Otherwise the record stays in flight until its processing
 		// deadline; then its outcome is unknown (on_unknown decides).
-		g.upstreamFailed(ctx, err)
 		setExpires(ctx, expiresAt, nil)
 		rm.done(outUpstreamError, start)
 		return
 	}
 	stripResponseHopByHop(&ctx.Response.Header)
-	status := ctx.Response.StatusCode()
-	if r.releaseStatus[status] {
+	if r.releaseStatus[ctx.Response.StatusCode()] {
 		g.release(rk, fence)
 		rm.done(outFirst, start)
 		return
 	}
+	g.complete(ctx, r, rk, key, fence, expiresAt, fp)
+	setExpires(ctx, expiresAt, nil)
+	rm.done(outFirst, start)
+}
+
+// complete stores the answer in ctx.Response as the record's, and caches it.
+func (g *Gateway) complete(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence uint64, expiresAt int64, fp *[32]byte) {
+	status := ctx.Response.StatusCode()
 	headers, refused := storedHeaders(&ctx.Response.Header, r.replayAllow)
 	if refused > 0 {
 		g.logger.Warn("upstream header with CR, LF or NUL not stored", "route", r.name, "count", refused)
@@ -314,7 +328,7 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 		cr.Body = body
 	}
 	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
-	err = g.store.Complete(c, cr)
+	err := g.store.Complete(c, cr)
 	cancel()
 	if err == nil {
 		// The record as it is now stored, cached through the one
@@ -330,8 +344,6 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 		// stays in flight and turns unknown at its deadline.
 		g.logger.Warn("complete failed; the record will become outcome-unknown", "route", r.name, "key", string(key), "error", err)
 	}
-	setExpires(ctx, expiresAt, nil)
-	rm.done(outFirst, start)
 }
 
 func (g *Gateway) release(rk []byte, fence uint64) {
