@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/config"
 )
 
 func TestStoredHeadersFilter(t *testing.T) {
@@ -159,6 +161,54 @@ func TestPathReadings(t *testing.T) {
 		}
 		if got := string(readPath(raw, false)); got != tt.as_is {
 			t.Errorf("readPath(%q, as is) = %q, want %q", tt.raw, got, tt.as_is)
+		}
+	}
+}
+
+// TestMatchRouteOrder: the first route a request names, in any spelling,
+// decides; a later route that the request names exactly does not take an
+// alias of an earlier one (a catch-all would otherwise take /PAY with its
+// own rules, when the upstream serves it as /pay).
+func TestMatchRouteOrder(t *testing.T) {
+	file, err := config.Parse([]byte(`nodes:
+  - {id: n1, raft: "127.0.0.1:1", api: "127.0.0.1:2", listen: "127.0.0.1:3"}
+upstream: http://127.0.0.1:4
+routes:
+  - {name: pay, path: /pay, tenant: "header:X-User-Id", token: required}
+  - {name: loose, path: /loose, match: case-insensitive}
+  - {name: all, methods: [POST], path: "/*"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := compileRoutes(file.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, uri, route string
+		refused            bool
+	}{
+		{"POST", "/pay", "pay", false},
+		{"POST", "/PAY", "pay", true},
+		{"POST", "/pay/", "pay", true},
+		{"POST", "/p%61y", "pay", true},
+		{"POST", "/LOOSE", "loose", false},
+		{"POST", "/other", "all", false},
+		{"POST", "/other/a%20b", "all", false},
+		{"GET", "/pay", "", false},
+	}
+	for _, tt := range tests {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(tt.method)
+		ctx.Request.SetRequestURI(tt.uri)
+		got, why := matchRoute(routes, &ctx)
+		name := ""
+		if got.r != nil {
+			name = got.r.name
+		}
+		if name != tt.route || (why != "") != tt.refused {
+			t.Errorf("%s %s: route %q refused %q; want route %q refused=%v", tt.method, tt.uri, name, why, tt.route, tt.refused)
 		}
 	}
 }

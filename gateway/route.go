@@ -225,8 +225,8 @@ var methodOverrides = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-
 // matchRoute finds the route a request names. It returns the zero routed
 // for a request no route protects (it passes through), and a reason when
 // the request is refused (400 ambiguous-path), with the route it aliases
-// when there is one. A request spelled as a route costs a scan of its path
-// and allocates nothing.
+// when there is one. A plain path costs a scan of it and of the routes, and
+// allocates nothing.
 func matchRoute(routes []*route, ctx *fasthttp.RequestCtx) (t routed, refused string) {
 	method, raw := ctx.Method(), ctx.URI().PathOriginal()
 	var buf [3][]byte
@@ -239,15 +239,9 @@ func matchRoute(routes []*route, ctx *fasthttp.RequestCtx) (t routed, refused st
 	if r, name := overridden(routes, &ctx.Request.Header, method, readings); r != nil {
 		return routed{r: r}, name + " names a method of route " + r.name + " on its path: the upstream may serve it as the route"
 	}
-	if plain {
-		for _, r := range routes {
-			if m, a, ok := r.relMethod(method); ok && a == 0 {
-				if a, ok := r.relPath(raw); ok && a == 0 {
-					return r.take(m, raw), ""
-				}
-			}
-		}
-	}
+	// The first route the request names, in any spelling, decides: a later
+	// route it names exactly (a catch-all) must not take an alias of an
+	// earlier one, which the upstream may serve as that one.
 	r := firstLoose(routes, method, readings[0])
 	for _, p := range readings[1:] {
 		if other := firstLoose(routes, method, p); other != r {
