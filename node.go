@@ -53,7 +53,7 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	}
 	rc.FSMNoSync = !r.FSMFsync
 	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
-	rc.MaxCommandBytes = commandLimit(file, gw.Limits)
+	rc.MaxCommandBytes = commandLimit(file, gw)
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
 	rc.PeerTLS = s.peerTLS
@@ -107,16 +107,17 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 }
 
 // commandLimit is the largest command this node's listeners can make (a KV
-// value or request body, or a stored response with its headers): the store
-// refuses larger ones and bounds forwarding frames with it.
-func commandLimit(file *config.File, lim gateway.Limits) int {
-	n := lim.MaxRequestBody
+// value or request body, or a stored response with its headers, which are
+// up to max_response_header_bytes): the store refuses larger ones and
+// bounds forwarding frames with it.
+func commandLimit(file *config.File, g gateway.Config) int {
+	n := g.MaxRequestBody
 	for _, r := range file.Routes {
 		if int(*r.MaxStoredBody) > n {
 			n = int(*r.MaxStoredBody)
 		}
 	}
-	return n + lim.MaxHeaderBytes + 64<<10
+	return n + max(g.MaxHeaderBytes, g.MaxResponseHeaderBytes) + 64<<10
 }
 
 // gatewayConfig is the gateway listener's config: gateway's defaults, and
@@ -130,6 +131,7 @@ func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, l
 	setDuration(&g.UpstreamTimeout, lim.UpstreamTimeout)
 	setInt(&g.UpstreamConns, lim.UpstreamConns)
 	setInt(&g.MaxResponseBody, int(lim.MaxResponseBody))
+	setInt(&g.MaxResponseHeaderBytes, int(lim.MaxResponseHeaderBytes))
 	g.Logger = logger
 	return g
 }

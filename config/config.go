@@ -69,6 +69,13 @@ type Route struct {
 	MaxStoredBody     *Size    `yaml:"max_stored_body"`
 	ReleaseStatuses   []int    `yaml:"release_statuses"`
 	ReplayHeaders     []string `yaml:"replay_headers"`
+	// Match and TrailingSlash say which aliases of the path the upstream
+	// serves as this route: "case-insensitive" (Spring's and Express's
+	// default) and "ignore" (a trailing slash) make the gateway take them as
+	// the route, with its records; by default ("exact", "strict") it
+	// refuses them with 400 rather than pass them through unprotected.
+	Match         string `yaml:"match"`
+	TrailingSlash string `yaml:"trailing_slash"`
 }
 
 // Raft tunes the consensus engine. A field left out keeps the default of
@@ -104,6 +111,12 @@ type Limits struct {
 	UpstreamTimeout Duration `yaml:"upstream_timeout"`
 	UpstreamConns   int      `yaml:"upstream_conns"`
 	MaxResponseBody Size     `yaml:"max_response_body"`
+	// MaxResponseHeaderBytes bounds an upstream answer's header block: the
+	// gateway reads it into a buffer this size (one per upstream call in
+	// flight). fasthttp's own default, 4 KiB, is less than many upstreams
+	// send (cookies, CSP, tracing), and an answer that does not fit was
+	// lost after the upstream had acted.
+	MaxResponseHeaderBytes Size `yaml:"max_response_header_bytes"`
 	// MaxBodyBuffer bounds the request-body bytes one listener holds at
 	// once, all connections together; beyond it a body gets 503. 0: 64
 	// times max_request_body.
@@ -123,6 +136,10 @@ const (
 	DefaultWaitTimeout       = 10 * time.Second
 	DefaultMaxStoredBody     = 1 << 20
 	DefaultSuspectWindow     = 5 * time.Minute
+	// DefaultMaxResponseHeaderBytes is limits.max_response_header_bytes
+	// left out: 16 times fasthttp's default, above what upstreams send in
+	// practice (nginx and Node refuse request headers over 8-16 KiB).
+	DefaultMaxResponseHeaderBytes = 64 << 10
 )
 
 // Error is a config error that names the field and, where known, the line.
@@ -304,6 +321,9 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	if i := strings.Index(r.Path, "*"); i >= 0 && i != len(r.Path)-1 {
 		return fieldErr(at+".path", "%q: '*' may only end the path", r.Path)
 	}
+	if err := checkRoutePath(strings.TrimSuffix(r.Path, "*")); err != nil {
+		return fieldErr(at+".path", "%q: %v", r.Path, err)
+	}
 	if r.Scope == "" {
 		r.Scope = r.Name
 	}
@@ -350,6 +370,12 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	if r.Token, err = oneOf(at+".token", r.Token, "off", "optional", "required"); err != nil {
 		return err
 	}
+	if r.Match, err = oneOf(at+".match", r.Match, "exact", "case-insensitive"); err != nil {
+		return err
+	}
+	if r.TrailingSlash, err = oneOf(at+".trailing_slash", r.TrailingSlash, "strict", "ignore"); err != nil {
+		return err
+	}
 	if r.MaxStoredBody == nil {
 		s := Size(DefaultMaxStoredBody)
 		r.MaxStoredBody = &s
@@ -365,6 +391,31 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	for j, h := range r.ReplayHeaders {
 		if !tokenRe.MatchString(h) {
 			return fieldErr(fmt.Sprintf("%s.replay_headers[%d]", at, j), "%q is not a header name", h)
+		}
+	}
+	return nil
+}
+
+// checkRoutePath refuses a route path in a form no request names it by
+// plainly: the gateway compares a request's path as sent with the route's,
+// and refuses as ambiguous any request whose path needs decoding, matrix
+// parameters stripped, slashes merged or dot segments resolved to reach a
+// route; a route path written that way could never match.
+func checkRoutePath(p string) error {
+	if i := strings.IndexAny(p, "%;?#\\"); i >= 0 {
+		return fmt.Errorf("%q may not appear in a route path", p[i])
+	}
+	for _, c := range []byte(p) {
+		if c <= ' ' || c >= 0x7f {
+			return errors.New("want visible ASCII")
+		}
+	}
+	if strings.Contains(p, "//") {
+		return errors.New("duplicate slashes")
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return errors.New("dot segments")
 		}
 	}
 	return nil
@@ -411,6 +462,9 @@ func (r *Raft) validate() error {
 // validate checks the values the file sets; what it leaves out (zero) is
 // filled by gateway.DefaultConfig.
 func (l *Limits) validate() error {
+	if l.MaxResponseHeaderBytes != 0 && (l.MaxResponseHeaderBytes < 4<<10 || l.MaxResponseHeaderBytes > 1<<20) {
+		return fieldErr("limits.max_response_header_bytes", "%d: want 4KiB to 1MiB (every upstream call in flight holds a buffer this size)", l.MaxResponseHeaderBytes)
+	}
 	if l.MaxHeaderBytes != 0 && l.MaxHeaderBytes < 1024 {
 		return fieldErr("limits.max_header_bytes", "%d is too small (minimum 1KiB)", l.MaxHeaderBytes)
 	}

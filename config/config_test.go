@@ -17,7 +17,8 @@ func TestExampleFileParses(t *testing.T) {
 	}
 	r := f.Routes[0]
 	if r.Scope != "pay" || !*r.RequireKey || r.TTL.D() != 24*time.Hour || *r.MaxStoredBody != 1<<20 ||
-		r.Token != "optional" || r.OnInFlight != "conflict" || len(r.ReleaseStatuses) != 2 {
+		r.Token != "optional" || r.OnInFlight != "conflict" || len(r.ReleaseStatuses) != 2 ||
+		r.Match != "exact" || r.TrailingSlash != "strict" {
 		t.Fatalf("route = %+v", r)
 	}
 	if f.DataDirFor("n2") != "./data/n2" {
@@ -25,6 +26,9 @@ func TestExampleFileParses(t *testing.T) {
 	}
 	if f.Tokens.TTL.D() != 30*time.Minute {
 		t.Fatalf("tokens.ttl = %s", f.Tokens.TTL.D())
+	}
+	if f.Limits.MaxResponseHeaderBytes != 0 {
+		t.Fatalf("limits.max_response_header_bytes = %d, want it left to gateway's default", f.Limits.MaxResponseHeaderBytes)
 	}
 }
 
@@ -62,12 +66,21 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"bad policy", base + "routes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n", "routes[0].on_in_flight (line 7)"},
 		{"bad path", base + "routes:\n  - name: pay\n    path: pay\n", "routes[0].path (line 6)"},
 		{"star mid path", base + "routes:\n  - name: pay\n    path: /a/*/b\n", "routes[0].path"},
+		{"matrix parameter in path", base + "routes:\n  - name: pay\n    path: /pay;v=1\n", "routes[0].path (line 6)"},
+		{"percent-encoding in path", base + "routes:\n  - name: pay\n    path: /p%61y\n", "routes[0].path"},
+		{"dot segment in path", base + "routes:\n  - name: pay\n    path: /a/../pay\n", "routes[0].path"},
+		{"duplicate slash in path", base + "routes:\n  - name: pay\n    path: //pay\n", "routes[0].path"},
+		{"space in path", base + "routes:\n  - name: pay\n    path: /p ay\n", "routes[0].path"},
+		{"bad match", base + "routes:\n  - name: pay\n    path: /pay\n    match: fuzzy\n", "routes[0].match (line 7)"},
+		{"bad trailing_slash", base + "routes:\n  - name: pay\n    path: /pay\n    trailing_slash: maybe\n", "routes[0].trailing_slash (line 7)"},
 		{"bad key source", base + "routes:\n  - name: pay\n    path: /pay\n    key: cookie:k\n", "routes[0].key"},
 		{"bad tenant", base + "routes:\n  - name: pay\n    path: /pay\n    tenant: query:u\n", "routes[0].tenant"},
 		{"bad status", base + "routes:\n  - name: pay\n    path: /pay\n    release_statuses: [42]\n", "routes[0].release_statuses[0]"},
 		{"duplicate route", base + "routes:\n  - {name: a, path: /a}\n  - {name: a, path: /b}\n", "routes[1].name"},
 		{"timeout over ttl", base + "routes:\n  - {name: a, path: /a, ttl: 1s, processing_timeout: 2s}\n", "routes[0].processing_timeout"},
 		{"routes need upstream", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nroutes:\n  - {name: a, path: /a}\n", "upstream"},
+		{"response headers buffer too small", base + "limits:\n  max_response_header_bytes: 1KiB\n", "limits.max_response_header_bytes (line 5)"},
+		{"response headers buffer too large", base + "limits:\n  max_response_header_bytes: 2MiB\n", "limits.max_response_header_bytes"},
 		{"not yaml", "nodes: [", "config:"},
 	}
 	for _, tt := range tests {

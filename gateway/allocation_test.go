@@ -9,34 +9,49 @@ import (
 )
 
 // TestReplayAllocatesNothing: a replay of a completed key (the hot-key
-// path) makes no heap allocation: key and tenant parsing, the record key,
-// the fingerprint, the cache lookup and writing the stored answer.
+// path) makes no heap allocation: route matching, key and tenant parsing,
+// the record key, the fingerprint, the cache lookup and writing the stored
+// answer; for a request spelled as its route, for an alias the route takes
+// (match: case-insensitive, trailing_slash: ignore), and for a key from the
+// query string with a tenant from Authorization spelled otherwise than the
+// first time.
 func TestReplayAllocatesNothing(t *testing.T) {
 	gc := startGateways(t, 1)
-	if r := send(t, gc.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", "hot", "X-User-Id", "u1"); r.status != 201 {
-		t.Fatalf("first = %d", r.status)
-	}
 	g := gc.gws[0]
-	var req fasthttp.Request
-	req.Header.SetMethod("POST")
-	req.SetRequestURI("/pay")
-	req.Header.Set("Idempotency-Key", "hot")
-	req.Header.Set("X-User-Id", "u1")
-	req.SetBodyString(`{"amount":1}`)
-	var ctx fasthttp.RequestCtx
-	ctx.Init(&req, nil, nil)
-	g.Handle(&ctx)
-	if ctx.Response.StatusCode() != 201 || string(ctx.Response.Header.Peek("Idempotent-Replayed")) != "true" {
-		t.Fatalf("replay = %d %q", ctx.Response.StatusCode(), ctx.Response.Body())
+	tests := []struct {
+		name, method, first, replay, key   string
+		tenantHeader, tenant, replayTenant string
+	}{
+		{"exact route", "POST", "/pay", "/pay", "hot", "X-User-Id", "u1", "u1"},
+		{"an alias of a route that takes it", "POST", "/loose", "/LOOSE/", "hot-alias", "X-User-Id", "u1", "u1"},
+		{"prefix route", "PUT", "/items/7", "/items/7", "hot-prefix", "X-User-Id", "u1", "u1"},
+		{"key from the query, tenant from Authorization", "PUT", "/orders/7?key=hot-auth", "/orders/7?key=hot-auth", "hot-auth", "Authorization", "Bearer abc", "bearer  abc"},
 	}
-	allocs := testing.AllocsPerRun(500, func() {
-		ctx.Response.Reset()
+	for i, tt := range tests {
+		if r := do(t, tt.method, gc.gwURLs[0]+tt.first, `{"amount":1}`, "Idempotency-Key", tt.key, tt.tenantHeader, tt.tenant); r.status != 201 {
+			t.Fatalf("%s: first = %d %s", tt.name, r.status, r.body)
+		}
+		var req fasthttp.Request
+		req.Header.SetMethod(tt.method)
+		req.SetRequestURI(tt.replay)
+		req.Header.Set("Idempotency-Key", tt.key)
+		req.Header.Set(tt.tenantHeader, tt.replayTenant)
+		req.SetBodyString(`{"amount":1}`)
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, nil, nil)
 		g.Handle(&ctx)
-	})
-	if allocs != 0 {
-		t.Fatalf("a replay allocates %.1f times, want 0", allocs)
-	}
-	if gc.up.calls.Load() != 1 {
-		t.Fatalf("replays reached the upstream: %d calls", gc.up.calls.Load())
+		if ctx.Response.StatusCode() != 201 || string(ctx.Response.Header.Peek("Idempotent-Replayed")) != "true" {
+			t.Fatalf("%s: replay = %d %q", tt.name, ctx.Response.StatusCode(), ctx.Response.Body())
+		}
+		allocs := testing.AllocsPerRun(500, func() {
+			ctx.Response.Reset()
+			g.Handle(&ctx)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: a replay allocates %.1f times, want 0", tt.name, allocs)
+		}
+		if n := gc.up.calls.Load(); n != int64(i+1) {
+			t.Fatalf("%s: replays reached the upstream: %d calls", tt.name, n)
+		}
 	}
 }

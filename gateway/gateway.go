@@ -32,6 +32,9 @@ type Config struct {
 	UpstreamTimeout time.Duration
 	UpstreamConns   int
 	MaxResponseBody int
+	// MaxResponseHeaderBytes sizes the buffer an upstream answer's header
+	// block is read into (fasthttp's default is 4 KiB).
+	MaxResponseHeaderBytes int
 	// CacheBytes bounds the in-memory cache of completed records.
 	CacheBytes int
 	// TokenRate and TokenBurst bound the form tokens one client address
@@ -46,7 +49,8 @@ func DefaultConfig() Config {
 		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
 		Limits: Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
 			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
-		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20, CacheBytes: 64 << 20,
+		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20,
+		MaxResponseHeaderBytes: config.DefaultMaxResponseHeaderBytes, CacheBytes: 64 << 20,
 		TokenRate: 10, TokenBurst: 50,
 	}
 }
@@ -138,6 +142,7 @@ func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
 		ReadTimeout:               cfg.UpstreamTimeout,
 		WriteTimeout:              cfg.UpstreamTimeout,
 		MaxResponseBodySize:       cfg.MaxResponseBody,
+		ReadBufferSize:            cfg.MaxResponseHeaderBytes,
 		MaxIdemponentCallAttempts: 1,
 		// Never retry: a write retried silently is the double charge
 		// idemgate exists to prevent; the client retries with its key.
@@ -166,16 +171,26 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer release()
+	dropTrailers(&ctx.Request.Header)
 	path := ctx.Path()
 	if string(path) == "/_idem/tokens" {
 		g.issueToken(ctx)
 		return
 	}
-	if r := matchRoute(g.routes, ctx.Method(), path); r != nil {
-		g.idempotent(ctx, r, start)
-		return
+	t, refused := matchRoute(g.routes, ctx)
+	switch {
+	case refused != "":
+		rm := g.pass
+		if t.r != nil {
+			rm = t.r.metrics
+		}
+		writeProblem(ctx, fasthttp.StatusBadRequest, "ambiguous-path", refused)
+		rm.done(outAmbiguous, start)
+	case t.r != nil:
+		g.idempotent(ctx, t, start)
+	default:
+		g.passthrough(ctx, g.pass, start)
 	}
-	g.passthrough(ctx, g.pass, start)
 }
 
 // issueToken is POST /_idem/tokens?scope=S[&ttl=D]: a form token for
@@ -305,9 +320,25 @@ func nothingSent(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
+// responseTooLarge reports whether an upstream error means the upstream
+// answered, after acting, with more than the gateway reads: headers over
+// MaxResponseHeaderBytes, a body over MaxResponseBody.
+func responseTooLarge(err error) bool {
+	var small *fasthttp.ErrSmallBuffer
+	return errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge)
+}
+
 func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, err error) {
 	if nothingSent(err) {
 		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-unreachable", "the upstream could not be reached; nothing was sent: "+err.Error())
+		return
+	}
+	if responseTooLarge(err) {
+		// Not err's text: fasthttp quotes the answer's header block in it,
+		// and this answer may be stored and replayed.
+		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-response-too-large", fmt.Sprintf(
+			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
+			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
 		return
 	}
 	writeProblem(ctx, fasthttp.StatusGatewayTimeout, "upstream-timeout", "the upstream did not answer in time or the connection broke after the request was sent: "+err.Error())

@@ -499,3 +499,128 @@ func TestReleaseIsVisibleWhereItWasAcknowledged(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteAliases: a route with match: case-insensitive and
+// trailing_slash: ignore takes the aliases its upstream serves as the route,
+// and they share its records (one execution, the rest replays); a prefix
+// route takes ids that need decoding after its prefix; requests no route
+// protects, unambiguously, still pass through.
+func TestRouteAliases(t *testing.T) {
+	gc := startGateways(t, 2)
+	u := gc.gwURLs
+	tests := []struct {
+		name, method, path, key string
+		status                  int
+		replayed                bool
+		executions              int // of key, after the request
+	}{
+		{"the route's alias first", "POST", "/LOOSE/", "a1", 201, false, 1},
+		{"the route's own spelling replays", "POST", "/loose", "a1", 201, true, 1},
+		{"a lowercase method replays", "post", "/Loose", "a1", 201, true, 1},
+		{"prefix route, in another case and with a slash", "PUT", "/ITEMS/7/", "a2", 201, false, 1},
+		{"prefix route, as spelled", "PUT", "/items/7", "a2", 201, true, 1},
+		{"prefix route, its prefix without the slash", "POST", "/Items", "a3", 201, false, 1},
+		{"prefix route, its prefix", "POST", "/items/", "a3", 201, true, 1},
+		{"prefix route, an id that needs decoding", "POST", "/items/caf%C3%A9%20au%20lait", "a4", 201, false, 1},
+		{"prefix route, the same id again", "POST", "/items/caf%C3%A9%20au%20lait", "a4", 201, true, 1},
+		{"prefix route, a matrix parameter after the prefix", "POST", "/items/8;v=2", "a5", 201, false, 1},
+		{"another method on a protected path passes through", "GET", "/pay", "p1", 201, false, 1},
+		{"an unprotected path passes through", "POST", "/payment", "p2", 201, false, 1},
+		{"an unprotected path that needs decoding passes through", "POST", "/static/a%20b;v=1/../c", "p3", 201, false, 1},
+		{"and again: nothing is recorded", "POST", "/static/a%20b;v=1/../c", "p3", 201, false, 2},
+	}
+	for i, tt := range tests {
+		r := do(t, tt.method, u[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
+		replayed := r.header.Get("Idempotent-Replayed") == "true"
+		if r.status != tt.status || replayed != tt.replayed || gc.up.executions(tt.key) != tt.executions {
+			t.Errorf("%s: %s %s = %d replayed=%v, %d executions of %s; want %d replayed=%v, %d executions (%s)",
+				tt.name, tt.method, tt.path, r.status, replayed, gc.up.executions(tt.key), tt.key, tt.status, tt.replayed, tt.executions, r.body)
+		}
+	}
+}
+
+// TestAuthorizationTenantNormalized: with tenant: authorization, the
+// spellings of one credential RFC 9110 makes equal (the scheme in any
+// case, any whitespace after it) are one tenant; the credential itself
+// stays case-sensitive.
+func TestAuthorizationTenantNormalized(t *testing.T) {
+	gc := startGateways(t, 2)
+	tests := []struct {
+		auth       string
+		replayed   bool
+		executions int
+	}{
+		{"Bearer abc", false, 1},
+		{"bearer abc", true, 1},
+		{"BEARER abc", true, 1},
+		{"Bearer  abc", true, 1},
+		{"Bearer \t abc", true, 1},
+		{"Bearer abc ", true, 1},
+		{"Bearer ABC", false, 2},
+		{"Basic abc", false, 3},
+		{"basic abc", true, 3},
+	}
+	for i, tt := range tests {
+		r := do(t, "PUT", gc.gwURLs[i%2]+"/orders/1?key=auth-1", "x", "Authorization", tt.auth)
+		replayed := r.header.Get("Idempotent-Replayed") == "true"
+		if r.status != 201 || replayed != tt.replayed || gc.up.executions("auth-1") != tt.executions {
+			t.Errorf("Authorization %q: %d replayed=%v, %d executions; want replayed=%v, %d executions",
+				tt.auth, r.status, replayed, gc.up.executions("auth-1"), tt.replayed, tt.executions)
+		}
+	}
+}
+
+// TestUpstreamAnswerSizes: an upstream answer with headers well over
+// fasthttp's default 4 KiB read buffer is relayed and stored like any
+// other. One the gateway cannot read whole (headers over
+// max_response_header_bytes, a body over max_response_body) comes after
+// the upstream acted: 502 upstream-response-too-large, stored as the
+// record's answer and replayed to retries, never left in flight and never
+// run twice; passing through, the 502 alone. It quotes nothing of the
+// upstream's answer.
+func TestUpstreamAnswerSizes(t *testing.T) {
+	m := memstore.New(t)
+	gc := startGatewaysOver(t, nil, []Store{m, m}, "", func(c *Config) { c.MaxResponseBody = 2 << 10 })
+	tests := []struct {
+		name, method, path, key string
+		status                  int
+		ptype                   string
+		replayed                bool
+	}{
+		{"headers of 8 KiB", "POST", "/pay?fat=8", "fat-8", 201, "", false},
+		{"their retry, on another node", "POST", "/pay?fat=8", "fat-8", 201, "", true},
+		{"headers of 8 KiB, passing through", "GET", "/anything?fat=8", "", 201, "", false},
+		{"headers of 200 KiB", "POST", "/pay?fat=200", "fat-200", 502, "upstream-response-too-large", false},
+		{"their retry, on another node", "POST", "/pay?fat=200", "fat-200", 502, "upstream-response-too-large", true},
+		{"and again", "POST", "/pay?fat=200", "fat-200", 502, "upstream-response-too-large", true},
+		{"a body over max_response_body", "POST", "/big", "big-body", 502, "upstream-response-too-large", false},
+		{"its retry, on another node", "POST", "/big", "big-body", 502, "upstream-response-too-large", true},
+		{"headers of 200 KiB, passing through", "GET", "/anything?fat=200", "", 502, "upstream-response-too-large", false},
+	}
+	first := map[string]string{}
+	for i, tt := range tests {
+		r := do(t, tt.method, gc.gwURLs[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
+		replayed := r.header.Get("Idempotent-Replayed") == "true"
+		ptype := ""
+		if r.status != 201 {
+			ptype = r.problemType(t)
+		}
+		if r.status != tt.status || ptype != tt.ptype || replayed != tt.replayed || r.status == 502 && strings.Contains(r.body, "fff") {
+			t.Errorf("%s: %d %q replayed=%v %.300s; want %d %q replayed=%v", tt.name, r.status, ptype, replayed, r.body, tt.status, tt.ptype, tt.replayed)
+		}
+		if r.status == 201 && len(r.header.Get("X-Fat-7")) < 1000 {
+			t.Errorf("%s: the 8 KiB of headers were not relayed", tt.name)
+		}
+		if tt.key == "" {
+			continue
+		}
+		if f, ok := first[tt.key]; ok && r.body != f {
+			t.Errorf("%s: replayed %q, want the first answer %q", tt.name, r.body, f)
+		} else if !ok {
+			first[tt.key] = r.body
+		}
+		if n := gc.up.executions(tt.key); n != 1 {
+			t.Errorf("%s: %s executed %d times, want 1", tt.name, tt.key, n)
+		}
+	}
+}

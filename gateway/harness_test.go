@@ -65,6 +65,12 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id-Seen", r.Header.Get("X-Request-Id"))
 	w.Header().Set("X-Forwarded-For-Seen", strings.Join(r.Header.Values("X-Forwarded-For"), " | "))
 	w.Header().Set("X-Forwarded-Proto-Seen", strings.Join(r.Header.Values("X-Forwarded-Proto"), " | "))
+	// ?fat=N: N KiB of response headers, in headers of 1 KiB.
+	if n, _ := strconv.Atoi(r.URL.Query().Get("fat")); n > 0 {
+		for i := range n {
+			w.Header().Set(fmt.Sprintf("X-Fat-%d", i), strings.Repeat("f", 1024-len("X-Fat-000: \r\n")))
+		}
+	}
 	status := http.StatusCreated
 	if s, ok := u.status.Load(r.URL.Path); ok {
 		status = s.(int)
@@ -113,6 +119,8 @@ routes:
   - {name: cookies, path: /cookies, replay_headers: [Set-Cookie]}
   - {name: orders, methods: [POST, PUT], path: "/orders/*", key: "query:key", tenant: authorization}
   - {name: strict, path: /strict, on_suspect: reject}
+  - {name: loose, path: /loose, match: case-insensitive, trailing_slash: ignore}
+  - {name: items, methods: [POST, PUT], path: "/items/*", match: case-insensitive, trailing_slash: ignore}
 `
 
 var _ Store = (*memstore.Store)(nil)

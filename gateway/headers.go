@@ -77,6 +77,86 @@ func stripHopByHop(h *fasthttp.RequestHeader) {
 	}
 }
 
+// dropTrailers discards a request's trailer fields, as RFC 9112 7.1.2 lets
+// a recipient that removes the chunked coding do (the gateway reads the
+// whole body and forwards it with a Content-Length). fasthttp keeps them
+// beside the header fields, announced by Trailer or not: Peek and PeekAll
+// answer from them, and deleting the Trailer header (hop-by-hop stripping
+// does) merges them into the header section. Either way a key, tenant or
+// form token sent after the body would count as a header, for the record
+// and for the upstream. Values the header section itself holds under an
+// announced name are kept. A request without trailers costs one check.
+func dropTrailers(h *fasthttp.RequestHeader) {
+	names := h.PeekTrailerKeys()
+	if len(names) == 0 {
+		return
+	}
+	var gone [][]byte
+	for _, n := range names {
+		gone = append(gone, bytes.Clone(n))
+	}
+	var kept []fsm.Header
+	for name, value := range h.All() {
+		for _, n := range gone {
+			if bytes.Equal(name, n) {
+				kept = append(kept, fsm.Header{Name: bytes.Clone(name), Value: bytes.Clone(value)})
+				break
+			}
+		}
+	}
+	for _, n := range gone {
+		h.DelBytes(n) // from both sections
+	}
+	h.Del(fasthttp.HeaderTrailer) // nothing left to merge back
+	for _, kv := range kept {
+		h.AddBytesKV(kv.Name, kv.Value)
+	}
+}
+
+// hopByHopNamed returns a header the route reads (its key header, its
+// tenant header, Authorization for tenant: authorization) that a Connection
+// header names, or "". Such a header would be stripped before the upstream
+// (RFC 9110 7.6.1) after the gateway scoped the record by it: the upstream
+// would act on a request, for a tenant, other than the one recorded.
+func (r *route) hopByHopNamed(h *fasthttp.RequestHeader) string {
+	for _, conn := range h.PeekAll("Connection") {
+		for len(conn) > 0 {
+			var name []byte
+			name, conn = nextElement(conn)
+			for _, read := range [...]string{r.headerKeyName(), r.tenantHeader, r.authHeader()} {
+				if read != "" && len(name) == len(read) && hasPrefixFold(name, read) {
+					return read
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// nextElement splits the first element off a comma-separated header value
+// (RFC 9110 5.6.1), trimmed of spaces, without allocating.
+func nextElement(list []byte) (elem, rest []byte) {
+	elem = list
+	if i := bytes.IndexByte(list, ','); i >= 0 {
+		elem, rest = list[:i], list[i+1:]
+	}
+	return bytes.TrimSpace(elem), rest
+}
+
+func (r *route) headerKeyName() string {
+	if r.keyQuery {
+		return ""
+	}
+	return r.keyName
+}
+
+func (r *route) authHeader() string {
+	if r.tenantAuth {
+		return "Authorization"
+	}
+	return ""
+}
+
 // stripResponseHopByHop removes hop-by-hop headers from an upstream answer
 // before it is relayed to the client.
 func stripResponseHopByHop(h *fasthttp.ResponseHeader) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/config"
 )
 
 func TestStoredHeadersFilter(t *testing.T) {
@@ -97,7 +99,7 @@ func FuzzParseKey(f *testing.F) {
 func FuzzFingerprint(f *testing.F) {
 	f.Add("POST", "/pay", "a=1", []byte(`{"amount":1}`), byte(0))
 	f.Fuzz(func(t *testing.T, method, path, query string, body []byte, which byte) {
-		fp, digest := fingerprint([]byte(method), []byte(path), []byte(query), body)
+		fp, digest := fingerprint([]byte(method), []byte(path), nil, []byte(query), body)
 		m, p, q, b := method, path, query, append([]byte(nil), body...)
 		switch which % 4 {
 		case 0:
@@ -109,7 +111,7 @@ func FuzzFingerprint(f *testing.F) {
 		default:
 			b = append(b, 'x')
 		}
-		fp2, digest2 := fingerprint([]byte(m), []byte(p), []byte(q), b)
+		fp2, digest2 := fingerprint([]byte(m), []byte(p), nil, []byte(q), b)
 		if fp == fp2 {
 			t.Fatalf("fingerprint unchanged by a change of the request (%d)", which%4)
 		}
@@ -117,4 +119,96 @@ func FuzzFingerprint(f *testing.F) {
 			t.Fatalf("body digest changed %v, body changed %v", digest != digest2, which%4 == 3)
 		}
 	})
+}
+
+// TestPathReadings: how a path that is not plain is read, the way servers
+// may read it, decoded or not.
+func TestPathReadings(t *testing.T) {
+	tests := []struct {
+		raw            string
+		plain          bool
+		decoded, as_is string
+	}{
+		{"/pay", true, "/pay", "/pay"},
+		{"/pay/", true, "/pay/", "/pay/"},
+		{"/a.b/.c/..d", true, "/a.b/.c/..d", "/a.b/.c/..d"},
+		{"/p%61y", false, "/pay", "/p%61y"},
+		{"/p%6", false, "/p%6", "/p%6"},
+		{"/pay;x=1", false, "/pay", "/pay"},
+		{"/pay%3Bx=1", false, "/pay", "/pay%3Bx=1"},
+		{"/pay/;x=1", false, "/pay/", "/pay/"},
+		{"/x/../pay", false, "/pay", "/pay"},
+		{"/x/%2e%2e/pay", false, "/pay", "/x/%2e%2e/pay"},
+		{"/orders/..;/pay", false, "/pay", "/pay"},
+		{"/../../pay", false, "/pay", "/pay"},
+		{"//pay", false, "/pay", "/pay"},
+		{"/pay/.", false, "/pay/", "/pay/"},
+		{"/pay/..", false, "/", "/"},
+		{"/pay\\", false, "/pay/", "/pay\\"},
+		{"pay", false, "/pay", "/pay"},
+		{"/", true, "/", "/"},
+	}
+	for _, tt := range tests {
+		raw := []byte(tt.raw)
+		if got := plainPath(raw); got != tt.plain {
+			t.Errorf("plainPath(%q) = %v", tt.raw, got)
+		}
+		if tt.plain {
+			continue
+		}
+		if got := string(readPath(raw, true)); got != tt.decoded {
+			t.Errorf("readPath(%q, decoded) = %q, want %q", tt.raw, got, tt.decoded)
+		}
+		if got := string(readPath(raw, false)); got != tt.as_is {
+			t.Errorf("readPath(%q, as is) = %q, want %q", tt.raw, got, tt.as_is)
+		}
+	}
+}
+
+// TestMatchRouteOrder: the first route a request names, in any spelling,
+// decides; a later route that the request names exactly does not take an
+// alias of an earlier one (a catch-all would otherwise take /PAY with its
+// own rules, when the upstream serves it as /pay).
+func TestMatchRouteOrder(t *testing.T) {
+	file, err := config.Parse([]byte(`nodes:
+  - {id: n1, raft: "127.0.0.1:1", api: "127.0.0.1:2", listen: "127.0.0.1:3"}
+upstream: http://127.0.0.1:4
+routes:
+  - {name: pay, path: /pay, tenant: "header:X-User-Id", token: required}
+  - {name: loose, path: /loose, match: case-insensitive}
+  - {name: all, methods: [POST], path: "/*"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := compileRoutes(file.Routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, uri, route string
+		refused            bool
+	}{
+		{"POST", "/pay", "pay", false},
+		{"POST", "/PAY", "pay", true},
+		{"POST", "/pay/", "pay", true},
+		{"POST", "/p%61y", "pay", true},
+		{"POST", "/LOOSE", "loose", false},
+		{"POST", "/other", "all", false},
+		{"POST", "/other/a%20b", "all", false},
+		{"GET", "/pay", "", false},
+	}
+	for _, tt := range tests {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod(tt.method)
+		ctx.Request.SetRequestURI(tt.uri)
+		got, why := matchRoute(routes, &ctx)
+		name := ""
+		if got.r != nil {
+			name = got.r.name
+		}
+		if name != tt.route || (why != "") != tt.refused {
+			t.Errorf("%s %s: route %q refused %q; want route %q refused=%v", tt.method, tt.uri, name, why, tt.route, tt.refused)
+		}
+	}
 }

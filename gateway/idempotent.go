@@ -18,8 +18,14 @@ import (
 // fingerprint; the local replay
 // fast path; the form token; one begin that either makes this request the
 // owner or returns the record; the upstream call; complete; answer.
-func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time) {
-	rm := r.metrics
+func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) {
+	r, rm := t.r, t.r.metrics
+	if name := r.hopByHopNamed(&ctx.Request.Header); name != "" {
+		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request",
+			"Connection names "+name+" as hop-by-hop, but this route reads it and the upstream must receive it")
+		rm.done(outBadRequest, start)
+		return
+	}
 	key, present, err := r.requestKey(ctx)
 	if err != nil {
 		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
@@ -52,7 +58,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 		rm.done(outBadRequest, start)
 		return
 	}
-	fp, digest := fingerprint(ctx.Method(), ctx.Path(), ctx.URI().QueryString(), ctx.PostBody())
+	fp, digest := fingerprint(t.method, t.pathHead, t.pathTail, ctx.URI().QueryString(), ctx.PostBody())
 
 	// Fast path: a completed record never changes until it expires, so any
 	// node may replay it from its own state, without Raft.
@@ -269,32 +275,48 @@ func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached,
 func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence uint64, expiresAt int64, fp *[32]byte, start time.Time) {
 	rm := r.metrics
 	k := append([]byte(nil), key...) // key may alias the header being rewritten
+	// Set after hop-by-hop stripping, as toUpstream's own headers are: a
+	// Connection header may not take away what the gateway sends.
+	g.toUpstream(ctx)
 	ctx.Request.Header.SetBytesV("Idempotency-Key", k)
 	ctx.Request.Header.SetBytesV("X-Request-Id", k)
-	g.toUpstream(ctx)
 	timeout := min(r.processingTimeout, g.cfg.UpstreamTimeout)
 	t0 := time.Now()
 	err := g.doUpstream(&ctx.Request, &ctx.Response, t0.Add(timeout))
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()
-		if nothingSent(err) {
+		g.upstreamFailed(ctx, err)
+		switch {
+		case nothingSent(err):
 			g.release(rk, fence)
+		case responseTooLarge(err):
+			// The upstream acted and answered; only its answer is lost.
+			// The 502 is the record's answer (as Stripe stores a 5xx),
+			// whatever release_statuses says: a retry gets it, and the
+			// request never runs twice.
+			g.complete(ctx, r, rk, key, fence, expiresAt, fp)
 		}
 		// Otherwise the record stays in flight until its processing
 		// deadline; then its outcome is unknown (on_unknown decides).
-		g.upstreamFailed(ctx, err)
 		setExpires(ctx, expiresAt, nil)
 		rm.done(outUpstreamError, start)
 		return
 	}
 	stripResponseHopByHop(&ctx.Response.Header)
-	status := ctx.Response.StatusCode()
-	if r.releaseStatus[status] {
+	if r.releaseStatus[ctx.Response.StatusCode()] {
 		g.release(rk, fence)
 		rm.done(outFirst, start)
 		return
 	}
+	g.complete(ctx, r, rk, key, fence, expiresAt, fp)
+	setExpires(ctx, expiresAt, nil)
+	rm.done(outFirst, start)
+}
+
+// complete stores the answer in ctx.Response as the record's, and caches it.
+func (g *Gateway) complete(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence uint64, expiresAt int64, fp *[32]byte) {
+	status := ctx.Response.StatusCode()
 	headers, refused := storedHeaders(&ctx.Response.Header, r.replayAllow)
 	if refused > 0 {
 		g.logger.Warn("upstream header with CR, LF or NUL not stored", "route", r.name, "count", refused)
@@ -306,7 +328,7 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 		cr.Body = body
 	}
 	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
-	err = g.store.Complete(c, cr)
+	err := g.store.Complete(c, cr)
 	cancel()
 	if err == nil {
 		// The record as it is now stored, cached through the one
@@ -322,8 +344,6 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 		// stays in flight and turns unknown at its deadline.
 		g.logger.Warn("complete failed; the record will become outcome-unknown", "route", r.name, "key", string(key), "error", err)
 	}
-	setExpires(ctx, expiresAt, nil)
-	rm.done(outFirst, start)
 }
 
 func (g *Gateway) release(rk []byte, fence uint64) {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -22,6 +23,9 @@ var (
 	errKeySFString  = errors.New("the idempotency key is a malformed RFC 8941 string")
 	errKeyDuplicate = errors.New("more than one idempotency key was sent")
 	errTenantChars  = errors.New("the tenant header contains control characters")
+	// Two tenant headers: the gateway would scope the record by one and
+	// the upstream might act for the other.
+	errTenantDuplicate = errors.New("more than one tenant header was sent")
 )
 
 // parseKey decodes a key sent as a bare token (as Stripe's clients do) or
@@ -86,17 +90,27 @@ func parseSFString(raw []byte) ([]byte, error) {
 // requestKey extracts the route's key from the request. present is false
 // when no key was sent at all.
 func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, err error) {
-	var vals [][]byte
+	var first []byte
+	n := 0
 	if r.keyQuery {
-		vals = ctx.QueryArgs().PeekMulti(r.keyName)
-	} else {
-		vals = ctx.Request.Header.PeekAll(r.keyName)
+		// Counted in place: Args.PeekMulti allocates a slice per call,
+		// and this runs on every replay.
+		for k, v := range ctx.QueryArgs().All() {
+			if string(k) == r.keyName {
+				if n == 0 {
+					first = v
+				}
+				n++
+			}
+		}
+	} else if vals := ctx.Request.Header.PeekAll(r.keyName); len(vals) > 0 {
+		first, n = vals[0], len(vals)
 	}
-	switch len(vals) {
+	switch n {
 	case 0:
 		return nil, false, nil
 	case 1:
-		k, err := parseKey(vals[0])
+		k, err := parseKey(first)
 		return k, true, err
 	}
 	return nil, true, errKeyDuplicate
@@ -104,18 +118,33 @@ func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, 
 
 // requestTenant derives the tenant: a header set by the auth layer, or a
 // digest of Authorization, so one credential can never replay another's
-// responses. It appends to dst.
+// responses. It appends to dst. The header must come once: of two, the
+// record would be scoped by one and the upstream might act for the other.
 func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, error) {
+	name := r.tenantHeader
+	if r.tenantAuth {
+		name = "Authorization"
+	}
+	if name == "" {
+		return dst, nil
+	}
+	vals := ctx.Request.Header.PeekAll(name)
+	switch len(vals) {
+	case 0:
+		return dst, nil
+	case 1:
+	default:
+		return nil, errTenantDuplicate
+	}
+	v := vals[0]
 	switch {
 	case r.tenantAuth:
-		auth := ctx.Request.Header.Peek("Authorization")
-		if len(auth) == 0 {
+		if len(v) == 0 {
 			return dst, nil
 		}
-		sum := sha256.Sum256(auth)
+		sum := authDigest(v)
 		return hex.AppendEncode(dst, sum[:16]), nil
-	case r.tenantHeader != "":
-		v := ctx.Request.Header.Peek(r.tenantHeader)
+	default:
 		for _, c := range v {
 			if c < 0x20 || c == 0x7f {
 				return nil, errTenantChars
@@ -123,23 +152,63 @@ func (r *route) requestTenant(ctx *fasthttp.RequestCtx, dst []byte) ([]byte, err
 		}
 		return append(dst, v...), nil
 	}
-	return dst, nil
+}
+
+// authDigest hashes an Authorization value as RFC 9110 11.4 reads it: the
+// auth scheme is case-insensitive and one or more spaces part it from the
+// credentials, so "bearer  abc" is "Bearer abc" and must be the same
+// tenant, while the credentials stay as sent (case-sensitive). The scheme
+// is hashed capitalized as it is usually written (Bearer, Basic, Digest),
+// so those spellings hash as they did before this normalization and their
+// records keep their tenant. It allocates nothing.
+func authDigest(auth []byte) [32]byte {
+	scheme, cred := auth, []byte(nil)
+	if i := bytes.IndexAny(auth, " \t"); i >= 0 {
+		scheme, cred = auth[:i], bytes.TrimRight(bytes.TrimLeft(auth[i:], " \t"), " \t")
+	}
+	s := hashers.Get().(*hashScratch)
+	s.h.Reset()
+	for i := 0; i < len(scheme); {
+		n := copy(s.word[:], scheme[i:])
+		for j, c := range s.word[:n] {
+			switch {
+			case i+j == 0 && 'a' <= c && c <= 'z':
+				s.word[j] = c - 'a' + 'A'
+			case i+j > 0 && 'A' <= c && c <= 'Z':
+				s.word[j] = c - 'A' + 'a'
+			}
+		}
+		s.h.Write(s.word[:n])
+		i += n
+	}
+	if len(cred) > 0 {
+		s.h.Write(s.space[:])
+		s.h.Write(cred)
+	}
+	s.h.Sum(s.sum[:0])
+	sum := s.sum
+	hashers.Put(s)
+	return sum
 }
 
 // hashScratch keeps everything handed to the hash.Hash interface on the
 // heap already, so a fingerprint allocates nothing (arguments of interface
 // calls escape).
 type hashScratch struct {
-	h   hash.Hash
-	sum [32]byte
-	sep [1]byte
+	h     hash.Hash
+	sum   [32]byte
+	sep   [1]byte  // 0
+	space [1]byte  // ' '
+	word  [32]byte // an Authorization scheme, capitalized
 }
 
-var hashers = sync.Pool{New: func() any { return &hashScratch{h: sha256.New()} }}
+var hashers = sync.Pool{New: func() any { return &hashScratch{h: sha256.New(), space: [1]byte{' '}} }}
 
 // fingerprint returns SHA-256(method \0 path \0 query \0 SHA-256(body)) and
-// the body digest (suspect detection keys on it).
-func fingerprint(method, path, query, body []byte) (fp, digest [32]byte) {
+// the body digest (suspect detection keys on it). The path comes in two
+// pieces, hashed as one: a route's own spelling of its prefix and what
+// follows it, so an alias the route accepts needs no copy.
+func fingerprint(method, pathHead, pathTail, query, body []byte) (fp, digest [32]byte) {
 	s := hashers.Get().(*hashScratch)
 	s.h.Reset()
 	s.h.Write(body)
@@ -148,7 +217,8 @@ func fingerprint(method, path, query, body []byte) (fp, digest [32]byte) {
 	s.h.Reset()
 	s.h.Write(method)
 	s.h.Write(s.sep[:])
-	s.h.Write(path)
+	s.h.Write(pathHead)
+	s.h.Write(pathTail)
 	s.h.Write(s.sep[:])
 	s.h.Write(query)
 	s.h.Write(s.sep[:])

@@ -11,7 +11,7 @@ type outcome int
 
 // The outcomes. SPEC names the first eleven; the rest are answers SPEC's
 // table adds (503 fail-closed, replay-unavailable, suspected-duplicate, a
-// malformed tenant).
+// malformed tenant, an alias of a route refused as ambiguous).
 const (
 	outFirst outcome = iota
 	outReplayed
@@ -28,12 +28,13 @@ const (
 	outReplayUnavailable
 	outSuspected
 	outBadRequest
+	outAmbiguous
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{"first", "replayed", "in_progress", "key_reuse", "missing_key",
 	"invalid_key", "missing_token", "token_used", "upstream_error", "outcome_unknown", "passthrough",
-	"unavailable", "replay_unavailable", "suspected_duplicate", "bad_request"}
+	"unavailable", "replay_unavailable", "suspected_duplicate", "bad_request", "ambiguous_path"}
 
 // metrics are the gateway listener's collectors.
 type metrics struct {

@@ -47,16 +47,18 @@ var problemTitles = map[string]string{
 	"forbidden":              "Not allowed for this token's role",
 	"unsupported-media-type": "Unsupported media type",
 	// The gateway listener's answers (SPEC's table).
-	"missing-key":          "Idempotency key required",
-	"in-progress":          "Request in progress",
-	"key-reuse":            "Idempotency key reused",
-	"replay-unavailable":   "Stored response unavailable",
-	"outcome-unknown":      "Outcome unknown",
-	"missing-token":        "Form token required",
-	"suspected-duplicate":  "Suspected duplicate",
-	"upstream-unreachable": "Upstream unreachable",
-	"upstream-timeout":     "Upstream timed out",
-	"too-many-requests":    "Too many requests",
+	"missing-key":                 "Idempotency key required",
+	"in-progress":                 "Request in progress",
+	"key-reuse":                   "Idempotency key reused",
+	"replay-unavailable":          "Stored response unavailable",
+	"outcome-unknown":             "Outcome unknown",
+	"missing-token":               "Form token required",
+	"suspected-duplicate":         "Suspected duplicate",
+	"upstream-unreachable":        "Upstream unreachable",
+	"upstream-timeout":            "Upstream timed out",
+	"upstream-response-too-large": "Upstream response too large",
+	"too-many-requests":           "Too many requests",
+	"ambiguous-path":              "Path or method is an alias of a route",
 }
 
 // writeProblem answers with a problem document.

@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/config"
 )
@@ -20,9 +23,11 @@ const (
 // route is a compiled config.Route.
 type route struct {
 	name, scope       string
-	methods           []string
-	path              string
+	methods           [][]byte // upper case, as validated
+	path              []byte
 	prefix            bool // path ends in "*": match the prefix before it
+	foldCase          bool // match: case-insensitive
+	ignoreSlash       bool // trailing_slash: ignore
 	keyQuery          bool // key from the query string, else from a header
 	keyName           string
 	requireKey        bool
@@ -46,7 +51,8 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 	out := make([]*route, 0, len(rs))
 	for i, c := range rs {
 		r := &route{
-			name: c.Name, scope: c.Scope, methods: c.Methods, path: c.Path,
+			name: c.Name, scope: c.Scope, path: []byte(strings.TrimSuffix(c.Path, "*")), prefix: strings.HasSuffix(c.Path, "*"),
+			foldCase: c.Match == "case-insensitive", ignoreSlash: c.TrailingSlash == "ignore",
 			requireKey: c.RequireKey == nil || *c.RequireKey,
 			ttl:        c.TTL.D(), processingTimeout: c.ProcessingTimeout.D(), waitTimeout: c.WaitTimeout.D(),
 			wait: c.OnInFlight == "wait", releaseUnknown: c.OnUnknown == "release", rejectSuspect: c.OnSuspect == "reject",
@@ -55,8 +61,8 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 		if r.scope == "" || r.ttl <= 0 {
 			return nil, fmt.Errorf("gateway: route %d (%s) is not validated", i, c.Name)
 		}
-		if strings.HasSuffix(r.path, "*") {
-			r.path, r.prefix = strings.TrimSuffix(r.path, "*"), true
+		for _, m := range c.Methods {
+			r.methods = append(r.methods, []byte(m))
 		}
 		kind, name, _ := strings.Cut(c.Key, ":")
 		r.keyQuery, r.keyName = kind == "query", name
@@ -86,30 +92,322 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 	return out, nil
 }
 
-// matches reports whether the route takes a request; path is normalized.
-func (r *route) matches(method, path []byte) bool {
-	ok := false
-	for _, m := range r.methods {
-		if string(method) == m {
-			ok = true
-			break
+// Routes and their aliases. An upstream does not read a path only as it is
+// spelled: Spring and Express match letter case loosely by default, most
+// frameworks take /pay/ for /pay, Tomcat strips ";x=1" from a segment,
+// every server decodes %61 and resolves /x/../pay, and many take the method
+// from X-HTTP-Method-Override. A request that names a route only by such an
+// alias would pass through with no key and no token, and be served as the
+// route. So the gateway reads a request's path as it was sent: a plain path
+// (absolute; no percent-encoding, ';', '\', "//" or dot segments) is
+// matched as it is, and an alias of a route (letter case, a trailing slash)
+// is taken as the route where its options say the upstream serves it so
+// (match, trailing_slash), and refused with 400 otherwise. A path that is
+// not plain is read every way a server might read it; if any reading names
+// a route, the request is refused, unless every reading names the same
+// prefix route and the request spells that prefix plainly: then only what
+// follows the prefix (an id with %20 in it, say) needs reading, and it
+// cannot leave the route.
+
+// alias says how a request differs from the route it names: 0 is the
+// route's own spelling.
+type alias uint8
+
+const (
+	aliasCase  alias = 1 << iota // letter case, of the path or the method
+	aliasSlash                   // a trailing slash more or fewer
+)
+
+// relMethod reports whether m names one of the route's methods, with the
+// route's spelling of it.
+func (r *route) relMethod(m []byte) (canon []byte, a alias, ok bool) {
+	for _, rm := range r.methods {
+		if bytes.Equal(m, rm) {
+			return rm, 0, true
 		}
 	}
-	if !ok {
-		return false
+	for _, rm := range r.methods {
+		if bytes.EqualFold(m, rm) {
+			return rm, aliasCase, true
+		}
 	}
-	if r.prefix {
-		return len(path) >= len(r.path) && string(path[:len(r.path)]) == r.path
-	}
-	return string(path) == r.path
+	return nil, 0, false
 }
 
-// matchRoute returns the first route that takes the request, or nil.
-func matchRoute(routes []*route, method, path []byte) *route {
+// relPath reports whether p names the route's path, as it is or by an
+// alias.
+func (r *route) relPath(p []byte) (a alias, ok bool) {
+	rp := r.path
+	if r.prefix {
+		if len(p) >= len(rp) {
+			switch {
+			case bytes.Equal(p[:len(rp)], rp):
+				return 0, true
+			case bytes.EqualFold(p[:len(rp)], rp):
+				return aliasCase, true
+			}
+		}
+		// "/orders" for "/orders/*": the prefix but for its slash.
+		if len(rp) > 1 && rp[len(rp)-1] == '/' && len(p) == len(rp)-1 {
+			return foldRel(p, rp[:len(rp)-1], aliasSlash)
+		}
+		return 0, false
+	}
+	if a, ok := foldRel(p, rp, 0); ok {
+		return a, true
+	}
+	tp, trp := trimSlash(p), trimSlash(rp)
+	if len(tp) == len(p) && len(trp) == len(rp) {
+		return 0, false // neither ends in a slash
+	}
+	return foldRel(tp, trp, aliasSlash)
+}
+
+// foldRel compares p with the route's spelling rp: equal, equal but for
+// letter case, or not at all; a is the alias the comparison stands for.
+func foldRel(p, rp []byte, a alias) (alias, bool) {
+	switch {
+	case bytes.Equal(p, rp):
+		return a, true
+	case bytes.EqualFold(p, rp):
+		return a | aliasCase, true
+	}
+	return 0, false
+}
+
+func trimSlash(p []byte) []byte {
+	if len(p) > 1 && p[len(p)-1] == '/' {
+		return p[:len(p)-1]
+	}
+	return p
+}
+
+// routed is a request a route takes, with the method and path its
+// fingerprint is made of: the route's own spelling of them, so that every
+// alias the route accepts shares its records (what follows a prefix is
+// the request's own, less a trailing slash with trailing_slash: ignore).
+// For a request spelled as the route these are the bytes it was sent with.
+type routed struct {
+	r                  *route
+	method             []byte
+	pathHead, pathTail []byte
+}
+
+func (r *route) take(method, path []byte) routed {
+	t := routed{r: r, method: method, pathHead: r.path}
+	if r.prefix && len(path) > len(r.path) {
+		t.pathTail = path[len(r.path):]
+		if r.ignoreSlash {
+			t.pathTail = bytes.TrimSuffix(t.pathTail, []byte("/"))
+		}
+	}
+	return t
+}
+
+// firstLoose returns the first route that method and path name, as they
+// are or by an alias.
+func firstLoose(routes []*route, method, path []byte) *route {
 	for _, r := range routes {
-		if r.matches(method, path) {
-			return r
+		if _, _, ok := r.relMethod(method); ok {
+			if _, ok := r.relPath(path); ok {
+				return r
+			}
 		}
 	}
 	return nil
+}
+
+// methodOverrides are the headers frameworks take the method from
+// (Express's method-override, Spring's HiddenHttpMethodFilter kin, Rails,
+// Google's APIs).
+var methodOverrides = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
+
+// matchRoute finds the route a request names. It returns the zero routed
+// for a request no route protects (it passes through), and a reason when
+// the request is refused (400 ambiguous-path), with the route it aliases
+// when there is one. A plain path costs a scan of it and of the routes, and
+// allocates nothing.
+func matchRoute(routes []*route, ctx *fasthttp.RequestCtx) (t routed, refused string) {
+	method, raw := ctx.Method(), ctx.URI().PathOriginal()
+	var buf [3][]byte
+	readings := buf[:1]
+	readings[0] = raw
+	plain := plainPath(raw)
+	if !plain {
+		readings = append(buf[:0], readPath(raw, true), readPath(raw, false), ctx.Path())
+	}
+	if r, name := overridden(routes, &ctx.Request.Header, method, readings); r != nil {
+		return routed{r: r}, name + " names a method of route " + r.name + " on its path: the upstream may serve it as the route"
+	}
+	// The first route the request names, in any spelling, decides: a later
+	// route it names exactly (a catch-all) must not take an alias of an
+	// earlier one, which the upstream may serve as that one.
+	r := firstLoose(routes, method, readings[0])
+	for _, p := range readings[1:] {
+		if other := firstLoose(routes, method, p); other != r {
+			if r == nil {
+				r = other
+			}
+			return routed{r: r}, "the path reads as another route once decoded, stripped of ';' parameters or resolved (" + r.name + "); send it as the route spells it"
+		}
+	}
+	if r == nil {
+		return routed{}, ""
+	}
+	m, a, _ := r.relMethod(method)
+	for _, p := range readings {
+		pa, _ := r.relPath(p)
+		a |= pa
+	}
+	path := raw
+	if !plain {
+		if !r.prefix || !literalPrefix(raw, r) {
+			return routed{r: r}, "the path names route " + r.name + " only once decoded, stripped of ';' parameters or resolved (dot segments, duplicate slashes); send it as the route spells it"
+		}
+		path = ctx.Path()
+	}
+	switch {
+	case a&aliasCase != 0 && !r.foldCase:
+		return routed{r: r}, "the method or path differs from route " + r.name + "'s only by letter case (the route has match: exact)"
+	case a&aliasSlash != 0 && !r.ignoreSlash:
+		return routed{r: r}, "the path differs from route " + r.name + "'s only by a trailing slash (the route has trailing_slash: strict)"
+	}
+	return r.take(m, path), ""
+}
+
+// literalPrefix reports whether raw starts with the prefix route's path
+// spelled plainly (in any case with match: case-insensitive).
+func literalPrefix(raw []byte, r *route) bool {
+	if len(raw) < len(r.path) {
+		return false
+	}
+	head := raw[:len(r.path)]
+	return bytes.Equal(head, r.path) || r.foldCase && bytes.EqualFold(head, r.path)
+}
+
+// overridden returns the first route whose method a method-override header
+// names, other than the request's own, on a path one of the readings
+// names, with the header's name.
+func overridden(routes []*route, h *fasthttp.RequestHeader, method []byte, readings [][]byte) (*route, string) {
+	for _, name := range methodOverrides {
+		for _, v := range h.PeekAll(name) {
+			for len(v) > 0 {
+				var tok []byte
+				tok, v = nextElement(v)
+				if len(tok) == 0 || bytes.EqualFold(tok, method) {
+					continue
+				}
+				for _, r := range routes {
+					if _, _, ok := r.relMethod(tok); !ok {
+						continue
+					}
+					for _, p := range readings {
+						if _, ok := r.relPath(p); ok {
+							return r, name
+						}
+					}
+				}
+			}
+		}
+	}
+	return nil, ""
+}
+
+// plainPath reports whether p reads the same to every server: absolute,
+// with no percent-encoding, ';' parameters, backslashes, duplicate slashes
+// or dot segments.
+func plainPath(p []byte) bool {
+	if len(p) == 0 || p[0] != '/' {
+		return false
+	}
+	for i, c := range p {
+		switch c {
+		case '%', ';', '\\':
+			return false
+		case '/':
+			if seg := p[i+1:]; len(seg) > 0 && (seg[0] == '/' || dotSegment(seg)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// dotSegment reports whether the segment that starts rest is "." or "..".
+func dotSegment(rest []byte) bool {
+	if i := bytes.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest) == "." || string(rest) == ".."
+}
+
+// readPath reads a path that is not plain as a server might: decoded once
+// (and '\' taken as '/', as some do) or not, then with ';' parameters
+// stripped from every segment (Tomcat, Spring), empty segments merged and
+// dot segments resolved (RFC 3986 5.2.4). A path that ended in a slash, or
+// in a segment that reads as none, keeps its trailing slash.
+func readPath(raw []byte, decode bool) []byte {
+	p := raw
+	if decode {
+		p = percentDecode(raw)
+	}
+	out := make([]byte, 0, len(p)+1)
+	trailing := false
+	for last := false; !last; {
+		seg := p
+		i := bytes.IndexByte(p, '/')
+		if decode {
+			i = bytes.IndexAny(p, "/\\")
+		}
+		if i >= 0 {
+			seg, p = p[:i], p[i+1:]
+		} else {
+			last = true
+		}
+		if j := bytes.IndexByte(seg, ';'); j >= 0 {
+			seg = seg[:j]
+		}
+		trailing = true
+		switch string(seg) {
+		case "", ".":
+		case "..":
+			out = out[:max(bytes.LastIndexByte(out, '/'), 0)]
+		default:
+			out = append(append(out, '/'), seg...)
+			trailing = false
+		}
+	}
+	if trailing || len(out) == 0 {
+		out = append(out, '/')
+	}
+	return out
+}
+
+// percentDecode decodes every %XX of p; a '%' not followed by two hex
+// digits stays as it is.
+func percentDecode(p []byte) []byte {
+	out := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+			out = append(out, unhex(p[i+1])<<4|unhex(p[i+2]))
+			i += 2
+			continue
+		}
+		out = append(out, p[i])
+	}
+	return out
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
