@@ -75,13 +75,13 @@ func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus
 func errorHandler(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", "the request body is over the limit")
+		writeProblem(ctx, probBodyTooLarge, "the request body is over the limit")
 	case strings.Contains(err.Error(), "timeout"):
-		writeProblem(ctx, fasthttp.StatusRequestTimeout, "bad-request", "the request was not received in time")
+		writeProblem(ctx, probRequestTimeout, "the request was not received in time")
 	case strings.Contains(err.Error(), "small read buffer") || strings.Contains(err.Error(), "too big"):
-		writeProblem(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "request headers are too large")
+		writeProblem(ctx, probHeadersTooLarge, "request headers are too large")
 	default:
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "malformed HTTP request: "+err.Error())
+		writeProblem(ctx, probBadRequest, "malformed HTTP request: "+err.Error())
 	}
 	ctx.SetConnectionClose()
 }
@@ -108,12 +108,12 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 		return c, cancel, true
 	}
 	if len(vals) > 1 {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "Idempotency-Key: "+errKeyDuplicate.Error())
+		writeProblem(ctx, probInvalidKey, "Idempotency-Key: "+errKeyDuplicate.Error())
 		return nil, nil, false
 	}
 	key, err := parseKey(vals[0])
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "Idempotency-Key: "+err.Error())
+		writeProblem(ctx, probInvalidKey, "Idempotency-Key: "+err.Error())
 		return nil, nil, false
 	}
 	h := &ctx.Request.Header
@@ -153,7 +153,7 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		ctx.SetBodyString("ok\n")
 	case path == "/readyz":
 		if !a.store.Ready() {
-			writeProblem(ctx, fasthttp.StatusServiceUnavailable, "not-ready", "no known leader, or this node has not applied up to the commit index it learned")
+			writeProblem(ctx, probNotReady, "no known leader, or this node has not applied up to the commit index it learned")
 			return
 		}
 		ctx.SetContentType("text/plain; charset=utf-8")
@@ -178,7 +178,7 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 	case path == "/v1/suspects":
 		a.only(ctx, method, "GET", a.listSuspects)
 	default:
-		writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such endpoint: "+path)
+		writeProblem(ctx, probNotFound, "no such endpoint: "+path)
 	}
 }
 
@@ -189,7 +189,7 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 			allow = "GET, HEAD"
 		}
 		ctx.Response.Header.Set("Allow", allow)
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use "+allow)
+		writeProblem(ctx, probMethodNotAllowed, "use "+allow)
 		return
 	}
 	h(ctx)
@@ -204,18 +204,18 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
 	ct, _, _ := strings.Cut(string(ctx.Request.Header.ContentType()), ";")
 	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
-		writeProblem(ctx, fasthttp.StatusUnsupportedMediaType, "unsupported-media-type",
+		writeProblem(ctx, probUnsupportedMediaType,
 			fmt.Sprintf("Content-Type %q: send the JSON body as application/json", ctx.Request.Header.ContentType()))
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-json", err.Error())
+		writeProblem(ctx, probInvalidJSON, err.Error())
 		return false
 	}
 	if dec.More() {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-json", "trailing data after the JSON object")
+		writeProblem(ctx, probInvalidJSON, "trailing data after the JSON object")
 		return false
 	}
 	return true
@@ -228,11 +228,11 @@ func parseTTL(ctx *fasthttp.RequestCtx, field, raw string) (time.Duration, bool)
 	}
 	d, err := time.ParseDuration(raw)
 	if err != nil || d <= 0 {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", fmt.Sprintf("%s: %q is not a positive Go duration (30s, 5m, 24h)", field, raw))
+		writeProblem(ctx, probInvalidTTL, fmt.Sprintf("%s: %q is not a positive Go duration (30s, 5m, 24h)", field, raw))
 		return 0, false
 	}
 	if d > fsm.MaxTTL {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", fmt.Sprintf("%s: %q is over the limit of %s", field, raw, fsm.MaxTTL))
+		writeProblem(ctx, probInvalidTTL, fmt.Sprintf("%s: %q is over the limit of %s", field, raw, fsm.MaxTTL))
 		return 0, false
 	}
 	return d, true

@@ -65,12 +65,12 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if req.ID == "" || strings.ContainsAny(req.ID, "\x00/ ") || len(req.ID) > 64 {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "id: want 1-64 characters without '/', spaces or NUL")
+		writeProblem(ctx, probBadRequest, "id: want 1-64 characters without '/', spaces or NUL")
 		return
 	}
 	for field, addr := range map[string]string{"raft": req.Raft, "api": req.API} {
 		if _, _, err := net.SplitHostPort(addr); err != nil || addr == "" {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", fmt.Sprintf("%s: %q is not host:port", field, addr))
+			writeProblem(ctx, probBadRequest, fmt.Sprintf("%s: %q is not host:port", field, addr))
 			return
 		}
 	}
@@ -84,7 +84,7 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 		if raftstore.Unavailable(err) {
 			writeStoreError(ctx, err)
 		} else {
-			writeProblem(ctx, fasthttp.StatusConflict, "membership-conflict", err.Error())
+			writeProblem(ctx, probMembershipConflict, err.Error())
 		}
 		return
 	}
@@ -104,7 +104,7 @@ func (a *API) clusterAfterChange(ctx *fasthttp.RequestCtx, c context.Context) {
 func (a *API) removeNode(ctx *fasthttp.RequestCtx, rawID string) {
 	id, err := url.PathUnescape(rawID)
 	if err != nil || id == "" {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "want /v1/cluster/nodes/{id}")
+		writeProblem(ctx, probBadRequest, "want /v1/cluster/nodes/{id}")
 		return
 	}
 	c, cancel := a.opCtx()
@@ -112,11 +112,11 @@ func (a *API) removeNode(ctx *fasthttp.RequestCtx, rawID string) {
 	err = a.store.RemoveServer(c, id)
 	switch {
 	case errors.Is(err, raftstore.ErrUnknownNode):
-		writeProblem(ctx, fasthttp.StatusNotFound, "unknown-node", fmt.Sprintf("no node %q in the cluster", id))
+		writeProblem(ctx, probUnknownNode, fmt.Sprintf("no node %q in the cluster", id))
 	case err != nil && raftstore.Unavailable(err):
 		writeStoreError(ctx, err)
 	case err != nil:
-		writeProblem(ctx, fasthttp.StatusConflict, "membership-conflict", err.Error())
+		writeProblem(ctx, probMembershipConflict, err.Error())
 	default:
 		a.clusterAfterChange(ctx, c)
 	}

@@ -33,7 +33,7 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 		err = checkKVKey(key)
 	}
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
+		writeProblem(ctx, probInvalidKey, err.Error())
 		return
 	}
 	switch method {
@@ -45,7 +45,7 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 		a.kvDelete(ctx, key)
 	default:
 		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use GET, PUT or DELETE")
+		writeProblem(ctx, probMethodNotAllowed, "use GET, PUT or DELETE")
 	}
 }
 
@@ -66,7 +66,7 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 	e, err := a.store.KV(c, []byte(key), local)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such key")
+		writeProblem(ctx, probNotFound, "no such key")
 	case err != nil:
 		writeStoreError(ctx, err)
 	default:
@@ -84,7 +84,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	nx := string(args.Peek("nx"))
 	if nx != "" && nx != "0" && nx != "false" {
 		if nx != "1" && nx != "true" {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "nx: want 1 or true")
+			writeProblem(ctx, probBadRequest, "nx: want 1 or true")
 			return
 		}
 		mode = fsm.SetNX
@@ -94,12 +94,12 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	}
 	if im := ctx.Request.Header.Peek("If-Match"); len(im) > 0 {
 		if mode == fsm.SetNX {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "If-Match cannot be combined with nx")
+			writeProblem(ctx, probBadRequest, "If-Match cannot be combined with nx")
 			return
 		}
 		v, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(string(im), "W/"), `"`), 10, 64)
 		if err != nil || v == 0 {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-version", fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
+			writeProblem(ctx, probInvalidVersion, fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
 			return
 		}
 		mode, version = fsm.SetCAS, v
@@ -127,7 +127,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	case fsm.CodeExists:
 		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt)
 	case fsm.CodeVersionMismatch:
-		writeProblem(ctx, fasthttp.StatusPreconditionFailed, "version-mismatch",
+		writeProblem(ctx, probVersionMismatch,
 			fmt.Sprintf("If-Match %s does not match the key's current version", etag(version)))
 		if res.Version != 0 {
 			ctx.Response.Header.Set("ETag", etag(res.Version))
@@ -146,7 +146,7 @@ func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
 	res, err := a.store.KVGetDel(c, []byte(key))
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such key")
+		writeProblem(ctx, probNotFound, "no such key")
 	case err != nil:
 		writeStoreError(ctx, err)
 	default:

@@ -35,12 +35,12 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 	scope, err1 := url.PathUnescape(rawScope)
 	key, err2 := url.PathUnescape(rawKey)
 	if !ok || err1 != nil || err2 != nil || scope == "" || key == "" {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "want /v1/records/{scope}/{key}")
+		writeProblem(ctx, probInvalidKey, "want /v1/records/{scope}/{key}")
 		return
 	}
 	tenant := string(ctx.QueryArgs().Peek("tenant"))
 	if strings.IndexByte(scope+tenant+key, 0) >= 0 {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", "scope, tenant and key must not contain NUL")
+		writeProblem(ctx, probInvalidKey, "scope, tenant and key must not contain NUL")
 		return
 	}
 	rk := fsm.RecordKey(scope, tenant, key)
@@ -54,7 +54,7 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		rec, err := a.store.Record(c, rk, false)
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
-			writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such record")
+			writeProblem(ctx, probNotFound, "no such record")
 		case err != nil:
 			writeStoreError(ctx, err)
 		default:
@@ -78,7 +78,7 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		}
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
-			writeProblem(ctx, fasthttp.StatusNotFound, "not-found", "no such record")
+			writeProblem(ctx, probNotFound, "no such record")
 		case err != nil:
 			writeStoreError(ctx, err)
 		default:
@@ -86,6 +86,6 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		}
 	default:
 		ctx.Response.Header.Set("Allow", "GET, DELETE")
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use GET or DELETE")
+		writeProblem(ctx, probMethodNotAllowed, "use GET or DELETE")
 	}
 }

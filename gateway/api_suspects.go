@@ -26,7 +26,7 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 	if raw := ctx.QueryArgs().Peek("limit"); len(raw) > 0 {
 		n, err := strconv.Atoi(string(raw))
 		if err != nil || n < 1 || n > 1000 {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "limit: want 1-1000")
+			writeProblem(ctx, probBadRequest, "limit: want 1-1000")
 			return
 		}
 		limit = n

@@ -41,9 +41,9 @@ func issueTokenAnswer(ctx *fasthttp.RequestCtx, svc *tokens.Service, scope strin
 	tok, err := svc.Issue(c, scope, ttl)
 	switch {
 	case errors.Is(err, tokens.ErrBadScope):
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-scope", "scope: "+err.Error())
+		writeProblem(ctx, probInvalidScope, "scope: "+err.Error())
 	case errors.Is(err, tokens.ErrBadTTL):
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", "ttl: "+err.Error())
+		writeProblem(ctx, probInvalidTTL, "ttl: "+err.Error())
 	case err != nil:
 		writeStoreError(ctx, err)
 	default:
@@ -67,12 +67,12 @@ func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
 	err := a.tokens.Consume(c, req.Scope, req.Token)
 	switch {
 	case errors.Is(err, tokens.ErrBadScope):
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-scope", "scope: "+err.Error())
+		writeProblem(ctx, probInvalidScope, "scope: "+err.Error())
 	case errors.Is(err, tokens.ErrBadToken):
 		// Malformed, not spent: the caller's mistake, not a race it lost.
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-token", "token: "+err.Error())
+		writeProblem(ctx, probInvalidToken, "token: "+err.Error())
 	case errors.Is(err, tokens.ErrUsed):
-		writeProblem(ctx, fasthttp.StatusConflict, "token-used", "the token was already consumed, or is unknown or expired")
+		writeProblem(ctx, probTokenUsed, "the token was already consumed, or is unknown or expired")
 	case err != nil:
 		writeStoreError(ctx, err)
 	default:

@@ -145,13 +145,13 @@ func (a *API) authorize(ctx *fasthttp.RequestCtx, method, path string) bool {
 	tok, err := ac.identify(&ctx.Request.Header)
 	if err != nil {
 		a.logger.Debug("api: unauthorized", "method", method, "path", path, "remote", ctx.RemoteIP().String(), "reason", err.Error())
-		writeProblem(ctx, fasthttp.StatusUnauthorized, "unauthorized", err.Error())
+		writeProblem(ctx, probUnauthorized, err.Error())
 		ctx.Response.Header.Set("WWW-Authenticate", authRealm)
 		return false
 	}
 	if need := requiredRole(method, path); tok.Role < need {
 		a.logger.Debug("api: forbidden", "method", method, "path", path, "token", tok.Name, "role", tok.Role.String())
-		writeProblem(ctx, fasthttp.StatusForbidden, "forbidden",
+		writeProblem(ctx, probForbidden,
 			fmt.Sprintf("%s %s needs the %s role; token %q has %s", method, path, need, tok.Name, tok.Role))
 		return false
 	}

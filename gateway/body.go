@@ -64,7 +64,7 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release 
 	}
 	n := ctx.Request.Header.ContentLength()
 	if n > limit {
-		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+		writeProblem(ctx, probBodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
 		ctx.SetConnectionClose()
 		return nil, false
 	}
@@ -72,16 +72,16 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release 
 		n = limit
 	}
 	if !budget.take(n) {
-		writeProblem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", "too many request bodies in flight on this node; retry")
+		writeProblem(ctx, probUnavailable, "too many request bodies in flight on this node; retry")
 		ctx.SetConnectionClose()
 		return nil, false
 	}
 	body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
 	switch {
 	case err != nil:
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", "the request body broke off: "+err.Error())
+		writeProblem(ctx, probBadRequest, "the request body broke off: "+err.Error())
 	case len(body) > limit:
-		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+		writeProblem(ctx, probBodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
 	default:
 		ctx.Request.SetBody(body)
 		return func() { budget.give(n) }, true

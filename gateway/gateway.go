@@ -160,7 +160,7 @@ func (g *Gateway) Register(reg prometheus.Registerer) error { return g.metrics.r
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	if smuggled(ctx.Request.Header.RawHeaders()) {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request",
+		writeProblem(ctx, probBadRequest,
 			"both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)")
 		ctx.SetConnectionClose()
 		g.pass.done(outBadRequest, start)
@@ -184,7 +184,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		if t.r != nil {
 			rm = t.r.metrics
 		}
-		writeProblem(ctx, fasthttp.StatusBadRequest, "ambiguous-path", refused)
+		writeProblem(ctx, probAmbiguousPath, refused)
 		rm.done(outAmbiguous, start)
 	case t.r != nil:
 		g.idempotent(ctx, t, start)
@@ -201,12 +201,12 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
 		ctx.Response.Header.Set("Allow", "POST")
-		writeProblem(ctx, fasthttp.StatusMethodNotAllowed, "method-not-allowed", "use POST")
+		writeProblem(ctx, probMethodNotAllowed, "use POST")
 		return
 	}
 	scope := string(ctx.QueryArgs().Peek("scope"))
 	if !g.tokenScopes[scope] {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-scope", fmt.Sprintf("scope: %.64q: no route takes form tokens in it", scope))
+		writeProblem(ctx, probInvalidScope, fmt.Sprintf("scope: %.64q: no route takes form tokens in it", scope))
 		return
 	}
 	ttl, ok := parseTTL(ctx, "ttl", string(ctx.QueryArgs().Peek("ttl")))
@@ -214,11 +214,11 @@ func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if max := g.tokens.DefaultTTL(); ttl > max {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-ttl", fmt.Sprintf("ttl: at most %s here (tokens.ttl)", max))
+		writeProblem(ctx, probInvalidTTL, fmt.Sprintf("ttl: at most %s here (tokens.ttl)", max))
 		return
 	}
 	if !g.tokenLimit.allow(ctx.RemoteIP().String(), time.Now()) {
-		writeProblem(ctx, fasthttp.StatusTooManyRequests, "too-many-requests", "too many form tokens asked for by this address; retry later")
+		writeProblem(ctx, probTooManyRequests, "too many form tokens asked for by this address; retry later")
 		ctx.Response.Header.Set("Retry-After", "1")
 		return
 	}
@@ -330,16 +330,16 @@ func responseTooLarge(err error) bool {
 
 func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, err error) {
 	if nothingSent(err) {
-		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-unreachable", "the upstream could not be reached; nothing was sent: "+err.Error())
+		writeProblem(ctx, probUpstreamUnreachable, "the upstream could not be reached; nothing was sent: "+err.Error())
 		return
 	}
 	if responseTooLarge(err) {
 		// Not err's text: fasthttp quotes the answer's header block in it,
 		// and this answer may be stored and replayed.
-		writeProblem(ctx, fasthttp.StatusBadGateway, "upstream-response-too-large", fmt.Sprintf(
+		writeProblem(ctx, probUpstreamResponseTooLarge, fmt.Sprintf(
 			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
 			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
 		return
 	}
-	writeProblem(ctx, fasthttp.StatusGatewayTimeout, "upstream-timeout", "the upstream did not answer in time or the connection broke after the request was sent: "+err.Error())
+	writeProblem(ctx, probUpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent: "+err.Error())
 }

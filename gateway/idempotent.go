@@ -21,20 +21,20 @@ import (
 func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) {
 	r, rm := t.r, t.r.metrics
 	if name := r.hopByHopNamed(&ctx.Request.Header); name != "" {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request",
+		writeProblem(ctx, probBadRequest,
 			"Connection names "+name+" as hop-by-hop, but this route reads it and the upstream must receive it")
 		rm.done(outBadRequest, start)
 		return
 	}
 	key, present, err := r.requestKey(ctx)
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-key", err.Error())
+		writeProblem(ctx, probInvalidKey, err.Error())
 		rm.done(outInvalidKey, start)
 		return
 	}
 	if !present {
 		if r.requireKey {
-			writeProblem(ctx, fasthttp.StatusBadRequest, "missing-key", "this route requires an idempotency key ("+r.keySource()+")")
+			writeProblem(ctx, probMissingKey, "this route requires an idempotency key ("+r.keySource()+")")
 			rm.done(outMissingKey, start)
 			return
 		}
@@ -46,14 +46,14 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	var tbuf [96]byte
 	tenant, err := r.requestTenant(ctx, tbuf[:0])
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", err.Error())
+		writeProblem(ctx, probBadRequest, err.Error())
 		rm.done(outBadRequest, start)
 		return
 	}
 	var kbuf [512]byte
 	kbufKey := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
 	if len(kbufKey) > fsm.MaxKeyLen {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", fmt.Sprintf(
+		writeProblem(ctx, probBadRequest, fmt.Sprintf(
 			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), fsm.MaxKeyLen))
 		rm.done(outBadRequest, start)
 		return
@@ -101,7 +101,7 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 		if r.token == tokenOptional {
 			return true
 		}
-		writeProblem(ctx, fasthttp.StatusBadRequest, "missing-token", "this route requires a Form-Token header (POST /_idem/tokens?scope="+r.scope+" issues one)")
+		writeProblem(ctx, probMissingToken, "this route requires a Form-Token header (POST /_idem/tokens?scope="+r.scope+" issues one)")
 		r.metrics.done(outMissingToken, start)
 		return false
 	}
@@ -112,7 +112,7 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 	case err == nil:
 		return true
 	case errors.Is(err, tokens.ErrBadToken):
-		writeProblem(ctx, fasthttp.StatusBadRequest, "invalid-token", "Form-Token: "+err.Error())
+		writeProblem(ctx, probInvalidToken, "Form-Token: "+err.Error())
 		r.metrics.done(outBadRequest, start)
 		return false
 	case errors.Is(err, tokens.ErrUsed):
@@ -122,7 +122,7 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 				return false
 			}
 		}
-		writeProblem(ctx, fasthttp.StatusConflict, "token-used", "the form token was already used, or is unknown or expired")
+		writeProblem(ctx, probTokenUsed, "the form token was already used, or is unknown or expired")
 		r.metrics.done(outTokenUsed, start)
 		return false
 	}
@@ -160,7 +160,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 		case fsm.CodeSuspect:
 			rm.suspected.Inc()
 			g.logger.Warn("suspected duplicate refused", "route", r.name, "key", string(key), "earlier", string(recordKeyPart(res.Suspect)))
-			writeProblem(ctx, fasthttp.StatusConflict, "suspected-duplicate",
+			writeProblem(ctx, probSuspectedDuplicate,
 				"a request with the same body was made under another idempotency key moments ago")
 			rm.done(outSuspected, start)
 			return
@@ -187,7 +187,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 			continue // the owner gave the key back: try to own it
 		}
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, fasthttp.StatusConflict, "in-progress", "a request with this key is still being processed; waited "+r.waitTimeout.String())
+			writeProblem(ctx, probInProgress, "a request with this key is still being processed; waited "+r.waitTimeout.String())
 		})
 		rm.done(outInProgress, start)
 		return
@@ -221,7 +221,7 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	rm := r.metrics
 	if !bytes.Equal(rec.Fingerprint, fp[:]) {
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "key-reuse",
+			writeProblem(ctx, probKeyReuse,
 				"this idempotency key was used with another request (method, path, query or body differ)")
 		})
 		rm.done(outKeyReuse, start)
@@ -234,12 +234,12 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 		g.answerCompleted(ctx, r, e, fp, start)
 	case fsm.StateInFlight:
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, fasthttp.StatusConflict, "in-progress", "a request with this key is still being processed; retry later")
+			writeProblem(ctx, probInProgress, "a request with this key is still being processed; retry later")
 		})
 		rm.done(outInProgress, start)
 	default:
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, fasthttp.StatusConflict, "outcome-unknown",
+			writeProblem(ctx, probOutcomeUnknown,
 				"the first request with this key may or may not have been carried out (the upstream timed out); it is not retried")
 		})
 		rm.done(outOutcomeUnknown, start)
@@ -250,14 +250,14 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 // keys: it allocates nothing.
 func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached, fp *[32]byte, start time.Time) {
 	if e.fingerprint != *fp {
-		writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "key-reuse",
+		writeProblem(ctx, probKeyReuse,
 			"this idempotency key was used with another request (method, path, query or body differ)")
 		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
 		r.metrics.done(outKeyReuse, start)
 		return
 	}
 	if e.bodyDropped {
-		writeProblem(ctx, fasthttp.StatusConflict, "replay-unavailable",
+		writeProblem(ctx, probReplayUnavailable,
 			"the first response was larger than this route stores; it was answered once and is not replayed")
 		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
 		r.metrics.done(outReplayUnavailable, start)

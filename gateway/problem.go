@@ -23,85 +23,91 @@ type Problem struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-var problemTitles = map[string]string{
-	"bad-request":         "Bad request",
-	"invalid-key":         "Invalid key",
-	"invalid-ttl":         "Invalid TTL",
-	"invalid-json":        "Invalid JSON body",
-	"invalid-scope":       "Invalid scope",
-	"invalid-token":       "Invalid token",
-	"invalid-version":     "Invalid If-Match version",
-	"not-found":           "Not found",
-	"method-not-allowed":  "Method not allowed",
-	"exists":              "Key exists",
-	"version-mismatch":    "Version moved",
-	"token-used":          "Token already used",
-	"unavailable":         "Store unavailable",
-	"not-ready":           "Node not ready",
-	"unknown-node":        "Unknown node",
-	"internal":            "Internal error",
-	"body-too-large":      "Request body too large",
-	"membership-conflict": "Membership change refused",
-	// The API listener's authorization and content-type answers.
-	"unauthorized":           "Authentication required",
-	"forbidden":              "Not allowed for this token's role",
-	"unsupported-media-type": "Unsupported media type",
-	// The gateway listener's answers (SPEC's table).
-	"missing-key":                 "Idempotency key required",
-	"in-progress":                 "Request in progress",
-	"key-reuse":                   "Idempotency key reused",
-	"replay-unavailable":          "Stored response unavailable",
-	"outcome-unknown":             "Outcome unknown",
-	"missing-token":               "Form token required",
-	"suspected-duplicate":         "Suspected duplicate",
-	"upstream-unreachable":        "Upstream unreachable",
-	"upstream-timeout":            "Upstream timed out",
-	"upstream-response-too-large": "Upstream response too large",
-	"too-many-requests":           "Too many requests",
-	"ambiguous-path":              "Path or method is an alias of a route",
+// problemKind is one kind of problem answer: its status, its type slug and
+// its title, each kind defined once, here. Call sites name a kind, never a
+// status or a slug.
+type problemKind struct {
+	status int
+	slug   string
+	title  string
 }
 
-// writeProblem answers with a problem document.
-func writeProblem(ctx *fasthttp.RequestCtx, status int, slug, detail string) {
-	title := problemTitles[slug]
-	if title == "" {
-		title = fasthttp.StatusMessage(status)
-	}
-	body, _ := json.Marshal(Problem{Type: ProblemBase + slug, Title: title, Status: status, Detail: detail})
+// The kinds of problem answers.
+var (
+	probAmbiguousPath            = problemKind{fasthttp.StatusBadRequest, "ambiguous-path", "Path or method is an alias of a route"}
+	probBadRequest               = problemKind{fasthttp.StatusBadRequest, "bad-request", "Bad request"}
+	probHeadersTooLarge          = problemKind{fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "Bad request"}
+	probRequestTimeout           = problemKind{fasthttp.StatusRequestTimeout, "bad-request", "Bad request"}
+	probBodyTooLarge             = problemKind{fasthttp.StatusRequestEntityTooLarge, "body-too-large", "Request body too large"}
+	probForbidden                = problemKind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
+	probInProgress               = problemKind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
+	probInternal                 = problemKind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
+	probInvalidJSON              = problemKind{fasthttp.StatusBadRequest, "invalid-json", "Invalid JSON body"}
+	probInvalidKey               = problemKind{fasthttp.StatusBadRequest, "invalid-key", "Invalid key"}
+	probInvalidScope             = problemKind{fasthttp.StatusBadRequest, "invalid-scope", "Invalid scope"}
+	probInvalidToken             = problemKind{fasthttp.StatusBadRequest, "invalid-token", "Invalid token"}
+	probInvalidTTL               = problemKind{fasthttp.StatusBadRequest, "invalid-ttl", "Invalid TTL"}
+	probInvalidVersion           = problemKind{fasthttp.StatusBadRequest, "invalid-version", "Invalid If-Match version"}
+	probKeyReuse                 = problemKind{fasthttp.StatusUnprocessableEntity, "key-reuse", "Idempotency key reused"}
+	probMembershipConflict       = problemKind{fasthttp.StatusConflict, "membership-conflict", "Membership change refused"}
+	probMethodNotAllowed         = problemKind{fasthttp.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"}
+	probMissingKey               = problemKind{fasthttp.StatusBadRequest, "missing-key", "Idempotency key required"}
+	probMissingToken             = problemKind{fasthttp.StatusBadRequest, "missing-token", "Form token required"}
+	probNotFound                 = problemKind{fasthttp.StatusNotFound, "not-found", "Not found"}
+	probNotReady                 = problemKind{fasthttp.StatusServiceUnavailable, "not-ready", "Node not ready"}
+	probOutcomeUnknown           = problemKind{fasthttp.StatusConflict, "outcome-unknown", "Outcome unknown"}
+	probReplayUnavailable        = problemKind{fasthttp.StatusConflict, "replay-unavailable", "Stored response unavailable"}
+	probSuspectedDuplicate       = problemKind{fasthttp.StatusConflict, "suspected-duplicate", "Suspected duplicate"}
+	probTokenUsed                = problemKind{fasthttp.StatusConflict, "token-used", "Token already used"}
+	probTooManyRequests          = problemKind{fasthttp.StatusTooManyRequests, "too-many-requests", "Too many requests"}
+	probUnauthorized             = problemKind{fasthttp.StatusUnauthorized, "unauthorized", "Authentication required"}
+	probUnavailable              = problemKind{fasthttp.StatusServiceUnavailable, "unavailable", "Store unavailable"}
+	probUnknownNode              = problemKind{fasthttp.StatusNotFound, "unknown-node", "Unknown node"}
+	probUnsupportedMediaType     = problemKind{fasthttp.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"}
+	probUpstreamResponseTooLarge = problemKind{fasthttp.StatusBadGateway, "upstream-response-too-large", "Upstream response too large"}
+	probUpstreamTimeout          = problemKind{fasthttp.StatusGatewayTimeout, "upstream-timeout", "Upstream timed out"}
+	probUpstreamUnreachable      = problemKind{fasthttp.StatusBadGateway, "upstream-unreachable", "Upstream unreachable"}
+	probVersionMismatch          = problemKind{fasthttp.StatusPreconditionFailed, "version-mismatch", "Version moved"}
+)
+
+// writeProblem answers with a problem document of kind k.
+func writeProblem(ctx *fasthttp.RequestCtx, k problemKind, detail string) {
+	body, _ := json.Marshal(Problem{Type: ProblemBase + k.slug, Title: k.title, Status: k.status, Detail: detail})
 	ctx.Response.Reset()
-	ctx.SetStatusCode(status)
+	ctx.SetStatusCode(k.status)
 	ctx.SetContentType("application/problem+json")
-	if status == fasthttp.StatusServiceUnavailable || status == fasthttp.StatusConflict && slug == "in-progress" {
+	if k.status == fasthttp.StatusServiceUnavailable || k == probInProgress {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
 	ctx.SetBody(body)
 }
 
-// writeStoreError answers an error from the store: unavailability is 503
-// with Retry-After (fail closed); anything else is a 500 whose detail is
-// the error.
-func writeStoreError(ctx *fasthttp.RequestCtx, err error) {
-	if raftstore.Unavailable(err) || errors.Is(err, errCtxTimeout) {
-		writeProblem(ctx, fasthttp.StatusServiceUnavailable, "unavailable", err.Error())
-		return
-	}
-	if errors.Is(err, fsm.ErrBadCommand) {
-		writeProblem(ctx, fasthttp.StatusBadRequest, "bad-request", err.Error())
-		return
-	}
-	if errors.Is(err, raftstore.ErrTooLarge) {
-		writeProblem(ctx, fasthttp.StatusRequestEntityTooLarge, "body-too-large", err.Error())
-		return
-	}
-	writeProblem(ctx, fasthttp.StatusInternalServerError, "internal", err.Error())
+// storeErrors maps the store's errors to answers, in order; an error of
+// none of them is a 500 whose detail is the error.
+var storeErrors = []struct {
+	is   func(error) bool
+	kind problemKind
+}{
+	{raftstore.Unavailable, probUnavailable}, // no quorum, deadline, shutdown, disk, clock: fail closed
+	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, probBadRequest},
+	{func(err error) bool { return errors.Is(err, raftstore.ErrTooLarge) }, probBodyTooLarge},
 }
 
-var errCtxTimeout = errors.New("deadline exceeded")
+// writeStoreError answers an error from the store by storeErrors.
+func writeStoreError(ctx *fasthttp.RequestCtx, err error) {
+	for _, e := range storeErrors {
+		if e.is(err) {
+			writeProblem(ctx, e.kind, err.Error())
+			return
+		}
+	}
+	writeProblem(ctx, probInternal, err.Error())
+}
 
 func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
-		writeProblem(ctx, fasthttp.StatusInternalServerError, "internal", err.Error())
+		writeProblem(ctx, probInternal, err.Error())
 		return
 	}
 	ctx.SetStatusCode(status)
