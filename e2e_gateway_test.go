@@ -3,57 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/testupstream"
 )
-
-// countingUpstream charges: it counts executions per Idempotency-Key.
-type countingUpstream struct {
-	mu    sync.Mutex
-	byKey map[string]int
-	calls atomic.Int64
-	addr  string
-}
-
-func startCountingUpstream(t *testing.T) *countingUpstream {
-	u := &countingUpstream{byKey: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.addr = ln.Addr().String()
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		if d, err := time.ParseDuration(r.Header.Get("X-Delay")); err == nil && d < 5*time.Second {
-			time.Sleep(d)
-		}
-		n := u.calls.Add(1)
-		u.mu.Lock()
-		u.byKey[r.Header.Get("Idempotency-Key")]++
-		u.mu.Unlock()
-		time.Sleep(2 * time.Millisecond) // a little work, like a bank call
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(201)
-		fmt.Fprintf(w, `{"charge":%d,"key":%q,"user":%q}`, n, r.Header.Get("Idempotency-Key"), r.Header.Get("X-User-Id"))
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return u
-}
-
-func (u *countingUpstream) count(key string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.byKey[key]
-}
 
 // TestE2EGatewayProcesses runs three `idemgate serve` processes in front of a
 // counting upstream: 200 keys sent 2-5 times at once to random nodes execute
@@ -65,8 +24,9 @@ func TestE2EGatewayProcesses(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := idemgateBinary(t)
-	up := startCountingUpstream(t)
-	c := writeCluster(t, t.TempDir(), "http://"+up.addr, `routes:
+	up := testupstream.Start(t)
+	up.Delay.Store(int64(2 * time.Millisecond)) // a little work, like a bank call
+	c := writeCluster(t, t.TempDir(), "http://"+up.Addr, `routes:
   - {name: pay, path: /pay, tenant: "header:X-User-Id"}
   - {name: form, path: /form, token: required}
 `)
@@ -135,7 +95,7 @@ func TestE2EGatewayProcesses(t *testing.T) {
 	}
 	for k := 0; k < 200; k++ {
 		key := fmt.Sprint("e2e-", k)
-		if n := up.count(key); n != 1 {
+		if n := up.Executions(key); n != 1 {
 			t.Fatalf("%s executed %d times", key, n)
 		}
 		code, hdr, body, _ := httpDo("POST", "http://"+gws[ids[k%3]]+"/pay", `{"amount":5}`, "Idempotency-Key", key, "X-User-Id", "u1")
@@ -157,8 +117,8 @@ func TestE2EGatewayProcesses(t *testing.T) {
 	if code, hdr, body, _ := httpDo("POST", "http://"+gws["n2"]+"/pay", "s", "Idempotency-Key", "slow", "X-Delay", "800ms"); code != 409 || hdr.Get("Retry-After") == "" || !strings.Contains(body, "in-progress") {
 		t.Fatalf("concurrent duplicate = %d %s", code, body)
 	}
-	if code := <-slow; code != 201 || up.count("slow") != 1 {
-		t.Fatalf("slow first = %d, executions %d", code, up.count("slow"))
+	if code := <-slow; code != 201 || up.Executions("slow") != 1 {
+		t.Fatalf("slow first = %d, executions %d", code, up.Executions("slow"))
 	}
 	// Same key, other tenant: a second execution.
 	if code, _, body, _ := httpDo("POST", "http://"+gws["n2"]+"/pay", `{"amount":5}`, "Idempotency-Key", "e2e-0", "X-User-Id", "u2"); code != 201 || !strings.Contains(body, `"user":"u2"`) {
@@ -168,7 +128,7 @@ func TestE2EGatewayProcesses(t *testing.T) {
 	_, _, body, _ := httpDo("POST", "http://"+gws["n3"]+"/_idem/tokens?scope=form", "")
 	var tok struct{ Token string }
 	json.Unmarshal([]byte(body), &tok)
-	before := up.calls.Load()
+	before := up.Calls.Load()
 	var wins atomic.Int32
 	for i := 0; i < 32; i++ {
 		wg.Add(1)
@@ -181,8 +141,8 @@ func TestE2EGatewayProcesses(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	if wins.Load() != 1 || up.calls.Load()-before != 1 {
-		t.Fatalf("token race: %d wins, %d upstream calls", wins.Load(), up.calls.Load()-before)
+	if wins.Load() != 1 || up.Calls.Load()-before != 1 {
+		t.Fatalf("token race: %d wins, %d upstream calls", wins.Load(), up.Calls.Load()-before)
 	}
 
 	// Traffic while the leader is SIGKILLed; every request sent twice.
@@ -215,13 +175,11 @@ func TestE2EGatewayProcesses(t *testing.T) {
 			alive = id
 		}
 	}
-	up.mu.Lock()
-	for key, n := range up.byKey {
+	for key, n := range up.ByKey() {
 		if n > 1 && strings.HasPrefix(key, "kill-") {
 			t.Fatalf("%s executed %d times across the leader kill", key, n)
 		}
 	}
-	up.mu.Unlock()
 	for key := range done {
 		code, hdr, _, err := httpDo("POST", "http://"+gws[alive]+"/pay", "x", "Idempotency-Key", key)
 		if err != nil || code != 201 || hdr.Get("Idempotent-Replayed") != "true" {

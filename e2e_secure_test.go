@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/internal/testupstream"
 )
 
 // TestE2ESecuredCluster: three real processes with mutual TLS on the Raft
@@ -31,8 +32,9 @@ func TestE2ESecuredCluster(t *testing.T) {
 	}
 	bin := idemgateBinary(t)
 	dir := t.TempDir()
-	up := startCountingUpstream(t)
-	c := writeCluster(t, dir, "http://"+up.addr, "routes:\n  - {name: pay, path: /pay}\n"+
+	up := testupstream.Start(t)
+	up.Delay.Store(int64(2 * time.Millisecond)) // a little work, like a bank call
+	c := writeCluster(t, dir, "http://"+up.Addr, "routes:\n  - {name: pay, path: /pay}\n"+
 		"tls:\n  ca: certs/ca.pem\n  cert: certs/{id}.pem\n  key: certs/{id}-key.pem\n  gateway: \"on\"\n")
 	ids, apis, cfgPath := c.ids, c.apis, c.path
 	if out, err := exec.Command(bin, "certs", "--config", cfgPath).CombinedOutput(); err != nil {
@@ -121,8 +123,8 @@ func TestE2ESecuredCluster(t *testing.T) {
 	}
 	code1, body1 := pay("n1")
 	code2, body2 := pay("n2")
-	if code1 != 201 || code2 != 201 || body1 != body2 || up.count("tls-order-1") != 1 {
-		t.Fatalf("through the TLS gateway: %d %q, retry %d %q, %d upstream executions", code1, body1, code2, body2, up.count("tls-order-1"))
+	if code1 != 201 || code2 != 201 || body1 != body2 || up.Executions("tls-order-1") != 1 {
+		t.Fatalf("through the TLS gateway: %d %q, retry %d %q, %d upstream executions", code1, body1, code2, body2, up.Executions("tls-order-1"))
 	}
 	_, _, before, err := do("GET", "https://"+apis["n1"]+"/healthz", "")
 	if err != nil {

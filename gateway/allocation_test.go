@@ -50,7 +50,7 @@ func TestReplayAllocatesNothing(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("%s: a replay allocates %.1f times, want 0", tt.name, allocs)
 		}
-		if n := gc.up.calls.Load(); n != int64(i+1) {
+		if n := gc.up.Calls.Load(); n != int64(i+1) {
 			t.Fatalf("%s: replays reached the upstream: %d calls", tt.name, n)
 		}
 	}

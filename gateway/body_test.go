@@ -43,7 +43,7 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatalf("a body beyond the budget = %v, %v; want 503", busy, err)
 	}
 	busy.Body.Close()
-	if gc.up.executions("second") != 0 {
+	if gc.up.Executions("second") != 0 {
 		t.Fatal("the refused request reached the upstream")
 	}
 	// The slow client finishes: its request runs, and the budget is free.

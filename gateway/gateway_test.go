@@ -76,7 +76,7 @@ func TestExactlyOnceUnderDuplicates(t *testing.T) {
 	}
 	for k := 0; k < keys; k++ {
 		key := fmt.Sprintf("order-%d", k)
-		if n := gc.up.executions(key); n != 1 {
+		if n := gc.up.Executions(key); n != 1 {
 			t.Fatalf("%s executed %d times upstream, want 1", key, n)
 		}
 		f, ok := first[key]
@@ -99,14 +99,14 @@ func TestExactlyOnceUnderDuplicates(t *testing.T) {
 			}
 		}
 	}
-	if int(gc.up.calls.Load()) != keys {
-		t.Fatalf("upstream ran %d times for %d keys", gc.up.calls.Load(), keys)
+	if int(gc.up.Calls.Load()) != keys {
+		t.Fatalf("upstream ran %d times for %d keys", gc.up.Calls.Load(), keys)
 	}
 }
 
 func TestInFlightConflictAndWait(t *testing.T) {
 	gc := startGateways(t, 3)
-	gc.up.delay.Store(int64(700 * time.Millisecond))
+	gc.up.Delay.Store(int64(700 * time.Millisecond))
 	for _, tc := range []struct {
 		path string
 		wait bool
@@ -127,7 +127,7 @@ func TestInFlightConflictAndWait(t *testing.T) {
 		} else if dup.status != 409 || dup.problemType(t) != "in-progress" || dup.header.Get("Retry-After") == "" || dup.header.Get("Idempotency-Expires") == "" {
 			t.Fatalf("%s duplicate = %d %v %s, want 409 in-progress with Retry-After", tc.path, dup.status, dup.header, dup.body)
 		}
-		if n := gc.up.executions(key); n != 1 {
+		if n := gc.up.Executions(key); n != 1 {
 			t.Fatalf("%s executed %d times", key, n)
 		}
 	}
@@ -148,7 +148,7 @@ func TestKeyReuseAndTenants(t *testing.T) {
 	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || !strings.Contains(r.body, `"user":"bob"`) {
 		t.Fatalf("other tenant = %d %s", r.status, r.body)
 	}
-	if n := gc.up.executions("k1"); n != 2 {
+	if n := gc.up.Executions("k1"); n != 2 {
 		t.Fatalf("k1 executed %d times, want once per tenant", n)
 	}
 	// An sf-string names the same key as the bare token.
@@ -197,8 +197,8 @@ func TestFormTokenRace(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	if codes["201"] != 1 || codes["409 token-used"] != 31 || gc.up.calls.Load() != 1 {
-		t.Fatalf("token race answers %v, upstream calls %d; want one 201 and 31 token-used", codes, gc.up.calls.Load())
+	if codes["201"] != 1 || codes["409 token-used"] != 31 || gc.up.Calls.Load() != 1 {
+		t.Fatalf("token race answers %v, upstream calls %d; want one 201 and 31 token-used", codes, gc.up.Calls.Load())
 	}
 	if r := send(t, gc.gwURLs[1]+"/form", "pay", "Idempotency-Key", "no-token"); r.status != 400 || r.problemType(t) != "missing-token" {
 		t.Fatalf("no token = %d %s", r.status, r.body)
@@ -206,7 +206,7 @@ func TestFormTokenRace(t *testing.T) {
 	// The winner's retry replays; it is not refused as token-used.
 	var winner string
 	for i := 0; i < 32; i++ {
-		if gc.up.executions(fmt.Sprint("form-", i)) == 1 {
+		if gc.up.Executions(fmt.Sprint("form-", i)) == 1 {
 			winner = fmt.Sprint("form-", i)
 		}
 	}
@@ -224,28 +224,28 @@ func TestReleaseStoreAndErrors(t *testing.T) {
 	gc := startGateways(t, 3)
 	u := gc.gwURLs
 	// Statuses in release_statuses are answered, not stored: a retry runs.
-	gc.up.status.Store("/release", 409)
+	gc.up.Status.Store("/release", 409)
 	for i := 0; i < 2; i++ {
 		if r := send(t, u[i]+"/release", "x", "Idempotency-Key", "rel"); r.status != 409 || r.header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("released status attempt %d = %d %v", i, r.status, r.header)
 		}
 	}
-	if n := gc.up.executions("rel"); n != 2 {
+	if n := gc.up.Executions("rel"); n != 2 {
 		t.Fatalf("released key executed %d times, want 2", n)
 	}
-	gc.up.status.Store("/pay", 503)
+	gc.up.Status.Store("/pay", 503)
 	send(t, u[0]+"/pay", "x", "Idempotency-Key", "busy")
-	gc.up.status.Store("/pay", 500) // 5xx other than 503 is stored, as Stripe does
+	gc.up.Status.Store("/pay", 500) // 5xx other than 503 is stored, as Stripe does
 	r1 := send(t, u[1]+"/pay", "x", "Idempotency-Key", "busy")
 	r2 := send(t, u[2]+"/pay", "x", "Idempotency-Key", "busy")
-	if r1.status != 500 || r2.status != 500 || r2.body != r1.body || r2.header.Get("Idempotent-Replayed") != "true" || gc.up.executions("busy") != 2 {
-		t.Fatalf("503 then 500: %d %d replayed=%q executions=%d", r1.status, r2.status, r2.header.Get("Idempotent-Replayed"), gc.up.executions("busy"))
+	if r1.status != 500 || r2.status != 500 || r2.body != r1.body || r2.header.Get("Idempotent-Replayed") != "true" || gc.up.Executions("busy") != 2 {
+		t.Fatalf("503 then 500: %d %d replayed=%q executions=%d", r1.status, r2.status, r2.header.Get("Idempotent-Replayed"), gc.up.Executions("busy"))
 	}
-	gc.up.status.Delete("/pay")
+	gc.up.Status.Delete("/pay")
 	// A body over max_stored_body is answered once; replays are refused.
 	big := send(t, u[0]+"/big", "x", "Idempotency-Key", "big")
 	again := send(t, u[1]+"/big", "x", "Idempotency-Key", "big")
-	if big.status != 201 || len(big.body) != 4096 || again.status != 409 || again.problemType(t) != "replay-unavailable" || gc.up.executions("big") != 1 {
+	if big.status != 201 || len(big.body) != 4096 || again.status != 409 || again.problemType(t) != "replay-unavailable" || gc.up.Executions("big") != 1 {
 		t.Fatalf("big body: %d (%d bytes), retry %d %s", big.status, len(big.body), again.status, again.body)
 	}
 	// Set-Cookie replayed where the route allows it.
@@ -259,7 +259,7 @@ func TestUpstreamFailures(t *testing.T) {
 	gc := startGateways(t, 3)
 	u := gc.gwURLs
 	// Timeout after sending: 504, then in-progress, then outcome-unknown.
-	gc.up.delay.Store(int64(time.Second))
+	gc.up.Delay.Store(int64(time.Second))
 	if r := send(t, u[0]+"/unknown", "x", "Idempotency-Key", "u1"); r.status != 504 || r.problemType(t) != "upstream-timeout" {
 		t.Fatalf("slow upstream = %d %s, want 504", r.status, r.body)
 	}
@@ -270,13 +270,13 @@ func TestUpstreamFailures(t *testing.T) {
 	if r := send(t, u[0]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 504 {
 		t.Fatalf("slow upstream = %d", r.status)
 	}
-	gc.up.delay.Store(0)
+	gc.up.Delay.Store(0)
 	time.Sleep(400 * time.Millisecond)
-	if r := send(t, u[2]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 201 || gc.up.executions("u2") != 2 {
-		t.Fatalf("retry after unknown with release = %d, executions %d", r.status, gc.up.executions("u2"))
+	if r := send(t, u[2]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 201 || gc.up.Executions("u2") != 2 {
+		t.Fatalf("retry after unknown with release = %d, executions %d", r.status, gc.up.Executions("u2"))
 	}
 	// Upstream down: 502, the key is released, the retry runs when it is back.
-	gc.up.srv.Close()
+	gc.up.Close()
 	r := send(t, u[1]+"/pay", "x", "Idempotency-Key", "down")
 	if r.status != 502 || r.problemType(t) != "upstream-unreachable" {
 		t.Fatalf("upstream down = %d %s, want 502", r.status, r.body)
@@ -298,7 +298,7 @@ func TestPassthroughAndSuspects(t *testing.T) {
 	// The incident: a client that makes a new key for its retry.
 	send(t, gc.gwURLs[0]+"/pay", `{"amount":7}`, "Idempotency-Key", "first-key", "X-User-Id", "carol")
 	send(t, gc.gwURLs[1]+"/pay", `{"amount":7}`, "Idempotency-Key", "second-key", "X-User-Id", "carol")
-	if gc.up.executions("second-key") != 1 {
+	if gc.up.Executions("second-key") != 1 {
 		t.Fatal("on_suspect: flag must still forward")
 	}
 	list := do(t, "GET", gc.apiURLs[2]+"/v1/suspects", "")
@@ -307,7 +307,7 @@ func TestPassthroughAndSuspects(t *testing.T) {
 	}
 	send(t, gc.gwURLs[0]+"/strict", `same`, "Idempotency-Key", "s1")
 	r = send(t, gc.gwURLs[2]+"/strict", `same`, "Idempotency-Key", "s2")
-	if r.status != 409 || r.problemType(t) != "suspected-duplicate" || gc.up.executions("s2") != 0 {
+	if r.status != 409 || r.problemType(t) != "suspected-duplicate" || gc.up.Executions("s2") != 0 {
 		t.Fatalf("on_suspect reject = %d %s", r.status, r.body)
 	}
 	m := do(t, "GET", gc.apiURLs[1]+"/metrics", "")
@@ -384,16 +384,14 @@ func TestLeaderKilledNeverTwice(t *testing.T) {
 	wg.Wait()
 	survivor := gc.gwURLs[(leader+1)%3]
 	for key := range got {
-		if n := gc.up.executions(key); n != 1 {
+		if n := gc.up.Executions(key); n != 1 {
 			t.Fatalf("%s executed %d times", key, n)
 		}
 		if r := send(t, survivor+"/pay", "x", "Idempotency-Key", key); r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("%s after the kill = %d %s, want a replay", key, r.status, r.body)
 		}
 	}
-	gc.up.mu.Lock()
-	defer gc.up.mu.Unlock()
-	for key, n := range gc.up.byKey {
+	for key, n := range gc.up.ByKey() {
 		if n > 1 {
 			t.Fatalf("%s executed %d times", key, n)
 		}
@@ -401,7 +399,7 @@ func TestLeaderKilledNeverTwice(t *testing.T) {
 	if len(got) < 50 {
 		t.Fatalf("only %d keys completed: the run barely served", len(got))
 	}
-	t.Logf("%d keys completed, %d executions, none twice, leader %s stopped mid-run", len(got), gc.up.calls.Load(), gc.c.Cfgs[leader].NodeID)
+	t.Logf("%d keys completed, %d executions, none twice, leader %s stopped mid-run", len(got), gc.up.Calls.Load(), gc.c.Cfgs[leader].NodeID)
 }
 
 // TestForwardedHeaders: the upstream sees one X-Forwarded-For line, the
@@ -493,9 +491,9 @@ func TestReleaseIsVisibleWhereItWasAcknowledged(t *testing.T) {
 			t.Fatalf("release of %s = %d %s", key, r.status, r.body)
 		}
 		r := send(t, gc.gwURLs[f]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "X-User-Id", "u")
-		if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || gc.up.executions(key) != 2 {
+		if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || gc.up.Executions(key) != 2 {
 			t.Fatalf("%s after its release, on the node that acknowledged it: %d replayed=%q, %d executions; want a second execution",
-				key, r.status, r.header.Get("Idempotent-Replayed"), gc.up.executions(key))
+				key, r.status, r.header.Get("Idempotent-Replayed"), gc.up.Executions(key))
 		}
 	}
 }
@@ -532,9 +530,9 @@ func TestRouteAliases(t *testing.T) {
 	for i, tt := range tests {
 		r := do(t, tt.method, u[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
 		replayed := r.header.Get("Idempotent-Replayed") == "true"
-		if r.status != tt.status || replayed != tt.replayed || gc.up.executions(tt.key) != tt.executions {
+		if r.status != tt.status || replayed != tt.replayed || gc.up.Executions(tt.key) != tt.executions {
 			t.Errorf("%s: %s %s = %d replayed=%v, %d executions of %s; want %d replayed=%v, %d executions (%s)",
-				tt.name, tt.method, tt.path, r.status, replayed, gc.up.executions(tt.key), tt.key, tt.status, tt.replayed, tt.executions, r.body)
+				tt.name, tt.method, tt.path, r.status, replayed, gc.up.Executions(tt.key), tt.key, tt.status, tt.replayed, tt.executions, r.body)
 		}
 	}
 }
@@ -563,9 +561,9 @@ func TestAuthorizationTenantNormalized(t *testing.T) {
 	for i, tt := range tests {
 		r := do(t, "PUT", gc.gwURLs[i%2]+"/orders/1?key=auth-1", "x", "Authorization", tt.auth)
 		replayed := r.header.Get("Idempotent-Replayed") == "true"
-		if r.status != 201 || replayed != tt.replayed || gc.up.executions("auth-1") != tt.executions {
+		if r.status != 201 || replayed != tt.replayed || gc.up.Executions("auth-1") != tt.executions {
 			t.Errorf("Authorization %q: %d replayed=%v, %d executions; want replayed=%v, %d executions",
-				tt.auth, r.status, replayed, gc.up.executions("auth-1"), tt.replayed, tt.executions)
+				tt.auth, r.status, replayed, gc.up.Executions("auth-1"), tt.replayed, tt.executions)
 		}
 	}
 }
@@ -619,7 +617,7 @@ func TestUpstreamAnswerSizes(t *testing.T) {
 		} else if !ok {
 			first[tt.key] = r.body
 		}
-		if n := gc.up.executions(tt.key); n != 1 {
+		if n := gc.up.Executions(tt.key); n != 1 {
 			t.Errorf("%s: %s executed %d times, want 1", tt.name, tt.key, n)
 		}
 	}

@@ -1,15 +1,9 @@
 package gateway
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,85 +11,17 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/memstore"
+	"github.com/idemgate/idemgate/internal/testupstream"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
-
-// upstream is a real HTTP server that "charges": it counts executions per
-// Idempotency-Key and answers with a body unique to the execution, so a
-// replay that is not byte-identical, or a second execution, is visible.
-type upstream struct {
-	srv   *http.Server
-	addr  string
-	calls atomic.Int64
-	mu    sync.Mutex
-	byKey map[string]int
-	delay atomic.Int64 // nanoseconds per request
-	// status, when set, is answered instead of 201 for paths it names.
-	status sync.Map // path -> int
-}
-
-func startUpstream(t testing.TB) *upstream {
-	t.Helper()
-	u := &upstream{byKey: map[string]int{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.addr = ln.Addr().String()
-	u.srv = &http.Server{Handler: http.HandlerFunc(u.serve), ReadHeaderTimeout: 5 * time.Second}
-	go u.srv.Serve(ln)
-	t.Cleanup(func() { u.srv.Close() })
-	return u
-}
-
-func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	n := u.calls.Add(1)
-	key := r.Header.Get("Idempotency-Key")
-	u.mu.Lock()
-	u.byKey[key]++
-	u.mu.Unlock()
-	if d := u.delay.Load(); d > 0 {
-		time.Sleep(time.Duration(d))
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Execution", strconv.FormatInt(n, 10))
-	w.Header().Set("Set-Cookie", "session=secret")
-	w.Header().Set("X-Request-Id-Seen", r.Header.Get("X-Request-Id"))
-	w.Header().Set("X-Forwarded-For-Seen", strings.Join(r.Header.Values("X-Forwarded-For"), " | "))
-	w.Header().Set("X-Forwarded-Proto-Seen", strings.Join(r.Header.Values("X-Forwarded-Proto"), " | "))
-	// ?fat=N: N KiB of response headers, in headers of 1 KiB.
-	if n, _ := strconv.Atoi(r.URL.Query().Get("fat")); n > 0 {
-		for i := range n {
-			w.Header().Set(fmt.Sprintf("X-Fat-%d", i), strings.Repeat("f", 1024-len("X-Fat-000: \r\n")))
-		}
-	}
-	status := http.StatusCreated
-	if s, ok := u.status.Load(r.URL.Path); ok {
-		status = s.(int)
-	}
-	if r.URL.Path == "/big" {
-		w.WriteHeader(status)
-		w.Write([]byte(strings.Repeat("x", 4096)))
-		return
-	}
-	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"execution":%d,"key":%q,"user":%q,"body":%q}`, n, key, r.Header.Get("X-User-Id"), body)
-}
-
-func (u *upstream) executions(key string) int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.byKey[key]
-}
 
 // gwCluster is n nodes, each with a gateway and an API listener, in front of
 // one upstream: over one in-memory store (the behaviour tests), or over a
 // real Raft cluster (c set: the wiring tests and benchmarks).
 type gwCluster struct {
 	c        *raftstore.TestCluster
-	up       *upstream
+	up       *testupstream.Upstream
 	gws      []*Gateway
 	gwURLs   []string
 	apiURLs  []string
@@ -158,8 +84,8 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 	}
 	gc := &gwCluster{c: c, routes: file.Routes}
 	if upstreamAddr == "" {
-		gc.up = startUpstream(t)
-		upstreamAddr = gc.up.addr
+		gc.up = testupstream.Start(t)
+		upstreamAddr = gc.up.Addr
 	}
 	for _, s := range stores {
 		reg := prometheus.NewRegistry()

@@ -192,7 +192,7 @@ func TestHostileRequests(t *testing.T) {
 			t.Errorf("%s: got %d %q, want %d %q", tt.name, status, ptype, tt.status, tt.ptype)
 		}
 	}
-	if n := gc.up.calls.Load(); n != 0 {
+	if n := gc.up.Calls.Load(); n != 0 {
 		t.Errorf("hostile requests reached the upstream %d times", n)
 	}
 	// These are forwarded, once each, without what came in their trailer
@@ -210,9 +210,9 @@ func TestHostileRequests(t *testing.T) {
 		{"Connection names Idempotency-Key on a route keyed by the query", "PUT /orders/2?key=kc1 HTTP/1.1\r\nHost: x\r\nConnection: Idempotency-Key\r\nContent-Length: 2\r\n\r\n{}", 201, `"key":"kc1"`},
 	}
 	for _, tt := range forwarded {
-		before := gc.up.calls.Load()
+		before := gc.up.Calls.Load()
 		status, _, body := rawExchange(t, addr, tt.raw, 0)
-		if n := gc.up.calls.Load() - before; status != tt.status || !strings.Contains(body, tt.bodyHas) || n != 1 {
+		if n := gc.up.Calls.Load() - before; status != tt.status || !strings.Contains(body, tt.bodyHas) || n != 1 {
 			t.Errorf("%s: got %d %s with %d upstream calls, want %d with %s and 1 call", tt.name, status, body, n, tt.status, tt.bodyHas)
 		}
 	}

@@ -18,8 +18,8 @@ func TestStalePooledConnection(t *testing.T) {
 		t.Fatalf("warm = %d", r.status)
 	}
 	// The upstream goes away: its connections close.
-	addr := gc.up.addr
-	gc.up.srv.Close()
+	addr := gc.up.Addr
+	gc.up.Close()
 	time.Sleep(50 * time.Millisecond)
 	r := send(t, u+"/pay", "x", "Idempotency-Key", "restart")
 	if r.status != 502 || r.problemType(t) != "upstream-unreachable" {
@@ -30,11 +30,11 @@ func TestStalePooledConnection(t *testing.T) {
 	if err != nil {
 		t.Skipf("port %s not free again: %v", addr, err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(gc.up.serve), IdleTimeout: 100 * time.Millisecond}
+	srv := &http.Server{Handler: gc.up.Handler(), IdleTimeout: 100 * time.Millisecond}
 	go srv.Serve(ln)
 	defer srv.Close()
-	if r := send(t, u+"/pay", "x", "Idempotency-Key", "restart"); r.status != 201 || gc.up.executions("restart") != 1 {
-		t.Fatalf("retry after the restart = %d, executions %d", r.status, gc.up.executions("restart"))
+	if r := send(t, u+"/pay", "x", "Idempotency-Key", "restart"); r.status != 201 || gc.up.Executions("restart") != 1 {
+		t.Fatalf("retry after the restart = %d, executions %d", r.status, gc.up.Executions("restart"))
 	}
 	// An upstream that closes idle connections (100 ms) while up: the next
 	// request goes on a fresh connection, never a 504.
