@@ -92,6 +92,7 @@ func TestResultRoundTrip(t *testing.T) {
 		{Code: CodeExists, Version: 3, Value: []byte("v")},
 		{Code: CodeExists, Record: &Record{State: StateCompleted, Fence: 1, Fingerprint: []byte("fp"), Status: 200,
 			Headers: []Header{{Name: []byte("A"), Value: []byte("b")}}, Body: []byte("body"), BodyDropped: true}},
+		{Code: CodeExists, Record: &Record{State: StateCompleted, Fence: 2, Status: 201, Body: []byte("b"), Sum: 0xdeadbeef, HasSum: true}},
 		{Code: CodeStorage},
 	}
 	for _, r := range results {

@@ -65,9 +65,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, r *route, start time.Time
 	// replay above stays on the stack buffer and allocates nothing.
 	rk := bytes.Clone(kbufKey)
 	if rec, err := g.store.Record(context.Background(), rk, true); err == nil && rec.State == fsm.StateCompleted {
-		e := newCached(rec)
-		g.cache.put(rk, e)
-		g.answerCompleted(ctx, r, e, &fp, start)
+		g.answerCompleted(ctx, r, g.cacheRecord(r, rk, rec), &fp, start)
 		return
 	}
 	if r.token != tokenOff && !g.spendToken(ctx, r, rk, &fp, start) {
@@ -223,9 +221,7 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	}
 	switch rec.State {
 	case fsm.StateCompleted:
-		e := newCached(rec)
-		g.cache.put(rk, e)
-		g.answerCompleted(ctx, r, e, fp, start)
+		g.answerCompleted(ctx, r, g.cacheRecord(r, rk, rec), fp, start)
 	case fsm.StateInFlight:
 		setExpires(ctx, rec.ExpiresAt, func() {
 			writeProblem(ctx, fasthttp.StatusConflict, "in-progress", "a request with this key is still being processed; retry later")
@@ -240,29 +236,48 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	}
 }
 
+// cacheRecord caches a completed record read from the store, and says so
+// in the log when its stored response failed its checksum.
+func (g *Gateway) cacheRecord(r *route, rk []byte, rec *fsm.Record) *cached {
+	e := newCached(rec)
+	if e.damaged {
+		g.logger.Error("stored response is damaged on this node (checksum mismatch): answering 409 replay-unavailable, not replaying it",
+			"route", r.name, "key", string(recordKeyPart(rk)), "error", rec.Verify())
+	}
+	g.cache.put(rk, e)
+	return e
+}
+
 // answerCompleted replays a completed record. This is the hot path of hot
-// keys: it allocates nothing.
+// keys: it allocates nothing. A damaged record is answered as one whose
+// body was not stored: never a wrong body, and the upstream is not called
+// again (its first call happened).
 func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached, fp *[32]byte, start time.Time) {
-	if e.fingerprint != *fp {
-		writeProblem(ctx, fasthttp.StatusUnprocessableEntity, "key-reuse",
-			"this idempotency key was used with another request (method, path, query or body differ)")
-		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
-		r.metrics.done(outKeyReuse, start)
+	var status int
+	var slug, detail string
+	var out outcome
+	switch {
+	case e.damaged:
+		status, slug, out = fasthttp.StatusConflict, "replay-unavailable", outReplayUnavailable
+		detail = "the stored response is damaged on this node (it fails its checksum); it is not replayed"
+	case e.fingerprint != *fp:
+		status, slug, out = fasthttp.StatusUnprocessableEntity, "key-reuse", outKeyReuse
+		detail = "this idempotency key was used with another request (method, path, query or body differ)"
+	case e.bodyDropped:
+		status, slug, out = fasthttp.StatusConflict, "replay-unavailable", outReplayUnavailable
+		detail = "the first response was larger than this route stores; it was answered once and is not replayed"
+	default:
+		writeStored(&ctx.Response, e)
+		ctx.Response.Header.Set("Idempotent-Replayed", "true")
+		if e.expiresHdr != nil {
+			ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+		}
+		r.metrics.done(outReplayed, start)
 		return
 	}
-	if e.bodyDropped {
-		writeProblem(ctx, fasthttp.StatusConflict, "replay-unavailable",
-			"the first response was larger than this route stores; it was answered once and is not replayed")
-		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
-		r.metrics.done(outReplayUnavailable, start)
-		return
-	}
-	writeStored(&ctx.Response, e)
-	ctx.Response.Header.Set("Idempotent-Replayed", "true")
-	if e.expiresHdr != nil {
-		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
-	}
-	r.metrics.done(outReplayed, start)
+	writeProblem(ctx, status, slug, detail)
+	ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+	r.metrics.done(out, start)
 }
 
 // own forwards the request as the record's owner and completes the record.
