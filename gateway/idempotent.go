@@ -251,7 +251,9 @@ func (g *Gateway) cacheRecord(r *route, rk []byte, rec *fsm.Record) *cached {
 // answerCompleted replays a completed record. This is the hot path of hot
 // keys: it allocates nothing. A damaged record is answered as one whose
 // body was not stored: never a wrong body, and the upstream is not called
-// again (its first call happened).
+// again (its first call happened). It is told before the fingerprint is
+// compared: the checksum covers the fingerprint, which is no more to be
+// trusted than the body.
 func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached, fp *[32]byte, start time.Time) {
 	var status int
 	var slug, detail string
