@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/raftstore"
 )
@@ -289,6 +290,66 @@ func TestE2EBadConfigExits2(t *testing.T) {
 		first := strings.SplitN(stderr.String(), "\n", 2)[0]
 		if !strings.Contains(first, tc.want) {
 			t.Fatalf("%v: first line %q, want it to name %q", tc.args, first, tc.want)
+		}
+	}
+}
+
+// TestE2EDamagedDataFileExits: a node whose fsm.db or raft.db is damaged
+// exits 1 at once with one line naming the file, what is wrong and what to
+// do; it does not crash, and does not crash again at the next start.
+func TestE2EDamagedDataFileExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := idemgateBinary(t)
+	good := t.TempDir()
+	ports := freePorts(t, 3)
+	args := []string{"serve", "--data-dir", good, "--listen", ports[0], "--api-listen", ports[1], "--raft-listen", ports[2]}
+	// A first run makes both files; SIGTERM closes them cleanly.
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdout.Read(make([]byte, 1)); err != nil { // the start line
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	for _, tc := range []struct {
+		file string
+		want string
+	}{
+		{"fsm.db", "fsm.db is damaged (the file is "},
+		{"raft.db", "raft.db is damaged: the file is "},
+	} {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(good)); err != nil {
+			t.Fatal(err)
+		}
+		if err := boltcheck.TruncateHalf(filepath.Join(dir, tc.file)); err != nil {
+			t.Fatal(err)
+		}
+		for attempt := 1; attempt <= 2; attempt++ {
+			cmd := exec.Command(bin, append(args[:2:2], append([]string{dir}, args[3:]...)...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			ee, ok := err.(*exec.ExitError)
+			if !ok || ee.ExitCode() != 1 {
+				t.Fatalf("%s truncated, run %d: exit %v, want 1; stderr:\n%s", tc.file, attempt, err, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			last := lines[len(lines)-1]
+			if want := "idemgate serve: " + filepath.Join(dir, tc.want); !strings.HasPrefix(last, want) || strings.Contains(stderr.String(), "panic") {
+				t.Fatalf("%s truncated, run %d: stderr\n%s\nwant a last line starting %q, no panic", tc.file, attempt, stderr.String(), want)
+			}
 		}
 	}
 }

@@ -251,7 +251,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, settings, logger, stdout); err != nil {
-		logger.Error("serve failed", "error", err)
+		// One plain line, as for a bad config: a node that cannot start
+		// (a damaged data file says what to do) is read by a person.
+		fmt.Fprintf(stderr, "idemgate serve: %v\n", err)
 		return 1
 	}
 	return 0

@@ -374,6 +374,16 @@ func (r *reader) bytes() []byte {
 	return v
 }
 
+func (r *reader) uint32() uint32 {
+	if len(r.b) < 4 {
+		r.fail("uint32")
+		return 0
+	}
+	v := binary.BigEndian.Uint32(r.b)
+	r.b = r.b[4:]
+	return v
+}
+
 func (r *reader) int64() int64 {
 	if len(r.b) < 8 {
 		r.fail("int64")

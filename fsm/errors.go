@@ -25,4 +25,8 @@ var (
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")
+	// ErrDamaged: a stored response does not match the checksum stored
+	// with it (Record.Verify). Local to a replica: it never crosses the
+	// wire as a Code.
+	ErrDamaged = errors.New("stored response damaged")
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -105,10 +106,19 @@ func Open(cfg Config) (*FSM, error) {
 	return f, nil
 }
 
-func openDB(path string, noSync bool) (*bolt.DB, error) {
+// openDB opens (creating if needed) a data file that passed its check. A
+// panic of bbolt's in this goroutine (a problem the check leaves to bbolt:
+// keys out of order in a file too large for tx.Check) is returned as a
+// *boltcheck.Damage.
+func openDB(path string, noSync bool) (_ *bolt.DB, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &boltcheck.Damage{Problem: fmt.Sprintf("bbolt panicked opening it: %v", r)}
+		}
+	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:        time.Second,
 		NoFreelistSync: true,

@@ -138,6 +138,9 @@ func (a *applier) recordComplete(tx *bolt.Tx, c *Command) *Result {
 	rec.BodyDropped = c.Flags&FlagBodyDropped != 0
 	rec.Headers = c.Headers
 	rec.Body = c.Body
+	// Computed here, from the command, so every replica stores the same
+	// bytes: replays verify it (Record.Verify).
+	rec.Sum, rec.HasSum = rec.ResponseSum(), true
 	if err := a.putRecord(tx, c.Key, old, &rec); err != nil {
 		return &Result{Code: CodeStorage}
 	}

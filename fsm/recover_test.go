@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
 func fillFSM(t *testing.T, path string) {
@@ -82,4 +85,83 @@ func TestCleanCloseMarker(t *testing.T) {
 		t.Fatalf("marker still present while open: %v", err)
 	}
 	f.Close()
+}
+
+// TestOpenDamagedFile: a damaged data file (the damage a teammate
+// reproduced: bbolt panicked at open or at the first read, a SIGBUS on the
+// truncated file, at every restart) is an error naming the file,
+// what is wrong and what to do, never a panic or a fault; or, when its last
+// stop was not clean, it is moved aside and rebuilt.
+func TestOpenDamagedFile(t *testing.T) {
+	saved := bootID
+	bootID = func() string { return "this-boot" }
+	defer func() { bootID = saved }()
+	tests := []struct {
+		name    string
+		noSync  bool
+		unclean bool // killed in this boot: no clean marker
+		harm    func(string) error
+		want    string // in the error; "" wants a rebuilt, empty file
+	}{
+		{"pages overwritten, closed cleanly", true, false, boltcheck.OverwritePages, "page "},
+		{"truncated, closed cleanly", true, false, boltcheck.TruncateHalf, "truncated"},
+		{"emptied, closed cleanly", true, false, func(p string) error { return os.Truncate(p, 0) }, "empty"},
+		{"pages overwritten, fsynced file", false, false, boltcheck.OverwritePages, "page "},
+		{"truncated, fsynced file", false, false, boltcheck.TruncateHalf, "truncated"},
+		{"pages overwritten, not closed cleanly", true, true, boltcheck.OverwritePages, ""},
+		{"truncated, not closed cleanly", true, true, boltcheck.TruncateHalf, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "fsm.db")
+			fillFSM(t, path)
+			// fillFSM ran with NoSync: one Open with this test's setting
+			// and a clean Close leave the markers as this setting would.
+			f, err := Open(Config{Path: path, NoSync: tt.noSync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if tt.unclean {
+				os.Remove(path + cleanSuffix)
+			}
+			if err := tt.harm(path); err != nil {
+				t.Fatal(err)
+			}
+			for attempt := 1; attempt <= 2; attempt++ { // a restart answers the same
+				f, err := Open(Config{Path: path, NoSync: tt.noSync})
+				if tt.want == "" {
+					if err != nil {
+						t.Fatalf("Open = %v, want the file moved aside and rebuilt", err)
+					}
+					if got := f.AppliedIndex(); got != 0 {
+						t.Fatalf("applied = %d, want 0 (a new file, rebuilt from snapshot and log)", got)
+					}
+					if aside, _ := filepath.Glob(path + ".unclean-*"); len(aside) != 1 {
+						t.Fatalf("damaged file kept aside as %v, want one", aside)
+					}
+					f.Close()
+					return
+				}
+				if err == nil {
+					f.Close()
+					t.Fatalf("attempt %d: Open = nil, want an error", attempt)
+				}
+				for _, want := range []string{path + " is damaged (", tt.want, "): move it aside and restart; the node rebuilds it from its snapshot and the log"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Fatalf("attempt %d: Open = %q, want it to say %q", attempt, err, want)
+					}
+				}
+			}
+			// What the message says to do works.
+			if err := os.Rename(path, path+".damaged"); err != nil {
+				t.Fatal(err)
+			}
+			f, err = Open(Config{Path: path, NoSync: tt.noSync})
+			if err != nil {
+				t.Fatalf("Open after moving the damaged file aside = %v", err)
+			}
+			f.Close()
+		})
+	}
 }

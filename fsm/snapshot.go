@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
 // A snapshot is a 16-byte header, then the bbolt file as a read transaction
@@ -74,6 +76,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err := writeFileSync(tmp, rc); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	if err := boltcheck.Check(tmp, true); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("fsm: restore: snapshot is not a valid data file: %w", err)
 	}
 	check, err := openDB(tmp, true)
 	if err != nil {

@@ -28,6 +28,9 @@ type RecordJSON struct {
 	StatusCode  int    `json:"status_code,omitempty"`
 	BodyStored  bool   `json:"body_stored"`
 	BodyBytes   int    `json:"body_bytes"`
+	// Damaged: the stored response fails its checksum on this node, which
+	// answers its replays 409 replay-unavailable.
+	Damaged bool `json:"damaged,omitempty"`
 }
 
 func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
@@ -64,7 +67,7 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 				CreatedAt: rfc3339(nsTime(rec.CreatedAt)), UpdatedAt: rfc3339(nsTime(rec.UpdatedAt)),
 				ExpiresAt: rfc3339(nsTime(rec.ExpiresAt)), Deadline: rfc3339(nsTime(rec.Deadline)),
 				StatusCode: rec.Status, BodyStored: rec.State == fsm.StateCompleted && !rec.BodyDropped,
-				BodyBytes: len(rec.Body),
+				BodyBytes: len(rec.Body), Damaged: rec.Verify() != nil,
 			})
 		}
 	case "DELETE":

@@ -26,6 +26,7 @@ type cached struct {
 	headers     []fsm.Header
 	body        []byte
 	bodyDropped bool
+	damaged     bool   // the stored response failed its checksum: never replayed
 	expiresAt   int64  // unix nanoseconds; 0: never
 	expiresHdr  []byte // Idempotency-Expires, formatted once
 	size        int
@@ -35,9 +36,12 @@ func newReplayCache(maxBytes int) *replayCache {
 	return &replayCache{m: map[string]*cached{}, maxBytes: maxBytes}
 }
 
+// newCached prepares a completed record for replay. Its checksum is
+// verified here, once per record as it enters the cache, and not at each
+// replay: replays allocate nothing and hash nothing.
 func newCached(rec *fsm.Record) *cached {
 	c := &cached{status: rec.Status, headers: rec.Headers, body: rec.Body,
-		bodyDropped: rec.BodyDropped, expiresAt: rec.ExpiresAt}
+		bodyDropped: rec.BodyDropped, damaged: rec.Verify() != nil, expiresAt: rec.ExpiresAt}
 	copy(c.fingerprint[:], rec.Fingerprint)
 	c.expiresHdr = expiresHeader(rec.ExpiresAt)
 	c.size = 128 + len(c.body)

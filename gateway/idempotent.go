@@ -71,9 +71,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	// replay above stays on the stack buffer and allocates nothing.
 	rk := bytes.Clone(kbufKey)
 	if rec, err := g.store.Record(context.Background(), rk, true); err == nil && rec.State == fsm.StateCompleted {
-		e := newCached(rec)
-		g.cache.put(rk, e)
-		g.answerCompleted(ctx, r, e, &fp, start)
+		g.answerCompleted(ctx, r, g.cacheRecord(r, rk, rec), &fp, start)
 		return
 	}
 	if r.token != tokenOff && !g.spendToken(ctx, r, rk, &fp, start) {
@@ -229,9 +227,7 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	}
 	switch rec.State {
 	case fsm.StateCompleted:
-		e := newCached(rec)
-		g.cache.put(rk, e)
-		g.answerCompleted(ctx, r, e, fp, start)
+		g.answerCompleted(ctx, r, g.cacheRecord(r, rk, rec), fp, start)
 	case fsm.StateInFlight:
 		setExpires(ctx, rec.ExpiresAt, func() {
 			writeProblem(ctx, probInProgress, "a request with this key is still being processed; retry later")
@@ -246,29 +242,50 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	}
 }
 
+// cacheRecord caches a completed record read from the store, and says so
+// in the log when its stored response failed its checksum.
+func (g *Gateway) cacheRecord(r *route, rk []byte, rec *fsm.Record) *cached {
+	e := newCached(rec)
+	if e.damaged {
+		g.logger.Error("stored response is damaged on this node (checksum mismatch): answering 409 replay-unavailable, not replaying it",
+			"route", r.name, "key", string(recordKeyPart(rk)), "error", rec.Verify())
+	}
+	g.cache.put(rk, e)
+	return e
+}
+
 // answerCompleted replays a completed record. This is the hot path of hot
-// keys: it allocates nothing.
+// keys: it allocates nothing. A damaged record is answered as one whose
+// body was not stored: never a wrong body, and the upstream is not called
+// again (its first call happened). It is told before the fingerprint is
+// compared: the checksum covers the fingerprint, which is no more to be
+// trusted than the body.
 func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached, fp *[32]byte, start time.Time) {
-	if e.fingerprint != *fp {
-		writeProblem(ctx, probKeyReuse,
-			"this idempotency key was used with another request (method, path, query or body differ)")
-		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
-		r.metrics.done(outKeyReuse, start)
+	var kind problemKind
+	var detail string
+	var out outcome
+	switch {
+	case e.damaged:
+		kind, out = probReplayUnavailable, outReplayUnavailable
+		detail = "the stored response is damaged on this node (it fails its checksum); it is not replayed"
+	case e.fingerprint != *fp:
+		kind, out = probKeyReuse, outKeyReuse
+		detail = "this idempotency key was used with another request (method, path, query or body differ)"
+	case e.bodyDropped:
+		kind, out = probReplayUnavailable, outReplayUnavailable
+		detail = "the first response was larger than this route stores; it was answered once and is not replayed"
+	default:
+		writeStored(&ctx.Response, e)
+		ctx.Response.Header.Set("Idempotent-Replayed", "true")
+		if e.expiresHdr != nil {
+			ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+		}
+		r.metrics.done(outReplayed, start)
 		return
 	}
-	if e.bodyDropped {
-		writeProblem(ctx, probReplayUnavailable,
-			"the first response was larger than this route stores; it was answered once and is not replayed")
-		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
-		r.metrics.done(outReplayUnavailable, start)
-		return
-	}
-	writeStored(&ctx.Response, e)
-	ctx.Response.Header.Set("Idempotent-Replayed", "true")
-	if e.expiresHdr != nil {
-		ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
-	}
-	r.metrics.done(outReplayed, start)
+	writeProblem(ctx, kind, detail)
+	ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
+	r.metrics.done(out, start)
 }
 
 // own forwards the request as the record's owner and completes the record.

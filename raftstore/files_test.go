@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
 // TestDataFilesArePrivate: the data directory, the state machine, the log
@@ -108,5 +110,105 @@ func TestHeartbeatsStopBeforeTheStoresClose(t *testing.T) {
 	handler(raft.RPC{})
 	if calls.Load() != 1 {
 		t.Fatalf("a heartbeat after the stop reached raft (%d calls)", calls.Load())
+	}
+}
+
+// TestOpenDamagedFiles: a node whose raft.db or fsm.db is damaged (pages
+// overwritten, the file truncated) does not start: Open returns one error
+// naming the file, what is wrong and what to do, and panics nowhere (bbolt
+// used to, at every restart). fsm.db moved aside as the error says is
+// rebuilt from the snapshot and the log.
+func TestOpenDamagedFiles(t *testing.T) {
+	c := StartTestCluster(t, 1, nil)
+	s := c.Store(0)
+	ctx := context.Background()
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := s.KVSet(ctx, []byte(fmt.Sprintf("k%03d", i)), make([]byte, 300), 0, fsm.SetPlain, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(0, 200)
+	if err := s.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	put(200, 300)
+	c.Stop(0)
+	cfg := c.Cfgs[0]
+	const (
+		raftFix = "; remove this node's data dir and re-add the node to the cluster (it gets a full copy from the leader)"
+		fsmFix  = "): move it aside and restart; the node rebuilds it from its snapshot and the log"
+	)
+	tests := []struct {
+		name string
+		file string
+		harm func(string) error
+		want []string
+	}{
+		{"raft.db pages overwritten", "raft.db", boltcheck.OverwritePages, []string{"raft.db is damaged: page ", raftFix}},
+		{"raft.db truncated", "raft.db", boltcheck.TruncateHalf, []string{"raft.db is damaged: ", "truncated", raftFix}},
+		{"fsm.db pages overwritten", "fsm.db", boltcheck.OverwritePages, []string{"fsm.db is damaged (page ", fsmFix}},
+		{"fsm.db truncated", "fsm.db", boltcheck.TruncateHalf, []string{"fsm.db is damaged (", "truncated", fsmFix}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dc := cfg
+			dc.DataDir = t.TempDir()
+			if err := os.CopyFS(dc.DataDir, os.DirFS(cfg.DataDir)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dc.DataDir, tt.file)
+			if err := tt.harm(path); err != nil {
+				t.Fatal(err)
+			}
+			st, err := Open(dc)
+			if err == nil {
+				st.Close()
+				t.Fatal("Open = nil, want an error")
+			}
+			for _, want := range append([]string{path}, tt.want...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("Open = %q, want it to say %q", err, want)
+				}
+			}
+			if tt.file != "fsm.db" {
+				return
+			}
+			if err := os.Rename(path, path+".damaged"); err != nil {
+				t.Fatal(err)
+			}
+			st, err = Open(dc)
+			if err != nil {
+				t.Fatalf("Open after moving fsm.db aside = %v", err)
+			}
+			defer st.Close()
+			for i := 0; i < 300; i++ {
+				var e fsm.KVEntry
+				if err := waitFor(5*time.Second, func() error {
+					var err error
+					e, err = st.KV(ctx, []byte(fmt.Sprintf("k%03d", i)), false)
+					return err
+				}); err != nil {
+					t.Fatalf("k%03d after the rebuild: %v", i, err)
+				}
+				if len(e.Value) != 300 {
+					t.Fatalf("k%03d after the rebuild: %d bytes, want 300", i, len(e.Value))
+				}
+			}
+		})
+	}
+}
+
+// waitFor retries fn until it succeeds or d passes (a node just started
+// answers linearizable reads once it has elected itself).
+func waitFor(d time.Duration, fn func() error) error {
+	deadline := time.Now().Add(d)
+	for {
+		err := fn()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/ttl"
@@ -113,13 +112,9 @@ func Open(cfg Config) (s *Store, err error) {
 	closers = append(closers, s.fsm)
 	s.wrap = newAppliedFSM(s.fsm)
 
-	s.logs, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, "raft.db"),
-		BoltOptions: &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType},
-		NoSync:      cfg.LogNoSync,
-	})
+	s.logs, err = openLogStore(filepath.Join(cfg.DataDir, "raft.db"), cfg.LogNoSync)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: log store: %w", err)
+		return nil, err
 	}
 	closers = append(closers, s.logs)
 	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
