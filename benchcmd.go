@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
+	"github.com/idemgate/idemgate/node"
 )
 
 type benchFlags struct {
@@ -160,13 +161,13 @@ func benchOwnCluster(f benchFlags, secure bool, cfg bench.RunConfig, scenarios [
 		return nil, err
 	}
 	defer pay.Stop()
-	nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr(), secure)
+	nodes, file, err := node.StartLocal(dir, f.nodes, pay.Addr(), secure)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		for _, n := range nodes {
-			n.stop(2 * time.Second)
+			n.Stop(2 * time.Second)
 		}
 	}()
 	t := bench.Target{PayPath: "/pay", PassPath: "/pay-direct", Executions: pay.Executions}

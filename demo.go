@@ -5,18 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/idemgate/idemgate/bench"
-	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/internal/loopback"
+	"github.com/idemgate/idemgate/node"
 )
 
 type demoFlags struct {
@@ -101,14 +94,14 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		cols = append(cols, bench.IncidentColumn{Title: "without idemgate", Res: res, Charges: pay.Charges()})
 	}
 
-	nodes, file, err := startDemoCluster(dir, f.nodes, pay.Addr(), false)
+	nodes, file, err := node.StartLocal(dir, f.nodes, pay.Addr(), false)
 	if err != nil {
 		return false, err
 	}
 	defer func() {
 		for _, n := range nodes {
 			if n != nil {
-				n.stop(2 * time.Second)
+				n.Stop(2 * time.Second)
 			}
 		}
 	}()
@@ -123,10 +116,10 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		withIdem.KillAt = 0.4
 		withIdem.Kill = func() string {
 			for i, n := range nodes {
-				if n != nil && n.store.IsLeader() {
+				if n != nil && n.Store.IsLeader() {
 					nodes[i] = nil
-					n.kill()
-					return n.id
+					n.Kill()
+					return n.ID
 				}
 			}
 			return ""
@@ -140,104 +133,10 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	col := bench.IncidentColumn{Title: "with idemgate", Res: res, Charges: pay.Charges(), Gateway: true}
 	for _, n := range nodes {
 		if n != nil {
-			col.Waits += sumCounter(n, "idemgate_in_flight_waits_total")
+			col.Waits += node.SumCounter(n, "idemgate_in_flight_waits_total")
 		}
 	}
 	cols = append(cols, col)
 	fmt.Fprintln(out)
 	return bench.WriteIncidentTable(out, f.users, cols), nil
-}
-
-// startDemoCluster starts n nodes on free loopback ports in dir. secure
-// makes a CA and node certificates in dir/certs and turns TLS on for the
-// Raft ports (mutual), the API and the gateway listeners.
-func startDemoCluster(dir string, n int, upstream string, secure bool) ([]*node, *config.File, error) {
-	ports, err := loopback.FreeAddrs(3 * n)
-	if err != nil {
-		return nil, nil, err
-	}
-	var y strings.Builder
-	y.WriteString("nodes:\n")
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&y, "  - {id: n%d, raft: %q, api: %q, listen: %q}\n", i+1, ports[3*i], ports[3*i+1], ports[3*i+2])
-	}
-	fmt.Fprintf(&y, `data_dir: %q
-upstream: http://%s
-raft: {heartbeat_timeout: 500ms, election_timeout: 500ms}
-routes:
-  - {name: pay, path: /pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: conflict, on_unknown: reject}
-  - {name: pay-wait, path: /pay-wait, scope: pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: wait, wait_timeout: 3s, on_unknown: reject}
-`, dir+"/{id}", upstream)
-	if secure {
-		cdir := filepath.Join(dir, "certs")
-		ca, _, err := certs.LoadOrCreateCA(cdir)
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := 0; i < n; i++ {
-			if err := ca.IssueNode(cdir, certs.NodeRequest{ID: fmt.Sprintf("n%d", i+1), Hosts: []string{"127.0.0.1"}}); err != nil {
-				return nil, nil, err
-			}
-		}
-		fmt.Fprintf(&y, "tls: {ca: %q, cert: %q, key: %q, gateway: \"on\"}\n", certs.CAFile(cdir), certs.NodeFile(cdir, "{id}"), certs.NodeKeyFile(cdir, "{id}"))
-	}
-	file, err := config.Parse([]byte(y.String()))
-	if err != nil {
-		return nil, nil, err
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var nodes []*node
-	for _, cn := range file.Nodes {
-		s := nodeSettings{file: file, node: cn, dataDir: file.DataDirFor(cn.ID)}
-		err := s.loadTLS()
-		var nd *node
-		if err == nil {
-			nd, err = startNode(s, quiet, nil)
-		}
-		if err != nil {
-			for _, x := range nodes {
-				x.stop(time.Second)
-			}
-			return nil, nil, err
-		}
-		nodes = append(nodes, nd)
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		ready := 0
-		for _, nd := range nodes {
-			if nd.store.Ready() {
-				ready++
-			}
-		}
-		if ready == len(nodes) {
-			return nodes, file, nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nodes, file, errors.New("the demo cluster did not elect a leader within 15 s")
-}
-
-func sumCounter(n *node, name string) float64 {
-	families, err := n.reg.Gather()
-	if err != nil {
-		return 0
-	}
-	total := 0.0
-	for _, mf := range families {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.Metric {
-			total += counterValue(m)
-		}
-	}
-	return total
-}
-
-func counterValue(m *dto.Metric) float64 {
-	if c := m.GetCounter(); c != nil {
-		return c.GetValue()
-	}
-	return 0
 }

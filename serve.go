@@ -15,9 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/gateway"
+	"github.com/idemgate/idemgate/node"
 )
 
 // serveFlags are the command line of `idemgate serve`.
@@ -53,81 +52,66 @@ func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
 	return f, nil
 }
 
-// nodeSettings is everything one node needs, resolved from the file and flags.
-type nodeSettings struct {
-	file    *config.File
-	node    config.Node
-	dataDir string
-	// TLS material (nil without tls): the node's certificate for the Raft
-	// and API ports, and the gateway's (the node's, or its own).
-	peerTLS, gatewayTLS *certs.Source
-	// access is who may call the API (nil without api.tokens).
-	access *gateway.Access
-	// configPath is the cluster file, re-read on SIGHUP ("" for the
-	// embedded default).
-	configPath string
-}
-
-func resolveNode(f serveFlags) (nodeSettings, error) {
+func resolveNode(f serveFlags) (node.Settings, error) {
 	var file *config.File
 	if f.configPath == "" {
 		file = config.Default()
 	} else {
 		var err error
 		if file, err = config.Load(f.configPath); err != nil {
-			return nodeSettings{}, err
+			return node.Settings{}, err
 		}
 	}
 	id := f.nodeID
 	if id == "" {
 		if len(file.Nodes) != 1 {
-			return nodeSettings{}, errors.New("--node: required: the cluster file has several nodes")
+			return node.Settings{}, errors.New("--node: required: the cluster file has several nodes")
 		}
 		id = file.Nodes[0].ID
 	}
-	node, err := file.Node(id)
+	nd, err := file.Node(id)
 	if err != nil {
-		return nodeSettings{}, err
+		return node.Settings{}, err
 	}
 	for _, o := range []struct {
 		flag string
 		val  string
 		dst  *string
-	}{{"--listen", f.listen, &node.Listen}, {"--api-listen", f.apiListen, &node.API}, {"--raft-listen", f.raftListen, &node.Raft}} {
+	}{{"--listen", f.listen, &nd.Listen}, {"--api-listen", f.apiListen, &nd.API}, {"--raft-listen", f.raftListen, &nd.Raft}} {
 		if o.val == "" {
 			continue
 		}
 		if _, _, err := net.SplitHostPort(o.val); err != nil {
-			return nodeSettings{}, fmt.Errorf("%s: %q is not host:port", o.flag, o.val)
+			return node.Settings{}, fmt.Errorf("%s: %q is not host:port", o.flag, o.val)
 		}
 		*o.dst = o.val
 	}
 	for i := range file.Nodes {
 		if file.Nodes[i].ID == id {
-			file.Nodes[i] = node
+			file.Nodes[i] = nd
 		}
 	}
 	if f.upstream != "" {
 		u, err := url.Parse(f.upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nodeSettings{}, fmt.Errorf("--upstream: %q: want an http:// or https:// URL", f.upstream)
+			return node.Settings{}, fmt.Errorf("--upstream: %q: want an http:// or https:// URL", f.upstream)
 		}
 		file.Upstream = f.upstream
 	}
-	s := nodeSettings{file: file, node: node, dataDir: file.DataDirFor(id)}
+	s := node.Settings{File: file, Node: nd, DataDir: file.DataDirFor(id)}
 	if f.dataDir != "" {
-		s.dataDir = f.dataDir
+		s.DataDir = f.dataDir
 	}
-	if err := file.CheckExposure(node); err != nil {
-		return nodeSettings{}, err
+	if err := file.CheckExposure(nd); err != nil {
+		return node.Settings{}, err
 	}
-	if err := s.loadTLS(); err != nil {
-		return nodeSettings{}, err
+	if err := s.LoadTLS(); err != nil {
+		return node.Settings{}, err
 	}
-	if s.access, err = apiAccess(file); err != nil {
-		return nodeSettings{}, err
+	if s.Access, err = node.APIAccess(file); err != nil {
+		return node.Settings{}, err
 	}
-	s.configPath = f.configPath
+	s.ConfigPath = f.configPath
 	return s, nil
 }
 
@@ -164,19 +148,19 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
-func serve(ctx context.Context, s nodeSettings, logger *slog.Logger, stdout io.Writer) error {
-	n, err := startNode(s, logger, os.Stderr)
+func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer) error {
+	n, err := node.Start(s, logger, os.Stderr)
 	if err != nil {
 		return err
 	}
 	raftSecurity := "plaintext"
-	if s.peerTLS != nil {
+	if s.PeerTLS != nil {
 		raftSecurity = "mutual TLS"
 	}
 	fmt.Fprintf(stdout, "idemgate %s: node %s, gateway %s://%s -> %s, api %s://%s, raft %s (%s), data %s\n",
-		version, s.node.ID, n.gw.Scheme(), n.gw.Addr(), s.file.Upstream, n.api.Scheme(), n.api.Addr(), s.node.Raft, raftSecurity, s.dataDir)
-	if s.file.Insecure {
-		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.node.ID)
+		version, s.Node.ID, n.GW.Scheme(), n.GW.Addr(), s.File.Upstream, n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
+	if s.File.Insecure {
+		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.Node.ID)
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -186,17 +170,17 @@ wait:
 	for {
 		select {
 		case <-hup:
-			s.reload(n, logger)
+			s.Reload(n, logger)
 			continue
 		case <-ctx.Done():
-			logger.Info("shutting down", "node", s.node.ID)
-		case err := <-n.errs:
+			logger.Info("shutting down", "node", s.Node.ID)
+		case err := <-n.Errs:
 			runErr = fmt.Errorf("listener: %w", err)
-		case <-n.store.FSM().Failed():
-			runErr = fmt.Errorf("state machine storage failed: %w", n.store.FSM().FailErr())
+		case <-n.Store.FSM().Failed():
+			runErr = fmt.Errorf("state machine storage failed: %w", n.Store.FSM().FailErr())
 		}
 		break wait
 	}
-	n.stop(10 * time.Second)
+	n.Stop(10 * time.Second)
 	return runErr
 }

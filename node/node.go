@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -15,24 +15,25 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// node is one running idemgate node: the store, the gateway and API
-// listeners, and the metrics registry. `serve` runs one; `demo` and `bench`
-// run several in one process.
-type node struct {
-	id     string
-	store  *raftstore.Store
-	api    *gateway.API
-	gw     *gateway.Gateway
-	reg    *prometheus.Registry
-	errs   chan error
+// Node is one running idemgate node: the store, the gateway and API
+// listeners, and the metrics registry. `idemgate serve` runs one; the demo
+// and the bench run several in one process (StartLocal).
+type Node struct {
+	ID    string
+	Store *raftstore.Store
+	API   *gateway.API
+	GW    *gateway.Gateway
+	Reg   *prometheus.Registry
+	// Errs receives a listener's error if one stops serving.
+	Errs   chan error
 	logger *slog.Logger
 }
 
-// startNode opens the store and starts both listeners of the node s names.
-func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node, err error) {
-	file, cn := s.file, s.node
+// Start opens the store and starts both listeners of the node s names.
+func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err error) {
+	file, cn := s.File, s.Node
 	rc := raftstore.DefaultConfig()
-	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.dataDir
+	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
 	for _, n := range file.Nodes {
 		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.Raft})
 	}
@@ -56,53 +57,53 @@ func startNode(s nodeSettings, logger *slog.Logger, raftLog io.Writer) (_ *node,
 	rc.MaxCommandBytes = commandLimit(file, gw)
 	rc.Logger = logger
 	rc.RaftLogOutput = raftLog
-	rc.PeerTLS = s.peerTLS
+	rc.PeerTLS = s.PeerTLS
 	store, err := raftstore.Open(rc)
 	if err != nil {
 		return nil, err
 	}
-	n := &node{id: cn.ID, store: store, errs: make(chan error, 2), logger: logger}
+	n := &Node{ID: cn.ID, Store: store, Errs: make(chan error, 2), logger: logger}
 	defer func() {
 		if err != nil {
 			store.Close()
 		}
 	}()
-	n.reg = prometheus.NewRegistry()
-	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if err := store.Register(n.reg); err != nil {
+	n.Reg = prometheus.NewRegistry()
+	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := store.Register(n.Reg); err != nil {
 		return nil, err
 	}
 	tok := tokens.New(store, file.Tokens.TTL.D())
-	if err := tok.Register(n.reg); err != nil {
+	if err := tok.Register(n.Reg); err != nil {
 		return nil, err
 	}
 	nodeAPIs := map[string]string{}
 	for _, x := range file.Nodes {
 		nodeAPIs[x.ID] = x.API
 	}
-	n.api = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Access: s.access, Logger: logger}, store, tok, n.reg)
-	n.gw, err = gateway.New(gw, store, tok)
+	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
+		Limits: listenerLimits(file.Limits), Access: s.Access, Logger: logger}, store, tok, n.Reg)
+	n.GW, err = gateway.New(gw, store, tok)
 	if err != nil {
 		return nil, err
 	}
-	if err := n.gw.Register(n.reg); err != nil {
+	if err := n.GW.Register(n.Reg); err != nil {
 		return nil, err
 	}
-	if s.peerTLS != nil {
-		n.api.UseTLS(s.peerTLS.Server())
+	if s.PeerTLS != nil {
+		n.API.UseTLS(s.PeerTLS.Server())
 		if file.TLS.GatewayTLS() {
-			n.gw.UseTLS(s.gatewayTLS.Server())
+			n.GW.UseTLS(s.GatewayTLS.Server())
 		}
 	}
-	if err := n.api.Listen(); err != nil {
+	if err := n.API.Listen(); err != nil {
 		return nil, err
 	}
-	if err := n.gw.Listen(); err != nil {
+	if err := n.GW.Listen(); err != nil {
 		return nil, err
 	}
-	go func() { n.errs <- n.api.Serve() }()
-	go func() { n.errs <- n.gw.Serve() }()
+	go func() { n.Errs <- n.API.Serve() }()
+	go func() { n.Errs <- n.GW.Serve() }()
 	return n, nil
 }
 
@@ -150,15 +151,15 @@ func setInt(dst *int, v int) {
 	}
 }
 
-// kill stops the node at once, as a crash would: listeners close without
+// Kill stops the node at once, as a crash would: listeners close without
 // draining, and requests in flight fail; then Raft and bbolt close.
-func (n *node) kill() {
-	n.gw.Halt() // its requests in flight must not reach the upstream later
+func (n *Node) Kill() {
+	n.GW.Halt() // its requests in flight must not reach the upstream later
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	n.gw.Shutdown(ctx)
-	n.api.Shutdown(ctx)
-	n.store.Close()
+	n.GW.Shutdown(ctx)
+	n.API.Shutdown(ctx)
+	n.Store.Close()
 }
 
 // listenerLimits are both listeners' limits: gateway's defaults, and what
@@ -176,18 +177,18 @@ func listenerLimits(l config.Limits) gateway.Limits {
 	return out
 }
 
-// stop shuts the node down cleanly: stop accepting, drain requests in
+// Stop shuts the node down cleanly: stop accepting, drain requests in
 // flight (up to drain), then close Raft and bbolt.
-func (n *node) stop(drain time.Duration) {
+func (n *Node) Stop(drain time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	if err := n.gw.Shutdown(ctx); err != nil {
-		n.logger.Warn("gateway shutdown", "node", n.id, "error", err)
+	if err := n.GW.Shutdown(ctx); err != nil {
+		n.logger.Warn("gateway shutdown", "node", n.ID, "error", err)
 	}
-	if err := n.api.Shutdown(ctx); err != nil {
-		n.logger.Warn("api shutdown", "node", n.id, "error", err)
+	if err := n.API.Shutdown(ctx); err != nil {
+		n.logger.Warn("api shutdown", "node", n.ID, "error", err)
 	}
-	if err := n.store.Close(); err != nil {
-		n.logger.Warn("close store", "node", n.id, "error", err)
+	if err := n.Store.Close(); err != nil {
+		n.logger.Warn("close store", "node", n.ID, "error", err)
 	}
 }

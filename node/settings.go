@@ -1,6 +1,7 @@
-package main
+package node
 
-// A node's TLS material and API tokens: loaded at start, reloaded on SIGHUP.
+// A node's settings, and its TLS material and API tokens: loaded at start,
+// reloaded on SIGHUP.
 
 import (
 	"errors"
@@ -14,10 +15,26 @@ import (
 	"github.com/idemgate/idemgate/gateway"
 )
 
-// apiAccess turns the file's api block into the API's authorization (nil
+// Settings is everything one node needs, resolved from the cluster file
+// (and, for serve, its flags).
+type Settings struct {
+	File    *config.File
+	Node    config.Node
+	DataDir string
+	// TLS material (nil without tls): the node's certificate for the Raft
+	// and API ports, and the gateway's (the node's, or its own).
+	PeerTLS, GatewayTLS *certs.Source
+	// access is who may call the API (nil without api.tokens).
+	Access *gateway.Access
+	// configPath is the cluster file, re-read on SIGHUP ("" for the
+	// embedded default).
+	ConfigPath string
+}
+
+// APIAccess turns the file's api block into the API's authorization (nil
 // without tokens: the API is open, which CheckExposure allows on loopback
 // only).
-func apiAccess(file *config.File) (*gateway.Access, error) {
+func APIAccess(file *config.File) (*gateway.Access, error) {
 	if len(file.API.Tokens) == 0 {
 		return nil, nil
 	}
@@ -36,60 +53,60 @@ func apiAccess(file *config.File) (*gateway.Access, error) {
 	return access, nil
 }
 
-// reload is SIGHUP: the certificates, and the API tokens from the cluster
+// Reload is SIGHUP: the certificates, and the API tokens from the cluster
 // file. What fails to load is logged; the node keeps what it had.
-func (s *nodeSettings) reload(n *node, logger *slog.Logger) {
+func (s *Settings) Reload(n *Node, logger *slog.Logger) {
 	if err := s.reloadTLS(); err != nil {
 		logger.Error("SIGHUP: certificates not reloaded; keeping the current ones", "error", err)
-	} else if s.peerTLS != nil {
-		logger.Info("SIGHUP: certificates reloaded", "node", s.node.ID, "expires", s.peerTLS.NotAfter())
+	} else if s.PeerTLS != nil {
+		logger.Info("SIGHUP: certificates reloaded", "node", s.Node.ID, "expires", s.PeerTLS.NotAfter())
 	}
-	if s.configPath == "" {
+	if s.ConfigPath == "" {
 		return
 	}
-	file, err := config.Load(s.configPath)
+	file, err := config.Load(s.ConfigPath)
 	var access *gateway.Access
 	if err == nil {
-		access, err = apiAccess(file)
+		access, err = APIAccess(file)
 	}
-	if err == nil && access == nil && s.access != nil {
+	if err == nil && access == nil && s.Access != nil {
 		err = errors.New("the file has no api.tokens any more; restart the node to open the API")
 	}
 	if err != nil {
 		logger.Error("SIGHUP: API tokens not reloaded; keeping the current ones", "error", err)
 		return
 	}
-	s.access = access
-	n.api.SetAccess(access)
+	s.Access = access
+	n.API.SetAccess(access)
 	if access != nil {
-		logger.Info("SIGHUP: API tokens reloaded", "node", s.node.ID, "tokens", len(file.API.Tokens))
+		logger.Info("SIGHUP: API tokens reloaded", "node", s.Node.ID, "tokens", len(file.API.Tokens))
 	}
 }
 
-// loadTLS reads the node's certificates; an error names the field.
-func (s *nodeSettings) loadTLS() error {
-	t, id := s.file.TLS, s.node.ID
+// LoadTLS reads the node's certificates; an error names the field.
+func (s *Settings) LoadTLS() error {
+	t, id := s.File.TLS, s.Node.ID
 	if t == nil {
 		return nil
 	}
 	for _, f := range []struct{ field, path string }{{"tls.ca", t.CA}, {"tls.cert", t.Cert}, {"tls.key", t.Key}} {
-		if _, err := os.Stat(s.file.Path(f.path, id)); err != nil {
+		if _, err := os.Stat(s.File.Path(f.path, id)); err != nil {
 			return &config.Error{Field: f.field, Msg: err.Error()}
 		}
 	}
 	var err error
-	s.peerTLS, err = certs.Load(s.file.Path(t.CA, id), s.file.Path(t.Cert, id), s.file.Path(t.Key, id))
+	s.PeerTLS, err = certs.Load(s.File.Path(t.CA, id), s.File.Path(t.Cert, id), s.File.Path(t.Key, id))
 	if err != nil {
 		return &config.Error{Field: "tls", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
 	}
-	if err := s.peerTLS.ExpectNode(id); err != nil {
+	if err := s.PeerTLS.ExpectNode(id); err != nil {
 		return &config.Error{Field: "tls.cert", Msg: strings.TrimPrefix(err.Error(), "certs: ") + " (idemgate certs makes one per node)"}
 	}
-	s.gatewayTLS = s.peerTLS
+	s.GatewayTLS = s.PeerTLS
 	if t.GatewayTLS() && t.GatewayCert != "" {
 		// The gateway's own certificate may come from any CA (a public
 		// one): clients verify it, not the cluster.
-		s.gatewayTLS, err = certs.LoadServer(s.file.Path(t.GatewayCert, id), s.file.Path(t.GatewayKey, id))
+		s.GatewayTLS, err = certs.LoadServer(s.File.Path(t.GatewayCert, id), s.File.Path(t.GatewayKey, id))
 		if err != nil {
 			return &config.Error{Field: "tls.gateway_cert", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
 		}
@@ -98,15 +115,15 @@ func (s *nodeSettings) loadTLS() error {
 }
 
 // reloadTLS re-reads the certificates (SIGHUP); new connections use them.
-func (s *nodeSettings) reloadTLS() error {
-	if s.peerTLS == nil {
+func (s *Settings) reloadTLS() error {
+	if s.PeerTLS == nil {
 		return nil
 	}
-	if err := s.peerTLS.Reload(); err != nil {
+	if err := s.PeerTLS.Reload(); err != nil {
 		return err
 	}
-	if s.gatewayTLS != s.peerTLS {
-		return s.gatewayTLS.Reload()
+	if s.GatewayTLS != s.PeerTLS {
+		return s.GatewayTLS.Reload()
 	}
 	return nil
 }
