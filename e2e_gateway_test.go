@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/internal/testupstream"
+	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
 // TestE2EGatewayProcesses runs three `idemgate serve` processes in front of a
@@ -24,7 +24,7 @@ func TestE2EGatewayProcesses(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	bin := idemgateBinary(t)
-	up := testupstream.Start(t)
+	up := testsupport.Start(t)
 	up.Delay.Store(int64(2 * time.Millisecond)) // a little work, like a bank call
 	c := writeCluster(t, t.TempDir(), "http://"+up.Addr, `routes:
   - {name: pay, path: /pay, tenant: "header:X-User-Id"}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/internal/testupstream"
+	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
 // TestE2ESecuredCluster: three real processes with mutual TLS on the Raft
@@ -32,7 +32,7 @@ func TestE2ESecuredCluster(t *testing.T) {
 	}
 	bin := idemgateBinary(t)
 	dir := t.TempDir()
-	up := testupstream.Start(t)
+	up := testsupport.Start(t)
 	up.Delay.Store(int64(2 * time.Millisecond)) // a little work, like a bank call
 	c := writeCluster(t, dir, "http://"+up.Addr, "routes:\n  - {name: pay, path: /pay}\n"+
 		"tls:\n  ca: certs/ca.pem\n  cert: certs/{id}.pem\n  key: certs/{id}-key.pem\n  gateway: \"on\"\n")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/loopback"
+	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -115,33 +116,13 @@ func writeCluster(t *testing.T, dir, upstream, extra string) *e2eCluster {
 }
 
 func httpDo(method, url, body string, hdr ...string) (int, http.Header, string, error) {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		return 0, nil, "", err
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b), nil
+	r, err := testsupport.Do(method, url, body, hdr...)
+	return r.Status, r.Header, r.Body, err
 }
 
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	testsupport.WaitFor(t, what, timeout, ok)
 }
 
 // TestE2EThreeProcesses builds the binary, runs three `idemgate serve`

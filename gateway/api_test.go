@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/idemgate/idemgate/internal/memstore"
+	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -56,7 +57,7 @@ func (ac *apiCluster) serve(t testing.TB, s Store, reg *prometheus.Registry, acc
 	}
 	go api.Serve()
 	// Idle keep-alive connections would hold Shutdown until they time out.
-	t.Cleanup(func() { http.DefaultClient.CloseIdleConnections(); api.srv.Shutdown() })
+	t.Cleanup(func() { http.DefaultClient.CloseIdleConnections(); testsupport.CloseIdle(); api.srv.Shutdown() })
 	ac.apis = append(ac.apis, api)
 	ac.urls = append(ac.urls, "http://"+api.Addr())
 }
@@ -91,20 +92,11 @@ type reply struct {
 
 func do(t testing.TB, method, url, body string, hdr ...string) reply {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
+	r, err := testsupport.Do(method, url, body, hdr...)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, string(b)}
+	return reply{r.Status, r.Header, r.Body}
 }
 
 // postJSON is do for the JSON endpoints, which refuse a body not declared

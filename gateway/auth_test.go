@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
 // The secrets of the test tokens; the Access holds only their hashes.
@@ -368,13 +370,7 @@ func TestAPIAuthReload(t *testing.T) {
 
 func waitUntil(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.WaitFor(t, what, 20*time.Second, ok)
 }
 
 // waitReady waits until the node at u answers /readyz 200.

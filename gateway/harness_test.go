@@ -11,7 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/memstore"
-	"github.com/idemgate/idemgate/internal/testupstream"
+	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -21,7 +21,7 @@ import (
 // real Raft cluster (c set: the wiring tests and benchmarks).
 type gwCluster struct {
 	c        *raftstore.TestCluster
-	up       *testupstream.Upstream
+	up       *testsupport.Upstream
 	gws      []*Gateway
 	gwURLs   []string
 	apiURLs  []string
@@ -84,7 +84,7 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 	}
 	gc := &gwCluster{c: c, routes: file.Routes}
 	if upstreamAddr == "" {
-		gc.up = testupstream.Start(t)
+		gc.up = testsupport.Start(t)
 		upstreamAddr = gc.up.Addr
 	}
 	for _, s := range stores {
@@ -118,7 +118,12 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 			t.Fatal(err)
 		}
 		go api.Serve()
-		t.Cleanup(func() { http.DefaultClient.CloseIdleConnections(); gw.srv.Shutdown(); api.srv.Shutdown() })
+		t.Cleanup(func() {
+			http.DefaultClient.CloseIdleConnections()
+			testsupport.CloseIdle()
+			gw.srv.Shutdown()
+			api.srv.Shutdown()
+		})
 		gc.gws = append(gc.gws, gw)
 		gc.gwURLs = append(gc.gwURLs, "http://"+gw.Addr())
 		gc.apiURLs = append(gc.apiURLs, "http://"+api.Addr())

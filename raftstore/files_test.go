@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/boltcheck"
+	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
 // TestDataFilesArePrivate: the data directory, the state machine, the log
@@ -185,30 +186,15 @@ func TestOpenDamagedFiles(t *testing.T) {
 			defer st.Close()
 			for i := 0; i < 300; i++ {
 				var e fsm.KVEntry
-				if err := waitFor(5*time.Second, func() error {
-					var err error
+				var err error
+				testsupport.WaitFor(t, fmt.Sprintf("k%03d readable after the rebuild", i), 5*time.Second, func() bool {
 					e, err = st.KV(ctx, []byte(fmt.Sprintf("k%03d", i)), false)
-					return err
-				}); err != nil {
-					t.Fatalf("k%03d after the rebuild: %v", i, err)
-				}
+					return err == nil
+				})
 				if len(e.Value) != 300 {
 					t.Fatalf("k%03d after the rebuild: %d bytes, want 300", i, len(e.Value))
 				}
 			}
 		})
-	}
-}
-
-// waitFor retries fn until it succeeds or d passes (a node just started
-// answers linearizable reads once it has elected itself).
-func waitFor(d time.Duration, fn func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,9 +1,7 @@
-// Package testupstream is the upstream of the tests that run idemgate's
-// listeners: a real HTTP server that "charges". It counts executions per
-// Idempotency-Key and answers with a body unique to each execution, so a
-// replay that is not byte-identical, or a second execution, is visible.
-// It never ships in the binary.
-package testupstream
+// Package testsupport is what idemgate's tests share: the counting upstream
+// in front of which they run the listeners, one HTTP helper, and waiting for
+// a condition. It never ships in the binary.
+package testsupport
 
 import (
 	"fmt"
@@ -24,7 +22,10 @@ type TB interface {
 	Cleanup(func())
 }
 
-// Upstream is a counting HTTP upstream on a loopback port.
+// Upstream is a real HTTP server on a loopback port that "charges": it
+// counts executions per Idempotency-Key and answers with a body unique to
+// each execution, so a replay that is not byte-identical, or a second
+// execution, is visible.
 type Upstream struct {
 	Addr  string       // host:port
 	Calls atomic.Int64 // requests served
