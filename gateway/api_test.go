@@ -119,6 +119,7 @@ func (r reply) problemType(t testing.TB) string {
 }
 
 func TestAPIKV(t *testing.T) {
+	t.Parallel()
 	ac := startAPIs(t, 3, nil)
 	u := ac.urls
 	steps := []struct {
@@ -180,6 +181,7 @@ func TestAPIKV(t *testing.T) {
 }
 
 func TestAPITokensRace(t *testing.T) {
+	t.Parallel()
 	ac := startAPIs(t, 3, nil)
 	r := postJSON(t, ac.urls[1]+"/v1/tokens", `{"scope":"pay","ttl":"5m"}`)
 	if r.status != 201 {

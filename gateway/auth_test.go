@@ -133,6 +133,7 @@ func TestAPIAuthEndpoints(t *testing.T) {
 // TestAPIAuthHostile: malformed, doubled and disguised credentials each get
 // the exact answer below, and a refused PUT writes nothing.
 func TestAPIAuthHostile(t *testing.T) {
+	t.Parallel()
 	ac := startAPIs(t, 2, testAccess(t, nil))
 	addr := strings.TrimPrefix(ac.urls[0], "http://")
 	adminHash := sha256.Sum256([]byte(adminSecret))
@@ -232,6 +233,7 @@ func TestAPIAuthCSRFShape(t *testing.T) {
 // TestAPIAuthOpen: the endpoints an Access leaves open take no token; the
 // others need one as any endpoint does.
 func TestAPIAuthOpen(t *testing.T) {
+	t.Parallel()
 	ac := startAPIs(t, 1, nil)
 	u := ac.urls[0]
 	waitReady(t, u)
@@ -267,6 +269,7 @@ func TestAPIAuthOpen(t *testing.T) {
 // A request answered before the swap began saw the old Access, one sent
 // after it returned sees the new one, and none gets a 5xx.
 func TestAPIAuthReload(t *testing.T) {
+	t.Parallel()
 	oldAccess, err := NewAccess([]APIToken{apiToken("old", RoleApp, "old-s3cret")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -427,6 +430,7 @@ func TestParseRole(t *testing.T) {
 // comes while most of it is still unsent); an authorized body is
 // read whole, up to the limit, chunked too; one over the limit is 413.
 func TestAPIRefusesBeforeReadingTheBody(t *testing.T) {
+	t.Parallel()
 	ac := startAPIs(t, 1, testAccess(t, nil))
 	addr := strings.TrimPrefix(ac.urls[0], "http://")
 	c, err := net.DialTimeout("tcp", addr, time.Second)

@@ -16,6 +16,7 @@ import (
 // further body is answered 503 at once (nothing buffered, the key not
 // taken), and the same request succeeds once the budget is free.
 func TestBodyBudget(t *testing.T) {
+	t.Parallel()
 	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) {
 		c.MaxRequestBody, c.MaxBodyBuffer = 64<<10, 100<<10
 	})

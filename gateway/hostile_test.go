@@ -73,6 +73,7 @@ func chunked(path, headers, trailer string) string {
 // second table are valid but for a trailer or a Connection header, and
 // reach it once each, with what the gateway reads and sets intact.
 func TestHostileRequests(t *testing.T) {
+	t.Parallel()
 	gc := startGateways(t, 1)
 	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")
 	long := strings.Repeat("k", 256)

@@ -11,6 +11,7 @@ import (
 // TestStalePooledConnection: a request must not be written to a pooled
 // connection the upstream already closed, or its fate would look unknown.
 func TestStalePooledConnection(t *testing.T) {
+	t.Parallel()
 	gc := startGateways(t, 1)
 	u := gc.gwURLs[0]
 	// Warm a pooled connection.
