@@ -9,9 +9,10 @@ import (
 // outcome is the label of idemgate_requests_total.
 type outcome int
 
-// The outcomes. SPEC names the first eleven; the rest are answers SPEC's
-// table adds (503 fail-closed, replay-unavailable, suspected-duplicate, a
-// malformed tenant, an alias of a route refused as ambiguous).
+// The outcomes (README lists them): the first eleven are the documented
+// answers of an idempotent route; the rest are the other answers it can
+// give (503 fail-closed, replay-unavailable, suspected-duplicate, a
+// malformed request, an alias of a route refused as ambiguous).
 const (
 	outFirst outcome = iota
 	outReplayed
