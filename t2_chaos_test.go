@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -43,7 +44,8 @@ func TestT2(t *testing.T) {
 		duration = d
 	}
 	bin := chaosBinary(t)
-	up := startCountingUpstream(t)
+	up := testsupport.Start(t)
+	up.Delay.Store(int64(2 * time.Millisecond))
 	dir := t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	ports := freePorts(t, 9)
@@ -56,7 +58,7 @@ func TestT2(t *testing.T) {
 		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, n.raft, n.api, n.gw)
 	}
 	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: http://%s\nraft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 2048}\n"+
-		"routes:\n  - {name: pay, path: /pay, processing_timeout: 5s, on_unknown: reject}\n", dir, up.addr)
+		"routes:\n  - {name: pay, path: /pay, processing_timeout: 5s, on_unknown: reject}\n", dir, up.Addr)
 	c.cfgPath = filepath.Join(dir, "cluster.yaml")
 	os.WriteFile(c.cfgPath, []byte(cfg.String()), 0o644)
 	for _, id := range ids {
@@ -108,15 +110,13 @@ func TestT2(t *testing.T) {
 	wg.Wait()
 
 	// Every gateway key ran at most once upstream; those answered 201 replay.
-	up.mu.Lock()
 	twice := 0
-	for key, n := range up.byKey {
+	for key, n := range up.ByKey() {
 		if strings.HasPrefix(key, "t2-") && n > 1 {
 			twice++
 			t.Errorf("%s executed %d times", key, n)
 		}
 	}
-	up.mu.Unlock()
 	gw := 0
 	gwKeys.Range(func(k, _ any) bool { gw++; return true })
 
