@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -197,4 +198,25 @@ func TestOpenDamagedFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDataDirLock: a second store on a data directory in use is refused at
+// once with who holds it (it waited for bbolt's lock and said "timeout");
+// once the first closes, the directory opens again.
+func TestDataDirLock(t *testing.T) {
+	c := StartTestCluster(t, 1, nil)
+	cfg := c.Cfgs[0]
+	cfg.RaftBind = "127.0.0.1:0"
+	// ErrDataDirInUse, not bbolt's "timeout": refused before any file
+	// lock was waited for.
+	_, err := Open(cfg)
+	if !errors.Is(err, ErrDataDirInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("a second Open on the same data dir = %v, want ErrDataDirInUse naming pid %d", err, os.Getpid())
+	}
+	c.Stop(0)
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatalf("Open after the first store closed: %v", err)
+	}
+	s.Close()
 }

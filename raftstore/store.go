@@ -65,6 +65,7 @@ type Store struct {
 	// forwarded requests wait for it.
 	started   chan struct{}
 	closing   chan struct{} // closed when Close starts: waits give up
+	unlock    func()        // gives up the data directory's lock (files.go)
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -88,14 +89,16 @@ func Open(cfg Config) (s *Store, err error) {
 	if err := privateDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
-		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{}}
-	s.Commands = Commands{Propose: s.Apply}
-	if _, err := rand.Read(s.idPrefix[:]); err != nil {
+	unlock, err := lockDir(cfg.DataDir)
+	if err != nil {
 		return nil, err
 	}
-	var closers []io.Closer
-	closing := s.closing // s is nil once an error is returned
+	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
+		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{},
+		unlock: unlock}
+	s.Commands = Commands{Propose: s.Apply}
+	closers := []io.Closer{closerFunc(unlock)} // closed last
+	closing := s.closing                       // s is nil once an error is returned
 	defer func() {
 		if err != nil {
 			close(closing) // what waits for started gives up
@@ -104,6 +107,9 @@ func Open(cfg Config) (s *Store, err error) {
 			}
 		}
 	}()
+	if _, err := rand.Read(s.idPrefix[:]); err != nil {
+		return nil, err
+	}
 
 	s.fsm, err = fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: s.logger})
 	if err != nil {
@@ -280,6 +286,7 @@ func (s *Store) Close() error {
 		s.connMu.Unlock()
 		s.fwdConns.Wait()
 		errs = append(errs, s.logs.Close(), s.fsm.Close())
+		s.unlock() // the files are closed: another process may open them
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -348,6 +355,11 @@ func orDiscard(w io.Writer) io.Writer {
 	}
 	return w
 }
+
+// closerFunc is a func as an io.Closer.
+type closerFunc func()
+
+func (f closerFunc) Close() error { f(); return nil }
 
 // guardedTransport is raft's TCP transport with its heartbeat path fenced
 // for shutdown. Raft handles a heartbeat on the connection's own goroutine
