@@ -149,11 +149,15 @@ func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 	switch {
 	case path == "/healthz":
+		if !a.store.Alive() {
+			writeProblem(ctx, probNotAlive, "this node's Raft or state machine has stopped (see its log); restart it")
+			return
+		}
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetBodyString("ok\n")
 	case path == "/readyz":
 		if !a.store.Ready() {
-			writeProblem(ctx, probNotReady, "no known leader, or this node has not applied up to the commit index it learned")
+			writeProblem(ctx, probNotReady, "this node cannot serve writes now: no known leader, behind on applying what was committed, its disk nearly full, or stopped")
 			return
 		}
 		ctx.SetContentType("text/plain; charset=utf-8")

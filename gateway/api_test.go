@@ -435,3 +435,23 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 		t.Fatalf("the refused requests changed the key: %d %q", r.status, r.body)
 	}
 }
+
+// TestHealthTellsTheTruth: once a node's Raft has stopped (the disk guard
+// stops it, as does a storage failure), healthz and readyz are 503; before,
+// healthz said 200 while every call failed.
+func TestHealthTellsTheTruth(t *testing.T) {
+	ac := startAPICluster(t, 1)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if r := do(t, "GET", ac.urls[0]+path, ""); r.status != 200 {
+			t.Fatalf("%s on a running node = %d", path, r.status)
+		}
+	}
+	if err := ac.c.Store(0).Raft().Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for path, problem := range map[string]string{"/healthz": "not-alive", "/readyz": "not-ready"} {
+		if r := do(t, "GET", ac.urls[0]+path, ""); r.status != 503 || r.problemType(t) != problem {
+			t.Fatalf("%s once raft stopped = %d %s, want 503 %s", path, r.status, r.body, problem)
+		}
+	}
+}

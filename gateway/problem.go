@@ -55,6 +55,7 @@ var (
 	probMissingToken             = problemKind{fasthttp.StatusBadRequest, "missing-token", "Form token required"}
 	probNotFound                 = problemKind{fasthttp.StatusNotFound, "not-found", "Not found"}
 	probNotReady                 = problemKind{fasthttp.StatusServiceUnavailable, "not-ready", "Node not ready"}
+	probNotAlive                 = problemKind{fasthttp.StatusServiceUnavailable, "not-alive", "Node stopped"}
 	probOutcomeUnknown           = problemKind{fasthttp.StatusConflict, "outcome-unknown", "Outcome unknown"}
 	probReplayUnavailable        = problemKind{fasthttp.StatusConflict, "replay-unavailable", "Stored response unavailable"}
 	probSuspectedDuplicate       = problemKind{fasthttp.StatusConflict, "suspected-duplicate", "Suspected duplicate"}

@@ -48,9 +48,11 @@ type Store interface {
 	// Barrier waits until this node has applied everything committed
 	// before the call (a linearizable read's first half).
 	Barrier(ctx context.Context) error
-	// Ready: this node knows a leader and has applied what it learned
-	// was committed.
+	// Ready: this node can serve writes now: it knows a leader, has
+	// applied what it learned was committed, and nothing stopped it.
 	Ready() bool
+	// Alive: the node's Raft and state machine still run.
+	Alive() bool
 	Indexes() (commit, applied uint64)
 }
 

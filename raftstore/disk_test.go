@@ -47,10 +47,23 @@ func TestDiskGuard(t *testing.T) {
 	if err := set(follower, "a"); !errors.Is(err, ErrDiskFull) || !Unavailable(err) {
 		t.Fatalf("write on a low node = %v, want ErrDiskFull (unavailable)", err)
 	}
+	if c.Store(follower).Ready() || !c.Store(follower).Alive() {
+		t.Fatal("a node refusing writes for its disk says it is ready (readyz 200), or not alive")
+	}
 	if err := set(leader, "b"); err != nil {
 		t.Fatalf("write on a healthy leader = %v", err)
 	}
 	setFree(c.Cfgs[follower].DataDir, 1<<40)
+	waitReady := func(i int) {
+		deadline := time.Now().Add(5 * time.Second)
+		for !c.Store(i).Ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d not ready again once space came back", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitReady(follower)
 	setFree(c.Cfgs[leader].DataDir, 512<<10) // the leader low: forwarded writes refused too
 	if err := set(follower, "c"); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("write forwarded to a low leader = %v, want ErrDiskFull", err)
@@ -67,6 +80,9 @@ func TestDiskGuard(t *testing.T) {
 			t.Fatal("a node nearly out of space did not stop its raft")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if c.Store(leader).Alive() || c.Store(leader).Ready() {
+		t.Fatal("a node whose raft stopped says it is alive (healthz 200) or ready")
 	}
 	survivor := (leader + 2) % 3
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)

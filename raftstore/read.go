@@ -115,11 +115,27 @@ func (s *Store) appliedThrough(idx uint64) bool {
 // Ready reports whether this node knows a leader and has applied up to the
 // commit index it has learned: a read here would not be stale by more than
 // the replication lag.
+// It is false whenever the node cannot serve writes: no leader known, its
+// disk guard refusing writes, Raft or the state machine stopped.
 func (s *Store) Ready() bool {
+	if !s.Alive() || s.diskLow.Load() {
+		return false
+	}
 	if addr, _ := s.raft.LeaderWithID(); addr == "" {
 		return false
 	}
 	return s.appliedThrough(s.raft.CommitIndex())
+}
+
+// Alive reports whether the node's Raft and state machine still run: false
+// for good once Raft shut down (the disk guard, a storage failure, Close).
+func (s *Store) Alive() bool {
+	select {
+	case <-s.fsm.Failed():
+		return false
+	default:
+	}
+	return s.raft.State() != raft.Shutdown
 }
 
 // Record returns the record stored under key. Linearizable unless local is

@@ -141,6 +141,7 @@ func (s *Store) AddVoter(context.Context, string, string) error { return ErrNoCl
 func (s *Store) RemoveServer(context.Context, string) error     { return ErrNoCluster }
 func (s *Store) Barrier(ctx context.Context) error              { return ctx.Err() }
 func (s *Store) Ready() bool                                    { return true }
+func (s *Store) Alive() bool                                    { return true }
 func (s *Store) Indexes() (commit, applied uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
