@@ -92,7 +92,7 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 // SANs: what API clients and peers dial. Wildcard binds name no host.
 func nodeHosts(n config.Node) []string {
 	var out []string
-	for _, a := range []string{n.Raft, n.API, n.Listen} {
+	for _, a := range []string{n.Raft, n.API, n.Listen, n.AdvertiseRaft, n.AdvertiseAPI} {
 		host, _, err := net.SplitHostPort(a)
 		if err != nil || host == "" {
 			continue

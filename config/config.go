@@ -43,6 +43,27 @@ type Node struct {
 	Raft   string `yaml:"raft"`
 	API    string `yaml:"api"`
 	Listen string `yaml:"listen"`
+	// AdvertiseRaft and AdvertiseAPI are what the other nodes dial (and
+	// what /v1/cluster shows) when that is not the bind address: a node
+	// binding 0.0.0.0, or behind NAT. Empty: the bind address.
+	AdvertiseRaft string `yaml:"advertise_raft"`
+	AdvertiseAPI  string `yaml:"advertise_api"`
+}
+
+// RaftAddr is the Raft address the other nodes dial.
+func (n Node) RaftAddr() string {
+	if n.AdvertiseRaft != "" {
+		return n.AdvertiseRaft
+	}
+	return n.Raft
+}
+
+// APIAddr is the API address the other nodes and clients are told.
+func (n Node) APIAddr() string {
+	if n.AdvertiseAPI != "" {
+		return n.AdvertiseAPI
+	}
+	return n.API
 }
 
 // Tokens configures form tokens.
@@ -234,6 +255,20 @@ func (f *File) validate() error {
 				return fieldErr(at+"."+a.name, "address %s is already used by %s", a.v, other)
 			}
 			addrs[a.v] = at + "." + a.name
+		}
+		for _, a := range []struct{ name, v string }{{"advertise_raft", n.AdvertiseRaft}, {"advertise_api", n.AdvertiseAPI}} {
+			if a.v == "" {
+				continue
+			}
+			if err := checkHostPort(a.v); err != nil {
+				return fieldErr(at+"."+a.name, "%v", err)
+			}
+			if wildcard(a.v) {
+				return fieldErr(at+"."+a.name, "%q binds every interface: advertise an address the other nodes can dial", a.v)
+			}
+		}
+		if len(f.Nodes) > 1 && wildcard(n.Raft) && n.AdvertiseRaft == "" {
+			return fieldErr(at+".advertise_raft", "required: raft %s binds every interface, and the other nodes must be told what to dial", n.Raft)
 		}
 	}
 	if f.DataDir == "" {

@@ -110,3 +110,26 @@ func TestWildcardBindsMayRepeat(t *testing.T) {
 		t.Fatalf("the same raft address twice = %v, want an error naming nodes[1].raft", err)
 	}
 }
+
+// TestAdvertiseAddresses: what the other nodes dial may differ from what a
+// node binds; a wildcard raft bind in a cluster needs one.
+func TestAdvertiseAddresses(t *testing.T) {
+	ok := "nodes:\n  - {id: n1, raft: '0.0.0.0:7001', advertise_raft: '10.0.0.1:7001', api: '0.0.0.0:9001', advertise_api: 'db1.internal:9001', listen: '0.0.0.0:8001'}\n" +
+		"  - {id: n2, raft: '10.0.0.2:7001', api: '10.0.0.2:9001', listen: '0.0.0.0:8001'}\n"
+	f, err := Parse([]byte(ok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Nodes[0].RaftAddr() != "10.0.0.1:7001" || f.Nodes[0].APIAddr() != "db1.internal:9001" || f.Nodes[1].RaftAddr() != "10.0.0.2:7001" {
+		t.Fatalf("advertised = %q %q %q", f.Nodes[0].RaftAddr(), f.Nodes[0].APIAddr(), f.Nodes[1].RaftAddr())
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{strings.Replace(ok, "advertise_raft: '10.0.0.1:7001', ", "", 1), "nodes[0].advertise_raft"},
+		{strings.Replace(ok, "'10.0.0.1:7001'", "'0.0.0.0:7001'", 1), "nodes[0].advertise_raft"},
+		{strings.Replace(ok, "'db1.internal:9001'", "'db1.internal'", 1), "nodes[0].advertise_api"},
+	} {
+		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %s", tc.yaml, err, tc.want)
+		}
+	}
+}

@@ -35,8 +35,9 @@ func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err err
 	rc := raftstore.DefaultConfig()
 	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
 	for _, n := range file.Nodes {
-		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.Raft})
+		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
 	}
+	rc.RaftAdvertise = cn.AdvertiseRaft
 	// raftstore's defaults, and what the file sets (each default is
 	// defined once, by the package that owns it).
 	r := file.Raft
@@ -79,7 +80,7 @@ func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err err
 	}
 	nodeAPIs := map[string]string{}
 	for _, x := range file.Nodes {
-		nodeAPIs[x.ID] = x.API
+		nodeAPIs[x.ID] = x.APIAddr()
 	}
 	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.Access, Logger: logger}, store, tok, n.Reg)
