@@ -227,6 +227,15 @@ var (
 	tokenRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // RFC 9110 token
 )
 
+// checkID validates a name the file gives (a node id, a route's name or
+// scope, a token's name): 1-64 letters, digits, '_', '.', '-'.
+func checkID(field, v string) error {
+	if !idRe.MatchString(v) {
+		return fieldErr(field, "%q: want 1-64 letters, digits, '_', '.', '-'", v)
+	}
+	return nil
+}
+
 func fieldErr(field, format string, args ...any) error {
 	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
@@ -238,8 +247,8 @@ func (f *File) validate() error {
 	ids, addrs := map[string]bool{}, map[string]string{}
 	for i, n := range f.Nodes {
 		at := fmt.Sprintf("nodes[%d]", i)
-		if !idRe.MatchString(n.ID) {
-			return fieldErr(at+".id", "%q: want 1-64 letters, digits, '_', '.', '-'", n.ID)
+		if err := checkID(at+".id", n.ID); err != nil {
+			return err
 		}
 		if ids[n.ID] {
 			return fieldErr(at+".id", "duplicate node id %q", n.ID)
@@ -333,8 +342,8 @@ func checkHostPort(a string) error {
 }
 
 func (r *Route) validate(at string, names map[string]bool) error {
-	if !idRe.MatchString(r.Name) {
-		return fieldErr(at+".name", "%q: want 1-64 letters, digits, '_', '.', '-'", r.Name)
+	if err := checkID(at+".name", r.Name); err != nil {
+		return err
 	}
 	if names[r.Name] {
 		return fieldErr(at+".name", "duplicate route name %q", r.Name)
@@ -362,8 +371,8 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	if r.Scope == "" {
 		r.Scope = r.Name
 	}
-	if !idRe.MatchString(r.Scope) {
-		return fieldErr(at+".scope", "%q: want 1-64 letters, digits, '_', '.', '-'", r.Scope)
+	if err := checkID(at+".scope", r.Scope); err != nil {
+		return err
 	}
 	if r.Key == "" {
 		r.Key = "header:Idempotency-Key"

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -83,14 +84,16 @@ func (f *File) validateSecurity() error {
 	for i := range f.API.Tokens {
 		tok := &f.API.Tokens[i]
 		at := fmt.Sprintf("api.tokens[%d]", i)
-		if !idRe.MatchString(tok.Name) {
-			return fieldErr(at+".name", "%q: want 1-64 letters, digits, '_', '.', '-'", tok.Name)
+		if err := checkID(at+".name", tok.Name); err != nil {
+			return err
 		}
 		if names[tok.Name] {
 			return fieldErr(at+".name", "duplicate token name %q", tok.Name)
 		}
 		names[tok.Name] = true
-		if _, err := oneOf(at+".role", tok.Role, "admin", "app", "read"); err != nil || tok.Role == "" {
+		switch tok.Role {
+		case "admin", "app", "read":
+		default:
 			return fieldErr(at+".role", "%q: want admin, app or read", tok.Role)
 		}
 		switch {
@@ -118,7 +121,7 @@ func (f *File) validateSecurity() error {
 		}
 	}
 	for i, e := range f.API.Open {
-		if _, err := oneOf(fmt.Sprintf("api.open[%d]", i), e, OpenEndpoints...); err != nil || e == "" {
+		if !slices.Contains(OpenEndpoints, e) {
 			return fieldErr(fmt.Sprintf("api.open[%d]", i), "%q: want one of %s", e, strings.Join(OpenEndpoints, ", "))
 		}
 	}

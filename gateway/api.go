@@ -64,7 +64,7 @@ func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger,
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
-	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits)
+	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits, cfg.Logger)
 	a.listener.srv.StreamRequestBody = true // bodies are read after the token check (body.go)
 	a.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return a

@@ -117,7 +117,7 @@ func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: TokenRate must be positive and TokenBurst at least 1")
 	}
 	g.tokenLimit = newIPLimiter(cfg.TokenRate, cfg.TokenBurst, 100_000)
-	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits)
+	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits, cfg.Logger)
 	g.listener.srv.StreamRequestBody = true // bodies are read within a budget (body.go)
 	g.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return g, nil

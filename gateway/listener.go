@@ -39,8 +39,8 @@ type Limits struct {
 // newListener builds the server: safe limits, no default Content-Type (a
 // replay without one must stay without one), problem documents for what
 // fasthttp refuses before a handler runs, connections closed on shutdown.
-func newListener(name, addr string, h fasthttp.RequestHandler, l Limits) listener {
-	return listener{name: name, addr: addr, srv: &fasthttp.Server{
+func newListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger *slog.Logger) listener {
+	return listener{name: name, addr: addr, logger: logger, srv: &fasthttp.Server{
 		Handler:              h,
 		Name:                 "idemgate",
 		ReadTimeout:          l.ReadTimeout,
@@ -72,11 +72,7 @@ func (l *listener) Listen() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
-	logger := l.logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	ln = &retryListener{Listener: ln, name: l.name, logger: logger}
+	ln = &retryListener{Listener: ln, name: l.name, logger: l.logger}
 	if l.tls != nil {
 		ln = tls.NewListener(ln, l.tls)
 	}

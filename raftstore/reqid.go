@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 
 	"github.com/idemgate/idemgate/fsm"
 )
@@ -29,10 +30,7 @@ func RequestIDFor(parts ...[]byte) fsm.ReqID {
 	h := sha256.New()
 	var n [8]byte
 	for _, p := range parts {
-		l := uint64(len(p))
-		for i := range n {
-			n[i] = byte(l >> (8 * i))
-		}
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
 		h.Write(n[:])
 		h.Write(p)
 	}
