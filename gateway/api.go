@@ -156,8 +156,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetBodyString("ok\n")
 	case path == "/readyz":
-		if !a.store.Ready() {
-			writeProblem(ctx, probNotReady, "this node cannot serve writes now: no known leader, behind on applying what was committed, its disk nearly full, or stopped")
+		if why := a.store.NotReady(); why != "" {
+			writeProblem(ctx, probNotReady, why)
 			return
 		}
 		ctx.SetContentType("text/plain; charset=utf-8")
@@ -176,9 +176,12 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.only(ctx, method, "GET", a.cluster)
 	case path == "/v1/cluster/nodes":
 		a.only(ctx, method, "POST", a.addNode)
+	case strings.HasPrefix(path, "/v1/cluster/nodes/") && strings.HasSuffix(path, "/promote"):
+		id := strings.TrimSuffix(strings.TrimPrefix(path, "/v1/cluster/nodes/"), "/promote")
+		a.only(ctx, method, "POST", func(ctx *fasthttp.RequestCtx) { a.changeNode(ctx, id, a.store.Promote) })
 	case strings.HasPrefix(path, "/v1/cluster/nodes/"):
 		id := strings.TrimPrefix(path, "/v1/cluster/nodes/")
-		a.only(ctx, method, "DELETE", func(ctx *fasthttp.RequestCtx) { a.removeNode(ctx, id) })
+		a.only(ctx, method, "DELETE", func(ctx *fasthttp.RequestCtx) { a.changeNode(ctx, id, a.store.RemoveServer) })
 	case path == "/v1/suspects":
 		a.only(ctx, method, "GET", a.listSuspects)
 	default:

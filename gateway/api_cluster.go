@@ -18,7 +18,12 @@ import (
 
 // ClusterJSON is GET /v1/cluster.
 type ClusterJSON struct {
-	Leader       string     `json:"leader"`
+	Leader string `json:"leader"`
+	// View is the node whose probes the reachability fields come from: the
+	// leader's when it answered, else the node asked.
+	View string `json:"view"`
+	// Removed: the node asked was removed from the cluster.
+	Removed      bool       `json:"removed"`
 	Nodes        []NodeJSON `json:"nodes"`
 	CommitIndex  uint64     `json:"commit_index"`
 	AppliedIndex uint64     `json:"applied_index"`
@@ -31,19 +36,37 @@ type NodeJSON struct {
 	API   string `json:"api"`
 	State string `json:"state"`
 	Voter bool   `json:"voter"`
+	// Reachable: the member answered the viewing node's last status probe
+	// (one a second); LastContactMS is how long ago it last answered (-1:
+	// never).
+	Reachable     bool  `json:"reachable"`
+	LastContactMS int64 `json:"last_contact_ms"`
+	// MatchIndex is the member's last log index; Lag how far it is behind
+	// the viewing node's.
+	MatchIndex uint64 `json:"match_index"`
+	Lag        uint64 `json:"lag"`
+	Removed    bool   `json:"removed,omitempty"`
 }
 
 func (a *API) cluster(ctx *fasthttp.RequestCtx) {
-	servers, err := a.store.Servers()
+	c, cancel := a.opCtx()
+	defer cancel()
+	view, err := a.store.Cluster(c)
 	if err != nil {
 		writeStoreError(ctx, err)
 		return
 	}
 	leader, _ := a.store.Leader()
 	commit, applied := a.store.Indexes()
-	out := ClusterJSON{Leader: leader, Nodes: []NodeJSON{}, CommitIndex: commit, AppliedIndex: applied}
-	for _, s := range servers {
-		out.Nodes = append(out.Nodes, NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter})
+	out := ClusterJSON{Leader: leader, View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
+		CommitIndex: commit, AppliedIndex: applied}
+	for _, s := range view.Servers {
+		n := NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
+			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Removed: s.Removed}
+		if view.LastIndex > s.MatchIndex && !s.Removed {
+			n.Lag = view.LastIndex - s.MatchIndex
+		}
+		out.Nodes = append(out.Nodes, n)
 	}
 	writeJSON(ctx, fasthttp.StatusOK, out)
 }
@@ -60,6 +83,8 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 		ID   string `json:"id"`
 		Raft string `json:"raft"`
 		API  string `json:"api"`
+		// Voter: false adds a non-voter (promote it later); default true.
+		Voter *bool `json:"voter"`
 	}
 	if !decodeJSON(ctx, &req) {
 		return
@@ -80,12 +105,67 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 		writeStoreError(ctx, err)
 		return
 	}
-	if err := a.store.AddVoter(c, req.ID, req.Raft); err != nil {
-		if raftstore.Unavailable(err) {
-			writeStoreError(ctx, err)
-		} else {
-			writeProblem(ctx, probMembershipConflict, err.Error())
-		}
+	add := a.store.AddVoter
+	if req.Voter != nil && !*req.Voter {
+		add = a.store.AddNonvoter
+	}
+	if err := add(c, req.ID, req.Raft); err != nil {
+		a.membershipError(ctx, req.ID, err)
+		return
+	}
+	a.clusterAfterChange(ctx, c)
+}
+
+// membershipError answers a refused membership change.
+func (a *API) membershipError(ctx *fasthttp.RequestCtx, id string, err error) {
+	switch {
+	case errors.Is(err, raftstore.ErrUnknownNode):
+		writeProblem(ctx, probUnknownNode, fmt.Sprintf("no node %q in the cluster", id))
+	case raftstore.Unavailable(err):
+		writeStoreError(ctx, err)
+	default:
+		writeProblem(ctx, probMembershipConflict, err.Error())
+	}
+}
+
+// forceParam reads ?force=1 (or true); false means it answered 400.
+func forceParam(ctx *fasthttp.RequestCtx) (force, ok bool) {
+	v := ctx.QueryArgs().Peek("force")
+	switch string(v) {
+	case "", "0", "false":
+		return false, true
+	case "1", "true":
+		return true, true
+	}
+	writeProblem(ctx, probBadRequest, fmt.Sprintf("force: %q: want 1 or 0", v))
+	return false, false
+}
+
+// nodeID reads the {id} of /v1/cluster/nodes/{id}; "" means it answered 400.
+func nodeID(ctx *fasthttp.RequestCtx, raw string) string {
+	id, err := url.PathUnescape(raw)
+	if err != nil || id == "" || strings.ContainsAny(id, "\x00/ ") || len(id) > 64 {
+		writeProblem(ctx, probBadRequest, "want /v1/cluster/nodes/{id} with an id of 1-64 characters without '/', spaces or NUL")
+		return ""
+	}
+	return id
+}
+
+// changeNode makes a change to member {id} that takes ?force=1: promote
+// or remove.
+func (a *API) changeNode(ctx *fasthttp.RequestCtx, rawID string, change func(context.Context, string, bool) error) {
+	id := nodeID(ctx, rawID)
+	if id == "" {
+		return
+	}
+	force, ok := forceParam(ctx)
+	if !ok {
+		return
+	}
+	c, cancel := a.opCtx()
+	defer cancel()
+	if err := change(c, id, force); err != nil {
+		a.membershipError(ctx, id, err)
 		return
 	}
 	a.clusterAfterChange(ctx, c)
@@ -94,30 +174,11 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 // clusterAfterChange answers with the membership once this node has applied
 // the change it just made (it may have been forwarded to the leader).
 func (a *API) clusterAfterChange(ctx *fasthttp.RequestCtx, c context.Context) {
-	if err := a.store.Barrier(c); err != nil {
+	// A node that removed itself has no leader to wait for: it answers
+	// with its own view, which says it was removed.
+	if err := a.store.Barrier(c); err != nil && !a.store.Removed() {
 		writeStoreError(ctx, err)
 		return
 	}
 	a.cluster(ctx)
-}
-
-func (a *API) removeNode(ctx *fasthttp.RequestCtx, rawID string) {
-	id, err := url.PathUnescape(rawID)
-	if err != nil || id == "" {
-		writeProblem(ctx, probBadRequest, "want /v1/cluster/nodes/{id}")
-		return
-	}
-	c, cancel := a.opCtx()
-	defer cancel()
-	err = a.store.RemoveServer(c, id)
-	switch {
-	case errors.Is(err, raftstore.ErrUnknownNode):
-		writeProblem(ctx, probUnknownNode, fmt.Sprintf("no node %q in the cluster", id))
-	case err != nil && raftstore.Unavailable(err):
-		writeStoreError(ctx, err)
-	case err != nil:
-		writeProblem(ctx, probMembershipConflict, err.Error())
-	default:
-		a.clusterAfterChange(ctx, c)
-	}
 }

@@ -43,14 +43,27 @@ type Store interface {
 	// The cluster.
 	Leader() (id, raftAddr string)
 	Servers() ([]raftstore.Server, error)
+	// Cluster is the membership with the leader's view of each member
+	// (reachable, last contact, match index), or this node's own view
+	// when the leader cannot be asked.
+	Cluster(ctx context.Context) (raftstore.ClusterView, error)
 	AddVoter(ctx context.Context, id, raftAddr string) error
-	RemoveServer(ctx context.Context, id string) error
+	AddNonvoter(ctx context.Context, id, raftAddr string) error
+	Promote(ctx context.Context, id string, force bool) error
+	// RemoveServer removes a member; without force, not when it would
+	// leave fewer reachable voters than a quorum.
+	RemoveServer(ctx context.Context, id string, force bool) error
+	// Removed: this node was removed from the cluster.
+	Removed() bool
 	// Barrier waits until this node has applied everything committed
 	// before the call (a linearizable read's first half).
 	Barrier(ctx context.Context) error
 	// Ready: this node can serve writes now: it knows a leader, has
-	// applied what it learned was committed, and nothing stopped it.
+	// applied what it learned was committed, is a member, and nothing
+	// stopped it.
 	Ready() bool
+	// NotReady says why the node is not ready ("" when it is).
+	NotReady() string
 	// Alive: the node's Raft and state machine still run.
 	Alive() bool
 	Indexes() (commit, applied uint64)

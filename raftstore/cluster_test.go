@@ -220,10 +220,10 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 	leader := c.WaitLeader(5 * time.Second)
 	victim := (leader + 1) % 3
 	asker := c.Stores[(leader+2)%3] // a follower: the change is forwarded
-	if err := asker.RemoveServer(ctx, c.Cfgs[victim].NodeID); err != nil {
+	if err := asker.RemoveServer(ctx, c.Cfgs[victim].NodeID, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := asker.RemoveServer(ctx, "nope"); !errors.Is(err, ErrUnknownNode) {
+	if err := asker.RemoveServer(ctx, "nope", false); !errors.Is(err, ErrUnknownNode) {
 		t.Fatalf("remove of unknown node = %v, want ErrUnknownNode", err)
 	}
 	servers, _ := c.Stores[leader].Servers()

@@ -196,5 +196,9 @@ func (c Config) raftConfig() *raft.Config {
 	// would only rewrite the same data. Open restores it when the state
 	// machine's file is behind it.
 	rc.NoSnapshotRestoreOnStart = true
+	// A removed node keeps running as a follower that does not campaign:
+	// it reports itself removed, and can be added again without a restart
+	// (shut down, its Raft could not come back without one).
+	rc.ShutdownOnRemove = false
 	return rc
 }

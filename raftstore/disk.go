@@ -28,20 +28,28 @@ var freeBytes = func(dir string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
+// watchDisk measures the free space (idemgate_disk_free_bytes) and, with
+// MinFreeBytes set, guards it.
 func (s *Store) watchDisk(ctx context.Context) {
-	if s.cfg.MinFreeBytes == 0 {
-		return
+	every := s.cfg.DiskCheckInterval
+	if every <= 0 {
+		every = time.Second
 	}
-	t := time.NewTicker(s.cfg.DiskCheckInterval)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		free, err := freeBytes(s.cfg.DataDir)
 		if err == nil {
+			s.diskFree.Store(free)
+		}
+		if err == nil && s.cfg.MinFreeBytes > 0 {
 			low := free < s.cfg.MinFreeBytes
-			if low != s.diskLow.Load() {
-				s.logger.Warn("disk space", "free_bytes", free, "refusing_writes", low)
+			switch was := s.diskLow.Swap(low); {
+			case low && !was:
+				s.logger.Warn("disk nearly full: refusing writes until space is freed", "free_bytes", free, "min_free_bytes", s.cfg.MinFreeBytes)
+			case !low && was:
+				s.logger.Info("disk space recovered: accepting writes again", "free_bytes", free)
 			}
-			s.diskLow.Store(low)
 			if free < s.cfg.MinFreeBytes/4 {
 				s.logger.Error("disk nearly full: stopping raft before a write fails inside it", "free_bytes", free)
 				s.raft.Shutdown()

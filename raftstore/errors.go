@@ -32,6 +32,15 @@ var (
 	// ErrTooLarge: the command is over Config.MaxCommandBytes; nothing
 	// was proposed.
 	ErrTooLarge = errors.New("command too large")
+	// ErrMembership: a membership change that cannot be made as asked (the
+	// last voter, a voter made a non-voter, a leader that could not hand
+	// leadership on).
+	ErrMembership = errors.New("membership change refused")
+	// ErrQuorumAtRisk: the removal would leave fewer reachable voters than
+	// a quorum; nothing was changed.
+	ErrQuorumAtRisk = errors.New("removal would leave no reachable quorum")
+	// ErrNotCaughtUp: a non-voter to be promoted is unreachable or behind.
+	ErrNotCaughtUp = errors.New("non-voter not caught up")
 )
 
 // Unavailable reports whether err means the store could not serve the call

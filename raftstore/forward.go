@@ -251,7 +251,12 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 	case fwdClock:
 		now := s.stampNow()
 		return func() (byte, []byte) { return statusOK, binary.BigEndian.AppendUint64(nil, uint64(now)) }
-	case fwdAddVoter, fwdRemove:
+	case fwdStatus:
+		st := s.statusAnswer()
+		return func() (byte, []byte) { return statusOK, st }
+	case fwdPeers:
+		return func() (byte, []byte) { return statusOK, s.peersAnswer() }
+	case fwdAddVoter, fwdRemove, fwdPromote:
 		return func() (byte, []byte) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()

@@ -25,9 +25,12 @@ import (
 const (
 	fwdApply     byte = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
 	fwdReadIndex byte = 'I' // payload: empty; answer: read index (8 bytes)
-	fwdAddVoter  byte = 'V' // payload: id \0 address
-	fwdRemove    byte = 'X' // payload: id
+	fwdAddVoter  byte = 'V' // payload: id \0 address [\0 "nonvoter"]
+	fwdRemove    byte = 'X' // payload: id [\0 "force"]
+	fwdPromote   byte = 'U' // payload: id [\0 "force"]
 	fwdClock     byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
+	fwdStatus    byte = 'S' // payload: empty; answer: statusAnswer (peerstatus.go); any node answers
+	fwdPeers     byte = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1 // retry against the current leader
@@ -56,6 +59,9 @@ var wireErrors = [...]error{
 	4: ErrTooLarge,
 	5: ErrClockJump,
 	6: fsm.ErrBadCommand,
+	7: ErrMembership,
+	8: ErrQuorumAtRisk,
+	9: ErrNotCaughtUp,
 }
 
 // remoteError is a final error the leader reported without a code.

@@ -1,24 +1,51 @@
 package raftstore
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/raft"
 )
 
-// Server is one member of the Raft configuration.
+// Membership changes. Any node may be asked; the change is made by the
+// leader. Three rules keep a change from stranding the cluster:
+//
+//   - a node is added only once it answers (probeNode): an unreachable
+//     voter counts against the quorum from the moment it is added;
+//   - a removal that would leave fewer reachable voters than a quorum of
+//     the voters that remain is refused (ErrQuorumAtRisk) unless forced;
+//   - the leader is never removed in place: it hands leadership to the
+//     most up-to-date voter first, and the new leader removes it.
+//
+// A removed node keeps running (Raft's ShutdownOnRemove is off): it does
+// not campaign, reports itself removed (Removed, readyz) and can be added
+// again without a restart.
+
+// Server is one member of the Raft configuration, with what the viewing
+// node knows of it (Cluster fills the probe fields; Servers leaves them).
 type Server struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft"`
 	Voter    bool   `json:"voter"`
-	// State is this node's view: "leader" for the leader it knows,
-	// its own Raft state for itself, "follower" otherwise.
+	// State: the member's Raft state as it reported it ("leader",
+	// "follower", "candidate", "removed"), or "unreachable".
 	State string `json:"state"`
+	// Removed is set on the entry of this node when it was removed.
+	Removed bool `json:"removed,omitempty"`
+
+	Reachable     bool   `json:"reachable"`
+	LastContactMS int64  `json:"last_contact_ms"`
+	MatchIndex    uint64 `json:"match_index"`
 }
 
-// Servers lists the cluster's members as this node knows them.
+// promoteMaxLag is how far (in log entries) a non-voter may be behind the
+// leader's last index and still be promoted without force: a voter that
+// must first catch up cannot help form a quorum.
+const promoteMaxLag = 1024
+
+// Servers lists the cluster's members as this node knows them, and this
+// node too when it was removed.
 func (s *Store) Servers() ([]Server, error) {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -37,24 +64,104 @@ func (s *Store) Servers() ([]Server, error) {
 		out = append(out, Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
 			Voter: srv.Suffrage == raft.Voter, State: st})
 	}
+	if removedFrom(f.Configuration(), s.cfg.NodeID) {
+		out = append(out, Server{ID: s.cfg.NodeID, RaftAddr: s.cfg.advertise(), State: "removed", Removed: true,
+			Reachable: true})
+	}
 	return out, nil
 }
 
-// AddVoter adds (or re-addresses) a voter; any node may be asked.
-func (s *Store) AddVoter(ctx context.Context, id, raftAddr string) error {
-	if id == "" || raftAddr == "" || bytes.IndexByte([]byte(id), 0) >= 0 {
-		return fmt.Errorf("raftstore: add voter: id and raft address are required")
+// Removed reports whether this node was a member and no longer is: its
+// configuration names other nodes but not it. A node waiting to be added
+// for the first time has an empty configuration and is not "removed".
+func (s *Store) Removed() bool {
+	ids := s.members.list()
+	if len(ids) == 0 {
+		return false
 	}
-	payload := append(append([]byte(id), 0), raftAddr...)
-	return s.membership(ctx, fwdAddVoter, payload)
+	_, member := ids[s.cfg.NodeID]
+	return !member
 }
 
-// RemoveServer removes a member; any node may be asked.
-func (s *Store) RemoveServer(ctx context.Context, id string) error {
-	if id == "" {
-		return fmt.Errorf("raftstore: remove server: id is required")
+func removedFrom(c raft.Configuration, id string) bool {
+	if len(c.Servers) == 0 {
+		return false
 	}
-	return s.membership(ctx, fwdRemove, []byte(id))
+	for _, srv := range c.Servers {
+		if string(srv.ID) == id {
+			return false
+		}
+	}
+	return true
+}
+
+// AddVoter adds (or re-addresses) a voter, or promotes a non-voter at the
+// same address.
+func (s *Store) AddVoter(ctx context.Context, id, raftAddr string) error {
+	return s.addServer(ctx, id, raftAddr, true)
+}
+
+// AddNonvoter adds a non-voter (a learner): it receives the log but does
+// not vote, so it may catch up without weighing on the quorum; Promote
+// makes it a voter.
+func (s *Store) AddNonvoter(ctx context.Context, id, raftAddr string) error {
+	return s.addServer(ctx, id, raftAddr, false)
+}
+
+func (s *Store) addServer(ctx context.Context, id, raftAddr string, voter bool) error {
+	if err := checkMemberID(id); err != nil {
+		return err
+	}
+	if raftAddr == "" || strings.IndexByte(raftAddr, 0) >= 0 {
+		return fmt.Errorf("raftstore: add server: a raft address is required")
+	}
+	opt := ""
+	if !voter {
+		opt = "nonvoter"
+	}
+	return s.membership(ctx, fwdAddVoter, memberReq(id, raftAddr, opt))
+}
+
+// Promote makes non-voter id a voter. Without force it must be reachable
+// and caught up to within promoteMaxLag entries of the leader.
+func (s *Store) Promote(ctx context.Context, id string, force bool) error {
+	if err := checkMemberID(id); err != nil {
+		return err
+	}
+	return s.membership(ctx, fwdPromote, memberReq(id, forceOpt(force)))
+}
+
+// RemoveServer removes a member. Without force a removal that would leave
+// fewer reachable voters than a quorum is refused (ErrQuorumAtRisk).
+// Removing the leader hands leadership on first.
+func (s *Store) RemoveServer(ctx context.Context, id string, force bool) error {
+	if err := checkMemberID(id); err != nil {
+		return err
+	}
+	return s.membership(ctx, fwdRemove, memberReq(id, forceOpt(force)))
+}
+
+func checkMemberID(id string) error {
+	if id == "" || strings.IndexByte(id, 0) >= 0 {
+		return fmt.Errorf("raftstore: membership: a node id is required")
+	}
+	return nil
+}
+
+func forceOpt(force bool) string {
+	if force {
+		return "force"
+	}
+	return ""
+}
+
+// memberReq is a membership request's payload: its fields joined by NUL
+// (id first; empty trailing fields are left out).
+func memberReq(fields ...string) []byte {
+	for len(fields) > 1 && fields[len(fields)-1] == "" {
+		fields = fields[:len(fields)-1]
+	}
+	return []byte(strings.Join(fields, "\x00"))
 }
 
 func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error {
@@ -65,18 +172,14 @@ func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error
 	return err
 }
 
-// probeNode checks, before node id becomes a voter, that it answers at
+// probeNode checks, before node id becomes a member, that it answers at
 // addr, and with PeerTLS that its certificate names id. A voter that cannot
 // be reached counts against the quorum from the moment it is added: a few
 // added at once, by mistake or by whoever holds a member's key, would leave
 // the cluster without a majority, for good. A member at that address
 // already is not probed (re-adding it changes nothing).
-func (s *Store) probeNode(ctx context.Context, id, addr string) error {
-	f := s.raft.GetConfiguration()
-	if err := s.waitFuture(ctx, f); err != nil {
-		return err
-	}
-	for _, srv := range f.Configuration().Servers {
+func (s *Store) probeNode(ctx context.Context, cfg raft.Configuration, id, addr string) error {
+	for _, srv := range cfg.Servers {
 		if string(srv.ID) == id && string(srv.Address) == addr {
 			return nil
 		}
@@ -98,31 +201,104 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []
 	if s.raft.State() != raft.Leader {
 		return ErrNotLeader
 	}
+	fields := strings.Split(string(payload), "\x00")
+	id := fields[0]
+	opt := func(name string) bool {
+		for _, f := range fields[1:] {
+			if f == name {
+				return true
+			}
+		}
+		return false
+	}
+	if id == "" {
+		return fmt.Errorf("%w: malformed membership request", ErrMembership)
+	}
+	f := s.raft.GetConfiguration()
+	if err := s.waitFuture(ctx, f); err != nil {
+		return err
+	}
+	cfg := f.Configuration()
+	var cur *raft.Server
+	for i := range cfg.Servers {
+		if string(cfg.Servers[i].ID) == id {
+			cur = &cfg.Servers[i]
+		}
+	}
 	switch kind {
 	case fwdAddVoter:
-		i := bytes.IndexByte(payload, 0)
-		if i <= 0 {
-			return fmt.Errorf("raftstore: malformed add-voter request")
+		if len(fields) < 2 || fields[1] == "" {
+			return fmt.Errorf("%w: malformed add request", ErrMembership)
 		}
-		id, addr := string(payload[:i]), string(payload[i+1:])
-		if err := s.probeNode(ctx, id, addr); err != nil {
+		addr := fields[1]
+		if err := s.probeNode(ctx, cfg, id, addr); err != nil {
 			return err
 		}
+		if opt("nonvoter") {
+			if cur != nil && cur.Suffrage == raft.Voter {
+				return fmt.Errorf("%w: %q is a voter; remove it first to make it a non-voter", ErrMembership, id)
+			}
+			s.logger.Info("adding a non-voter", "member", id, "raft", addr)
+			return s.waitFuture(ctx, s.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
+		}
+		s.logger.Info("adding a voter", "member", id, "raft", addr)
 		return s.waitFuture(ctx, s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
+	case fwdPromote:
+		if cur == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+		}
+		if cur.Suffrage == raft.Voter {
+			return nil // already one: promoting again changes nothing
+		}
+		if !opt("force") {
+			if err := s.caughtUp(id); err != nil {
+				return err
+			}
+		}
+		s.logger.Info("promoting a non-voter", "member", id)
+		return s.waitFuture(ctx, s.raft.AddVoter(cur.ID, cur.Address, 0, s.cfg.ApplyTimeout))
 	case fwdRemove:
-		id := raft.ServerID(payload)
-		f := s.raft.GetConfiguration()
-		if err := f.Error(); err != nil {
-			return mapRaftErr(err)
+		if cur == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
 		}
-		found := false
-		for _, srv := range f.Configuration().Servers {
-			found = found || srv.ID == id
+		force := opt("force")
+		if cur.Suffrage == raft.Voter {
+			voters, reachable, down := s.peers.reachableVoters(ctx, cfg, cur.ID)
+			if voters == 0 {
+				return fmt.Errorf("%w: %q is the last voter", ErrMembership, id)
+			}
+			if quorum := voters/2 + 1; reachable < quorum && !force {
+				return fmt.Errorf("%w: removing %q would leave %d voters, %d of them reachable (down: %s); "+
+					"a quorum needs %d: bring a node back or add one first, or force the removal",
+					ErrQuorumAtRisk, id, voters, reachable, strings.Join(down, ", "), quorum)
+			}
 		}
-		if !found {
-			return fmt.Errorf("%w: %q", ErrUnknownNode, string(id))
+		if id == s.cfg.NodeID && cur.Suffrage == raft.Voter {
+			// The new leader removes this node: the retry is forwarded to it.
+			s.logger.Info("handing leadership on before removing this node", "member", id)
+			if err := s.waitFuture(ctx, s.raft.LeadershipTransfer()); err != nil && !force {
+				return fmt.Errorf("%w: could not hand leadership on before removing the leader: %v", ErrMembership, err)
+			} else if err == nil {
+				return fmt.Errorf("%w: leadership handed on; the new leader removes %q", errRetry, id)
+			}
 		}
-		return s.waitFuture(ctx, s.raft.RemoveServer(id, 0, s.cfg.ApplyTimeout))
+		s.logger.Info("removing a member", "member", id, "forced", force)
+		return s.waitFuture(ctx, s.raft.RemoveServer(cur.ID, 0, s.cfg.ApplyTimeout))
 	}
-	return fmt.Errorf("raftstore: unknown membership change %q", kind)
+	return fmt.Errorf("%w: unknown membership change %q", ErrMembership, kind)
+}
+
+// caughtUp checks that member id answers this leader's probes and is within
+// promoteMaxLag entries of its log.
+func (s *Store) caughtUp(id string) error {
+	ps, ok := s.peers.peer(id)
+	if !ok || !ps.Reachable {
+		return fmt.Errorf("%w: %q does not answer this leader; it cannot be promoted yet", ErrNotCaughtUp, id)
+	}
+	last := s.raft.LastIndex()
+	if ps.MatchIndex+promoteMaxLag < last {
+		return fmt.Errorf("%w: %q is %d entries behind the leader (at most %d to be promoted); try again once it caught up",
+			ErrNotCaughtUp, id, last-ps.MatchIndex, promoteMaxLag)
+	}
+	return nil
 }

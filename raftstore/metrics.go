@@ -30,6 +30,16 @@ func newMetrics(s *Store) *metrics {
 func (s *Store) Register(reg prometheus.Registerer) error {
 	cs := []prometheus.Collector{
 		s.members.rejected,
+		s.peers.lastContact,
+		s.peers.reachable,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_ready",
+			Help: "1 when this node can serve writes (what /readyz answers 200 for), else 0.",
+		}, func() float64 { return boolGauge(s.Ready()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_disk_free_bytes",
+			Help: "Free space of the file system holding the data directory, measured every disk check interval.",
+		}, func() float64 { return float64(s.diskFree.Load()) }),
 		s.metrics.leaderChanges,
 		s.metrics.applyDuration,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

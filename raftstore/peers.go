@@ -209,4 +209,19 @@ func (m *members) idAt(addr string) string {
 	return ""
 }
 
+// list returns the members' ids and raft addresses as last read (nil
+// before raft reported a configuration).
+func (m *members) list() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ids == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m.ids))
+	for id, a := range m.ids {
+		out[id] = a
+	}
+	return out
+}
+
 func (m *members) reject(reason string) { m.rejected.WithLabelValues(reason).Inc() }

@@ -293,7 +293,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 		t.Fatalf("membership after the fake adds: %+v", servers)
 	}
 	c.Stop(victim)
-	if err := c.Store(leader).RemoveServer(context.Background(), id); err != nil {
+	if err := c.Store(leader).RemoveServer(context.Background(), id, false); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // a few membership refreshes

@@ -116,15 +116,27 @@ func (s *Store) appliedThrough(idx uint64) bool {
 // commit index it has learned: a read here would not be stale by more than
 // the replication lag.
 // It is false whenever the node cannot serve writes: no leader known, its
-// disk guard refusing writes, Raft or the state machine stopped.
-func (s *Store) Ready() bool {
-	if !s.Alive() || s.diskLow.Load() {
-		return false
+// disk guard refusing writes, removed from the cluster, Raft or the state
+// machine stopped.
+func (s *Store) Ready() bool { return s.NotReady() == "" }
+
+// NotReady says why the node is not ready, in a sentence; "" when it is.
+func (s *Store) NotReady() string {
+	switch {
+	case !s.Alive():
+		return "this node's Raft or state machine has stopped (see its log); restart it"
+	case s.Removed():
+		return "this node was removed from the cluster; add it again (POST /v1/cluster/nodes on a member) or stop it"
+	case s.diskLow.Load():
+		return "the disk is nearly full: writes are refused until space is freed"
 	}
 	if addr, _ := s.raft.LeaderWithID(); addr == "" {
-		return false
+		return "no leader is known: the cluster has no quorum, or an election is under way"
 	}
-	return s.appliedThrough(s.raft.CommitIndex())
+	if commit := s.raft.CommitIndex(); !s.appliedThrough(commit) {
+		return fmt.Sprintf("catching up: applied index %d, commit index %d", s.fsm.AppliedIndex(), commit)
+	}
+	return ""
 }
 
 // Alive reports whether the node's Raft and state machine still run: false

@@ -41,6 +41,7 @@ type Store struct {
 	mux   *mux
 	// members is who may connect to the Raft port (with PeerTLS).
 	members *members
+	peers   *peerWatch // the members' status, as this node's probes find it
 	clock   clockGuard
 
 	fwdMu     sync.Mutex
@@ -55,6 +56,7 @@ type Store struct {
 
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
+	diskFree    atomic.Uint64 // the data directory's free bytes, last measured
 
 	metrics *metrics
 	obsCh   chan raft.Observation
@@ -146,6 +148,7 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, fmt.Errorf("raftstore: advertise %s: %w", cfg.advertise(), err)
 	}
 	s.members = newMembers(s)
+	s.peers = newPeerWatch(s)
 	mc := muxConfig{advertise: adv, forward: s.serveForward, maxConns: cfg.MaxPeerConns,
 		reject: s.members.reject, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
 	if cfg.PeerTLS != nil {
@@ -198,8 +201,9 @@ func Open(cfg Config) (s *Store, err error) {
 	s.stop = cancel
 	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
 	s.clock.s = s
-	s.bg.Add(6)
+	s.bg.Add(7)
 	go func() { defer s.bg.Done(); s.members.run(ctx) }()
+	go func() { defer s.bg.Done(); s.peers.run(ctx) }()
 	go func() { defer s.bg.Done(); s.tick(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()

@@ -137,11 +137,20 @@ func (s *Store) Leader() (string, string) { return "mem", "memstore" }
 func (s *Store) Servers() ([]raftstore.Server, error) {
 	return []raftstore.Server{{ID: "mem", RaftAddr: "memstore", Voter: true, State: "leader"}}, nil
 }
-func (s *Store) AddVoter(context.Context, string, string) error { return ErrNoCluster }
-func (s *Store) RemoveServer(context.Context, string) error     { return ErrNoCluster }
-func (s *Store) Barrier(ctx context.Context) error              { return ctx.Err() }
-func (s *Store) Ready() bool                                    { return true }
-func (s *Store) Alive() bool                                    { return true }
+func (s *Store) Cluster(context.Context) (raftstore.ClusterView, error) {
+	servers, _ := s.Servers()
+	servers[0].Reachable = true
+	return raftstore.ClusterView{View: "mem", Servers: servers}, nil
+}
+func (s *Store) AddVoter(context.Context, string, string) error    { return ErrNoCluster }
+func (s *Store) AddNonvoter(context.Context, string, string) error { return ErrNoCluster }
+func (s *Store) Promote(context.Context, string, bool) error       { return ErrNoCluster }
+func (s *Store) RemoveServer(context.Context, string, bool) error  { return ErrNoCluster }
+func (s *Store) Removed() bool                                     { return false }
+func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
+func (s *Store) NotReady() string                                  { return "" }
+func (s *Store) Ready() bool                                       { return true }
+func (s *Store) Alive() bool                                       { return true }
 func (s *Store) Indexes() (commit, applied uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,115 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/loopback"
+	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// TestAPIMembershipHostile: every malformed or refused membership call gets
+// its exact answer and changes nothing.
+func TestAPIMembershipHostile(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(5 * time.Second)
+	u := ac.urls[(leader+1)%3]
+	down := (leader + 2) % 3
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		problem                  string
+	}{
+		{"unknown node", "DELETE", "/v1/cluster/nodes/nope", "", 404, "unknown-node"},
+		{"promote unknown", "POST", "/v1/cluster/nodes/nope/promote", "", 404, "unknown-node"},
+		{"force not a flag", "DELETE", "/v1/cluster/nodes/n1?force=yes", "", 400, "bad-request"},
+		{"force on promote not a flag", "POST", "/v1/cluster/nodes/n1/promote?force=2", "", 400, "bad-request"},
+		{"empty id", "DELETE", "/v1/cluster/nodes/", "", 400, "bad-request"},
+		{"id with a slash", "DELETE", "/v1/cluster/nodes/a%2Fb", "", 400, "bad-request"},
+		{"id with NUL", "DELETE", "/v1/cluster/nodes/a%00b", "", 400, "bad-request"},
+		{"id too long", "DELETE", "/v1/cluster/nodes/" + strings.Repeat("x", 65), "", 400, "bad-request"},
+		{"promote by GET", "GET", "/v1/cluster/nodes/n1/promote", "", 405, "method-not-allowed"},
+		{"voter not a bool", "POST", "/v1/cluster/nodes", `{"id":"n9","raft":"127.0.0.1:1","api":"127.0.0.1:2","voter":"no"}`, 400, "invalid-json"},
+		{"unknown field", "POST", "/v1/cluster/nodes", `{"id":"n9","raft":"127.0.0.1:1","api":"127.0.0.1:2","learner":true}`, 400, "invalid-json"},
+		{"unreachable learner", "POST", "/v1/cluster/nodes", `{"id":"n9","raft":"127.0.0.1:1","api":"127.0.0.1:2","voter":false}`, 409, "membership-conflict"},
+		{"voter made learner", "POST", "/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:2","voter":false}`,
+			ac.c.Cfgs[leader].NodeID, ac.c.Cfgs[leader].RaftBind), 409, "membership-conflict"},
+	}
+	for _, tc := range cases {
+		hdr := []string{}
+		if tc.body != "" {
+			hdr = []string{"Content-Type", "application/json"}
+		}
+		r := do(t, tc.method, u+tc.path, tc.body, hdr...)
+		if r.status != tc.status || r.problemType(t) != tc.problem {
+			t.Errorf("%s: %s %s = %d %s, want %d %s", tc.name, tc.method, tc.path, r.status, r.body, tc.status, tc.problem)
+		}
+	}
+	// With a voter down, removing a live one is refused, and says why.
+	ac.c.Stop(down)
+	live := ac.c.Cfgs[(leader+1)%3].NodeID
+	r := do(t, "DELETE", u+"/v1/cluster/nodes/"+live, "")
+	if r.status != 409 || r.problemType(t) != "membership-conflict" || !strings.Contains(r.body, "force") {
+		t.Errorf("removal that loses the quorum = %d %s, want 409 naming force", r.status, r.body)
+	}
+	var cl ClusterJSON
+	r = do(t, "GET", u+"/v1/cluster", "")
+	if err := json.Unmarshal([]byte(r.body), &cl); err != nil || len(cl.Nodes) != 3 {
+		t.Fatalf("membership changed by refused calls: %s", r.body)
+	}
+}
+
+// TestAPILearner: a non-voter added through the API catches up, shows as
+// voter false, and is promoted.
+func TestAPILearner(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(5 * time.Second)
+	u := ac.urls[(leader+1)%3]
+	addrs, err := loopback.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n4, err := raftstore.Open(raftstore.TestConfig("n4", addrs[0], filepath.Join(ac.c.Dir, "n4"), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n4.Close() })
+	body := fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9","voter":false}`, addrs[0])
+	r := postJSON(t, u+"/v1/cluster/nodes", body)
+	var cl ClusterJSON
+	if r.status != 200 || json.Unmarshal([]byte(r.body), &cl) != nil {
+		t.Fatalf("add learner = %d %s", r.status, r.body)
+	}
+	found := false
+	for _, n := range cl.Nodes {
+		if n.ID == "n4" {
+			found = !n.Voter
+		}
+	}
+	if !found {
+		t.Fatalf("learner not listed as a non-voter: %s", r.body)
+	}
+	testsupport.WaitFor(t, "the learner promoted", 15*time.Second, func() bool {
+		r = do(t, "POST", u+"/v1/cluster/nodes/n4/promote", "")
+		if r.status == 409 {
+			return false // not caught up yet
+		}
+		if r.status != 200 {
+			t.Fatalf("promote = %d %s", r.status, r.body)
+		}
+		return true
+	})
+	if err := json.Unmarshal([]byte(r.body), &cl); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes {
+		if !n.Voter {
+			t.Fatalf("after promotion %s is not a voter: %s", n.ID, r.body)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package raftstore
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Every node asks each other member for its status once a second
+// (fwdStatus, on a connection of its own so a dead peer never delays
+// forwarding to the leader): whether it answers, when it last did, how far
+// its log reaches and its own Raft state. hashicorp/raft keeps the leader's
+// replication state private; like Consul's autopilot, we ask the servers.
+// The view serves GET /v1/cluster, the removal quorum check, promotion and
+// the peer metrics.
+
+// probeEvery is the period of the status probes.
+const probeEvery = time.Second
+
+// PeerStatus is what a node knows of a member from its probes.
+type PeerStatus struct {
+	ID        string `json:"id"`
+	Reachable bool   `json:"reachable"`
+	// LastContactMS: milliseconds since the peer last answered; -1: never.
+	LastContactMS int64 `json:"last_contact_ms"`
+	// MatchIndex is the peer's last log index, as it last reported it.
+	MatchIndex uint64 `json:"match_index"`
+	// State is the peer's own Raft state as it last reported it.
+	State string `json:"state"`
+}
+
+type peerProbe struct {
+	contact   time.Time // last answer; zero: never
+	ok        bool      // the last probe was answered
+	lastIndex uint64
+	state     string
+	client    *fwdClient
+	cancel    context.CancelFunc
+}
+
+type peerWatch struct {
+	s   *Store
+	ctx context.Context // run's: the probers live as long as it
+
+	mu    sync.Mutex
+	peers map[string]*peerProbe // by node id; members other than this node
+
+	lastContact *prometheus.GaugeVec
+	reachable   *prometheus.GaugeVec
+
+	removed bool // logged transitions only
+	probers sync.WaitGroup
+}
+
+func newPeerWatch(s *Store) *peerWatch {
+	return &peerWatch{s: s, peers: map[string]*peerProbe{},
+		lastContact: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "idemgate_peer_last_contact_seconds",
+			Help: "Seconds since the peer last answered this node's status probe (-1: never).",
+		}, []string{"peer"}),
+		reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "idemgate_peer_reachable",
+			Help: "1 when the peer answered this node's last status probe (one a second), else 0.",
+		}, []string{"peer"}),
+	}
+}
+
+// run keeps one prober per member until ctx ends.
+func (w *peerWatch) run(ctx context.Context) {
+	w.mu.Lock()
+	w.ctx = ctx
+	w.mu.Unlock()
+	t := time.NewTicker(probeEvery / 4) // new members are probed within a quarter period
+	defer t.Stop()
+	defer w.stopAll()
+	for {
+		w.sync()
+		w.noteRemoved()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sync starts probers for new members and stops those of removed ones. A
+// removed node stops probing: the members would refuse it anyway.
+func (w *peerWatch) sync() {
+	ids := w.s.members.list()
+	if w.s.Removed() {
+		ids = nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ctx := w.ctx
+	if ctx == nil || ctx.Err() != nil {
+		return // not started, or stopping
+	}
+	for id, p := range w.peers {
+		if _, ok := ids[id]; !ok {
+			p.cancel()
+			delete(w.peers, id)
+			w.lastContact.DeleteLabelValues(id)
+			w.reachable.DeleteLabelValues(id)
+		}
+	}
+	for id, addr := range ids {
+		if id == w.s.cfg.NodeID || w.peers[id] != nil {
+			continue
+		}
+		pctx, cancel := context.WithCancel(ctx)
+		p := &peerProbe{cancel: cancel}
+		w.peers[id] = p
+		w.lastContact.WithLabelValues(id).Set(-1)
+		w.reachable.WithLabelValues(id).Set(0)
+		w.probers.Add(1)
+		go func() { defer w.probers.Done(); w.probeLoop(pctx, id, addr, p) }()
+	}
+}
+
+func (w *peerWatch) stopAll() {
+	w.mu.Lock()
+	for id, p := range w.peers {
+		p.cancel()
+		delete(w.peers, id)
+	}
+	w.mu.Unlock()
+	w.probers.Wait()
+}
+
+func (w *peerWatch) probeLoop(ctx context.Context, id, addr string, p *peerProbe) {
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	defer func() {
+		w.mu.Lock()
+		if p.client != nil {
+			p.client.close()
+		}
+		w.mu.Unlock()
+	}()
+	for {
+		w.probe(ctx, id, addr, p)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// probe asks the peer once, bounded by a probe period.
+func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
+	ctx, cancel := context.WithTimeout(ctx, probeEvery)
+	defer cancel()
+	w.mu.Lock()
+	c := p.client
+	w.mu.Unlock()
+	var err error
+	if c == nil || !c.alive() {
+		timeout := min(w.s.cfg.DialTimeout, probeEvery)
+		c, err = dialForward(w.s.dialAddr(id, addr), timeout, w.s.peerClientTLS(id), w.s.maxFrame())
+		if err == nil {
+			w.mu.Lock()
+			switch {
+			case ctx.Err() != nil: // stopped while dialling
+				c.close()
+				w.mu.Unlock()
+				return
+			case p.client != nil && p.client.alive(): // a recheck dialled at the same time
+				c.close()
+				c = p.client
+			default:
+				p.client = c
+			}
+			w.mu.Unlock()
+		}
+	}
+	var st statusAnswer
+	if err == nil {
+		var r fwdResp
+		if r, err = c.call(ctx, fwdStatus, nil); err == nil {
+			if err = answerErr(r.status, r.payload, id); err == nil {
+				st, err = decodeStatus(r.payload)
+			}
+		}
+	}
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return // the prober was stopped
+	}
+	now := time.Now()
+	w.mu.Lock()
+	p.ok = err == nil
+	if p.ok {
+		p.contact, p.lastIndex, p.state = now, st.lastIndex, st.state
+	}
+	contact := p.contact
+	w.mu.Unlock()
+	w.reachable.WithLabelValues(id).Set(boolGauge(err == nil))
+	if !contact.IsZero() {
+		w.lastContact.WithLabelValues(id).Set(now.Sub(contact).Seconds())
+	}
+}
+
+// noteRemoved logs this node's removal from (and return to) the cluster,
+// once each.
+func (w *peerWatch) noteRemoved() {
+	removed := w.s.Removed()
+	if removed == w.removed {
+		return
+	}
+	w.removed = removed
+	if removed {
+		w.s.logger.Warn("this node was removed from the cluster: it serves nothing until it is added again (POST /v1/cluster/nodes on a member) or stopped")
+	} else {
+		w.s.logger.Info("this node is a member of the cluster again")
+	}
+}
+
+// statuses is this node's view of every member, itself included.
+func (w *peerWatch) statuses() []PeerStatus {
+	now := time.Now()
+	out := []PeerStatus{{ID: w.s.cfg.NodeID, Reachable: true, LastContactMS: 0,
+		MatchIndex: w.s.raft.LastIndex(), State: roleName(w.s.raft.State())}}
+	w.mu.Lock()
+	for id, p := range w.peers {
+		ps := PeerStatus{ID: id, Reachable: p.ok, LastContactMS: -1, MatchIndex: p.lastIndex, State: p.state}
+		if !p.contact.IsZero() {
+			ps.LastContactMS = now.Sub(p.contact).Milliseconds()
+		}
+		if !p.ok {
+			ps.State = "unreachable"
+		}
+		out = append(out, ps)
+	}
+	w.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// reachableVoters counts the voters of cfg this node reaches now (itself
+// included), leaving out the node skip. Each is probed again first: the
+// decision is made on answers given now, not on the last period's.
+func (w *peerWatch) reachableVoters(ctx context.Context, cfg raft.Configuration, skip raft.ServerID) (voters, reachable int, down []string) {
+	w.s.members.refresh()
+	w.sync()
+	w.mu.Lock()
+	var wg sync.WaitGroup
+	for _, srv := range cfg.Servers {
+		p := w.peers[string(srv.ID)]
+		if p == nil || srv.ID == skip || srv.Suffrage != raft.Voter {
+			continue
+		}
+		wg.Add(1)
+		go func(id, addr string, p *peerProbe) { defer wg.Done(); w.probe(ctx, id, addr, p) }(string(srv.ID), string(srv.Address), p)
+	}
+	w.mu.Unlock()
+	wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, srv := range cfg.Servers {
+		if srv.Suffrage != raft.Voter || srv.ID == skip {
+			continue
+		}
+		voters++
+		p := w.peers[string(srv.ID)]
+		if string(srv.ID) == w.s.cfg.NodeID || (p != nil && p.ok) {
+			reachable++
+		} else {
+			down = append(down, string(srv.ID))
+		}
+	}
+	return voters, reachable, down
+}
+
+// peer returns what this node knows of member id.
+func (w *peerWatch) peer(id string) (PeerStatus, bool) {
+	for _, ps := range w.statuses() {
+		if ps.ID == id {
+			return ps, true
+		}
+	}
+	return PeerStatus{}, false
+}
+
+// statusAnswer is a node's answer to fwdStatus:
+//
+//	last log index (8) | applied index (8) | state name
+type statusAnswer struct {
+	lastIndex, applied uint64
+	state              string
+}
+
+func (s *Store) statusAnswer() []byte {
+	b := binary.BigEndian.AppendUint64(nil, s.raft.LastIndex())
+	b = binary.BigEndian.AppendUint64(b, s.fsm.AppliedIndex())
+	st := roleName(s.raft.State())
+	if s.Removed() {
+		st = "removed"
+	}
+	return append(b, st...)
+}
+
+func decodeStatus(p []byte) (statusAnswer, error) {
+	if len(p) < 16 || len(p) > 16+32 {
+		return statusAnswer{}, errors.New("raftstore: malformed status answer")
+	}
+	return statusAnswer{lastIndex: binary.BigEndian.Uint64(p), applied: binary.BigEndian.Uint64(p[8:]),
+		state: string(p[16:])}, nil
+}
+
+// ClusterView is the membership with a node's view of each member.
+type ClusterView struct {
+	// View is the node whose probes these are: the leader's when it
+	// answered, else the node asked.
+	View string
+	// LastIndex is the viewing node's last log index: a member's lag is
+	// LastIndex - its MatchIndex.
+	LastIndex uint64
+	Servers   []Server
+}
+
+// Cluster returns the membership as the leader sees it (reachability, last
+// contact, match index), or as this node sees it when it is the leader or
+// the leader cannot be asked.
+func (s *Store) Cluster(ctx context.Context) (ClusterView, error) {
+	servers, err := s.Servers()
+	if err != nil {
+		return ClusterView{}, err
+	}
+	view := ClusterView{View: s.cfg.NodeID, LastIndex: s.raft.LastIndex()}
+	statuses := s.peers.statuses()
+	if addr, id := s.raft.LeaderWithID(); addr != "" && string(id) != s.cfg.NodeID && !s.Removed() {
+		ctx, cancel := context.WithTimeout(ctx, probeEvery)
+		raw, err := s.forward(ctx, string(id), string(addr), fwdPeers, nil)
+		cancel()
+		var lv peersAnswer
+		if err == nil && json.Unmarshal(raw, &lv) == nil {
+			view.View, view.LastIndex, statuses = string(id), lv.LastIndex, lv.Peers
+		}
+	}
+	for i := range servers {
+		for _, ps := range statuses {
+			if ps.ID == servers[i].ID && !servers[i].Removed {
+				srv := &servers[i]
+				srv.Reachable, srv.LastContactMS, srv.MatchIndex, srv.State = ps.Reachable, ps.LastContactMS, ps.MatchIndex, ps.State
+			}
+		}
+	}
+	view.Servers = servers
+	return view, nil
+}
+
+// peersAnswer is a node's answer to fwdPeers: its view of the members.
+type peersAnswer struct {
+	LastIndex uint64       `json:"last_index"`
+	Peers     []PeerStatus `json:"peers"`
+}
+
+func (s *Store) peersAnswer() []byte {
+	b, _ := json.Marshal(peersAnswer{LastIndex: s.raft.LastIndex(), Peers: s.peers.statuses()})
+	return b
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
