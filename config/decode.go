@@ -30,10 +30,13 @@ var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 // value decodes n into v, the field at path.
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
-	if d.values++; d.values > maxValues {
-		return &Error{Field: path, Line: n.Line, Msg: fmt.Sprintf("the file expands to more than %d values (aliases nested in aliases?)", maxValues)}
+	if err := d.count(path); err != nil {
+		return err
 	}
 	line := n.Line
+	if l, ok := d.lines[path]; ok {
+		line = l // the key's line: "nodes:" rather than the mapping below it
+	}
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -73,6 +76,20 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		return d.mapping(n, v, path, map[string]int{})
 	}
 	return &Error{Field: path, Line: line, Msg: fmt.Sprintf("config: no decoder for %s", t)}
+}
+
+// count counts one more value decoded, at path, and refuses the file past
+// maxValues, naming the outermost field being decoded (the alias that
+// expands is in it; the value past the limit may be anywhere an anchor is).
+func (d *decoder) count(path string) error {
+	if d.values++; d.values <= maxValues {
+		return nil
+	}
+	outer := path
+	if i := strings.IndexByte(path, '.'); i >= 0 {
+		outer = path[:i]
+	}
+	return &Error{Field: outer, Line: d.lines[outer], Msg: fmt.Sprintf("the file expands to more than %d values (aliases nested in aliases?)", maxValues)}
 }
 
 // mapping decodes the fields of mapping n into struct v; set holds the
@@ -123,8 +140,8 @@ func (d *decoder) merge(merges []*yaml.Node, v reflect.Value, path string, set m
 			sources = m.Content
 		}
 		for _, src := range sources {
-			if d.values++; d.values > maxValues {
-				return &Error{Field: path, Line: line, Msg: fmt.Sprintf("the file expands to more than %d values (aliases nested in aliases?)", maxValues)}
+			if err := d.count(path); err != nil {
+				return err
 			}
 			for src.Kind == yaml.AliasNode {
 				src = src.Alias

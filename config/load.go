@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -139,7 +140,17 @@ func checkBytes(data []byte) error {
 	return nil
 }
 
-var yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var (
+	yamlLineRe = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	// parserProblems are yaml.v3's parser errors (not its scanner's): it
+	// counts their lines from 0.
+	parserProblems = []string{"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"did not find expected <document start>", "did not find expected '-' indicator", "did not find expected key",
+		"did not find expected node content", "found duplicate %YAML directive", "found incompatible YAML document",
+		"found undefined tag handle", "found duplicate %TAG directive"}
+	// keyRe is the field a line starts, "  - name:" or "routes:".
+	keyRe = regexp.MustCompile(`^ *(?:- +)*[A-Za-z0-9_-]+:(?: |$)`)
+)
 
 // syntaxErr turns a yaml.v3 syntax error into an Error with its line and
 // the field it is in, as far as the lines before it say.
@@ -149,6 +160,9 @@ func syntaxErr(data []byte, err error) error {
 	if m := yamlLineRe.FindStringSubmatch(err.Error()); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
+		if slices.Contains(parserProblems, msg) {
+			line++
+		}
 	}
 	if text := lineText(data, line); strings.HasPrefix(strings.TrimLeft(text, " "), "\t") {
 		msg += " (a tab: YAML indents with spaces)"
@@ -178,7 +192,15 @@ func fieldAt(data []byte, line, col int) string {
 	if line < 1 || line > len(lines) {
 		return ""
 	}
-	return lastField(repair(bytes.Join(lines[:line-1], nil)), line, 0)
+	above := repair(bytes.Join(lines[:line-1], nil))
+	// The field the problem line starts, when it starts one ("routes: [").
+	if key := keyRe.Find(lines[line-1]); key != nil {
+		withKey := append(append(append([]byte{}, above...), bytes.TrimRight(key, " ")...), '\n')
+		if p := lastField(withKey, line, 0); p != "" {
+			return p
+		}
+	}
+	return lastField(above, line, 0)
 }
 
 // repair replaces what checkBytes refuses with '?'.
