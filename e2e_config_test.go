@@ -2,35 +2,17 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/testsupport"
 )
-
-// lockedBuffer is a process's stderr, read while the process writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestE2EStoreOnlyCluster runs three real `idemgate serve` processes from a
 // file with no upstream and no routes, from a working directory other than
@@ -68,11 +50,11 @@ func TestE2EStoreOnlyCluster(t *testing.T) {
 	}
 
 	lines := map[string]chan string{}
-	logs := map[string]*lockedBuffer{}
+	logs := map[string]*testsupport.Buffer{}
 	for _, id := range ids {
 		cmd := exec.Command(bin, "serve", "--config", "../etc/cluster.yaml", "--node", id, "--log-level", "warn")
 		cmd.Dir = work
-		logs[id] = &lockedBuffer{}
+		logs[id] = &testsupport.Buffer{}
 		cmd.Stderr = logs[id]
 		out, err := cmd.StdoutPipe()
 		if err != nil {
