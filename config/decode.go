@@ -75,7 +75,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) error {
 		}
 		return d.mapping(n, v, path, map[string]int{})
 	}
-	return &Error{Field: path, Line: line, Msg: fmt.Sprintf("config: no decoder for %s", t)}
+	return &Error{Field: path, Line: line, Msg: fmt.Sprintf("no decoder for Go type %s (a bug in idemgate)", t)}
 }
 
 // count counts one more value decoded, at path, and refuses the file past
