@@ -157,8 +157,8 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	if s.PeerTLS != nil {
 		raftSecurity = "mutual TLS"
 	}
-	fmt.Fprintf(stdout, "idemgate %s: node %s, gateway %s://%s -> %s, api %s://%s, raft %s (%s), data %s\n",
-		version, s.Node.ID, n.GW.Scheme(), n.GW.Addr(), s.File.Upstream, n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
+	fmt.Fprintf(stdout, "idemgate %s: node %s, %s, api %s://%s, raft %s (%s), data %s\n",
+		version, s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
 	if s.File.Insecure {
 		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.Node.ID)
 	}

@@ -1,19 +1,13 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // File is the cluster file as written.
@@ -32,9 +26,15 @@ type File struct {
 	// api.tokens (logged at every start).
 	Insecure bool `yaml:"insecure"`
 
-	// Dir is the directory of the file: relative paths in it (certificates,
-	// secret files) are relative to it. Empty for the embedded default.
+	// Name is the file's path as given to Load, for errors ("" for Parse
+	// and the embedded default).
+	Name string `yaml:"-"`
+	// Dir is the directory of the file: relative paths in it (data_dir,
+	// certificates, secret files) are relative to it. Empty for Parse and
+	// the embedded default: relative to the working directory.
 	Dir string `yaml:"-"`
+	// lines maps each field path the file sets to its line, for errors.
+	lines map[string]int
 }
 
 // Node is one member of the cluster.
@@ -163,65 +163,6 @@ const (
 	DefaultMaxResponseHeaderBytes = 64 << 10
 )
 
-// Error is a config error that names the field and, where known, the line.
-type Error struct {
-	Field string
-	Line  int
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("config: %s (line %d): %s", e.Field, e.Line, e.Msg)
-	}
-	return fmt.Sprintf("config: %s: %s", e.Field, e.Msg)
-}
-
-// Load reads and validates the cluster file at path.
-func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return parse(data, filepath.Dir(abs))
-}
-
-// Parse parses and validates a cluster file; relative paths in it are
-// relative to the working directory.
-func Parse(data []byte) (*File, error) { return parse(data, "") }
-
-func parse(data []byte, dir string) (*File, error) {
-	f := File{Dir: dir}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &Error{Field: "nodes", Msg: "the file is empty"}
-		}
-		return nil, fmt.Errorf("config: %s", oneLine(err))
-	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root)
-	if err := f.validate(); err != nil {
-		var ce *Error
-		if errors.As(err, &ce) && ce.Line == 0 {
-			ce.Line = lineOf(&root, ce.Field)
-		}
-		return nil, err
-	}
-	return &f, nil
-}
-
-func oneLine(err error) string {
-	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	s = strings.TrimPrefix(s, "unmarshal errors:\n")
-	return strings.Join(strings.Fields(s), " ")
-}
-
 var (
 	idRe    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	tokenRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") // RFC 9110 token
@@ -234,10 +175,6 @@ func checkID(field, v string) error {
 		return fieldErr(field, "%q: want 1-64 letters, digits, '_', '.', '-'", v)
 	}
 	return nil
-}
-
-func fieldErr(field, format string, args ...any) error {
-	return &Error{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (f *File) validate() error {
@@ -255,6 +192,9 @@ func (f *File) validate() error {
 		}
 		ids[n.ID] = true
 		for _, a := range []struct{ name, v string }{{"raft", n.Raft}, {"api", n.API}, {"listen", n.Listen}} {
+			if a.name == "listen" && a.v == "" && !f.Gateway() {
+				continue // store-only: no gateway; a listen given is checked, and ignored (node.Start warns)
+			}
 			if err := checkHostPort(a.v); err != nil {
 				return fieldErr(at+"."+a.name, "%v", err)
 			}
@@ -304,7 +244,7 @@ func (f *File) validate() error {
 		}
 	}
 	if len(f.Routes) > 0 && f.Upstream == "" {
-		return fieldErr("upstream", "required when routes are configured")
+		return fieldErrAt("upstream", "routes", "required when routes are configured (without upstream and routes, a node runs the store and the API only)")
 	}
 	if err := f.Raft.validate(); err != nil {
 		return err
@@ -317,6 +257,12 @@ func (f *File) validate() error {
 	}
 	return f.validateSecurity()
 }
+
+// Gateway reports whether the nodes run the gateway listener: a file with
+// an upstream. Without one (and without routes) the cluster is store-only:
+// each node serves the API (KV, tokens, cluster, snapshots) and no client
+// traffic.
+func (f *File) Gateway() bool { return f.Upstream != "" }
 
 func wildcard(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -512,45 +458,13 @@ func (l *Limits) validate() error {
 	if l.MaxHeaderBytes != 0 && l.MaxHeaderBytes < 1024 {
 		return fieldErr("limits.max_header_bytes", "%d is too small (minimum 1KiB)", l.MaxHeaderBytes)
 	}
-	if l.MaxConnsPerIP < 0 || l.Concurrency < 0 || l.UpstreamConns < 0 {
-		return fieldErr("limits", "counts must not be negative")
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"max_conns_per_ip", l.MaxConnsPerIP}, {"concurrency", l.Concurrency}, {"upstream_conns", l.UpstreamConns}} {
+		if c.v < 0 {
+			return fieldErr("limits."+c.name, "%d: want 0 (the default) or more", c.v)
+		}
 	}
 	return nil
-}
-
-// lineOf finds the line of a field path such as "routes[0].on_in_flight".
-func lineOf(root *yaml.Node, path string) int {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	line := 0
-	for _, part := range strings.Split(path, ".") {
-		name, idx := part, -1
-		if i := strings.IndexByte(part, '['); i >= 0 {
-			name = part[:i]
-			fmt.Sscanf(part[i:], "[%d]", &idx)
-		}
-		if n == nil || n.Kind != yaml.MappingNode {
-			return line
-		}
-		var next *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == name {
-				line, next = n.Content[i].Line, n.Content[i+1]
-			}
-		}
-		if next == nil {
-			return line
-		}
-		n = next
-		if idx >= 0 {
-			if n.Kind != yaml.SequenceNode || idx >= len(n.Content) {
-				return line
-			}
-			n = n.Content[idx]
-			line = n.Line
-		}
-	}
-	return line
 }

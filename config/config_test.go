@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ func TestExampleFileParses(t *testing.T) {
 		r.Match != "exact" || r.TrailingSlash != "strict" {
 		t.Fatalf("route = %+v", r)
 	}
-	if f.DataDirFor("n2") != "./data/n2" {
-		t.Fatalf("DataDirFor(n2) = %q", f.DataDirFor("n2"))
+	if abs, _ := filepath.Abs("../data/n2"); f.DataDirFor("n2") != abs {
+		t.Fatalf("DataDirFor(n2) = %q, want %q (beside the file)", f.DataDirFor("n2"), abs)
 	}
 	if f.Tokens.TTL.D() != 30*time.Minute {
 		t.Fatalf("tokens.ttl = %s", f.Tokens.TTL.D())
@@ -53,33 +54,33 @@ func TestErrorsNameTheField(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"empty", ``, "nodes"},
-		{"unknown top field", base + "bogus: 1\n", "field bogus not found"},
-		{"unknown route field", base + "routes:\n  - name: pay\n    path: /pay\n    colour: red\n", "line 7: field colour not found"},
+		{"unknown top field", base + "bogus: 1\n", "line 4: bogus: unknown field"},
+		{"unknown route field", base + "routes:\n  - name: pay\n    path: /pay\n    colour: red\n", "line 7: routes[0].colour: unknown field"},
 		{"no nodes", "upstream: http://x:1\n", "nodes: at least one"},
-		{"bad node id", "nodes:\n  - {id: 'a b', raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "nodes[0].id (line 2)"},
+		{"bad node id", "nodes:\n  - {id: 'a b', raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "line 2: nodes[0].id: "},
 		{"duplicate address", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:1, listen: 127.0.0.1:3}\n", "nodes[0].api"},
 		{"missing raft", "nodes:\n  - {id: a, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "nodes[0].raft"},
 		{"bad port", "nodes:\n  - {id: a, raft: 127.0.0.1:x, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "bad port"},
-		{"bad upstream", strings.Replace(base, "http://127.0.0.1:3000", "ftp://x", 1), "upstream (line 3)"},
-		{"bad duration", base + "tokens:\n  ttl: forever\n", `line 5: "forever" is not a duration`},
+		{"bad upstream", strings.Replace(base, "http://127.0.0.1:3000", "ftp://x", 1), "line 3: upstream: "},
+		{"bad duration", base + "tokens:\n  ttl: forever\n", `line 5: tokens.ttl: "forever" is not a duration`},
 		{"bad size", base + "routes:\n  - name: pay\n    path: /pay\n    max_stored_body: lots\n", `"lots" is not a size`},
-		{"bad policy", base + "routes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n", "routes[0].on_in_flight (line 7)"},
-		{"bad path", base + "routes:\n  - name: pay\n    path: pay\n", "routes[0].path (line 6)"},
+		{"bad policy", base + "routes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n", "line 7: routes[0].on_in_flight: "},
+		{"bad path", base + "routes:\n  - name: pay\n    path: pay\n", "line 6: routes[0].path: "},
 		{"star mid path", base + "routes:\n  - name: pay\n    path: /a/*/b\n", "routes[0].path"},
-		{"matrix parameter in path", base + "routes:\n  - name: pay\n    path: /pay;v=1\n", "routes[0].path (line 6)"},
+		{"matrix parameter in path", base + "routes:\n  - name: pay\n    path: /pay;v=1\n", "line 6: routes[0].path: "},
 		{"percent-encoding in path", base + "routes:\n  - name: pay\n    path: /p%61y\n", "routes[0].path"},
 		{"dot segment in path", base + "routes:\n  - name: pay\n    path: /a/../pay\n", "routes[0].path"},
 		{"duplicate slash in path", base + "routes:\n  - name: pay\n    path: //pay\n", "routes[0].path"},
 		{"space in path", base + "routes:\n  - name: pay\n    path: /p ay\n", "routes[0].path"},
-		{"bad match", base + "routes:\n  - name: pay\n    path: /pay\n    match: fuzzy\n", "routes[0].match (line 7)"},
-		{"bad trailing_slash", base + "routes:\n  - name: pay\n    path: /pay\n    trailing_slash: maybe\n", "routes[0].trailing_slash (line 7)"},
+		{"bad match", base + "routes:\n  - name: pay\n    path: /pay\n    match: fuzzy\n", "line 7: routes[0].match: "},
+		{"bad trailing_slash", base + "routes:\n  - name: pay\n    path: /pay\n    trailing_slash: maybe\n", "line 7: routes[0].trailing_slash: "},
 		{"bad key source", base + "routes:\n  - name: pay\n    path: /pay\n    key: cookie:k\n", "routes[0].key"},
 		{"bad tenant", base + "routes:\n  - name: pay\n    path: /pay\n    tenant: query:u\n", "routes[0].tenant"},
 		{"bad status", base + "routes:\n  - name: pay\n    path: /pay\n    release_statuses: [42]\n", "routes[0].release_statuses[0]"},
 		{"duplicate route", base + "routes:\n  - {name: a, path: /a}\n  - {name: a, path: /b}\n", "routes[1].name"},
 		{"timeout over ttl", base + "routes:\n  - {name: a, path: /a, ttl: 1s, processing_timeout: 2s}\n", "routes[0].processing_timeout"},
 		{"routes need upstream", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nroutes:\n  - {name: a, path: /a}\n", "upstream"},
-		{"response headers buffer too small", base + "limits:\n  max_response_header_bytes: 1KiB\n", "limits.max_response_header_bytes (line 5)"},
+		{"response headers buffer too small", base + "limits:\n  max_response_header_bytes: 1KiB\n", "line 5: limits.max_response_header_bytes: "},
 		{"response headers buffer too large", base + "limits:\n  max_response_header_bytes: 2MiB\n", "limits.max_response_header_bytes"},
 		{"not yaml", "nodes: [", "config:"},
 	}

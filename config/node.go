@@ -34,10 +34,13 @@ func (f *File) Node(id string) (Node, error) {
 	for i, n := range f.Nodes {
 		ids[i] = n.ID
 	}
-	return Node{}, &Error{Field: "--node", Msg: fmt.Sprintf("%q is not in the file (nodes: %s)", id, strings.Join(ids, ", "))}
+	in := "the file"
+	if f.Name != "" {
+		in = f.Name
+	}
+	return Node{}, &Error{Field: "--node", Msg: fmt.Sprintf("%q is not in %s (nodes: %s)", id, in, strings.Join(ids, ", "))}
 }
 
-// DataDirFor is the data directory of node id.
-func (f *File) DataDirFor(id string) string {
-	return strings.ReplaceAll(f.DataDir, "{id}", id)
-}
+// DataDirFor is the data directory of node id: data_dir with {id}
+// replaced, relative to the file's directory.
+func (f *File) DataDirFor(id string) string { return f.Path(f.DataDir, id) }

@@ -142,12 +142,36 @@ func (f *File) CheckExposure(n Node) error {
 	if f.TLS == nil {
 		for _, a := range []struct{ field, addr string }{{"raft", n.Raft}, {"api", n.API}} {
 			if !IsLoopback(a.addr) {
-				return fieldErr("tls", "node %s's %s address %s is not loopback: set tls (idemgate certs makes the files), or insecure: true", n.ID, a.field, a.addr)
+				return f.Errorf("tls", "node %s's %s address %s is not loopback: set tls (idemgate certs makes the files), or insecure: true", n.ID, a.field, a.addr)
 			}
 		}
 	}
 	if len(f.API.Tokens) == 0 && !IsLoopback(n.API) {
-		return fieldErr("api.tokens", "node %s's api address %s is not loopback: set api.tokens (idemgate token makes one), or insecure: true", n.ID, n.API)
+		return f.Errorf("api.tokens", "node %s's api address %s is not loopback: set api.tokens (idemgate token makes one), or insecure: true", n.ID, n.API)
+	}
+	return nil
+}
+
+// CheckFiles checks that the TLS files node id reads exist: an error names
+// the field, its line, and the path looked at (relative paths are relative
+// to the file's directory).
+func (f *File) CheckFiles(id string) error {
+	t := f.TLS
+	if t == nil {
+		return nil
+	}
+	files := []struct{ field, path string }{{"tls.ca", t.CA}, {"tls.cert", t.Cert}, {"tls.key", t.Key}}
+	if t.GatewayTLS() {
+		files = append(files, struct{ field, path string }{"tls.gateway_cert", t.GatewayCert}, struct{ field, path string }{"tls.gateway_key", t.GatewayKey})
+	}
+	for _, c := range files {
+		if c.path == "" {
+			continue
+		}
+		p := f.Path(c.path, id)
+		if _, err := os.Stat(p); err != nil {
+			return f.Errorf(c.field, "%s: %s", p, pathErr(err))
+		}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func TestSecurityErrorsNameTheField(t *testing.T) {
 		{"token missing file", base + "api: {tokens: [{name: ops, role: admin, secret_file: /nonexistent/s}]}\n", "api.tokens[0].secret_file"},
 		{"duplicate names", base + "api: {tokens: [{name: a, role: app, sha256: '" + hash + "'}, {name: a, role: read, sha256: '" + hash + "'}]}\n", "api.tokens[1].name"},
 		{"bad open", base + "api: {open: [healthz, cluster]}\n", "api.open[1]"},
-		{"unknown tls field", base + "tls: {ca: a, cert: b, key: c, colour: red}\n", "field colour not found"},
+		{"unknown tls field", base + "tls: {ca: a, cert: b, key: c, colour: red}\n", "tls.colour: unknown field"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.yaml))

@@ -12,15 +12,16 @@ import (
 // Duration is a Go duration written as a string ("30s", "24h").
 type Duration time.Duration
 
-// UnmarshalYAML parses a Go duration.
+// UnmarshalYAML parses a Go duration. Its errors say what is wrong, not
+// where: the caller knows the field and the line.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return fmt.Errorf("line %d: want a duration such as 30s: %w", n.Line, err)
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a duration such as 30s, 5m or 24h")
 	}
+	s := n.Value
 	v, err := time.ParseDuration(strings.TrimSpace(s))
 	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a duration (use 30s, 5m, 24h)", n.Line, s)
+		return fmt.Errorf("%q is not a duration (use 30s, 5m, 24h)", s)
 	}
 	*d = Duration(v)
 	return nil
@@ -33,15 +34,15 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 // 1MB, 2GiB).
 type Size int64
 
-// UnmarshalYAML parses a size.
+// UnmarshalYAML parses a size; as Duration's, its errors say what, not
+// where.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
-	var raw string
-	if err := n.Decode(&raw); err != nil {
-		return fmt.Errorf("line %d: want a size such as 1MiB: %w", n.Line, err)
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a size such as 1024, 512KiB or 1MiB")
 	}
-	v, err := ParseSize(raw)
+	v, err := ParseSize(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return err
 	}
 	*s = Size(v)
 	return nil

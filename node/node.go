@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -22,16 +23,22 @@ type Node struct {
 	ID    string
 	Store *raftstore.Store
 	API   *gateway.API
-	GW    *gateway.Gateway
-	Reg   *prometheus.Registry
+	// GW is nil on a store-only node (a file without upstream): it serves
+	// the API and no client traffic.
+	GW  *gateway.Gateway
+	Reg *prometheus.Registry
 	// Errs receives a listener's error if one stops serving.
 	Errs   chan error
 	logger *slog.Logger
 }
 
-// Start opens the store and starts both listeners of the node s names.
+// Start opens the store and starts the listeners of the node s names: the
+// API, and the gateway when the file has an upstream.
 func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err error) {
 	file, cn := s.File, s.Node
+	if err := checkGateway(file, cn, logger); err != nil {
+		return nil, err
+	}
 	rc := raftstore.DefaultConfig()
 	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
 	for _, n := range file.Nodes {
@@ -84,28 +91,70 @@ func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err err
 	}
 	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.Access, Logger: logger}, store, tok, n.Reg)
-	n.GW, err = gateway.New(gw, store, tok)
-	if err != nil {
-		return nil, err
-	}
-	if err := n.GW.Register(n.Reg); err != nil {
-		return nil, err
-	}
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
-		if file.TLS.GatewayTLS() {
-			n.GW.UseTLS(s.GatewayTLS.Server())
-		}
 	}
 	if err := n.API.Listen(); err != nil {
 		return nil, err
 	}
-	if err := n.GW.Listen(); err != nil {
-		return nil, err
+	if file.Gateway() {
+		if err := n.startGateway(s, gw, store, tok); err != nil {
+			return nil, err
+		}
 	}
 	go func() { n.Errs <- n.API.Serve() }()
-	go func() { n.Errs <- n.GW.Serve() }()
+	if n.GW != nil {
+		go func() { n.Errs <- n.GW.Serve() }()
+	}
 	return n, nil
+}
+
+// checkGateway checks the gateway settings of node cn once flags have been
+// applied: a gateway needs a listen address; a store-only node ignores one,
+// and says so.
+func checkGateway(file *config.File, cn config.Node, logger *slog.Logger) error {
+	switch {
+	case file.Gateway() && cn.Listen == "":
+		field := "listen"
+		for i, x := range file.Nodes {
+			if x.ID == cn.ID {
+				field = fmt.Sprintf("nodes[%d].listen", i)
+			}
+		}
+		return file.Errorf(field, "required when upstream is set: the gateway listener's address (or --listen)")
+	case !file.Gateway() && cn.Listen != "":
+		logger.Warn("listen is ignored: there is no upstream, so the gateway is off (store only)", "node", cn.ID, "listen", cn.Listen)
+	}
+	return nil
+}
+
+// startGateway builds the gateway listener and binds its address.
+func (n *Node) startGateway(s Settings, gw gateway.Config, store *raftstore.Store, tok *tokens.Service) error {
+	g, err := gateway.New(gw, store, tok)
+	if err != nil {
+		return err
+	}
+	if err := g.Register(n.Reg); err != nil {
+		return err
+	}
+	if s.PeerTLS != nil && s.File.TLS.GatewayTLS() {
+		g.UseTLS(s.GatewayTLS.Server())
+	}
+	if err := g.Listen(); err != nil {
+		return err
+	}
+	n.GW = g
+	return nil
+}
+
+// GatewayLine says what the gateway listener serves, for the start-up line:
+// "gateway http://127.0.0.1:8080 -> http://127.0.0.1:3000", or that it is
+// off.
+func (n *Node) GatewayLine(upstream string) string {
+	if n.GW == nil {
+		return "gateway off (no upstream: store only)"
+	}
+	return fmt.Sprintf("gateway %s://%s -> %s", n.GW.Scheme(), n.GW.Addr(), upstream)
 }
 
 // commandLimit is the largest command this node's listeners can make (a KV
@@ -155,10 +204,12 @@ func setInt(dst *int, v int) {
 // Kill stops the node at once, as a crash would: listeners close without
 // draining, and requests in flight fail; then Raft and bbolt close.
 func (n *Node) Kill() {
-	n.GW.Halt() // its requests in flight must not reach the upstream later
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	n.GW.Shutdown(ctx)
+	if n.GW != nil {
+		n.GW.Halt() // its requests in flight must not reach the upstream later
+		n.GW.Shutdown(ctx)
+	}
 	n.API.Shutdown(ctx)
 	n.Store.Close()
 }
@@ -183,8 +234,10 @@ func listenerLimits(l config.Limits) gateway.Limits {
 func (n *Node) Stop(drain time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
-	if err := n.GW.Shutdown(ctx); err != nil {
-		n.logger.Warn("gateway shutdown", "node", n.ID, "error", err)
+	if n.GW != nil {
+		if err := n.GW.Shutdown(ctx); err != nil {
+			n.logger.Warn("gateway shutdown", "node", n.ID, "error", err)
+		}
 	}
 	if err := n.API.Shutdown(ctx); err != nil {
 		n.logger.Warn("api shutdown", "node", n.ID, "error", err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/idemgate/idemgate/certs"
@@ -42,13 +41,13 @@ func APIAccess(file *config.File) (*gateway.Access, error) {
 	for i, t := range file.API.Tokens {
 		role, err := gateway.ParseRole(t.Role)
 		if err != nil {
-			return nil, &config.Error{Field: fmt.Sprintf("api.tokens[%d].role", i), Msg: err.Error()}
+			return nil, file.Errorf(fmt.Sprintf("api.tokens[%d].role", i), "%v", err)
 		}
 		toks = append(toks, gateway.APIToken{Name: t.Name, Role: role, SHA256: t.Hash})
 	}
 	access, err := gateway.NewAccess(toks, file.API.Open)
 	if err != nil {
-		return nil, &config.Error{Field: "api.tokens", Msg: err.Error()}
+		return nil, file.Errorf("api.tokens", "%v", err)
 	}
 	return access, nil
 }
@@ -89,18 +88,16 @@ func (s *Settings) LoadTLS() error {
 	if t == nil {
 		return nil
 	}
-	for _, f := range []struct{ field, path string }{{"tls.ca", t.CA}, {"tls.cert", t.Cert}, {"tls.key", t.Key}} {
-		if _, err := os.Stat(s.File.Path(f.path, id)); err != nil {
-			return &config.Error{Field: f.field, Msg: err.Error()}
-		}
+	if err := s.File.CheckFiles(id); err != nil {
+		return err
 	}
 	var err error
 	s.PeerTLS, err = certs.Load(s.File.Path(t.CA, id), s.File.Path(t.Cert, id), s.File.Path(t.Key, id))
 	if err != nil {
-		return &config.Error{Field: "tls", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
+		return s.File.Errorf("tls", "%s", strings.TrimPrefix(err.Error(), "certs: "))
 	}
 	if err := s.PeerTLS.ExpectNode(id); err != nil {
-		return &config.Error{Field: "tls.cert", Msg: strings.TrimPrefix(err.Error(), "certs: ") + " (idemgate certs makes one per node)"}
+		return s.File.Errorf("tls.cert", "%s (idemgate certs makes one per node)", strings.TrimPrefix(err.Error(), "certs: "))
 	}
 	s.GatewayTLS = s.PeerTLS
 	if t.GatewayTLS() && t.GatewayCert != "" {
@@ -108,7 +105,7 @@ func (s *Settings) LoadTLS() error {
 		// one): clients verify it, not the cluster.
 		s.GatewayTLS, err = certs.LoadServer(s.File.Path(t.GatewayCert, id), s.File.Path(t.GatewayKey, id))
 		if err != nil {
-			return &config.Error{Field: "tls.gateway_cert", Msg: strings.TrimPrefix(err.Error(), "certs: ")}
+			return s.File.Errorf("tls.gateway_cert", "%s", strings.TrimPrefix(err.Error(), "certs: "))
 		}
 	}
 	return nil
