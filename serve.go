@@ -24,6 +24,7 @@ type serveFlags struct {
 	configPath, nodeID            string
 	listen, apiListen, raftListen string
 	dataDir, upstream, logLevel   string
+	join                          bool
 }
 
 func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
@@ -38,6 +39,7 @@ func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides the file)")
 	fs.StringVar(&f.upstream, "upstream", "", "upstream URL (overrides the file)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.join, "join", false, "join a running cluster: with an empty data dir, wait to be added (POST /v1/cluster/nodes) instead of forming a cluster from the file's nodes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: idemgate serve [--config FILE --node ID] [flags]")
@@ -112,6 +114,7 @@ func resolveNode(f serveFlags) (node.Settings, error) {
 		return node.Settings{}, err
 	}
 	s.ConfigPath = f.configPath
+	s.Join = f.join
 	return s, nil
 }
 

@@ -42,7 +42,9 @@ func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err err
 	rc := raftstore.DefaultConfig()
 	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
 	for _, n := range file.Nodes {
-		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
+		if !s.Join {
+			rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
+		}
 	}
 	rc.RaftAdvertise = cn.AdvertiseRaft
 	// raftstore's defaults, and what the file sets (each default is

@@ -28,6 +28,11 @@ type Settings struct {
 	// configPath is the cluster file, re-read on SIGHUP ("" for the
 	// embedded default).
 	ConfigPath string
+	// Join: the node joins a running cluster. With an empty data dir it
+	// does not form a cluster from the file's nodes; it waits to be added
+	// (POST /v1/cluster/nodes on a member). A node with Raft state ignores
+	// it.
+	Join bool
 }
 
 // APIAccess turns the file's api block into the API's authorization (nil
