@@ -61,38 +61,45 @@ func freePorts(t *testing.T, n int) []string {
 type e2eNode struct {
 	id, api string
 	cmd     *exec.Cmd
-	log     *bytes.Buffer
+	log     *testsupport.Buffer
 }
 
 func startNodes(t *testing.T, bin, cfgPath string, ids []string, apis map[string]string) map[string]*e2eNode {
 	nodes := map[string]*e2eNode{}
 	for _, id := range ids {
-		n := &e2eNode{id: id, api: apis[id], log: &bytes.Buffer{}}
-		n.cmd = exec.Command(bin, "serve", "--config", cfgPath, "--node", id, "--log-level", "warn")
-		n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
-		if err := n.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		nodes[id] = n
-		t.Cleanup(func() {
-			if n.cmd.ProcessState == nil {
-				n.cmd.Process.Kill()
-				n.cmd.Wait()
-			}
-			if t.Failed() {
-				t.Logf("--- %s output:\n%s", n.id, n.log.String())
-			}
-		})
+		nodes[id] = startNode(t, bin, cfgPath, id, apis[id])
 	}
 	return nodes
+}
+
+// startNode starts `idemgate serve` for node id with extra flags; it is
+// killed when the test ends, and its output logged if the test failed.
+func startNode(t *testing.T, bin, cfgPath, id, api string, extra ...string) *e2eNode {
+	t.Helper()
+	n := &e2eNode{id: id, api: api, log: &testsupport.Buffer{}}
+	n.cmd = exec.Command(bin, append([]string{"serve", "--config", cfgPath, "--node", id, "--log-level", "warn"}, extra...)...)
+	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if n.cmd.ProcessState == nil {
+			n.cmd.Process.Kill()
+			n.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", n.id, n.log.String())
+		}
+	})
+	return n
 }
 
 // e2eCluster is a generated cluster file of three nodes on free loopback
 // ports.
 type e2eCluster struct {
-	path      string
-	ids       []string
-	apis, gws map[string]string
+	path             string
+	ids              []string
+	apis, gws, rafts map[string]string
 }
 
 // writeCluster writes a 3-node cluster file into dir: free loopback ports,
@@ -100,12 +107,12 @@ type e2eCluster struct {
 func writeCluster(t *testing.T, dir, upstream, extra string) *e2eCluster {
 	t.Helper()
 	c := &e2eCluster{path: filepath.Join(dir, "cluster.yaml"), ids: []string{"n1", "n2", "n3"},
-		apis: map[string]string{}, gws: map[string]string{}}
+		apis: map[string]string{}, gws: map[string]string{}, rafts: map[string]string{}}
 	ports := freePorts(t, 9)
 	var cfg strings.Builder
 	cfg.WriteString("nodes:\n")
 	for i, id := range c.ids {
-		c.apis[id], c.gws[id] = ports[3*i], ports[3*i+1]
+		c.apis[id], c.gws[id], c.rafts[id] = ports[3*i], ports[3*i+1], ports[3*i+2]
 		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, ports[3*i+2], c.apis[id], c.gws[id])
 	}
 	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: %s\nraft: {heartbeat_timeout: 500ms, election_timeout: 500ms}\n%s", dir, upstream, extra)
