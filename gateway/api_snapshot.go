@@ -30,6 +30,7 @@ func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
 		writeStoreError(ctx, err)
 		return
 	}
+	a.logger.Info("snapshot: sending a backup", "index", b.Meta.Index, "term", b.Meta.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
 	idx := strconv.FormatUint(b.Meta.Index, 10)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/octet-stream")
