@@ -25,6 +25,8 @@ commands:
   demo      replay the double-charge incident on a 3-node cluster in this process
   bench     load a cluster (hot keys, first requests, replays, tokens, kv) beside Redis and etcd
   serve     run one node (no flags: a single-node cluster on 127.0.0.1:8080-8082)
+  snapshot  save a running cluster's state to a file; restore a new cluster's nodes from one
+  recover   rewrite a stopped node's membership after a quorum is lost for good (last resort)
   certs     make the cluster CA (if absent) and a certificate per node of a cluster file
   token     make an API bearer token and the config line holding its hash
   version   print version and build info
@@ -46,6 +48,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoCmd(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
+	case "snapshot":
+		return snapshotCmd(args[1:], stdout, stderr)
+	case "recover":
+		return recoverCmd(args[1:], stdout, stderr)
 	case "certs":
 		return certsCmd(args[1:], stdout, stderr)
 	case "token":

@@ -184,6 +184,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.only(ctx, method, "DELETE", func(ctx *fasthttp.RequestCtx) { a.changeNode(ctx, id, a.store.RemoveServer) })
 	case path == "/v1/suspects":
 		a.only(ctx, method, "GET", a.listSuspects)
+	case path == "/v1/snapshot":
+		a.only(ctx, method, "GET", a.snapshot)
 	default:
 		writeProblem(ctx, probNotFound, "no such endpoint: "+path)
 	}

@@ -71,11 +71,17 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, out)
 }
 
+// nodeAPI is member id's API address: the cluster file's for the nodes it
+// lists (a cluster restored from a backup onto new ports must not show the
+// old ones), else what POST /v1/cluster/nodes stored.
 func (a *API) nodeAPI(id string) string {
+	if addr, ok := a.cfg.NodeAPIs[id]; ok {
+		return addr
+	}
 	if e, err := a.store.KV(context.Background(), []byte(nodeAPIPrefix+id), true); err == nil {
 		return string(e.Value)
 	}
-	return a.cfg.NodeAPIs[id]
+	return ""
 }
 
 func (a *API) addNode(ctx *fasthttp.RequestCtx) {

@@ -105,6 +105,8 @@ func TestAPIAuthEndpoints(t *testing.T) {
 		{"GET", "/v1/cluster", "", [5]int{401, 401, 200, 200, 200}},
 		{"POST", "/v1/cluster/nodes", notNode, [5]int{401, 401, 403, 403, 400}},
 		{"DELETE", "/v1/cluster/nodes/x", "", [5]int{401, 401, 403, 403, 404}},
+		{"POST", "/v1/cluster/nodes/x/promote", "", [5]int{401, 401, 403, 403, 404}},
+		{"GET", "/v1/snapshot", "", [5]int{401, 401, 403, 403, 200}},
 		{"GET", "/v1/suspects", "", [5]int{401, 401, 200, 200, 200}},
 		{"GET", "/v1/nothing", "", [5]int{401, 401, 404, 404, 404}},
 		{"POST", "/v1/nothing", "", [5]int{401, 401, 403, 403, 404}},

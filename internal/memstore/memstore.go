@@ -31,7 +31,8 @@ var ErrNoCluster = errors.New("memstore: no cluster to change")
 // Store applies commands to one state machine, in order.
 type Store struct {
 	raftstore.Commands
-	f *fsm.FSM
+	f   *fsm.FSM
+	dir string // the state machine's directory (backups are spooled there)
 
 	mu        sync.Mutex // orders applies
 	index     uint64
@@ -43,12 +44,13 @@ type Store struct {
 // sweeper (every 50 ms) until tb ends.
 func New(tb testing.TB) *Store {
 	tb.Helper()
-	f, err := fsm.Open(fsm.Config{Path: filepath.Join(tb.TempDir(), "fsm.db"), NoSync: true,
+	dir := tb.TempDir()
+	f, err := fsm.Open(fsm.Config{Path: filepath.Join(dir, "fsm.db"), NoSync: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &Store{f: f, changed: make(chan struct{})}
+	s := &Store{f: f, dir: dir, changed: make(chan struct{})}
 	s.Commands = raftstore.Commands{Propose: s.Apply}
 	f.SetRecordObserver(s.removed)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -155,6 +157,21 @@ func (s *Store) Indexes() (commit, applied uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.index, s.f.AppliedIndex()
+}
+
+// Backup is a real backup file of the state machine, as a one-node
+// cluster's at term 1.
+func (s *Store) Backup(ctx context.Context) (*raftstore.Backup, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	snap, err := s.f.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Release()
+	return raftstore.SpoolBackup(s.dir, snap, raftstore.BackupMeta{Term: 1, Node: "mem",
+		Servers: []raftstore.BackupServer{{ID: "mem", Raft: "memstore", Voter: true}}})
 }
 
 // The sweeper's Proposer (package ttl).

@@ -1,0 +1,60 @@
+package gateway
+
+// GET /v1/snapshot: a backup of the node's state, streamed.
+
+import (
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// Headers of a snapshot answer: the applied index and term of the state it
+// holds, so a client knows what it got before reading the body.
+const (
+	HeaderSnapshotIndex = "Idemgate-Snapshot-Index"
+	HeaderSnapshotTerm  = "Idemgate-Snapshot-Term"
+)
+
+// snapshot answers a backup file (raftstore/backup.go describes it): taken
+// after a linearizable barrier, so every write acknowledged before the
+// request is in it.
+func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
+	c, cancel := a.opCtx()
+	defer cancel()
+	b, err := a.store.Backup(c)
+	if err != nil {
+		writeStoreError(ctx, err)
+		return
+	}
+	a.logger.Info("snapshot: sending a backup", "index", b.Meta.Index, "term", b.Meta.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
+	idx := strconv.FormatUint(b.Meta.Index, 10)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/octet-stream")
+	ctx.Response.Header.Set(HeaderSnapshotIndex, idx)
+	ctx.Response.Header.Set(HeaderSnapshotTerm, strconv.FormatUint(b.Meta.Term, 10))
+	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="idemgate-`+idx+`.snap"`)
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	// fasthttp closes the stream (the spooled file) once it is sent, or
+	// when the connection fails.
+	ctx.SetBodyStream(&stallGuard{Backup: b, conn: ctx.Conn(), timeout: a.cfg.WriteTimeout}, int(b.Size))
+}
+
+// stallGuard renews the connection's write deadline at every read of the
+// body: the listener's WriteTimeout bounds a response whole, which a large
+// backup on a slow link would outlast; here it bounds a stall instead.
+type stallGuard struct {
+	*raftstore.Backup
+	conn    net.Conn // the request's connection; used only while its response is written
+	timeout time.Duration
+}
+
+func (g *stallGuard) Read(p []byte) (int, error) {
+	if g.timeout > 0 {
+		g.conn.SetWriteDeadline(time.Now().Add(g.timeout))
+	}
+	return g.Backup.Read(p)
+}

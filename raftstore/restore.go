@@ -1,0 +1,210 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// Restore builds a node's data directory from a backup file, as etcdctl
+// snapshot restore does for etcd: the node then starts (Open) as a member
+// of a new cluster whose voters are cfg.Peers, holding the backup's state.
+// Every node of the new cluster is restored from the same file.
+//
+// The directory holds afterwards what Raft would have left had it taken the
+// snapshot itself:
+//
+//   - a Raft snapshot (the file snapshot store) at the backup's index and
+//     term, whose configuration is cfg.Peers, so Raft starts from it and
+//     never bootstraps (raft.HasExistingState);
+//   - fsm.db, the state machine's file, restored from that snapshot, so it
+//     is not behind it and Open has nothing to catch up;
+//   - raft.db with only the current term, set to the backup's term. A new
+//     cluster whose term started below its snapshot's would write entries
+//     of a lower term after it, and a node holding only the snapshot would
+//     then win an election against one holding those committed entries.
+//
+// The whole file is checked before anything is written; a directory that
+// holds anything but a lock file is refused (restore into a new one); a
+// failure part way removes what was written.
+func Restore(cfg Config, path string) (BackupMeta, error) {
+	if err := cfg.Validate(); err != nil {
+		return BackupMeta{}, err
+	}
+	if len(cfg.Peers) == 0 {
+		return BackupMeta{}, errors.New("raftstore: restore: the new cluster has no voters")
+	}
+	meta, err := verifyBackupFile(path)
+	if err != nil {
+		return meta, err
+	}
+	if meta.Index == 0 || meta.Term == 0 {
+		return meta, fmt.Errorf("%w: index %d, term %d: it holds no state", ErrBadBackup, meta.Index, meta.Term)
+	}
+	if err := checkEmptyDir(cfg.DataDir); err != nil {
+		return meta, err
+	}
+	_, statErr := os.Stat(cfg.DataDir)
+	created := errors.Is(statErr, os.ErrNotExist)
+	if err := privateDir(cfg.DataDir); err != nil {
+		return meta, err
+	}
+	unlock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return meta, err
+	}
+	if err := checkEmptyDir(cfg.DataDir); err != nil { // another restore won the race
+		unlock()
+		return meta, err
+	}
+	err = restoreInto(cfg, path, meta)
+	if err != nil {
+		for _, name := range restoredFiles {
+			os.RemoveAll(filepath.Join(cfg.DataDir, name))
+		}
+	}
+	unlock()
+	if err != nil {
+		if created { // leave no trace: the directory did not exist
+			os.Remove(filepath.Join(cfg.DataDir, lockFile))
+			os.Remove(cfg.DataDir)
+		}
+		return meta, err
+	}
+	return meta, syncDir(cfg.DataDir)
+}
+
+// restoredFiles are the names a restore creates in the data directory.
+var restoredFiles = []string{"snapshots", "fsm.db", "fsm.db.restore", "fsm.db.boot", "fsm.db.clean", "raft.db"}
+
+func restoreInto(cfg Config, path string, meta BackupMeta) error {
+	hlog := hclog.NewNullLogger()
+	store, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: snapshot store: %w", err)
+	}
+	snaps := privateSnapshots{SnapshotStore: store, dir: cfg.DataDir}
+	var conf raft.Configuration
+	for _, p := range cfg.Peers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
+	}
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.advertise())) // encodes peers' addresses into the snapshot's metadata; nothing is sent
+	defer trans.Close()
+	sink, err := snaps.Create(raft.SnapshotVersionMax, meta.Index, meta.Term, conf, meta.Index, trans)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	// The file is read a second time, checked again as it is copied: it
+	// may have changed since it was verified.
+	if err := copyBackup(sink, path); err != nil {
+		sink.Cancel()
+		return err
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+
+	_, rc, err := snaps.Open(sink.ID())
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	f, err := fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: logger})
+	if err != nil {
+		rc.Close()
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if err := f.Restore(rc); err != nil {
+		f.Close()
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if got := f.AppliedIndex(); got != meta.Index {
+		f.Close()
+		return fmt.Errorf("%w: the state inside is at index %d, the metadata names %d", ErrBadBackup, got, meta.Index)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+
+	logs, err := openLogStore(filepath.Join(cfg.DataDir, "raft.db"), false)
+	if err != nil {
+		return err
+	}
+	// hashicorp/raft's stable-store key for the current term (raft.go).
+	if err := logs.SetUint64([]byte("CurrentTerm"), meta.Term); err != nil {
+		logs.Close()
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	return logs.Close()
+}
+
+// copyBackup copies the state machine's snapshot out of the backup at path
+// into w; an error when the file does not check out to its end.
+func copyBackup(w io.Writer, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	defer f.Close()
+	br, err := NewBackupReader(f)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, br)
+	return err
+}
+
+// verifyBackupFile checks the whole backup at path (VerifyBackup).
+func verifyBackupFile(path string) (BackupMeta, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return BackupMeta{}, fmt.Errorf("raftstore: %w", err)
+	}
+	defer f.Close()
+	meta, _, err := VerifyBackup(f)
+	return meta, err
+}
+
+// ErrDataDirNotEmpty: a restore was asked into a directory that holds data.
+var ErrDataDirNotEmpty = errors.New("data dir is not empty")
+
+// checkEmptyDir refuses a directory holding anything but the lock file.
+func checkEmptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("raftstore: data dir: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() != lockFile {
+			return fmt.Errorf("%w: %s holds %s: restore into a new directory, or move this one aside first", ErrDataDirNotEmpty, dir, e.Name())
+		}
+	}
+	return nil
+}
+
+// syncDir makes the names created in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("raftstore: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("raftstore: sync %s: %w", dir, err)
+	}
+	return nil
+}
