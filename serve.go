@@ -149,7 +149,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
 func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer) error {
-	n, err := node.Start(s, logger, os.Stderr)
+	n, err := node.Start(s, logger)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"time"
 
@@ -30,7 +29,8 @@ type Node struct {
 }
 
 // Start opens the store and starts both listeners of the node s names.
-func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err error) {
+// Every line of the node, Raft's included, goes to logger.
+func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	file, cn := s.File, s.Node
 	rc := raftstore.DefaultConfig()
 	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
@@ -57,7 +57,6 @@ func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err err
 	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
 	rc.MaxCommandBytes = commandLimit(file, gw)
 	rc.Logger = logger
-	rc.RaftLogOutput = raftLog
 	rc.PeerTLS = s.PeerTLS
 	store, err := raftstore.Open(rc)
 	if err != nil {

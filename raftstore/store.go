@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -125,8 +124,7 @@ func Open(cfg Config) (s *Store, err error) {
 	closers = append(closers, s.logs)
 	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
 
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft." + cfg.NodeID, Output: orDiscard(cfg.RaftLogOutput),
-		Level: hclog.LevelFromString(cfg.RaftLogLevel)})
+	hlog := newHclog(s.logger, "raft", nil) // Raft's lines in the node's format, at its level
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
@@ -347,13 +345,6 @@ func (s *Store) newReqID() fsm.ReqID {
 		id[15-i] = byte(n >> (8 * i))
 	}
 	return id
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 // closerFunc is a func as an io.Closer.
