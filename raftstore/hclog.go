@@ -15,6 +15,7 @@ package raftstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -90,7 +91,7 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 		return
 	}
 	now := a.now()
-	attrs := hclogAttrs(append(append([]any(nil), a.implied...), args...))
+	attrs := hclogAttrs(append(append([]any(nil), a.implied...), args...), a.name)
 	if level >= hclog.Warn {
 		if peer := peerOf(attrs); peer != "" {
 			ok, repeated := a.repeats.allow(a.name+"\x00"+msg+"\x00"+peer, now)
@@ -211,9 +212,15 @@ func (w *stdWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// reservedKeys are the keys idemgate's own attributes and slog's fields
+// use: raft's "node" ("Node at 127.0.0.1:7001 [Candidate]") beside the
+// node's id would make two attributes of one name.
+var reservedKeys = map[string]bool{"node": true, "logger": true, "time": true, "level": true, "msg": true}
+
 // hclogAttrs turns hclog's alternating key/value args into slog attributes;
-// a value without a key goes under hclog's own EXTRA_VALUE_AT_END.
-func hclogAttrs(args []any) []slog.Attr {
+// a value without a key goes under hclog's own EXTRA_VALUE_AT_END, and a
+// reserved key is prefixed with the logger's name ("raft_node").
+func hclogAttrs(args []any, name string) []slog.Attr {
 	out := make([]slog.Attr, 0, len(args)/2+1)
 	for i := 0; i < len(args); i += 2 {
 		if i+1 == len(args) {
@@ -226,7 +233,11 @@ func hclogAttrs(args []any) []slog.Attr {
 		}
 		// "backoff time" is one of raft's keys: a key is one word in
 		// the text format.
-		out = append(out, slog.Attr{Key: strings.ReplaceAll(key, " ", "_"), Value: hclogValue(args[i+1])})
+		key = strings.ReplaceAll(key, " ", "_")
+		if reservedKeys[key] {
+			key = strings.ReplaceAll(cmp.Or(name, "hclog"), ".", "_") + "_" + key
+		}
+		out = append(out, slog.Attr{Key: key, Value: hclogValue(args[i+1])})
 	}
 	return out
 }

@@ -99,7 +99,7 @@ func TestHclogAttrs(t *testing.T) {
 	srv := raft.Server{Suffrage: raft.Voter, ID: "n2", Address: "127.0.0.1:7002"}
 	a.With("term", 3).Info("entering follower state",
 		"leader-id", raft.ServerID("n1"), "backoff time", 250*time.Millisecond, "error", errors.New("boom"),
-		"server", srv, "ok", true, "cmd", hclog.Fmt("%d-%s", 7, "x"), "hex", hclog.Hex(255), 42, "num-key", "dangling")
+		"server", srv, "node", "Node at 127.0.0.1:7001 [Follower]", "ok", true, "cmd", hclog.Fmt("%d-%s", 7, "x"), "hex", hclog.Hex(255), 42, "num-key", "dangling")
 	lines := j.take(t)
 	if len(lines) != 1 {
 		t.Fatalf("lines = %v", lines)
@@ -107,7 +107,7 @@ func TestHclogAttrs(t *testing.T) {
 	want := map[string]any{
 		"msg": "entering follower state", "level": "INFO", "logger": "raft", "term": 3.0, "leader-id": "n1",
 		"backoff_time": float64(250 * time.Millisecond), "error": "boom",
-		"server": "{Suffrage:Voter ID:n2 Address:127.0.0.1:7002}", "ok": true, "cmd": "7-x", "hex": "0xff",
+		"server": "{Suffrage:Voter ID:n2 Address:127.0.0.1:7002}", "raft_node": "Node at 127.0.0.1:7001 [Follower]", "ok": true, "cmd": "7-x", "hex": "0xff",
 		"42": "num-key", hclog.MissingKey: "dangling",
 	}
 	for k, v := range want {

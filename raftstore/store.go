@@ -185,12 +185,7 @@ func Open(cfg Config) (s *Store, err error) {
 	}
 	s.metrics = newMetrics(s)
 	close(s.started)
-	s.obsCh = make(chan raft.Observation, 16)
-	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	s.raft.RegisterObserver(s.obs)
+	s.newEventObserver()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -201,7 +196,7 @@ func Open(cfg Config) (s *Store, err error) {
 	go func() { defer s.bg.Done(); s.tick(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
-	go func() { defer s.bg.Done(); s.watchLeader(ctx) }()
+	go func() { defer s.bg.Done(); s.watchEvents(ctx) }()
 	go func() { defer s.bg.Done(); s.watchFSM(ctx) }()
 	return s, nil
 }
@@ -234,20 +229,6 @@ func (s *Store) catchUpFromSnapshot() error {
 		return err
 	}
 	return s.fsm.Restore(rc)
-}
-
-func (s *Store) watchLeader(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case o := <-s.obsCh:
-			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				s.metrics.leaderChanges.Inc()
-				s.logger.Info("leader changed", "leader", lo.LeaderID)
-			}
-		}
-	}
 }
 
 // watchFSM stops Raft when the state machine can no longer write: applying
