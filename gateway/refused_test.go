@@ -50,6 +50,9 @@ func TestRefusedRequestsNeverEchoHeaders(t *testing.T) {
 		{"header block over the limit", "GET /pay HTTP/1.1\r\nHost: x\r\n" + auth + huge + "\r\n", 431, "request header too large", false, false},
 		{"secret after a huge header", "GET /pay HTTP/1.1\r\nHost: x\r\n" + huge + auth + "\r\n", 431, "request header too large", false, false},
 		{"body over the limit", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 1073741824\r\n\r\n" + strings.Repeat("x", 16<<10), 413, "", false, true},
+		{"secret in a forbidden trailer", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nAuthorization: Bearer " + secret + "\x01\r\n\r\n", 400, "", false, true},
+		{"secret in a trailer value", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-Token: Bearer " + secret + "\x01\r\n\r\n", 400, "malformed request", false, false},
+		{"secret in a bad chunk size", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n" + secret + "\r\n{}\r\n0\r\n\r\n", 400, "", false, true},
 		{"request not received in time", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "X-Slow: ", 408, "request timed out", true, false},
 	}
 	listeners := map[string]string{
