@@ -23,7 +23,8 @@ import (
 type serveFlags struct {
 	configPath, nodeID            string
 	listen, apiListen, raftListen string
-	dataDir, upstream, logLevel   string
+	dataDir, upstream             string
+	logLevel, logFormat           string
 	join                          bool
 }
 
@@ -38,7 +39,8 @@ func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.raftListen, "raft-listen", "", "Raft address (overrides the file)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory (overrides the file)")
 	fs.StringVar(&f.upstream, "upstream", "", "upstream URL (overrides the file)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (Raft's lines too)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text (key=value) or json (one object per line)")
 	fs.BoolVar(&f.join, "join", false, "join a running cluster: with an empty data dir, wait to be added (POST /v1/cluster/nodes) instead of forming a cluster from the file's nodes")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,9 +129,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgate serve: %v\n", err)
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(flags.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "idemgate serve: --log-level: %q: want debug, info, warn or error\n", flags.logLevel)
+	logger, err := newLogger(stderr, flags.logLevel, flags.logFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "idemgate serve: %v\n", err)
 		return 2
 	}
 	settings, err := resolveNode(flags)
@@ -137,24 +139,58 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgate serve: %s\n", strings.TrimPrefix(err.Error(), "config: "))
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// Go's log package, and whatever logs to slog's default, write
+	// through the node's logger too: one format on stderr.
+	slog.SetDefault(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, settings, logger, stdout); err != nil {
-		// One plain line, as for a bad config: a node that cannot start
-		// (a damaged data file says what to do) is read by a person.
-		fmt.Fprintf(stderr, "idemgate serve: %v\n", err)
+		var start startError
+		if errors.As(err, &start) {
+			// One plain line, as for a bad config: a node that cannot
+			// start (a damaged data file says what to do) is read by a
+			// person.
+			fmt.Fprintf(stderr, "idemgate serve: %v\n", err)
+		} else {
+			logger.Error("stopped", "node", settings.Node.ID, "error", err)
+		}
 		return 1
 	}
 	return 0
 }
 
+// logLevels are --log-level's values.
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// newLogger is the logger every line of serve goes through (Raft's by the
+// store's hclog adapter), or an error naming the flag at fault.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	lv, ok := logLevels[strings.ToLower(level)]
+	if !ok {
+		return nil, fmt.Errorf("--log-level: %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q: want text or json", format)
+}
+
+// startError is a node that could not start: its message is the command's
+// last line, plain, whatever the log format.
+type startError struct{ error }
+
+func (e startError) Unwrap() error { return e.error }
+
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
 func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer) error {
-	n, err := node.Start(s, logger, os.Stderr)
+	n, err := node.Start(s, logger)
 	if err != nil {
-		return err
+		return startError{err}
 	}
 	raftSecurity := "plaintext"
 	if s.PeerTLS != nil {
@@ -162,6 +198,13 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	}
 	fmt.Fprintf(stdout, "idemgate %s: node %s, %s, api %s://%s, raft %s (%s), data %s\n",
 		version, s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
+	gw := "off"
+	if n.GW != nil {
+		gw = n.GW.Scheme() + "://" + n.GW.Addr()
+	}
+	logger.Info("serving", "version", version, "node", s.Node.ID, "gateway", gw,
+		"upstream", s.File.Upstream, "api", n.API.Scheme()+"://"+n.API.Addr(), "raft", s.Node.Raft, "raft_security", raftSecurity,
+		"data_dir", s.DataDir)
 	if s.File.Insecure {
 		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.Node.ID)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -69,26 +68,6 @@ func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus
 	a.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return a
 }
-
-// errorHandler answers what fasthttp refuses before a handler runs:
-// oversized bodies and headers, malformed requests, timeouts.
-func errorHandler(ctx *fasthttp.RequestCtx, err error) {
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeProblem(ctx, probBodyTooLarge, "the request body is over the limit")
-	case strings.Contains(err.Error(), "timeout"):
-		writeProblem(ctx, probRequestTimeout, "the request was not received in time")
-	case strings.Contains(err.Error(), "small read buffer") || strings.Contains(err.Error(), "too big"):
-		writeProblem(ctx, probHeadersTooLarge, "request headers are too large")
-	default:
-		writeProblem(ctx, probBadRequest, "malformed HTTP request: "+err.Error())
-	}
-	ctx.SetConnectionClose()
-}
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(string, ...any) {}
 
 func (a *API) opCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), a.cfg.OpTimeout)

@@ -79,7 +79,9 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release 
 	body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
 	switch {
 	case err != nil:
-		writeProblem(ctx, probBadRequest, "the request body broke off: "+err.Error())
+		// Not err's text: a bad trailer's is quoted in it (refused.go).
+		r := classifyRefusal(err)
+		writeProblem(ctx, r.kind, r.detail)
 	case len(body) > limit:
 		writeProblem(ctx, probBodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
 	default:

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -144,6 +145,7 @@ func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
 		MaxResponseBodySize:       cfg.MaxResponseBody,
 		ReadBufferSize:            cfg.MaxResponseHeaderBytes,
 		MaxIdemponentCallAttempts: 1,
+		SecureErrorLogMessage:     true, // errors do not quote the upstream's header block
 		// Never retry: a write retried silently is the double charge
 		// idemgate exists to prevent; the client retries with its key.
 		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
@@ -231,7 +233,7 @@ func (g *Gateway) passthrough(ctx *fasthttp.RequestCtx, rm *routeMetrics, start 
 		ctx.Request.Header.Set("X-Request-Id", uuid.NewString())
 	}
 	if err := g.forward(ctx, rm); err != nil {
-		g.upstreamFailed(ctx, err)
+		g.upstreamFailed(ctx, nil, nil, err)
 		rm.done(outUpstreamError, start)
 		return
 	}
@@ -328,18 +330,78 @@ func responseTooLarge(err error) bool {
 	return errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge)
 }
 
-func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, err error) {
-	if nothingSent(err) {
-		writeProblem(ctx, probUpstreamUnreachable, "the upstream could not be reached; nothing was sent: "+err.Error())
-		return
-	}
-	if responseTooLarge(err) {
-		// Not err's text: fasthttp quotes the answer's header block in it,
-		// and this answer may be stored and replayed.
+// upstreamFailed answers a request whose upstream call failed (502 when
+// nothing was sent or the answer is too large to relay, 504 when the
+// request may have been carried out) and logs it once. r is nil for a
+// passthrough request. Neither the answer nor the log line quotes
+// fasthttp's error text: it can hold the upstream's headers (a malformed
+// answer is quoted), and a 502 may be stored and replayed to every retry.
+func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte, err error) {
+	class := upstreamErrorClass(err)
+	var record string // what becomes of the key's record
+	switch {
+	case nothingSent(err):
+		writeProblem(ctx, probUpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")
+		record = "released"
+	case responseTooLarge(err):
 		writeProblem(ctx, probUpstreamResponseTooLarge, fmt.Sprintf(
 			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
 			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
-		return
+		record = "completed"
+	default:
+		writeProblem(ctx, probUpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent ("+class+")")
+		record = "in_flight_until_processing_timeout"
 	}
-	writeProblem(ctx, probUpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent: "+err.Error())
+	attrs := []any{"status", ctx.Response.StatusCode(), "error_class", class, "method", string(ctx.Method()), "path", string(ctx.Path())}
+	if r != nil {
+		attrs = append(attrs, "route", r.name, "scope", r.scope, "key", string(key), "record", record)
+	} else {
+		attrs = append(attrs, "passthrough", true)
+	}
+	if text := netErrorText(err); text != "" {
+		attrs = append(attrs, "error", text)
+	}
+	g.logger.Warn("upstream failed", attrs...)
+}
+
+// upstreamErrorClass names what went wrong with an upstream call, in words
+// that never carry the upstream's bytes: for the problem detail, the log
+// and whoever alerts on them.
+func upstreamErrorClass(err error) string {
+	var netErr net.Error
+	var op *net.OpError
+	switch {
+	case errors.Is(err, errHalted):
+		return "gateway halted"
+	case errors.Is(err, fasthttp.ErrDialTimeout):
+		return "connect timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		return "no free upstream connection"
+	case errors.Is(err, errStaleConn):
+		return "pooled connections closed by the upstream"
+	case errors.As(err, &op) && op.Op == "dial":
+		return "connect failed"
+	case responseTooLarge(err):
+		return "response too large"
+	case errors.Is(err, fasthttp.ErrTLSHandshakeTimeout):
+		return "TLS handshake timeout"
+	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection closed"
+	}
+	return "unexpected error" // a malformed answer, a TLS failure, ...
+}
+
+// netErrorText is err's text when it is a network error (addresses and a
+// system call's error, never a byte of a message), else "".
+func netErrorText(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Error()
+	}
+	return ""
 }

@@ -303,7 +303,7 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	rm.upstream.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		ctx.Response.Reset()
-		g.upstreamFailed(ctx, err)
+		g.upstreamFailed(ctx, r, k, err)
 		switch {
 		case nothingSent(err):
 			g.release(rk, fence)

@@ -56,8 +56,13 @@ func newListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger 
 		// forwards bodies as they are).
 		DisablePreParseMultipartForm: true,
 		CloseOnShutdown:              true,
-		ErrorHandler:                 errorHandler,
-		Logger:                       discardLogger{},
+		// Errors do not quote the request's header block (refused.go
+		// never shows their text, but fasthttp keeps them).
+		SecureErrorLogMessage: true,
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			refuse(ctx, err, name, logger)
+		},
+		Logger: fasthttpLogger{logger: logger, listener: name},
 	}}
 }
 

@@ -61,7 +61,7 @@ routes:
 		err := s.LoadTLS()
 		var nd *Node
 		if err == nil {
-			nd, err = Start(s, quiet, nil)
+			nd, err = Start(s, quiet)
 		}
 		if err != nil {
 			for _, x := range nodes {

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -33,8 +32,9 @@ type Node struct {
 }
 
 // Start opens the store and starts the listeners of the node s names: the
-// API, and the gateway when the file has an upstream.
-func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err error) {
+// API, and the gateway when the file has an upstream. Every line of the
+// node, Raft's included, goes to logger.
+func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	file, cn := s.File, s.Node
 	if err := checkGateway(file, cn, logger); err != nil {
 		return nil, err
@@ -66,7 +66,6 @@ func Start(s Settings, logger *slog.Logger, raftLog io.Writer) (_ *Node, err err
 	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
 	rc.MaxCommandBytes = commandLimit(file, gw)
 	rc.Logger = logger
-	rc.RaftLogOutput = raftLog
 	rc.PeerTLS = s.PeerTLS
 	store, err := raftstore.Open(rc)
 	if err != nil {

@@ -3,7 +3,6 @@ package raftstore
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"time"
@@ -91,9 +90,10 @@ type Config struct {
 	// through proxies with it.
 	AddressProvider raft.ServerAddressProvider
 
-	Logger        *slog.Logger
-	RaftLogOutput io.Writer // hashicorp/raft's own log; nil: discarded
-	RaftLogLevel  string    // "error", "warn", "info", "debug"
+	// Logger receives every line of the node, hashicorp/raft's included
+	// (through an hclog adapter, hclog.go); its handler's level decides
+	// which of Raft's lines show. Nil: slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns the settings idemgate serve uses.
@@ -117,7 +117,6 @@ func DefaultConfig() Config {
 		SweepInterval:      time.Second,
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
-		RaftLogLevel:       "warn",
 		FSMNoSync:          true,
 	}
 }

@@ -55,7 +55,6 @@ type peerWatch struct {
 	lastContact *prometheus.GaugeVec
 	reachable   *prometheus.GaugeVec
 
-	removed bool // logged transitions only
 	probers sync.WaitGroup
 }
 
@@ -82,7 +81,6 @@ func (w *peerWatch) run(ctx context.Context) {
 	defer w.stopAll()
 	for {
 		w.sync()
-		w.noteRemoved()
 		select {
 		case <-ctx.Done():
 			return
@@ -206,21 +204,6 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 	w.reachable.WithLabelValues(id).Set(boolGauge(err == nil))
 	if !contact.IsZero() {
 		w.lastContact.WithLabelValues(id).Set(now.Sub(contact).Seconds())
-	}
-}
-
-// noteRemoved logs this node's removal from (and return to) the cluster,
-// once each.
-func (w *peerWatch) noteRemoved() {
-	removed := w.s.Removed()
-	if removed == w.removed {
-		return
-	}
-	w.removed = removed
-	if removed {
-		w.s.logger.Warn("this node was removed from the cluster: it serves nothing until it is added again (POST /v1/cluster/nodes on a member) or stopped")
-	} else {
-		w.s.logger.Info("this node is a member of the cluster again")
 	}
 }
 

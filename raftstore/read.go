@@ -118,25 +118,46 @@ func (s *Store) appliedThrough(idx uint64) bool {
 // It is false whenever the node cannot serve writes: no leader known, its
 // disk guard refusing writes, removed from the cluster, Raft or the state
 // machine stopped.
-func (s *Store) Ready() bool { return s.NotReady() == "" }
+func (s *Store) Ready() bool { return s.notReadyNow() == nil }
 
-// NotReady says why the node is not ready, in a sentence; "" when it is.
+// NotReady says why the node is not ready, in a sentence for /readyz; ""
+// when it is.
 func (s *Store) NotReady() string {
-	switch {
-	case !s.Alive():
-		return "this node's Raft or state machine has stopped (see its log); restart it"
-	case s.Removed():
-		return "this node was removed from the cluster; add it again (POST /v1/cluster/nodes on a member) or stop it"
-	case s.diskLow.Load():
-		return "the disk is nearly full: writes are refused until space is freed"
-	}
-	if addr, _ := s.raft.LeaderWithID(); addr == "" {
-		return "no leader is known: the cluster has no quorum, or an election is under way"
-	}
-	if commit := s.raft.CommitIndex(); !s.appliedThrough(commit) {
-		return fmt.Sprintf("catching up: applied index %d, commit index %d", s.fsm.AppliedIndex(), commit)
+	if r := s.notReadyNow(); r != nil {
+		return r.detail
 	}
 	return ""
+}
+
+// notReadyCheck is one reason a node cannot serve writes: a short name for
+// logs, a sentence for /readyz.
+type notReadyCheck struct {
+	reason, detail string
+	is             func(*Store) bool
+}
+
+// notReadyChecks are checked in order; the first that holds is the reason.
+var notReadyChecks = []notReadyCheck{
+	{"raft stopped", "this node's Raft or state machine has stopped (see its log); restart it",
+		func(s *Store) bool { return !s.Alive() }},
+	{"removed", "this node was removed from the cluster; add it again (POST /v1/cluster/nodes on a member) or stop it",
+		func(s *Store) bool { return s.Removed() }},
+	{"disk low", "the disk is nearly full: writes are refused until space is freed",
+		func(s *Store) bool { return s.diskLow.Load() }},
+	{"no leader", "no leader is known: the cluster has no quorum, or an election is under way",
+		func(s *Store) bool { addr, _ := s.raft.LeaderWithID(); return addr == "" }},
+	{"behind on apply", "catching up: applying what the cluster committed",
+		func(s *Store) bool { return !s.appliedThrough(s.raft.CommitIndex()) }},
+}
+
+// notReadyNow is the first reason the node is not ready, nil when it is.
+func (s *Store) notReadyNow() *notReadyCheck {
+	for i := range notReadyChecks {
+		if notReadyChecks[i].is(s) {
+			return &notReadyChecks[i]
+		}
+	}
+	return nil
 }
 
 // Alive reports whether the node's Raft and state machine still run: false

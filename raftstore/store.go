@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -127,8 +126,7 @@ func Open(cfg Config) (s *Store, err error) {
 	closers = append(closers, s.logs)
 	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
 
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft." + cfg.NodeID, Output: orDiscard(cfg.RaftLogOutput),
-		Level: hclog.LevelFromString(cfg.RaftLogLevel)})
+	hlog := newHclog(s.logger, "raft", nil) // Raft's lines in the node's format, at its level
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
@@ -190,12 +188,7 @@ func Open(cfg Config) (s *Store, err error) {
 	}
 	s.metrics = newMetrics(s)
 	close(s.started)
-	s.obsCh = make(chan raft.Observation, 16)
-	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
-		_, ok := o.Data.(raft.LeaderObservation)
-		return ok
-	})
-	s.raft.RegisterObserver(s.obs)
+	s.newEventObserver()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -207,7 +200,7 @@ func Open(cfg Config) (s *Store, err error) {
 	go func() { defer s.bg.Done(); s.tick(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
-	go func() { defer s.bg.Done(); s.watchLeader(ctx) }()
+	go func() { defer s.bg.Done(); s.watchEvents(ctx) }()
 	go func() { defer s.bg.Done(); s.watchFSM(ctx) }()
 	return s, nil
 }
@@ -240,20 +233,6 @@ func (s *Store) catchUpFromSnapshot() error {
 		return err
 	}
 	return s.fsm.Restore(rc)
-}
-
-func (s *Store) watchLeader(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case o := <-s.obsCh:
-			if lo, ok := o.Data.(raft.LeaderObservation); ok {
-				s.metrics.leaderChanges.Inc()
-				s.logger.Info("leader changed", "leader", lo.LeaderID)
-			}
-		}
-	}
 }
 
 // watchFSM stops Raft when the state machine can no longer write: applying
@@ -351,13 +330,6 @@ func (s *Store) newReqID() fsm.ReqID {
 		id[15-i] = byte(n >> (8 * i))
 	}
 	return id
-}
-
-func orDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 // closerFunc is a func as an io.Closer.

@@ -65,8 +65,11 @@ func TestConfig(id, addr, dir string, peers []Peer) Config {
 	c.ApplyTimeout = 5 * time.Second
 	c.MinFreeBytes = 0 // the disk guard has its own test; shared machines can be short of space
 	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("IDEMGATE_TEST_RAFT_LOG") != "" {
-		c.RaftLogOutput, c.RaftLogLevel = os.Stderr, os.Getenv("IDEMGATE_TEST_RAFT_LOG")
+	// IDEMGATE_TEST_RAFT_LOG=debug (or info, warn, error) shows the nodes'
+	// lines, Raft's included, on stderr.
+	var level slog.Level
+	if v := os.Getenv("IDEMGATE_TEST_RAFT_LOG"); v != "" && level.UnmarshalText([]byte(v)) == nil {
+		c.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	}
 	return c
 }

@@ -1,6 +1,6 @@
 // Package testsupport is what idemgate's tests share: the counting upstream
-// in front of which they run the listeners, one HTTP helper, and waiting for
-// a condition. It never ships in the binary.
+// in front of which they run the listeners, one HTTP helper, a log capture,
+// and waiting for a condition. It never ships in the binary.
 package testsupport
 
 import (

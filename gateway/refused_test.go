@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/memstore"
+	"github.com/idemgate/idemgate/internal/testsupport"
+)
+
+// secret is what a client's Authorization header holds: no answer and no
+// log line may ever contain it.
+const secret = "s3cr3t-B34R3R-t0k3n"
+
+// TestRefusedRequestsNeverEchoHeaders: requests fasthttp refuses before a
+// handler runs, each carrying a secret in Authorization, get a problem
+// document with a fixed detail and the right status on both listeners; the
+// secret is in no answer and in no log line (fasthttp's error texts quote
+// the raw request).
+func TestRefusedRequestsNeverEchoHeaders(t *testing.T) {
+	t.Parallel()
+	logs := &testsupport.Logs{}
+	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.ReadTimeout = 500 * time.Millisecond
+	})
+	auth := "Authorization: Bearer " + secret + "\r\n"
+	huge := "X-Big: " + strings.Repeat("b", 16<<10) + "\r\n"
+	cases := []struct {
+		name    string
+		raw     string
+		status  int
+		detail  string
+		gwOnly  bool // the API listener of the harness has no read timeout
+		anyBody bool // answered by the handler's own body check: its detail is its own
+	}{
+		{"garbage request line", "GARBAGE " + secret + "\r\n" + auth + "\r\n", 400, "malformed request", false, false},
+		{"method with a bad byte", "P@ST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", 400, "malformed request", false, false},
+		{"unsupported HTTP version", "GET /pay HTTP/9." + secret + "\r\nHost: x\r\n" + auth + "\r\n", 400, "malformed request", false, false},
+		{"control byte in Authorization", "GET /pay HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + secret + "\x01\r\n\r\n", 400, "malformed request", false, false},
+		{"header without a colon", "GET /pay HTTP/1.1\r\nHost: x\r\n" + auth + "NoColon\r\n\r\n", 400, "malformed request", false, false},
+		{"bad Content-Length", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 12x\r\n\r\n", 400, "malformed request", false, false},
+		{"two Content-Lengths", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400, "malformed request", false, false},
+		{"unsupported Transfer-Encoding", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "Transfer-Encoding: gzip-" + secret + "\r\n\r\n", 400, "", false, true},
+		{"invalid URI", "GET http://[::1" + secret + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", 400, "malformed request", false, false},
+		{"header block over the limit", "GET /pay HTTP/1.1\r\nHost: x\r\n" + auth + huge + "\r\n", 431, "request header too large", false, false},
+		{"secret after a huge header", "GET /pay HTTP/1.1\r\nHost: x\r\n" + huge + auth + "\r\n", 431, "request header too large", false, false},
+		{"body over the limit", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 1073741824\r\n\r\n" + strings.Repeat("x", 16<<10), 413, "", false, true},
+		{"secret in a forbidden trailer", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nAuthorization: Bearer " + secret + "\x01\r\n\r\n", 400, "", false, true},
+		{"secret in a trailer value", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-Token: Bearer " + secret + "\x01\r\n\r\n", 400, "malformed request", false, false},
+		{"secret in a bad chunk size", "POST /pay HTTP/1.1\r\nHost: x\r\nIdempotency-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n" + secret + "\r\n{}\r\n0\r\n\r\n", 400, "", false, true},
+		{"request not received in time", "POST /pay HTTP/1.1\r\nHost: x\r\n" + auth + "X-Slow: ", 408, "request timed out", true, false},
+	}
+	listeners := map[string]string{
+		"gateway": strings.TrimPrefix(gc.gwURLs[0], "http://"),
+		"api":     strings.TrimPrefix(gc.apiURLs[0], "http://"),
+	}
+	for lname, addr := range listeners {
+		for _, tc := range cases {
+			if tc.gwOnly && lname != "gateway" {
+				continue
+			}
+			r, ok := rawReply(t, addr, tc.raw, 0)
+			if !ok {
+				t.Errorf("%s, %s: no answer", lname, tc.name)
+				continue
+			}
+			if strings.Contains(r.body, secret) || strings.Contains(r.body, "Bearer") {
+				t.Errorf("%s, %s: the answer echoes the request: %s", lname, tc.name, r.body)
+			}
+			for k, vs := range r.header {
+				if strings.Contains(strings.Join(vs, " "), secret) {
+					t.Errorf("%s, %s: header %s echoes the secret", lname, tc.name, k)
+				}
+			}
+			var p Problem
+			if ct := r.header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal([]byte(r.body), &p) != nil {
+				t.Errorf("%s, %s: Content-Type %q, body %q: want a problem document", lname, tc.name, ct, r.body)
+				continue
+			}
+			if r.status != tc.status || p.Status != tc.status || (!tc.anyBody && p.Detail != tc.detail) {
+				t.Errorf("%s, %s: %d, problem %+v; want %d %q", lname, tc.name, r.status, p, tc.status, tc.detail)
+			}
+		}
+	}
+	if gc.up.Calls.Load() != 0 {
+		t.Errorf("refused requests reached the upstream %d times", gc.up.Calls.Load())
+	}
+	if _, err := logs.JSON(); err != nil {
+		t.Error(err)
+	}
+	if out := logs.String(); strings.Contains(out, secret) {
+		t.Errorf("a log line holds the secret:\n%s", out)
+	}
+	if logs.Count("request refused") == 0 {
+		t.Error("no request refused was logged at debug")
+	}
+}
+
+// TestFasthttpLoggerHidesErrorText: fasthttp's own log lines (a connection
+// error quotes the raw request) reach the node's logger with the error's
+// kind in place of its text.
+func TestFasthttpLoggerHidesErrorText(t *testing.T) {
+	logs := &testsupport.Logs{}
+	l := fasthttpLogger{logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), listener: "gateway listener"}
+	parseErr := &net.ParseError{Type: "x", Text: "y"} // not an *OpError: its text goes
+	l.Printf("error when serving connection %q<->%q: %v", "127.0.0.1:1", "127.0.0.1:2",
+		wrapErr("error when reading request headers: invalid header value \"Bearer "+secret+"\""))
+	l.Printf("Permanent error when accepting new connections: %v", &net.OpError{Op: "accept", Net: "tcp", Err: parseErr})
+	l.Printf("The number of connections from %s exceeds MaxConnsPerIP=%d", "127.0.0.1", 3)
+	lines, err := logs.JSON()
+	if err != nil || len(lines) != 3 {
+		t.Fatalf("lines %v, %v", lines, err)
+	}
+	for i, want := range []struct{ level, msgHas string }{
+		{"DEBUG", "malformed request"},
+		{"WARN", "accept tcp: invalid x: y"},
+		{"WARN", "exceeds MaxConnsPerIP=3"},
+	} {
+		msg, _ := lines[i]["msg"].(string)
+		if lines[i]["level"] != want.level || !strings.Contains(msg, want.msgHas) || lines[i]["listener"] != "gateway listener" {
+			t.Errorf("line %d = %v, want %s containing %q", i, lines[i], want.level, want.msgHas)
+		}
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the secret was logged:\n%s", logs.String())
+	}
+}
+
+type textErr string
+
+func (e textErr) Error() string { return string(e) }
+
+func wrapErr(s string) error { return textErr(s) }

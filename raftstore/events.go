@@ -1,0 +1,134 @@
+package raftstore
+
+// What an operator must see in a node's log, once, when it happens: the
+// leader changing, members added, removed or changed, a peer this leader
+// lost and found again, and the node turning ready or not ready (with the
+// reason). Repeated states are never logged again; Raft's own per-heartbeat
+// errors are rate-limited by the hclog adapter (hclog.go).
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// eventInterval is how often readiness and membership are checked (a
+// follower learns membership changes from the log, with no observation).
+const eventInterval = time.Second
+
+// newEventObserver registers the Raft observations watchEvents logs.
+func (s *Store) newEventObserver() {
+	s.obsCh = make(chan raft.Observation, 64)
+	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.LeaderObservation, raft.PeerObservation,
+			raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+			return true
+		}
+		return false
+	})
+	s.raft.RegisterObserver(s.obs)
+}
+
+// watchEvents logs the node's transitions until ctx ends.
+func (s *Store) watchEvents(ctx context.Context) {
+	t := time.NewTicker(eventInterval)
+	defer t.Stop()
+	members := s.memberSet()
+	unreachable := map[raft.ServerID]bool{} // peers this leader logged as unreachable
+	notReady := "no leader"                 // a starting node has none: not worth a line
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case o := <-s.obsCh:
+			switch d := o.Data.(type) {
+			case raft.LeaderObservation:
+				s.metrics.leaderChanges.Inc()
+				s.logger.Info("leader changed", "leader", string(d.LeaderID), "leader_addr", string(d.LeaderAddr))
+				clear(unreachable) // heartbeats are the leader's: a new term starts afresh
+			case raft.PeerObservation:
+				members = s.logMembers(members)
+			case raft.FailedHeartbeatObservation:
+				if !unreachable[d.PeerID] {
+					unreachable[d.PeerID] = true
+					s.logger.Warn("peer unreachable", "peer", string(d.PeerID), "last_contact", d.LastContact)
+				}
+			case raft.ResumedHeartbeatObservation:
+				if unreachable[d.PeerID] {
+					delete(unreachable, d.PeerID)
+					s.logger.Info("peer reachable", "peer", string(d.PeerID))
+				}
+			}
+		case <-t.C:
+			members = s.logMembers(members)
+			notReady = s.logReadiness(notReady)
+		}
+	}
+}
+
+// memberSet is the latest Raft configuration, by server id.
+func (s *Store) memberSet() map[raft.ServerID]raft.Server {
+	out := map[raft.ServerID]raft.Server{}
+	f := s.raft.GetConfiguration() // answered at once, from the latest configuration
+	if f.Error() != nil {
+		return nil
+	}
+	for _, srv := range f.Configuration().Servers {
+		out[srv.ID] = srv
+	}
+	return out
+}
+
+// logMembers logs how the configuration differs from was, and returns it.
+func (s *Store) logMembers(was map[raft.ServerID]raft.Server) map[raft.ServerID]raft.Server {
+	now := s.memberSet()
+	if now == nil || was == nil {
+		return now
+	}
+	for id, srv := range now {
+		old, ok := was[id]
+		switch {
+		case !ok:
+			s.logger.Info("member added", memberAttrs(srv)...)
+		case old != srv:
+			s.logger.Info("member changed", memberAttrs(srv)...)
+		}
+	}
+	for id, srv := range was {
+		if _, ok := now[id]; !ok {
+			s.logger.Info("member removed", "member", string(id), "address", string(srv.Address))
+		}
+	}
+	return now
+}
+
+func memberAttrs(srv raft.Server) []any {
+	return []any{"member", string(srv.ID), "address", string(srv.Address), "voter", srv.Suffrage == raft.Voter}
+}
+
+// notReadyReason is "" when the node is ready, else why it is not.
+func (s *Store) notReadyReason() string {
+	if r := s.notReadyNow(); r != nil {
+		return r.reason
+	}
+	return ""
+}
+
+// logReadiness logs a change of readiness (or of the reason for not being
+// ready) from was, and returns the new reason ("" when ready).
+func (s *Store) logReadiness(was string) string {
+	now := s.notReadyReason()
+	switch {
+	case now == was:
+	case now == "":
+		s.logger.Info("ready")
+	case now == "removed":
+		s.logger.Warn("not ready: removed from the cluster; serving nothing until added again (POST /v1/cluster/nodes on a member) or stopped",
+			"reason", now)
+	default:
+		s.logger.Warn("not ready", "reason", now)
+	}
+	return now
+}
