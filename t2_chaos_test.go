@@ -368,9 +368,10 @@ func (c *chaosCluster) fault(round int) string {
 func (c *chaosCluster) removeAndReadd(victim, asker string) {
 	code, _, body, err := httpDo("DELETE", "http://"+c.nodes[asker].api+"/v1/cluster/nodes/"+victim, "")
 	if err != nil || code != 200 {
-		// A removal that raced an election: the node is still a member.
+		// A removal that raced an election or timed out may still have
+		// been committed: add the node back either way (adding a member at
+		// its own address changes nothing).
 		c.t.Logf("remove %s via %s: %d %s %v", victim, asker, code, strings.TrimSpace(body), err)
-		return
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for !c.exited(victim) && !c.reportsRemoved(victim) && time.Now().Before(deadline) {
