@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -37,7 +38,11 @@ import (
 // no key may run twice upstream. At the end the replicas' state hashes
 // must be equal.
 //
-//	IDEMGATE_T2=3m go test -tags chaos -run TestT2 -v -timeout 30m .
+// The nodes' logs are written outside the test's temporary directory: with
+// -artifacts under -outputdir (kept), otherwise in a directory of their own
+// that a failed run keeps and names.
+//
+//	IDEMGATE_T2=3m go test -tags chaos -count=1 -run TestT2 -v -timeout 30m .
 func TestT2(t *testing.T) {
 	duration := 2 * time.Minute
 	if d, err := time.ParseDuration(os.Getenv("IDEMGATE_T2")); err == nil && d > 0 {
@@ -49,7 +54,7 @@ func TestT2(t *testing.T) {
 	dir := t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	ports := freePorts(t, 9)
-	c := &chaosCluster{t: t, bin: bin, dir: dir, nodes: map[string]*chaosNode{}}
+	c := &chaosCluster{t: t, bin: bin, dir: dir, logDir: t2LogDir(t), nodes: map[string]*chaosNode{}}
 	var cfg strings.Builder
 	cfg.WriteString("nodes:\n")
 	for i, id := range ids {
@@ -65,6 +70,12 @@ func TestT2(t *testing.T) {
 		c.start(id, nil)
 	}
 	defer c.stopAll()
+	defer func() {
+		if t.Failed() {
+			c.views()
+			c.logTails(20)
+		}
+	}()
 	waitFor(t, "a leader", 30*time.Second, func() bool { return c.leader() != "" })
 
 	stop := make(chan struct{})
@@ -129,11 +140,6 @@ func TestT2(t *testing.T) {
 	// (within 10 s of healing), then their files must
 	// hold the same state.
 	converged := time.Now()
-	defer func() {
-		if t.Failed() {
-			c.views()
-		}
-	}()
 	waitFor(t, "equal applied indexes on all nodes", 20*time.Second, func() bool {
 		var seen []uint64
 		for _, n := range c.nodes {
@@ -178,17 +184,41 @@ func TestT2(t *testing.T) {
 type chaosNode struct {
 	id, api, gw, raft string
 	cmd               *exec.Cmd
+	done              chan struct{} // closed once cmd has exited and been reaped
 	paused            bool
-	removed           bool
 }
 
 type chaosCluster struct {
 	t       *testing.T
 	bin     string
 	dir     string
+	logDir  string
 	cfgPath string
-	mu      sync.Mutex
 	nodes   map[string]*chaosNode
+}
+
+// t2LogDir is where the nodes' logs go. They must outlive a failed run
+// (t.TempDir is removed with the test): with -artifacts, the test's
+// artifact directory under -outputdir; otherwise a directory of its own,
+// removed when the test passes and named when it fails.
+func t2LogDir(t *testing.T) string {
+	if f := flag.Lookup("test.artifacts"); f != nil && f.Value.String() == "true" {
+		dir := t.ArtifactDir()
+		t.Logf("node logs in %s", dir)
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "idemgate-t2-logs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node logs kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return dir
 }
 
 func chaosBinary(t *testing.T) string {
@@ -211,25 +241,56 @@ func (c *chaosCluster) start(id string, env []string, wrap ...string) {
 			}
 		}
 	}
-	args := append(append([]string(nil), wrap...), c.bin, "serve", "--config", c.cfgPath, "--node", id, "--log-level", "error")
+	level := "error"
+	if l := os.Getenv("IDEMGATE_T2_LOG_LEVEL"); l != "" {
+		level = l
+	}
+	args := append(append([]string(nil), wrap...), c.bin, "serve", "--config", c.cfgPath, "--node", id, "--log-level", level)
 	n.cmd = exec.Command(args[0], args[1:]...)
 	n.cmd.Env = append(os.Environ(), env...)
-	log, _ := os.OpenFile(filepath.Join(c.dir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	log, err := os.OpenFile(filepath.Join(c.logDir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	fmt.Fprintf(log, "--- t2: %s starting %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(append(env, args...), " "))
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	if err := n.cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	go n.cmd.Wait()
-	n.paused = false
+	done := make(chan struct{})
+	go func() {
+		n.cmd.Wait()
+		log.Close()
+		close(done)
+	}()
+	n.done, n.paused = done, false
 }
 
+// exited reports whether the node's process has ended.
+func (c *chaosCluster) exited(id string) bool {
+	select {
+	case <-c.nodes[id].done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill SIGKILLs the node and waits until its process is gone: a node
+// restarted before that finds its data directory still locked by the old
+// process and exits.
 func (c *chaosCluster) kill(id string) {
 	n := c.nodes[id]
 	if n.paused {
 		n.cmd.Process.Signal(syscall.SIGCONT)
 	}
 	n.cmd.Process.Signal(syscall.SIGKILL)
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-n.done:
+	case <-time.After(10 * time.Second):
+		c.t.Fatalf("%s still running 10s after SIGKILL", id)
+	}
+	n.paused = false
 }
 
 func (c *chaosCluster) leader() string {
@@ -290,13 +351,54 @@ func (c *chaosCluster) fault(round int) string {
 		if victim == c.leader() {
 			victim = c.otherThan(victim)
 		}
-		n := c.nodes[victim]
-		asker := c.nodes[c.otherThan(victim)]
-		httpDo("DELETE", "http://"+asker.api+"/v1/cluster/nodes/"+victim, "")
-		time.Sleep(time.Second)
-		httpDo("POST", "http://"+asker.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, victim, n.raft, n.api), "Content-Type", "application/json")
+		c.removeAndReadd(victim, c.otherThan(victim))
 		return "voter removed and re-added " + victim
 	}
+}
+
+// removeAndReadd removes a voter and adds it back, as an operator would.
+// A removed node that learns of its removal stops its Raft
+// (hashicorp/raft's ShutdownOnRemove), and its process then exits: added
+// back while it is stopping, it would be a voter that never applies again,
+// and the replicas would never converge. So a node that exits is restarted
+// from its data directory before it is added back. One that never learned
+// of its removal (a follower the leader stopped replicating to) still runs
+// its Raft and is added back as it is; healAll restarts it should it stop
+// later.
+func (c *chaosCluster) removeAndReadd(victim, asker string) {
+	code, _, body, err := httpDo("DELETE", "http://"+c.nodes[asker].api+"/v1/cluster/nodes/"+victim, "")
+	if err != nil || code != 200 {
+		// A removal that raced an election or timed out may still have
+		// been committed: add the node back either way (adding a member at
+		// its own address changes nothing).
+		c.t.Logf("remove %s via %s: %d %s %v", victim, asker, code, strings.TrimSpace(body), err)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for !c.exited(victim) && !c.reportsRemoved(victim) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if c.exited(victim) {
+		c.t.Logf("%s exited once removed; restarting it", victim)
+		c.start(victim, nil)
+	}
+	n := c.nodes[victim]
+	add := fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, victim, n.raft, n.api)
+	waitFor(c.t, victim+" added back", 30*time.Second, func() bool {
+		code, _, _, err := httpDo("POST", "http://"+c.nodes[asker].api+"/v1/cluster/nodes", add, "Content-Type", "application/json")
+		if err != nil || code != 200 {
+			time.Sleep(500 * time.Millisecond) // an election, or the node still starting
+			return false
+		}
+		return true
+	})
+}
+
+// reportsRemoved reports whether the node says, in its /v1/cluster, that
+// it was removed.
+func (c *chaosCluster) reportsRemoved(id string) bool {
+	_, _, body, err := httpDo("GET", "http://"+c.nodes[id].api+"/v1/cluster", "")
+	var cl struct{ Removed bool }
+	return err == nil && json.Unmarshal([]byte(body), &cl) == nil && cl.Removed
 }
 
 func (c *chaosCluster) otherThan(id string) string {
@@ -308,39 +410,61 @@ func (c *chaosCluster) otherThan(id string) string {
 	return ""
 }
 
+// healAll ends every fault and waits until the cluster is whole again:
+// every node running, a voter in the leader's configuration, and ready
+// (a leader known and everything committed applied). A node that exited
+// (removed, or its disk full) is restarted; one missing from the
+// configuration (a re-add that raced an election) is added back.
 func (c *chaosCluster) healAll() {
-	for id, n := range c.nodes {
+	for _, n := range c.nodes {
 		if n.paused {
 			n.cmd.Process.Signal(syscall.SIGCONT)
-		}
-		if n.cmd.ProcessState != nil || n.cmd.Process.Signal(syscall.Signal(0)) != nil {
-			c.start(id, nil)
+			n.paused = false
 		}
 	}
-	waitFor(c.t, "a leader after healing", 30*time.Second, func() bool { return c.leader() != "" })
-	// A re-add that raced an election may have failed: restore membership.
-	waitFor(c.t, "all three nodes voters again", 30*time.Second, func() bool {
+	lastAdd := map[string]time.Time{}
+	waitFor(c.t, "every node running, a voter and ready", 90*time.Second, func() bool {
+		whole := true
+		for id := range c.nodes {
+			if c.exited(id) {
+				c.t.Logf("healing: %s is not running; starting it", id)
+				c.start(id, nil)
+				whole = false
+			}
+		}
 		l := c.nodes[c.leader()]
 		if l == nil {
 			return false
 		}
 		_, _, body, err := httpDo("GET", "http://"+l.api+"/v1/cluster", "")
-		var cl struct{ Nodes []struct{ ID string } }
+		var cl struct {
+			Nodes []struct {
+				ID    string
+				Voter bool
+			}
+		}
 		if err != nil || json.Unmarshal([]byte(body), &cl) != nil {
 			return false
 		}
-		have := map[string]bool{}
+		voter := map[string]bool{}
 		for _, n := range cl.Nodes {
-			have[n.ID] = true
+			voter[n.ID] = n.Voter
 		}
 		for id, n := range c.nodes {
-			if !have[id] {
-				c.t.Logf("healing: %s is not a member; adding it back", id)
-				httpDo("POST", "http://"+l.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, id, n.raft, n.api), "Content-Type", "application/json")
-				return false
+			if !voter[id] {
+				whole = false
+				if time.Since(lastAdd[id]) > time.Second {
+					lastAdd[id] = time.Now()
+					code, _, body, err := httpDo("POST", "http://"+l.api+"/v1/cluster/nodes", fmt.Sprintf(`{"id":%q,"raft":%q,"api":%q}`, id, n.raft, n.api), "Content-Type", "application/json")
+					c.t.Logf("healing: %s is not a voter; adding it back: %d %s %v", id, code, strings.TrimSpace(body), err)
+				}
+				continue
+			}
+			if code, _, _, err := httpDo("GET", "http://"+n.api+"/readyz", ""); err != nil || code != 200 {
+				whole = false
 			}
 		}
-		return true
+		return whole
 	})
 }
 
@@ -352,20 +476,42 @@ func (c *chaosCluster) views() {
 	}
 }
 
+// logTails logs the last lines of every node's log.
+func (c *chaosCluster) logTails(lines int) {
+	for id := range c.nodes {
+		b, err := os.ReadFile(filepath.Join(c.logDir, id+".log"))
+		all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		c.t.Logf("--- %s.log, last %d lines (%v):\n%s", id, lines, err, strings.Join(all[max(0, len(all)-lines):], "\n"))
+	}
+}
+
+// stopAll stops every node with SIGTERM, and SIGKILLs those still running
+// 15 s later; it returns once every process has exited. After a failure it
+// sends SIGQUIT instead: each node writes every goroutine's stack to its
+// log (where a stalled replication or apply shows) and exits.
 func (c *chaosCluster) stopAll() {
+	sig := syscall.SIGTERM
+	if c.t.Failed() {
+		sig = syscall.SIGQUIT
+	}
 	for _, n := range c.nodes {
 		if n.cmd != nil && n.cmd.Process != nil {
 			n.cmd.Process.Signal(syscall.SIGCONT)
-			n.cmd.Process.Signal(syscall.SIGTERM)
+			n.cmd.Process.Signal(sig)
 		}
 	}
-	time.Sleep(3 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for _, n := range c.nodes {
-		if n.cmd != nil && n.cmd.Process != nil {
+		if n.done == nil {
+			continue
+		}
+		select {
+		case <-n.done:
+		case <-time.After(time.Until(deadline)):
 			n.cmd.Process.Signal(syscall.SIGKILL)
+			<-n.done
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
 }
 
 // httpHistory records KV operations over the HTTP API.

@@ -1,0 +1,461 @@
+package main
+
+// TestREADME runs README.md's shell examples, as printed, against the
+// processes they start: a reader who copies them gets what the README says.
+//
+// The convention (to add an example, follow it; the test explains a
+// mismatch with the README line):
+//
+//   - Every ```sh block runs, in README order, in one bash process (set -e,
+//     pipefail), so variables and background jobs (`kill %4`) carry from
+//     one block to the next, as in a reader's terminal. The working
+//     directory is a copy of the repository, so `go build -o idemgate .`,
+//     `go run ./examples/payments` and cluster.example.yaml's ./data/{id}
+//     work as printed. The processes a block starts in the background are
+//     stopped at the end.
+//   - A block that cannot run here (other machines, long runs) is preceded,
+//     on the line just before its fence, by
+//     `<!-- readme-test: skip: the reason -->` (invisible on GitHub).
+//   - Every line that calls curl is checked once it has run (one curl per
+//     line; a check follows a complete one-line command, so keep curl out
+//     of multi-line loops). Its status must be the 3-digit code its
+//     trailing comment starts with (`curl ... # 409, body "charged"`), or
+//     the one on an `# HTTP/1.1 201 Created` line just below it; without
+//     either, a 2xx. Comment lines right below a curl line (no blank line
+//     between) are its output: each must match a line of what curl printed,
+//     with `…` standing for anything (`# {"token":"…","scope":"pay"}`).
+//     Prose goes in comments above a command, after a blank line.
+//
+// The examples use fixed loopback ports (cluster.example.yaml's, the toy
+// upstream's 3000): when one is taken the test skips, naming it. Without
+// curl or bash it skips too, except under CI (CI set), where it fails:
+// .ci/run installs curl. The count of blocks run and of checks made is
+// asserted, so a README whose examples did not run cannot pass.
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// readmeBlock is one ```sh block of the README.
+type readmeBlock struct {
+	line  int      // the README line of its first command
+	lines []string // its lines, as printed
+	skip  string   // why it does not run, or ""
+}
+
+// readmeCheck is what one curl line of the README must answer.
+type readmeCheck struct {
+	line    int      // README line of the curl command
+	status  string   // "201", or "2xx"
+	samples []string // output lines it must print ("…" for anything)
+}
+
+const readmeSkipMarker = "<!-- readme-test: skip:"
+
+// readmeBlocks extracts the ```sh blocks of a README.
+func readmeBlocks(text string) ([]readmeBlock, error) {
+	var blocks []readmeBlock
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "```sh" {
+			continue
+		}
+		b := readmeBlock{line: i + 2}
+		if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), readmeSkipMarker) {
+			b.skip = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i-1]), readmeSkipMarker)), "-->")
+			if strings.TrimSpace(b.skip) == "" {
+				return nil, fmt.Errorf("README.md:%d: a skip marker must give its reason", i)
+			}
+		}
+		j := i + 1
+		for ; j < len(lines) && strings.TrimSpace(lines[j]) != "```"; j++ {
+			b.lines = append(b.lines, lines[j])
+		}
+		if j == len(lines) {
+			return nil, fmt.Errorf("README.md:%d: the ```sh block is never closed", i+1)
+		}
+		blocks = append(blocks, b)
+		i = j
+	}
+	return blocks, nil
+}
+
+var (
+	readmeStatusComment = regexp.MustCompile(`^(\d{3})\b`)
+	readmeStatusLine    = regexp.MustCompile(`^HTTP/[0-9.]+ (\d{3})\b`)
+	readmeCurlCall      = regexp.MustCompile(`(^|[\s;|&($])curl\s`)
+)
+
+// trailingComment splits a shell line into its command and the comment
+// after an unquoted " #" ("" when there is none).
+func trailingComment(line string) (cmd, comment string) {
+	var quote rune
+	for i, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return line[:i], strings.TrimSpace(line[i+1:])
+		}
+	}
+	return line, ""
+}
+
+// readmeScript turns the blocks that run into one bash script: each line
+// as printed, a check call after every curl line. lineOf maps a script
+// line (1-based) to its README line.
+func readmeScript(blocks []readmeBlock) (script string, checks []readmeCheck, lineOf map[int]int, ran int) {
+	var sb strings.Builder
+	lineOf = map[int]int{}
+	n := 0
+	emit := func(s string, readmeLine int) {
+		sb.WriteString(s + "\n")
+		n++
+		lineOf[n] = readmeLine
+	}
+	emit(`set -eo pipefail`, 0)
+	emit(`trap 'echo "$LINENO" > "$READMETEST_DIR/errline"' ERR`, 0)
+	// The wrapper keeps each call's headers and output for the checks
+	// (writing files, it works in $(...) and pipelines too).
+	emit(`curl() { rm -f "$READMETEST_DIR/h" "$READMETEST_DIR/o"; command curl --no-progress-meter --max-time 30 -D "$READMETEST_DIR/h" "$@" | tee "$READMETEST_DIR/o"; }`, 0)
+	emit(`__check() { cp "$READMETEST_DIR/h" "$READMETEST_DIR/$1.h" 2>/dev/null || :; cp "$READMETEST_DIR/o" "$READMETEST_DIR/$1.o" 2>/dev/null || :; }`, 0)
+	emit(`__block() { echo "$1" >> "$READMETEST_DIR/blocks"; }`, 0)
+	for bi, b := range blocks {
+		if b.skip != "" {
+			continue
+		}
+		ran++
+		emit(fmt.Sprintf("__block %d", bi), b.line-1)
+		joined, first := "", 0 // a command continued over lines with \
+		for i := 0; i < len(b.lines); i++ {
+			line := b.lines[i]
+			emit(line, b.line+i)
+			cmd, comment := trailingComment(line)
+			if strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			if joined == "" {
+				first = b.line + i
+			}
+			joined += cmd
+			if strings.HasSuffix(strings.TrimSpace(cmd), `\`) {
+				continue
+			}
+			whole := joined
+			joined = ""
+			if !readmeCurlCall.MatchString(whole) {
+				continue
+			}
+			c := readmeCheck{line: first, status: "2xx"}
+			if m := readmeStatusComment.FindStringSubmatch(comment); m != nil {
+				c.status = m[1]
+			}
+			for k := i + 1; k < len(b.lines) && strings.HasPrefix(strings.TrimSpace(b.lines[k]), "#"); k++ {
+				sample := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(b.lines[k]), "#"))
+				if m := readmeStatusLine.FindStringSubmatch(sample); m != nil && c.status == "2xx" {
+					c.status = m[1]
+				}
+				c.samples = append(c.samples, sample)
+			}
+			emit(fmt.Sprintf("__check %d", len(checks)), b.line+i)
+			checks = append(checks, c)
+		}
+	}
+	emit(`echo done > "$READMETEST_DIR/done"`, 0)
+	return sb.String(), checks, lineOf, ran
+}
+
+// sampleRegexp matches a README output sample: a whole line as printed,
+// "…" standing for anything.
+func sampleRegexp(sample string) *regexp.Regexp {
+	parts := strings.Split(sample, "…")
+	for i := range parts {
+		parts[i] = regexp.QuoteMeta(parts[i])
+	}
+	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
+}
+
+// verify returns what is wrong with one check's recorded answer.
+func (c readmeCheck) verify(headers, output string) []string {
+	var problems []string
+	status := ""
+	for _, l := range strings.Split(headers, "\n") {
+		if m := readmeStatusLine.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			status = m[1] // the last one: after a 100 Continue, the answer
+		}
+	}
+	switch {
+	case status == "":
+		problems = append(problems, "no HTTP answer")
+	case c.status == "2xx" && status[0] != '2':
+		problems = append(problems, fmt.Sprintf("status %s, want a 2xx (or write the status in a trailing comment)", status))
+	case c.status != "2xx" && status != c.status:
+		problems = append(problems, fmt.Sprintf("status %s, want %s", status, c.status))
+	}
+	outLines := strings.Split(strings.ReplaceAll(output, "\r", ""), "\n")
+	for i := range outLines {
+		outLines[i] = strings.TrimSpace(outLines[i])
+	}
+	for _, s := range c.samples {
+		re := sampleRegexp(s)
+		if !slices.ContainsFunc(outLines, re.MatchString) {
+			problems = append(problems, fmt.Sprintf("printed no line like %q", s))
+		}
+	}
+	return problems
+}
+
+// readmePorts are the loopback ports the README's examples use.
+func readmePorts(texts ...string) []string {
+	seen := map[string]bool{}
+	var ports []string
+	for _, text := range texts {
+		for _, m := range regexp.MustCompile(`127\.0\.0\.1:(\d+)`).FindAllStringSubmatch(text, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				ports = append(ports, m[1])
+			}
+		}
+	}
+	return ports
+}
+
+// copyRepo copies the repository's files (not .git, not data a run left)
+// into dir, for the examples to build and write in.
+func copyRepo(dst string) error {
+	return filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Name() == ".git" && d.IsDir(), (path == "data" || path == "idemgate-data") && d.IsDir():
+			return filepath.SkipDir
+		case d.Name() == ".git", path == "idemgate":
+			return nil
+		}
+		target := filepath.Join(dst, path)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+}
+
+// readmeTools skips (or, under CI, fails) when bash or curl is missing.
+func readmeTools(t *testing.T) {
+	for _, tool := range []string{"bash", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed: the README's examples need it (.ci/run installs curl)", tool)
+			}
+			t.Skipf("%s is not installed: the README's examples need it (not under CI, so skipping)", tool)
+		}
+	}
+}
+
+func TestREADME(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	readmeTools(t)
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := os.ReadFile("cluster.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := readmeBlocks(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, checks, lineOf, ran := readmeScript(blocks)
+	// The walkthrough has this many blocks and checks today; fewer means
+	// examples stopped running (a fence renamed, a skip marker too many).
+	if ran < 6 || len(checks) < 30 {
+		t.Fatalf("README: %d blocks would run with %d curl checks; want at least 6 and 30", ran, len(checks))
+	}
+	var runnable strings.Builder
+	for _, b := range blocks {
+		if b.skip == "" {
+			runnable.WriteString(strings.Join(b.lines, "\n"))
+		}
+	}
+	for _, p := range readmePorts(runnable.String(), string(example)) {
+		l, err := net.Listen("tcp", "127.0.0.1:"+p)
+		if err != nil {
+			t.Skipf("the README's examples need 127.0.0.1:%s, which is in use: %v", p, err)
+		}
+		l.Close()
+	}
+
+	work, state := t.TempDir(), t.TempDir()
+	if err := copyRepo(work); err != nil {
+		t.Fatal(err)
+	}
+	scriptPath := filepath.Join(state, "readme.sh")
+	if err := os.WriteFile(scriptPath, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(state, "output")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", scriptPath)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "READMETEST_DIR="+state)
+	// Output to a file, not a pipe: the background processes the examples
+	// start keep their copy of it open after bash exits.
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// One process group for bash and everything it starts, stopped as one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopGroup(t, cmd.Process.Pid)
+	runErr := cmd.Wait()
+
+	output, _ := os.ReadFile(logPath)
+	fail := func(format string, args ...any) {
+		t.Errorf(format, args...)
+	}
+	if _, err := os.Stat(filepath.Join(state, "done")); err != nil {
+		where := "?"
+		if b, err := os.ReadFile(filepath.Join(state, "errline")); err == nil {
+			n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			where = fmt.Sprintf("README.md:%d", lineOf[n])
+		}
+		fail("the README's examples stopped at %s (%v); their output:\n%s", where, runErr, output)
+	}
+	done, _ := os.ReadFile(filepath.Join(state, "blocks"))
+	if got := len(strings.Fields(string(done))); got != ran {
+		fail("%d of the README's %d runnable blocks ran", got, ran)
+	}
+	checked := 0
+	for i, c := range checks {
+		h, herr := os.ReadFile(filepath.Join(state, fmt.Sprintf("%d.h", i)))
+		o, _ := os.ReadFile(filepath.Join(state, fmt.Sprintf("%d.o", i)))
+		if herr != nil && os.IsNotExist(herr) {
+			continue // not reached: reported above
+		}
+		checked++
+		for _, p := range c.verify(string(h), string(o)) {
+			fail("README.md:%d: %s; curl printed:\n%s%s", c.line, p, h, o)
+		}
+	}
+	if checked != len(checks) {
+		fail("%d of the README's %d curl checks ran", checked, len(checks))
+	}
+	t.Logf("README: %d blocks ran (%d skipped), %d curl answers checked", ran, len(blocks)-ran, checked)
+	if t.Failed() {
+		t.Logf("the examples' whole output:\n%s", output)
+	}
+}
+
+// stopGroup stops the examples' processes: SIGTERM to the group, SIGKILL
+// to what is left after 15 s.
+func stopGroup(t *testing.T, pgid int) {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("README examples' processes still running 15s after SIGTERM; killing them")
+	syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// TestREADMEConvention checks the extraction and the checks on a README
+// of its own, so a broken parser cannot make TestREADME pass unchecked.
+func TestREADMEConvention(t *testing.T) {
+	readme := "intro\n```sh\n" +
+		"go build -o x .   # no check: not curl\n" +
+		"curl -i 127.0.0.1:1/a -d 'x # y'   # 409, body \"charged\"\n" +
+		"\n# prose\n" +
+		"curl -i 127.0.0.1:1/b\n" +
+		"# HTTP/1.1 201 Created\n" +
+		"# {\"token\":\"…\",\"scope\":\"pay\"}\n" +
+		"t=$(curl -s 127.0.0.1:1/c | sed s/a/b/)\n" +
+		"curl -s 127.0.0.1:1/d \\\n  -H 'X: y'\n" +
+		"```\n" +
+		"<!-- readme-test: skip: other machines -->\n```sh\ncurl https://10.0.0.1:9001/\n```\n" +
+		"```yaml\ncurl: no\n```\n"
+	blocks, err := readmeBlocks(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 2 || blocks[0].skip != "" || strings.TrimSpace(blocks[1].skip) != "other machines" {
+		t.Fatalf("readmeBlocks = %+v, want a block that runs and one skipped for other machines", blocks)
+	}
+	_, checks, _, ran := readmeScript(blocks)
+	want := []readmeCheck{
+		{line: 4, status: "409"},
+		{line: 7, status: "201", samples: []string{"HTTP/1.1 201 Created", `{"token":"…","scope":"pay"}`}},
+		{line: 10, status: "2xx"},
+		{line: 11, status: "2xx"},
+	}
+	if ran != 1 || len(checks) != len(want) {
+		t.Fatalf("readmeScript: %d blocks ran, checks %+v; want 1 block, %+v", ran, checks, want)
+	}
+	for i, w := range want {
+		if c := checks[i]; c.line != w.line || c.status != w.status || !slices.Equal(c.samples, w.samples) {
+			t.Errorf("check %d = %+v, want %+v", i, c, w)
+		}
+	}
+	for _, tc := range []struct {
+		check           readmeCheck
+		headers, output string
+		problems        int
+	}{
+		{want[0], "HTTP/1.1 409 Conflict\r\n", "charged", 0},
+		{want[0], "HTTP/1.1 200 OK\r\n", "", 1},
+		{want[0], "", "", 1},
+		{want[1], "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n", "HTTP/1.1 201 Created\r\n{\"token\":\"6f1c\",\"scope\":\"pay\"}\n", 0},
+		{want[1], "HTTP/1.1 201 Created\r\n", "HTTP/1.1 201 Created\r\n[{\"token\":\"6f1c\"}]\n", 1},
+		{want[1], "HTTP/1.1 201 Created\r\n", "HTTP/1.1 201 Created\r\n{\"x\":[{\"token\":\"6f1c\",\"scope\":\"pay\"}]}\n", 1},
+		{want[2], "HTTP/1.1 204 No Content\r\n", "", 0},
+		{want[2], "HTTP/1.1 503 Service Unavailable\r\n", "", 1},
+	} {
+		if got := tc.check.verify(tc.headers, tc.output); len(got) != tc.problems {
+			t.Errorf("verify(%q, %q) for line %d = %q, want %d problems", tc.headers, tc.output, tc.check.line, got, tc.problems)
+		}
+	}
+	// A skip marker without a reason, an unclosed block: errors.
+	for _, bad := range []string{"<!-- readme-test: skip: -->\n```sh\nls\n```\n", "```sh\nls\n"} {
+		if _, err := readmeBlocks(bad); err == nil {
+			t.Errorf("readmeBlocks(%q): no error", bad)
+		}
+	}
+}
