@@ -35,17 +35,6 @@ type alertRules struct {
 	} `yaml:"groups"`
 }
 
-// notYetRegistered are metrics deploy/alerts.yaml alerts on that nodes do
-// not register yet.
-// TODO(lead): remove each name as the node starts to export it (issue 10,
-// part 2: health and metrics).
-var notYetRegistered = []string{
-	"idemgate_peer_last_contact_seconds",
-	"idemgate_peer_reachable",
-	"idemgate_disk_free_bytes",
-	"idemgate_ready",
-}
-
 var (
 	metricName      = regexp.MustCompile(`\bidemgate_[a-z0-9_]+`)
 	promDuration    = regexp.MustCompile(`^([0-9]+(ms|s|m|h|d|w|y))+$`)
@@ -127,10 +116,6 @@ func TestAlertsNameRegisteredMetrics(t *testing.T) {
 	}
 	for _, name := range names {
 		if registered[name] || registered[histogramSuffix.ReplaceAllString(name, "")] {
-			continue
-		}
-		if slices.Contains(notYetRegistered, name) {
-			t.Logf("%s: not registered yet (the lead's part of issue 10)", name)
 			continue
 		}
 		t.Errorf("deploy/alerts.yaml uses %s, which a node does not register", name)

@@ -95,7 +95,10 @@ func TestIdleConnectionFlood(t *testing.T) {
 // TestForwardFrameLimits: even a member cannot make the leader buffer a
 // frame over the command limit, or hold a frame open without sending it.
 func TestForwardFrameLimits(t *testing.T) {
-	defer func(d time.Duration) { frameTimeout = d }(frameTimeout)
+	// Restored after the cluster closes (cleanups run last first): its
+	// status probes read frameTimeout until then.
+	old := frameTimeout
+	t.Cleanup(func() { frameTimeout = old })
 	frameTimeout = 300 * time.Millisecond
 	c, dir := startTLSCluster(t)
 	leader := c.WaitLeader(10 * time.Second)

@@ -64,7 +64,7 @@ func (s *Store) Servers() ([]Server, error) {
 		out = append(out, Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
 			Voter: srv.Suffrage == raft.Voter, State: st})
 	}
-	if removedFrom(f.Configuration(), s.cfg.NodeID) {
+	if s.Removed() { // what readyz says too
 		out = append(out, Server{ID: s.cfg.NodeID, RaftAddr: s.cfg.advertise(), State: "removed", Removed: true,
 			Reachable: true})
 	}
@@ -83,16 +83,18 @@ func (s *Store) Removed() bool {
 	return !member
 }
 
-func removedFrom(c raft.Configuration, id string) bool {
-	if len(c.Servers) == 0 {
-		return false
+// HandOff hands leadership to the most up-to-date voter when this node
+// leads, before it stops: the cluster then has a leader at once instead of
+// after an election timeout. Nothing to do on a follower or a single node.
+func (s *Store) HandOff(ctx context.Context) error {
+	if !s.IsLeader() {
+		return nil
 	}
-	for _, srv := range c.Servers {
-		if string(srv.ID) == id {
-			return false
-		}
+	if len(s.members.list()) < 2 {
+		return nil // nobody to hand it to
 	}
-	return true
+	s.logger.Info("handing leadership on before stopping")
+	return s.waitFuture(ctx, s.raft.LeadershipTransfer())
 }
 
 // AddVoter adds (or re-addresses) a voter, or promotes a non-voter at the

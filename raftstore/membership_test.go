@@ -397,3 +397,54 @@ func TestClusterViewReportsPeers(t *testing.T) {
 		return false
 	})
 }
+
+// TestHandOffBeforeStop: a leader that stops hands leadership on; a
+// follower has nothing to hand.
+func TestHandOffBeforeStop(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 10*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+	if err := c.Store((leader + 1) % 3).HandOff(ctx); err != nil {
+		t.Fatalf("a follower's hand-off = %v, want nil", err)
+	}
+	if err := c.Store(leader).HandOff(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.Store(leader).IsLeader() {
+		t.Fatal("still the leader after handing off")
+	}
+	next := c.WaitLeader(5 * time.Second)
+	if next == leader {
+		t.Fatal("the leadership came back to the node that handed it off")
+	}
+}
+
+// TestReadyWhileBehindTheLeader: a follower that has not applied what its
+// leader had applied a probe period ago is not ready, though its own commit
+// index (which only log replication moves) says it is caught up.
+func TestReadyWhileBehindTheLeader(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	leader := c.WaitLeader(5 * time.Second)
+	f := c.Store((leader + 1) % 3)
+	testsupport.WaitFor(t, "the follower ready", 10*time.Second, f.Ready)
+	lid := c.Cfgs[leader].NodeID
+	testsupport.WaitFor(t, "the follower to have probed its leader", 10*time.Second, func() bool {
+		f.peers.mu.Lock()
+		defer f.peers.mu.Unlock()
+		p := f.peers.peers[lid]
+		return p != nil && p.ok
+	})
+	// What a stuck follower sees: the leader reported, two seconds ago, an
+	// index this node has not applied.
+	f.peers.mu.Lock()
+	p := f.peers.peers[lid]
+	p.applied[p.next%len(p.applied)] = appliedAt{at: time.Now().Add(-2 * time.Second), index: f.FSM().AppliedIndex() + 1000}
+	p.next++
+	f.peers.mu.Unlock()
+	if f.Ready() || f.NotReady() != "catching up: applying what the cluster committed" {
+		t.Fatalf("a follower behind its leader: ready=%v, %q", f.Ready(), f.NotReady())
+	}
+	if !c.Store(leader).Ready() {
+		t.Fatal("the leader is never behind itself")
+	}
+}

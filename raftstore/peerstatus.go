@@ -41,8 +41,16 @@ type peerProbe struct {
 	ok        bool      // the last probe was answered
 	lastIndex uint64
 	state     string
+	applied   [4]appliedAt // the last answers' applied indexes, newest at next-1
+	next      int
 	client    *fwdClient
 	cancel    context.CancelFunc
+}
+
+// appliedAt is a peer's applied index as of a time.
+type appliedAt struct {
+	at    time.Time
+	index uint64
 }
 
 type peerWatch struct {
@@ -198,6 +206,8 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 	p.ok = err == nil
 	if p.ok {
 		p.contact, p.lastIndex, p.state = now, st.lastIndex, st.state
+		p.applied[p.next%len(p.applied)] = appliedAt{at: now, index: st.applied}
+		p.next++
 	}
 	contact := p.contact
 	w.mu.Unlock()
@@ -261,6 +271,27 @@ func (w *peerWatch) reachableVoters(ctx context.Context, cfg raft.Configuration,
 		}
 	}
 	return voters, reachable, down
+}
+
+// appliedBefore returns the index peer id reported applied in its newest
+// answer at least age old (and at most a few probe periods), if any. A
+// follower that has not reached its leader's applied index of a second ago
+// is stuck, not merely a few milliseconds behind.
+func (w *peerWatch) appliedBefore(id string, age time.Duration) (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.peers[id]
+	if p == nil {
+		return 0, false
+	}
+	now := time.Now()
+	var best appliedAt
+	for _, a := range p.applied {
+		if d := now.Sub(a.at); !a.at.IsZero() && d >= age && d <= age+4*probeEvery && a.at.After(best.at) {
+			best = a
+		}
+	}
+	return best.index, !best.at.IsZero()
 }
 
 // peer returns what this node knows of member id.

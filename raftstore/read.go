@@ -147,7 +147,20 @@ var notReadyChecks = []notReadyCheck{
 	{"no leader", "no leader is known: the cluster has no quorum, or an election is under way",
 		func(s *Store) bool { addr, _ := s.raft.LeaderWithID(); return addr == "" }},
 	{"behind on apply", "catching up: applying what the cluster committed",
-		func(s *Store) bool { return !s.appliedThrough(s.raft.CommitIndex()) }},
+		func(s *Store) bool { return !s.appliedThrough(s.raft.CommitIndex()) || s.behindLeader() }},
+}
+
+// behindLeader reports whether this follower has not yet applied what its
+// leader reported applied a probe period ago. Its own commit index cannot
+// tell: a follower whose log replication is stuck keeps hearing heartbeats
+// (which carry no commit index) and has applied everything it knows of.
+func (s *Store) behindLeader() bool {
+	addr, id := s.raft.LeaderWithID()
+	if addr == "" || string(id) == s.cfg.NodeID {
+		return false
+	}
+	applied, ok := s.peers.appliedBefore(string(id), probeEvery)
+	return ok && s.fsm.AppliedIndex() < applied
 }
 
 // notReadyNow is the first reason the node is not ready, nil when it is.
