@@ -64,7 +64,7 @@ func (s *Store) Servers() ([]Server, error) {
 		out = append(out, Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
 			Voter: srv.Suffrage == raft.Voter, State: st})
 	}
-	if s.Removed() { // what readyz says too
+	if removed(f.Configuration(), s.cfg.NodeID) { // what readyz says too
 		out = append(out, Server{ID: s.cfg.NodeID, RaftAddr: s.cfg.advertise(), State: "removed", Removed: true,
 			Reachable: true})
 	}
@@ -74,13 +74,23 @@ func (s *Store) Servers() ([]Server, error) {
 // Removed reports whether this node was a member and no longer is: its
 // configuration names other nodes but not it. A node waiting to be added
 // for the first time has an empty configuration and is not "removed".
+// It reads Raft's latest configuration (a copy, never waiting for Raft's
+// loop), so /v1/cluster and readyz agree with the membership listed.
 func (s *Store) Removed() bool {
-	ids := s.members.list()
-	if len(ids) == 0 {
+	f := s.raft.GetConfiguration()
+	return f.Error() == nil && removed(f.Configuration(), s.cfg.NodeID)
+}
+
+func removed(c raft.Configuration, id string) bool {
+	if len(c.Servers) == 0 {
 		return false
 	}
-	_, member := ids[s.cfg.NodeID]
-	return !member
+	for _, srv := range c.Servers {
+		if string(srv.ID) == id {
+			return false
+		}
+	}
+	return true
 }
 
 // HandOff hands leadership to the most up-to-date voter when this node
