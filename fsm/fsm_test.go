@@ -63,6 +63,12 @@ func TestCommands(t *testing.T) {
 			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), Mode: SetNX}, code: CodeCreated},
 			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeExists, value: "a"},
 		}},
+		{"compare-and-delete refuses another version", []step{
+			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a")}, code: CodeCreated},
+			{cmd: Command{Type: TypeKVGetDel, Key: k, Version: 99}, code: CodeVersionMismatch},
+			{cmd: Command{Type: TypeKVGetDel, Key: k, Version: 1}, code: CodeOK, value: "a"},
+			{cmd: Command{Type: TypeKVGetDel, Key: k, Version: 1}, code: CodeNotFound},
+		}},
 		{"plain set overwrites", []step{
 			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a")}, code: CodeCreated},
 			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b")}, code: CodeOK},

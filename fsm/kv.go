@@ -113,7 +113,9 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, index uint64) *Result {
 	return &Result{Code: code, Version: index, ExpiresAt: e.ExpiresAt}
 }
 
-// kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL.
+// kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL;
+// with a Version, only while the key is at that version (compare-and-
+// delete: a lock released by the holder of its fencing token).
 func (a *applier) kvDelete(tx *bolt.Tx, c *Command) *Result {
 	old, exists, err := a.liveKV(tx, c.Key)
 	if err != nil {
@@ -121,6 +123,9 @@ func (a *applier) kvDelete(tx *bolt.Tx, c *Command) *Result {
 	}
 	if !exists {
 		return &Result{Code: CodeNotFound}
+	}
+	if c.Version != 0 && old.Version != c.Version { // compare-and-delete
+		return &Result{Code: CodeVersionMismatch, Version: old.Version}
 	}
 	r := &Result{Code: CodeOK, Version: old.Version}
 	if c.Type == TypeKVGetDel {

@@ -92,14 +92,11 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	if string(ctx.Request.Header.Peek("If-None-Match")) == "*" {
 		mode = fsm.SetNX
 	}
-	if im := ctx.Request.Header.Peek("If-Match"); len(im) > 0 {
+	if v, ok := ifMatch(ctx); !ok {
+		return
+	} else if v != 0 {
 		if mode == fsm.SetNX {
 			writeProblem(ctx, probBadRequest, "If-Match cannot be combined with nx")
-			return
-		}
-		v, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(string(im), "W/"), `"`), 10, 64)
-		if err != nil || v == 0 {
-			writeProblem(ctx, probInvalidVersion, fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
 			return
 		}
 		mode, version = fsm.SetCAS, v
@@ -127,26 +124,54 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	case fsm.CodeExists:
 		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt)
 	case fsm.CodeVersionMismatch:
-		writeProblem(ctx, probVersionMismatch,
-			fmt.Sprintf("If-Match %s does not match the key's current version", etag(version)))
-		if res.Version != 0 {
-			ctx.Response.Header.Set("ETag", etag(res.Version))
-		}
+		versionMismatch(ctx, version, res.Version)
 	default:
 		writeStoreError(ctx, res.Err())
 	}
 }
 
+// ifMatch reads If-Match: "<version>" (0 when absent); false means it
+// answered 400.
+func ifMatch(ctx *fasthttp.RequestCtx) (uint64, bool) {
+	im := ctx.Request.Header.Peek("If-Match")
+	if len(im) == 0 {
+		return 0, true
+	}
+	v, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(string(im), "W/"), `"`), 10, 64)
+	if err != nil || v == 0 {
+		writeProblem(ctx, probInvalidVersion, fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
+		return 0, false
+	}
+	return v, true
+}
+
+// versionMismatch answers 412 with the key's current version as ETag.
+func versionMismatch(ctx *fasthttp.RequestCtx, want, current uint64) {
+	writeProblem(ctx, probVersionMismatch,
+		fmt.Sprintf("If-Match %s does not match the key's current version", etag(want)))
+	if current != 0 {
+		ctx.Response.Header.Set("ETag", etag(current))
+	}
+}
+
+// kvDelete is GETDEL; with If-Match, compare-and-delete: 412 unless the key
+// is at that version (a lock released only by the holder of its token).
 func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
+	version, ok := ifMatch(ctx)
+	if !ok {
+		return
+	}
 	c, cancel, ok := a.writeCtx(ctx)
 	if !ok {
 		return
 	}
 	defer cancel()
-	res, err := a.store.KVGetDel(c, []byte(key))
+	res, err := a.store.KVGetDel(c, []byte(key), version)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		writeProblem(ctx, probNotFound, "no such key")
+	case errors.Is(err, fsm.ErrVersionMismatch):
+		versionMismatch(ctx, version, res.Version)
 	case err != nil:
 		writeStoreError(ctx, err)
 	default:

@@ -178,6 +178,25 @@ func TestAPIKV(t *testing.T) {
 	if r := do(t, "GET", u[1]+"/v1/kv/order-1", ""); r.body != "refunded" {
 		t.Fatalf("value after CAS = %q", r.body)
 	}
+	// Compare-and-delete: a stale version (the lock moved on) is refused
+	// and the key kept; the current one deletes.
+	cur := do(t, "GET", u[0]+"/v1/kv/order-1", "").header.Get("ETag")
+	if r := do(t, "DELETE", u[1]+"/v1/kv/order-1", "", "If-Match", g.header.Get("ETag")); r.status != 412 ||
+		r.problemType(t) != "version-mismatch" || r.header.Get("ETag") != cur {
+		t.Fatalf("DELETE with a stale ETag = %d %s (ETag %q), want 412 with the current %s", r.status, r.body, r.header.Get("ETag"), cur)
+	}
+	if r := do(t, "DELETE", u[1]+"/v1/kv/order-1", "", "If-Match", "nope"); r.status != 400 || r.problemType(t) != "invalid-version" {
+		t.Fatalf("DELETE with a bad If-Match = %d %s", r.status, r.body)
+	}
+	if r := do(t, "GET", u[2]+"/v1/kv/order-1", ""); r.status != 200 || r.body != "refunded" {
+		t.Fatalf("a refused DELETE removed the key: %d %q", r.status, r.body)
+	}
+	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.status != 200 || r.body != "refunded" {
+		t.Fatalf("DELETE with the current ETag = %d %q", r.status, r.body)
+	}
+	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.status != 404 {
+		t.Fatalf("DELETE of a deleted key = %d, want 404", r.status)
+	}
 }
 
 func TestAPITokensRace(t *testing.T) {

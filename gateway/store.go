@@ -31,7 +31,7 @@ type Store interface {
 	// The KV keyspace.
 	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
 	KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error)
-	KVGetDel(ctx context.Context, key []byte) (*fsm.Result, error)
+	KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error)
 
 	// Form tokens (package tokens builds on these).
 	IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error)

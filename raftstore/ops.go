@@ -120,8 +120,11 @@ func (s Commands) KVSet(ctx context.Context, key, value []byte, ttl time.Duratio
 }
 
 // KVGetDel removes a key and returns the value it had (fsm.ErrNotFound).
-func (s Commands) KVGetDel(ctx context.Context, key []byte) (*fsm.Result, error) {
-	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key})
+// A non-zero version makes it compare-and-delete: the key is removed only
+// at that version (fsm.ErrVersionMismatch, with the current version, if
+// not).
+func (s Commands) KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error) {
+	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key, Version: version})
 	if err != nil {
 		return nil, err
 	}
