@@ -178,7 +178,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	rep.Flags, rep.Date = flags, time.Now().UTC().Format(time.RFC3339)
 	if f.json.stdout {
 		bench.WriteJSON(stdout, rep)
-	} else {
+	} else if len(rep.Results) > 0 {
 		fmt.Fprintln(stdout)
 		bench.WriteTable(stdout, rep.Results)
 	}

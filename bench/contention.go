@@ -69,6 +69,10 @@ type LockStats struct {
 	// UnknownReleases are releases whose answer was lost: the lock stayed
 	// until its TTL, and the order check cannot use their end.
 	UnknownReleases int `json:"unknown_releases"`
+	// StillWaiting are the cycles the end of the run cut off before they
+	// acquired: they are not in the time-to-acquire percentiles, which
+	// understate the wait when this is large.
+	StillWaiting int `json:"still_waiting"`
 }
 
 // locker is one system's lock protocol, per client connection c.
@@ -173,6 +177,7 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 	holds := make([][]lockHold, cfg.Clients)
 	toAcquire := make([]Histogram, cfg.Clients)
 	failed := make([]int64, cfg.Clients)
+	waiting := make([]bool, cfg.Clients)
 	pick := make([]*rand.Zipf, cfg.Clients)
 	seed := rand.Uint64()
 	for c := range pick {
@@ -195,6 +200,7 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 			}
 			failed[c]++
 			if time.Now().After(deadline) {
+				waiting[c] = true
 				return errStop
 			}
 		}
@@ -226,6 +232,9 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 		all = append(all, holds[c]...)
 		acq.Merge(&toAcquire[c])
 		ls.FailedAttempts += failed[c]
+		if waiting[c] {
+			ls.StillWaiting++
+		}
 		n := int64(len(holds[c]))
 		ls.MinPerClient, ls.MaxPerClient = min(ls.MinPerClient, n), max(ls.MaxPerClient, n)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -190,7 +191,7 @@ func fmtRate(v float64) string {
 	return fmtNum(v)
 }
 
-func fmtNum(v float64) string { return fmt.Sprintf("%.4g", v) }
+func fmtNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // esc escapes text and attribute values.
 func esc(s string) string { return html.EscapeString(s) }

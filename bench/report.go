@@ -25,8 +25,8 @@ func WriteTable(w io.Writer, all []Stats) {
 		fmt.Fprintf(w, "%-28s %7d %10.0f %8s %8s %8s %8s %7d  %s\n", s.Name, s.Clients, s.OpsPerSec,
 			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), s.Errors, check)
 		if l := s.Lock; l != nil {
-			fmt.Fprintf(w, "%-28s %.0f acquisitions/s, %.0f failed attempts/s; time to acquire p50 %s, p99 %s; per client %d-%d acquisitions\n",
-				"", l.AcquisitionsPerSec, l.FailedPerSec, ms(s.P50), ms(s.P99), l.MinPerClient, l.MaxPerClient)
+			fmt.Fprintf(w, "%-28s %.0f acquisitions/s, %.0f failed attempts/s; time to acquire p50 %s, p99 %s (%d clients still waiting at the end); per client %d-%d acquisitions\n",
+				"", l.AcquisitionsPerSec, l.FailedPerSec, ms(s.P50), ms(s.P99), l.StillWaiting, l.MinPerClient, l.MaxPerClient)
 		}
 		if sale := s.Sale; sale != nil {
 			soldOut := "not sold out"
