@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,30 +22,85 @@ type benchFlags struct {
 	nodes, clients         int
 	duration               time.Duration
 	requests               int64
-	json                   bool
+	json                   jsonFlag
 	cpuprofile             string
 	tls                    string
+	lock                   bench.LockConfig
+	plot, plotScenario     string
+}
+
+// jsonFlag is --json. Bare (or =true, =-) it prints the JSON report on
+// stdout instead of the table, as it always has; with a file (--json FILE
+// or --json=FILE) it writes the report there and the table still goes to
+// stdout.
+type jsonFlag struct {
+	stdout bool
+	file   string
+}
+
+func (j *jsonFlag) IsBoolFlag() bool { return true }
+
+func (j *jsonFlag) Set(s string) error {
+	switch s {
+	case "true", "-":
+		*j = jsonFlag{stdout: true}
+	case "false":
+		*j = jsonFlag{}
+	case "":
+		return errors.New("want a file name")
+	default:
+		*j = jsonFlag{file: s}
+	}
+	return nil
+}
+
+func (j *jsonFlag) String() string {
+	if j.stdout {
+		return "-"
+	}
+	return j.file
+}
+
+// joinJSONFile turns "--json FILE" into "--json=FILE": a bool-like flag
+// takes no separate value, and the bench takes no arguments, so a word
+// after --json that is not a flag is its file.
+func joinJSONFile(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if (args[i] == "--json" || args[i] == "-json") && i+1 < len(args) && args[i+1] != "" && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, "--json="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 func benchCmd(args []string, stdout, stderr io.Writer) int {
-	var f benchFlags
+	f := benchFlags{lock: bench.DefaultLockConfig()}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.target, "target", "", "gateway base URLs of a running cluster, comma-separated (default: start one)")
 	fs.StringVar(&f.api, "api", "", "API base URLs of that cluster, comma-separated (required with --target)")
-	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, comma-separated, or all")
+	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, comma-separated, or all")
 	fs.IntVar(&f.nodes, "nodes", 3, "nodes of the cluster the bench starts")
 	fs.IntVar(&f.clients, "clients", 64, "concurrent clients")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "bound on each measurement")
 	fs.Int64Var(&f.requests, "requests", 0, "bound on each measurement's operations (0: none)")
-	fs.BoolVar(&f.json, "json", false, "print JSON instead of a table")
+	fs.Var(&f.json, "json", "bare: print the JSON report instead of the table; --json FILE: also write it to FILE")
 	fs.StringVar(&f.redis, "redis", "auto", "redis-server for the baseline: auto (from PATH), off, or a path")
 	fs.StringVar(&f.etcd, "etcd", "auto", "etcd for the baseline: auto (PATH, or build bench/etcd once), off, or a path")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the idemgate scenarios (cluster and clients) to this file")
 	fs.StringVar(&f.tls, "tls", "off", "the cluster the bench starts: off (plaintext), on (mutual TLS on Raft, TLS on the API and gateway), or both, one after the other")
-	if err := fs.Parse(args); err != nil {
+	fs.IntVar(&f.lock.Keys, "keys", f.lock.Keys, "contention: hot lock keys")
+	fs.Float64Var(&f.lock.ZipfS, "zipf-s", f.lock.ZipfS, "contention: skew of the key picked per cycle (Zipf, > 1)")
+	fs.DurationVar(&f.lock.Hold, "hold", 0, "contention: how long a client holds a lock it took (up to 1s)")
+	fs.StringVar(&f.plot, "plot", "", "sweep --plot-scenario over 1, 4, 16, 64, 256 clients on every system and draw throughput and p99 to this .svg file")
+	fs.StringVar(&f.plotScenario, "plot-scenario", "contention", "the scenario --plot sweeps: "+strings.Join(bench.PlotScenarios, ", "))
+	if err := fs.Parse(joinJSONFile(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json] [--target URLS --api URLS]")
+			fmt.Fprintln(stdout, "usage: idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json [FILE]] [--plot FILE.svg] [--target URLS --api URLS]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return 0
@@ -51,8 +108,16 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
 		return 2
 	}
+	scenarioSet := false
+	fs.Visit(func(fl *flag.Flag) { scenarioSet = scenarioSet || fl.Name == "scenario" })
 	scenarios, err := bench.ParseScenarios(f.scenarios)
+	if f.plot != "" && !scenarioSet {
+		scenarios = nil // --plot alone: only the sweep
+	}
 	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "idemgate bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
 	case err != nil:
 		fmt.Fprintf(stderr, "idemgate bench: --scenario: %v\n", err)
 		return 2
@@ -77,93 +142,175 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	case f.tls != "off" && f.target != "":
 		fmt.Fprintln(stderr, "idemgate bench: --tls: only for the cluster the bench starts (not with --target)")
 		return 2
+	case f.plot != "" && strings.ToLower(filepath.Ext(f.plot)) != ".svg":
+		fmt.Fprintf(stderr, "idemgate bench: --plot: %q: want a file ending in .svg\n", f.plot)
+		return 2
+	case !slices.Contains(bench.PlotScenarios, f.plotScenario):
+		fmt.Fprintf(stderr, "idemgate bench: --plot-scenario: %q: want one of %s\n", f.plotScenario, strings.Join(bench.PlotScenarios, ", "))
+		return 2
 	}
-	results, err := runBench(f, scenarios, stdout, stderr)
+	if err := f.lock.Validate(); err != nil {
+		fmt.Fprintf(stderr, "idemgate bench: --%v\n", err)
+		return 2
+	}
+	// The output files are created now, so a bad path fails before the run.
+	var jsonOut, plotOut *os.File
+	for _, o := range []struct {
+		name, path string
+		file       **os.File
+	}{{"--json", f.json.file, &jsonOut}, {"--plot", f.plot, &plotOut}} {
+		if o.path == "" {
+			continue
+		}
+		if *o.file, err = os.Create(o.path); err != nil {
+			fmt.Fprintf(stderr, "idemgate bench: %s: %v\n", o.name, err)
+			return 2
+		}
+		defer (*o.file).Close()
+	}
+	flags := map[string]string{}
+	fs.VisitAll(func(fl *flag.Flag) { flags[fl.Name] = fl.Value.String() })
+	rep, err := runBench(f, scenarios, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
 		return 1
 	}
-	if f.json {
-		bench.WriteJSON(stdout, results)
-	} else {
+	rep.Flags, rep.Date = flags, time.Now().UTC().Format(time.RFC3339)
+	if f.json.stdout {
+		bench.WriteJSON(stdout, rep)
+	} else if len(rep.Results) > 0 {
 		fmt.Fprintln(stdout)
-		bench.WriteTable(stdout, results)
+		bench.WriteTable(stdout, rep.Results)
 	}
-	if !bench.AllChecksOK(results) {
+	if jsonOut != nil {
+		if err := bench.WriteJSON(jsonOut, rep); err != nil {
+			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
+			return 1
+		}
+	}
+	if plotOut != nil {
+		if !f.json.stdout {
+			fmt.Fprintf(stdout, "\n%s swept over clients:\n", f.plotScenario)
+			bench.WriteTable(stdout, rep.Sweep)
+		}
+		title := fmt.Sprintf("idemgate bench: %s, throughput and p99 against clients", f.plotScenario)
+		m := rep.Machine
+		subtitle := fmt.Sprintf("%s, GOMAXPROCS=%d, %s, revision %.12s; each point: one run of up to %v; hollow: its check failed",
+			rep.Date, m.GOMAXPROCS, m.GoVersion, m.Revision, f.duration)
+		if err := bench.WritePlot(plotOut, title, subtitle, rep.Sweep); err != nil {
+			fmt.Fprintf(stderr, "idemgate bench: --plot: %v\n", err)
+			return 1
+		}
+	}
+	if !bench.AllChecksOK(rep.Results) || !bench.AllChecksOK(rep.Sweep) {
 		return 1
 	}
 	return 0
 }
 
-func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) ([]bench.Stats, error) {
+// onEveryStore are the scenarios that run on idemgate and on each baseline;
+// the others run on idemgate only, with the baselines' kv beside them.
+var onEveryStore = []string{"contention", "flashsale"}
+
+func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench.Report, error) {
 	progress := stderr
+	rep := bench.Report{Machine: bench.ThisMachine()}
+	if f.plot != "" {
+		rep.SweepScenario = f.plotScenario
+	}
 	cfg := bench.RunConfig{Clients: f.clients, Duration: f.duration, Requests: f.requests, Progress: progress}
+	sweep := func(sys bench.System) {
+		if f.plot != "" {
+			fmt.Fprintf(progress, "bench: %s at %v clients on %s\n", f.plotScenario, bench.SweepClients, sys.System())
+			rep.Sweep = append(rep.Sweep, bench.Sweep(sys, f.plotScenario, cfg, f.lock)...)
+		}
+	}
+	// onBaseline runs on a baseline what idemgate ran: its kv beside the
+	// idemgate-only scenarios, the scenarios every store runs, the sweep.
+	onBaseline := func(sys bench.System) {
+		for _, s := range scenarios {
+			if slices.Contains(onEveryStore, s) {
+				rep.Results = append(rep.Results, bench.RunOn(sys, s, cfg, f.lock)...)
+			}
+		}
+		sweep(sys)
+	}
+	baselineKV := slices.ContainsFunc(scenarios, func(s string) bool { return !slices.Contains(onEveryStore, s) })
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
-			return nil, err
+			return rep, err
 		}
 		if err := pprof.StartCPUProfile(pf); err != nil {
-			return nil, err
+			return rep, err
 		}
 		defer pf.Close()
 	}
-	var results []bench.Stats
 	if f.target != "" {
 		t := bench.Target{Gateways: splitList(f.target), APIs: splitList(f.api), PayPath: "/pay", PassPath: "/pay-direct"}
 		if err := t.Check(); err != nil {
-			return nil, err
+			return rep, err
 		}
 		fmt.Fprintln(progress, "bench: against a running cluster; its route /pay is loaded, and exactly-once is checked by the answers only")
-		results = runScenarios(t, cfg, scenarios, "")
+		rep.Results = runScenarios(t, cfg, f.lock, scenarios, "")
+		sweep(t)
 	} else {
 		for _, secure := range map[string][]bool{"": {false}, "off": {false}, "on": {true}, "both": {false, true}}[f.tls] {
-			r, err := benchOwnCluster(f, secure, cfg, scenarios, progress)
+			err := benchOwnCluster(f, secure, progress, func(t bench.Target, suffix string) {
+				rep.Results = append(rep.Results, runScenarios(t, cfg, f.lock, scenarios, suffix)...)
+				sweep(t)
+			})
 			if err != nil {
-				return nil, err
+				return rep, err
 			}
-			results = append(results, r...)
 		}
 	}
 	if f.cpuprofile != "" {
 		pprof.StopCPUProfile() // the baselines are other processes
 	}
 	if bin, why := bench.FindRedis(f.redis); bin == "" {
-		results = append(results, bench.Stats{Name: "redis (baseline)", Skipped: why})
+		rep.Results = append(rep.Results, bench.Stats{Name: "redis (baseline)", Skipped: why})
 	} else if r, err := bench.StartRedis(bin); err != nil {
-		results = append(results, bench.Stats{Name: "redis (baseline)", Skipped: err.Error()})
+		rep.Results = append(rep.Results, bench.Stats{Name: "redis (baseline)", Skipped: err.Error()})
 	} else {
-		results = append(results, bench.RedisKV(r, cfg)...)
+		if baselineKV {
+			rep.Results = append(rep.Results, bench.RunOn(r, "kv", cfg, f.lock)...)
+		}
+		onBaseline(r)
 		r.Stop()
 	}
 	if bin, why := bench.FindEtcd(f.etcd, progress); bin == "" {
-		results = append(results, bench.Stats{Name: "etcd (baseline)", Skipped: why})
+		rep.Results = append(rep.Results, bench.Stats{Name: "etcd (baseline)", Skipped: why})
 	} else if e, err := bench.StartEtcd(bin, 3); err != nil {
-		results = append(results, bench.Stats{Name: "etcd (baseline)", Skipped: err.Error()})
+		rep.Results = append(rep.Results, bench.Stats{Name: "etcd (baseline)", Skipped: err.Error()})
 	} else {
-		results = append(results, bench.EtcdKV(e, cfg)...)
+		if baselineKV {
+			rep.Results = append(rep.Results, bench.RunOn(e, "kv", cfg, f.lock)...)
+		}
+		onBaseline(e)
 		e.Stop()
 	}
-	return results, nil
+	return rep, nil
 }
 
 // benchOwnCluster starts a cluster (with TLS when secure) in front of a
-// trivial upstream, runs the scenarios on it and stops it.
-func benchOwnCluster(f benchFlags, secure bool, cfg bench.RunConfig, scenarios []string, progress io.Writer) ([]bench.Stats, error) {
+// trivial upstream, hands it to use with the suffix that marks its
+// results, and stops it.
+func benchOwnCluster(f benchFlags, secure bool, progress io.Writer, use func(t bench.Target, suffix string)) error {
 	dir, err := os.MkdirTemp("", "idemgate-bench-")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer os.RemoveAll(dir)
 	pay := bench.NewPayments()
 	pay.Work, pay.SlowEvery = 0, 0 // a trivial upstream: the bench measures idemgate
 	if err := pay.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	defer pay.Stop()
 	nodes, file, err := node.StartLocal(dir, f.nodes, pay.Addr(), secure)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		for _, n := range nodes {
@@ -175,37 +322,46 @@ func benchOwnCluster(f benchFlags, secure bool, cfg bench.RunConfig, scenarios [
 	if secure {
 		pem, err := os.ReadFile(file.Path(file.TLS.CA, ""))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := bench.TrustCA(pem); err != nil {
-			return nil, err
+			return err
 		}
 		scheme, suffix, security = "https://", " [tls]", "mutual TLS on Raft, TLS on the API and gateway"
+		t.Name = "idemgate [tls]"
 	}
 	for _, n := range file.Nodes {
 		t.Gateways = append(t.Gateways, scheme+n.Listen)
 		t.APIs = append(t.APIs, scheme+n.API)
 	}
 	fmt.Fprintf(progress, "bench: a %d-node cluster on loopback in %s (%s), a trivial upstream on %s\n", f.nodes, dir, security, pay.Addr())
-	return runScenarios(t, cfg, scenarios, suffix), nil
+	use(t, suffix)
+	return nil
 }
 
-// runScenarios runs the pass-through baseline and the scenarios on t;
-// suffix marks the results' names.
-func runScenarios(t bench.Target, cfg bench.RunConfig, scenarios []string, suffix string) []bench.Stats {
-	results := []bench.Stats{bench.Passthrough(t, cfg)}
+// runScenarios runs the scenarios on t, with the pass-through baseline
+// first when a gateway scenario is among them; suffix marks the results'
+// names.
+func runScenarios(t bench.Target, cfg bench.RunConfig, lc bench.LockConfig, scenarios []string, suffix string) []bench.Stats {
+	var results []bench.Stats
+	add := func(scenario string, st ...bench.Stats) {
+		results = append(results, bench.Tag(st, t.System(), scenario)...)
+	}
+	if slices.ContainsFunc(scenarios, func(s string) bool { return !slices.Contains(onEveryStore, s) }) {
+		add("passthrough", bench.Passthrough(t, cfg))
+	}
 	for _, s := range scenarios {
 		switch s {
 		case "unique":
-			results = append(results, bench.Unique(t, cfg))
+			add(s, bench.Unique(t, cfg))
 		case "replay":
-			results = append(results, bench.Replay(t, cfg))
+			add(s, bench.Replay(t, cfg))
 		case "hotkey":
-			results = append(results, bench.HotKey(t, cfg))
+			add(s, bench.HotKey(t, cfg))
 		case "tokens":
-			results = append(results, bench.Tokens(t, cfg))
-		case "kv":
-			results = append(results, bench.KV(t, cfg)...)
+			add(s, bench.Tokens(t, cfg))
+		case "kv", "contention", "flashsale":
+			add(s, bench.RunOn(t, s, cfg, lc)...)
 		}
 	}
 	for i := range results {

@@ -2,6 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,11 +18,12 @@ import (
 // starts, without the external baselines: each exactly-once check passes.
 func TestBenchShort(t *testing.T) {
 	var out, progress bytes.Buffer
-	f := benchFlags{nodes: 3, clients: 8, duration: 500 * time.Millisecond, requests: 300, redis: "off", etcd: "off"}
-	results, err := runBench(f, bench.Scenarios, &out, &progress)
+	f := benchFlags{nodes: 3, clients: 8, duration: 500 * time.Millisecond, requests: 300, redis: "off", etcd: "off", lock: bench.DefaultLockConfig()}
+	rep, err := runBench(f, bench.Scenarios, &out, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
+	results := rep.Results
 	names := map[string]bool{}
 	for _, r := range results {
 		names[r.Name] = true
@@ -35,9 +41,17 @@ func TestBenchShort(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"passthrough (baseline)", "unique (first requests)", "replay (completed keys)",
-		"hotkey (one key)", "tokens (consume)", "kv SETNX", "kv GETDEL"} {
+		"hotkey (one key)", "tokens (consume)", "kv SETNX", "kv GETDEL", "contention", "flashsale"} {
 		if !names[want] {
 			t.Fatalf("no result for %s", want)
+		}
+	}
+	for _, r := range results {
+		switch {
+		case r.Lock != nil && (r.Lock.Acquisitions == 0 || r.Lock.Violations != 0 || !r.Lock.Fencing):
+			t.Fatalf("contention: %+v: %s", r.Lock, r.Check)
+		case r.Sale != nil && (r.Sale.Won != bench.SaleTokens || r.Sale.Unsold != 0 || r.Sale.Contended == 0):
+			t.Fatalf("flashsale: %+v: %s", r.Sale, r.Check)
 		}
 	}
 	var table bytes.Buffer
@@ -52,11 +66,11 @@ func TestBenchShort(t *testing.T) {
 func TestBenchTLS(t *testing.T) {
 	var out, progress bytes.Buffer
 	f := benchFlags{nodes: 3, clients: 8, duration: 500 * time.Millisecond, requests: 200, redis: "off", etcd: "off", tls: "on"}
-	results, err := runBench(f, []string{"unique", "kv"}, &out, &progress)
+	rep, err := runBench(f, []string{"unique", "kv"}, &out, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range results {
+	for _, r := range rep.Results {
 		if r.Skipped != "" {
 			continue
 		}
@@ -70,13 +84,114 @@ func TestBenchTLS(t *testing.T) {
 }
 
 func TestBenchFlags(t *testing.T) {
-	for _, args := range [][]string{{"--scenario", "nope"}, {"--clients", "0"}, {"--target", "http://127.0.0.1:1"},
-		{"--duration", "-1s"}, {"--target", "http://10.0.0.1:80", "--api", "http://10.0.0.1:81"},
-		{"--tls", "maybe"}, {"--tls", "on", "--target", "http://127.0.0.1:1", "--api", "http://127.0.0.1:2"}} {
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "r.json")
+	for _, tt := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"--scenario", "nope"}, 2, "--scenario"},
+		{[]string{"--scenario", "contention,nope"}, 2, "--scenario"},
+		{[]string{"--clients", "0"}, 2, "--clients"},
+		{[]string{"--target", "http://127.0.0.1:1"}, 2, "--target"},
+		{[]string{"--duration", "-1s"}, 2, "--duration"},
+		{[]string{"--target", "http://10.0.0.1:80", "--api", "http://10.0.0.1:81"}, 1, "loopback"},
+		{[]string{"--tls", "maybe"}, 2, "--tls"},
+		{[]string{"--tls", "on", "--target", "http://127.0.0.1:1", "--api", "http://127.0.0.1:2"}, 2, "--tls"},
+		{[]string{"--keys", "0"}, 2, "--keys"},
+		{[]string{"--keys", "-3"}, 2, "--keys"},
+		{[]string{"--keys", "many"}, 2, "-keys"},
+		{[]string{"--zipf-s", "1"}, 2, "--zipf-s"},
+		{[]string{"--zipf-s", "0.9"}, 2, "--zipf-s"},
+		{[]string{"--zipf-s", "NaN"}, 2, "--zipf-s"},
+		{[]string{"--hold", "5s"}, 2, "--hold"},
+		{[]string{"--plot", "out.png"}, 2, "--plot"},
+		{[]string{"--plot", "out"}, 2, "--plot"},
+		{[]string{"--plot-scenario", "unique"}, 2, "--plot-scenario"},
+		{[]string{"--json", bad}, 2, "--json"},
+		{[]string{"--json", "r.json", "extra"}, 2, "unexpected argument"},
+	} {
 		var stdout, stderr bytes.Buffer
-		code := benchCmd(args, &stdout, &stderr)
-		if code == 0 || strings.Count(stderr.String(), "\n") != 1 {
-			t.Fatalf("bench %v = exit %d, stderr %q", args, code, stderr.String())
+		code := benchCmd(tt.args, &stdout, &stderr)
+		if code != tt.code || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tt.says) {
+			t.Errorf("bench %v = exit %d, stderr %q; want exit %d, one line naming %s", tt.args, code, stderr.String(), tt.code, tt.says)
+		}
+	}
+}
+
+func TestJoinJSONFile(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"--json", "--json"},
+		{"--json --clients 4", "--json --clients 4"},
+		{"--json r.json --clients 4", "--json=r.json --clients 4"},
+		{"-json r.json", "--json=r.json"},
+		{"--json=r.json", "--json=r.json"},
+		{"--clients 4 --json", "--clients 4 --json"},
+	} {
+		if got := strings.Join(joinJSONFile(strings.Fields(tt.in)), " "); got != tt.want {
+			t.Errorf("joinJSONFile(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestBenchPlotAndJSON runs --plot (the contention sweep, idemgate only)
+// with --json FILE through the command: the SVG parses and has a series
+// with every client count in both panels, and the JSON report says what
+// ran, on what.
+func TestBenchPlotAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	svgPath, jsonPath := filepath.Join(dir, "p.svg"), filepath.Join(dir, "r.json")
+	var stdout, stderr bytes.Buffer
+	code := benchCmd([]string{"--plot", svgPath, "--json", jsonPath, "--duration", "300ms", "--requests", "40",
+		"--keys", "4", "--redis", "off", "--etcd", "off"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	svg, err := os.ReadFile(svgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var points int
+	d := xml.NewDecoder(bytes.NewReader(svg))
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the SVG is not XML: %v", err)
+		}
+		if el, ok := tok.(xml.StartElement); ok && el.Name.Local == "circle" {
+			for _, a := range el.Attr {
+				if a.Name.Local == "data-system" && a.Value == "idemgate" {
+					points++
+				}
+			}
+		}
+	}
+	if points != 2*len(bench.SweepClients) {
+		t.Fatalf("%d idemgate points in the SVG, want %d", points, 2*len(bench.SweepClients))
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Machine.GOMAXPROCS < 1 || rep.Machine.GoVersion == "" || rep.Date == "" || rep.Flags["plot"] != svgPath ||
+		rep.Flags["zipf-s"] != "1.1" || rep.SweepScenario != "contention" || len(rep.Sweep) != len(bench.SweepClients) {
+		t.Fatalf("report: %s", raw)
+	}
+	for _, r := range rep.Results {
+		if r.Skipped == "" { // --plot alone runs the sweep only: the baselines say they are off
+			t.Fatalf("a result besides the sweep: %+v", r)
+		}
+	}
+	for _, s := range rep.Sweep {
+		if s.System != "idemgate" || s.Scenario != "contention" || s.Lock == nil || s.Lock.Violations != 0 || s.Ops == 0 {
+			t.Fatalf("sweep point: %+v", s)
 		}
 	}
 }

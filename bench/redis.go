@@ -76,6 +76,26 @@ func dialRESP(addr string) (*respConn, error) {
 
 func (c *respConn) close() { c.c.Close() }
 
+// dialRESPs opens n connections to addr: one per client.
+func dialRESPs(addr string, n int) ([]*respConn, error) {
+	conns := make([]*respConn, 0, n)
+	for range n {
+		c, err := dialRESP(addr)
+		if err != nil {
+			closeAll(conns)
+			return nil, err
+		}
+		conns = append(conns, c)
+	}
+	return conns, nil
+}
+
+func closeAll(conns []*respConn) {
+	for _, c := range conns {
+		c.close()
+	}
+}
+
 var errNilReply = errors.New("nil reply")
 
 // do sends one command and returns the reply's type byte and value;
@@ -122,15 +142,11 @@ func (c *respConn) do(args ...string) (byte, string, error) {
 // RedisKV measures SET key v NX PX 60000 on fresh keys, then GETDEL of
 // them, over one connection per client.
 func RedisKV(r *Redis, cfg RunConfig) []Stats {
-	conns := make([]*respConn, cfg.Clients)
-	for i := range conns {
-		c, err := dialRESP(r.addr)
-		if err != nil {
-			return []Stats{{Name: "redis SET NX (baseline)", Skipped: err.Error()}}
-		}
-		defer c.close()
-		conns[i] = c
+	conns, err := dialRESPs(r.addr, cfg.Clients)
+	if err != nil {
+		return []Stats{{Name: "redis SET NX (baseline)", Skipped: err.Error()}}
 	}
+	defer closeAll(conns)
 	id := runID()
 	var created atomicMax
 	cfg.Name = "redis SET NX (baseline)"
@@ -144,7 +160,7 @@ func RedisKV(r *Redis, cfg RunConfig) []Stats {
 		}
 		return err
 	})
-	_, _, err := conns[0].do("SET", fmt.Sprintf("k-%s-0", id), "w", "NX", "PX", "60000")
+	_, _, err = conns[0].do("SET", fmt.Sprintf("k-%s-0", id), "w", "NX", "PX", "60000")
 	set.Check, set.CheckOK, set.Baseline = "SET NX on an existing key: "+errString(err), errors.Is(err, errNilReply), true
 	cfg.Name, cfg.Requests = "redis GETDEL (baseline)", created.get()
 	get := Run(cfg, func(c int, seq int64) error {

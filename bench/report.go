@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -25,6 +24,18 @@ func WriteTable(w io.Writer, all []Stats) {
 		}
 		fmt.Fprintf(w, "%-28s %7d %10.0f %8s %8s %8s %8s %7d  %s\n", s.Name, s.Clients, s.OpsPerSec,
 			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.Max), s.Errors, check)
+		if l := s.Lock; l != nil {
+			fmt.Fprintf(w, "%-28s %.0f acquisitions/s, %.0f failed attempts/s; time to acquire p50 %s, p99 %s (%d clients still waiting at the end); per client %d-%d acquisitions\n",
+				"", l.AcquisitionsPerSec, l.FailedPerSec, ms(s.P50), ms(s.P99), l.StillWaiting, l.MinPerClient, l.MaxPerClient)
+		}
+		if sale := s.Sale; sale != nil {
+			soldOut := "not sold out"
+			if sale.SoldOutNS > 0 {
+				soldOut = "sold out in " + ms(time.Duration(sale.SoldOutNS))
+			}
+			fmt.Fprintf(w, "%-28s %d tokens %s; %d consumes, up to %d racers on a token; per consumer %d-%d tokens won\n",
+				"", sale.Tokens, soldOut, sale.Consumes, sale.MaxRacers, sale.MinWins, sale.MaxWins)
+		}
 		if s.FirstError != "" {
 			fmt.Fprintf(w, "%-28s first error: %s\n", "", s.FirstError)
 		}
@@ -32,13 +43,6 @@ func WriteTable(w io.Writer, all []Stats) {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond)) }
-
-// WriteJSON prints measurements as one JSON document.
-func WriteJSON(w io.Writer, all []Stats) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(map[string]any{"results": all})
-}
 
 // AllChecksOK reports whether every check that ran passed, with no errors
 // in measurements that have a check.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -20,8 +21,12 @@ type RunConfig struct {
 }
 
 // Op is one operation of a scenario, by client c; seq numbers operations
-// across clients from 0.
+// across clients from 0. An Op that returns errStop did nothing: its client
+// stops, and nothing is counted.
 type Op func(c int, seq int64) error
+
+// errStop ends a client's loop early: the scenario has nothing left for it.
+var errStop = errors.New("bench: nothing left to do")
 
 // Stats is one measurement.
 type Stats struct {
@@ -41,6 +46,15 @@ type Stats struct {
 	Check   string `json:"check,omitempty"`
 	CheckOK bool   `json:"check_ok"`
 	Skipped string `json:"skipped,omitempty"`
+	// System and Scenario say what was measured ("idemgate", "redis",
+	// "etcd"; "kv", "contention", ...), for a CI job that compares runs.
+	System   string `json:"system,omitempty"`
+	Scenario string `json:"scenario,omitempty"`
+	// Lock and Sale carry the contention and flash-sale figures; for those
+	// scenarios P50-Max are the time to acquire a lock and to answer a
+	// consume.
+	Lock *LockStats `json:"lock,omitempty"`
+	Sale *SaleStats `json:"sale,omitempty"`
 }
 
 // Run measures op under cfg.
@@ -87,6 +101,9 @@ func Run(cfg RunConfig, op Op) Stats {
 				}
 				t0 := time.Now()
 				if err := op(c, seq); err != nil {
+					if errors.Is(err, errStop) {
+						return
+					}
 					if errs.Add(1) == 1 {
 						firstErr.Store(err.Error())
 					}

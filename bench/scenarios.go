@@ -16,6 +16,7 @@ import (
 
 // Target is an idemgate cluster to load.
 type Target struct {
+	Name     string   // in results: "idemgate" when empty
 	Gateways []string // base URLs of the gateway listeners
 	APIs     []string // base URLs of the API listeners
 	PayPath  string   // an idempotent route ("/pay")
@@ -58,6 +59,13 @@ func TrustCA(pem []byte) error {
 
 // call makes one request and returns the status, the replay mark and the body.
 func call(method, url, key string, body []byte, hdr ...string) (int, bool, []byte, error) {
+	st, replayed, resp, err := exchange(method, url, key, "Idempotent-Replayed", body, hdr...)
+	return st, replayed == "true", resp, err
+}
+
+// exchange makes one request and returns the status, the value of the
+// answer's header peek and the body; hdr are request header name/value pairs.
+func exchange(method, url, key, peek string, body []byte, hdr ...string) (int, string, []byte, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -71,9 +79,9 @@ func call(method, url, key string, body []byte, hdr ...string) (int, bool, []byt
 	}
 	req.SetBody(body)
 	if err := httpClient.Do(req, resp); err != nil {
-		return 0, false, nil, err
+		return 0, "", nil, err
 	}
-	return resp.StatusCode(), string(resp.Header.Peek("Idempotent-Replayed")) == "true", append([]byte(nil), resp.Body()...), nil
+	return resp.StatusCode(), string(resp.Header.Peek(peek)), append([]byte(nil), resp.Body()...), nil
 }
 
 // callJSON is call for a POST to one of the API's JSON endpoints, which
@@ -216,7 +224,9 @@ const (
 
 // raceTally is what happened to every racing consume of every token.
 type raceTally struct {
-	wins       []int // per token
+	what       string // the race, for the verdict: "200 tokens x 8 racing consumers"
+	attempts   int    // consumes sent
+	wins       []int  // per token
 	refused    int
 	settled    int // answers lost (an error, a 5xx) and learnt by a retry under the same key
 	unsettled  int // still unknown when the retry budget ran out
@@ -230,7 +240,8 @@ type raceTally struct {
 // a refusal).
 func raceAll(t Target, toks []string) *raceTally {
 	id := runID()
-	tally := &raceTally{wins: make([]int, len(toks))}
+	tally := &raceTally{wins: make([]int, len(toks)), attempts: len(toks) * raceConsumers,
+		what: fmt.Sprintf("%d tokens x %d racing consumers", len(toks), raceConsumers)}
 	var mu sync.Mutex
 	sem := make(chan struct{}, raceInFlight)
 	var wg sync.WaitGroup
@@ -243,20 +254,7 @@ func raceAll(t Target, toks []string) *raceTally {
 				status, retried, lastErr := consumeSettled(t.APIs[(i+r)%len(t.APIs)], tok, fmt.Sprintf("race-%s-%d-%d", id, i, r))
 				mu.Lock()
 				defer mu.Unlock()
-				switch status {
-				case 200:
-					tally.wins[i]++
-				case 409:
-					tally.refused++
-				default:
-					tally.unsettled++
-					if tally.firstError == "" {
-						tally.firstError = lastErr
-					}
-				}
-				if retried && (status == 200 || status == 409) {
-					tally.settled++
-				}
+				tally.record(i, status, retried, lastErr)
 			}(i, r, tok)
 		}
 	}
@@ -289,6 +287,26 @@ func consumeSettled(api, tok, key string) (status int, retried bool, lastErr str
 	}
 }
 
+// record counts one consume of token i: its final status (200 won, 409
+// refused, anything else unsettled), whether a retry under the same key
+// learnt it, and the last error seen.
+func (r *raceTally) record(i, status int, retried bool, lastErr string) {
+	switch status {
+	case 200:
+		r.wins[i]++
+	case 409:
+		r.refused++
+	default:
+		r.unsettled++
+		if r.firstError == "" {
+			r.firstError = lastErr
+		}
+	}
+	if retried && (status == 200 || status == 409) {
+		r.settled++
+	}
+}
+
 func (r *raceTally) verdict() (string, bool) {
 	won, bad := 0, []string{}
 	for i, n := range r.wins {
@@ -297,19 +315,38 @@ func (r *raceTally) verdict() (string, bool) {
 			bad = append(bad, fmt.Sprintf("token %d won %d times", i, n))
 		}
 	}
-	msg := fmt.Sprintf("%d tokens x %d racing consumers: %d won, %d refused, %d lost answers settled by retrying under the same key, %d unsettled",
-		len(r.wins), raceConsumers, won, r.refused, r.settled, r.unsettled)
+	msg := fmt.Sprintf("%s: %d won, %d refused, %d lost answers settled by retrying under the same key, %d unsettled",
+		r.what, won, r.refused, r.settled, r.unsettled)
 	if len(bad) > 0 {
 		msg += "; " + strings.Join(bad, ", ")
 	}
 	if r.unsettled > 0 {
 		msg += "; last error: " + r.firstError
 	}
-	return msg, len(bad) == 0 && won == len(r.wins) && r.unsettled == 0 && won+r.refused == len(r.wins)*raceConsumers
+	return msg, len(bad) == 0 && won == len(r.wins) && r.unsettled == 0 && won+r.refused == r.attempts
 }
 
 func issueTokens(t Target, n int) ([]string, error) {
 	toks := make([]string, n)
+	err := parallel(n, func(w, i int) error {
+		st, _, body, err := callJSON(t.APIs[w%len(t.APIs)]+"/v1/tokens", "", []byte(`{"scope":"bench","ttl":"10m"}`))
+		if err := expect(st, err, 201); err != nil {
+			return err
+		}
+		var tok struct{ Token string }
+		json.Unmarshal(body, &tok)
+		toks[i] = tok.Token
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("issuing tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// parallel calls f(w, i) for every i in [0, n) from 64 workers (w numbers
+// the worker) and returns the first error; a worker stops at its first.
+func parallel(n int, f func(w, i int) error) error {
 	var next atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
@@ -318,22 +355,16 @@ func issueTokens(t Target, n int) ([]string, error) {
 		go func(w int) {
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				st, _, body, err := callJSON(t.APIs[w%len(t.APIs)]+"/v1/tokens", "", []byte(`{"scope":"bench","ttl":"10m"}`))
-				if err := expect(st, err, 201); err != nil {
+				if err := f(w, int(i)); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
-				var tok struct{ Token string }
-				json.Unmarshal(body, &tok)
-				toks[i] = tok.Token
 			}
 		}(w)
 	}
 	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
-		return nil, fmt.Errorf("issuing tokens: %w", err)
-	}
-	return toks, nil
+	err, _ := firstErr.Load().(error)
+	return err
 }
 
 // KV measures SETNX on fresh keys, then GETDEL of the keys it created,
@@ -365,8 +396,9 @@ func KV(t Target, cfg RunConfig) []Stats {
 	return []Stats{setnx, getdel}
 }
 
-// Scenarios names the scenarios in their order.
-var Scenarios = []string{"unique", "replay", "hotkey", "tokens", "kv"}
+// Scenarios names the scenarios in their order. The last two run on the
+// baselines too; the others on idemgate, with the baselines' kv beside them.
+var Scenarios = []string{"unique", "replay", "hotkey", "tokens", "kv", "contention", "flashsale"}
 
 // ParseScenarios parses "all" or a comma-separated list.
 func ParseScenarios(s string) ([]string, error) {
