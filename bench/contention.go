@@ -265,13 +265,9 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 }
 
 // kvLocker takes locks through idemgate's KV API: SETNX with a TTL, whose
-// ETag (the Raft index of the write) is the fencing token.
-//
-// The API has no compare-and-delete (DELETE /v1/kv/{key} is GETDEL and
-// ignores If-Match), so a release is the nearest conditional write there
-// is: a compare-and-set on the acquired version with a 1 ns lifetime. It
-// fails with 412 when the lock is no longer the caller's, and the key is
-// gone for every later command, which finds it expired.
+// ETag (the key's version) is the fencing token, released by
+// compare-and-delete (DELETE with If-Match: 412 when the lock is no longer
+// the caller's).
 type kvLocker struct {
 	apis []string
 	ttl  string
@@ -284,25 +280,28 @@ func (t Target) newLocker(_ int, ttl, _ time.Duration) (locker, error) {
 func (l kvLocker) close() {}
 
 func (l kvLocker) acquire(c int, key, val string) (bool, uint64, error) {
-	return l.write(l.apis[c%len(l.apis)]+"/v1/kv/"+key+"?nx=1&ttl="+l.ttl, []byte(val), 201, 409)
+	return l.write("PUT", l.apis[c%len(l.apis)]+"/v1/kv/"+key+"?nx=1&ttl="+l.ttl, []byte(val), 201, 409)
 }
 
+// release deletes the key only at the acquired version; a delete makes no
+// version of its own (0).
 func (l kvLocker) release(c int, key, _ string, version uint64) (bool, uint64, error) {
-	return l.write(l.apis[c%len(l.apis)]+"/v1/kv/"+key+"?ttl=1ns", nil, 200, 412,
+	ok, _, err := l.write("DELETE", l.apis[c%len(l.apis)]+"/v1/kv/"+key, nil, 200, 412,
 		"If-Match", `"`+strconv.FormatUint(version, 10)+`"`)
+	return ok, 0, err
 }
 
-// write PUTs body to url: ok with the version written when the answer is
+// write sends body to url: ok with the version the answer names when it is
 // won, not ok when it is lost (the lock was someone else's).
-func (l kvLocker) write(url string, body []byte, won, lost int, hdr ...string) (bool, uint64, error) {
-	st, tag, resp, err := exchange("PUT", url, "", "ETag", body, hdr...)
+func (l kvLocker) write(method, url string, body []byte, won, lost int, hdr ...string) (bool, uint64, error) {
+	st, tag, resp, err := exchange(method, url, "", "ETag", body, hdr...)
 	switch {
 	case err != nil:
 		return false, 0, err
 	case st == lost:
 		return false, 0, nil
 	case st != won:
-		return false, 0, fmt.Errorf("PUT: status %d: %s", st, resp)
+		return false, 0, fmt.Errorf("%s: status %d: %s", method, st, resp)
 	}
 	v, err := parseETag(tag)
 	return err == nil, v, err
