@@ -75,11 +75,38 @@ func randomStream(seed uint64, n int) []*raft.Log {
 	return logs
 }
 
+// batchStream packs a stream's commands into batch entries of 1 to 8
+// commands (what a leader's group commit makes), renumbering the entries.
+func batchStream(seed uint64, logs []*raft.Log) []*raft.Log {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var out []*raft.Log
+	for i := 0; i < len(logs); {
+		n := min(1+rng.IntN(8), len(logs)-i)
+		data := logs[i].Data
+		if n > 1 {
+			cmds := make([][]byte, n)
+			for j := range cmds {
+				cmds[j] = logs[i+j].Data
+			}
+			data = EncodeBatch(cmds)
+		}
+		out = append(out, &raft.Log{Index: uint64(len(out) + 1), Type: raft.LogCommand, Data: data})
+		i += n
+	}
+	return out
+}
+
 func resultsOf(out []interface{}) string {
 	var b bytes.Buffer
 	for _, r := range out {
-		if r, ok := r.(*Result); ok {
+		switch r := r.(type) {
+		case *Result:
 			b.Write(r.Encode(nil))
+		case Results:
+			for _, x := range r {
+				b.Write(x.Encode(nil))
+				b.WriteByte(',')
+			}
 		}
 		b.WriteByte('|')
 	}
@@ -88,45 +115,58 @@ func resultsOf(out []interface{}) string {
 
 func TestDeterminism(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
-		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			logs := randomStream(seed, 2000)
-			a, b := newHarness(t), newHarness(t)
-			var resA, resB []string
-			for i := 0; i < len(logs); i += 37 {
-				end := min(i+37, len(logs))
-				resA = append(resA, resultsOf(a.f.ApplyBatch(logs[i:end])))
-			}
-			// b: one command at a time, and a snapshot/restore midway.
-			mid := len(logs) / 2
-			for i, l := range logs {
-				if i == mid {
-					data := snapshotBytes(t, b.f)
-					fresh := newHarness(t)
-					if err := fresh.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
-						t.Fatal(err)
-					}
-					b = fresh
-				}
-				resB = append(resB, resultsOf([]interface{}{b.f.Apply(l)}))
-			}
-			ha, err := a.f.StateHash()
-			if err != nil {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { checkDeterminism(t, randomStream(seed, 2000)) })
+	}
+}
+
+// TestDeterminismBatched: the same with the commands packed into batch
+// entries, as a leader's group commit writes them.
+func TestDeterminismBatched(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { checkDeterminism(t, batchStream(seed, randomStream(seed, 2000))) })
+	}
+}
+
+// checkDeterminism applies logs to two state machines, one in chunks and
+// one entry at a time with a snapshot and restore midway: the states and
+// every result must be equal.
+func checkDeterminism(t *testing.T, logs []*raft.Log) {
+	a, b := newHarness(t), newHarness(t)
+	var resA, resB []string
+	for i := 0; i < len(logs); i += 37 {
+		end := min(i+37, len(logs))
+		resA = append(resA, resultsOf(a.f.ApplyBatch(logs[i:end])))
+	}
+	// b: one command at a time, and a snapshot/restore midway.
+	mid := len(logs) / 2
+	for i, l := range logs {
+		if i == mid {
+			data := snapshotBytes(t, b.f)
+			fresh := newHarness(t)
+			if err := fresh.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 				t.Fatal(err)
 			}
-			hb, err := b.f.StateHash()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ha != hb {
-				t.Fatalf("state hashes differ: %x vs %x", ha, hb)
-			}
-			if got, want := resultsOf(nil)+joinAll(resB), joinAll(resA); got != want {
-				t.Fatalf("results differ between batched and single applies")
-			}
-			if a.f.Now() != b.f.Now() || a.f.AppliedIndex() != b.f.AppliedIndex() {
-				t.Fatalf("clock/index differ: %d/%d vs %d/%d", a.f.Now(), a.f.AppliedIndex(), b.f.Now(), b.f.AppliedIndex())
-			}
-		})
+			b = fresh
+		}
+		resB = append(resB, resultsOf([]interface{}{b.f.Apply(l)}))
+	}
+	ha, err := a.f.StateHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := b.f.StateHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ha != hb {
+		t.Fatalf("state hashes differ: %x vs %x", ha, hb)
+	}
+	if got, want := resultsOf(nil)+joinAll(resB), joinAll(resA); got != want {
+		t.Fatalf("results differ between batched and single applies")
+	}
+	if a.f.Now() != b.f.Now() || a.f.AppliedIndex() != b.f.AppliedIndex() || a.f.rev.Load() != b.f.rev.Load() {
+		t.Fatalf("clock/index/revision differ: %d/%d/%d vs %d/%d/%d", a.f.Now(), a.f.AppliedIndex(), a.f.rev.Load(),
+			b.f.Now(), b.f.AppliedIndex(), b.f.rev.Load())
 	}
 }
 

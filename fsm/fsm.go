@@ -31,6 +31,7 @@ var (
 	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
+	keyRev        = []byte("rev")
 	keyFormat     = []byte("format")
 	currentFormat = []byte{1}
 )
@@ -69,6 +70,7 @@ type FSM struct {
 
 	applied atomic.Uint64 // last applied Raft index
 	now     atomic.Int64  // the state machine's clock
+	rev     atomic.Uint64 // the last command's revision (applier.nextRev)
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
@@ -155,6 +157,7 @@ func (f *FSM) load() error {
 		meta := tx.Bucket(bucketMeta)
 		f.applied.Store(getUint64(meta.Get(keyApplied)))
 		f.now.Store(int64(getUint64(meta.Get(keyNow))))
+		f.rev.Store(getUint64(meta.Get(keyRev)))
 		var counts [4]int64
 		err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 			if len(v) > 1 && v[1] >= byte(StateInFlight) && v[1] <= byte(StateUnknown) {
@@ -251,7 +254,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 
-	a := applier{f: f, now: f.now.Load(), applied: f.applied.Load()}
+	a := applier{f: f, now: f.now.Load(), applied: f.applied.Load(), rev: f.rev.Load()}
 	var delta [4]int64
 	var expired [5]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
@@ -269,7 +272,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		out[i] = a.applyOne(tx, l)
+		out[i] = a.applyEntry(tx, l)
 	}
 	if last == a.applied {
 		tx.Rollback()
@@ -289,6 +292,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.applied.Store(last)
 	f.now.Store(a.now)
+	f.rev.Store(a.rev)
 	if fn := f.onRemove.Load(); fn != nil && len(a.removed) > 0 {
 		(*fn)(a.removed)
 	}
@@ -322,6 +326,7 @@ type applier struct {
 	f            *FSM
 	now          int64
 	applied      uint64
+	rev          uint64 // the last revision given (nextRev)
 	recordDelta  *[4]int64
 	expiredDelta *[5]int64
 	cmd          Command
@@ -331,9 +336,37 @@ type applier struct {
 	genNo        int64
 }
 
-func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
+// applyEntry applies one command entry: a command, or a batch of them.
+func (a *applier) applyEntry(tx *bolt.Tx, l *raft.Log) interface{} {
+	if !IsBatch(l.Data) {
+		return a.applyOne(tx, l.Data, a.nextRev(l.Index))
+	}
+	cmds, err := splitBatch(l.Data)
+	if err != nil {
+		return &Result{Code: CodeBadCommand}
+	}
+	out := make(Results, len(cmds))
+	for i, data := range cmds {
+		out[i] = a.applyOne(tx, data, a.nextRev(l.Index))
+	}
+	return out
+}
+
+// nextRev is the revision of the next command, in the entry at index: its
+// KV version, its record's fencing token, its suspect's id. Unique and
+// increasing: the entry's index when the previous command's revision is
+// below it (always, for entries of one command, so a log of such entries
+// gives every command its index, as before batches), else one more than
+// the previous one (the second and later commands of a batch, and the
+// entries after it until the indexes catch up).
+func (a *applier) nextRev(index uint64) uint64 {
+	a.rev = max(index, a.rev+1)
+	return a.rev
+}
+
+func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	c := &a.cmd
-	if err := Decode(l.Data, c); err != nil {
+	if err := Decode(data, c); err != nil {
 		return &Result{Code: CodeBadCommand}
 	}
 	if c.Stamp > a.now {
@@ -348,7 +381,7 @@ func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
 			return r
 		}
 	}
-	r := a.dispatch(tx, c, l.Index)
+	r := a.dispatch(tx, c, rev)
 	if dedup {
 		if err := a.remember(tx, c.ReqID, r); err != nil {
 			return &Result{Code: CodeStorage}
@@ -357,12 +390,12 @@ func (a *applier) applyOne(tx *bolt.Tx, l *raft.Log) *Result {
 	return r
 }
 
-func (a *applier) dispatch(tx *bolt.Tx, c *Command, index uint64) *Result {
+func (a *applier) dispatch(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	switch c.Type {
 	case TypeNoop:
 		return &Result{Code: CodeOK}
 	case TypeRecordBegin:
-		return a.recordBegin(tx, c, index)
+		return a.recordBegin(tx, c, rev)
 	case TypeRecordComplete:
 		return a.recordComplete(tx, c)
 	case TypeRecordRelease:
@@ -376,7 +409,7 @@ func (a *applier) dispatch(tx *bolt.Tx, c *Command, index uint64) *Result {
 	case TypeTokenConsume:
 		return a.tokenConsume(tx, c)
 	case TypeKVSet:
-		return a.kvSet(tx, c, index)
+		return a.kvSet(tx, c, rev)
 	case TypeKVGetDel, TypeKVDelete:
 		return a.kvDelete(tx, c)
 	}
@@ -386,6 +419,9 @@ func (a *applier) dispatch(tx *bolt.Tx, c *Command, index uint64) *Result {
 func (a *applier) putMeta(tx *bolt.Tx, applied uint64) error {
 	meta := tx.Bucket(bucketMeta)
 	if err := meta.Put(keyApplied, binary.BigEndian.AppendUint64(nil, applied)); err != nil {
+		return err
+	}
+	if err := meta.Put(keyRev, binary.BigEndian.AppendUint64(nil, a.rev)); err != nil {
 		return err
 	}
 	return meta.Put(keyNow, binary.BigEndian.AppendUint64(nil, uint64(a.now)))

@@ -12,8 +12,10 @@ import (
 //
 //	version (8) | created (8) | expires (8) | value
 //
-// Version is the Raft index of the last write (like etcd's mod revision),
-// Created the index of the write that created the key.
+// Version is the revision of the last write (like etcd's mod revision),
+// Created the revision of the write that created the key. A revision is
+// unique and increasing across the whole keyspace; for a command that had
+// a log entry of its own it is that entry's index (see applier.nextRev).
 type KVEntry struct {
 	Version   uint64
 	Created   uint64
@@ -70,7 +72,7 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
 	return tx.Bucket(bucketKV).Delete(key)
 }
 
-func (a *applier) kvSet(tx *bolt.Tx, c *Command, index uint64) *Result {
+func (a *applier) kvSet(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	old, exists, err := a.liveKV(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
@@ -89,7 +91,7 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, index uint64) *Result {
 			return r
 		}
 	}
-	e := KVEntry{Version: index, Created: index, ExpiresAt: a.expiry(c.TTL), Value: c.Value}
+	e := KVEntry{Version: rev, Created: rev, ExpiresAt: a.expiry(c.TTL), Value: c.Value}
 	if exists {
 		e.Created = old.Created
 		if old.ExpiresAt != 0 && old.ExpiresAt != e.ExpiresAt {
@@ -110,7 +112,7 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, index uint64) *Result {
 	if !exists {
 		code = CodeCreated
 	}
-	return &Result{Code: code, Version: index, ExpiresAt: e.ExpiresAt}
+	return &Result{Code: code, Version: rev, ExpiresAt: e.ExpiresAt}
 }
 
 // kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL;

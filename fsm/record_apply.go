@@ -63,9 +63,9 @@ func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *Record) error {
 }
 
 // recordBegin is SETNX for idempotency records: it either makes the caller
-// the owner (fencing token = this entry's Raft index, unique and increasing)
+// the owner (fencing token = this command's revision, unique and increasing)
 // or returns the existing record in the same round trip.
-func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
+func (a *applier) recordBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	old, err := a.getRecord(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
@@ -81,7 +81,7 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
 	var suspect []byte
 	if len(c.DigestKey) > 0 {
 		var err error
-		if suspect, err = a.checkDigest(tx, c, index); err != nil {
+		if suspect, err = a.checkDigest(tx, c, rev); err != nil {
 			return &Result{Code: CodeStorage}
 		}
 		if suspect != nil && c.Flags&FlagRejectSuspect != 0 {
@@ -90,7 +90,7 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
 	}
 	rec := &Record{
 		State:       StateInFlight,
-		Fence:       index,
+		Fence:       rev,
 		Fingerprint: c.Value,
 		CreatedAt:   a.now,
 		UpdatedAt:   a.now,
@@ -100,7 +100,7 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, index uint64) *Result {
 	if err := a.putRecord(tx, c.Key, old, rec); err != nil {
 		return &Result{Code: CodeStorage}
 	}
-	return &Result{Code: CodeCreated, Fence: index, ExpiresAt: rec.ExpiresAt, Suspect: suspect}
+	return &Result{Code: CodeCreated, Fence: rev, ExpiresAt: rec.ExpiresAt, Suspect: suspect}
 }
 
 // ownedRecord returns the live record under c.Key if c.Fence owns it.

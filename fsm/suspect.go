@@ -21,7 +21,7 @@ import (
 // a suspect. Suspects are logged in replicated state, so every node lists
 // the same ones:
 //
-//	suspects: log index (8) -> at (8) | record key (len-prefixed) | earlier record key
+//	suspects: revision (8) -> at (8) | record key (len-prefixed) | earlier record key
 //
 // The log keeps SuspectLogRetention of the state machine's clock.
 
@@ -37,7 +37,7 @@ type Suspect struct {
 
 // checkDigest looks up the begin's digest key, remembers this record key
 // under it, and returns the earlier record key if this begin is a suspect.
-func (a *applier) checkDigest(tx *bolt.Tx, c *Command, index uint64) ([]byte, error) {
+func (a *applier) checkDigest(tx *bolt.Tx, c *Command, rev uint64) ([]byte, error) {
 	b := tx.Bucket(bucketDigests)
 	var suspect []byte
 	if v := b.Get(c.DigestKey); len(v) >= 8 {
@@ -50,7 +50,7 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *Command, index uint64) ([]byte, er
 		}
 	}
 	if suspect != nil {
-		if err := a.logSuspect(tx, c.Key, suspect, index); err != nil {
+		if err := a.logSuspect(tx, c.Key, suspect, rev); err != nil {
 			return nil, err
 		}
 		if c.Flags&FlagRejectSuspect != 0 {
@@ -69,7 +69,7 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *Command, index uint64) ([]byte, er
 	return suspect, ttl.Put(tx, ttl.KindDigest, c.DigestKey, exp)
 }
 
-func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, index uint64) error {
+func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, rev uint64) error {
 	b := tx.Bucket(bucketSuspect)
 	// Forget up to two expired entries per new one: bounded work per command.
 	cur := b.Cursor()
@@ -85,7 +85,7 @@ func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, index uint64) err
 	v := binary.BigEndian.AppendUint64(nil, uint64(a.now))
 	v = appendBytes(v, key)
 	v = append(v, earlier...)
-	return b.Put(binary.BigEndian.AppendUint64(nil, index), v)
+	return b.Put(binary.BigEndian.AppendUint64(nil, rev), v)
 }
 
 // Suspects lists up to limit logged suspects, newest first.

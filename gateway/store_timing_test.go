@@ -13,65 +13,75 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
 )
 
-// BenchmarkClusterSETNX measures, in one run on one 3-node loopback cluster:
-// raw raft.Apply of a 64-byte no-op on the leader (the engine's baseline),
-// SETNX through the Store's Go API and SETNX through the HTTP API, each at 1,
-// 16 and 64 concurrent clients. Store and HTTP clients are spread over all
-// three nodes, so two thirds of their writes are forwarded to the leader.
+// BenchmarkClusterSETNX measures, in one run on 3-node loopback clusters:
+// raw raft.Apply of a 64-byte no-op on the leader (the engine's baseline,
+// one log entry per operation), SETNX through the Store's Go API and SETNX
+// through the HTTP API, each at 1, 16 and 64 concurrent clients, with the
+// leader's group commit on (batch=256, the default) and off (batch=1: one
+// entry per command, as before it). Store and HTTP clients are spread over
+// all three nodes, so two thirds of their writes are forwarded to the
+// leader.
 //
 //	go test -run XXX -bench ClusterSETNX -benchtime 4000x ./gateway
 func BenchmarkClusterSETNX(b *testing.B) {
-	ac := startAPICluster(b, 3)
-	leader := ac.c.WaitLeader(5 * time.Second)
-	r := ac.c.Stores[leader].Raft()
-	noop := (&fsm.Command{Type: fsm.TypeNoop, Value: make([]byte, 64)}).Encode(nil)
-	for i := 0; i < 500; i++ { // warm the engine: the baseline runs first
-		r.Apply(append([]byte(nil), noop...), 0).Error()
-	}
-	clientsFor := make([]*fasthttp.HostClient, 3)
-	for i, u := range ac.urls {
-		clientsFor[i] = &fasthttp.HostClient{Addr: strings.TrimPrefix(u, "http://"), MaxConns: 128}
-	}
-	var seq atomic.Uint64
-	ops := []struct {
-		name string
-		op   func(client int) error
-	}{
-		{"raft-apply", func(int) error {
-			return r.Apply(append([]byte(nil), noop...), 0).Error()
-		}},
-		{"store-setnx", func(client int) error {
-			k := fmt.Sprintf("s-%d", seq.Add(1))
-			res, err := ac.c.Stores[client%3].KVSet(context.Background(), []byte(k), []byte("v"), 0, fsm.SetNX, 0)
-			if err == nil && res.Code != fsm.CodeCreated {
-				err = fmt.Errorf("SETNX %s: %v", k, res.Err())
-			}
-			return err
-		}},
-		{"http-setnx", func(client int) error {
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.SetRequestURI(fmt.Sprintf("%s/v1/kv/h-%d?nx=1", ac.urls[client%3], seq.Add(1)))
-			req.Header.SetMethod("PUT")
-			req.SetBodyString("v")
-			if err := clientsFor[client%3].Do(req, resp); err != nil {
-				return err
-			}
-			if resp.StatusCode() != 201 {
-				return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
-			}
-			return nil
-		}},
-	}
-	for _, o := range ops {
-		for _, clients := range []int{1, 16, 64} {
-			b.Run(fmt.Sprintf("%s/clients=%d", o.name, clients), func(b *testing.B) {
-				runClients(b, clients, o.op)
-			})
+	for _, batch := range []int{256, 1} {
+		ac := startAPIClusterWith(b, 3, func(c *raftstore.Config) { c.MaxBatchCommands = batch }, nil)
+		leader := ac.c.WaitLeader(5 * time.Second)
+		r := ac.c.Stores[leader].Raft()
+		noop := (&fsm.Command{Type: fsm.TypeNoop, Value: make([]byte, 64)}).Encode(nil)
+		for i := 0; i < 500; i++ { // warm the engine: the baseline runs first
+			r.Apply(append([]byte(nil), noop...), 0).Error()
 		}
+		clientsFor := make([]*fasthttp.HostClient, 3)
+		for i, u := range ac.urls {
+			clientsFor[i] = &fasthttp.HostClient{Addr: strings.TrimPrefix(u, "http://"), MaxConns: 128}
+		}
+		var seq atomic.Uint64
+		ops := []struct {
+			name string
+			op   func(client int) error
+		}{
+			{"raft-apply", func(int) error {
+				return r.Apply(append([]byte(nil), noop...), 0).Error()
+			}},
+			{"store-setnx", func(client int) error {
+				k := fmt.Sprintf("s-%d", seq.Add(1))
+				res, err := ac.c.Stores[client%3].KVSet(context.Background(), []byte(k), []byte("v"), 0, fsm.SetNX, 0)
+				if err == nil && res.Code != fsm.CodeCreated {
+					err = fmt.Errorf("SETNX %s: %v", k, res.Err())
+				}
+				return err
+			}},
+			{"http-setnx", func(client int) error {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				defer fasthttp.ReleaseRequest(req)
+				defer fasthttp.ReleaseResponse(resp)
+				req.SetRequestURI(fmt.Sprintf("%s/v1/kv/h-%d?nx=1", ac.urls[client%3], seq.Add(1)))
+				req.Header.SetMethod("PUT")
+				req.SetBodyString("v")
+				if err := clientsFor[client%3].Do(req, resp); err != nil {
+					return err
+				}
+				if resp.StatusCode() != 201 {
+					return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
+				}
+				return nil
+			}},
+		}
+		for _, o := range ops {
+			if o.name == "raft-apply" && batch == 1 {
+				continue // the same engine call either way
+			}
+			for _, clients := range []int{1, 16, 64} {
+				b.Run(fmt.Sprintf("%s/batch=%d/clients=%d", o.name, batch, clients), func(b *testing.B) {
+					runClients(b, clients, o.op)
+				})
+			}
+		}
+		ac.c.Close()
 	}
 }
 

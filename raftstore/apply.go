@@ -32,7 +32,8 @@ func mapRaftErr(err error) error {
 	return err
 }
 
-// proposeLocal stamps data with this leader's clock and hands it to Raft.
+// proposeLocal stamps data with this leader's clock and hands it to Raft
+// (through the coalescer, which may pack it with others into one entry).
 // The returned function waits for the command to be applied here, for ctx,
 // or for the store to close.
 func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, error), error) {
@@ -54,19 +55,7 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 	if err := fsm.Stamp(data, stamp); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	f := s.raft.Apply(data, s.cfg.ApplyTimeout)
-	return func(ctx context.Context) (*fsm.Result, error) {
-		if err := s.waitFuture(ctx, f); err != nil {
-			return nil, err
-		}
-		s.metrics.applyDuration.Observe(time.Since(start).Seconds())
-		res, ok := f.Response().(*fsm.Result)
-		if !ok {
-			return nil, fmt.Errorf("raftstore: state machine answered %T", f.Response())
-		}
-		return res, nil
-	}, nil
+	return s.coal.enqueue(data)
 }
 
 // Apply proposes c (through the leader, wherever it is) and returns its

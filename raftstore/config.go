@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // Peer is one voter of the initial cluster.
@@ -78,6 +79,11 @@ type Config struct {
 	// proposed, and forwarding frames are bounded by it. Set it from the
 	// listeners' body limits so both agree.
 	MaxCommandBytes int
+	// MaxBatchCommands and MaxBatchBytes bound one log entry of commands
+	// packed together by the leader (coalesce.go); 1 proposes every
+	// command alone.
+	MaxBatchCommands int
+	MaxBatchBytes    int
 	// LogCacheBytes bounds the recent log entries kept in memory.
 	LogCacheBytes int
 	// MaxPeerConns caps the connections open on the Raft port at once
@@ -113,6 +119,8 @@ func DefaultConfig() Config {
 		MaxPeerConns:       256,
 		LogCacheBytes:      32 << 20,
 		MaxCommandBytes:    8 << 20,
+		MaxBatchCommands:   256,
+		MaxBatchBytes:      1 << 20,
 		MaxClockJump:       time.Hour,
 		SweepInterval:      time.Second,
 		MinFreeBytes:       64 << 20,
@@ -155,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCommandBytes <= 0 || c.MaxCommandBytes > 1<<30 {
 		return errors.New("raftstore: MaxCommandBytes must be 1 byte to 1 GiB")
+	}
+	if c.MaxBatchCommands < 1 || c.MaxBatchCommands > fsm.MaxBatchCommands || c.MaxBatchBytes < 1 {
+		return fmt.Errorf("raftstore: MaxBatchCommands must be 1 to %d and MaxBatchBytes positive", fsm.MaxBatchCommands)
 	}
 	if c.LogCacheBytes <= 0 {
 		return errors.New("raftstore: LogCacheBytes must be positive")

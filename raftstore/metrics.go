@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	leaderChanges prometheus.Counter
 	applyDuration prometheus.Histogram
+	batchSize     prometheus.Histogram
 }
 
 func newMetrics(s *Store) *metrics {
@@ -22,6 +23,11 @@ func newMetrics(s *Store) *metrics {
 			Name:    "idemgate_raft_apply_duration_seconds",
 			Help:    "Time from proposing a command on the leader to its application.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "idemgate_raft_batch_commands",
+			Help:    "Commands per log entry this leader proposed (group commit).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
 	}
 }
@@ -42,6 +48,7 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 		}, func() float64 { return float64(s.diskFree.Load()) }),
 		s.metrics.leaderChanges,
 		s.metrics.applyDuration,
+		s.metrics.batchSize,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_raft_state",
 			Help: "This node's Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",

@@ -41,6 +41,7 @@ type Store struct {
 	// members is who may connect to the Raft port (with PeerTLS).
 	members *members
 	peers   *peerWatch // the members' status, as this node's probes find it
+	coal    *coalescer // packs the commands proposed here into log entries
 	clock   clockGuard
 
 	fwdMu     sync.Mutex
@@ -147,6 +148,7 @@ func Open(cfg Config) (s *Store, err error) {
 	}
 	s.members = newMembers(s)
 	s.peers = newPeerWatch(s)
+	s.coal = newCoalescer(s)
 	mc := muxConfig{advertise: adv, forward: s.serveForward, maxConns: cfg.MaxPeerConns,
 		reject: s.members.reject, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
 	if cfg.PeerTLS != nil {
@@ -194,7 +196,8 @@ func Open(cfg Config) (s *Store, err error) {
 	s.stop = cancel
 	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
 	s.clock.s = s
-	s.bg.Add(7)
+	s.bg.Add(8)
+	go func() { defer s.bg.Done(); s.coal.run(ctx) }()
 	go func() { defer s.bg.Done(); s.members.run(ctx) }()
 	go func() { defer s.bg.Done(); s.peers.run(ctx) }()
 	go func() { defer s.bg.Done(); s.tick(ctx) }()

@@ -1,0 +1,72 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// A batch is one Raft log entry holding many commands: the leader packs the
+// commands that queued while its previous proposal was being committed
+// (group commit), so Raft's per-entry cost is paid once for all of them.
+// The state machine applies them in order, in the entry's transaction, each
+// as if it were an entry of its own (its request id, its leader stamp, its
+// revision), and answers with one Result per command (Results).
+//
+//	'B' (1) | count (uvarint) | count × (length (uvarint) | encoded command)
+//
+// The first byte tells a batch from a command (whose first byte is its
+// encoding version, 1 or 2).
+const (
+	batchEnvelope = 'B'
+	// MaxBatchCommands bounds the commands of one batch.
+	MaxBatchCommands = 4096
+)
+
+// Results is what the state machine answers for a batch entry: one Result
+// per command, in the batch's order.
+type Results []*Result
+
+// EncodeBatch packs encoded (and stamped) commands into one batch entry.
+func EncodeBatch(cmds [][]byte) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, c := range cmds {
+		n += binary.MaxVarintLen64 + len(c)
+	}
+	dst := make([]byte, 0, n)
+	dst = append(dst, batchEnvelope)
+	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
+	for _, c := range cmds {
+		dst = binary.AppendUvarint(dst, uint64(len(c)))
+		dst = append(dst, c...)
+	}
+	return dst
+}
+
+// IsBatch reports whether a log entry's data is a batch.
+func IsBatch(data []byte) bool { return len(data) > 0 && data[0] == batchEnvelope }
+
+// splitBatch returns the encoded commands of a batch (aliasing data).
+func splitBatch(data []byte) ([][]byte, error) {
+	if !IsBatch(data) {
+		return nil, fmt.Errorf("%w: not a batch", ErrBadCommand)
+	}
+	b := data[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n == 0 || n > MaxBatchCommands {
+		return nil, fmt.Errorf("%w: batch count", ErrBadCommand)
+	}
+	b = b[k:]
+	out := make([][]byte, 0, n)
+	for i := uint64(0); i < n; i++ {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return nil, fmt.Errorf("%w: batch command %d length", ErrBadCommand, i)
+		}
+		out = append(out, b[k:k+int(l)])
+		b = b[k+int(l):]
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the batch's commands", ErrBadCommand, len(b))
+	}
+	return out, nil
+}

@@ -1,0 +1,157 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// Group commit. Every Raft log entry costs hashicorp/raft the same whatever
+// it holds (a future, channel hand-offs, msgpack, a log-store key, its share
+// of every AppendEntries), and a node is CPU-bound long before its disk is.
+// So the leader packs the commands that queue while its previous proposals
+// are being committed into one entry (fsm.EncodeBatch): local callers and
+// forwarded ones alike. Nothing waits for a batch to fill: a command that
+// finds a free proposal slot is proposed at once, alone; only under load,
+// while every slot is busy, do commands gather. The state machine applies a
+// batch's commands in order, each with its own request id, stamp and
+// revision, and the coalescer hands each caller its own result.
+
+// maxInFlight is how many proposals may be between raft.Apply and their
+// application at once. Two let the leader write one batch to its log while
+// the previous one is replicated and applied.
+const maxInFlight = 2
+
+// proposal is one command waiting for its result.
+type proposal struct {
+	data  []byte
+	start time.Time
+	done  chan struct{} // closed once res or err is set
+	res   *fsm.Result
+	err   error
+}
+
+type coalescer struct {
+	s        *Store
+	queue    chan *proposal
+	slots    chan struct{}
+	maxCmds  int
+	maxBytes int
+}
+
+func newCoalescer(s *Store) *coalescer {
+	return &coalescer{s: s, queue: make(chan *proposal, 4096), slots: make(chan struct{}, maxInFlight),
+		maxCmds: s.cfg.MaxBatchCommands, maxBytes: s.cfg.MaxBatchBytes}
+}
+
+// enqueue hands a stamped command to the coalescer and returns the wait
+// for its result.
+func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, error), error) {
+	p := &proposal{data: data, start: time.Now(), done: make(chan struct{})}
+	if c.maxCmds == 1 {
+		c.propose([]*proposal{p}, false) // no group commit: one entry per command, as many in flight as come
+	} else {
+		select {
+		case c.queue <- p:
+		case <-c.s.closing:
+			return nil, ErrShutdown
+		}
+	}
+	return func(ctx context.Context) (*fsm.Result, error) {
+		select {
+		case <-p.done:
+			return p.res, p.err
+		case <-c.s.closing:
+			return nil, ErrShutdown
+		case <-ctx.Done():
+			// Its fate is unknown: the caller retries with the same
+			// request id, which the state machine applies once.
+			return nil, fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		}
+	}, nil
+}
+
+// run proposes batches until ctx ends.
+func (c *coalescer) run(ctx context.Context) {
+	if c.maxCmds == 1 {
+		return // enqueue proposes each command itself
+	}
+	var carry *proposal // did not fit the previous batch
+	buf := make([]*proposal, 0, c.maxCmds)
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		first := carry
+		carry = nil
+		if first == nil {
+			select {
+			case first = <-c.queue:
+			case <-ctx.Done():
+				return
+			}
+		}
+		batch, size := append(buf[:0], first), len(first.data)
+	drain:
+		for len(batch) < c.maxCmds {
+			select {
+			case p := <-c.queue:
+				if size+len(p.data) > c.maxBytes {
+					carry = p
+					break drain
+				}
+				batch, size = append(batch, p), size+len(p.data)
+			default:
+				break drain
+			}
+		}
+		c.propose(append([]*proposal(nil), batch...), true)
+	}
+}
+
+// propose hands one batch to Raft; its results are dispatched when Raft
+// answers, which frees its slot (if it holds one).
+func (c *coalescer) propose(batch []*proposal, slot bool) {
+	data := batch[0].data
+	if len(batch) > 1 {
+		cmds := make([][]byte, len(batch))
+		for i, p := range batch {
+			cmds[i] = p.data
+		}
+		data = fsm.EncodeBatch(cmds)
+	}
+	f := c.s.raft.Apply(data, c.s.cfg.ApplyTimeout)
+	go func() {
+		err := mapRaftErr(f.Error())
+		if slot {
+			<-c.slots
+		}
+		var results fsm.Results
+		if err == nil {
+			switch r := f.Response().(type) {
+			case *fsm.Result:
+				results = fsm.Results{r}
+			case fsm.Results:
+				results = r
+			}
+			if len(results) != len(batch) {
+				err = fmt.Errorf("raftstore: state machine answered %T for a batch of %d", f.Response(), len(batch))
+			}
+		}
+		now := time.Now()
+		for i, p := range batch {
+			if err != nil {
+				p.err = err
+			} else {
+				p.res = results[i]
+				c.s.metrics.applyDuration.Observe(now.Sub(p.start).Seconds())
+			}
+			close(p.done)
+		}
+		c.s.metrics.batchSize.Observe(float64(len(batch)))
+	}()
+}
