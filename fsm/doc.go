@@ -9,7 +9,10 @@
 // last applied Raft index is stored with the data and entries at or below it
 // are skipped after a restart. Commands carry a request id; the results of
 // recent ids are remembered so a command retried after a cut connection or a
-// leadership change applies once.
+// leadership change applies once. A log entry holds one command or a batch
+// of them (batch.go: the leader's group commit), applied in order; each
+// command gets a revision, unique and increasing, which is its KV version
+// and its record's fencing token.
 //
 // It never talks to Raft itself: package raftstore feeds it committed logs.
 //
@@ -17,13 +20,13 @@
 //
 // One bbolt file, one bucket per keyspace (fsm.go names them):
 //
-//	meta:     applied -> last applied index (8) | now -> the clock (8) | format -> 1
+//	meta:     applied -> last applied index (8) | now -> the clock (8) | rev -> the last revision (8) | format -> 1
 //	records:  RecordKey(scope, tenant, key) -> Record.Encode
 //	tokens:   TokenKey(scope, token) -> expiry (8, unix ns; 0 = never)
 //	kv:       key -> version (8) | created (8) | expiry (8) | value (KVEntry)
 //	reqids:   <generation>/request id -> stamp (8) | encoded Result (reqid.go)
 //	digests:  DigestKey(scope, tenant, digest) -> expiry (8) | record key (suspect.go)
-//	suspects: log index (8) -> at (8) | record key (len-prefixed) | earlier record key
+//	suspects: revision (8) -> at (8) | record key (len-prefixed) | earlier record key
 //	ttl:      expiry (8) | kind (1) | key -> (nothing): the expiry index (package ttl)
 //
 // Integers are big endian, so keys sort by them.

@@ -27,7 +27,7 @@ var (
 	bucketKV      = []byte("kv")
 	bucketReqIDs  = []byte("reqids")   // one child bucket per generation, see reqid.go
 	bucketDigests = []byte("digests")  // digest key -> expiry (8) | record key, see suspect.go
-	bucketSuspect = []byte("suspects") // log index (8) -> suspect entry, see suspect.go
+	bucketSuspect = []byte("suspects") // revision (8) -> suspect entry, see suspect.go
 	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")

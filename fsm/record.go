@@ -33,7 +33,7 @@ func (s State) String() string {
 // state machine's clock; 0 means unset.
 type Record struct {
 	State       State
-	Fence       uint64 // the owner's fencing token (the Raft index of its begin)
+	Fence       uint64 // the owner's fencing token (the revision of its begin)
 	Fingerprint []byte
 	CreatedAt   int64
 	UpdatedAt   int64
