@@ -27,6 +27,7 @@ type benchFlags struct {
 	tls                    string
 	lock                   bench.LockConfig
 	plot, plotScenario     string
+	httpClient             string
 }
 
 // jsonFlag is --json. Bare (or =true, =-) it prints the JSON report on
@@ -97,6 +98,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&f.lock.ZipfS, "zipf-s", f.lock.ZipfS, "contention: skew of the key picked per cycle (Zipf, > 1)")
 	fs.DurationVar(&f.lock.Hold, "hold", 0, "contention: how long a client holds a lock it took (up to 1s)")
 	fs.StringVar(&f.plot, "plot", "", "sweep --plot-scenario over 1, 4, 16, 64, 256 clients on every system and draw throughput and p99 to this .svg file")
+	fs.StringVar(&f.httpClient, "http-client", "fasthttp", "the HTTP client of every request, to idemgate and the baselines: fasthttp, or std (Go's net/http, kept alive)")
 	fs.StringVar(&f.plotScenario, "plot-scenario", "contention", "the scenario --plot sweeps: "+strings.Join(bench.PlotScenarios, ", "))
 	if err := fs.Parse(joinJSONFile(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,6 +132,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	case f.requests < 0:
 		fmt.Fprintln(stderr, "idemgate bench: --requests: must not be negative")
 		return 2
+	case f.httpClient != "fasthttp" && f.httpClient != "std":
+		fmt.Fprintf(stderr, "idemgate bench: --http-client: %q: want fasthttp or std\n", f.httpClient)
+		return 2
 	case f.nodes < 1 || f.nodes > 7:
 		fmt.Fprintln(stderr, "idemgate bench: --nodes: want 1-7")
 		return 2
@@ -153,6 +158,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgate bench: --%v\n", err)
 		return 2
 	}
+	bench.UseStdHTTP(f.httpClient == "std")
 	// The output files are created now, so a bad path fails before the run.
 	var jsonOut, plotOut *os.File
 	for _, o := range []struct {

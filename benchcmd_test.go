@@ -66,9 +66,13 @@ func TestBenchShort(t *testing.T) {
 func TestBenchTLS(t *testing.T) {
 	var out, progress bytes.Buffer
 	f := benchFlags{nodes: 3, clients: 8, duration: 500 * time.Millisecond, requests: 200, redis: "off", etcd: "off", tls: "on"}
+	before := bench.StdRequests()
 	rep, err := runBench(f, []string{"unique", "kv"}, &out, &progress)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := bench.StdRequests() - before; n < 300 {
+		t.Fatalf("only %d requests went through net/http", n)
 	}
 	for _, r := range rep.Results {
 		if r.Skipped != "" {
@@ -108,6 +112,7 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--plot", "out.png"}, 2, "--plot"},
 		{[]string{"--plot", "out"}, 2, "--plot"},
 		{[]string{"--plot-scenario", "unique"}, 2, "--plot-scenario"},
+		{[]string{"--http-client", "curl"}, 2, "--http-client"},
 		{[]string{"--json", bad}, 2, "--json"},
 		{[]string{"--json", "r.json", "extra"}, 2, "unexpected argument"},
 	} {
@@ -192,6 +197,25 @@ func TestBenchPlotAndJSON(t *testing.T) {
 	for _, s := range rep.Sweep {
 		if s.System != "idemgate" || s.Scenario != "contention" || s.Lock == nil || s.Lock.Violations != 0 || s.Ops == 0 {
 			t.Fatalf("sweep point: %+v", s)
+		}
+	}
+}
+
+// TestBenchStdHTTPClient: with --http-client std every request goes through
+// Go's net/http client, and the scenarios' checks still hold.
+func TestBenchStdHTTPClient(t *testing.T) {
+	bench.UseStdHTTP(true)
+	defer bench.UseStdHTTP(false)
+	var out, progress bytes.Buffer
+	f := benchFlags{nodes: 3, clients: 8, duration: 500 * time.Millisecond, requests: 300, redis: "off", etcd: "off",
+		lock: bench.DefaultLockConfig(), httpClient: "std"}
+	rep, err := runBench(f, []string{"unique", "kv"}, &out, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Skipped == "" && (r.Errors != 0 || r.Ops == 0 || (r.Check != "" && !r.CheckOK)) {
+			t.Fatalf("%s over net/http: %d ops, %d errors (%s), check %q", r.Name, r.Ops, r.Errors, r.FirstError, r.Check)
 		}
 	}
 }

@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +49,32 @@ var httpClient = &fasthttp.Client{
 	RetryIfErr:      func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
 }
 
+// stdClient, when set (UseStdHTTP(true)), makes every request of the bench, to
+// idemgate and to the baselines alike, with Go's net/http client instead
+// of fasthttp's: what most users' services run.
+var stdClient *http.Client
+
+// stdRequests counts the requests made with stdClient.
+var stdRequests atomic.Int64
+
+// StdRequests is how many requests went through Go's net/http client.
+func StdRequests() int64 { return stdRequests.Load() }
+
+// UseStdHTTP switches the bench's requests to Go's net/http client (or back
+// to fasthttp's), kept alive with an idle connection per client (the
+// default transport keeps two per host and would open a connection per
+// request beyond them).
+func UseStdHTTP(on bool) {
+	if !on {
+		stdClient = nil
+		return
+	}
+	stdClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute,
+		TLSClientConfig: httpClient.TLSConfig,
+	}}
+}
+
 // TrustCA makes the bench's client trust the CA in pem for https targets
 // (a cluster with TLS).
 func TrustCA(pem []byte) error {
@@ -54,6 +83,9 @@ func TrustCA(pem []byte) error {
 		return fmt.Errorf("bench: no CA certificate in the PEM given")
 	}
 	httpClient.TLSConfig = &tls.Config{RootCAs: pool}
+	if stdClient != nil {
+		stdClient.Transport.(*http.Transport).TLSClientConfig = httpClient.TLSConfig
+	}
 	return nil
 }
 
@@ -66,6 +98,9 @@ func call(method, url, key string, body []byte, hdr ...string) (int, bool, []byt
 // exchange makes one request and returns the status, the value of the
 // answer's header peek and the body; hdr are request header name/value pairs.
 func exchange(method, url, key, peek string, body []byte, hdr ...string) (int, string, []byte, error) {
+	if stdClient != nil {
+		return exchangeStd(method, url, key, peek, body, hdr...)
+	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -82,6 +117,31 @@ func exchange(method, url, key, peek string, body []byte, hdr ...string) (int, s
 		return 0, "", nil, err
 	}
 	return resp.StatusCode(), string(resp.Header.Peek(peek)), append([]byte(nil), resp.Body()...), nil
+}
+
+// exchangeStd is exchange with Go's net/http client.
+func exchangeStd(method, url, key, peek string, body []byte, hdr ...string) (int, string, []byte, error) {
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	stdRequests.Add(1)
+	resp, err := stdClient.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	return resp.StatusCode, resp.Header.Get(peek), b, nil
 }
 
 // callJSON is call for a POST to one of the API's JSON endpoints, which

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"sync"
@@ -19,7 +21,8 @@ import (
 // BenchmarkClusterSETNX measures, in one run on 3-node loopback clusters:
 // raw raft.Apply of a 64-byte no-op on the leader (the engine's baseline,
 // one log entry per operation), SETNX through the Store's Go API and SETNX
-// through the HTTP API, each at 1, 16 and 64 concurrent clients, with the
+// through the HTTP API (with fasthttp's client, and with Go's net/http
+// client as most users run it), each at 1, 16 and 64 concurrent clients, with the
 // leader's group commit on (batch=256, the default) and off (batch=1: one
 // entry per command, as before it). Store and HTTP clients are spread over
 // all three nodes, so two thirds of their writes are forwarded to the
@@ -39,6 +42,9 @@ func BenchmarkClusterSETNX(b *testing.B) {
 		for i, u := range ac.urls {
 			clientsFor[i] = &fasthttp.HostClient{Addr: strings.TrimPrefix(u, "http://"), MaxConns: 128}
 		}
+		// Go's standard client, as most users run it: keep-alive, enough
+		// idle connections per node for every client.
+		std := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}}
 		var seq atomic.Uint64
 		ops := []struct {
 			name string
@@ -67,6 +73,22 @@ func BenchmarkClusterSETNX(b *testing.B) {
 				}
 				if resp.StatusCode() != 201 {
 					return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
+				}
+				return nil
+			}},
+			{"nethttp-setnx", func(client int) error {
+				req, err := http.NewRequest("PUT", fmt.Sprintf("%s/v1/kv/n-%d?nx=1", ac.urls[client%3], seq.Add(1)), strings.NewReader("v"))
+				if err != nil {
+					return err
+				}
+				resp, err := std.Do(req)
+				if err != nil {
+					return err
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 201 {
+					return fmt.Errorf("status %d", resp.StatusCode)
 				}
 				return nil
 			}},
