@@ -83,6 +83,11 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		return nil, err
 	}
 	tok := tokens.New(store, file.Tokens.TTL.D())
+	var scopes []string
+	for _, r := range file.Routes {
+		scopes = append(scopes, r.Scope)
+	}
+	tok.SetNamedScopes(scopes)
 	if err := tok.Register(n.Reg); err != nil {
 		return nil, err
 	}

@@ -3,10 +3,12 @@ package tokens
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idemgate/idemgate/raftstore"
 )
@@ -59,5 +61,36 @@ func TestValidation(t *testing.T) {
 		if err := svc.Consume(ctx, "pay", tok); !errors.Is(err, ErrBadToken) {
 			t.Errorf("Consume(%q) = %v, want ErrBadToken", tok, err)
 		}
+	}
+}
+
+// TestMetricScopesBounded: scopes a caller makes up are counted as
+// "other", however many there are; the named ones keep their label.
+func TestMetricScopesBounded(t *testing.T) {
+	c := raftstore.StartTestCluster(t, 1, nil)
+	svc := New(c.Stores[0], time.Minute)
+	svc.SetNamedScopes([]string{"pay"})
+	ctx := context.Background()
+	for i := 0; i < 200; i++ {
+		tok, err := svc.Issue(ctx, fmt.Sprintf("made-up-%d", i), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Consume(ctx, tok.Scope, tok.Value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := svc.Issue(ctx, "pay", 0)
+	if err != nil || svc.Consume(ctx, "pay", tok.Value) != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(svc.issued); n != 2 {
+		t.Fatalf("issued has %d series after 201 scopes, want 2 (pay, other)", n)
+	}
+	if got := testutil.ToFloat64(svc.issued.WithLabelValues(OtherScope)); got != 200 {
+		t.Fatalf("other = %v, want 200", got)
+	}
+	if got := testutil.ToFloat64(svc.consumed.WithLabelValues("pay", "ok")); got != 1 {
+		t.Fatalf("pay consumed ok = %v, want 1", got)
 	}
 }
