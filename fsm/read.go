@@ -105,6 +105,17 @@ func (f *FSM) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 	return out, err
 }
 
+// CountDue counts the index entries expired at now, up to limit.
+func (f *FSM) CountDue(now time.Time, limit int) (int, error) {
+	var n int
+	err := f.view(func(tx *bolt.Tx) error {
+		var err error
+		n, err = ttl.CountDue(tx, now.UnixNano(), limit)
+		return err
+	})
+	return n, err
+}
+
 // StateHash is a SHA-256 over every bucket's keys and values, in order.
 // Replicas that applied the same log have equal hashes.
 func (f *FSM) StateHash() ([32]byte, error) {

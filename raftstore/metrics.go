@@ -43,6 +43,10 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Help: "1 when this node can serve writes (what /readyz answers 200 for), else 0.",
 		}, func() float64 { return boolGauge(s.Ready()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_expiry_backlog",
+			Help: "Entries (records, tokens, KV keys, digests) past their expiry that the leader's sweeper has not removed yet, counted up to 2^20 (0 on followers).",
+		}, func() float64 { return float64(s.sweeper.Backlog()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_disk_free_bytes",
 			Help: "Free space of the file system holding the data directory, measured every disk check interval.",
 		}, func() float64 { return float64(s.diskFree.Load()) }),

@@ -152,6 +152,9 @@ func (s *Store) VerifyLeader(ctx context.Context) error {
 // Due lists expiry-index entries due at now in the local state.
 func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) { return s.fsm.Due(now, limit) }
 
+// CountDue counts the entries due at now, up to limit.
+func (s *Store) CountDue(now time.Time, limit int) (int, error) { return s.fsm.CountDue(now, limit) }
+
 // Expire proposes the removal of due entries.
 func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 	return s.Commands.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})

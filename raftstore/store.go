@@ -42,6 +42,7 @@ type Store struct {
 	members *members
 	peers   *peerWatch // the members' status, as this node's probes find it
 	coal    *coalescer // packs the commands proposed here into log entries
+	sweeper *ttl.Sweeper
 	clock   clockGuard
 
 	fwdMu     sync.Mutex
@@ -194,7 +195,9 @@ func Open(cfg Config) (s *Store, err error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: cfg.SweepInterval, BatchSize: 256, MaxBatches: 16}, nil, s.logger)
+	sc := ttl.DefaultSweeperConfig()
+	sc.Interval = cfg.SweepInterval
+	s.sweeper = ttl.NewSweeper(s, sc, nil, s.logger)
 	s.clock.s = s
 	s.bg.Add(8)
 	go func() { defer s.bg.Done(); s.coal.run(ctx) }()
@@ -202,7 +205,7 @@ func Open(cfg Config) (s *Store, err error) {
 	go func() { defer s.bg.Done(); s.peers.run(ctx) }()
 	go func() { defer s.bg.Done(); s.tick(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
-	go func() { defer s.bg.Done(); sweeper.Run(ctx) }()
+	go func() { defer s.bg.Done(); s.sweeper.Run(ctx) }()
 	go func() { defer s.bg.Done(); s.watchEvents(ctx) }()
 	go func() { defer s.bg.Done(); s.watchFSM(ctx) }()
 	return s, nil

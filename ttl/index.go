@@ -108,6 +108,27 @@ func Due(tx *bolt.Tx, now int64, limit int) ([]Entry, error) {
 	return out, nil
 }
 
+// CountDue counts the entries that expire at or before now, up to limit,
+// without copying them.
+func CountDue(tx *bolt.Tx, now int64, limit int) (int, error) {
+	b := tx.Bucket(BucketName)
+	if b == nil {
+		return 0, ErrNoBucket
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+		if len(k) < prefixLen {
+			continue
+		}
+		if int64(binary.BigEndian.Uint64(k)) > now {
+			break
+		}
+		n++
+	}
+	return n, nil
+}
+
 // Len returns the number of entries in the index.
 func Len(tx *bolt.Tx) int {
 	b := tx.Bucket(BucketName)

@@ -3,6 +3,7 @@ package ttl
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +19,8 @@ type Proposer interface {
 	// Expire proposes the removal of entries; the state machine removes
 	// each one only if it is still due and still points at the same expiry.
 	Expire(ctx context.Context, entries []Entry) error
+	// CountDue counts the entries due at now, up to limit.
+	CountDue(now time.Time, limit int) (int, error)
 }
 
 // SweeperConfig tunes the sweeper.
@@ -26,15 +29,24 @@ type SweeperConfig struct {
 	Interval time.Duration
 	// BatchSize bounds the entries one expire command carries.
 	BatchSize int
-	// MaxBatches bounds the commands one sweep proposes before it sleeps
-	// again, so a backlog never starves client writes.
+	// MaxBatches bounds the commands one sweep proposes before it pauses,
+	// so a backlog never starves client writes.
 	MaxBatches int
+	// Pause is the wait before the next sweep when the last one stopped
+	// at MaxBatches with entries still due: a backlog is worked off at the
+	// pace the cluster commits (each batch waits for its application), not
+	// at MaxBatches × BatchSize per Interval.
+	Pause time.Duration
 }
 
 // DefaultSweeperConfig returns the settings used by idemgate serve.
 func DefaultSweeperConfig() SweeperConfig {
-	return SweeperConfig{Interval: time.Second, BatchSize: 256, MaxBatches: 16}
+	return SweeperConfig{Interval: time.Second, BatchSize: 256, MaxBatches: 16, Pause: 10 * time.Millisecond}
 }
+
+// backlogLimit bounds the count behind Backlog: a walk of the index's due
+// prefix, made at most once per Interval, only while a backlog exists.
+const backlogLimit = 1 << 20
 
 // Sweeper proposes expire commands for due index entries while its node is
 // the verified leader.
@@ -43,6 +55,9 @@ type Sweeper struct {
 	cfg    SweeperConfig
 	now    func() time.Time
 	logger *slog.Logger
+
+	backlog   atomic.Int64 // due entries left after the last sweep (up to backlogLimit)
+	countedAt time.Time
 }
 
 // NewSweeper returns a sweeper over p. now is the clock it asks for "due";
@@ -60,15 +75,23 @@ func NewSweeper(p Proposer, cfg SweeperConfig, now func() time.Time, logger *slo
 	if cfg.MaxBatches <= 0 {
 		cfg.MaxBatches = 1
 	}
+	if cfg.Pause <= 0 || cfg.Pause > cfg.Interval {
+		cfg.Pause = cfg.Interval
+	}
 	if logger == nil {
 		logger = slog.Default()
 	}
 	return &Sweeper{p: p, cfg: cfg, now: now, logger: logger}
 }
 
-// Run sweeps until ctx is done.
+// Backlog is how many entries were still due after the last sweep on this
+// node (0 on a follower, which does not sweep), counted up to 2^20.
+func (s *Sweeper) Backlog() int64 { return s.backlog.Load() }
+
+// Run sweeps until ctx is done: at once, then every Interval, or after
+// Pause while a backlog remains.
 func (s *Sweeper) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
@@ -76,9 +99,15 @@ func (s *Sweeper) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if _, err := s.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+		n, err := s.SweepOnce(ctx)
+		if err != nil && ctx.Err() == nil {
 			s.logger.Debug("sweep", "error", err)
 		}
+		wait := s.cfg.Interval
+		if err == nil && n == s.cfg.MaxBatches*s.cfg.BatchSize {
+			wait = s.cfg.Pause // stopped at the bound with entries still due
+		}
+		t.Reset(wait)
 	}
 }
 
@@ -86,6 +115,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 // It does nothing unless this node is the verified leader.
 func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 	if err := s.p.VerifyLeader(ctx); err != nil {
+		s.backlog.Store(0)
 		return 0, nil // not the leader: the leader sweeps
 	}
 	total := 0
@@ -95,6 +125,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 			return total, err
 		}
 		if len(due) == 0 {
+			s.backlog.Store(0)
 			return total, nil
 		}
 		if err := s.p.Expire(ctx, due); err != nil {
@@ -102,7 +133,15 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 		}
 		total += len(due)
 		if len(due) < s.cfg.BatchSize {
+			s.backlog.Store(0)
 			return total, nil
+		}
+	}
+	// Stopped at the bound: count what is left, at most once an Interval.
+	if now := s.now(); now.Sub(s.countedAt) >= s.cfg.Interval {
+		s.countedAt = now
+		if n, err := s.p.CountDue(now, backlogLimit); err == nil {
+			s.backlog.Store(int64(n))
 		}
 	}
 	return total, nil

@@ -180,6 +180,7 @@ func (s *Store) VerifyLeader(ctx context.Context) error { return ctx.Err() }
 func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 	return s.f.Due(now, limit)
 }
+func (s *Store) CountDue(now time.Time, limit int) (int, error) { return s.f.CountDue(now, limit) }
 func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 	_, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
 	return err
