@@ -14,16 +14,22 @@ import (
 	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
-// A snapshot is a 16-byte header, then the bbolt file as a read transaction
-// sees it:
+// A snapshot is a 16-byte header, then the state:
 //
 //	"IDGSNAP" | version (1) | applied index (8)
 //
 // The header lets a node tell, without reading the rest, whether its own
-// data file is behind the snapshot.
+// data file is behind the snapshot. Version 2 (written since) is the live
+// pairs only, as a stream (snapstream.go): a bbolt file's free pages and
+// half-full pages are not copied. Version 1 (still read) was the bbolt file
+// itself, free pages included.
 var snapMagic = []byte("IDGSNAP")
 
-const snapHeaderLen = 16
+const (
+	snapHeaderLen = 16
+	snapVersion1  = 1 // the bbolt file
+	snapVersion2  = 2 // the live pairs (snapstream.go)
+)
 
 // Snapshot captures a read transaction: a consistent view that costs nothing
 // to take. The bytes are written in Persist, off the apply path.
@@ -46,15 +52,15 @@ type snapshot struct {
 	applied uint64
 }
 
-// Persist writes the header and the whole bbolt file to sink.
+// Persist writes the header and the live pairs to sink.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
-	hdr := append(append([]byte(nil), snapMagic...), 1)
+	hdr := append(append([]byte(nil), snapMagic...), snapVersion2)
 	hdr = binary.BigEndian.AppendUint64(hdr, s.applied)
 	if _, err := sink.Write(hdr); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
-	if _, err := s.tx.WriteTo(sink); err != nil {
+	if err := writePairs(sink, s.tx); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
@@ -69,11 +75,18 @@ func (s *snapshot) Release() { s.tx.Rollback() }
 // file of this format, and renamed over it.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	if _, err := SnapshotAppliedIndex(rc); err != nil {
+	version, _, err := readSnapHeader(rc)
+	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	tmp := f.cfg.Path + ".restore"
-	if err := writeFileSync(tmp, rc); err != nil {
+	os.Remove(tmp) // a previous attempt's
+	if version == snapVersion1 {
+		err = writeFileSync(tmp, rc)
+	} else {
+		err = readPairs(rc, tmp)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
@@ -108,16 +121,22 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 }
 
 // SnapshotAppliedIndex reads a snapshot's header from r and returns the
-// applied index of the state it holds; r is left at the bbolt file.
+// applied index of the state it holds; r is left at the state.
 func SnapshotAppliedIndex(r io.Reader) (uint64, error) {
+	_, applied, err := readSnapHeader(r)
+	return applied, err
+}
+
+func readSnapHeader(r io.Reader) (version byte, applied uint64, err error) {
 	var hdr [snapHeaderLen]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, fmt.Errorf("snapshot header: %w", err)
+		return 0, 0, fmt.Errorf("snapshot header: %w", err)
 	}
-	if !bytes.Equal(hdr[:len(snapMagic)], snapMagic) || hdr[len(snapMagic)] != 1 {
-		return 0, errors.New("not an idemgate snapshot (bad header)")
+	version = hdr[len(snapMagic)]
+	if !bytes.Equal(hdr[:len(snapMagic)], snapMagic) || (version != snapVersion1 && version != snapVersion2) {
+		return 0, 0, errors.New("not an idemgate snapshot (bad header)")
 	}
-	return binary.BigEndian.Uint64(hdr[8:]), nil
+	return version, binary.BigEndian.Uint64(hdr[8:]), nil
 }
 
 func writeFileSync(path string, r io.Reader) error {
