@@ -176,8 +176,8 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 		if want == "GET" {
 			allow = "GET, HEAD"
 		}
-		ctx.Response.Header.Set("Allow", allow)
 		writeProblem(ctx, probMethodNotAllowed, "use "+allow)
+		ctx.Response.Header.Set("Allow", allow)
 		return
 	}
 	h(ctx)

@@ -113,3 +113,22 @@ func TestAPILearner(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIMethodNotAllowedSaysAllow: every 405 names the methods allowed (a
+// problem document resets the response, so Allow is set after it).
+func TestAPIMethodNotAllowedSaysAllow(t *testing.T) {
+	t.Parallel()
+	ac := startAPIs(t, 1, nil)
+	for path, allow := range map[string]string{
+		"/v1/kv/k":                    "GET, PUT, DELETE",
+		"/v1/records/pay/k":           "GET, DELETE",
+		"/v1/cluster":                 "GET, HEAD",
+		"/v1/cluster/nodes/n1":        "DELETE",
+		"/v1/cluster/nodes/x/promote": "POST",
+	} {
+		r := do(t, "PATCH", ac.urls[0]+path, "")
+		if r.status != 405 || r.header.Get("Allow") != allow {
+			t.Errorf("PATCH %s = %d, Allow %q; want 405 with %q", path, r.status, r.header.Get("Allow"), allow)
+		}
+	}
+}

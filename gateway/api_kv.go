@@ -44,8 +44,8 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 	case "DELETE":
 		a.kvDelete(ctx, key)
 	default:
-		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
 		writeProblem(ctx, probMethodNotAllowed, "use GET, PUT or DELETE")
+		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
 	}
 }
 

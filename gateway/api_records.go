@@ -88,7 +88,7 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 			writeJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
 		}
 	default:
-		ctx.Response.Header.Set("Allow", "GET, DELETE")
 		writeProblem(ctx, probMethodNotAllowed, "use GET or DELETE")
+		ctx.Response.Header.Set("Allow", "GET, DELETE")
 	}
 }

@@ -71,7 +71,8 @@ var (
 	probVersionMismatch          = problemKind{fasthttp.StatusPreconditionFailed, "version-mismatch", "Version moved"}
 )
 
-// writeProblem answers with a problem document of kind k.
+// writeProblem answers with a problem document of kind k. It resets the
+// response: a header that goes with the problem (Allow, ETag) is set after.
 func writeProblem(ctx *fasthttp.RequestCtx, k problemKind, detail string) {
 	body, _ := json.Marshal(Problem{Type: ProblemBase + k.slug, Title: k.title, Status: k.status, Detail: detail})
 	ctx.Response.Reset()

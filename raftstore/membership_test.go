@@ -292,6 +292,9 @@ func TestNonvoterAddAndPromote(t *testing.T) {
 	if err := asker.AddNonvoter(ctx, c.Cfgs[leader].NodeID, c.Cfgs[leader].RaftBind); !errors.Is(err, ErrMembership) {
 		t.Fatalf("making a voter a non-voter = %v, want ErrMembership", err)
 	}
+	if err := asker.Barrier(ctx); err != nil { // the change is applied here too
+		t.Fatal(err)
+	}
 	servers, _ := asker.Servers()
 	voter := map[string]bool{}
 	for _, s := range servers {
