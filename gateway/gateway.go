@@ -175,8 +175,12 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	defer release()
 	dropTrailers(&ctx.Request.Header)
 	path := ctx.Path()
-	if string(path) == "/_idem/tokens" {
+	switch string(path) {
+	case "/_idem/tokens":
 		g.issueToken(ctx)
+		return
+	case ClientJSPath:
+		serveClientJS(ctx)
 		return
 	}
 	t, refused := matchRoute(g.routes, ctx)
