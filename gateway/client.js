@@ -154,7 +154,12 @@
       if (options.onAttempt) options.onAttempt(attempt, key);
       var resp = null, problem = null;
       try {
-        resp = await fetch(url, Object.assign({}, options, { method: method, headers: headers }));
+        // The body is read here, whole: a connection cut in the middle of
+        // it is a network error like any other, and is retried.
+        var got = await fetch(url, Object.assign({}, options, { method: method, headers: headers }));
+        var buf = await got.arrayBuffer();
+        resp = new Response(got.status === 204 || got.status === 304 ? null : buf,
+          { status: got.status, statusText: got.statusText, headers: got.headers });
       } catch (err) {
         if (options.signal && options.signal.aborted) throw err;
         last = err; // the network: the request may or may not have arrived
