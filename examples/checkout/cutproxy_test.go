@@ -83,46 +83,42 @@ func (p *cutProxy) serve(client net.Conn) {
 	p.track(server)
 	var payPending atomic.Bool // a POST /pay went out on this connection
 	done := make(chan struct{}, 2)
-	go func() { // browser -> gateway
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := client.Read(buf)
-			if n > 0 {
-				if bytes.Contains(buf[:n], []byte("POST /pay ")) {
-					p.payPosts.Add(1)
-					payPending.Store(true)
-				}
-				if _, werr := server.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
+	go relay(server, client, done, func(chunk []byte) bool { // browser -> gateway
+		if bytes.Contains(chunk, []byte("POST /pay ")) {
+			p.payPosts.Add(1)
+			payPending.Store(true)
 		}
-	}()
-	go func() { // gateway -> browser
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := server.Read(buf)
-			if n > 0 {
-				if payPending.Swap(false) && p.armed.CompareAndSwap(true, false) {
-					client.Write(buf[:n-1]) // one answer, one chunk: its body ends a byte short
-					p.cuts.Add(1)
-					client.Close()
-					server.Close()
-					return
-				}
-				if _, werr := client.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
+		return true
+	})
+	go relay(client, server, done, func(chunk []byte) bool { // gateway -> browser
+		if payPending.Swap(false) && p.armed.CompareAndSwap(true, false) {
+			client.Write(chunk[:len(chunk)-1]) // one answer, one chunk: its body ends a byte short
+			p.cuts.Add(1)
+			client.Close()
+			server.Close()
+			return false
 		}
-	}()
+		return true
+	})
 	<-done
+}
+
+// relay copies src to dst chunk by chunk while pass lets each through.
+func relay(dst, src net.Conn, done chan<- struct{}, pass func([]byte) bool) {
+	defer func() { done <- struct{}{} }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !pass(buf[:n]) {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
