@@ -72,11 +72,10 @@ func CompileKeyFormat(f string) (*regexp.Regexp, error) {
 	if len(f) > 1024 {
 		return nil, fmt.Errorf("the regular expression is longer than 1024 characters")
 	}
-	re, err := regexp.Compile(`^(?:` + f + `)$`)
-	if err != nil {
+	if _, err := regexp.Compile(f); err != nil { // its error, not the anchored one's
 		return nil, fmt.Errorf("%q: want uuid or a regular expression: %v", f, err)
 	}
-	return re, nil
+	return regexp.Compile(`^(?:` + f + `)$`)
 }
 
 // ParsePointer splits a JSON pointer (RFC 6901) into its reference tokens,

@@ -30,8 +30,8 @@ var clientJSTag = func() []byte {
 // its ETag; 304 when the browser has it.
 func serveClientJS(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
-		ctx.Response.Header.Set("Allow", "GET, HEAD")
 		writeProblem(ctx, probMethodNotAllowed, "use GET")
+		ctx.Response.Header.Set("Allow", "GET, HEAD") // after the problem: it resets the answer
 		return
 	}
 	ctx.Response.Header.SetBytesV("ETag", clientJSTag)
