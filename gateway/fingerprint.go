@@ -3,11 +3,12 @@ package gateway
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 )
 
 // canonicalJSON writes n in one canonical form, for a route with
 // fingerprint: json: object members sorted by name, no whitespace, strings
-// in encoding/json's escaping, numbers as written. The values ignore
+// minimally escaped, numbers as written. The values ignore
 // points at (split JSON pointers) are left out: an ignored member is
 // omitted, an ignored array element written as null (its neighbours keep
 // their places). Two bodies that differ only in member order, whitespace,
@@ -83,6 +84,9 @@ func appendCanonical(dst []byte, n *jsonNode, ignore [][]string, depth int) []by
 // depth. It returns nil when one of them ends at tok (the value is
 // ignored), else a pointer to the pointers that continue below it.
 func ignoredBelow(ignore [][]string, depth int, tok string) *[][]string {
+	if len(ignore) == 0 {
+		return &noIgnore
+	}
 	var below [][]string
 	for _, p := range ignore {
 		if p[depth] != tok {
@@ -96,12 +100,26 @@ func ignoredBelow(ignore [][]string, depth int, tok string) *[][]string {
 	return &below
 }
 
-func indexToken(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
-}
+// noIgnore is the empty list of ignore pointers, shared.
+var noIgnore [][]string
 
+func indexToken(i int) string { return strconv.Itoa(i) }
+
+// appendJSONString writes s as a JSON string: '"', '\\' and control
+// characters escaped, everything else as it is (the decoder has made s
+// valid UTF-8 already), so one string has one spelling.
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s) // a Go string always marshals
-	return append(dst, b...)
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
 }
