@@ -343,6 +343,10 @@ func responseTooLarge(err error) bool {
 func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte, err error) {
 	class := upstreamErrorClass(err)
 	var record string // what becomes of the key's record
+	writeProblem := writeProblem
+	if r != nil { // an answer about the key's record
+		writeProblem = func(ctx *fasthttp.RequestCtx, k problemKind, detail string) { writeKeyProblem(ctx, k, detail, key) }
+	}
 	switch {
 	case nothingSent(err):
 		writeProblem(ctx, probUpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")

@@ -167,6 +167,12 @@ func TestIdempotencyStatus(t *testing.T) {
 	if r := do(t, "POST", url, "{}", "Idempotency-Key", "s1"); r.header.Get("Idempotency-Status") != "replayed" {
 		t.Errorf("replay: Idempotency-Status %q, want replayed", r.header.Get("Idempotency-Status"))
 	}
+	// The upstream times out (processing_timeout 300ms): 504, the record in
+	// flight, a retry with the key may still succeed.
+	r := do(t, "POST", gc.gwURLs[0]+"/unknown", "{}", "Idempotency-Key", "u1", "X-Delay", "1s")
+	if p := keyProblemOf(t, r); r.status != 504 || r.header.Get("Idempotency-Status") != "in-progress" || !p.Retryable || p.Key != "u1" {
+		t.Errorf("timed out: %d %q %+v, want 504 in-progress, retryable, key u1", r.status, r.header.Get("Idempotency-Status"), p)
+	}
 	gc.up.Status.Store("/release", 409) // the route lists 409 in release_statuses
 	if r := do(t, "POST", gc.gwURLs[0]+"/release", "{}", "Idempotency-Key", "r1"); r.header.Get("Idempotency-Status") != "released" {
 		t.Errorf("released: Idempotency-Status %q, want released", r.header.Get("Idempotency-Status"))
