@@ -203,6 +203,29 @@ func TestCheckoutInChromium(t *testing.T) {
 		return eval("read the pending key", `(JSON.parse(sessionStorage.getItem("idem:pending:checkout") || "{}").key) || ""`)
 	}
 
+	// submitThenReload submits a payment the bank takes 5 s over, and
+	// reloads the page once the request holds its record (it reached the
+	// gateway; the bank is still at it). It returns the submission's key.
+	submitThenReload := func(user string) string {
+		t.Helper()
+		fill(user, "5s")
+		run("submit", chromedp.Click(chromedp.ID("pay")))
+		var key string
+		testsupport.WaitFor(t, "the submission's key in sessionStorage", 10*time.Second, func() bool {
+			key = pendingKey()
+			return key != ""
+		})
+		testsupport.WaitFor(t, "the record of "+key, 10*time.Second, func() bool {
+			r, err := http.Get(api + "/v1/records/pay/" + key + "?tenant=" + user)
+			if err == nil {
+				r.Body.Close()
+			}
+			return err == nil && r.StatusCode == 200
+		})
+		run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("pay")))
+		return key
+	}
+
 	run("open the page", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.ID("pay")))
 
 	t.Run("double-click on submit: one charge", func(t *testing.T) {
@@ -224,23 +247,7 @@ func TestCheckoutInChromium(t *testing.T) {
 	})
 
 	t.Run("reload mid-request, resubmit: the same key, the replay", func(t *testing.T) {
-		fill("bob", "5s")
-		run("submit", chromedp.Click(chromedp.ID("pay")))
-		var key string
-		testsupport.WaitFor(t, "the submission's key in sessionStorage", 10*time.Second, func() bool {
-			key = pendingKey()
-			return key != ""
-		})
-		// Reload once the first request holds its record (it reached the
-		// gateway; the bank is still at it).
-		testsupport.WaitFor(t, "the record of "+key, 10*time.Second, func() bool {
-			r, err := http.Get(api + "/v1/records/pay/" + key + "?tenant=bob")
-			if err == nil {
-				r.Body.Close()
-			}
-			return err == nil && r.StatusCode == 200
-		})
-		run("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("pay")))
+		key := submitThenReload("bob")
 		if k := pendingKey(); k != key {
 			t.Fatalf("after the reload the pending key is %q, want %q", k, key)
 		}
@@ -253,6 +260,20 @@ func TestCheckoutInChromium(t *testing.T) {
 		if n := charges("bob"); n != 1 {
 			t.Fatalf("bob was charged %d times, want 1", n)
 		}
+	})
+
+	t.Run("reload mid-request, resubmit another amount: key-reuse, stopped", func(t *testing.T) {
+		key := submitThenReload("erin")
+		fill("erin", "")
+		run("change the amount, resubmit", chromedp.SetValue(chromedp.ID("amount"), "999"), chromedp.Click(chromedp.ID("pay")))
+		r := waitFinal("the resubmission's answer")
+		if r.Status != "422" || r.IdemStatus != "key-reuse" || r.Key != key {
+			t.Fatalf("answer = %+v, want 422 key-reuse under key %s", r, key)
+		}
+		if k := pendingKey(); k != "" {
+			t.Errorf("the key %s is still pending after key-reuse: the next submission would reuse it", k)
+		}
+		testsupport.WaitFor(t, "the first request's charge", 15*time.Second, func() bool { return charges("erin") == 1 })
 	})
 
 	var carolKey string
