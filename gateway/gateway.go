@@ -206,8 +206,8 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // (429 beyond).
 func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		ctx.Response.Header.Set("Allow", "POST")
 		writeProblem(ctx, probMethodNotAllowed, "use POST")
+		ctx.Response.Header.Set("Allow", "POST") // after the problem: it resets the answer
 		return
 	}
 	scope := string(ctx.QueryArgs().Peek("scope"))

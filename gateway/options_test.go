@@ -202,6 +202,9 @@ func TestClientJS(t *testing.T) {
 	if r := do(t, "POST", url, "x"); r.status != 405 || r.header.Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST = %d Allow %q, want 405", r.status, r.header.Get("Allow"))
 	}
+	if r := do(t, "GET", gc.gwURLs[0]+"/_idem/tokens?scope=form", ""); r.status != 405 || r.header.Get("Allow") != "POST" {
+		t.Errorf("GET /_idem/tokens = %d Allow %q, want 405 Allow POST", r.status, r.header.Get("Allow"))
+	}
 	if n := gc.up.Calls.Load(); n != 0 {
 		t.Fatalf("the upstream was called %d times", n)
 	}
