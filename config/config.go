@@ -97,6 +97,18 @@ type Route struct {
 	// refuses them with 400 rather than pass them through unprotected.
 	Match         string `yaml:"match"`
 	TrailingSlash string `yaml:"trailing_slash"`
+	// Fingerprint says how the body enters a request's fingerprint: "raw"
+	// (its bytes) or "json" (canonical JSON: member order and whitespace
+	// ignored, and the members FingerprintIgnore points at left out).
+	Fingerprint       string   `yaml:"fingerprint"`
+	FingerprintIgnore []string `yaml:"fingerprint_ignore"`
+	// KeyFormat is "uuid" or a regular expression the whole key must match;
+	// KeyMinLength the fewest characters a key may have.
+	KeyFormat    string `yaml:"key_format"`
+	KeyMinLength int    `yaml:"key_min_length"`
+	// DropHeaders are upstream response headers never stored: the first
+	// answer carries them, replays do not.
+	DropHeaders []string `yaml:"drop_headers"`
 }
 
 // Raft tunes the consensus engine. A field left out keeps the default of
@@ -383,7 +395,7 @@ func (r *Route) validate(at string, names map[string]bool) error {
 			return fieldErr(fmt.Sprintf("%s.replay_headers[%d]", at, j), "%q is not a header name", h)
 		}
 	}
-	return nil
+	return r.validateOptions(at)
 }
 
 // checkRoutePath refuses a route path in a form no request names it by
@@ -417,12 +429,18 @@ func checkSource(s string, tenant bool) error {
 	if tenant && s == "authorization" {
 		return nil
 	}
+	if p, ok := strings.CutPrefix(s, "json:"); ok && !tenant {
+		if _, err := ParsePointer(p); err != nil || p == "" {
+			return fmt.Errorf("%q: want json:/POINTER, a JSON pointer (RFC 6901) such as json:/idempotency_key", s)
+		}
+		return nil
+	}
 	kind, name, ok := strings.Cut(s, ":")
 	if !ok || (kind != "header" && (tenant || kind != "query")) || !tokenRe.MatchString(name) {
 		if tenant {
 			return fmt.Errorf("%q: want header:NAME or authorization", s)
 		}
-		return fmt.Errorf("%q: want header:NAME or query:NAME", s)
+		return fmt.Errorf("%q: want header:NAME, query:NAME or json:/POINTER", s)
 	}
 	return nil
 }

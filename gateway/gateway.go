@@ -175,8 +175,12 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	defer release()
 	dropTrailers(&ctx.Request.Header)
 	path := ctx.Path()
-	if string(path) == "/_idem/tokens" {
+	switch string(path) {
+	case "/_idem/tokens":
 		g.issueToken(ctx)
+		return
+	case ClientJSPath:
+		serveClientJS(ctx)
 		return
 	}
 	t, refused := matchRoute(g.routes, ctx)
@@ -202,8 +206,8 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // (429 beyond).
 func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		ctx.Response.Header.Set("Allow", "POST")
 		writeProblem(ctx, probMethodNotAllowed, "use POST")
+		ctx.Response.Header.Set("Allow", "POST") // after the problem: it resets the answer
 		return
 	}
 	scope := string(ctx.QueryArgs().Peek("scope"))
@@ -339,6 +343,10 @@ func responseTooLarge(err error) bool {
 func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte, err error) {
 	class := upstreamErrorClass(err)
 	var record string // what becomes of the key's record
+	writeProblem := writeProblem
+	if r != nil { // an answer about the key's record
+		writeProblem = func(ctx *fasthttp.RequestCtx, k problemKind, detail string) { writeKeyProblem(ctx, k, detail, key) }
+	}
 	switch {
 	case nothingSent(err):
 		writeProblem(ctx, probUpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")

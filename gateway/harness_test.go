@@ -47,6 +47,11 @@ routes:
   - {name: strict, path: /strict, on_suspect: reject}
   - {name: loose, path: /loose, match: case-insensitive, trailing_slash: ignore}
   - {name: items, methods: [POST, PUT], path: "/items/*", match: case-insensitive, trailing_slash: ignore}
+  - {name: jsonfp, path: /jsonfp, fingerprint: json, fingerprint_ignore: [/meta/request_time, /items/1]}
+  - {name: jsonkey, path: /jsonkey, key: "json:/idempotency_key", fingerprint: json}
+  - {name: uuidkey, path: /uuidkey, key_format: uuid}
+  - {name: fmtkey, path: /fmtkey, key: "query:k", key_format: "order-[0-9]+", key_min_length: 8}
+  - {name: dropped, path: /dropped, drop_headers: [X-Execution]}
 `
 
 var _ Store = (*memstore.Store)(nil)

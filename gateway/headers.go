@@ -6,13 +6,13 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/fsm"
 )
 
 // hopByHop are the headers that concern one connection only (RFC 9110
 // 7.6.1); they are never forwarded, stored or replayed.
-var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}
+var hopByHop = config.HopByHopHeaders
 
 // notStored are dropped from stored responses unless a route's
 // replay_headers names them: cookies belong to one client, Date to one
@@ -30,16 +30,16 @@ func isHopByHop(name []byte) bool {
 
 // storedHeaders picks the upstream response headers to store and replay:
 // no hop-by-hop headers, none named in Connection, no Set-Cookie or Date
-// unless allowed, and never a value with CR, LF or NUL (refused: a stored
-// header is written to every later client).
-func storedHeaders(h *fasthttp.ResponseHeader, allow map[string]bool) (out []fsm.Header, refused int) {
+// unless allowed, none the route drops, and never a value with CR, LF or
+// NUL (refused: a stored header is written to every later client).
+func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out []fsm.Header, refused int) {
 	conn := h.Peek("Connection")
 	for name, value := range h.All() {
 		lower := strings.ToLower(string(name))
 		switch {
 		case isHopByHop(name):
 			continue
-		case notStored[lower] && !allow[lower]:
+		case notStored[lower] && !allow[lower], drop[lower]:
 			continue
 		case len(conn) > 0 && connectionNames(conn, name):
 			continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,7 +27,16 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 		rm.done(outBadRequest, start)
 		return
 	}
-	key, present, err := r.requestKey(ctx)
+	var body *jsonNode // the JSON body, for a route that reads one
+	if r.keyJSON != nil {
+		if body = g.jsonBody(ctx, r, start); body == nil {
+			return
+		}
+	}
+	key, present, err := r.requestKey(ctx, body)
+	if err == nil && present {
+		err = r.checkFormat(key)
+	}
 	if err != nil {
 		writeProblem(ctx, probInvalidKey, err.Error())
 		rm.done(outInvalidKey, start)
@@ -58,12 +68,21 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 		rm.done(outBadRequest, start)
 		return
 	}
-	fp, digest := fingerprint(t.method, t.pathHead, t.pathTail, ctx.URI().QueryString(), ctx.PostBody())
+	fpBody := ctx.PostBody()
+	if r.fpJSON {
+		if body == nil {
+			if body = g.jsonBody(ctx, r, start); body == nil {
+				return
+			}
+		}
+		fpBody = canonicalJSON(nil, body, r.fpIgnore)
+	}
+	fp, digest := fingerprint(t.method, t.pathHead, t.pathTail, ctx.URI().QueryString(), fpBody)
 
 	// Fast path: a completed record never changes until it expires, so any
 	// node may replay it from its own state, without Raft.
 	if e := g.cache.get(kbufKey, start.UnixNano()); e != nil {
-		g.answerCompleted(ctx, r, e, &fp, start)
+		g.answerCompleted(ctx, r, kbufKey, e, &fp, start)
 		return
 	}
 	// Past the cache the record key goes to the store, an interface, and
@@ -71,7 +90,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	// replay above stays on the stack buffer and allocates nothing.
 	rk := bytes.Clone(kbufKey)
 	if rec, err := g.store.Record(context.Background(), rk, true); err == nil && rec.State == fsm.StateCompleted {
-		g.answerCompleted(ctx, r, g.cacheRecord(r, rk, rec), &fp, start)
+		g.answerCompleted(ctx, r, rk, g.cacheRecord(r, rk, rec), &fp, start)
 		return
 	}
 	if r.token != tokenOff && !g.spendToken(ctx, r, rk, &fp, start) {
@@ -81,10 +100,25 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 }
 
 func (r *route) keySource() string {
-	if r.keyQuery {
+	switch {
+	case r.keyJSON != nil:
+		return "member /" + strings.Join(r.keyJSON, "/") + " of the JSON body"
+	case r.keyQuery:
 		return "query parameter " + r.keyName
 	}
 	return "header " + r.keyName
+}
+
+// jsonBody reads the request's body as JSON for a route that reads one,
+// or answers 400 invalid-json and returns nil.
+func (g *Gateway) jsonBody(ctx *fasthttp.RequestCtx, r *route, start time.Time) *jsonNode {
+	n, err := parseJSONBody(ctx.PostBody())
+	if err != nil {
+		writeProblem(ctx, probInvalidJSON, err.Error()+" (this route reads its body as JSON)")
+		r.metrics.done(outBadRequest, start)
+		return nil
+	}
+	return n
 }
 
 // spendToken consumes the request's Form-Token when the route asks for one.
@@ -185,7 +219,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 			continue // the owner gave the key back: try to own it
 		}
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, probInProgress, "a request with this key is still being processed; waited "+r.waitTimeout.String())
+			writeKeyProblem(ctx, probInProgress, "a request with this key is still being processed; waited "+r.waitTimeout.String(), key)
 		})
 		rm.done(outInProgress, start)
 		return
@@ -219,24 +253,24 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	rm := r.metrics
 	if !bytes.Equal(rec.Fingerprint, fp[:]) {
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, probKeyReuse,
-				"this idempotency key was used with another request (method, path, query or body differ)")
+			writeKeyProblem(ctx, probKeyReuse,
+				"this idempotency key was used with another request (method, path, query or body differ)", recordKeyPart(rk))
 		})
 		rm.done(outKeyReuse, start)
 		return
 	}
 	switch rec.State {
 	case fsm.StateCompleted:
-		g.answerCompleted(ctx, r, g.cacheRecord(r, rk, rec), fp, start)
+		g.answerCompleted(ctx, r, rk, g.cacheRecord(r, rk, rec), fp, start)
 	case fsm.StateInFlight:
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, probInProgress, "a request with this key is still being processed; retry later")
+			writeKeyProblem(ctx, probInProgress, "a request with this key is still being processed; retry later", recordKeyPart(rk))
 		})
 		rm.done(outInProgress, start)
 	default:
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeProblem(ctx, probOutcomeUnknown,
-				"the first request with this key may or may not have been carried out (the upstream timed out); it is not retried")
+			writeKeyProblem(ctx, probOutcomeUnknown,
+				"the first request with this key may or may not have been carried out (the upstream timed out); it is not retried", recordKeyPart(rk))
 		})
 		rm.done(outOutcomeUnknown, start)
 	}
@@ -260,7 +294,7 @@ func (g *Gateway) cacheRecord(r *route, rk []byte, rec *fsm.Record) *cached {
 // again (its first call happened). It is told before the fingerprint is
 // compared: the checksum covers the fingerprint, which is no more to be
 // trusted than the body.
-func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached, fp *[32]byte, start time.Time) {
+func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, rk []byte, e *cached, fp *[32]byte, start time.Time) {
 	var kind problemKind
 	var detail string
 	var out outcome
@@ -277,13 +311,14 @@ func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, e *cached,
 	default:
 		writeStored(&ctx.Response, e)
 		ctx.Response.Header.Set("Idempotent-Replayed", "true")
+		ctx.Response.Header.Set(statusHeader, statusReplayed)
 		if e.expiresHdr != nil {
 			ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
 		}
 		r.metrics.done(outReplayed, start)
 		return
 	}
-	writeProblem(ctx, kind, detail)
+	writeKeyProblem(ctx, kind, detail, recordKeyPart(rk))
 	ctx.Response.Header.SetBytesV("Idempotency-Expires", e.expiresHdr)
 	r.metrics.done(out, start)
 }
@@ -304,10 +339,13 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 	if err != nil {
 		ctx.Response.Reset()
 		g.upstreamFailed(ctx, r, k, err)
+		status := statusInProgress
 		switch {
 		case nothingSent(err):
 			g.release(rk, fence)
+			status = statusReleased
 		case responseTooLarge(err):
+			status = statusCreated
 			// The upstream acted and answered; only its answer is lost.
 			// The 502 is the record's answer (as Stripe stores a 5xx),
 			// whatever release_statuses says: a retry gets it, and the
@@ -317,24 +355,27 @@ func (g *Gateway) own(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence 
 		// Otherwise the record stays in flight until its processing
 		// deadline; then its outcome is unknown (on_unknown decides).
 		setExpires(ctx, expiresAt, nil)
+		ctx.Response.Header.Set(statusHeader, status)
 		rm.done(outUpstreamError, start)
 		return
 	}
 	stripResponseHopByHop(&ctx.Response.Header)
 	if r.releaseStatus[ctx.Response.StatusCode()] {
 		g.release(rk, fence)
+		ctx.Response.Header.Set(statusHeader, statusReleased)
 		rm.done(outFirst, start)
 		return
 	}
 	g.complete(ctx, r, rk, key, fence, expiresAt, fp)
 	setExpires(ctx, expiresAt, nil)
+	ctx.Response.Header.Set(statusHeader, statusCreated)
 	rm.done(outFirst, start)
 }
 
 // complete stores the answer in ctx.Response as the record's, and caches it.
 func (g *Gateway) complete(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, fence uint64, expiresAt int64, fp *[32]byte) {
 	status := ctx.Response.StatusCode()
-	headers, refused := storedHeaders(&ctx.Response.Header, r.replayAllow)
+	headers, refused := storedHeaders(&ctx.Response.Header, r.replayAllow, r.drop)
 	if refused > 0 {
 		g.logger.Warn("upstream header with CR, LF or NUL not stored", "route", r.name, "count", refused)
 	}

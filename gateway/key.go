@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash"
 	"sync"
 
@@ -87,11 +88,15 @@ func parseSFString(raw []byte) ([]byte, error) {
 	return checkKey(out)
 }
 
-// requestKey extracts the route's key from the request. present is false
-// when no key was sent at all.
-func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, err error) {
+// requestKey extracts the route's key from the request (from body, the
+// JSON body, for key: json:/...). present is false when no key was sent at
+// all.
+func (r *route) requestKey(ctx *fasthttp.RequestCtx, body *jsonNode) (key []byte, present bool, err error) {
 	var first []byte
 	n := 0
+	if r.keyJSON != nil {
+		return jsonKey(body, r.keyJSON)
+	}
 	if r.keyQuery {
 		// Counted in place: Args.PeekMulti allocates a slice per call,
 		// and this runs on every replay.
@@ -114,6 +119,18 @@ func (r *route) requestKey(ctx *fasthttp.RequestCtx) (key []byte, present bool, 
 		return k, true, err
 	}
 	return nil, true, errKeyDuplicate
+}
+
+// checkFormat checks a key against the route's key_min_length and
+// key_format.
+func (r *route) checkFormat(k []byte) error {
+	if len(k) < r.keyMinLen {
+		return fmt.Errorf("the idempotency key is shorter than %d characters (this route's key_min_length)", r.keyMinLen)
+	}
+	if r.keyFormat != nil && !r.keyFormat.Match(k) {
+		return fmt.Errorf("the idempotency key does not have this route's format (key_format: %s)", r.keyFormatText)
+	}
+	return nil
 }
 
 // requestTenant derives the tenant: a header set by the auth layer, or a

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -43,6 +44,13 @@ type route struct {
 	maxStoredBody     int
 	releaseStatus     map[int]bool
 	replayAllow       map[string]bool // lowercased header names allowed despite the default filter
+	keyJSON           []string        // key: json:/pointer, split; nil otherwise
+	fpJSON            bool            // fingerprint: json
+	fpIgnore          [][]string      // fingerprint_ignore, split
+	keyFormat         *regexp.Regexp  // key_format; nil: any key
+	keyFormatText     string
+	keyMinLen         int
+	drop              map[string]bool // drop_headers, lowercased
 	metrics           *routeMetrics
 }
 
@@ -66,6 +74,9 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 		}
 		kind, name, _ := strings.Cut(c.Key, ":")
 		r.keyQuery, r.keyName = kind == "query", name
+		if err := r.compileOptions(c, kind); err != nil {
+			return nil, fmt.Errorf("gateway: route %d (%s): %w", i, c.Name, err)
+		}
 		switch {
 		case c.Tenant == "authorization":
 			r.tenantAuth = true
@@ -91,6 +102,38 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 	}
 	return out, nil
 }
+
+// compileOptions compiles the options peer gateways have: the key from a
+// JSON body, its format, the JSON fingerprint, dropped headers.
+func (r *route) compileOptions(c config.Route, keyKind string) error {
+	var err error
+	if keyKind == "json" {
+		if r.keyJSON, err = config.ParsePointer(r.keyName); err != nil {
+			return err
+		}
+		r.keyName = ""
+	}
+	r.fpJSON = c.Fingerprint == "json"
+	for _, p := range c.FingerprintIgnore {
+		ptr, err := config.ParsePointer(p)
+		if err != nil {
+			return err
+		}
+		r.fpIgnore = append(r.fpIgnore, ptr)
+	}
+	if r.keyFormat, err = config.CompileKeyFormat(c.KeyFormat); err != nil {
+		return err
+	}
+	r.keyFormatText, r.keyMinLen = c.KeyFormat, c.KeyMinLength
+	r.drop = map[string]bool{}
+	for _, h := range c.DropHeaders {
+		r.drop[strings.ToLower(h)] = true
+	}
+	return nil
+}
+
+// readsJSON reports whether the route reads the body as JSON.
+func (r *route) readsJSON() bool { return r.keyJSON != nil || r.fpJSON }
 
 // Routes and their aliases. An upstream does not read a path only as it is
 // spelled: Spring and Express match letter case loosely by default, most

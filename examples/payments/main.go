@@ -2,7 +2,9 @@
 // README's walk-through: every POST /pay "charges" the caller, counts it,
 // and answers with a charge id. An X-Delay header (a Go duration, at most
 // 60s) makes it slow, to show in-flight duplicates. GET /charges lists how
-// many times each user was charged.
+// many times each user was charged. GET /checkout is a payment page built
+// on the gateway's browser helper (examples/checkout): open it through the
+// gateway.
 package main
 
 import (
@@ -14,6 +16,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/idemgate/idemgate/examples/checkout"
 )
 
 func main() {
@@ -45,7 +49,8 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(charges)
 	})
-	log.Printf("payments: listening on http://%s (POST /pay, GET /charges)", *addr)
+	mux.Handle("GET "+checkout.Path, checkout.Handler())
+	log.Printf("payments: listening on http://%s (POST /pay, GET /charges, GET /checkout)", *addr)
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	log.Fatal(srv.ListenAndServe())
 }
