@@ -37,6 +37,7 @@ type PeerStatus struct {
 }
 
 type peerProbe struct {
+	addr      string    // the member's Raft address when its prober started
 	contact   time.Time // last answer; zero: never
 	ok        bool      // the last probe was answered
 	lastIndex uint64
@@ -111,9 +112,12 @@ func (w *peerWatch) sync() {
 		return // not started, or stopping
 	}
 	for id, p := range w.peers {
-		if _, ok := ids[id]; !ok {
+		if addr, ok := ids[id]; !ok || addr != p.addr { // removed, or re-addressed
 			p.cancel()
 			delete(w.peers, id)
+			if ok {
+				continue // probed again at its new address below
+			}
 			w.lastContact.DeleteLabelValues(id)
 			w.reachable.DeleteLabelValues(id)
 		}
@@ -123,7 +127,7 @@ func (w *peerWatch) sync() {
 			continue
 		}
 		pctx, cancel := context.WithCancel(ctx)
-		p := &peerProbe{cancel: cancel}
+		p := &peerProbe{addr: addr, cancel: cancel}
 		w.peers[id] = p
 		w.lastContact.WithLabelValues(id).Set(-1)
 		w.reachable.WithLabelValues(id).Set(0)
