@@ -222,9 +222,13 @@ func (c *conn) info() string {
 	if c.authed {
 		user = c.grant.Name
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d db=0 cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s readonly=%d",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), user, c.proto,
-		c.libName, c.libVer, boolInt(c.readonly))
+	flags := "N"
+	if c.readonly {
+		flags = "r" // Redis's flag of a READONLY connection
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d flags=%s db=0 cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), flags, user, c.proto,
+		c.libName, c.libVer)
 }
 
 func boolInt(b bool) int {
