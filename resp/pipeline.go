@@ -66,7 +66,7 @@ func (c *conn) runReads(batch []request, i int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
 	var err error
-	if !c.readonly {
+	if !c.readonly && !MutantNoReadBarrier {
 		err = c.s.store.Barrier(ctx)
 	}
 	for k, cmd := range cmds {
