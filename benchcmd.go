@@ -84,7 +84,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.target, "target", "", "gateway base URLs of a running cluster, comma-separated (default: start one)")
 	fs.StringVar(&f.api, "api", "", "API base URLs of that cluster, comma-separated (required with --target)")
-	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, comma-separated, or all")
+	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, resp, comma-separated, or all")
 	fs.IntVar(&f.nodes, "nodes", 3, "nodes of the cluster the bench starts")
 	fs.IntVar(&f.clients, "clients", 64, "concurrent clients")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "bound on each measurement")
@@ -215,8 +215,13 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // onEveryStore are the scenarios that run on idemgate and on each baseline;
-// the others run on idemgate only, with the baselines' kv beside them.
+// the others run on idemgate only, with the baselines' kv beside them, but
+// for resp, which is its own comparison (redis-benchmark on idemgate and on
+// redis-server).
 var onEveryStore = []string{"contention", "flashsale"}
+
+// needsKV reports whether scenario s is one the baselines' kv stands beside.
+func needsKV(s string) bool { return !slices.Contains(onEveryStore, s) && s != "resp" }
 
 func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench.Report, error) {
 	progress := stderr
@@ -241,7 +246,7 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench
 		}
 		sweep(sys)
 	}
-	baselineKV := slices.ContainsFunc(scenarios, func(s string) bool { return !slices.Contains(onEveryStore, s) })
+	baselineKV := slices.ContainsFunc(scenarios, needsKV)
 	if f.cpuprofile != "" {
 		pf, err := os.Create(f.cpuprofile)
 		if err != nil {
@@ -281,6 +286,9 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench
 	} else {
 		if baselineKV {
 			rep.Results = append(rep.Results, bench.RunOn(r, "kv", cfg, f.lock)...)
+		}
+		if slices.Contains(scenarios, "resp") {
+			rep.Results = append(rep.Results, respOn("redis", []string{r.Addr()}, cfg)...)
 		}
 		onBaseline(r)
 		r.Stop()
@@ -336,9 +344,14 @@ func benchOwnCluster(f benchFlags, secure bool, progress io.Writer, use func(t b
 		scheme, suffix, security = "https://", " [tls]", "mutual TLS on Raft, TLS on the API and gateway"
 		t.Name = "idemgate [tls]"
 	}
-	for _, n := range file.Nodes {
+	for i, n := range file.Nodes {
 		t.Gateways = append(t.Gateways, scheme+n.Listen)
 		t.APIs = append(t.APIs, scheme+n.API)
+		if n.Resp != "" && nodes[i].Store.IsLeader() {
+			t.Resps = append([]string{n.Resp}, t.Resps...) // redis-benchmark loads the leader: one node, as it loads one redis-server
+		} else if n.Resp != "" {
+			t.Resps = append(t.Resps, n.Resp)
+		}
 	}
 	fmt.Fprintf(progress, "bench: a %d-node cluster on loopback in %s (%s), a trivial upstream on %s\n", f.nodes, dir, security, pay.Addr())
 	use(t, suffix)
@@ -353,7 +366,7 @@ func runScenarios(t bench.Target, cfg bench.RunConfig, lc bench.LockConfig, scen
 	add := func(scenario string, st ...bench.Stats) {
 		results = append(results, bench.Tag(st, t.System(), scenario)...)
 	}
-	if slices.ContainsFunc(scenarios, func(s string) bool { return !slices.Contains(onEveryStore, s) }) {
+	if slices.ContainsFunc(scenarios, needsKV) {
 		add("passthrough", bench.Passthrough(t, cfg))
 	}
 	for _, s := range scenarios {
@@ -368,12 +381,27 @@ func runScenarios(t bench.Target, cfg bench.RunConfig, lc bench.LockConfig, scen
 			add(s, bench.Tokens(t, cfg))
 		case "kv", "contention", "flashsale":
 			add(s, bench.RunOn(t, s, cfg, lc)...)
+		case "resp":
+			results = append(results, respOn(t.System(), t.Resps, cfg)...)
 		}
 	}
 	for i := range results {
 		results[i].Name += suffix
 	}
 	return results
+}
+
+// respOn runs the resp scenario against the first of addrs (a node's
+// Redis-protocol listener, or redis-server), or says why it cannot.
+func respOn(system string, addrs []string, cfg bench.RunConfig) []bench.Stats {
+	bin, why := bench.FindRedisBenchmark()
+	if bin == "" || len(addrs) == 0 {
+		if why == "" {
+			why = "the cluster has no Redis-protocol listener (nodes[].resp)"
+		}
+		return []bench.Stats{{Name: "resp (" + system + ")", Skipped: why, System: system, Scenario: "resp"}}
+	}
+	return bench.RespBench(bin, system, addrs[0], cfg)
 }
 
 func splitList(s string) []string {

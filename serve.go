@@ -198,6 +198,9 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	}
 	fmt.Fprintf(stdout, "idemgate %s: node %s, %s, api %s://%s, raft %s (%s), data %s\n",
 		version, s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
+	if n.Resp != nil {
+		fmt.Fprintf(stdout, "idemgate %s: node %s, redis protocol on %s\n", version, s.Node.ID, n.Resp.Addr())
+	}
 	gw := "off"
 	if n.GW != nil {
 		gw = n.GW.Scheme() + "://" + n.GW.Addr()

@@ -22,6 +22,7 @@ type Target struct {
 	Name     string   // in results: "idemgate" when empty
 	Gateways []string // base URLs of the gateway listeners
 	APIs     []string // base URLs of the API listeners
+	Resps    []string // host:port of the Redis-protocol listeners (none: the resp scenario is skipped)
 	PayPath  string   // an idempotent route ("/pay")
 	PassPath string   // a path no route takes, for pass-through proxying
 	// Executions, when the upstream is the bench's own, counts the upstream
@@ -458,7 +459,7 @@ func KV(t Target, cfg RunConfig) []Stats {
 
 // Scenarios names the scenarios in their order. The last two run on the
 // baselines too; the others on idemgate, with the baselines' kv beside them.
-var Scenarios = []string{"unique", "replay", "hotkey", "tokens", "kv", "contention", "flashsale"}
+var Scenarios = []string{"unique", "replay", "hotkey", "tokens", "kv", "contention", "flashsale", "resp"}
 
 // ParseScenarios parses "all" or a comma-separated list.
 func ParseScenarios(s string) ([]string, error) {

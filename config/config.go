@@ -48,6 +48,9 @@ type Node struct {
 	// binding 0.0.0.0, or behind NAT. Empty: the bind address.
 	AdvertiseRaft string `yaml:"advertise_raft"`
 	AdvertiseAPI  string `yaml:"advertise_api"`
+	// Resp is the address of the node's Redis-protocol listener; empty:
+	// none.
+	Resp string `yaml:"resp"`
 }
 
 // RaftAddr is the Raft address the other nodes dial.
@@ -203,9 +206,12 @@ func (f *File) validate() error {
 			return fieldErr(at+".id", "duplicate node id %q", n.ID)
 		}
 		ids[n.ID] = true
-		for _, a := range []struct{ name, v string }{{"raft", n.Raft}, {"api", n.API}, {"listen", n.Listen}} {
+		for _, a := range []struct{ name, v string }{{"raft", n.Raft}, {"api", n.API}, {"listen", n.Listen}, {"resp", n.Resp}} {
 			if a.name == "listen" && a.v == "" && !f.Gateway() {
 				continue // store-only: no gateway; a listen given is checked, and ignored (node.Start warns)
+			}
+			if a.name == "resp" && a.v == "" {
+				continue // no Redis-protocol listener
 			}
 			if err := checkHostPort(a.v); err != nil {
 				return fieldErr(at+"."+a.name, "%v", err)

@@ -149,6 +149,17 @@ func (f *File) CheckExposure(n Node) error {
 	if len(f.API.Tokens) == 0 && !IsLoopback(n.API) {
 		return f.Errorf("api.tokens", "node %s's api address %s is not loopback: set api.tokens (idemgate token makes one), or insecure: true", n.ID, n.API)
 	}
+	// The Redis protocol has no TLS here: its secrets (AUTH) and values
+	// cross the network in the clear.
+	if n.Resp != "" && !IsLoopback(n.Resp) {
+		field := "resp"
+		for i, x := range f.Nodes {
+			if x.ID == n.ID {
+				field = fmt.Sprintf("nodes[%d].resp", i)
+			}
+		}
+		return f.Errorf(field, "node %s's resp address %s is not loopback: the Redis-protocol listener is plaintext; bind it to loopback (or a private network with insecure: true)", n.ID, n.Resp)
+	}
 	return nil
 }
 

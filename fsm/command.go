@@ -26,12 +26,14 @@ const (
 	TypeKVSet
 	TypeKVGetDel
 	TypeKVDelete
+	TypeKVIncr   // add an integer to a KV key's decimal value (Redis INCRBY)
+	TypeKVExpire // change a KV key's lifetime (Redis EXPIRE, PERSIST)
 	typeEnd
 )
 
 var typeNames = [...]string{"unknown", "noop", "record_begin", "record_complete",
 	"record_release", "record_mark_unknown", "expire", "token_issue", "token_consume",
-	"kv_set", "kv_getdel", "kv_delete"}
+	"kv_set", "kv_getdel", "kv_delete", "kv_incr", "kv_expire"}
 
 func (t Type) String() string {
 	if t < typeEnd {
@@ -48,6 +50,7 @@ const (
 	SetPlain SetMode = 0 // unconditional set
 	SetNX    SetMode = 1 // only if the key does not exist
 	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
+	SetXX    SetMode = 3 // only if the key exists (fsm.ErrNotFound if not)
 )
 
 // Begin flags.
@@ -58,6 +61,28 @@ const (
 	// FlagRejectSuspect: refuse to begin a suspected duplicate (CodeSuspect)
 	// instead of beginning it and reporting the suspicion.
 	FlagRejectSuspect byte = 1 << 1
+)
+
+// KVSet flags.
+const (
+	// FlagKeepTTL: keep the key's lifetime instead of setting Command.TTL
+	// (which must be zero); a new key never expires.
+	FlagKeepTTL byte = 1 << 0
+	// FlagReturnOld: the result carries the value the key had before, set
+	// or not (Redis SET ... GET), in Result.Value. The code says whether
+	// it had one: CodeOK and CodeExists yes, CodeCreated and CodeNotFound no.
+	FlagReturnOld byte = 1 << 1
+)
+
+// KVExpire flags: the conditions of Redis 7's EXPIRE, on the lifetime the
+// key has (no lifetime counts as infinite), and expiry at once.
+const (
+	FlagExpireNX  byte = 1 << 0 // only if the key has no lifetime
+	FlagExpireXX  byte = 1 << 1 // only if it has one
+	FlagExpireGT  byte = 1 << 2 // only if the new expiry is later
+	FlagExpireLT  byte = 1 << 3 // only if the new expiry is earlier
+	FlagExpireNow byte = 1 << 4 // the key expires now: it is deleted (TTL must be zero)
+	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow
 )
 
 // Complete flags.
@@ -83,8 +108,10 @@ type Header struct {
 //	Expire:          Entries
 //	TokenIssue:      Key (TokenKey(scope, token)), TTL
 //	TokenConsume:    Key
-//	KVSet:           Key, Value, TTL, Mode, Version (SetCAS)
+//	KVSet:           Key, Value, TTL, Mode, Version (SetCAS), Flags (FlagKeepTTL, FlagReturnOld)
 //	KVGetDel, KVDelete: Key
+//	KVIncr:          Key, Value (the increment: a signed decimal integer)
+//	KVExpire:        Key, TTL (zero without FlagExpireNow: remove the lifetime), Flags
 //
 // A TTL of zero means "never expires".
 type Command struct {
@@ -277,7 +304,7 @@ func (c *Command) Validate() error {
 	}
 	switch c.Type {
 	case TypeRecordBegin, TypeRecordComplete, TypeRecordRelease, TypeRecordMarkUnknown,
-		TypeTokenIssue, TypeTokenConsume, TypeKVSet, TypeKVGetDel, TypeKVDelete:
+		TypeTokenIssue, TypeTokenConsume, TypeKVSet, TypeKVGetDel, TypeKVDelete, TypeKVIncr, TypeKVExpire:
 		if len(c.Key) == 0 {
 			return bad("empty key")
 		}
@@ -295,8 +322,29 @@ func (c *Command) Validate() error {
 			return bad("missing fencing token")
 		}
 	case TypeKVSet:
-		if c.Mode > SetCAS {
+		if c.Mode > SetXX {
 			return bad("unknown set mode")
+		}
+		if c.Flags&^(FlagKeepTTL|FlagReturnOld) != 0 {
+			return bad("unknown set flags")
+		}
+		if c.Flags&FlagKeepTTL != 0 && c.TTL != 0 {
+			return bad("a lifetime and keep-lifetime together")
+		}
+	case TypeKVIncr:
+		if _, ok := parseInt(c.Value); !ok {
+			return bad("the increment is not a decimal integer")
+		}
+	case TypeKVExpire:
+		if c.Flags&^expireFlags != 0 {
+			return bad("unknown expire flags")
+		}
+		if c.Flags&FlagExpireNow != 0 && c.TTL != 0 {
+			return bad("a lifetime and expire-now together")
+		}
+		if c.Flags&FlagExpireNX != 0 && c.Flags&(FlagExpireXX|FlagExpireGT|FlagExpireLT) != 0 ||
+			c.Flags&FlagExpireGT != 0 && c.Flags&FlagExpireLT != 0 {
+			return bad("conflicting expire conditions")
 		}
 	case TypeExpire:
 		for _, e := range c.Entries {

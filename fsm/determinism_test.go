@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(12) {
+		switch rng.IntN(15) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -60,6 +60,21 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.Type = TypeKVGetDel
 		case 9:
 			c.Type = TypeKVDelete
+		case 11:
+			c.Type, c.Value = TypeKVIncr, []byte(fmt.Sprint(rng.IntN(7)-3))
+			if rng.IntN(8) == 0 {
+				c.Value = []byte("9223372036854775807") // overflows once the key is positive
+			}
+		case 12:
+			c.Type, c.Flags = TypeKVExpire, byte(rng.IntN(32))
+			if c.Flags&FlagExpireNow != 0 {
+				c.TTL = 0
+			}
+		case 13:
+			c.Type, c.Value, c.Mode, c.Flags = TypeKVSet, []byte{byte(i)}, SetMode(rng.IntN(4)), byte(rng.IntN(4))
+			if c.Flags&FlagKeepTTL != 0 {
+				c.TTL = 0
+			}
 		case 10:
 			c.Type = TypeExpire
 			c.Key = nil

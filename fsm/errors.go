@@ -22,6 +22,14 @@ var (
 	ErrBadCommand = errors.New("malformed command")
 	// ErrSuspect: a begin was refused as a suspected duplicate.
 	ErrSuspect = errors.New("suspected duplicate")
+	// ErrNotInteger: an increment found a value that is not a decimal
+	// 64-bit integer.
+	ErrNotInteger = errors.New("value is not an integer or out of range")
+	// ErrOverflow: an increment would leave the range of a 64-bit integer.
+	ErrOverflow = errors.New("increment or decrement would overflow")
+	// ErrUnchanged: a conditional change (an expire with NX, XX, GT or LT,
+	// removing a lifetime the key does not have) changed nothing.
+	ErrUnchanged = errors.New("condition not met: nothing changed")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

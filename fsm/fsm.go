@@ -412,6 +412,10 @@ func (a *applier) dispatch(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		return a.kvSet(tx, c, rev)
 	case TypeKVGetDel, TypeKVDelete:
 		return a.kvDelete(tx, c)
+	case TypeKVIncr:
+		return a.kvIncr(tx, c, rev)
+	case TypeKVExpire:
+		return a.kvExpire(tx, c)
 	}
 	return &Result{Code: CodeBadCommand}
 }

@@ -82,6 +82,10 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		if exists {
 			return &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: old.Clone().Value}
 		}
+	case SetXX:
+		if !exists {
+			return &Result{Code: CodeNotFound}
+		}
 	case SetCAS:
 		if (c.Version == 0 && exists) || (c.Version != 0 && (!exists || old.Version != c.Version)) {
 			r := &Result{Code: CodeVersionMismatch}
@@ -92,27 +96,40 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		}
 	}
 	e := KVEntry{Version: rev, Created: rev, ExpiresAt: a.expiry(c.TTL), Value: c.Value}
-	if exists {
-		e.Created = old.Created
-		if old.ExpiresAt != 0 && old.ExpiresAt != e.ExpiresAt {
-			if err := ttl.Delete(tx, ttl.KindKV, c.Key, old.ExpiresAt); err != nil {
-				return &Result{Code: CodeStorage}
-			}
-		}
+	if c.Flags&FlagKeepTTL != 0 && exists {
+		e.ExpiresAt = old.ExpiresAt
 	}
-	if e.ExpiresAt != 0 && (!exists || old.ExpiresAt != e.ExpiresAt) {
-		if err := ttl.Put(tx, ttl.KindKV, c.Key, e.ExpiresAt); err != nil {
-			return &Result{Code: CodeStorage}
-		}
+	var prev []byte
+	if c.Flags&FlagReturnOld != 0 && exists {
+		prev = old.Clone().Value // before the Put below reuses its memory
 	}
-	if err := tx.Bucket(bucketKV).Put(c.Key, e.encode()); err != nil {
+	if err := a.putKV(tx, c.Key, &e, old, exists); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	code := CodeOK
 	if !exists {
 		code = CodeCreated
 	}
-	return &Result{Code: code, Version: rev, ExpiresAt: e.ExpiresAt}
+	return &Result{Code: code, Version: rev, ExpiresAt: e.ExpiresAt, Value: prev}
+}
+
+// putKV stores e under key, moving the key's expiry-index entry from the
+// old entry's expiry to e's. Created is kept from old when the key exists.
+func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists bool) error {
+	if exists {
+		e.Created = old.Created
+		if old.ExpiresAt != 0 && old.ExpiresAt != e.ExpiresAt {
+			if err := ttl.Delete(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
+				return err
+			}
+		}
+	}
+	if e.ExpiresAt != 0 && (!exists || old.ExpiresAt != e.ExpiresAt) {
+		if err := ttl.Put(tx, ttl.KindKV, key, e.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketKV).Put(key, e.encode())
 }
 
 // kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL;

@@ -20,12 +20,16 @@ const (
 	CodeWrongState
 	CodeBadCommand
 	CodeStorage
-	CodeSuspect // a begin refused as a suspected duplicate (FlagRejectSuspect)
+	CodeSuspect    // a begin refused as a suspected duplicate (FlagRejectSuspect)
+	CodeNotInteger // an increment of a value that is not a decimal integer
+	CodeOverflow   // an increment past the range of a 64-bit integer
+	CodeUnchanged  // a conditional change whose condition did not hold
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
-	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect}
+	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
+	ErrNotInteger, ErrOverflow, ErrUnchanged}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

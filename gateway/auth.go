@@ -218,6 +218,14 @@ func bearerSecret(v []byte) ([]byte, error) {
 // match finds the token whose hash is secret's. It compares with every
 // configured hash in constant time and does not stop at a match, so the
 // time it takes tells nothing of which token matched, or how much of one.
+// Authenticate finds the token whose secret this is, for a listener that
+// receives the secret itself (the Redis protocol's AUTH) rather than an
+// Authorization header: its name and role, or an error.
+func (ac *Access) Authenticate(secret []byte) (name string, role Role, err error) {
+	t, err := ac.match(secret)
+	return t.Name, t.Role, err
+}
+
 func (ac *Access) match(secret []byte) (APIToken, error) {
 	sum := sha256.Sum256(secret)
 	found := -1

@@ -32,6 +32,15 @@ type Store interface {
 	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
 	KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error)
 	KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error)
+	// KVPut is KVSet with Redis's options (XX, KEEPTTL, GET); KVIncr and
+	// KVExpire are INCRBY and EXPIRE/PERSIST, each one command.
+	KVPut(ctx context.Context, r raftstore.KVPutRequest) (*fsm.Result, error)
+	KVIncr(ctx context.Context, key []byte, delta int64) (*fsm.Result, error)
+	KVExpire(ctx context.Context, key []byte, ttl time.Duration, flags byte) error
+	KVDelete(ctx context.Context, key []byte) error
+	// ApplyInOrder applies a client's pipelined writes in the order sent,
+	// pipelined to the leader where the store can.
+	ApplyInOrder(ctx context.Context, ops []raftstore.Op) []raftstore.OpResult
 
 	// Form tokens (package tokens builds on these).
 	IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error)

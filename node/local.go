@@ -21,14 +21,14 @@ import (
 // makes a CA and node certificates in dir/certs and turns TLS on for the
 // Raft ports (mutual), the API and the gateway listeners.
 func StartLocal(dir string, n int, upstream string, secure bool) ([]*Node, *config.File, error) {
-	ports, err := loopback.FreeAddrs(3 * n)
+	ports, err := loopback.FreeAddrs(4 * n)
 	if err != nil {
 		return nil, nil, err
 	}
 	var y strings.Builder
 	y.WriteString("nodes:\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&y, "  - {id: n%d, raft: %q, api: %q, listen: %q}\n", i+1, ports[3*i], ports[3*i+1], ports[3*i+2])
+		fmt.Fprintf(&y, "  - {id: n%d, raft: %q, api: %q, listen: %q, resp: %q}\n", i+1, ports[4*i], ports[4*i+1], ports[4*i+2], ports[4*i+3])
 	}
 	fmt.Fprintf(&y, `data_dir: %q
 upstream: http://%s

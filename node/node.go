@@ -12,6 +12,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -24,8 +25,10 @@ type Node struct {
 	API   *gateway.API
 	// GW is nil on a store-only node (a file without upstream): it serves
 	// the API and no client traffic.
-	GW  *gateway.Gateway
-	Reg *prometheus.Registry
+	GW *gateway.Gateway
+	// Resp is the Redis-protocol listener; nil without nodes[].resp.
+	Resp *resp.Server
+	Reg  *prometheus.Registry
 	// Errs receives a listener's error if one stops serving.
 	Errs   chan error
 	logger *slog.Logger
@@ -108,9 +111,17 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	if cn.Resp != "" {
+		if err := n.startResp(s, store, tok, rc.ApplyTimeout); err != nil {
+			return nil, err
+		}
+	}
 	go func() { n.Errs <- n.API.Serve() }()
 	if n.GW != nil {
 		go func() { n.Errs <- n.GW.Serve() }()
+	}
+	if n.Resp != nil {
+		go func() { n.Errs <- n.Resp.Serve() }()
 	}
 	return n, nil
 }
@@ -151,6 +162,43 @@ func (n *Node) startGateway(s Settings, gw gateway.Config, store *raftstore.Stor
 	}
 	n.GW = g
 	return nil
+}
+
+// startResp builds the Redis-protocol listener and binds its address. The
+// listeners' limits of the file apply to it: the largest value is the
+// largest request body, as on /v1/kv.
+func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service, opTimeout time.Duration) error {
+	lim := listenerLimits(s.File.Limits)
+	rc := resp.DefaultConfig()
+	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
+	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
+	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
+	rc.Auth = RespAuth(s.Access)
+	srv, err := resp.New(rc, store, tok, n.Reg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+	n.Resp = srv
+	return nil
+}
+
+// RespAuth is the API's authorization as the Redis protocol's AUTH: a
+// token's secret, and reads only for the read role (nil without tokens:
+// no AUTH needed).
+func RespAuth(ac *gateway.Access) resp.AuthFunc {
+	if ac == nil {
+		return nil
+	}
+	return func(secret []byte) (resp.Grant, error) {
+		name, role, err := ac.Authenticate(secret)
+		if err != nil {
+			return resp.Grant{}, err
+		}
+		return resp.Grant{Name: name, Write: role >= gateway.RoleApp}, nil
+	}
 }
 
 // GatewayLine says what the gateway listener serves, for the start-up line:
@@ -216,6 +264,9 @@ func (n *Node) Kill() {
 		n.GW.Halt() // its requests in flight must not reach the upstream later
 		n.GW.Shutdown(ctx)
 	}
+	if n.Resp != nil {
+		n.Resp.Close()
+	}
 	n.API.Shutdown(ctx)
 	n.Store.Close()
 }
@@ -244,6 +295,9 @@ func (n *Node) Stop(drain time.Duration) {
 		if err := n.GW.Shutdown(ctx); err != nil {
 			n.logger.Warn("gateway shutdown", "node", n.ID, "error", err)
 		}
+	}
+	if n.Resp != nil {
+		n.Resp.Close() // Redis clients reconnect to another node
 	}
 	if err := n.API.Shutdown(ctx); err != nil {
 		n.logger.Warn("api shutdown", "node", n.ID, "error", err)

@@ -82,6 +82,9 @@ func (s *Settings) Reload(n *Node, logger *slog.Logger) {
 	}
 	s.Access = access
 	n.API.SetAccess(access)
+	if n.Resp != nil {
+		n.Resp.SetAuth(RespAuth(access))
+	}
 	if access != nil {
 		logger.Info("SIGHUP: API tokens reloaded", "node", s.Node.ID, "tokens", len(file.API.Tokens))
 	}

@@ -65,11 +65,22 @@ func (c *fwdClient) alive() bool {
 
 // call sends one request and waits for its answer or ctx.
 func (c *fwdClient) call(ctx context.Context, kind byte, payload []byte) (fwdResp, error) {
+	call, err := c.send(ctx, kind, payload)
+	if err != nil {
+		return fwdResp{}, err
+	}
+	return c.await(ctx, call)
+}
+
+// send queues one request on the connection without waiting for its
+// answer; await waits for it. The connection writes requests in the order
+// they are sent, and the leader proposes them in the order they arrive.
+func (c *fwdClient) send(ctx context.Context, kind byte, payload []byte) (*fwdCall, error) {
 	call := &fwdCall{kind: kind, payload: payload, done: make(chan fwdResp, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return fwdResp{}, errConnLost
+		return nil, errConnLost
 	}
 	c.seq++
 	call.seq = c.seq
@@ -77,12 +88,16 @@ func (c *fwdClient) call(ctx context.Context, kind byte, payload []byte) (fwdRes
 	c.mu.Unlock()
 	select {
 	case c.calls <- call:
+		return call, nil
 	case <-c.dead:
-		return fwdResp{}, errConnLost
+		return nil, errConnLost
 	case <-ctx.Done():
 		c.forget(call.seq)
-		return fwdResp{}, ctx.Err()
+		return nil, ctx.Err()
 	}
+}
+
+func (c *fwdClient) await(ctx context.Context, call *fwdCall) (fwdResp, error) {
 	select {
 	case r := <-call.done:
 		return r, r.err

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
@@ -129,6 +130,64 @@ func (s Commands) KVGetDel(ctx context.Context, key []byte, version uint64) (*fs
 		return nil, err
 	}
 	return res, res.Err()
+}
+
+// KVPutRequest is a KV write with Redis's SET options.
+type KVPutRequest struct {
+	Key, Value []byte
+	TTL        time.Duration // 0: never expires (unless KeepTTL)
+	Mode       fsm.SetMode   // SetPlain, SetNX, SetXX (SetCAS with Version)
+	Version    uint64
+	KeepTTL    bool // keep the key's lifetime (TTL must be 0)
+	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists: there was one)
+}
+
+func (r KVPutRequest) command() fsm.Command {
+	c := fsm.Command{Type: fsm.TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version}
+	if r.KeepTTL {
+		c.Flags |= fsm.FlagKeepTTL
+	}
+	if r.ReturnOld {
+		c.Flags |= fsm.FlagReturnOld
+	}
+	return c
+}
+
+// KVPut is KVSet with every option; its refusals (fsm.CodeExists for NX,
+// fsm.CodeNotFound for XX, fsm.CodeVersionMismatch) are in the result's
+// Code, with a nil error.
+func (s Commands) KVPut(ctx context.Context, r KVPutRequest) (*fsm.Result, error) {
+	c := r.command()
+	return s.Propose(ctx, &c)
+}
+
+// KVIncr adds delta to the key's decimal integer value (absent: 0) in one
+// command and returns the result, whose Value is the new value;
+// fsm.ErrNotInteger, fsm.ErrOverflow.
+func (s Commands) KVIncr(ctx context.Context, key []byte, delta int64) (*fsm.Result, error) {
+	c := incrCommand(key, delta)
+	res, err := s.Propose(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	return res, res.Err()
+}
+
+func incrCommand(key []byte, delta int64) fsm.Command {
+	return fsm.Command{Type: fsm.TypeKVIncr, Key: key, Value: strconv.AppendInt(nil, delta, 10)}
+}
+
+// KVExpire sets the key's lifetime to ttl from now (0: none, PERSIST) under
+// the conditions of flags (fsm.FlagExpireNX, ...; fsm.FlagExpireNow deletes
+// the key); fsm.ErrNotFound without the key, fsm.ErrUnchanged when a
+// condition did not hold or there was no lifetime to remove.
+func (s Commands) KVExpire(ctx context.Context, key []byte, ttl time.Duration, flags byte) error {
+	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeKVExpire, Key: key, TTL: ttl, Flags: flags})
+}
+
+// KVDelete removes a key (fsm.ErrNotFound if it has none).
+func (s Commands) KVDelete(ctx context.Context, key []byte) error {
+	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeKVDelete, Key: key})
 }
 
 func (s Commands) applyErr(ctx context.Context, c *fsm.Command) error {

@@ -1,0 +1,66 @@
+package fsm
+
+import (
+	bolt "go.etcd.io/bbolt"
+)
+
+// kvExpire changes a key's lifetime, as Redis 7's EXPIRE and PERSIST do:
+// c.TTL from now (on the state machine's clock), none when it is zero, or
+// at once (FlagExpireNow deletes the key), under the conditions of the
+// flags; a key without a lifetime counts as living forever for GT and LT.
+// The key's value and version stay: a lifetime is not a write of the value
+// (as an etcd lease refresh keeps the mod revision), so a lock holder's
+// compare-and-delete still matches after it extends its lock.
+// CodeNotFound: no such key; CodeUnchanged: a condition did not hold, or
+// there was no lifetime to remove.
+func (a *applier) kvExpire(tx *bolt.Tx, c *Command) *Result {
+	old, exists, err := a.liveKV(tx, c.Key)
+	if err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	if !exists {
+		return &Result{Code: CodeNotFound}
+	}
+	now := c.Flags&FlagExpireNow != 0
+	next := a.expiry(c.TTL) // 0: none
+	if now {
+		next = a.now
+	}
+	if !expireAllowed(c.Flags, old.ExpiresAt, next) || (!now && c.TTL == 0 && old.ExpiresAt == 0) {
+		return &Result{Code: CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt}
+	}
+	if now {
+		if err := a.deleteKV(tx, c.Key, old.ExpiresAt); err != nil {
+			return &Result{Code: CodeStorage}
+		}
+		return &Result{Code: CodeOK, Version: old.Version}
+	}
+	e := old.Clone()
+	e.ExpiresAt = next
+	if err := a.putKV(tx, c.Key, &e, old, true); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt}
+}
+
+// expireAllowed applies EXPIRE's conditions to a key expiring at cur (0:
+// never) that would expire at next (0: never).
+func expireAllowed(flags byte, cur, next int64) bool {
+	later := func(x, y int64) bool { // x expires later than y
+		if x == 0 {
+			return y != 0
+		}
+		return y != 0 && x > y
+	}
+	switch {
+	case flags&FlagExpireNX != 0 && cur != 0:
+		return false
+	case flags&FlagExpireXX != 0 && cur == 0:
+		return false
+	case flags&FlagExpireGT != 0 && !later(next, cur):
+		return false
+	case flags&FlagExpireLT != 0 && !later(cur, next):
+		return false
+	}
+	return true
+}

@@ -1,0 +1,67 @@
+package fsm
+
+import (
+	"math"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// kvIncr adds the increment in c.Value to the key's value, read as a
+// signed decimal 64-bit integer (an absent key counts as 0), as Redis's
+// INCRBY does: the key keeps its lifetime, and its value becomes the sum in
+// decimal. One command, so racing increments never lose one. The result
+// carries the new value (decimal) and the key's new version.
+func (a *applier) kvIncr(tx *bolt.Tx, c *Command, rev uint64) *Result {
+	delta, ok := parseInt(c.Value)
+	if !ok {
+		return &Result{Code: CodeNotInteger}
+	}
+	old, exists, err := a.liveKV(tx, c.Key)
+	if err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	var cur int64
+	if exists {
+		if cur, ok = parseInt(old.Value); !ok {
+			return &Result{Code: CodeNotInteger}
+		}
+	}
+	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+		return &Result{Code: CodeOverflow}
+	}
+	e := KVEntry{Version: rev, Created: rev, Value: strconv.AppendInt(nil, cur+delta, 10)}
+	if exists {
+		e.ExpiresAt = old.ExpiresAt
+	}
+	if err := a.putKV(tx, c.Key, &e, old, exists); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	code := CodeOK
+	if !exists {
+		code = CodeCreated
+	}
+	return &Result{Code: code, Version: rev, ExpiresAt: e.ExpiresAt, Value: e.Value}
+}
+
+// parseInt reads a signed decimal 64-bit integer as Redis does: no sign
+// but '-', no leading zeros, no spaces, at most 20 bytes.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	digits := b
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || (digits[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}

@@ -1,0 +1,129 @@
+package fsm
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestRedisKVCommands: SET's XX, KEEPTTL and GET, INCRBY and EXPIRE, each
+// one command, on the state machine's clock.
+func TestRedisKVCommands(t *testing.T) {
+	k := []byte("k")
+	set := func(v string, ttl time.Duration, mode SetMode, flags byte) Command {
+		return Command{Type: TypeKVSet, Key: k, Value: []byte(v), TTL: ttl, Mode: mode, Flags: flags}
+	}
+	incr := func(d string) Command { return Command{Type: TypeKVIncr, Key: k, Value: []byte(d)} }
+	expire := func(ttl time.Duration, flags byte) Command {
+		return Command{Type: TypeKVExpire, Key: k, TTL: ttl, Flags: flags}
+	}
+	del := Command{Type: TypeKVGetDel, Key: k}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"xx needs the key", []step{
+			{cmd: set("a", 0, SetXX, 0), code: CodeNotFound},
+			{cmd: set("a", 0, SetPlain, 0), code: CodeCreated},
+			{cmd: set("b", 0, SetXX, FlagReturnOld), code: CodeOK, value: "a"},
+			{cmd: del, code: CodeOK, value: "b"},
+		}},
+		{"get returns the old value, set or not", []step{
+			{cmd: set("a", 0, SetNX, FlagReturnOld), code: CodeCreated},
+			{cmd: set("b", 0, SetNX, FlagReturnOld), code: CodeExists, value: "a"},
+			{cmd: set("c", 0, SetPlain, FlagReturnOld), code: CodeOK, value: "a"},
+			{cmd: del, code: CodeOK, value: "c"},
+		}},
+		{"keepttl keeps the lifetime, a plain set drops it", []step{
+			{cmd: set("a", 2*time.Second, SetPlain, 0), code: CodeCreated},
+			{cmd: set("b", 0, SetPlain, FlagKeepTTL), code: CodeOK},
+			{advance: 3 * time.Second, cmd: del, code: CodeNotFound},
+			{cmd: set("a", 2*time.Second, SetPlain, 0), code: CodeCreated},
+			{cmd: set("b", 0, SetPlain, 0), code: CodeOK},
+			{advance: 3 * time.Second, cmd: del, code: CodeOK, value: "b"},
+		}},
+		{"incr counts from zero and keeps the lifetime", []step{
+			{cmd: incr("1"), code: CodeCreated, value: "1"},
+			{cmd: incr("41"), code: CodeOK, value: "42"},
+			{cmd: incr("-50"), code: CodeOK, value: "-8"},
+			{cmd: expire(2*time.Second, 0), code: CodeOK},
+			{cmd: incr("8"), code: CodeOK, value: "0"},
+			{advance: 3 * time.Second, cmd: incr("5"), code: CodeCreated, value: "5"},
+		}},
+		{"incr refuses what is not an integer, and overflow", []step{
+			{cmd: set("12a", 0, SetPlain, 0), code: CodeCreated},
+			{cmd: incr("1"), code: CodeNotInteger},
+			{cmd: set(" 1", 0, SetPlain, 0), code: CodeOK},
+			{cmd: incr("1"), code: CodeNotInteger},
+			{cmd: set("9223372036854775806", 0, SetPlain, 0), code: CodeOK},
+			{cmd: incr("1"), code: CodeOK, value: "9223372036854775807"},
+			{cmd: incr("1"), code: CodeOverflow},
+			{cmd: set("-9223372036854775808", 0, SetPlain, 0), code: CodeOK},
+			{cmd: incr("-1"), code: CodeOverflow},
+			{cmd: incr("0"), code: CodeOK, value: "-9223372036854775808"},
+		}},
+		{"expire, its conditions, persist", []step{
+			{cmd: expire(time.Second, 0), code: CodeNotFound},
+			{cmd: set("a", 0, SetPlain, 0), code: CodeCreated},
+			{cmd: expire(0, 0), code: CodeUnchanged}, // persist without a lifetime
+			{cmd: expire(5*time.Second, FlagExpireXX), code: CodeUnchanged},
+			{cmd: expire(5*time.Second, FlagExpireGT), code: CodeUnchanged}, // none counts as forever
+			{cmd: expire(5*time.Second, FlagExpireNX), code: CodeOK},
+			{cmd: expire(9*time.Second, FlagExpireNX), code: CodeUnchanged},
+			{cmd: expire(9*time.Second, FlagExpireLT), code: CodeUnchanged},
+			{cmd: expire(2*time.Second, FlagExpireLT), code: CodeOK},
+			{cmd: expire(9*time.Second, FlagExpireGT), code: CodeOK},
+			{cmd: expire(0, 0), code: CodeOK}, // persist
+			{advance: 20 * time.Second, cmd: set("b", 0, SetXX, FlagReturnOld), code: CodeOK, value: "a"},
+			{cmd: expire(time.Second, 0), code: CodeOK},
+			{advance: 2 * time.Second, cmd: set("c", 0, SetXX, 0), code: CodeNotFound},
+		}},
+		{"expire now deletes", []step{
+			{cmd: set("a", time.Minute, SetPlain, 0), code: CodeCreated},
+			{cmd: expire(0, FlagExpireNow|FlagExpireNX), code: CodeUnchanged},
+			{cmd: expire(0, FlagExpireNow), code: CodeOK},
+			{cmd: del, code: CodeNotFound},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			for i, s := range tt.steps {
+				h.advance(s.advance)
+				s.check(t, i, h.apply(s.cmd))
+			}
+		})
+	}
+}
+
+// TestRedisKVCommandsValidate: what no replica may apply is refused before
+// the log.
+func TestRedisKVCommandsValidate(t *testing.T) {
+	k := []byte("k")
+	bad := []Command{
+		{Type: TypeKVSet, Key: k, Mode: SetXX + 1},
+		{Type: TypeKVSet, Key: k, Flags: 1 << 5},
+		{Type: TypeKVSet, Key: k, TTL: time.Second, Flags: FlagKeepTTL},
+		{Type: TypeKVIncr, Key: k, Value: []byte("1.5")},
+		{Type: TypeKVIncr, Key: k, Value: []byte("+1")},
+		{Type: TypeKVIncr, Key: k, Value: []byte("01")},
+		{Type: TypeKVIncr, Key: k, Value: []byte("-0")},
+		{Type: TypeKVIncr, Key: k, Value: []byte("99999999999999999999")},
+		{Type: TypeKVIncr, Key: k},
+		{Type: TypeKVIncr, Value: []byte("1")},
+		{Type: TypeKVExpire, Key: k, Flags: 1 << 6},
+		{Type: TypeKVExpire, Key: k, TTL: time.Second, Flags: FlagExpireNow},
+		{Type: TypeKVExpire, Key: k, Flags: FlagExpireNX | FlagExpireGT},
+		{Type: TypeKVExpire, Key: k, Flags: FlagExpireGT | FlagExpireLT},
+		{Type: TypeKVExpire},
+	}
+	for i, c := range bad {
+		if err := c.Validate(); !errors.Is(err, ErrBadCommand) {
+			t.Errorf("%d: Validate(%+v) = %v, want ErrBadCommand", i, c, err)
+		}
+		var d Command
+		if err := Decode(c.Encode(nil), &d); !errors.Is(err, ErrBadCommand) {
+			t.Errorf("%d: Decode = %v, want ErrBadCommand", i, err)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package raftstore
+
+import (
+	"context"
+	"crypto/rand"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// Applying a client's pipeline in order. A client that pipelines writes
+// (a Redis connection sending many commands before reading an answer)
+// expects them applied in the order it sent them, and expects them to be
+// cheap. Applying them one by one keeps the order but makes each wait for
+// the one before; applying them at once from many goroutines lets the
+// leader's group commit pack them but lets the scheduler reorder them.
+// ApplyInOrder does both: it hands every command to the leader's
+// coalescer (or to the one forwarding connection, whose frames the leader
+// proposes in the order they arrive) from one goroutine, in order, and
+// only then waits. The coalescer's queue and the Raft log are both first in,
+// first out, so the commands commit in the order sent, usually many per
+// entry. A command whose attempt failed (a leader change, a cut
+// connection) is retried with its request id, as Apply retries: the state
+// machine applies it once, but after a leader change it may then apply
+// after commands that followed it in the pipeline (Redis promises nothing
+// of a pipeline cut by a failover either).
+
+// Op is one typed command of a pipeline, made by the Op functions below.
+type Op struct{ cmd fsm.Command }
+
+// KVPutOp is a KVPut in a pipeline.
+func KVPutOp(r KVPutRequest) Op { return Op{r.command()} }
+
+// KVGetDelOp is a KVGetDel in a pipeline.
+func KVGetDelOp(key []byte, version uint64) Op {
+	return Op{fsm.Command{Type: fsm.TypeKVGetDel, Key: key, Version: version}}
+}
+
+// KVDeleteOp is a KVDelete in a pipeline.
+func KVDeleteOp(key []byte) Op { return Op{fsm.Command{Type: fsm.TypeKVDelete, Key: key}} }
+
+// KVIncrOp is a KVIncr in a pipeline.
+func KVIncrOp(key []byte, delta int64) Op { return Op{incrCommand(key, delta)} }
+
+// KVExpireOp is a KVExpire in a pipeline.
+func KVExpireOp(key []byte, ttl time.Duration, flags byte) Op {
+	return Op{fsm.Command{Type: fsm.TypeKVExpire, Key: key, TTL: ttl, Flags: flags}}
+}
+
+// OpResult is what one Op came to: the state machine's result (whose Code
+// says how it went), or the error that kept it from being applied.
+type OpResult struct {
+	Res *fsm.Result
+	Err error
+}
+
+// ApplyInOrder applies ops one after the other, each a command of its own
+// with its own request id (never ctx's: one id would make them one
+// request). This one waits for each before the next; the Store's
+// pipelines them.
+func (s Commands) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
+	out := make([]OpResult, len(ops))
+	for i := range ops {
+		c := ops[i].cmd
+		c.ReqID = newOpID()
+		out[i].Res, out[i].Err = s.Propose(ctx, &c)
+	}
+	return out
+}
+
+// ApplyInOrder applies ops in the order given, pipelined to the leader
+// (see the top of this file); it returns when every op has its outcome.
+func (s *Store) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
+	out := make([]OpResult, len(ops))
+	if len(ops) == 0 {
+		return out
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.ApplyTimeout)
+		defer cancel()
+	}
+	cmds := make([]fsm.Command, len(ops))
+	data := make([][]byte, len(ops))
+	for i := range ops {
+		cmds[i] = ops[i].cmd
+		cmds[i].ReqID = s.newReqID()
+		if cmds[i].Validate() == nil { // else never sent: Apply below says why
+			data[i] = cmds[i].Encode(make([]byte, 0, 64+len(cmds[i].Key)+len(cmds[i].Value)))
+		}
+	}
+	waits := s.sendInOrder(ctx, data)
+	for i, wait := range waits {
+		if wait != nil {
+			out[i].Res, out[i].Err = wait(ctx)
+		}
+		if wait == nil || out[i].Err != nil {
+			// Not sent, or its fate unknown: Apply validates it, and
+			// retries it under the same request id.
+			out[i].Res, out[i].Err = s.Apply(ctx, &cmds[i])
+		}
+	}
+	return out
+}
+
+// sendInOrder hands the encoded commands to the leader in order without
+// waiting, and returns a wait per command; nil for one it could not hand
+// over (the caller applies it the slow way). A follower forwards over its
+// one connection to the leader, so one pipeline is one stream of frames.
+func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.Context) (*fsm.Result, error) {
+	waits := make([]func(context.Context) (*fsm.Result, error), len(data))
+	if s.checkDisk() != nil {
+		return waits
+	}
+	for i := range data {
+		if len(data[i]) > s.cfg.MaxCommandBytes {
+			data[i] = nil
+		}
+	}
+	if s.raft.State() == raft.Leader {
+		for i, d := range data {
+			if d == nil {
+				continue
+			}
+			// proposeLocal stamps in place: the retry gets its own copy.
+			if w, err := s.proposeLocal(append([]byte(nil), d...)); err == nil {
+				waits[i] = w
+			}
+		}
+		return waits
+	}
+	addr, id := s.raft.LeaderWithID()
+	if addr == "" {
+		return waits
+	}
+	c, err := s.fwdClientFor(string(id), string(addr))
+	if err != nil {
+		return waits
+	}
+	for i, d := range data {
+		if d == nil {
+			continue
+		}
+		call, err := c.send(ctx, fwdApply, d)
+		if err != nil {
+			break
+		}
+		leader := string(id)
+		waits[i] = func(ctx context.Context) (*fsm.Result, error) {
+			r, err := c.await(ctx, call)
+			if err == nil {
+				err = answerErr(r.status, r.payload, leader)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return fsm.DecodeResult(r.payload)
+		}
+	}
+	return waits
+}
+
+// newOpID is a fresh random request id.
+func newOpID() fsm.ReqID {
+	var id fsm.ReqID
+	rand.Read(id[:])
+	return id
+}

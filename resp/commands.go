@@ -1,0 +1,99 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// kind says how a command runs in a pipeline (pipeline.go).
+type kind int
+
+const (
+	kindConn  kind = iota // the connection's own state or the node's; no store
+	kindRead              // reads the store: after a barrier, unless READONLY
+	kindWrite             // writes through Raft
+)
+
+// command is one command of the table.
+type command struct {
+	name string
+	// arity as Redis gives it: n exactly n arguments with the name, -n at
+	// least n.
+	arity int
+	kind  kind
+	// flags as COMMAND lists them; keys as first, last and step.
+	flags                   []string
+	firstKey, lastKey, step int
+	write                   bool // needs a grant that may write
+	preAuth                 bool // allowed before AUTH
+	conn                    func(c *conn, args [][]byte)
+	read                    func(c *conn, ctx context.Context, args [][]byte)
+	plan                    func(c *conn, args [][]byte) plan
+}
+
+// commands is the table, by lowercase name; filled in init (commands_*.go
+// add theirs) because COMMAND reads it.
+var commands = map[string]*command{}
+
+func register(cmds ...*command) {
+	for _, c := range cmds {
+		commands[c.name] = c
+	}
+}
+
+// unsupported are Redis commands a client may expect that idemgate does not
+// run: a clear error, never partial support.
+var unsupported = []string{"multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro",
+	"evalsha_ro", "fcall", "fcall_ro", "function", "script", "subscribe", "psubscribe", "ssubscribe",
+	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
+
+// check finds the command of a request and says whether this connection
+// may run it now; refusal is the error reply when not. c.lastCmd is set
+// to the name the metrics count it under.
+func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
+	name := strings.ToLower(string(args[0]))
+	cmd, ok := commands[name]
+	if !ok {
+		c.lastCmd = "unknown"
+		for _, u := range unsupported {
+			if name == u {
+				c.lastCmd = u
+				return nil, fmt.Sprintf(msgNotSupported, strings.ToUpper(name))
+			}
+		}
+		return nil, unknownCommand(args)
+	}
+	c.lastCmd = cmd.name
+	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
+		return nil, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name)
+	}
+	if !c.authed && !cmd.preAuth && c.s.authFunc() != nil {
+		return nil, msgNoAuth
+	}
+	if cmd.write && c.authed && !c.grant.Write {
+		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", c.grant.Name, cmd.name)
+	}
+	return cmd, ""
+}
+
+// unknownCommand is Redis 7's reply, quoting up to 128 bytes of the name
+// and of each of its first arguments.
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", clip(args[0]))
+	for _, a := range args[1:] {
+		if b.Len() > 512 {
+			break
+		}
+		fmt.Fprintf(&b, "'%s' ", clip(a))
+	}
+	return b.String()
+}
+
+func clip(b []byte) string {
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	return string(b)
+}

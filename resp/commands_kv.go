@@ -1,0 +1,392 @@
+package resp
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// The KV keyspace's commands: the keys /v1/kv serves.
+
+func init() {
+	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte)) *command {
+		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1, read: fn}
+	}
+	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
+		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
+	}
+	register(
+		rd("get", 2, 1, cmdGet),
+		rd("mget", -2, -1, cmdMGet),
+		rd("exists", -2, -1, cmdExists),
+		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) }),
+		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) }),
+		wr("set", -3, 1, planSet),
+		wr("setnx", 3, 1, planSetNX),
+		wr("getdel", 2, 1, planGetDel),
+		wr("del", -2, -1, planDel),
+		wr("unlink", -2, -1, planDel),
+		wr("incr", 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], 1) }),
+		wr("decr", 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], -1) }),
+		wr("incrby", 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, 1) }),
+		wr("decrby", 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, -1) }),
+		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Second) }),
+		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Millisecond) }),
+		wr("persist", 2, 1, planPersist),
+	)
+}
+
+// local reads a key from this node's applied state: the pipeline ran the
+// barrier that makes it linearizable (or the connection is READONLY).
+func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
+	e, err := c.s.store.KV(ctx, key, true)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return e, false, nil
+	}
+	return e, err == nil, err
+}
+
+func cmdGet(c *conn, ctx context.Context, a [][]byte) {
+	e, ok, err := c.local(ctx, a[1])
+	switch {
+	case err != nil:
+		c.w.errorLine(errorReply(err))
+	case !ok:
+		c.w.null()
+	default:
+		c.w.bulk(e.Value)
+	}
+}
+
+func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
+	vals := make([][]byte, len(a)-1)
+	found := make([]bool, len(a)-1)
+	for i, k := range a[1:] {
+		e, ok, err := c.local(ctx, k)
+		if err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+		vals[i], found[i] = e.Value, ok
+	}
+	c.w.array(len(vals))
+	for i, v := range vals {
+		if found[i] {
+			c.w.bulk(v)
+		} else {
+			c.w.null()
+		}
+	}
+}
+
+func cmdExists(c *conn, ctx context.Context, a [][]byte) {
+	n := 0
+	for _, k := range a[1:] {
+		_, ok, err := c.local(ctx, k)
+		if err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+		n += boolInt(ok)
+	}
+	c.w.integer(int64(n))
+}
+
+// ttl answers TTL (unit second) or PTTL: -2 without the key, -1 without a
+// lifetime, else what is left, rounded as Redis rounds it.
+func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
+	e, ok, err := c.local(ctx, key)
+	switch {
+	case err != nil:
+		c.w.errorLine(errorReply(err))
+	case !ok:
+		c.w.integer(-2)
+	case e.ExpiresAt == 0:
+		c.w.integer(-1)
+	default:
+		left := max(time.Until(time.Unix(0, e.ExpiresAt)), 0)
+		c.w.integer(int64((left + unit/2) / unit))
+	}
+}
+
+// setOptions is what SET's options came to.
+type setOptions struct {
+	mode      fsm.SetMode
+	get       bool
+	keepTTL   bool
+	ttl       time.Duration
+	hasExpiry bool
+}
+
+// parseSet reads SET's options as Redis 7 does: NX|XX, GET, one of
+// EX|PX|EXAT|PXAT|KEEPTTL, in any order; the reply for a refusal.
+func parseSet(a [][]byte, now time.Time) (setOptions, string) {
+	var o setOptions
+	for i := 3; i < len(a); i++ {
+		opt := string(a[i])
+		switch {
+		case eq(opt, "nx") && o.mode == fsm.SetPlain:
+			o.mode = fsm.SetNX
+		case eq(opt, "xx") && o.mode == fsm.SetPlain:
+			o.mode = fsm.SetXX
+		case eq(opt, "get"):
+			o.get = true
+		case eq(opt, "keepttl") && !o.hasExpiry:
+			o.keepTTL = true
+		case (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && !o.hasExpiry && !o.keepTTL && i+1 < len(a):
+			i++
+			n, ok := parseInt64(a[i])
+			if !ok {
+				return o, msgNotInteger
+			}
+			d, ok := expiryOf(opt, n, now)
+			if !ok {
+				return o, "ERR invalid expire time in 'set' command"
+			}
+			o.ttl, o.hasExpiry = d, true
+		default:
+			return o, msgSyntax
+		}
+	}
+	return o, ""
+}
+
+// expiryOf turns EX/PX/EXAT/PXAT n into a lifetime from now. An absolute
+// time already past is a lifetime of 1ns: the key is set and gone, as in
+// Redis.
+func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
+	if n <= 0 {
+		return 0, false
+	}
+	var d time.Duration
+	switch {
+	case eq(opt, "ex"):
+		if n > int64(fsm.MaxTTL/time.Second) {
+			return 0, false
+		}
+		d = time.Duration(n) * time.Second
+	case eq(opt, "px"):
+		if n > int64(fsm.MaxTTL/time.Millisecond) {
+			return 0, false
+		}
+		d = time.Duration(n) * time.Millisecond
+	case eq(opt, "exat"):
+		if n > now.Unix()+int64(fsm.MaxTTL/time.Second) {
+			return 0, false
+		}
+		d = time.Unix(n, 0).Sub(now)
+	default: // pxat
+		if n > now.UnixMilli()+int64(fsm.MaxTTL/time.Millisecond) {
+			return 0, false
+		}
+		d = time.UnixMilli(n).Sub(now)
+	}
+	return max(d, 1), d <= fsm.MaxTTL
+}
+
+func planSet(c *conn, a [][]byte) plan {
+	o, refusal := parseSet(a, time.Now())
+	if refusal != "" {
+		return plan{err: refusal}
+	}
+	key, val := a[1], a[2]
+	if o.mode == fsm.SetNX && !o.keepTTL {
+		// A SET NX on a key this node holds live is a read: the store
+		// answers it from a linearizable read, without a log entry.
+		if _, live, _ := c.local(context.Background(), key); live {
+			return plan{direct: func(ctx context.Context, w *writer) {
+				res, err := c.s.store.KVSet(ctx, key, val, o.ttl, fsm.SetNX, 0)
+				answerSet(w, o.get, []raftstore.OpResult{{Res: res, Err: err}})
+			}}
+		}
+	}
+	op := raftstore.KVPutOp(raftstore.KVPutRequest{Key: key, Value: val, TTL: o.ttl, Mode: o.mode,
+		KeepTTL: o.keepTTL, ReturnOld: o.get})
+	return plan{ops: []raftstore.Op{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, o.get, r) }}
+}
+
+// answerSet: OK or nil (NX/XX refused), or with GET the old value or nil.
+func answerSet(w *writer, get bool, r []raftstore.OpResult) {
+	if r[0].Err != nil {
+		w.errorLine(errorReply(r[0].Err))
+		return
+	}
+	res := r[0].Res
+	switch {
+	case res.Code != fsm.CodeOK && res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists && res.Code != fsm.CodeNotFound:
+		w.errorLine(errorReply(res.Err()))
+	case get && (res.Code == fsm.CodeOK || res.Code == fsm.CodeExists):
+		w.bulk(res.Value)
+	case get || res.Code == fsm.CodeExists || res.Code == fsm.CodeNotFound:
+		w.null()
+	default:
+		w.ok()
+	}
+}
+
+// planSetNX is the old SETNX key value: 1 if set, 0 if not.
+func planSetNX(c *conn, a [][]byte) plan {
+	op := raftstore.KVPutOp(raftstore.KVPutRequest{Key: a[1], Value: a[2], Mode: fsm.SetNX})
+	return plan{ops: []raftstore.Op{op}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeCreated))) }, fsm.CodeCreated, fsm.CodeExists)
+	}}
+}
+
+func planGetDel(c *conn, a [][]byte) plan {
+	return plan{ops: []raftstore.Op{raftstore.KVGetDelOp(a[1], 0)}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(code fsm.Code) {
+			if code == fsm.CodeOK {
+				w.bulk(r[0].Res.Value)
+			} else {
+				w.null()
+			}
+		}, fsm.CodeNotFound)
+	}}
+}
+
+// planDel deletes each key in turn (each delete is atomic; the keys
+// together are not one transaction) and counts those that existed.
+func planDel(c *conn, a [][]byte) plan {
+	ops := make([]raftstore.Op, len(a)-1)
+	for i, k := range a[1:] {
+		ops[i] = raftstore.KVDeleteOp(k)
+	}
+	return plan{ops: ops, answer: func(w *writer, r []raftstore.OpResult) {
+		n := 0
+		for _, x := range r {
+			if x.Err == nil && x.Res.Code != fsm.CodeOK && x.Res.Code != fsm.CodeNotFound {
+				x.Err = x.Res.Err()
+			}
+			if x.Err != nil {
+				w.errorLine(errorReply(x.Err))
+				return
+			}
+			n += boolInt(x.Res.Code == fsm.CodeOK)
+		}
+		w.integer(int64(n))
+	}}
+}
+
+func planIncrBy(a [][]byte, sign int64) plan {
+	n, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	if sign < 0 {
+		if n == -1<<63 {
+			return plan{err: "ERR decrement would overflow"}
+		}
+		n = -n
+	}
+	return planIncr(a[1], n)
+}
+
+func planIncr(key []byte, delta int64) plan {
+	return plan{ops: []raftstore.Op{raftstore.KVIncrOp(key, delta)}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(fsm.Code) {
+			n, _ := strconv.ParseInt(string(r[0].Res.Value), 10, 64)
+			w.integer(n)
+		}, fsm.CodeCreated)
+	}}
+}
+
+// planExpire: EXPIRE/PEXPIRE key n [NX|XX|GT|LT]; n <= 0 deletes the key
+// (once the condition holds), as Redis does.
+func planExpire(a [][]byte, unit time.Duration) plan {
+	n, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	var flags byte
+	for _, opt := range a[3:] {
+		switch s := string(opt); {
+		case eq(s, "nx"):
+			flags |= fsm.FlagExpireNX
+		case eq(s, "xx"):
+			flags |= fsm.FlagExpireXX
+		case eq(s, "gt"):
+			flags |= fsm.FlagExpireGT
+		case eq(s, "lt"):
+			flags |= fsm.FlagExpireLT
+		default:
+			return plan{err: "ERR Unsupported option " + clip(opt)}
+		}
+	}
+	if flags&fsm.FlagExpireNX != 0 && flags&(fsm.FlagExpireXX|fsm.FlagExpireGT|fsm.FlagExpireLT) != 0 {
+		return plan{err: "ERR NX and XX, GT or LT options at the same time are not compatible"}
+	}
+	if flags&fsm.FlagExpireGT != 0 && flags&fsm.FlagExpireLT != 0 {
+		return plan{err: "ERR GT and LT options at the same time are not compatible"}
+	}
+	var ttl time.Duration
+	switch {
+	case n <= 0:
+		flags |= fsm.FlagExpireNow
+	case n > int64(fsm.MaxTTL/unit):
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
+	default:
+		ttl = time.Duration(n) * unit
+	}
+	return plan{ops: []raftstore.Op{raftstore.KVExpireOp(a[1], ttl, flags)}, answer: answerChanged}
+}
+
+func planPersist(c *conn, a [][]byte) plan {
+	return plan{ops: []raftstore.Op{raftstore.KVExpireOp(a[1], 0, 0)}, answer: answerChanged}
+}
+
+// answerChanged: 1 when the lifetime changed, 0 when the key was missing
+// or a condition did not hold.
+func answerChanged(w *writer, r []raftstore.OpResult) {
+	answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) },
+		fsm.CodeNotFound, fsm.CodeUnchanged)
+}
+
+// answerCode answers an op's result with ok when it applied (CodeOK, or
+// one of also) and with its error otherwise.
+func answerCode(w *writer, r raftstore.OpResult, ok func(fsm.Code), also ...fsm.Code) {
+	if r.Err != nil {
+		w.errorLine(errorReply(r.Err))
+		return
+	}
+	code := r.Res.Code
+	if code == fsm.CodeOK {
+		ok(code)
+		return
+	}
+	for _, a := range also {
+		if code == a {
+			ok(code)
+			return
+		}
+	}
+	w.errorLine(errorReply(r.Res.Err()))
+}
+
+func eq(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		if ch != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// parseInt64 reads a Redis integer argument.
+func parseInt64(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 || b[0] == '+' || b[0] == ' ' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}

@@ -1,0 +1,89 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config configures the listener.
+type Config struct {
+	// Addr is the address to listen on (host:port).
+	Addr string
+	// NodeID names this node in INFO.
+	NodeID string
+	// Version is the build's version, in INFO and HELLO.
+	Version string
+	// MaxBulk bounds one argument (a value), as Redis's proto-max-bulk-len;
+	// larger gets "-ERR Protocol error: invalid bulk length". Keep it below
+	// what the store accepts in one command.
+	MaxBulk int
+	// MaxArgs bounds the arguments of one command (Redis: 1024*1024).
+	MaxArgs int
+	// MaxInline bounds an inline command's line (Redis: 64 KiB).
+	MaxInline int
+	// MaxPipeline bounds the commands one connection may have read and
+	// not yet answered; beyond it the rest wait in the socket, so a
+	// connection holds at most MaxPipeline commands (and MaxPipelineBytes
+	// of their arguments, but always at least one command) at once.
+	MaxPipeline      int
+	MaxPipelineBytes int
+	// IdleTimeout closes a connection that sends nothing for this long
+	// (0: never, as Redis's timeout 0). ReadTimeout bounds the rest of a
+	// request once its first byte came; WriteTimeout a reply's write.
+	IdleTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// MaxConnsPerIP bounds the connections from one client address; more
+	// get "-ERR max number of clients reached" and are closed.
+	MaxConnsPerIP int
+	// OpTimeout bounds one pipeline step's wait for the store.
+	OpTimeout time.Duration
+	// Auth, when set, makes clients authenticate (AUTH, HELLO ... AUTH)
+	// before any other command; see AuthFunc. SetAuth replaces it.
+	Auth   AuthFunc
+	Logger *slog.Logger
+}
+
+// Grant is what an authenticated client may do.
+type Grant struct {
+	Name  string // the token's name, for CLIENT INFO and NOPERM errors
+	Write bool   // may write KV keys and spend and issue form tokens; else reads only
+}
+
+// AuthFunc checks a secret (what AUTH carries) and tells what it grants;
+// an error for a secret it does not know.
+type AuthFunc func(secret []byte) (Grant, error)
+
+// DefaultConfig is the listener's defaults; Addr is left to the caller.
+func DefaultConfig() Config {
+	return Config{
+		Version:          "dev",
+		MaxBulk:          4 << 20,
+		MaxArgs:          64 << 10,
+		MaxInline:        64 << 10,
+		MaxPipeline:      1024,
+		MaxPipelineBytes: 1 << 20,
+		IdleTimeout:      5 * time.Minute,
+		ReadTimeout:      10 * time.Second,
+		WriteTimeout:     10 * time.Second,
+		MaxConnsPerIP:    1024,
+		OpTimeout:        5 * time.Second,
+	}
+}
+
+// Validate checks the config; errors name the field.
+func (c Config) Validate() error {
+	switch {
+	case c.Addr == "":
+		return errors.New("resp: Addr is empty")
+	case c.MaxBulk <= 0 || c.MaxArgs <= 0 || c.MaxInline <= 0 || c.MaxPipeline <= 0 || c.MaxPipelineBytes <= 0:
+		return fmt.Errorf("resp: MaxBulk, MaxArgs, MaxInline, MaxPipeline and MaxPipelineBytes must be positive")
+	case c.IdleTimeout < 0 || c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.OpTimeout <= 0:
+		return fmt.Errorf("resp: ReadTimeout, WriteTimeout and OpTimeout must be positive, IdleTimeout not negative")
+	case c.MaxConnsPerIP <= 0:
+		return fmt.Errorf("resp: MaxConnsPerIP must be positive")
+	}
+	return nil
+}

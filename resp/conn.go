@@ -1,0 +1,105 @@
+package resp
+
+import (
+	"errors"
+	"io"
+	"net"
+	"time"
+)
+
+// conn is one client connection and its state. One goroutine owns it: it
+// reads what the client pipelined, runs it (pipeline.go) and writes the
+// replies in order.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	ip      string
+	id      int64
+	created time.Time
+	r       reader
+	w       writer
+
+	proto    int // 2 or 3 (HELLO)
+	name     string
+	libName  string
+	libVer   string
+	readonly bool // READONLY: reads are this node's applied state, not linearized
+	authed   bool
+	grant    Grant
+	quit     bool // QUIT: close once the replies so far are written
+	lastCmd  string
+}
+
+// request is one command as read.
+type request struct {
+	args  [][]byte
+	start time.Time
+}
+
+func (c *conn) serve() {
+	for !c.quit {
+		batch, perr := c.readBatch()
+		if len(batch) > 0 {
+			c.run(batch)
+		}
+		if perr != nil {
+			var pe *ProtocolError
+			if errors.As(perr, &pe) {
+				// Redis answers a malformed frame and closes.
+				c.w.errorLine("ERR " + pe.Error())
+				c.s.m.observe("protocol", true, time.Now())
+			}
+			c.quit = true
+		}
+		if err := c.flush(); err != nil {
+			return
+		}
+	}
+}
+
+func (c *conn) flush() error {
+	if c.w.bw.Buffered() == 0 {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	return c.w.bw.Flush()
+}
+
+// readBatch waits (up to the idle timeout) for a request, then takes the
+// ones already buffered behind it, up to MaxPipeline commands and
+// MaxPipelineBytes: what the client pipelined. Its error (after the
+// requests read before it) ends the connection.
+func (c *conn) readBatch() ([]request, error) {
+	var batch []request
+	size := 0
+	for len(batch) < c.s.cfg.MaxPipeline && size < c.s.cfg.MaxPipelineBytes {
+		if len(batch) > 0 && c.r.br.Buffered() == 0 {
+			break
+		}
+		if len(batch) == 0 && c.s.cfg.IdleTimeout > 0 {
+			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		} else if len(batch) == 0 {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+		if _, err := c.r.br.Peek(1); err != nil {
+			return batch, err
+		}
+		// The request has begun: the rest of it must come soon.
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.ReadTimeout))
+		args, err := c.r.readRequest()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return batch, err
+		}
+		if len(args) == 0 {
+			continue // an empty line or *0: Redis ignores it
+		}
+		for _, a := range args {
+			size += len(a)
+		}
+		batch = append(batch, request{args: args, start: time.Now()})
+	}
+	return batch, nil
+}

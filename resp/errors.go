@@ -1,0 +1,59 @@
+package resp
+
+import (
+	"errors"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/tokens"
+)
+
+// Replies of Redis that clients and scripts depend on, word for word.
+const (
+	msgSyntax       = "ERR syntax error"
+	msgNotInteger   = "ERR value is not an integer or out of range"
+	msgOverflow     = "ERR increment or decrement would overflow"
+	msgNoAuth       = "NOAUTH Authentication required."
+	msgWrongPass    = "WRONGPASS invalid username-password pair or user is disabled."
+	msgNoPassword   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	msgDBRange      = "ERR DB index is out of range"
+	msgNoProto      = "NOPROTO unsupported protocol version"
+	msgMaxClients   = "ERR max number of clients reached"
+	msgNotSupported = "ERR %s is not supported by idemgate: each command is atomic on its own; use SET NX, SET ... GET, GETDEL, INCR or IDEM.CONSUME for atomic steps"
+)
+
+// storeErrors is the one table from the store's errors to replies: the
+// first whose error matches wins. Unavailability is CLUSTERDOWN when
+// nothing was done (clients may retry), but a timeout leaves a write's
+// fate unknown and must not be retried blindly: it is a plain ERR.
+var storeErrors = []struct {
+	err error
+	msg string
+}{
+	{raftstore.ErrNoLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
+	{raftstore.ErrNotLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
+	{raftstore.ErrTimeout, "ERR timeout: the command may or may not have been applied"},
+	{raftstore.ErrShutdown, "ERR this node is shutting down; use another"},
+	{raftstore.ErrDiskFull, "ERR disk nearly full: writes are refused until space is freed"},
+	{raftstore.ErrClockJump, "CLUSTERDOWN the leader's clock jumped ahead; a new leader is being chosen; retry"},
+	{raftstore.ErrTooLarge, "ERR command too large for the store"},
+	{fsm.ErrNotInteger, msgNotInteger},
+	{fsm.ErrOverflow, msgOverflow},
+	{fsm.ErrBadCommand, ""}, // its own text: what was wrong with the key or value
+	{tokens.ErrBadScope, ""},
+	{tokens.ErrBadToken, ""},
+	{tokens.ErrBadTTL, ""},
+}
+
+// errorReply is the reply line (without '-') for an error of the store.
+func errorReply(err error) string {
+	for _, e := range storeErrors {
+		if errors.Is(err, e.err) {
+			if e.msg == "" {
+				return "ERR " + err.Error()
+			}
+			return e.msg
+		}
+	}
+	return "ERR " + err.Error()
+}

@@ -1,0 +1,142 @@
+package resp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/testsupport"
+)
+
+// TestLinearizableAcrossLeaderKill: nine go-redis clients, three per node,
+// run SET, SET NX GET, GET and GETDEL on three keys while the leader (its
+// listener and its store) is killed midway; the history, as the clients
+// saw it, must be linearizable (history.ValueModel). A write whose reply
+// never came is "unknown": it may or may not have happened. A read that
+// failed did nothing and is left out.
+func TestLinearizableAcrossLeaderKill(t *testing.T) {
+	if res, path := leaderKillHistory(t); res != porcupine.Ok {
+		t.Fatalf("history over the Redis protocol is %v (visualization: %s)", res, path)
+	}
+}
+
+// leaderKillHistory runs the clients, kills the leader midway, and checks
+// the history; on a failure, path is a visualization of it.
+func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
+	tc := startCluster(t, nil)
+	ctx := ctxT(t, 120*time.Second)
+	leader := tc.rc.WaitLeader(5 * time.Second)
+	base := time.Now()
+	now := func() int64 { return int64(time.Since(base)) }
+
+	var (
+		mu      sync.Mutex
+		ops     []porcupine.Operation
+		done    atomic.Int64 // operations answered
+		unknown atomic.Int64
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+	)
+	const killAt, total = 300, 900
+	for id := 0; id < 9; id++ {
+		node := id % 3
+		c := client(t, tc.addrs[node], func(o *redis.Options) { o.PoolSize = 1; o.ReadTimeout = 8 * time.Second })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(id), 1))
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				in := history.Input{Key: fmt.Sprint("k", rng.IntN(3)), Value: fmt.Sprintf("c%d-%d", id, n)}
+				var out history.Output
+				var err error
+				call := now()
+				switch rng.IntN(4) {
+				case 0:
+					in.Kind = history.Set
+					err = c.Set(ctx, in.Key, in.Value, 0).Err()
+					out.OK = err == nil
+				case 1:
+					in.Kind = history.SetNX
+					var old string
+					old, err = c.SetArgs(ctx, in.Key, in.Value, redis.SetArgs{Mode: "NX", Get: true}).Result()
+					if errors.Is(err, redis.Nil) {
+						out.OK, err = true, nil
+					} else {
+						out.Value = old
+					}
+				case 2:
+					in.Kind = history.Get
+					var v string
+					v, err = c.Get(ctx, in.Key).Result()
+					if errors.Is(err, redis.Nil) {
+						err = nil
+					} else {
+						out.OK, out.Value = true, v
+					}
+				default:
+					in.Kind = history.GetDel
+					var v string
+					v, err = c.GetDel(ctx, in.Key).Result()
+					if errors.Is(err, redis.Nil) {
+						err = nil
+					} else {
+						out.OK, out.Value = true, v
+					}
+				}
+				ret := now()
+				op := porcupine.Operation{ClientId: id, Call: call, Return: ret, Input: in, Output: out}
+				if err != nil {
+					if in.Kind == history.Get {
+						continue // a read that failed changed nothing
+					}
+					// Never answered: it may have happened, at any time after the call.
+					unknown.Add(1)
+					op.Return, op.Output = math.MaxInt64, history.Output{Unknown: true}
+				}
+				op.Input = withTimes(in, call, op.Return)
+				mu.Lock()
+				ops = append(ops, op)
+				mu.Unlock()
+				done.Add(1)
+				if err != nil && node == leader {
+					return // its node is gone
+				}
+			}
+		}()
+	}
+	testsupport.WaitFor(t, "operations before the kill", 60*time.Second, func() bool { return done.Load() >= killAt })
+	tc.srv[leader].Close()
+	tc.rc.Stop(leader)
+	testsupport.WaitFor(t, "operations after the kill", 90*time.Second, func() bool { return done.Load() >= total })
+	close(stop)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d operations, %d unknown, leader %s killed after %d", len(ops), unknown.Load(), tc.rc.Cfgs[leader].NodeID, killAt)
+	res, info := porcupine.CheckOperationsVerbose(history.ValueModel.ToModel(), ops, 60*time.Second)
+	if res != porcupine.Ok {
+		path = t.TempDir() + "/history.html"
+		porcupine.VisualizePath(history.ValueModel.ToModel(), info, path)
+	}
+	return res, path
+}
+
+func withTimes(in history.Input, call, ret int64) history.Input {
+	in.Call, in.Return = call, ret
+	return in
+}

@@ -1,0 +1,56 @@
+package resp
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the listener's collectors, per command (its lowercase name,
+// "unknown" for what is not one: the label set stays bounded).
+type metrics struct {
+	commands *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	conns    prometheus.Gauge
+	refused  prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idemgate_resp_commands_total",
+			Help: "Redis-protocol commands answered, by command and result (ok, error).",
+		}, []string{"cmd", "result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "idemgate_resp_command_duration_seconds",
+			Help:    "Time from reading a Redis-protocol command to having its reply, by command.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12),
+		}, []string{"cmd"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "idemgate_resp_connections", Help: "Open Redis-protocol connections.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idemgate_resp_connections_refused_total",
+			Help: "Redis-protocol connections refused: over the per-address limit.",
+		}),
+	}
+}
+
+func (m *metrics) register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.commands, m.duration, m.conns, m.refused} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observe counts one answered command.
+func (m *metrics) observe(cmd string, failed bool, since time.Time) {
+	result := "ok"
+	if failed {
+		result = "error"
+	}
+	m.commands.WithLabelValues(cmd, result).Inc()
+	m.duration.WithLabelValues(cmd).Observe(time.Since(since).Seconds())
+}

@@ -1,0 +1,6 @@
+//go:build mutants
+
+package resp
+
+// The planted bugs (see mutants.go), settable in this build only.
+var MutantNoReadBarrier bool

@@ -1,0 +1,142 @@
+package resp
+
+import (
+	"context"
+
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// The order of a pipeline. Redis runs a connection's commands one after
+// the other: each sees the effects of those before it, and the replies come
+// back in request order. So does this listener, with fewer round trips:
+//
+//   - consecutive reads share one linearizable barrier (one read index),
+//     then read this node's applied state, which the barrier made current
+//     for every read in the run (each was sent before the barrier began);
+//   - consecutive writes go to the store together (Store.ApplyInOrder),
+//     which hands them to the leader in order, so they commit in order and
+//     usually share log entries;
+//   - a run ends at a command of another kind, which waits for it: a read
+//     after a write sees the write, a write after a read does not change
+//     what the read saw.
+//
+// Replies are buffered in order and written when the batch is done.
+
+// run executes a batch of requests in order and buffers their replies.
+func (c *conn) run(batch []request) {
+	for i := 0; i < len(batch) && !c.quit; {
+		cmd, refusal := c.check(batch[i].args)
+		if refusal != "" {
+			c.w.errorLine(refusal)
+			c.done(batch[i], c.lastCmd, true)
+			i++
+			continue
+		}
+		switch cmd.kind {
+		case kindConn:
+			errs := c.w.errors
+			cmd.conn(c, batch[i].args)
+			c.done(batch[i], cmd.name, c.w.errors != errs)
+			i++
+		case kindRead:
+			i = c.runReads(batch, i)
+		case kindWrite:
+			i = c.runWrites(batch, i)
+		}
+	}
+}
+
+// done counts an answered request.
+func (c *conn) done(r request, name string, failed bool) {
+	c.s.m.observe(name, failed, r.start)
+}
+
+// runReads runs the reads that start at i, and returns the index after
+// them.
+func (c *conn) runReads(batch []request, i int) int {
+	j := i
+	var cmds []*command
+	for ; j < len(batch); j++ {
+		cmd, refusal := c.check(batch[j].args)
+		if refusal != "" || cmd.kind != kindRead {
+			break
+		}
+		cmds = append(cmds, cmd)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	var err error
+	if !c.readonly && !MutantNoReadBarrier {
+		err = c.s.reads.wait(ctx)
+	}
+	for k, cmd := range cmds {
+		errs := c.w.errors
+		if err != nil {
+			c.w.errorLine(errorReply(err))
+		} else {
+			cmd.read(c, ctx, batch[i+k].args)
+		}
+		c.done(batch[i+k], cmd.name, c.w.errors != errs)
+	}
+	return j
+}
+
+// plan is a write command made ready: its ops, and how to answer from
+// their results. A plan with direct instead runs on its own (it needs
+// more than ops: a token, or a SET NX answered from a read).
+type plan struct {
+	ops    []raftstore.Op
+	answer func(w *writer, res []raftstore.OpResult)
+	direct func(ctx context.Context, w *writer)
+	err    string // a refusal found while planning (syntax): the reply, no ops
+}
+
+// runWrites runs the writes that start at i, and returns the index after
+// them.
+func (c *conn) runWrites(batch []request, i int) int {
+	j := i
+	var (
+		cmds  []*command
+		plans []plan
+		ops   []raftstore.Op
+	)
+	for ; j < len(batch); j++ {
+		cmd, refusal := c.check(batch[j].args)
+		if refusal != "" || cmd.kind != kindWrite {
+			break
+		}
+		p := cmd.plan(c, batch[j].args)
+		if p.direct != nil && j > i {
+			break // it runs alone, after these
+		}
+		cmds, plans = append(cmds, cmd), append(plans, p)
+		ops = append(ops, p.ops...)
+		if p.direct != nil {
+			j++
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	if len(plans) == 1 && plans[0].direct != nil {
+		errs := c.w.errors
+		plans[0].direct(ctx, &c.w)
+		c.done(batch[i], cmds[0].name, c.w.errors != errs)
+		return j
+	}
+	var res []raftstore.OpResult
+	if len(ops) > 0 {
+		res = c.s.store.ApplyInOrder(ctx, ops)
+	}
+	for k, p := range plans {
+		errs := c.w.errors
+		if p.err != "" {
+			c.w.errorLine(p.err)
+		} else {
+			p.answer(&c.w, res[:len(p.ops)])
+			res = res[len(p.ops):]
+		}
+		c.done(batch[i+k], cmds[k].name, c.w.errors != errs)
+	}
+	return j
+}

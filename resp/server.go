@@ -1,0 +1,198 @@
+package resp
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Server is the listener: it accepts connections and serves each on a
+// goroutine of its own until the client leaves, a limit closes it, or
+// Close.
+type Server struct {
+	cfg    Config
+	store  Store
+	tok    Tokens
+	m      *metrics
+	logger *slog.Logger
+	auth   atomic.Pointer[AuthFunc]
+	start  time.Time
+	nextID atomic.Int64
+	reads  *readGroup
+
+	ln      net.Listener
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	perIP   map[string]int
+	closed  bool
+	serving sync.WaitGroup
+}
+
+// New builds a Server; it listens once Listen is called.
+func New(cfg Config, store Store, tok Tokens, reg prometheus.Registerer) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, store: store, tok: tok, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
+		conns: map[*conn]struct{}{}, perIP: map[string]int{}}
+	s.reads = &readGroup{barrier: store.Barrier, timeout: cfg.OpTimeout}
+	if cfg.Auth != nil {
+		s.SetAuth(cfg.Auth)
+	}
+	if reg != nil {
+		if err := s.m.register(reg); err != nil {
+			return nil, fmt.Errorf("resp: metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// SetAuth replaces who may connect, for connections that authenticate
+// after it returns (a reload); nil turns authentication off.
+func (s *Server) SetAuth(fn AuthFunc) {
+	if fn == nil {
+		s.auth.Store(nil)
+		return
+	}
+	s.auth.Store(&fn)
+}
+
+func (s *Server) authFunc() AuthFunc {
+	if p := s.auth.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Listen binds the address.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("resp: listen %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound address (after Listen).
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve accepts connections until Close; it returns nil after Close.
+func (s *Server) Serve() error {
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("resp: accept: %w", err)
+		}
+		c, ok := s.admit(nc)
+		if !ok {
+			continue
+		}
+		go func() {
+			defer s.serving.Done()
+			defer s.release(c)
+			c.serve()
+		}()
+	}
+}
+
+// admit registers a connection, or refuses it over the per-address limit
+// (as Redis refuses one over maxclients: an error line, then close).
+func (s *Server) admit(nc net.Conn) (*conn, bool) {
+	ip := remoteIP(nc)
+	s.mu.Lock()
+	if s.closed || s.perIP[ip] >= s.cfg.MaxConnsPerIP {
+		closed := s.closed
+		s.mu.Unlock()
+		if !closed {
+			s.m.refused.Inc()
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("-" + msgMaxClients + "\r\n"))
+		}
+		nc.Close()
+		return nil, false
+	}
+	s.perIP[ip]++
+	c := s.newConn(nc, ip)
+	s.conns[c] = struct{}{}
+	s.serving.Add(1)
+	s.mu.Unlock()
+	s.m.conns.Inc()
+	return c, true
+}
+
+func (s *Server) release(c *conn) {
+	c.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
+	s.mu.Unlock()
+	s.m.conns.Dec()
+}
+
+func (s *Server) newConn(nc net.Conn, ip string) *conn {
+	c := &conn{s: s, nc: nc, ip: ip, id: s.nextID.Add(1), created: time.Now(), proto: 2}
+	c.r = reader{br: bufio.NewReaderSize(nc, 16<<10),
+		lim: readLimits{maxBulk: s.cfg.MaxBulk, maxArgs: s.cfg.MaxArgs, maxInline: s.cfg.MaxInline}}
+	c.w = writer{bw: bufio.NewWriterSize(nc, 16<<10), proto: 2}
+	return c
+}
+
+// Close stops accepting, closes every connection (commands in flight
+// finish in the store; their replies are lost) and waits for their
+// goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.serving.Wait()
+	return err
+}
+
+// clients is the number of open connections (INFO).
+func (s *Server) clients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return nc.RemoteAddr().String()
+}

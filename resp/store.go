@@ -1,0 +1,35 @@
+package resp
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/tokens"
+)
+
+// Store is what the listener needs from the replicated store;
+// *raftstore.Store implements it over Raft, and internal/memstore in one
+// process for behaviour tests.
+type Store interface {
+	// KV reads a key: linearizable unless local (then this node's
+	// applied state).
+	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	// Barrier returns once this node has applied every write acknowledged
+	// before the call: local reads after it are linearizable.
+	Barrier(ctx context.Context) error
+	// KVSet with fsm.SetNX answers from a linearizable read when the key
+	// is live (no log entry): SET NX on a held lock is a read.
+	KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error)
+	// ApplyInOrder applies a pipeline's writes in order (see raftstore).
+	ApplyInOrder(ctx context.Context, ops []raftstore.Op) []raftstore.OpResult
+	// Leader is the leader's id ("" when none is known).
+	Leader() (id, raftAddr string)
+}
+
+// Tokens issues and spends form tokens (*tokens.Service).
+type Tokens interface {
+	Issue(ctx context.Context, scope string, ttl time.Duration) (tokens.Token, error)
+	Consume(ctx context.Context, scope, token string) error
+}

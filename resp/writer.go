@@ -1,0 +1,91 @@
+package resp
+
+import (
+	"bufio"
+	"strconv"
+	"strings"
+)
+
+// writer encodes replies in the connection's protocol version: RESP2, or
+// RESP3 after HELLO 3 (nulls, maps and verbatim strings differ).
+type writer struct {
+	bw     *bufio.Writer
+	proto  int
+	buf    []byte
+	errors int // error replies written: the metrics' result
+}
+
+func (w *writer) raw(b []byte) { w.bw.Write(b) }
+
+func (w *writer) prefixed(prefix byte, n int64) {
+	w.buf = append(w.buf[:0], prefix)
+	w.buf = strconv.AppendInt(w.buf, n, 10)
+	w.buf = append(w.buf, '\r', '\n')
+	w.bw.Write(w.buf)
+}
+
+// simple writes +s; s must hold no CR or LF.
+func (w *writer) simple(s string) {
+	w.bw.WriteByte('+')
+	w.bw.WriteString(s)
+	w.bw.WriteString("\r\n")
+}
+
+func (w *writer) ok() { w.bw.WriteString("+OK\r\n") }
+
+// errorLine writes -msg; msg starts with its code (ERR, NOAUTH, ...). CR
+// and LF would end the line early, so they become spaces.
+func (w *writer) errorLine(msg string) {
+	w.errors++
+	w.bw.WriteByte('-')
+	w.bw.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(msg))
+	w.bw.WriteString("\r\n")
+}
+
+func (w *writer) integer(n int64) { w.prefixed(':', n) }
+
+func (w *writer) bulk(b []byte) {
+	w.prefixed('$', int64(len(b)))
+	w.bw.Write(b)
+	w.bw.WriteString("\r\n")
+}
+
+func (w *writer) bulkString(s string) {
+	w.prefixed('$', int64(len(s)))
+	w.bw.WriteString(s)
+	w.bw.WriteString("\r\n")
+}
+
+// null is the absent value: $-1 in RESP2, _ in RESP3.
+func (w *writer) null() {
+	if w.proto >= 3 {
+		w.bw.WriteString("_\r\n")
+		return
+	}
+	w.bw.WriteString("$-1\r\n")
+}
+
+func (w *writer) array(n int) { w.prefixed('*', int64(n)) }
+
+// mapHeader starts a map of n pairs: %n in RESP3, a flat array of 2n in
+// RESP2.
+func (w *writer) mapHeader(n int) {
+	if w.proto >= 3 {
+		w.prefixed('%', int64(n))
+		return
+	}
+	w.prefixed('*', int64(2*n))
+}
+
+// verbatim is text for humans (INFO, CLIENT INFO): =len txt:... in
+// RESP3, a bulk string in RESP2.
+func (w *writer) verbatim(s string) {
+	if w.proto >= 3 {
+		w.prefixed('=', int64(len(s)+4))
+		w.bw.WriteString("txt:")
+		w.bw.WriteString(s)
+		w.bw.WriteString("\r\n")
+		return
+	}
+	w.bulkString(s)
+}
