@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -45,12 +44,8 @@ func runCLI(t *testing.T, bin string, args ...string) (code int, stdout, stderr 
 // clusterView is what GET /v1/cluster on api says: the leader and each
 // member's Raft address; ok false without an answer.
 func clusterView(api string) (leader string, raft map[string]string, ok bool) {
-	code, _, body, err := httpDo("GET", "http://"+api+"/v1/cluster", "")
-	var cl struct {
-		Leader string
-		Nodes  []struct{ ID, Raft string }
-	}
-	if err != nil || code != 200 || json.Unmarshal([]byte(body), &cl) != nil {
+	cl, err := clusterOf(api)
+	if err != nil {
 		return "", nil, false
 	}
 	raft = map[string]string{}
@@ -71,7 +66,7 @@ func waitClusterReady(t *testing.T, c *e2eCluster, ids []string) string {
 			if !ok || l == "" {
 				return false
 			}
-			if code, _, _, err := httpDo("GET", "http://"+c.apis[id]+"/readyz", ""); err != nil || code != 200 {
+			if readyz(c.apis[id]) != 200 {
 				return false
 			}
 			leader = l

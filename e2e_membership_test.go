@@ -47,12 +47,7 @@ func TestE2EOperatorMembership(t *testing.T) {
 	dir := t.TempDir()
 	c := writeCluster(t, dir, "http://127.0.0.1:1", "")
 	nodes := startNodes(t, bin, c.path, c.ids, c.apis)
-	var leader string
-	waitFor(t, "a leader", 20*time.Second, func() bool {
-		cl, err := clusterOf(c.apis["n1"])
-		leader = cl.Leader
-		return err == nil && leader != "" && readyz(c.apis[leader]) == 200
-	})
+	leader := waitClusterReady(t, c, c.ids)
 	for i := 0; i < 20; i++ {
 		if code, _, body, err := httpDo("PUT", fmt.Sprintf("http://%s/v1/kv/k%d", c.apis[c.ids[i%3]], i), "v"); err != nil || code != 200 {
 			t.Fatalf("write k%d = %d %s %v", i, code, body, err)
