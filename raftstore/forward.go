@@ -113,24 +113,52 @@ func (c *fwdClient) forget(seq uint64) {
 	c.mu.Unlock()
 }
 
+// writeLoop writes the calls in the order they were sent. Applies that
+// queued together go out as one fwdApplyBatch frame (the leader's group
+// commit then finds them together too); any other call ends a batch, so
+// the order on the wire is the order sent.
 func (c *fwdClient) writeLoop() {
 	bw := bufio.NewWriterSize(c.conn, 64<<10)
+	var batch []*fwdCall
+	var next *fwdCall // taken from the queue but not part of the batch
+	maxBytes := min(int(c.maxFrame)/2, maxForwardBatchBytes)
 	for {
-		var call *fwdCall
-		select {
-		case call = <-c.calls:
-		case <-c.dead:
-			return
-		}
-		if err := writeFrame(bw, call.kind, call.seq, call.payload); err != nil {
-			c.fail()
-			return
-		}
-		if len(c.calls) == 0 {
-			if err := bw.Flush(); err != nil {
-				c.fail()
+		call := next
+		next = nil
+		if call == nil {
+			select {
+			case call = <-c.calls:
+			case <-c.dead:
 				return
 			}
+		}
+		batch = append(batch[:0], call)
+		size := len(call.payload)
+	gather:
+		for call.kind == fwdApply && len(batch) < maxForwardBatch {
+			select {
+			case more := <-c.calls:
+				if more.kind != fwdApply || size+len(more.payload) > maxBytes {
+					next = more
+					break gather
+				}
+				batch, size = append(batch, more), size+len(more.payload)
+			default:
+				break gather
+			}
+		}
+		var err error
+		if len(batch) == 1 {
+			err = writeFrame(bw, call.kind, call.seq, call.payload)
+		} else {
+			err = writeFrame(bw, fwdApplyBatch, 0, encodeApplyBatch(batch))
+		}
+		if err == nil && next == nil && len(c.calls) == 0 {
+			err = bw.Flush()
+		}
+		if err != nil {
+			c.fail()
+			return
 		}
 	}
 }
@@ -227,7 +255,19 @@ func (s *Store) serveForward(conn net.Conn) {
 		if err != nil {
 			return
 		}
-		answers <- answer{seq: seq, wait: s.handleForwarded(kind, payload)}
+		if kind != fwdApplyBatch {
+			answers <- answer{seq: seq, wait: s.handleForwarded(kind, payload)}
+			continue
+		}
+		// Many applies in one frame: each answered under its own seq.
+		s.fwdBatches.Add(1)
+		err = decodeApplyBatch(payload, func(seq uint64, cmd []byte) {
+			answers <- answer{seq: seq, wait: s.handleForwarded(fwdApply, cmd)}
+		})
+		if err != nil {
+			s.logger.Warn("forwarding: closing the connection", "error", err, "peer", conn.RemoteAddr())
+			return
+		}
 	}
 }
 

@@ -23,14 +23,15 @@ import (
 // (statusOK, ...); seq pairs an answer with its request. A statusError
 // answer's payload is an error code (1 byte, wireErrors) and the message.
 const (
-	fwdApply     byte = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
-	fwdReadIndex byte = 'I' // payload: empty; answer: read index (8 bytes)
-	fwdAddVoter  byte = 'V' // payload: id \0 address [\0 "nonvoter"]
-	fwdRemove    byte = 'X' // payload: id [\0 "force"]
-	fwdPromote   byte = 'U' // payload: id [\0 "force"]
-	fwdClock     byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
-	fwdStatus    byte = 'S' // payload: empty; answer: statusAnswer (peerstatus.go); any node answers
-	fwdPeers     byte = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
+	fwdApply      byte = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
+	fwdApplyBatch byte = 'M' // frame seq unused; payload: applies (encodeApplyBatch), each answered as an fwdApply under its own seq
+	fwdReadIndex  byte = 'I' // payload: empty; answer: read index (8 bytes)
+	fwdAddVoter   byte = 'V' // payload: id \0 address [\0 "nonvoter"]
+	fwdRemove     byte = 'X' // payload: id [\0 "force"]
+	fwdPromote    byte = 'U' // payload: id [\0 "force"]
+	fwdClock      byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
+	fwdStatus     byte = 'S' // payload: empty; answer: statusAnswer (peerstatus.go); any node answers
+	fwdPeers      byte = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
 
 	statusOK        byte = 0
 	statusNotLeader byte = 1 // retry against the current leader
@@ -68,6 +69,63 @@ var wireErrors = [...]error{
 type remoteError struct{ msg string }
 
 func (e *remoteError) Error() string { return e.msg }
+
+// A follower packs the applies that queue on its connection into one frame
+// (at most maxForwardBatch of them and maxForwardBatchBytes of commands):
+//
+//	count (uvarint) | count × (seq (8) | length (uvarint) | encoded command)
+const (
+	maxForwardBatch      = 256
+	maxForwardBatchBytes = 1 << 20
+)
+
+func encodeApplyBatch(calls []*fwdCall) []byte {
+	n := binary.MaxVarintLen64
+	for _, c := range calls {
+		n += 8 + binary.MaxVarintLen64 + len(c.payload)
+	}
+	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(calls)))
+	for _, c := range calls {
+		b = binary.BigEndian.AppendUint64(b, c.seq)
+		b = binary.AppendUvarint(b, uint64(len(c.payload)))
+		b = append(b, c.payload...)
+	}
+	return b
+}
+
+// decodeApplyBatch calls each for every apply of a batch frame, in order;
+// a malformed frame is an error (the connection is closed).
+func decodeApplyBatch(p []byte, each func(seq uint64, cmd []byte)) error {
+	n, k := binary.Uvarint(p)
+	if k <= 0 || n == 0 || n > maxForwardBatch {
+		return errors.New("raftstore: malformed apply batch (count)")
+	}
+	p = p[k:]
+	type entry struct {
+		seq uint64
+		cmd []byte
+	}
+	entries := make([]entry, 0, n)
+	for i := uint64(0); i < n; i++ {
+		if len(p) < 8 {
+			return errors.New("raftstore: malformed apply batch (truncated)")
+		}
+		seq := binary.BigEndian.Uint64(p)
+		l, k := binary.Uvarint(p[8:])
+		if k <= 0 || l > uint64(len(p)-8-k) {
+			return errors.New("raftstore: malformed apply batch (length)")
+		}
+		entries = append(entries, entry{seq, p[8+k : 8+k+int(l)]})
+		p = p[8+k+int(l):]
+	}
+	if len(p) != 0 {
+		return errors.New("raftstore: malformed apply batch (trailing bytes)")
+	}
+	for _, e := range entries { // checked whole before any is proposed
+		each(e.seq, e.cmd)
+	}
+	return nil
+}
 
 // writeFrame appends one frame to w (the caller flushes).
 func writeFrame(w *bufio.Writer, tag byte, seq uint64, payload []byte) error {

@@ -48,9 +48,11 @@ type Store struct {
 	fwdMu     sync.Mutex
 	fwd       map[string]*fwdClient
 	fwdClosed bool
-	fwdConns  sync.WaitGroup
-	connMu    sync.Mutex
-	inbound   map[net.Conn]struct{}
+	// fwdBatches counts the apply-batch frames this node received.
+	fwdBatches atomic.Int64
+	fwdConns   sync.WaitGroup
+	connMu     sync.Mutex
+	inbound    map[net.Conn]struct{}
 
 	idPrefix [8]byte
 	idSeq    atomic.Uint64
