@@ -41,9 +41,13 @@ func TestServeLogFlagsRefused(t *testing.T) {
 func servedLog(t *testing.T, ready string, extra ...string) string {
 	t.Helper()
 	bin := idemgateBinary(t)
-	p := freePorts(t, 4) // the fourth is the upstream: nothing listens there
+	// The upstream is port 1, where nothing listens (as for the other
+	// tests' dead upstreams): a free port picked and left unbound could be
+	// taken by another process meanwhile, which then answers (seen in CI:
+	// a 504 instead of the refusal's 502).
+	p := freePorts(t, 3)
 	args := append([]string{"serve", "--data-dir", t.TempDir(), "--listen", p[0], "--api-listen", p[1],
-		"--raft-listen", p[2], "--upstream", "http://" + p[3]}, extra...)
+		"--raft-listen", p[2], "--upstream", "http://127.0.0.1:1"}, extra...)
 	cmd := exec.Command(bin, args...)
 	stderr := &testsupport.Logs{}
 	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, stderr
