@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/client"
-	"github.com/idemgate/idemgate/internal/loopback"
 )
 
 func payRequest(key, user string) client.Request {
@@ -92,7 +91,9 @@ func TestDoTransportErrorReplays(t *testing.T) {
 
 // TestDoFailover: a node that refuses connections is skipped.
 func TestDoFailover(t *testing.T) {
-	dead, _ := loopback.FreeAddrs(1) // nothing listens there
+	// Port 1: nothing listens there (a free port left unbound could be
+	// taken by another process meanwhile).
+	dead := []string{"127.0.0.1:1"}
 	c, _ := client.New(client.Config{Gateways: []string{"http://" + dead[0], gateways[1]}, MinBackoff: 10 * time.Millisecond})
 	for i := range 4 { // the calls start at either node
 		r, err := c.Do(context.Background(), payRequest(fmt.Sprintf("failover-%d", i), "u-failover"))
