@@ -10,10 +10,11 @@ import (
 
 // Group commit. Every Raft log entry costs hashicorp/raft the same whatever
 // it holds (a future, channel hand-offs, msgpack, a log-store key, its share
-// of every AppendEntries), and a node is CPU-bound long before its disk is.
-// So the leader packs the commands that queue while its previous proposals
-// are being committed into one entry (fsm.EncodeBatch): local callers and
-// forwarded ones alike. Nothing waits for a batch to fill: a command that
+// of every AppendEntries), and every round of commits costs the leader's
+// and the followers' fsyncs. So the leader packs the commands that queue
+// while its previous batch is being committed into one entry
+// (fsm.EncodeBatch), local callers and forwarded ones alike, and they share
+// both. Nothing waits for a batch to fill: a command that
 // finds no batch in flight is proposed at once, alone; only under load,
 // while a batch commits, do commands gather. The state machine applies a
 // batch's commands in order, each with its own request id, stamp and
