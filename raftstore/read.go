@@ -51,13 +51,19 @@ func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
 }
 
 // Barrier makes the local state linearizable: it returns once this node has
-// applied everything acknowledged before the call.
+// applied everything acknowledged before the call. Concurrent callers share
+// barriers (readgroup.go).
 func (s *Store) Barrier(ctx context.Context) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ApplyTimeout)
 		defer cancel()
 	}
+	return s.reads.wait(ctx)
+}
+
+// barrier is one read index and the wait to apply it: one readGroup round.
+func (s *Store) barrier(ctx context.Context) error {
 	idx, err := s.ReadIndex(ctx)
 	if err != nil {
 		return err

@@ -42,6 +42,7 @@ type Store struct {
 	members *members
 	peers   *peerWatch // the members' status, as this node's probes find it
 	coal    *coalescer // packs the commands proposed here into log entries
+	reads   *readGroup // linearizable reads share barriers
 	sweeper *ttl.Sweeper
 	clock   clockGuard
 
@@ -152,6 +153,7 @@ func Open(cfg Config) (s *Store, err error) {
 	s.members = newMembers(s)
 	s.peers = newPeerWatch(s)
 	s.coal = newCoalescer(s)
+	s.reads = &readGroup{barrier: s.barrier, timeout: cfg.ApplyTimeout}
 	mc := muxConfig{advertise: adv, forward: s.serveForward, maxConns: cfg.MaxPeerConns,
 		reject: s.members.reject, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
 	if cfg.PeerTLS != nil {

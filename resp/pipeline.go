@@ -67,7 +67,7 @@ func (c *conn) runReads(batch []request, i int) int {
 	defer cancel()
 	var err error
 	if !c.readonly && !MutantNoReadBarrier {
-		err = c.s.reads.wait(ctx)
+		err = c.s.store.Barrier(ctx) // concurrent readers share barriers (raftstore)
 	}
 	for k, cmd := range cmds {
 		errs := c.w.errors

@@ -25,7 +25,6 @@ type Server struct {
 	auth   atomic.Pointer[AuthFunc]
 	start  time.Time
 	nextID atomic.Int64
-	reads  *readGroup
 
 	ln      net.Listener
 	mu      sync.Mutex
@@ -45,7 +44,6 @@ func New(cfg Config, store Store, tok Tokens, reg prometheus.Registerer) (*Serve
 	}
 	s := &Server{cfg: cfg, store: store, tok: tok, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}, perIP: map[string]int{}}
-	s.reads = &readGroup{barrier: store.Barrier, timeout: cfg.OpTimeout}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
 	}
