@@ -1,9 +1,10 @@
 package raftstore
 
 // What an operator must see in a node's log, once, when it happens: the
-// leader changing, members added, removed or changed, a peer this leader
-// lost and found again, and the node turning ready or not ready (with the
-// reason). Repeated states are never logged again; Raft's own per-heartbeat
+// leader changing, members added, removed or changed, and the node turning
+// ready or not ready (with the reason). A peer lost and found again is
+// logged by the members' probes (peerstatus.go), which also feed
+// idemgate_peer_reachable: one view of reachability. Repeated states are never logged again; Raft's own per-heartbeat
 // errors are rate-limited by the hclog adapter (hclog.go).
 
 import (
@@ -22,8 +23,7 @@ func (s *Store) newEventObserver() {
 	s.obsCh = make(chan raft.Observation, 64)
 	s.obs = raft.NewObserver(s.obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
-		case raft.LeaderObservation, raft.PeerObservation,
-			raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+		case raft.LeaderObservation, raft.PeerObservation:
 			return true
 		}
 		return false
@@ -36,8 +36,7 @@ func (s *Store) watchEvents(ctx context.Context) {
 	t := time.NewTicker(eventInterval)
 	defer t.Stop()
 	members := s.memberSet()
-	unreachable := map[raft.ServerID]bool{} // peers this leader logged as unreachable
-	notReady := "no leader"                 // a starting node has none: not worth a line
+	notReady := "no leader" // a starting node has none: not worth a line
 	for {
 		select {
 		case <-ctx.Done():
@@ -47,19 +46,8 @@ func (s *Store) watchEvents(ctx context.Context) {
 			case raft.LeaderObservation:
 				s.metrics.leaderChanges.Inc()
 				s.logger.Info("leader changed", "leader", string(d.LeaderID), "leader_addr", string(d.LeaderAddr))
-				clear(unreachable) // heartbeats are the leader's: a new term starts afresh
 			case raft.PeerObservation:
 				members = s.logMembers(members)
-			case raft.FailedHeartbeatObservation:
-				if !unreachable[d.PeerID] {
-					unreachable[d.PeerID] = true
-					s.logger.Warn("peer unreachable", "peer", string(d.PeerID), "last_contact", d.LastContact)
-				}
-			case raft.ResumedHeartbeatObservation:
-				if unreachable[d.PeerID] {
-					delete(unreachable, d.PeerID)
-					s.logger.Info("peer reachable", "peer", string(d.PeerID))
-				}
 			}
 		case <-t.C:
 			members = s.logMembers(members)

@@ -9,9 +9,9 @@ import (
 )
 
 // TestEventsLogged: a real 3-node cluster logs each transition once, on the
-// nodes that see it: ready, a peer lost and found (with Raft's own error
-// line, through the adapter), a member removed and added, not ready with
-// its reason and ready again.
+// nodes that see it: ready, a peer lost and found (by the members' probes,
+// beside Raft's own error line through the adapter), a member removed and
+// added, not ready with its reason and ready again.
 func TestEventsLogged(t *testing.T) {
 	logs := map[string]*testsupport.Logs{}
 	c := StartTestCluster(t, 3, func(cfg *Config) {

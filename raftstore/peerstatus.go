@@ -40,6 +40,7 @@ type peerProbe struct {
 	addr      string    // the member's Raft address when its prober started
 	contact   time.Time // last answer; zero: never
 	ok        bool      // the last probe was answered
+	lost      bool      // logged unreachable, not yet reachable again
 	lastIndex uint64
 	state     string
 	applied   [4]appliedAt // the last answers' applied indexes, newest at next-1
@@ -207,7 +208,16 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 	}
 	now := time.Now()
 	w.mu.Lock()
+	wasOK := p.ok
 	p.ok = err == nil
+	switch {
+	case wasOK && !p.ok: // a peer this node reached is lost (one that never answered is not news)
+		w.s.logger.Warn("peer unreachable", "peer", id, "last_contact", now.Sub(p.contact).Round(time.Millisecond))
+		p.lost = true
+	case p.ok && p.lost:
+		w.s.logger.Info("peer reachable", "peer", id)
+		p.lost = false
+	}
 	if p.ok {
 		p.contact, p.lastIndex, p.state = now, st.lastIndex, st.state
 		p.applied[p.next%len(p.applied)] = appliedAt{at: now, index: st.applied}
