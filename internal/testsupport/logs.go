@@ -1,32 +1,14 @@
 package testsupport
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 )
 
-// Logs captures what a logger writes, safe beside the goroutines writing:
-// give it to slog.NewJSONHandler and read the lines back.
-type Logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *Logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// String is everything written so far.
-func (l *Logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+// Logs captures what a logger writes, safe beside the goroutines writing
+// (a Buffer): give it to slog.NewJSONHandler and read the lines back.
+type Logs struct{ Buffer }
 
 // JSON is every line written so far, each decoded as a JSON object; a line
 // that is not one is an error naming it.
