@@ -327,21 +327,44 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 
 // forward sends a request to the leader and maps its answer to an error.
 func (s *Store) forward(ctx context.Context, leaderID, leaderAddr string, kind byte, payload []byte) ([]byte, error) {
+	wait, err := s.forwardSend(ctx, leaderID, leaderAddr, kind, payload)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// forwardSend queues a request to the leader on its connection and returns
+// the wait for its answer, mapped to an error as forward's: requests sent
+// one after another reach the leader in that order (ApplyInOrder).
+func (s *Store) forwardSend(ctx context.Context, leaderID, leaderAddr string, kind byte, payload []byte) (func(context.Context) ([]byte, error), error) {
 	c, err := s.fwdClientFor(leaderID, leaderAddr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: dial leader %s: %v", errRetry, leaderID, err)
 	}
-	r, err := c.call(ctx, kind, payload)
+	call, err := c.send(ctx, kind, payload)
 	if err != nil {
-		if errors.Is(err, errConnLost) {
-			return nil, fmt.Errorf("%w: %v", errRetry, err)
+		return nil, connErr(err)
+	}
+	return func(ctx context.Context) ([]byte, error) {
+		r, err := c.await(ctx, call)
+		if err != nil {
+			return nil, connErr(err)
 		}
-		return nil, err
+		if err := answerErr(r.status, r.payload, leaderID); err != nil {
+			return nil, err
+		}
+		return r.payload, nil
+	}, nil
+}
+
+// connErr marks a lost connection as a retry (the request's fate is
+// unknown: it is retried under the same request id).
+func connErr(err error) error {
+	if errors.Is(err, errConnLost) {
+		return fmt.Errorf("%w: %v", errRetry, err)
 	}
-	if err := answerErr(r.status, r.payload, leaderID); err != nil {
-		return nil, err
-	}
-	return r.payload, nil
+	return err
 }
 
 // maxFrame bounds a forwarding frame: the largest command, and room for

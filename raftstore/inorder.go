@@ -135,28 +135,20 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 	if addr == "" {
 		return waits
 	}
-	c, err := s.fwdClientFor(string(id), string(addr))
-	if err != nil {
-		return waits
-	}
 	for i, d := range data {
 		if d == nil {
 			continue
 		}
-		call, err := c.send(ctx, fwdApply, d)
+		wait, err := s.forwardSend(ctx, string(id), string(addr), fwdApply, d)
 		if err != nil {
 			break
 		}
-		leader := string(id)
 		waits[i] = func(ctx context.Context) (*fsm.Result, error) {
-			r, err := c.await(ctx, call)
-			if err == nil {
-				err = answerErr(r.status, r.payload, leader)
-			}
+			p, err := wait(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return fsm.DecodeResult(r.payload)
+			return fsm.DecodeResult(p)
 		}
 	}
 	return waits
