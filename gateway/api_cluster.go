@@ -95,7 +95,7 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	if req.ID == "" || strings.ContainsAny(req.ID, "\x00/ ") || len(req.ID) > 64 {
+	if !validNodeID(req.ID) {
 		writeProblem(ctx, probBadRequest, "id: want 1-64 characters without '/', spaces or NUL")
 		return
 	}
@@ -147,10 +147,16 @@ func forceParam(ctx *fasthttp.RequestCtx) (force, ok bool) {
 	return false, false
 }
 
+// validNodeID: 1-64 characters without '/', spaces or NUL (a path segment,
+// and a member of Raft's configuration).
+func validNodeID(id string) bool {
+	return id != "" && len(id) <= 64 && !strings.ContainsAny(id, "\x00/ ")
+}
+
 // nodeID reads the {id} of /v1/cluster/nodes/{id}; "" means it answered 400.
 func nodeID(ctx *fasthttp.RequestCtx, raw string) string {
 	id, err := url.PathUnescape(raw)
-	if err != nil || id == "" || strings.ContainsAny(id, "\x00/ ") || len(id) > 64 {
+	if err != nil || !validNodeID(id) {
 		writeProblem(ctx, probBadRequest, "want /v1/cluster/nodes/{id} with an id of 1-64 characters without '/', spaces or NUL")
 		return ""
 	}
