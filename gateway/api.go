@@ -183,6 +183,20 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 	h(ctx)
 }
 
+// flagParam reads a yes/no query parameter (1 or true, 0 or false, absent:
+// no); false ok means it answered 400.
+func flagParam(ctx *fasthttp.RequestCtx, name string) (on, ok bool) {
+	v := ctx.QueryArgs().Peek(name)
+	switch string(v) {
+	case "", "0", "false":
+		return false, true
+	case "1", "true":
+		return true, true
+	}
+	writeProblem(ctx, probBadRequest, fmt.Sprintf("%s: %q: want 1 or 0", name, v))
+	return false, false
+}
+
 // decodeJSON decodes a JSON body strictly; false means it answered 415 or
 // 400. The body must be declared application/json (parameters such as
 // charset allowed): a browser sends text/plain, form and multipart bodies

@@ -134,19 +134,6 @@ func (a *API) membershipError(ctx *fasthttp.RequestCtx, id string, err error) {
 	}
 }
 
-// forceParam reads ?force=1 (or true); false means it answered 400.
-func forceParam(ctx *fasthttp.RequestCtx) (force, ok bool) {
-	v := ctx.QueryArgs().Peek("force")
-	switch string(v) {
-	case "", "0", "false":
-		return false, true
-	case "1", "true":
-		return true, true
-	}
-	writeProblem(ctx, probBadRequest, fmt.Sprintf("force: %q: want 1 or 0", v))
-	return false, false
-}
-
 // validNodeID: 1-64 characters without '/', spaces or NUL (a path segment,
 // and a member of Raft's configuration).
 func validNodeID(id string) bool {
@@ -170,7 +157,7 @@ func (a *API) changeNode(ctx *fasthttp.RequestCtx, rawID string, change func(con
 	if id == "" {
 		return
 	}
-	force, ok := forceParam(ctx)
+	force, ok := flagParam(ctx, "force")
 	if !ok {
 		return
 	}

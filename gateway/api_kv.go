@@ -81,12 +81,11 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 		return
 	}
 	mode, version := fsm.SetPlain, uint64(0)
-	nx := string(args.Peek("nx"))
-	if nx != "" && nx != "0" && nx != "false" {
-		if nx != "1" && nx != "true" {
-			writeProblem(ctx, probBadRequest, "nx: want 1 or true")
-			return
-		}
+	nx, ok := flagParam(ctx, "nx")
+	if !ok {
+		return
+	}
+	if nx {
 		mode = fsm.SetNX
 	}
 	if string(ctx.Request.Header.Peek("If-None-Match")) == "*" {
