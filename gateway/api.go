@@ -163,8 +163,13 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.only(ctx, method, "DELETE", func(ctx *fasthttp.RequestCtx) { a.changeNode(ctx, id, a.store.RemoveServer) })
 	case path == "/v1/suspects":
 		a.only(ctx, method, "GET", a.listSuspects)
+	case path == "/v1/snapshot" && method == fasthttp.MethodPost:
+		a.takeSnapshot(ctx)
 	case path == "/v1/snapshot":
 		a.only(ctx, method, "GET", a.snapshot)
+		if ctx.Response.StatusCode() == fasthttp.StatusMethodNotAllowed {
+			ctx.Response.Header.Set("Allow", "GET, HEAD, POST")
+		}
 	default:
 		writeProblem(ctx, probNotFound, "no such endpoint: "+path)
 	}

@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/raftstore"
 )
@@ -27,8 +31,11 @@ func TestAPISnapshotAuth(t *testing.T) {
 		{"read token", "GET", bearer(readSecret), 403},
 		{"app token", "GET", bearer(appSecret), 403},
 		{"app token, HEAD", "HEAD", bearer(appSecret), 403},
-		{"admin token, POST", "POST", bearer(adminSecret), 405},
+		{"read token, POST", "POST", bearer(readSecret), 403},
+		{"app token, POST", "POST", bearer(appSecret), 403},
 		{"admin token, DELETE", "DELETE", bearer(adminSecret), 405},
+		{"admin token, PUT", "PUT", bearer(adminSecret), 405},
+		{"admin token, POST", "POST", bearer(adminSecret), 200},
 		{"admin token", "GET", bearer(adminSecret), 200},
 	} {
 		r := do(t, tt.method, u, "", tt.hdr...)
@@ -37,6 +44,16 @@ func TestAPISnapshotAuth(t *testing.T) {
 			continue
 		}
 		checkRefusal(t, tt.name, r)
+		if tt.status == 405 && r.header.Get("Allow") != "GET, HEAD, POST" {
+			t.Errorf("%s: Allow %q, want GET, HEAD, POST", tt.name, r.header.Get("Allow"))
+		}
+		if tt.status == 200 && tt.method == "POST" {
+			var info SnapshotJSON
+			if err := json.Unmarshal([]byte(r.body), &info); err != nil || !info.New || info.Bytes <= 0 {
+				t.Errorf("%s: %s (%v): want a new snapshot with its size", tt.name, r.body, err)
+			}
+			continue
+		}
 		if tt.status == 200 {
 			if _, _, err := raftstore.VerifyBackup(strings.NewReader(r.body)); err != nil {
 				t.Errorf("%s: the body is not a valid backup: %v", tt.name, err)
@@ -73,5 +90,58 @@ func TestAPISnapshotCluster(t *testing.T) {
 	}
 	if cl := r.header.Get("Content-Length"); cl != strconv.FormatInt(size, 10) {
 		t.Fatalf("Content-Length %s, body %d bytes", cl, size)
+	}
+}
+
+// TestAPITakeSnapshotCluster: POST /v1/snapshot makes the node take a Raft
+// snapshot now: it covers every write the node applied before the call and
+// the node's snapshot store holds it; a second call with nothing new applied takes
+// none and describes the newest. Hostile calls change nothing.
+func TestAPITakeSnapshotCluster(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(5 * time.Second)
+	var last uint64
+	for i := 0; i < 50; i++ {
+		r := do(t, "PUT", ac.urls[leader]+"/v1/kv/k"+strconv.Itoa(i), "v")
+		if r.status != 200 {
+			t.Fatalf("PUT = %d %s", r.status, r.body)
+		}
+		last, _ = strconv.ParseUint(strings.Trim(r.header.Get("ETag"), `"`), 10, 64)
+	}
+	snapshot := func() SnapshotJSON {
+		t.Helper()
+		r := do(t, "POST", ac.urls[leader]+"/v1/snapshot", "")
+		var info SnapshotJSON
+		if r.status != 200 || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("POST /v1/snapshot = %d %q %s", r.status, r.header.Get("Content-Type"), r.body)
+		}
+		if err := json.Unmarshal([]byte(r.body), &info); err != nil {
+			t.Fatalf("POST /v1/snapshot: %s: %v", r.body, err)
+		}
+		return info
+	}
+	first := snapshot()
+	if !first.New || first.Index < last || first.Term == 0 || first.Bytes <= 0 {
+		t.Fatalf("first snapshot %+v: want a new one at index >= %d with a term and a size", first, last)
+	}
+	snaps, err := raft.NewFileSnapshotStore(ac.c.Cfgs[leader].DataDir, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 || metas[0].Index != first.Index || metas[0].Size != first.Bytes {
+		t.Fatalf("the snapshot store holds %+v (%v); want the newest at index %d, %d bytes", metas, err, first.Index, first.Bytes)
+	}
+	again := snapshot()
+	if again.New || again.Index != first.Index || again.Bytes != first.Bytes {
+		t.Fatalf("second snapshot %+v, nothing applied since %+v: want it described, not taken", again, first)
+	}
+	for _, method := range []string{"PUT", "PATCH", "DELETE"} {
+		if r := do(t, method, ac.urls[leader]+"/v1/snapshot", "x"); r.status != 405 {
+			t.Errorf("%s /v1/snapshot = %d %s, want 405", method, r.status, r.body)
+		}
+	}
+	if r := do(t, "GET", ac.urls[leader]+"/v1/kv/k49", ""); r.status != 200 || r.body != "v" {
+		t.Fatalf("after the snapshots GET k49 = %d %q", r.status, r.body)
 	}
 }

@@ -79,6 +79,9 @@ type Store interface {
 	// Backup takes a backup of the state after a linearizable barrier, to
 	// be read once and closed (GET /v1/snapshot).
 	Backup(ctx context.Context) (*raftstore.Backup, error)
+	// TakeSnapshot takes a Raft snapshot on this node now and compacts its
+	// log (POST /v1/snapshot).
+	TakeSnapshot(ctx context.Context) (raftstore.SnapshotInfo, error)
 }
 
 var _ Store = (*raftstore.Store)(nil)
