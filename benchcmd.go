@@ -79,12 +79,15 @@ func joinJSONFile(args []string) []string {
 }
 
 func benchCmd(args []string, stdout, stderr io.Writer) int {
+	if scaleScenario(args) {
+		return benchScaleCmd(args, stdout, stderr)
+	}
 	f := benchFlags{lock: bench.DefaultLockConfig()}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.target, "target", "", "gateway base URLs of a running cluster, comma-separated (default: start one)")
 	fs.StringVar(&f.api, "api", "", "API base URLs of that cluster, comma-separated (required with --target)")
-	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, resp, comma-separated, or all")
+	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, resp, comma-separated, or all; or scale alone (see --scenario scale --help)")
 	fs.IntVar(&f.nodes, "nodes", 3, "nodes of the cluster the bench starts")
 	fs.IntVar(&f.clients, "clients", 64, "concurrent clients")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "bound on each measurement")
@@ -123,11 +126,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		fmt.Fprintf(stderr, "idemgate bench: --scenario: %v\n", err)
 		return 2
-	case f.clients < 1 || f.clients > 4096:
-		fmt.Fprintln(stderr, "idemgate bench: --clients: want 1-4096")
-		return 2
-	case f.duration <= 0 || f.duration > time.Hour:
-		fmt.Fprintln(stderr, "idemgate bench: --duration: want a positive duration up to 1h")
+	case loadFlagsProblem(f.clients, f.duration) != "":
+		fmt.Fprintln(stderr, "idemgate bench: "+loadFlagsProblem(f.clients, f.duration))
 		return 2
 	case f.requests < 0:
 		fmt.Fprintln(stderr, "idemgate bench: --requests: must not be negative")
@@ -212,6 +212,18 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// loadFlagsProblem checks --clients and --duration, which every scenario
+// has: "" when they are fine.
+func loadFlagsProblem(clients int, d time.Duration) string {
+	switch {
+	case clients < 1 || clients > 4096:
+		return "--clients: want 1-4096"
+	case d <= 0 || d > time.Hour:
+		return "--duration: want a positive duration up to 1h"
+	}
+	return ""
 }
 
 // onEveryStore are the scenarios that run on idemgate and on each baseline;

@@ -102,13 +102,24 @@ var errNilReply = errors.New("nil reply")
 // errNilReply for a nil bulk string.
 func (c *respConn) do(args ...string) (byte, string, error) {
 	c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.send(args...)
+	if err := c.w.Flush(); err != nil {
+		return 0, "", err
+	}
+	return c.reply()
+}
+
+// send buffers one command; several sent before a Flush are a pipeline.
+func (c *respConn) send(args ...string) {
 	fmt.Fprintf(c.w, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(c.w, "$%d\r\n%s\r\n", len(a), a)
 	}
-	if err := c.w.Flush(); err != nil {
-		return 0, "", err
-	}
+}
+
+// reply reads one reply: its type byte and value; errNilReply for a nil
+// bulk string.
+func (c *respConn) reply() (byte, string, error) {
 	line, err := c.r.ReadString('\n')
 	if err != nil {
 		return 0, "", err

@@ -1,0 +1,686 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/loopback"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// The scale scenario: how a group behaves as it grows to millions of keys
+// (100-byte values, sequential keys, each with a TTL as every idempotency
+// record has). Reaching 10M keys through the network would take hours, so
+// the keys are written by a bulk path, through the real state machine
+// (fsm.ApplyBatch, the code every replica runs) in large batches; the file
+// is backed up and restored into three data directories with `idemgate
+// snapshot restore`, the path an operator takes; then three real `idemgate
+// serve` processes on loopback are measured end to end: write throughput
+// and latency over the Redis protocol, a snapshot taken under that load, a
+// follower rebuilt by snapshot install (time and peak RSS), a cold restart
+// (page cache dropped when the bench runs as root) and a mass expiry.
+
+// ScaleConfig configures the scale scenario.
+type ScaleConfig struct {
+	Keys     int           // keys loaded by the bulk path
+	Bin      string        // the idemgate binary to run the nodes with
+	Dir      string        // work directory (removed afterwards unless Keep)
+	Keep     bool          // keep Dir
+	Clients  int           // writers in the load phases
+	Duration time.Duration // each load phase
+	DueKeys  int           // keys due at once in the expiry phase (0: min(Keys, 1M))
+	Progress io.Writer
+}
+
+// ScalePhase is one load phase's figures.
+type ScalePhase struct {
+	Name       string  `json:"name"`
+	Requests   int     `json:"requests"`
+	Errors     int     `json:"errors"`
+	PerSecond  float64 `json:"per_second"`
+	P50Millis  float64 `json:"p50_ms"`
+	P99Millis  float64 `json:"p99_ms"`
+	MaxMillis  float64 `json:"max_ms"`
+	WindowSecs float64 `json:"window_seconds,omitempty"` // the part measured (snapshot, expiry)
+}
+
+// ScaleResult is what the scale scenario measured.
+type ScaleResult struct {
+	Keys            int        `json:"keys"`
+	BulkSeconds     float64    `json:"bulk_seconds"`
+	BulkFileBytes   int64      `json:"bulk_fsm_db_bytes"` // the bulk-loaded file
+	LiveBytes       int64      `json:"live_bytes"`        // keys and values of every pair in it
+	BackupBytes     int64      `json:"backup_bytes"`
+	BackupSeconds   float64    `json:"backup_seconds"`
+	RestoreSeconds  float64    `json:"restore_seconds"` // one node's `snapshot restore`
+	FSMBytes        int64      `json:"fsm_db_bytes"`    // a node's fsm.db after the restore
+	StartSeconds    float64    `json:"start_seconds"`   // three processes to ready (warm)
+	Baseline        ScalePhase `json:"writes"`
+	DuringSnapshot  ScalePhase `json:"writes_during_snapshot"`
+	SnapshotBytes   int64      `json:"snapshot_bytes"`
+	SnapshotSeconds float64    `json:"snapshot_seconds"`
+	LeaderChanges   int        `json:"leader_changes"` // during the load phases
+	InstallSeconds  float64    `json:"install_seconds"`
+	InstallRSS      int64      `json:"install_rss_peak_bytes"`
+	InstallFSMBytes int64      `json:"install_fsm_db_bytes"`
+	ColdRestart     float64    `json:"cold_restart_seconds"`
+	ColdCache       bool       `json:"cold_cache"` // the page cache was dropped
+	DueKeys         int        `json:"due_keys"`
+	DueLoadPerSec   float64    `json:"due_load_per_second"`
+	ExpirySeconds   float64    `json:"expiry_seconds"` // from due to the backlog drained
+	BeforeExpiry    ScalePhase `json:"writes_before_expiry"`
+	DuringExpiry    ScalePhase `json:"writes_during_expiry"`
+	DataDirBytes    []int64    `json:"data_dir_bytes"`
+	FinalFSMBytes   []int64    `json:"final_fsm_db_bytes"`
+}
+
+// Scale runs the scale scenario.
+func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
+	if cfg.Keys <= 0 {
+		return res, errors.New("bench: scale: --keys must be positive")
+	}
+	if cfg.Clients <= 0 {
+		cfg.Clients = 64
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 10 * time.Second
+	}
+	if cfg.DueKeys <= 0 {
+		cfg.DueKeys = min(cfg.Keys, 1_000_000)
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	if cfg.Dir == "" {
+		if cfg.Dir, err = os.MkdirTemp("", "idemgate-scale-"); err != nil {
+			return res, err
+		}
+	} else if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return res, err
+	}
+	if !cfg.Keep {
+		defer os.RemoveAll(cfg.Dir)
+	}
+	res.Keys = cfg.Keys
+	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, "scale: "+format+"\n", args...) }
+
+	// The bulk path.
+	seed := filepath.Join(cfg.Dir, "bulk", "fsm.db")
+	start := time.Now()
+	if err := BulkLoad(seed, cfg.Keys, 24*time.Hour); err != nil {
+		return res, err
+	}
+	res.BulkSeconds = time.Since(start).Seconds()
+	res.BulkFileBytes = fileSize(seed)
+	if res.LiveBytes, err = liveBytes(seed); err != nil {
+		return res, err
+	}
+	say("bulk: %d keys in %.1f s, fsm.db %s, live pairs %s", cfg.Keys, res.BulkSeconds, mb(res.BulkFileBytes), mb(res.LiveBytes))
+	backup := filepath.Join(cfg.Dir, "bulk.snap")
+	start = time.Now()
+	if res.BackupBytes, err = writeBackup(seed, backup); err != nil {
+		return res, err
+	}
+	res.BackupSeconds = time.Since(start).Seconds()
+	os.RemoveAll(filepath.Dir(seed))
+	say("backup: %s in %.1f s", mb(res.BackupBytes), res.BackupSeconds)
+
+	c, err := newScaleCluster(cfg.Dir, cfg.Bin)
+	if err != nil {
+		return res, err
+	}
+	defer c.stop()
+	for i := range c.ids {
+		start = time.Now()
+		if out, err := exec.Command(cfg.Bin, "snapshot", "restore", backup, "--config", c.file, "--node", c.ids[i]).CombinedOutput(); err != nil {
+			return res, fmt.Errorf("bench: scale: restore %s: %v: %s", c.ids[i], err, out)
+		}
+		if i == 0 {
+			res.RestoreSeconds = time.Since(start).Seconds()
+			res.FSMBytes = fileSize(filepath.Join(c.dataDir(0), "fsm.db"))
+		}
+	}
+	os.Remove(backup)
+	say("restore: %.1f s a node, fsm.db %s", res.RestoreSeconds, mb(res.FSMBytes))
+
+	start = time.Now()
+	for i := range c.ids {
+		if err := c.start(i, false); err != nil {
+			return res, err
+		}
+	}
+	for i := range c.ids {
+		if err := c.waitReady(i, 5*time.Minute); err != nil {
+			return res, err
+		}
+	}
+	res.StartSeconds = time.Since(start).Seconds()
+	say("cluster: ready in %.1f s", res.StartSeconds)
+
+	terms := c.watchLeader()
+	w := newRespLoad(c, cfg.Clients)
+	res.Baseline = w.run("writes", cfg.Duration, nil)
+	say("writes: %s", res.Baseline)
+
+	// A snapshot under the same load, a quarter into the phase.
+	var snap snapshotAnswer
+	var window [2]time.Time
+	w.run("writes during a snapshot", cfg.Duration, func() {
+		time.Sleep(cfg.Duration / 4)
+		window[0] = time.Now()
+		snap, err = c.snapshot(c.leader())
+		window[1] = time.Now()
+	})
+	if err != nil {
+		return res, err
+	}
+	res.DuringSnapshot = w.window("writes while the leader snapshots", window[0], window[1])
+	res.SnapshotBytes, res.SnapshotSeconds = snap.Bytes, snap.Seconds
+	say("snapshot on the leader: %s in %.1f s; %s", mb(snap.Bytes), snap.Seconds, res.DuringSnapshot)
+
+	// A follower rebuilt from nothing: the leader sends its snapshot.
+	f := (c.leader() + 1) % len(c.ids)
+	c.kill(f)
+	if err := os.RemoveAll(c.dataDir(f)); err != nil {
+		return res, err
+	}
+	target := c.commitIndex()
+	start = time.Now()
+	if err := c.start(f, true); err != nil {
+		return res, err
+	}
+	if err := c.waitApplied(f, target, 10*time.Minute); err != nil {
+		return res, err
+	}
+	res.InstallSeconds = time.Since(start).Seconds()
+	res.InstallRSS = c.peakRSS(f)
+	res.InstallFSMBytes = fileSize(filepath.Join(c.dataDir(f), "fsm.db"))
+	say("install: %s caught up in %.1f s, peak RSS %s, fsm.db %s", c.ids[f], res.InstallSeconds, mb(res.InstallRSS), mb(res.InstallFSMBytes))
+	if err := c.waitReady(f, time.Minute); err != nil {
+		return res, err
+	}
+
+	// A cold restart of that follower: stopped cleanly, page cache dropped.
+	if err := c.term(f); err != nil {
+		return res, err
+	}
+	syscall.Sync()
+	res.ColdCache = os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0) == nil
+	start = time.Now()
+	if err := c.start(f, false); err != nil {
+		return res, err
+	}
+	if err := c.waitReady(f, 5*time.Minute); err != nil {
+		return res, err
+	}
+	res.ColdRestart = time.Since(start).Seconds()
+	say("cold restart: %s ready in %.1f s (page cache dropped: %v)", c.ids[f], res.ColdRestart, res.ColdCache)
+
+	// Expiry: DueKeys keys due at the same millisecond.
+	res.DueKeys = cfg.DueKeys
+	if err := scaleExpiry(c, w, cfg, &res, say); err != nil {
+		return res, err
+	}
+	res.LeaderChanges = terms()
+
+	for i := range c.ids {
+		res.DataDirBytes = append(res.DataDirBytes, dirSize(c.dataDir(i)))
+		res.FinalFSMBytes = append(res.FinalFSMBytes, fileSize(filepath.Join(c.dataDir(i), "fsm.db")))
+	}
+	return res, nil
+}
+
+// scaleExpiry loads the keys due at once over the Redis protocol
+// (pipelined), measures writes before they are due, then while the
+// sweeper expires them, until the leader reports no backlog.
+func scaleExpiry(c *scaleCluster, w *respLoad, cfg ScaleConfig, res *ScaleResult, say func(string, ...any)) error {
+	// The load rate decides when to make them due: measured on a first
+	// slice with a long TTL (they stay: they are part of the data).
+	probe := min(20_000, cfg.DueKeys)
+	start := time.Now()
+	if err := w.pipelined("exp-probe", probe, time.Now().Add(24*time.Hour)); err != nil {
+		return err
+	}
+	rate := float64(probe) / time.Since(start).Seconds()
+	loadFor := time.Duration(float64(cfg.DueKeys) / rate * float64(time.Second))
+	due := time.Now().Add(loadFor*3/2 + 5*time.Second + cfg.Duration)
+	start = time.Now()
+	if err := w.pipelined("exp", cfg.DueKeys, due); err != nil {
+		return err
+	}
+	res.DueLoadPerSec = float64(cfg.DueKeys) / time.Since(start).Seconds()
+	say("expiry: %d keys due at %s, loaded at %.0f/s", cfg.DueKeys, due.Format("15:04:05.000"), res.DueLoadPerSec)
+	if time.Until(due) < cfg.Duration {
+		return fmt.Errorf("bench: scale: the due keys loaded too slowly (%.0f/s) to measure before they were due", res.DueLoadPerSec)
+	}
+	time.Sleep(time.Until(due) - cfg.Duration)
+	res.BeforeExpiry = w.run("writes before the keys are due", cfg.Duration, nil)
+	var drained time.Time
+	var werr error
+	w.run("writes while they expire", 0, func() { drained, werr = c.waitExpired(10 * time.Minute) })
+	if werr != nil {
+		return werr
+	}
+	res.ExpirySeconds = drained.Sub(due).Seconds()
+	res.DuringExpiry = w.window("writes while they expire", due, drained)
+	say("expiry: %d keys expired in %.1f s; before: %s; during: %s", cfg.DueKeys, res.ExpirySeconds, res.BeforeExpiry, res.DuringExpiry)
+	return nil
+}
+
+// BulkLoad writes keys KV pairs (key-%010d, 100-byte values, each with
+// ttl) into a new state machine file at path through fsm.ApplyBatch, 4096
+// commands to an entry, as a leader's stamps would be: the bulk path to
+// millions of keys. The commands carry no request ids: a proposer's are
+// forgotten after minutes, and the network phases write their own.
+func BulkLoad(path string, keys int, ttl time.Duration) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := fsm.Open(fsm.Config{Path: path, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	value := bytes.Repeat([]byte{'v'}, 100)
+	const perEntry = 4096
+	cmds := make([][]byte, 0, perEntry)
+	var buf []byte
+	for i, index := 0, uint64(1); i < keys; index++ {
+		cmds, buf = cmds[:0], buf[:0]
+		now := time.Now().UnixNano()
+		for j := i; j < min(i+perEntry, keys); j++ {
+			start := len(buf)
+			buf = (&fsm.Command{Type: fsm.TypeKVSet, Key: fmt.Appendf(nil, "key-%010d", j), Value: value, TTL: ttl, Stamp: now}).Encode(buf)
+			cmds = append(cmds, buf[start:len(buf):len(buf)])
+		}
+		i += len(cmds)
+		out := f.ApplyBatch([]*raft.Log{{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.EncodeBatch(cmds)}})
+		if err, ok := out[0].(error); ok {
+			f.Close()
+			return fmt.Errorf("bench: bulk load: %w", err)
+		}
+	}
+	return f.Close()
+}
+
+// writeBackup writes a backup file of the state machine at path, as a
+// one-node cluster's at term 1 (the restore gives it its new members).
+func writeBackup(path, out string) (int64, error) {
+	f, err := fsm.Open(fsm.Config{Path: path, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	snap, err := f.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	defer snap.Release()
+	b, err := raftstore.SpoolBackup(filepath.Dir(out), snap, raftstore.BackupMeta{Term: 1, Node: "bulk",
+		Servers: []raftstore.BackupServer{{ID: "bulk", Raft: "127.0.0.1:1", Voter: true}}})
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	file, err := os.Create(out)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(file, b)
+	return n, errors.Join(err, file.Close())
+}
+
+// liveBytes sums the keys and values of every pair in a bbolt file: what a
+// snapshot of it must carry at least.
+func liveBytes(path string) (int64, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var total int64
+	var walk func(b *bolt.Bucket) error
+	walk = func(b *bolt.Bucket) error {
+		return b.ForEach(func(k, v []byte) error {
+			total += int64(len(k) + len(v))
+			if v == nil {
+				return walk(b.Bucket(k))
+			}
+			return nil
+		})
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			total += int64(len(name))
+			return walk(b)
+		})
+	})
+	return total, err
+}
+
+// scaleCluster is three idemgate processes on loopback.
+type scaleCluster struct {
+	dir, bin, file string
+	ids            []string
+	apis, resps    []string
+	procs          []*exec.Cmd
+	logs           []*os.File
+	http           *http.Client
+}
+
+func newScaleCluster(dir, bin string) (*scaleCluster, error) {
+	addrs, err := loopback.FreeAddrs(9)
+	if err != nil {
+		return nil, err
+	}
+	c := &scaleCluster{dir: dir, bin: bin, file: filepath.Join(dir, "cluster.yaml"),
+		procs: make([]*exec.Cmd, 3), logs: make([]*os.File, 3), http: &http.Client{Timeout: 15 * time.Minute}}
+	var y strings.Builder
+	y.WriteString("nodes:\n")
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("n%d", i+1)
+		c.ids = append(c.ids, id)
+		c.apis = append(c.apis, "http://"+addrs[3*i+1])
+		c.resps = append(c.resps, addrs[3*i+2])
+		fmt.Fprintf(&y, "  - {id: %s, raft: %q, api: %q, resp: %q}\n", id, addrs[3*i], addrs[3*i+1], addrs[3*i+2])
+	}
+	fmt.Fprintf(&y, "data_dir: %q\n", filepath.Join(dir, "{id}"))
+	return c, os.WriteFile(c.file, []byte(y.String()), 0o600)
+}
+
+func (c *scaleCluster) dataDir(i int) string { return filepath.Join(c.dir, c.ids[i]) }
+
+func (c *scaleCluster) start(i int, join bool) error {
+	args := []string{"serve", "--config", c.file, "--node", c.ids[i], "--log-format", "json"}
+	if join {
+		args = append(args, "--join")
+	}
+	log, err := os.OpenFile(filepath.Join(c.dir, c.ids[i]+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("bench: scale: start %s: %w", c.ids[i], err)
+	}
+	c.procs[i], c.logs[i] = cmd, log
+	return nil
+}
+
+// kill stops node i at once (SIGKILL).
+func (c *scaleCluster) kill(i int) {
+	if p := c.procs[i]; p != nil {
+		p.Process.Kill()
+		p.Wait()
+		c.logs[i].Close()
+		c.procs[i] = nil
+	}
+}
+
+// term stops node i cleanly (SIGTERM) and waits for it to exit.
+func (c *scaleCluster) term(i int) error {
+	p := c.procs[i]
+	if p == nil {
+		return nil
+	}
+	p.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- p.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		p.Process.Kill()
+		<-done
+		return fmt.Errorf("bench: scale: %s did not stop within a minute of SIGTERM", c.ids[i])
+	}
+	c.logs[i].Close()
+	c.procs[i] = nil
+	return nil
+}
+
+func (c *scaleCluster) stop() {
+	for i := range c.procs {
+		if c.term(i) != nil {
+			c.kill(i)
+		}
+	}
+}
+
+// peakRSS is node i's peak resident set (VmHWM), 0 when unknown.
+func (c *scaleCluster) peakRSS(i int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.procs[i].Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func (c *scaleCluster) get(i int, path string) (int, []byte, error) {
+	resp, err := c.http.Get(c.apis[i] + path)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func (c *scaleCluster) waitReady(i int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if c.procs[i] == nil || c.procs[i].ProcessState != nil {
+			return fmt.Errorf("bench: scale: %s exited (log: %s)", c.ids[i], filepath.Join(c.dir, c.ids[i]+".log"))
+		}
+		if status, _, err := c.get(i, "/readyz"); err == nil && status == 200 {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("bench: scale: %s not ready within %s (log: %s)", c.ids[i], limit, filepath.Join(c.dir, c.ids[i]+".log"))
+}
+
+type clusterView struct {
+	Leader  string `json:"leader"`
+	Commit  uint64 `json:"commit_index"`
+	Applied uint64 `json:"applied_index"`
+}
+
+// view is node i's /v1/cluster.
+func (c *scaleCluster) view(i int) (clusterView, error) {
+	var v clusterView
+	status, body, err := c.get(i, "/v1/cluster")
+	if err == nil && status != 200 {
+		err = fmt.Errorf("GET /v1/cluster: %d %s", status, body)
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &v)
+	}
+	return v, err
+}
+
+// leader is the index of the node the first live node names leader.
+func (c *scaleCluster) leader() int {
+	for i := range c.ids {
+		if c.procs[i] == nil {
+			continue
+		}
+		if v, err := c.view(i); err == nil {
+			for j, id := range c.ids {
+				if id == v.Leader {
+					return j
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func (c *scaleCluster) commitIndex() uint64 {
+	v, _ := c.view(c.leader())
+	return v.Commit
+}
+
+func (c *scaleCluster) waitApplied(i int, index uint64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if v, err := c.view(i); err == nil && v.Applied >= index {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("bench: scale: %s did not apply index %d within %s", c.ids[i], index, limit)
+}
+
+// watchLeader polls the leader until the returned func is called, which
+// says how many times it changed.
+func (c *scaleCluster) watchLeader() func() int {
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := make(chan int, 1)
+	go func() {
+		n, last := 0, ""
+		for ctx.Err() == nil {
+			for i := range c.ids {
+				if v, err := c.view(i); err == nil && v.Leader != "" {
+					if last != "" && v.Leader != last {
+						n++
+					}
+					last = v.Leader
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		changes <- n
+	}()
+	return func() int { cancel(); return <-changes }
+}
+
+type snapshotAnswer struct {
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+}
+
+func (c *scaleCluster) snapshot(i int) (snapshotAnswer, error) {
+	var a snapshotAnswer
+	resp, err := c.http.Post(c.apis[i]+"/v1/snapshot", "", nil)
+	if err != nil {
+		return a, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return a, fmt.Errorf("bench: scale: POST /v1/snapshot: %d %s", resp.StatusCode, body)
+	}
+	return a, json.Unmarshal(body, &a)
+}
+
+// waitExpired waits until the leader's expiry backlog is empty and no key
+// of the expiry phase is left, and says when that was first seen.
+func (c *scaleCluster) waitExpired(limit time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		l := c.leader()
+		if _, body, err := c.get(l, "/metrics"); err == nil && metricValue(body, "idemgate_expiry_backlog") == 0 {
+			if status, _, err := c.get(l, "/v1/kv/exp-0000000000"); err == nil && status == 404 {
+				return time.Now(), nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Time{}, fmt.Errorf("bench: scale: the keys due at once were not expired within %s", limit)
+}
+
+// metricValue is the first sample of an unlabelled metric in a Prometheus
+// text exposition, -1 when absent.
+func metricValue(body []byte, name string) float64 {
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+func dirSize(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+func (p ScalePhase) String() string {
+	return fmt.Sprintf("%.0f writes/s, p50 %.2f ms, p99 %.2f ms, max %.1f ms (%d requests, %d errors)",
+		p.PerSecond, p.P50Millis, p.P99Millis, p.MaxMillis, p.Requests, p.Errors)
+}
+
+// WriteScale prints the scale scenario's figures.
+func WriteScale(w io.Writer, r ScaleResult) {
+	pct := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
+	fmt.Fprintf(w, "scale: %d keys (100-byte values, 24h TTL), 3 nodes on loopback\n", r.Keys)
+	fmt.Fprintf(w, "  bulk load            %.1f s (%.0f keys/s through fsm.ApplyBatch)\n", r.BulkSeconds, float64(r.Keys)/r.BulkSeconds)
+	fmt.Fprintf(w, "  fsm.db               %s bulk-loaded, %s restored (%.0f bytes/key); live pairs %s\n", mb(r.BulkFileBytes), mb(r.FSMBytes), float64(r.FSMBytes)/float64(r.Keys), mb(r.LiveBytes))
+	fmt.Fprintf(w, "  backup               %s in %.1f s; restore %.1f s a node\n", mb(r.BackupBytes), r.BackupSeconds, r.RestoreSeconds)
+	fmt.Fprintf(w, "  start (warm)         %.1f s to ready\n", r.StartSeconds)
+	fmt.Fprintf(w, "  writes               %s\n", r.Baseline)
+	fmt.Fprintf(w, "  snapshot (leader)    %s in %.1f s (%.2f× live pairs); writes meanwhile: %s; p99 %.2f× baseline\n",
+		mb(r.SnapshotBytes), r.SnapshotSeconds, pct(r.SnapshotBytes, r.LiveBytes), r.DuringSnapshot, r.DuringSnapshot.P99Millis/max(r.Baseline.P99Millis, 1e-9))
+	fmt.Fprintf(w, "  leader changes       %d\n", r.LeaderChanges)
+	fmt.Fprintf(w, "  follower install     %.1f s, peak RSS %s (%.2f× its fsm.db of %s)\n", r.InstallSeconds, mb(r.InstallRSS), pct(r.InstallRSS, r.InstallFSMBytes), mb(r.InstallFSMBytes))
+	cache := "page cache dropped"
+	if !r.ColdCache {
+		cache = "page cache NOT dropped (not root)"
+	}
+	fmt.Fprintf(w, "  cold restart         %.1f s to readyz (%s)\n", r.ColdRestart, cache)
+	fmt.Fprintf(w, "  expiry               %d keys due at once (loaded at %.0f/s) expired in %.1f s (%.0f/s)\n", r.DueKeys, r.DueLoadPerSec, r.ExpirySeconds, float64(r.DueKeys)/max(r.ExpirySeconds, 1e-9))
+	fmt.Fprintf(w, "    before             %s\n", r.BeforeExpiry)
+	fmt.Fprintf(w, "    during             %s; p99 %.2f× before\n", r.DuringExpiry, r.DuringExpiry.P99Millis/max(r.BeforeExpiry.P99Millis, 1e-9))
+	for i := range r.DataDirBytes {
+		fmt.Fprintf(w, "  n%d                   data dir %s, fsm.db %s\n", i+1, mb(r.DataDirBytes[i]), mb(r.FinalFSMBytes[i]))
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/bench"
+)
+
+const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--dir DIR [--keep]] [--json FILE]"
+
+// maxScaleKeys bounds --keys: 100 million keys of 100 bytes are tens of GB
+// on each of three nodes.
+const maxScaleKeys = 100_000_000
+
+// benchScaleCmd is `idemgate bench --scenario scale`: a cluster of three
+// idemgate processes grown to N keys and measured (bench.Scale). It runs on
+// its own: it starts its own processes and loads the disk for minutes.
+func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
+	var cfg bench.ScaleConfig
+	var jsonFile, scenario string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&scenario, "scenario", "scale", "scale")
+	fs.IntVar(&cfg.Keys, "keys", 1_000_000, "keys to load (100-byte values, each with a 24h TTL)")
+	fs.IntVar(&cfg.Clients, "clients", 64, "writers in the load phases (one command in flight each)")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "each load phase")
+	fs.IntVar(&cfg.DueKeys, "due-keys", 0, "keys due at once in the expiry phase (default: --keys, at most 1,000,000)")
+	fs.StringVar(&cfg.Dir, "dir", "", "work directory (default: a new temporary one, removed afterwards)")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data, logs, cluster file)")
+	fs.StringVar(&jsonFile, "json", "", "also write the figures to this file as JSON")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprintln(stdout, scaleUsage)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return 0
+		}
+		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "idemgate bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	case scenario != "scale":
+		fmt.Fprintln(stderr, "idemgate bench: --scenario: scale runs alone (its own processes, minutes of disk load)")
+		return 2
+	case cfg.Keys < 1 || cfg.Keys > maxScaleKeys:
+		fmt.Fprintf(stderr, "idemgate bench: --keys: want 1-%d\n", maxScaleKeys)
+		return 2
+	case loadFlagsProblem(cfg.Clients, cfg.Duration) != "":
+		fmt.Fprintln(stderr, "idemgate bench: "+loadFlagsProblem(cfg.Clients, cfg.Duration))
+		return 2
+	case cfg.DueKeys < 0 || cfg.DueKeys > maxScaleKeys:
+		fmt.Fprintf(stderr, "idemgate bench: --due-keys: want 0-%d\n", maxScaleKeys)
+		return 2
+	case cfg.Keep && cfg.Dir == "":
+		fmt.Fprintln(stderr, "idemgate bench: --keep: needs --dir")
+		return 2
+	}
+	var jsonOut *os.File
+	if jsonFile != "" {
+		var err error
+		if jsonOut, err = os.Create(jsonFile); err != nil {
+			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
+			return 2
+		}
+		defer jsonOut.Close()
+	}
+	bin, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
+		return 1
+	}
+	cfg.Bin, cfg.Progress = bin, stderr
+	res, err := bench.Scale(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
+		return 1
+	}
+	bench.WriteScale(stdout, res)
+	if jsonOut != nil {
+		enc := json.NewEncoder(jsonOut)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// scaleScenario reports whether args ask for the scale scenario, which has
+// flags of its own.
+func scaleScenario(args []string) bool {
+	for i, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == "scenario=scale" || (a == "scenario" && i+1 < len(args) && args[i+1] == "scale") {
+			return true
+		}
+	}
+	return false
+}
