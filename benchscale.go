@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/bench"
 )
 
-const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--dir DIR [--keep]] [--json FILE]"
+const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--dir DIR [--keep]] [--json FILE]"
 
 // maxScaleKeys bounds --keys: 100 million keys of 100 bytes are tens of GB
 // on each of three nodes.
@@ -31,6 +31,8 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", 64, "writers in the load phases (one command in flight each)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "each load phase")
 	fs.IntVar(&cfg.DueKeys, "due-keys", 0, "keys due at once in the expiry phase (default: --keys, at most 1,000,000)")
+	var load string
+	fs.StringVar(&load, "load", "bulk", "how the keys get in: bulk (through the state machine in large batches, then restored on every node) or network (pipelined SETs over the Redis protocol)")
 	fs.StringVar(&cfg.Dir, "dir", "", "work directory (default: a new temporary one, removed afterwards)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data, logs, cluster file)")
 	fs.StringVar(&jsonFile, "json", "", "also write the figures to this file as JSON")
@@ -60,6 +62,9 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	case cfg.DueKeys < 0 || cfg.DueKeys > maxScaleKeys:
 		fmt.Fprintf(stderr, "idemgate bench: --due-keys: want 0-%d\n", maxScaleKeys)
 		return 2
+	case load != "bulk" && load != "network":
+		fmt.Fprintf(stderr, "idemgate bench: --load: %q: want bulk or network\n", load)
+		return 2
 	case cfg.Keep && cfg.Dir == "":
 		fmt.Fprintln(stderr, "idemgate bench: --keep: needs --dir")
 		return 2
@@ -78,7 +83,7 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
 		return 1
 	}
-	cfg.Bin, cfg.Progress = bin, stderr
+	cfg.Bin, cfg.Progress, cfg.Network = bin, stderr, load == "network"
 	res, err := bench.Scale(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)

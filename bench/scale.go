@@ -47,6 +47,7 @@ type ScaleConfig struct {
 	Clients  int           // writers in the load phases
 	Duration time.Duration // each load phase
 	DueKeys  int           // keys due at once in the expiry phase (0: min(Keys, 1M))
+	Network  bool          // load the keys over the Redis protocol instead of the bulk path
 	Progress io.Writer
 }
 
@@ -64,32 +65,34 @@ type ScalePhase struct {
 
 // ScaleResult is what the scale scenario measured.
 type ScaleResult struct {
-	Keys            int        `json:"keys"`
-	BulkSeconds     float64    `json:"bulk_seconds"`
-	BulkFileBytes   int64      `json:"bulk_fsm_db_bytes"` // the bulk-loaded file
-	LiveBytes       int64      `json:"live_bytes"`        // keys and values of every pair in it
-	BackupBytes     int64      `json:"backup_bytes"`
-	BackupSeconds   float64    `json:"backup_seconds"`
-	RestoreSeconds  float64    `json:"restore_seconds"` // one node's `snapshot restore`
-	FSMBytes        int64      `json:"fsm_db_bytes"`    // a node's fsm.db after the restore
-	StartSeconds    float64    `json:"start_seconds"`   // three processes to ready (warm)
-	Baseline        ScalePhase `json:"writes"`
-	DuringSnapshot  ScalePhase `json:"writes_during_snapshot"`
-	SnapshotBytes   int64      `json:"snapshot_bytes"`
-	SnapshotSeconds float64    `json:"snapshot_seconds"`
-	LeaderChanges   int        `json:"leader_changes"` // during the load phases
-	InstallSeconds  float64    `json:"install_seconds"`
-	InstallRSS      int64      `json:"install_rss_peak_bytes"`
-	InstallFSMBytes int64      `json:"install_fsm_db_bytes"`
-	ColdRestart     float64    `json:"cold_restart_seconds"`
-	ColdCache       bool       `json:"cold_cache"` // the page cache was dropped
-	DueKeys         int        `json:"due_keys"`
-	DueLoadPerSec   float64    `json:"due_load_per_second"`
-	ExpirySeconds   float64    `json:"expiry_seconds"` // from due to the backlog drained
-	BeforeExpiry    ScalePhase `json:"writes_before_expiry"`
-	DuringExpiry    ScalePhase `json:"writes_during_expiry"`
-	DataDirBytes    []int64    `json:"data_dir_bytes"`
-	FinalFSMBytes   []int64    `json:"final_fsm_db_bytes"`
+	Keys               int        `json:"keys"`
+	Network            bool       `json:"network"` // loaded over the network, not by the bulk path
+	NetworkLoadSeconds float64    `json:"network_load_seconds,omitempty"`
+	BulkSeconds        float64    `json:"bulk_seconds"`
+	BulkFileBytes      int64      `json:"bulk_fsm_db_bytes"` // the bulk-loaded file
+	LiveBytes          int64      `json:"live_bytes"`        // keys and values of every pair in it
+	BackupBytes        int64      `json:"backup_bytes"`
+	BackupSeconds      float64    `json:"backup_seconds"`
+	RestoreSeconds     float64    `json:"restore_seconds"` // one node's `snapshot restore`
+	FSMBytes           int64      `json:"fsm_db_bytes"`    // a node's fsm.db after the restore
+	StartSeconds       float64    `json:"start_seconds"`   // three processes to ready (warm)
+	Baseline           ScalePhase `json:"writes"`
+	DuringSnapshot     ScalePhase `json:"writes_during_snapshot"`
+	SnapshotBytes      int64      `json:"snapshot_bytes"`
+	SnapshotSeconds    float64    `json:"snapshot_seconds"`
+	LeaderChanges      int        `json:"leader_changes"` // during the load phases
+	InstallSeconds     float64    `json:"install_seconds"`
+	InstallRSS         int64      `json:"install_rss_peak_bytes"`
+	InstallFSMBytes    int64      `json:"install_fsm_db_bytes"`
+	ColdRestart        float64    `json:"cold_restart_seconds"`
+	ColdCache          bool       `json:"cold_cache"` // the page cache was dropped
+	DueKeys            int        `json:"due_keys"`
+	DueLoadPerSec      float64    `json:"due_load_per_second"`
+	ExpirySeconds      float64    `json:"expiry_seconds"` // from due to the backlog drained
+	BeforeExpiry       ScalePhase `json:"writes_before_expiry"`
+	DuringExpiry       ScalePhase `json:"writes_during_expiry"`
+	DataDirBytes       []int64    `json:"data_dir_bytes"`
+	FinalFSMBytes      []int64    `json:"final_fsm_db_bytes"`
 }
 
 // Scale runs the scale scenario.
@@ -119,49 +122,20 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 	if !cfg.Keep {
 		defer os.RemoveAll(cfg.Dir)
 	}
-	res.Keys = cfg.Keys
+	res.Keys, res.Network = cfg.Keys, cfg.Network
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, "scale: "+format+"\n", args...) }
-
-	// The bulk path.
-	seed := filepath.Join(cfg.Dir, "bulk", "fsm.db")
-	start := time.Now()
-	if err := BulkLoad(seed, cfg.Keys, 24*time.Hour); err != nil {
-		return res, err
-	}
-	res.BulkSeconds = time.Since(start).Seconds()
-	res.BulkFileBytes = fileSize(seed)
-	if res.LiveBytes, err = liveBytes(seed); err != nil {
-		return res, err
-	}
-	say("bulk: %d keys in %.1f s, fsm.db %s, live pairs %s", cfg.Keys, res.BulkSeconds, mb(res.BulkFileBytes), mb(res.LiveBytes))
-	backup := filepath.Join(cfg.Dir, "bulk.snap")
-	start = time.Now()
-	if res.BackupBytes, err = writeBackup(seed, backup); err != nil {
-		return res, err
-	}
-	res.BackupSeconds = time.Since(start).Seconds()
-	os.RemoveAll(filepath.Dir(seed))
-	say("backup: %s in %.1f s", mb(res.BackupBytes), res.BackupSeconds)
 
 	c, err := newScaleCluster(cfg.Dir, cfg.Bin)
 	if err != nil {
 		return res, err
 	}
 	defer c.stop()
-	for i := range c.ids {
-		start = time.Now()
-		if out, err := exec.Command(cfg.Bin, "snapshot", "restore", backup, "--config", c.file, "--node", c.ids[i]).CombinedOutput(); err != nil {
-			return res, fmt.Errorf("bench: scale: restore %s: %v: %s", c.ids[i], err, out)
-		}
-		if i == 0 {
-			res.RestoreSeconds = time.Since(start).Seconds()
-			res.FSMBytes = fileSize(filepath.Join(c.dataDir(0), "fsm.db"))
+	if !cfg.Network {
+		if err := seedBulk(cfg, c, &res, say); err != nil {
+			return res, err
 		}
 	}
-	os.Remove(backup)
-	say("restore: %.1f s a node, fsm.db %s", res.RestoreSeconds, mb(res.FSMBytes))
-
-	start = time.Now()
+	start := time.Now()
 	for i := range c.ids {
 		if err := c.start(i, false); err != nil {
 			return res, err
@@ -174,9 +148,19 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 	}
 	res.StartSeconds = time.Since(start).Seconds()
 	say("cluster: ready in %.1f s", res.StartSeconds)
+	w := newRespLoad(c, cfg.Clients)
+	if cfg.Network {
+		start = time.Now()
+		if err := w.pipelined("key", cfg.Keys, time.Now().Add(24*time.Hour)); err != nil {
+			return res, err
+		}
+		res.NetworkLoadSeconds = time.Since(start).Seconds()
+		res.FSMBytes = fileSize(filepath.Join(c.dataDir(c.leader()), "fsm.db"))
+		say("network load: %d keys in %.1f s (%.0f/s), the leader's fsm.db %s", cfg.Keys, res.NetworkLoadSeconds,
+			float64(cfg.Keys)/res.NetworkLoadSeconds, mb(res.FSMBytes))
+	}
 
 	terms := c.watchLeader()
-	w := newRespLoad(c, cfg.Clients)
 	res.Baseline = w.run("writes", cfg.Duration, nil)
 	say("writes: %s", res.Baseline)
 
@@ -248,6 +232,43 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 	return res, nil
 }
 
+// seedBulk writes the keys by the bulk path into a file, backs it up, and
+// restores the backup into every node's data directory.
+func seedBulk(cfg ScaleConfig, c *scaleCluster, res *ScaleResult, say func(string, ...any)) error {
+	seed := filepath.Join(cfg.Dir, "bulk", "fsm.db")
+	start := time.Now()
+	if err := BulkLoad(seed, cfg.Keys, 24*time.Hour); err != nil {
+		return err
+	}
+	res.BulkSeconds = time.Since(start).Seconds()
+	res.BulkFileBytes = fileSize(seed)
+	var err error
+	if res.LiveBytes, err = liveBytes(seed); err != nil {
+		return err
+	}
+	say("bulk: %d keys in %.1f s, fsm.db %s, live pairs %s", cfg.Keys, res.BulkSeconds, mb(res.BulkFileBytes), mb(res.LiveBytes))
+	backup := filepath.Join(cfg.Dir, "bulk.snap")
+	start = time.Now()
+	if res.BackupBytes, err = writeBackup(seed, backup); err != nil {
+		return err
+	}
+	res.BackupSeconds = time.Since(start).Seconds()
+	os.RemoveAll(filepath.Dir(seed))
+	say("backup: %s in %.1f s", mb(res.BackupBytes), res.BackupSeconds)
+	for i := range c.ids {
+		start = time.Now()
+		if out, err := exec.Command(cfg.Bin, "snapshot", "restore", backup, "--config", c.file, "--node", c.ids[i]).CombinedOutput(); err != nil {
+			return fmt.Errorf("bench: scale: restore %s: %v: %s", c.ids[i], err, out)
+		}
+		if i == 0 {
+			res.RestoreSeconds = time.Since(start).Seconds()
+			res.FSMBytes = fileSize(filepath.Join(c.dataDir(0), "fsm.db"))
+		}
+	}
+	say("restore: %.1f s a node, fsm.db %s", res.RestoreSeconds, mb(res.FSMBytes))
+	return os.Remove(backup)
+}
+
 // scaleExpiry loads the keys due at once over the Redis protocol
 // (pipelined), measures writes before they are due, then while the
 // sweeper expires them, until the leader reports no backlog.
@@ -271,11 +292,18 @@ func scaleExpiry(c *scaleCluster, w *respLoad, cfg ScaleConfig, res *ScaleResult
 	if time.Until(due) < cfg.Duration {
 		return fmt.Errorf("bench: scale: the due keys loaded too slowly (%.0f/s) to measure before they were due", res.DueLoadPerSec)
 	}
+	node := c.leader()
+	before, err := c.expiredKV(node) // nothing else expires: every other key lives a day
+	if err != nil {
+		return err
+	}
 	time.Sleep(time.Until(due) - cfg.Duration)
 	res.BeforeExpiry = w.run("writes before the keys are due", cfg.Duration, nil)
 	var drained time.Time
 	var werr error
-	w.run("writes while they expire", 0, func() { drained, werr = c.waitExpired(10 * time.Minute) })
+	w.run("writes while they expire", 0, func() {
+		drained, werr = c.waitExpired(node, before+float64(cfg.DueKeys), 10*time.Minute)
+	})
 	if werr != nil {
 		return werr
 	}
@@ -602,27 +630,38 @@ func (c *scaleCluster) snapshot(i int) (snapshotAnswer, error) {
 	return a, json.Unmarshal(body, &a)
 }
 
-// waitExpired waits until the leader's expiry backlog is empty and no key
-// of the expiry phase is left, and says when that was first seen.
-func (c *scaleCluster) waitExpired(limit time.Duration) (time.Time, error) {
+// expiredKV is node i's count of KV keys its state machine expired since
+// it started (every replica applies the same expiries).
+func (c *scaleCluster) expiredKV(i int) (float64, error) {
+	_, body, err := c.get(i, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	v := metricValue(body, `idemgate_expired_total{kind="kv"}`)
+	if v < 0 {
+		return 0, errors.New("bench: scale: /metrics has no idemgate_expired_total{kind=\"kv\"}")
+	}
+	return v, nil
+}
+
+// waitExpired waits until node i has expired target KV keys in all, and
+// says when it saw that first.
+func (c *scaleCluster) waitExpired(i int, target float64, limit time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		l := c.leader()
-		if _, body, err := c.get(l, "/metrics"); err == nil && metricValue(body, "idemgate_expiry_backlog") == 0 {
-			if status, _, err := c.get(l, "/v1/kv/exp-0000000000"); err == nil && status == 404 {
-				return time.Now(), nil
-			}
+		if n, err := c.expiredKV(i); err == nil && n >= target {
+			return time.Now(), nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return time.Time{}, fmt.Errorf("bench: scale: the keys due at once were not expired within %s", limit)
 }
 
-// metricValue is the first sample of an unlabelled metric in a Prometheus
-// text exposition, -1 when absent.
-func metricValue(body []byte, name string) float64 {
+// metricValue is the value of a series (a name, with its labels if it
+// has any) in a Prometheus text exposition, -1 when absent.
+func metricValue(body []byte, series string) float64 {
 	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
 				return v
 			}
@@ -663,13 +702,18 @@ func (p ScalePhase) String() string {
 func WriteScale(w io.Writer, r ScaleResult) {
 	pct := func(a, b int64) float64 { return float64(a) / float64(max(b, 1)) }
 	fmt.Fprintf(w, "scale: %d keys (100-byte values, 24h TTL), 3 nodes on loopback\n", r.Keys)
-	fmt.Fprintf(w, "  bulk load            %.1f s (%.0f keys/s through fsm.ApplyBatch)\n", r.BulkSeconds, float64(r.Keys)/r.BulkSeconds)
-	fmt.Fprintf(w, "  fsm.db               %s bulk-loaded, %s restored (%.0f bytes/key); live pairs %s\n", mb(r.BulkFileBytes), mb(r.FSMBytes), float64(r.FSMBytes)/float64(r.Keys), mb(r.LiveBytes))
-	fmt.Fprintf(w, "  backup               %s in %.1f s; restore %.1f s a node\n", mb(r.BackupBytes), r.BackupSeconds, r.RestoreSeconds)
+	if r.Network {
+		fmt.Fprintf(w, "  network load         %.1f s (%.0f keys/s, pipelined SETs over the Redis protocol)\n", r.NetworkLoadSeconds, float64(r.Keys)/r.NetworkLoadSeconds)
+		fmt.Fprintf(w, "  fsm.db               %s on the leader after the load (%.0f bytes/key)\n", mb(r.FSMBytes), float64(r.FSMBytes)/float64(r.Keys))
+	} else {
+		fmt.Fprintf(w, "  bulk load            %.1f s (%.0f keys/s through fsm.ApplyBatch)\n", r.BulkSeconds, float64(r.Keys)/r.BulkSeconds)
+		fmt.Fprintf(w, "  fsm.db               %s bulk-loaded, %s restored (%.0f bytes/key); live pairs %s\n", mb(r.BulkFileBytes), mb(r.FSMBytes), float64(r.FSMBytes)/float64(r.Keys), mb(r.LiveBytes))
+		fmt.Fprintf(w, "  backup               %s in %.1f s (%.2f× live pairs); restore %.1f s a node\n", mb(r.BackupBytes), r.BackupSeconds, pct(r.BackupBytes, r.LiveBytes), r.RestoreSeconds)
+	}
 	fmt.Fprintf(w, "  start (warm)         %.1f s to ready\n", r.StartSeconds)
 	fmt.Fprintf(w, "  writes               %s\n", r.Baseline)
-	fmt.Fprintf(w, "  snapshot (leader)    %s in %.1f s (%.2f× live pairs); writes meanwhile: %s; p99 %.2f× baseline\n",
-		mb(r.SnapshotBytes), r.SnapshotSeconds, pct(r.SnapshotBytes, r.LiveBytes), r.DuringSnapshot, r.DuringSnapshot.P99Millis/max(r.Baseline.P99Millis, 1e-9))
+	fmt.Fprintf(w, "  snapshot (leader)    %s in %.1f s; writes meanwhile: %s; p99 %.2f× baseline\n",
+		mb(r.SnapshotBytes), r.SnapshotSeconds, r.DuringSnapshot, r.DuringSnapshot.P99Millis/max(r.Baseline.P99Millis, 1e-9))
 	fmt.Fprintf(w, "  leader changes       %d\n", r.LeaderChanges)
 	fmt.Fprintf(w, "  follower install     %.1f s, peak RSS %s (%.2f× its fsm.db of %s)\n", r.InstallSeconds, mb(r.InstallRSS), pct(r.InstallRSS, r.InstallFSMBytes), mb(r.InstallFSMBytes))
 	cache := "page cache dropped"
