@@ -285,12 +285,14 @@ func TestBenchScaleSmall(t *testing.T) {
 		t.Errorf("sizes: fsm.db %d, live %d, backup %d, snapshot %d: want all measured", r.FSMBytes, r.LiveBytes, r.BackupBytes, r.SnapshotBytes)
 	case r.Baseline.Requests == 0 || r.Baseline.Errors != 0 || r.BeforeExpiry.Errors != 0:
 		t.Errorf("writes %+v, before expiry %+v: want requests and no errors", r.Baseline, r.BeforeExpiry)
+	case !r.InstallBySnapshot: // restored nodes hold no log before the backup's index
+		t.Errorf("the follower was rebuilt without a snapshot install")
 	case r.InstallSeconds <= 0 || r.InstallFSMBytes <= 0 || r.InstallRSS <= 0:
 		t.Errorf("install: %.2f s, fsm.db %d, RSS %d: want all measured", r.InstallSeconds, r.InstallFSMBytes, r.InstallRSS)
 	case r.ColdRestart <= 0 || len(r.DataDirBytes) != 3 || len(r.FinalFSMBytes) != 3:
 		t.Errorf("cold restart %.2f s, data dirs %v, fsm.db %v", r.ColdRestart, r.DataDirBytes, r.FinalFSMBytes)
 	}
-	for _, want := range []string{"follower install", "cold restart", "expiry", "snapshot (leader)"} {
+	for _, want := range []string{"follower rebuilt", "cold restart", "expiry", "snapshot (leader)"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, stdout.String())
 		}
