@@ -125,9 +125,10 @@ func readPairs(r io.Reader, path string) error {
 }
 
 type snapReader struct {
-	r   *bufio.Reader
-	crc hash.Hash32
-	one [1]byte
+	r    *bufio.Reader
+	crc  hash.Hash32
+	one  [1]byte
+	slab []byte // see alloc
 }
 
 // fill applies records to tx until the stream ends (done) or the
@@ -245,12 +246,30 @@ func (sr *snapReader) field(limit int) ([]byte, error) {
 	if n > uint64(limit) {
 		return nil, fmt.Errorf("snapshot: a field of %d bytes, over the limit of %d", n, limit)
 	}
-	b := make([]byte, n)
+	b := sr.alloc(int(n))
 	if _, err := io.ReadFull(sr.r, b); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", unexpected(err))
 	}
 	sr.crc.Write(b)
 	return b, nil
+}
+
+// alloc returns n bytes for a field. bbolt keeps referring to a key and a
+// value until its transaction commits, so fields are never reused; small
+// ones are carved from a shared slab, one allocation for thousands of
+// pairs (a restore of millions of pairs spent a third of its time in
+// malloc).
+func (sr *snapReader) alloc(n int) []byte {
+	const slabSize = 1 << 20
+	if n > slabSize/16 {
+		return make([]byte, n)
+	}
+	if cap(sr.slab)-len(sr.slab) < n {
+		sr.slab = make([]byte, 0, slabSize)
+	}
+	b := sr.slab[len(sr.slab) : len(sr.slab)+n : len(sr.slab)+n]
+	sr.slab = sr.slab[:len(sr.slab)+n]
+	return b
 }
 
 func unexpected(err error) error {
