@@ -45,7 +45,8 @@ func (p privateSnapshots) Create(version raft.SnapshotVersion, index, term uint6
 	if err != nil {
 		return nil, err
 	}
-	return privateSink{SnapshotSink: sink, dir: filepath.Join(p.dir, "snapshots", sink.ID())}, nil
+	dir := filepath.Join(p.dir, "snapshots", sink.ID())
+	return privateSink{SnapshotSink: newSyncingSink(sink, dir+".tmp"), dir: dir}, nil
 }
 
 type privateSink struct {
