@@ -26,7 +26,8 @@ import (
 // RequestIDRetention's worth of commands (2.4M at the default rate).
 //
 // Workloads: KV sets of 100-byte values under 14-byte keys, without and
-// with a lifetime, in key order and in random order; and gateway records
+// with a lifetime, in key order and in random order, and in key order with
+// request ids of clients' idempotency keys (in no order); gateway records
 // (a begin with a body digest for suspect detection, then a complete with
 // a 100-byte body). Metrics: the file's size per key (B/key, what a
 // snapshot-less node keeps on disk), and the pages each bucket holds per
@@ -37,13 +38,15 @@ func BenchmarkFileBytesPerKey(b *testing.B) {
 	n := envInt("IDEMGATE_SIZE_KEYS", 200000)
 	rate := envInt("IDEMGATE_SIZE_RATE", 20000)
 	for _, w := range []struct {
-		name    string
-		ttl     time.Duration
-		random  bool
-		records bool
+		name      string
+		ttl       time.Duration
+		random    bool
+		records   bool
+		clientIDs bool
 	}{
 		{name: "kv/seq"},
 		{name: "kv/random", random: true},
+		{name: "kv/seq/client-ids", clientIDs: true},
 		{name: "kv-ttl/seq", ttl: time.Hour},
 		{name: "kv-ttl/random", ttl: time.Hour, random: true},
 		{name: "records/seq", ttl: 24 * time.Hour, records: true},
@@ -52,6 +55,7 @@ func BenchmarkFileBytesPerKey(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				l := newSizeLoad(b, n, rate, w.random)
+				l.clientIDs = w.clientIDs
 				if w.records {
 					l.records(w.ttl)
 				} else {
@@ -82,6 +86,9 @@ type sizeLoad struct {
 	step     int64 // nanoseconds of the leader's clock per command
 	prefixes [3][8]byte
 	seq      uint64
+	// clientIDs: request ids derived from a client's Idempotency-Key
+	// (raftstore.RequestIDFor, a SHA-256): in no order.
+	clientIDs bool
 }
 
 const sizeBatch = 256 // raftstore's default MaxBatchCommands
@@ -113,6 +120,10 @@ func (l *sizeLoad) command(c *Command) []byte {
 	l.seq++
 	copy(c.ReqID[:8], l.prefixes[l.seq%3][:])
 	binary.BigEndian.PutUint64(c.ReqID[8:], l.seq)
+	if l.clientIDs {
+		sum := sha256.Sum256(c.ReqID[:])
+		copy(c.ReqID[:], sum[:])
+	}
 	l.clock += l.step
 	c.Stamp = l.clock
 	return c.Encode(nil)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -84,16 +85,6 @@ const (
 	rememberedRecord  = 1 << 5
 )
 
-// appendFill is the fill of the pages of buckets whose keys arrive in
-// order (a request-id generation: each node's ids are its random prefix and
-// a sequence, so inserts append at one place per node). bbolt's default
-// (0.5) splits an appended-to page in half, and the left half never fills
-// again; etcd writes its revision-keyed bucket at 0.9 for the same reason,
-// leaving a little room for the keys that come out of order. FillPercent is
-// a property of the bucket handle, not of the file: set on each
-// transaction's handle.
-const appendFill = 0.9
-
 // noEffect reports whether a command that answered with code changed no
 // state (see above).
 func noEffect(code Code) bool {
@@ -163,8 +154,14 @@ func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
 				return err
 			}
 		}
-		b.FillPercent = appendFill
-		a.gen, a.genNo = b, g
+		a.gen, a.genNo, a.fills.gen = b, g, fillUnset
+	}
+	if a.fills.gen.wantsOrder() {
+		// A proposer's ids are its random prefix and a sequence (raftstore's
+		// newReqID): in order when the id before it has its prefix. Ids
+		// derived from a client's key (RequestIDFor) land anywhere.
+		k := predecessor(a.gen, id[:])
+		a.fills.gen.note(a.gen, len(k) == len(id) && bytes.Equal(k[:8], id[:8]))
 	}
 	// A fresh buffer each time: bbolt keeps referring to a value until the
 	// transaction commits.
