@@ -57,6 +57,9 @@ const RequestIDRetention = 2 * time.Minute
 //     since, so it cannot be re-read), the suspect's key. Applying it again
 //     would apply it twice.
 //
+// No-ops and sweeps (TypeExpire) are never remembered (applyOne does not
+// look their ids up): both may be applied any number of times.
+//
 // The remembered answer's encoding, one flag bit per present field:
 //
 //	0x80|fields (1) | code (1) | [fence uvarint] [version uvarint]
