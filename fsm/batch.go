@@ -79,36 +79,31 @@ func splitBatch(data []byte) ([][]byte, error) {
 // arrive in order, every new key goes after the split, and the pages left
 // behind stay half empty for good. A batch's writes to the KV keyspace and
 // to a request-id generation are filled to appendFill while all of them
-// went in order, and at bbolt's default once one did not
+// went in order, and at about bbolt's default once one did not
 // (BenchmarkFileBytesPerKey: 0.9 halves sequential keys' pages, but
 // random keys at 0.9 take 1.7x the pages they take at 0.5). FillPercent
-// belongs to a transaction's bucket handle, not to the file, and only
-// decides how the pages this batch wrote are split.
-const appendFill = 0.9 // as etcd writes its revision-keyed bucket
-
-// fills are a batch's fill states (applier.fills).
-type fills struct{ kv, gen fillState }
-
-// fillState is what a batch's writes to one bucket have been so far.
-type fillState byte
-
+// belongs to a transaction's bucket handle (bbolt hands out one per bucket
+// per transaction), not to the file, and only decides how the pages this
+// batch wrote are split; so the handle's fill is also the batch's state:
+// bbolt's default before the first write is noted, appendFill while all
+// went in order, scatteredFill from the first that did not.
 const (
-	fillUnset     fillState = iota
-	fillInOrder             // every write so far went in order
-	fillScattered           // one did not
+	appendFill    = 0.9  // as etcd writes its revision-keyed bucket
+	scatteredFill = 0.51 // bbolt's default, told apart from a handle no write has set
 )
 
-// wantsOrder reports whether the next write's order still matters.
-func (s fillState) wantsOrder() bool { return s != fillScattered }
+// wantsOrder reports whether the order of the next write to b still
+// matters to its fill.
+func wantsOrder(b *bolt.Bucket) bool { return b.FillPercent != scatteredFill }
 
-// note records whether a write to b went in order and sets b's fill.
-func (s *fillState) note(b *bolt.Bucket, inOrder bool) {
+// noteOrder records whether a write to b went in order.
+func noteOrder(b *bolt.Bucket, inOrder bool) {
 	switch {
-	case *s == fillScattered:
+	case !wantsOrder(b):
 	case inOrder:
-		*s, b.FillPercent = fillInOrder, appendFill
+		b.FillPercent = appendFill
 	default:
-		*s, b.FillPercent = fillScattered, bolt.DefaultFillPercent
+		b.FillPercent = scatteredFill
 	}
 }
 

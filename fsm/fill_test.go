@@ -21,21 +21,23 @@ func TestFillState(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		var s fillState
 		for i, step := range []struct {
 			inOrder bool
 			want    float64
-		}{{true, appendFill}, {true, appendFill}, {false, bolt.DefaultFillPercent}, {true, bolt.DefaultFillPercent}} {
-			if got := s.wantsOrder(); got != (i < 3) {
+		}{{true, appendFill}, {true, appendFill}, {false, scatteredFill}, {true, scatteredFill}} {
+			if got := wantsOrder(b); got != (i < 3) {
 				t.Errorf("step %d: wantsOrder = %v", i, got)
 			}
-			s.note(b, step.inOrder)
+			noteOrder(b, step.inOrder)
 			if b.FillPercent != step.want {
 				t.Errorf("step %d (in order %v): fill %v, want %v", i, step.inOrder, b.FillPercent, step.want)
 			}
 		}
-		if s.wantsOrder() {
+		if wantsOrder(b) {
 			t.Error("a scattered batch still asks for the order of its writes")
+		}
+		if tx.Bucket([]byte("b")) != b {
+			t.Fatal("bbolt hands out another handle for the same bucket in one transaction: its fill cannot carry the batch's state")
 		}
 		for _, k := range []string{"b", "d"} {
 			if err := b.Put([]byte(k), nil); err != nil {

@@ -334,7 +334,6 @@ type applier struct {
 	gens         *bolt.Bucket // the request-id generations' parent, once opened
 	gen          *bolt.Bucket // the current generation, once opened
 	genNo        int64
-	fills        fills // page fill of this batch's writes (batch.go)
 }
 
 // applyEntry applies one command entry: a command, or a batch of them.

@@ -131,9 +131,9 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 		}
 	}
 	b := tx.Bucket(bucketKV)
-	if a.fills.kv.wantsOrder() {
+	if wantsOrder(b) {
 		last, _ := b.Cursor().Last()
-		a.fills.kv.note(b, !exists && bytes.Compare(key, last) > 0)
+		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
 	}
 	return b.Put(key, e.encode())
 }

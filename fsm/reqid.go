@@ -157,14 +157,14 @@ func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
 				return err
 			}
 		}
-		a.gen, a.genNo, a.fills.gen = b, g, fillUnset
+		a.gen, a.genNo = b, g
 	}
-	if a.fills.gen.wantsOrder() {
+	if wantsOrder(a.gen) {
 		// A proposer's ids are its random prefix and a sequence (raftstore's
 		// newReqID): in order when the id before it has its prefix. Ids
 		// derived from a client's key (RequestIDFor) land anywhere.
 		k := predecessor(a.gen, id[:])
-		a.fills.gen.note(a.gen, len(k) == len(id) && bytes.Equal(k[:8], id[:8]))
+		noteOrder(a.gen, len(k) == len(id) && bytes.Equal(k[:8], id[:8]))
 	}
 	// A fresh buffer each time: bbolt keeps referring to a value until the
 	// transaction commits.
