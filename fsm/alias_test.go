@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"reflect"
@@ -101,13 +102,14 @@ type aliasFixture struct {
 	h                         *harness
 	recKey, kvKey, tokKey     []byte
 	suspectID, recordID, kvID ReqID
+	legacyID                  ReqID
 	want                      map[ReqID][]byte // the first attempt's encoded result
 }
 
 func newAliasFixture(t *testing.T) *aliasFixture {
 	h := newHarness(t)
 	x := &aliasFixture{h: h, recKey: RecordKey("pay", "u1", "first"), kvKey: []byte("kv-key"),
-		tokKey: TokenKey("form", "tok"), suspectID: reqID(1), recordID: reqID(2), kvID: reqID(3),
+		tokKey: TokenKey("form", "tok"), suspectID: reqID(1), recordID: reqID(2), kvID: reqID(3), legacyID: reqID(4),
 		want: map[ReqID][]byte{}}
 	digest := DigestKey("pay", "u1", bytes.Repeat([]byte{0xd1}, 32))
 	window := 5 * time.Minute
@@ -130,9 +132,13 @@ func newAliasFixture(t *testing.T) *aliasFixture {
 	if r := h.apply(Command{Type: TypeKVSet, Key: x.kvKey, Value: bytes.Repeat([]byte("v"), 3000), TTL: time.Hour}); r.Code != CodeCreated {
 		t.Fatalf("kv set = %+v", r)
 	}
-	r = h.apply(Command{Type: TypeKVSet, ReqID: x.kvID, Key: x.kvKey, Value: []byte("other"), Mode: SetNX})
-	if r.Code != CodeExists || len(r.Value) != 3000 {
-		t.Fatalf("kv setnx = %+v", r)
+	// A GETDEL's remembered result carries the value it removed.
+	if r := h.apply(Command{Type: TypeKVSet, Key: []byte("kv-gone"), Value: bytes.Repeat([]byte("g"), 3000)}); r.Code != CodeCreated {
+		t.Fatalf("kv set = %+v", r)
+	}
+	r = h.apply(Command{Type: TypeKVGetDel, ReqID: x.kvID, Key: []byte("kv-gone")})
+	if r.Code != CodeOK || len(r.Value) != 3000 {
+		t.Fatalf("kv getdel = %+v", r)
 	}
 	x.want[x.kvID] = r.Encode(nil)
 	if r := h.apply(Command{Type: TypeTokenIssue, Key: x.tokKey, TTL: time.Hour}); r.Code != CodeCreated {
@@ -146,14 +152,22 @@ func newAliasFixture(t *testing.T) *aliasFixture {
 		t.Fatal(err)
 	}
 	withRecord := &Result{Code: CodeOK, Fence: 7, Record: stored, Suspect: []byte("s"), Value: []byte("v")}
+	// And one in the encoding of the previous build (stamp | Result.Encode),
+	// which a file upgraded in place still holds.
+	legacy := &Result{Code: CodeOK, Fence: 8, Record: stored, Suspect: []byte("t"), Value: []byte("w")}
 	err = h.f.db.Update(func(tx *bolt.Tx) error {
 		a := applier{f: h.f, now: h.f.Now()}
-		return a.remember(tx, x.recordID, withRecord)
+		if err := a.remember(tx, x.recordID, withRecord); err != nil {
+			return err
+		}
+		stamp := binary.BigEndian.AppendUint64(nil, uint64(a.now))
+		return a.gen.Put(x.legacyID[:], legacy.Encode(stamp))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	x.want[x.recordID] = withRecord.Encode(nil)
+	x.want[x.legacyID] = legacy.Encode(nil)
 	return x
 }
 

@@ -24,7 +24,7 @@
 //	records:  RecordKey(scope, tenant, key) -> Record.Encode
 //	tokens:   TokenKey(scope, token) -> expiry (8, unix ns; 0 = never)
 //	kv:       key -> version (8) | created (8) | expiry (8) | value (KVEntry)
-//	reqids:   <generation>/request id -> stamp (8) | encoded Result (reqid.go)
+//	reqids:   <generation>/request id -> the answer of a command that changed state (reqid.go)
 //	digests:  DigestKey(scope, tenant, digest) -> expiry (8) | record key (suspect.go)
 //	suspects: revision (8) -> at (8) | record key (len-prefixed) | earlier record key
 //	ttl:      expiry (8) | kind (1) | key -> (nothing): the expiry index (package ttl)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	bolt "go.etcd.io/bbolt"
@@ -129,7 +130,12 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 			return err
 		}
 	}
-	return tx.Bucket(bucketKV).Put(key, e.encode())
+	b := tx.Bucket(bucketKV)
+	if wantsOrder(b) {
+		last, _ := b.Cursor().Last()
+		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
+	}
+	return b.Put(key, e.encode())
 }
 
 // kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL;

@@ -19,7 +19,7 @@ func fillFSM(t *testing.T, path string) {
 	}
 	h := &harness{t: t, f: f, clock: 1}
 	for i := 0; i < 300; i++ {
-		h.apply(Command{Type: TypeKVSet, Key: []byte{byte(i), byte(i >> 8)}, Value: make([]byte, 200)})
+		h.apply(Command{Type: TypeKVSet, Key: []byte{byte(i), byte(i >> 8)}, Value: make([]byte, 300)})
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -23,46 +25,122 @@ const RequestIDRetention = 2 * time.Minute
 // clock, so all replicas drop the same ids at the same index, however they
 // batch. This costs one bucket and no per-command pruning.
 //
-//	reqids/<generation>: request id -> stamp (8) | encoded result
+//	reqids/<generation>: request id -> remembered answer
+//
+// What a retry needs, and no more. A retry (the same request id again)
+// must be answered with what the first attempt got, or with an answer that
+// is linearizable for the same operation: its caller is still waiting, so
+// any point between its first proposal and this retry is a valid point for
+// the operation to take effect — once.
+//
+//   - A command that changed nothing is not remembered: its retry is
+//     applied again, as if the first attempt had never been. That is the
+//     operation taking effect at the retry's point. These are the outcomes
+//     every command returns before it writes anything (noEffect): a
+//     SETNX, SET XX or compare-and-set whose condition failed (Exists,
+//     NotFound, VersionMismatch), a GETDEL or DEL of a missing key or of
+//     another version, an INCR of a non-integer or past the range, an
+//     EXPIRE of a missing key or whose condition failed (Unchanged), a
+//     begin that found a record (Exists: re-reading it also shows the
+//     record's progress since), a complete, release or mark-unknown of a
+//     record that is gone, fenced by another owner or in the wrong state,
+//     a token issued twice or consumed when absent, and a command that
+//     did not decode. Their only write is the lazy removal of an expired
+//     entry the command looked at, which a re-run finds already done.
+//     Each command has a revision of its own (applier.nextRev) whether it
+//     is answered from memory or applied again, so a re-run spends no
+//     extra revision; a re-run that now takes effect writes its own.
+//   - A command that changed state (OK, Created, Suspect: a refused
+//     suspect logged one; Storage: unknown) is remembered with the fields
+//     its answer carries: code, fence, version, expiry, the value a GETDEL
+//     removed or a SET GET replaced or an INCR made (gone or changed
+//     since, so it cannot be re-read), the suspect's key. Applying it again
+//     would apply it twice.
+//
+// No-ops and sweeps (TypeExpire) are never remembered (applyOne does not
+// look their ids up): both may be applied any number of times.
+//
+// The remembered answer's encoding, one flag bit per present field:
+//
+//	0x80|fields (1) | code (1) | [fence uvarint] [version uvarint]
+//	[expiry varint] [value (len-prefixed)] [suspect (len-prefixed)] [record]
+//
+// Entries written before it (stamp (8) | Result.Encode) are still read: a
+// file upgraded in place holds them for up to 2 × RequestIDRetention. Their
+// first byte is the top byte of a non-negative clock, below 0x80. Such an
+// entry of a no-effect outcome is ignored exactly like a missing one, so a
+// replica that replays the entry with this build (and never stored it)
+// answers the retry as one that applied it with the previous build.
 
-// codeReread marks a remembered result that must be recomputed on a retry
-// (a begin that found an existing record: storing the record's body twice
-// would double the write for nothing).
+// codeReread marks, in entries of the previous encoding, a begin that
+// found an existing record (re-read on a retry, as now every no-effect
+// outcome is).
 const codeReread = Code(0xff)
+
+// Fields of a remembered answer.
+const (
+	rememberedMark    = 0x80
+	rememberedFence   = 1 << 0
+	rememberedVersion = 1 << 1
+	rememberedExpiry  = 1 << 2
+	rememberedValue   = 1 << 3
+	rememberedSuspect = 1 << 4
+	rememberedRecord  = 1 << 5
+)
+
+// noEffect reports whether a command that answered with code changed no
+// state (see above).
+func noEffect(code Code) bool {
+	switch code {
+	case CodeExists, CodeNotFound, CodeVersionMismatch, CodeFenceMismatch, CodeWrongState,
+		CodeBadCommand, CodeNotInteger, CodeOverflow, CodeUnchanged, codeReread:
+		return true
+	}
+	return false
+}
 
 func generationName(g int64) []byte { return strconv.AppendInt(nil, g, 10) }
 
-// recall returns the result remembered for id, or nil.
-func (a *applier) recall(tx *bolt.Tx, id ReqID) *Result {
-	g := a.now / int64(RequestIDRetention)
-	if a.gens == nil {
-		a.gens = tx.Bucket(bucketReqIDs)
-	}
+// lookup returns the answer remembered for id in the current or the
+// previous generation at now, or nil. Its slices alias the transaction.
+func lookup(gens *bolt.Bucket, now int64, id ReqID) (*Result, error) {
+	g := now / int64(RequestIDRetention)
 	for _, gen := range []int64{g, g - 1} {
-		b := a.gens.Bucket(generationName(gen))
+		b := gens.Bucket(generationName(gen))
 		if b == nil {
 			continue
 		}
-		v := b.Get(id[:])
-		if len(v) < 8 {
-			continue
+		if v := b.Get(id[:]); v != nil {
+			r, err := decodeRemembered(v)
+			if err != nil || noEffect(r.Code) {
+				return nil, err
+			}
+			return r, nil
 		}
-		r, err := DecodeResult(v[8:])
-		if err != nil || r.Code == codeReread {
-			// The first attempt found an existing record; the current
-			// one is the right answer for the retry too.
-			return nil
-		}
-		// r is answered after this batch commits, and the commit may
-		// remap the file: it must not alias the transaction's memory.
-		return r.Clone()
 	}
-	return nil
+	return nil, nil
+}
+
+// recall returns the result remembered for id, or nil.
+func (a *applier) recall(tx *bolt.Tx, id ReqID) *Result {
+	if a.gens == nil {
+		a.gens = tx.Bucket(bucketReqIDs)
+	}
+	// An entry that does not decode is damage of this replica's file; the
+	// command is applied again rather than answered with garbage.
+	r, _ := lookup(a.gens, a.now, id)
+	// r is answered after this batch commits, and the commit may remap
+	// the file: it must not alias the transaction's memory.
+	return r.Clone()
 }
 
 // remember stores id's result in the current generation, opening it (and
-// dropping older generations) when this is its first command.
+// dropping older generations) when this is its first command. A result
+// that changed nothing is not stored.
 func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
+	if noEffect(r.Code) {
+		return nil
+	}
 	g := a.now / int64(RequestIDRetention)
 	if a.gen == nil || a.genNo != g {
 		if a.gens == nil {
@@ -81,14 +159,102 @@ func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
 		}
 		a.gen, a.genNo = b, g
 	}
-	stored := r
-	if r.Code == CodeExists && r.Record != nil {
-		stored = &Result{Code: codeReread}
+	if wantsOrder(a.gen) {
+		// A proposer's ids are its random prefix and a sequence (raftstore's
+		// newReqID): in order when the id before it has its prefix. Ids
+		// derived from a client's key (RequestIDFor) land anywhere.
+		k := predecessor(a.gen, id[:])
+		noteOrder(a.gen, len(k) == len(id) && bytes.Equal(k[:8], id[:8]))
 	}
 	// A fresh buffer each time: bbolt keeps referring to a value until the
 	// transaction commits.
-	buf := binary.BigEndian.AppendUint64(make([]byte, 0, 32), uint64(a.now))
-	return a.gen.Put(id[:], stored.Encode(buf))
+	return a.gen.Put(id[:], appendRemembered(make([]byte, 0, 16+len(r.Value)+len(r.Suspect)), r))
+}
+
+// appendRemembered appends the remembered form of r to dst.
+func appendRemembered(dst []byte, r *Result) []byte {
+	fields := byte(0)
+	set := func(bit byte, present bool) {
+		if present {
+			fields |= bit
+		}
+	}
+	set(rememberedFence, r.Fence != 0)
+	set(rememberedVersion, r.Version != 0)
+	set(rememberedExpiry, r.ExpiresAt != 0)
+	set(rememberedValue, len(r.Value) > 0) // the wire, too, reads an empty value as nil
+	set(rememberedSuspect, len(r.Suspect) > 0)
+	set(rememberedRecord, r.Record != nil)
+	dst = append(dst, rememberedMark|fields, byte(r.Code))
+	if fields&rememberedFence != 0 {
+		dst = binary.AppendUvarint(dst, r.Fence)
+	}
+	if fields&rememberedVersion != 0 {
+		dst = binary.AppendUvarint(dst, r.Version)
+	}
+	if fields&rememberedExpiry != 0 {
+		dst = binary.AppendVarint(dst, r.ExpiresAt)
+	}
+	if fields&rememberedValue != 0 {
+		dst = appendBytes(dst, r.Value)
+	}
+	if fields&rememberedSuspect != 0 {
+		dst = appendBytes(dst, r.Suspect)
+	}
+	if fields&rememberedRecord != 0 {
+		dst = r.Record.Encode(dst)
+	}
+	return dst
+}
+
+// decodeRemembered parses a remembered answer of either encoding. Its
+// slices alias v. A begin's reread marker of the previous encoding comes
+// back as a result of code codeReread.
+func decodeRemembered(v []byte) (*Result, error) {
+	if len(v) > 0 && v[0]&rememberedMark == 0 { // stamp (8) | Result.Encode
+		if len(v) < 9 {
+			return nil, fmt.Errorf("%w: remembered result: %d bytes", ErrBadCommand, len(v))
+		}
+		if Code(v[8]) == codeReread {
+			return &Result{Code: codeReread}, nil
+		}
+		return DecodeResult(v[8:])
+	}
+	rd := reader{b: v}
+	fields := rd.byte()
+	r := &Result{Code: Code(rd.byte())}
+	if fields&rememberedFence != 0 {
+		r.Fence = rd.uvarint()
+	}
+	if fields&rememberedVersion != 0 {
+		r.Version = rd.uvarint()
+	}
+	if fields&rememberedExpiry != 0 {
+		r.ExpiresAt = rd.varint()
+	}
+	if fields&rememberedValue != 0 {
+		r.Value = rd.bytes()
+	}
+	if fields&rememberedSuspect != 0 {
+		r.Suspect = rd.bytes()
+	}
+	if rd.err != nil {
+		return nil, fmt.Errorf("%w: remembered result: %v", ErrBadCommand, rd.err)
+	}
+	if r.Code >= codeEnd || fields&^(rememberedMark|rememberedFence|rememberedVersion|rememberedExpiry|
+		rememberedValue|rememberedSuspect|rememberedRecord) != 0 {
+		return nil, fmt.Errorf("%w: remembered result: code %d, fields %#x", ErrBadCommand, r.Code, fields)
+	}
+	if fields&rememberedRecord != 0 {
+		rec, err := DecodeRecord(rd.b)
+		if err != nil {
+			return nil, err
+		}
+		r.Record = rec
+	} else if len(rd.b) != 0 {
+		return nil, fmt.Errorf("%w: remembered result: trailing bytes", ErrBadCommand)
+	}
+	return r, nil
 }
 
 func (a *applier) dropGenerationsBefore(g int64) error {
@@ -111,30 +277,20 @@ func (a *applier) dropGenerationsBefore(g int64) error {
 }
 
 // LookupRequest returns the result the state machine remembers for a
-// request id, and whether it has applied that request at all (within
-// RequestIDRetention). Tests settle operations whose answer was lost with
-// it: a command that is not remembered never applied.
+// request id (within RequestIDRetention), and whether it remembers one.
+// Only commands that changed state are remembered: false means the request
+// was never applied, or was applied and changed nothing (a refused SETNX,
+// a GETDEL of a missing key: see noEffect). Either way the state holds no
+// trace of it, and a retry applies it afresh. Tests settle operations whose
+// answer was lost with it: a remembered one took effect with its result;
+// one that is not may be left out of the history, which stays
+// linearizable without an operation that changed nothing.
 func (f *FSM) LookupRequest(id ReqID) (*Result, bool, error) {
 	var out *Result
 	err := f.view(func(tx *bolt.Tx) error {
-		a := applier{f: f, now: f.now.Load()}
-		g := a.now / int64(RequestIDRetention)
-		gens := tx.Bucket(bucketReqIDs)
-		for _, gen := range []int64{g, g - 1} {
-			b := gens.Bucket(generationName(gen))
-			if b == nil {
-				continue
-			}
-			if v := b.Get(id[:]); len(v) >= 8 {
-				r, err := DecodeResult(v[8:])
-				if err != nil {
-					return err
-				}
-				out = r.Clone()
-				return nil
-			}
-		}
-		return nil
+		r, err := lookup(tx.Bucket(bucketReqIDs), f.now.Load(), id)
+		out = r.Clone()
+		return err
 	})
 	return out, out != nil, err
 }

@@ -71,6 +71,7 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *Command, rev uint64) ([]byte, erro
 
 func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, rev uint64) error {
 	b := tx.Bucket(bucketSuspect)
+	b.FillPercent = appendFill // keyed by revision: always appended (batch.go)
 	// Forget up to two expired entries per new one: bounded work per command.
 	cur := b.Cursor()
 	for i := 0; i < 2; i++ {

@@ -175,7 +175,9 @@ func (h *historyRun) record(r recorded) {
 
 // settle turns operations whose answer was lost into known ones (the
 // request id was applied: its remembered result, returned by now) or drops
-// them (never applied).
+// them (never applied, or applied without changing anything, which the
+// state machine does not remember: the history stays linearizable without
+// them).
 func (h *historyRun) settle() (ops []porcupine.Operation, settled, dropped int) {
 	var s *Store
 	for _, st := range h.c.Stores {
