@@ -10,10 +10,12 @@
 // are) walks every bucket's pages in such a goroutine, and so does tx.Check.
 // So tx.Check under recover is not enough.
 //
-// Check first reads the file itself, with pread and a bounds check on every
-// id and offset: the meta pages, the file's size against the high water
-// mark, the freelist page, and every page reachable from the root bucket,
-// inline buckets included. A file that passes can be walked by bbolt without
+// Check first reads the file itself, through a read-only memory map and
+// with a bounds check on every id and offset (a file that shrinks meanwhile
+// faults in the caller's goroutine, where it is recovered: mapped.go): the
+// meta pages, the file's size against the high water mark, the freelist
+// page (none of its pages may be in use), and every page reachable from the
+// root bucket, inline buckets included. A file that passes can be walked by bbolt without
 // a fault or an unrecoverable panic.
 //
 // A full check then runs bbolt's own (tx.Check: pages reachable and free),
@@ -31,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -79,17 +82,20 @@ func Check(path string, full bool) error {
 	if err != nil {
 		return err
 	}
-	w := &walker{f: f, size: st.Size()}
-	if err := w.run(); err != nil {
-		return err
-	}
-	if !full {
-		return nil
-	}
-	for _, root := range w.roots {
-		if _, err := w.keyOrder(root, nil, nil); err != nil {
+	w := &walker{size: st.Size()}
+	err = walkMapped(w, f, func() error {
+		if err := w.run(); err != nil || !full {
 			return err
 		}
+		for _, root := range w.roots {
+			if _, err := w.keyOrder(root, nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || !full {
+		return err
 	}
 	return consistency(path)
 }
@@ -141,16 +147,18 @@ func parseMeta(b []byte) (meta, error) {
 		pgid: ne.Uint64(m[40:]), txid: ne.Uint64(m[48:])}, nil
 }
 
-// walker reads a file's pages with pread, checking every id and offset
-// before it is used, as bbolt would follow them.
+// walker reads a file's pages (through its memory map, see mapped.go),
+// checking every id and offset before it is used, as bbolt would follow
+// them.
 type walker struct {
-	f     *os.File
+	f     io.ReaderAt
 	size  int64
 	m     meta
 	ps    uint64   // page size
 	seen  []uint64 // bitmap of pages reached so far, [0, m.pgid)
 	todo  []ref    // pages still to visit
 	roots []uint64 // the root pages of the buckets not stored inline
+	free  []uint64 // the synced freelist's ids, sorted (none when not synced)
 }
 
 // ref is a page to visit and where its id was found (for the message).
@@ -187,7 +195,7 @@ func (w *walker) run() error {
 			return err
 		}
 	}
-	return nil
+	return w.freeInUse()
 }
 
 // readMetas finds the page size and the meta bbolt will use: the valid one
@@ -335,6 +343,20 @@ func (w *walker) freelist() error {
 	for i := 1; i < len(ids); i++ {
 		if ids[i] == ids[i-1] {
 			return damaged("page %d: freelist holds page %d twice", r.id, ids[i])
+		}
+	}
+	w.free = ids
+	return nil
+}
+
+// freeInUse checks, once every reachable page is marked, that the synced
+// freelist holds none of them: bbolt would hand such a page to its next
+// commit and overwrite live data with it. A node opens its files with the
+// free list the last clean close wrote, and trusts it from then on.
+func (w *walker) freeInUse() error {
+	for _, id := range w.free {
+		if w.seen[id/64]&(1<<(id%64)) != 0 {
+			return damaged("page %d: the freelist (page %d) holds it, but it is in use", id, w.m.freelist)
 		}
 	}
 	return nil
