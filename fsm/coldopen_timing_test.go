@@ -16,28 +16,28 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemgate/idemgate/internal/boltcheck"
-	"github.com/idemgate/idemgate/internal/readahead"
 )
 
 // BenchmarkColdOpen measures what a node's restart costs for its state
 // machine's file of N keys (100-byte values; IDEMGATE_COLD_KEYS, default
 // 200,000), from a cold page cache when the benchmark may drop it (root on
-// Linux), phase by phase, two ways in the same run:
+// Linux), phase by phase, on two copies of one file that differ only in
+// the free list:
 //
-//   - before: the page walk that guards bbolt against a damaged file, straight
-//     from the disk; bbolt's open of a file whose free list is not synced
-//     (it rebuilds the list by walking every page); the state machine's load.
-//   - after: the file read ahead into the page cache first; the same walk;
-//     bbolt's open of the file as Close leaves it, the free list written
-//     there once; the load.
+//   - clean: the file as Close leaves it, its free list written: the check
+//     (which reads the file in order first), bbolt's open (reads the free
+//     list), load, and Close (writes it again);
+//   - unsynced: the file as every commit of a running node leaves it, no
+//     free list: a clean restart before the list was written at close
+//     (bbolt's open rebuilds it by walking every page);
+//   - unclean: the same file after a crash in the same boot: the full check
+//     (key order and bbolt's tx.Check), then the rebuild;
+//   - open: the state machine's Open and Close end to end on the clean file.
 //
-// unclean is the after path for a file not closed cleanly (a crash in the
-// same boot): the full check, and bbolt's rebuild of the free list. open is
-// the state machine's Open and Close end to end on the cleanly closed file.
 // With IDEMGATE_COLD_EXPIRED=1 the same is measured on a copy with 9 keys in
 // 10 deleted (a mass expiry): a long free list to write and read.
-// IDEMGATE_COLD_DIR keeps the files between runs (built once: minutes at
-// 10M keys).
+// IDEMGATE_COLD_DIR keeps the files between runs (built once: a minute at
+// 10M keys, 3.2 GB each).
 //
 //	IDEMGATE_COLD_KEYS=1000000 IDEMGATE_COLD_DIR=/tmp/coldbench go test -run XXX -bench ColdOpen -benchtime 3x ./fsm
 func BenchmarkColdOpen(b *testing.B) {
@@ -54,46 +54,33 @@ func BenchmarkColdOpen(b *testing.B) {
 	if os.Getenv("IDEMGATE_COLD_EXPIRED") == "1" {
 		sets = append(sets, "expired")
 	}
+	checkPhase := func(path string, full bool) coldPhase {
+		return coldPhase{"check", func(*bolt.DB) (*bolt.DB, error) {
+			return nil, boltcheck.Check(path, full || fileSize(path) <= boltcheck.FullCheckMaxBytes)
+		}}
+	}
+	openPhase := func(path string) coldPhase {
+		return coldPhase{"bolt-open", func(*bolt.DB) (*bolt.DB, error) { return openDB(path, true) }}
+	}
 	for _, set := range sets {
-		clean, legacy := coldFiles(b, dir, n, set == "expired")
-		b.Run(set+"/before", func(b *testing.B) {
-			coldPhases(b, []coldPhase{
-				{"check", func(*bolt.DB) (*bolt.DB, error) {
-					return nil, boltcheck.Check(legacy, fileSize(legacy) <= boltcheck.FullCheckMaxBytes)
-				}},
-				{"bolt-open", func(*bolt.DB) (*bolt.DB, error) { return openDB(legacy, true) }},
-				{"load", loadPhase},
-			})
+		clean, unsynced := coldFiles(b, dir, n, set == "expired")
+		b.Run(set+"/clean", func(b *testing.B) {
+			coldPhases(b, []coldPhase{checkPhase(clean, false), openPhase(clean), {"load", loadPhase}, {"close", closePhase}})
 		})
-		b.Run(set+"/after", func(b *testing.B) {
-			coldPhases(b, []coldPhase{
-				{"readahead", func(*bolt.DB) (*bolt.DB, error) { return nil, readahead.File(clean) }},
-				{"check", func(*bolt.DB) (*bolt.DB, error) {
-					return nil, boltcheck.Check(clean, fileSize(clean) <= boltcheck.FullCheckMaxBytes)
-				}},
-				{"bolt-open", func(*bolt.DB) (*bolt.DB, error) { return openDB(clean, true) }},
-				{"load", loadPhase},
-				{"close", closePhase},
-			})
+		b.Run(set+"/unsynced", func(b *testing.B) {
+			coldPhases(b, []coldPhase{checkPhase(unsynced, false), openPhase(unsynced), {"load", loadPhase}})
 		})
 		b.Run(set+"/unclean", func(b *testing.B) {
-			coldPhases(b, []coldPhase{
-				{"readahead", func(*bolt.DB) (*bolt.DB, error) { return nil, readahead.File(legacy) }},
-				{"check", func(*bolt.DB) (*bolt.DB, error) { return nil, boltcheck.Check(legacy, true) }},
-				{"bolt-open", func(*bolt.DB) (*bolt.DB, error) { return openDB(legacy, true) }},
-				{"load", loadPhase},
-			})
+			coldPhases(b, []coldPhase{checkPhase(unsynced, true), openPhase(unsynced), {"load", loadPhase}})
 		})
 		b.Run(set+"/open", func(b *testing.B) {
-			coldPhases(b, []coldPhase{
-				{"open", func(*bolt.DB) (*bolt.DB, error) {
-					f, err := Open(Config{Path: clean, NoSync: true})
-					if err != nil {
-						return nil, err
-					}
-					return nil, f.Close()
-				}},
-			})
+			coldPhases(b, []coldPhase{{"open", func(*bolt.DB) (*bolt.DB, error) {
+				f, err := Open(Config{Path: clean, NoSync: true})
+				if err != nil {
+					return nil, err
+				}
+				return nil, f.Close()
+			}}})
 		})
 	}
 }
@@ -155,7 +142,8 @@ func fileSize(path string) int64 {
 
 // coldFiles returns two copies of one file of n keys, page for page the
 // same but for the free list: clean as FSM.Close leaves it (the free list
-// written), legacy as a crash or an older build leaves it (none). expired
+// written), legacy as a running node, a crash or an older build leaves it
+// (none). expired
 // deletes 9 keys in 10 from a copy first. Files found in dir are reused.
 func coldFiles(b *testing.B, dir string, n int, expired bool) (clean, legacy string) {
 	name := "fresh"

@@ -11,7 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemgate/idemgate/internal/boltcheck"
-	"github.com/idemgate/idemgate/internal/readahead"
 )
 
 // Every data file is checked before bbolt opens it (package boltcheck):
@@ -100,12 +99,9 @@ func openChecked(cfg Config, logger *slog.Logger) (*bolt.DB, error) {
 
 // check runs boltcheck on the data file: bbolt's consistency check too when
 // always is set (a file not closed cleanly) or the file is small enough.
-// The file is read into the page cache in order first: the walks that
-// follow (the check's, bbolt's open, load) then read memory, not one random
-// disk read per page. A failed read ahead is no reason to stop: the check
-// reads the file again and names what is wrong with it.
+// The check reads the whole file in order first, so bbolt's open and load
+// find its pages in the page cache.
 func check(path string, size int64, always bool) error {
-	readahead.File(path)
 	return boltcheck.Check(path, always || size <= boltcheck.FullCheckMaxBytes)
 }
 

@@ -8,14 +8,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The walk reads a file's pages through a read-only memory map, not one
-// pread per page header and another per page's elements: in the page cache
-// a pread cost 2.4 µs here, 0.38 s per million keys (79k pages), and at ten
-// million keys the walk alone took seconds of a restart's budget. Every
-// offset the walk reads is checked against the file's size first, exactly
-// as with pread (mapped.ReadAt is a bounds-checked copy); what a map adds
-// is a fault if the file shrinks while it is walked, and walkMapped turns
-// that into a *Damage, in the caller's goroutine, where it can.
+// The walk reads a file's pages through a read-only memory map, filled in
+// file order before the walk starts (MADV_POPULATE_READ), not one pread per
+// page header and another per page's elements.
+//
+// From a cold disk the walk, in tree order, waited on one random 4 KiB
+// read per page: 4.7 s for a 323 MB file here, which reads in order in
+// 0.25 s; the pages then stay in the page cache for bbolt's open, which
+// walks them again. posix_fadvise(WILLNEED) and readahead(2) returned at
+// once and read 8-40 MB of that file; populating a map reads all of it
+// before it returns, without a copy into the process. In the page cache a
+// pread cost 2.4 µs here, 2 s per walk at ten million keys, against 0.4 s
+// for the map (BenchmarkWalk).
+//
+// Every offset the walk reads is checked against the file's size first,
+// exactly as with pread; what a map adds is a fault if the file shrinks
+// while it is walked, and walkMapped turns that into a *Damage, in the
+// caller's goroutine, where it can.
 
 // mapped is a file's memory map read as an io.ReaderAt.
 type mapped []byte
@@ -44,6 +53,12 @@ func walkMapped(w *walker, f *os.File, fn func() error) (err error) {
 		return fn()
 	}
 	defer unix.Munmap(data)
+	// Read the whole file in order into the map before the walk follows
+	// its pages in tree order: one sequential read from a cold disk, not
+	// a random read per page, and no page fault per page after. A kernel
+	// without MADV_POPULATE_READ (before Linux 5.14) faults them in as the
+	// walk goes. The pages stay in the page cache for bbolt's open.
+	unix.Madvise(data, unix.MADV_POPULATE_READ)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		r := recover()

@@ -5,18 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // BenchmarkWalk compares the structural walk reading pages with pread (as
-// it did) and through the file's memory map (as it does), on a file in the
-// page cache: IDEMGATE_WALK_FILE, or one of 200,000 keys with 100-byte
-// values built here. From a cold disk both wait on the same random reads:
-// package readahead fills the cache first.
+// it did) and through the file's memory map filled in file order (as it
+// does), on IDEMGATE_WALK_FILE or a file of 200,000 keys with 100-byte
+// values built here: warm (the file in the page cache) and cold (the cache
+// dropped before each walk, when the benchmark may: root on Linux).
 //
-//	go test -run XXX -bench Walk -benchtime 5x ./internal/boltcheck
+//	IDEMGATE_WALK_FILE=/tmp/coldbench/10000000/fresh.db go test -run XXX -bench Walk -benchtime 3x ./internal/boltcheck
 func BenchmarkWalk(b *testing.B) {
 	path := os.Getenv("IDEMGATE_WALK_FILE")
 	if path == "" {
@@ -48,19 +49,37 @@ func BenchmarkWalk(b *testing.B) {
 	}
 	defer f.Close()
 	st, _ := f.Stat()
-	b.Run("pread", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if err := (&walker{f: f, size: st.Size()}).run(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("mapped", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
+	walks := []struct {
+		name string
+		walk func() error
+	}{
+		{"pread", func() error { return (&walker{f: f, size: st.Size()}).run() }},
+		{"mapped", func() error {
 			w := &walker{size: st.Size()}
-			if err := walkMapped(w, f, w.run); err != nil {
-				b.Fatal(err)
+			return walkMapped(w, f, w.run)
+		}},
+	}
+	for _, cold := range []bool{false, true} {
+		for _, wk := range walks {
+			name := wk.name + "/warm"
+			if cold {
+				name = wk.name + "/cold"
 			}
+			b.Run(name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					if cold {
+						b.StopTimer()
+						syscall.Sync()
+						if os.WriteFile("/proc/sys/vm/drop_caches", []byte("1"), 0) != nil {
+							b.Skip("cannot drop the page cache")
+						}
+						b.StartTimer()
+					}
+					if err := wk.walk(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
-	})
+	}
 }
