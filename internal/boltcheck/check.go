@@ -14,11 +14,11 @@
 // map (so the walks that follow, its own and bbolt's, find every page in
 // the page cache), then with a bounds check on every id and offset (a file
 // that shrinks meanwhile faults in the caller's goroutine, where it is
-// recovered: mapped.go): the
-// meta pages, the file's size against the high water mark, the freelist
-// page (none of its pages may be in use), and every page reachable from the
-// root bucket, inline buckets included. A file that passes can be walked by bbolt without
-// a fault or an unrecoverable panic.
+// recovered: mapped.go): the meta pages, the file's size against the high
+// water mark, the freelist page (none of its pages may be in use), and
+// every page reachable from the root bucket, inline buckets included. A
+// file that passes can be walked by bbolt without a fault or an
+// unrecoverable panic.
 //
 // A full check then runs bbolt's own (tx.Check: pages reachable and free),
 // on a read-only open. That loads the freelist by the same unprotected walk
