@@ -53,12 +53,7 @@ func walkMapped(w *walker, f *os.File, fn func() error) (err error) {
 		return fn()
 	}
 	defer unix.Munmap(data)
-	// Read the whole file in order into the map before the walk follows
-	// its pages in tree order: one sequential read from a cold disk, not
-	// a random read per page, and no page fault per page after. A kernel
-	// without MADV_POPULATE_READ (before Linux 5.14) faults them in as the
-	// walk goes. The pages stay in the page cache for bbolt's open.
-	unix.Madvise(data, unix.MADV_POPULATE_READ)
+	populate(data)
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		r := recover()
