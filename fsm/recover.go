@@ -99,6 +99,8 @@ func openChecked(cfg Config, logger *slog.Logger) (*bolt.DB, error) {
 
 // check runs boltcheck on the data file: bbolt's consistency check too when
 // always is set (a file not closed cleanly) or the file is small enough.
+// The check reads the whole file in order first, so bbolt's open and load
+// find its pages in the page cache.
 func check(path string, size int64, always bool) error {
 	return boltcheck.Check(path, always || size <= boltcheck.FullCheckMaxBytes)
 }

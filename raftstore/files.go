@@ -74,6 +74,11 @@ func (s privateSink) Close() error {
 // not call for it. Unlike fsm.db, the log cannot be rebuilt on this node:
 // it holds entries and votes the cluster counted on, so the node refuses
 // to start and the fix is a new copy from the leader.
+//
+// The check reads the whole file in order first, so bbolt's open finds it
+// in the page cache when it rebuilds the free list. The free list is not
+// written at a clean close, as fsm.db's is: raft-boltdb keeps its bbolt
+// handle to itself, and BenchmarkLogStoreColdOpen found no time to save.
 func openLogStore(path string, noSync bool) (logs *raftboltdb.BoltStore, err error) {
 	if st, statErr := os.Stat(path); statErr == nil {
 		err := boltcheck.Check(path, st.Size() <= boltcheck.FullCheckMaxBytes)

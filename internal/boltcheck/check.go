@@ -10,11 +10,15 @@
 // are) walks every bucket's pages in such a goroutine, and so does tx.Check.
 // So tx.Check under recover is not enough.
 //
-// Check first reads the file itself, with pread and a bounds check on every
-// id and offset: the meta pages, the file's size against the high water
-// mark, the freelist page, and every page reachable from the root bucket,
-// inline buckets included. A file that passes can be walked by bbolt without
-// a fault or an unrecoverable panic.
+// Check first reads the file itself, in file order into a read-only memory
+// map (so the walks that follow, its own and bbolt's, find every page in
+// the page cache), then with a bounds check on every id and offset (a file
+// that shrinks meanwhile faults in the caller's goroutine, where it is
+// recovered: mapped.go): the meta pages, the file's size against the high
+// water mark, the freelist page (none of its pages may be in use), and
+// every page reachable from the root bucket, inline buckets included. A
+// file that passes can be walked by bbolt without a fault or an
+// unrecoverable panic.
 //
 // A full check then runs bbolt's own (tx.Check: pages reachable and free),
 // on a read-only open. That loads the freelist by the same unprotected walk
@@ -31,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -46,8 +51,8 @@ import (
 // key and keeps a map entry per page, 0.45 s for a 387 MiB file in the page
 // cache here (more from a cold disk), at every start. The structural walk
 // that makes opening safe runs on every file (83 ms for that file): bbolt's
-// own read-write open walks the same pages anyway (68 ms), see the package
-// comment.
+// own read-write open walks the same pages anyway (68 ms) when the file
+// holds no free list, see the package comment.
 const FullCheckMaxBytes = 256 << 20
 
 // Damage is Check's error for a file that is not a sound bbolt file.
@@ -79,17 +84,20 @@ func Check(path string, full bool) error {
 	if err != nil {
 		return err
 	}
-	w := &walker{f: f, size: st.Size()}
-	if err := w.run(); err != nil {
-		return err
-	}
-	if !full {
-		return nil
-	}
-	for _, root := range w.roots {
-		if _, err := w.keyOrder(root, nil, nil); err != nil {
+	w := &walker{size: st.Size()}
+	err = walkMapped(w, f, func() error {
+		if err := w.run(); err != nil || !full {
 			return err
 		}
+		for _, root := range w.roots {
+			if _, err := w.keyOrder(root, nil, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || !full {
+		return err
 	}
 	return consistency(path)
 }
@@ -141,22 +149,35 @@ func parseMeta(b []byte) (meta, error) {
 		pgid: ne.Uint64(m[40:]), txid: ne.Uint64(m[48:])}, nil
 }
 
-// walker reads a file's pages with pread, checking every id and offset
-// before it is used, as bbolt would follow them.
+// walker reads a file's pages (through its memory map, see mapped.go),
+// checking every id and offset before it is used, as bbolt would follow
+// them.
 type walker struct {
-	f     *os.File
+	f     io.ReaderAt
 	size  int64
 	m     meta
 	ps    uint64   // page size
 	seen  []uint64 // bitmap of pages reached so far, [0, m.pgid)
 	todo  []ref    // pages still to visit
 	roots []uint64 // the root pages of the buckets not stored inline
+	free  []uint64 // the synced freelist's ids, sorted (none when not synced)
 }
 
-// ref is a page to visit and where its id was found (for the message).
+// ref is a page to visit and where its id was found (for the message):
+// from, or else element elem of page parent. The walk queues a ref per
+// branch element; formatting where each came from cost a fifth of the walk.
 type ref struct {
-	id   uint64
-	from string
+	id     uint64
+	from   string
+	parent uint64
+	elem   int
+}
+
+func (r ref) where() string {
+	if r.from != "" {
+		return r.from
+	}
+	return fmt.Sprintf("page %d element %d", r.parent, r.elem)
 }
 
 func (w *walker) run() error {
@@ -187,7 +208,7 @@ func (w *walker) run() error {
 			return err
 		}
 	}
-	return nil
+	return w.freeInUse()
 }
 
 // readMetas finds the page size and the meta bbolt will use: the valid one
@@ -254,7 +275,7 @@ func (w *walker) mark(id uint64) (again bool) {
 // checking that the page is where it says it is and inside the file.
 func (w *walker) header(r ref, want uint16) (flags uint16, count int, span uint64, err error) {
 	if r.id < 2 || r.id >= w.m.pgid {
-		return 0, 0, 0, damaged("page %d: %s points to it, outside the file's %d pages", r.id, r.from, w.m.pgid)
+		return 0, 0, 0, damaged("page %d: %s points to it, outside the file's %d pages", r.id, r.where(), w.m.pgid)
 	}
 	var h [pageHeaderSize]byte
 	if _, err := w.f.ReadAt(h[:], int64(r.id*w.ps)); err != nil {
@@ -266,13 +287,13 @@ func (w *walker) header(r ref, want uint16) (flags uint16, count int, span uint6
 	case id != r.id:
 		return 0, 0, 0, damaged("page %d: its header says it is page %d (overwritten?)", r.id, id)
 	case flags&want == 0 || flags&(flags-1) != 0:
-		return 0, 0, 0, damaged("page %d: %s points to it, but it is not a %s page (flags %#x)", r.id, r.from, kind(want), flags)
+		return 0, 0, 0, damaged("page %d: %s points to it, but it is not a %s page (flags %#x)", r.id, r.where(), kind(want), flags)
 	case overflow >= w.m.pgid-r.id:
 		return 0, 0, 0, damaged("page %d: %d overflow pages run past the file's %d pages", r.id, overflow, w.m.pgid)
 	}
 	for i := r.id; i <= r.id+overflow; i++ {
 		if w.mark(i) {
-			return 0, 0, 0, damaged("page %d: reached twice (from %s): pages form a cycle or are shared", i, r.from)
+			return 0, 0, 0, damaged("page %d: reached twice (from %s): pages form a cycle or are shared", i, r.where())
 		}
 	}
 	return flags, count, (overflow + 1) * w.ps, nil
@@ -291,8 +312,14 @@ func kind(flags uint16) string {
 	return strings.Join(k, " or ")
 }
 
-// read reads n bytes of page id's span from off.
+// read reads n bytes of page id's span from off. From the memory map they
+// are the map's own bytes, valid until the walk ends.
 func (w *walker) read(id, off, n uint64) ([]byte, error) {
+	if m, ok := w.f.(mapped); ok {
+		if at := id*w.ps + off; at+n >= at && at+n <= uint64(len(m)) {
+			return m[at : at+n : at+n], nil
+		}
+	}
 	b := make([]byte, n)
 	if _, err := w.f.ReadAt(b, int64(id*w.ps+off)); err != nil {
 		return nil, damaged("page %d: cannot read it: %v", id, err)
@@ -337,6 +364,20 @@ func (w *walker) freelist() error {
 			return damaged("page %d: freelist holds page %d twice", r.id, ids[i])
 		}
 	}
+	w.free = ids
+	return nil
+}
+
+// freeInUse checks, once every reachable page is marked, that the synced
+// freelist holds none of them: bbolt would hand such a page to its next
+// commit and overwrite live data with it. A node opens its files with the
+// free list the last clean close wrote, and trusts it from then on.
+func (w *walker) freeInUse() error {
+	for _, id := range w.free {
+		if w.seen[id/64]&(1<<(id%64)) != 0 {
+			return damaged("page %d: the freelist (page %d) holds it, but it is in use", id, w.m.freelist)
+		}
+	}
 	return nil
 }
 
@@ -366,7 +407,7 @@ func (w *walker) page(r ref) error {
 			if off+pos+ksize > span {
 				return damaged("page %d: branch element %d's key lies outside the page", r.id, i)
 			}
-			w.todo = append(w.todo, ref{id: ne.Uint64(e[8:]), from: fmt.Sprintf("page %d element %d", r.id, i)})
+			w.todo = append(w.todo, ref{id: ne.Uint64(e[8:]), parent: r.id, elem: i})
 			continue
 		}
 		eflags, pos, ksize, vsize := ne.Uint32(e[0:]), uint64(ne.Uint32(e[4:])), uint64(ne.Uint32(e[8:])), uint64(ne.Uint32(e[12:]))

@@ -192,6 +192,57 @@ func TestDamageIsReported(t *testing.T) {
 	}
 }
 
+// TestFreePageInUse: a synced freelist that holds a page in use is damage
+// the structural walk finds by itself (bbolt would overwrite the page at its
+// next commit), as a node's files open with the free list written when they
+// were closed.
+func TestFreePageInUse(t *testing.T) {
+	path := makeFile(t, true)
+	ps, byType := pages(t, path)
+	fl := byType["freelist"][0]
+	b := make([]byte, 2)
+	f, _ := os.Open(path)
+	f.ReadAt(b, int64(fl*ps+10))
+	f.Close()
+	if n := binary.NativeEndian.Uint16(b); n == 0 || n == 0xFFFF {
+		t.Fatalf("freelist count %d: the test needs a short freelist", n)
+	}
+	leaf := byType["leaf"][0]
+	patch(t, path, int64(fl*ps+16), u64(uint64(leaf)))
+	err := Check(path, false)
+	var d *Damage
+	if !errors.As(err, &d) || !strings.Contains(err.Error(), fmt.Sprintf("page %d: the freelist", leaf)) {
+		t.Fatalf("Check = %v, want a *Damage saying page %d is free and in use", err, leaf)
+	}
+}
+
+// TestShrinkWhileMapped: a file that shrinks while the walk reads it
+// through its memory map is a *Damage, not a fault that ends the process.
+func TestShrinkWhileMapped(t *testing.T) {
+	path := makeFile(t, false)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	w := &walker{size: st.Size()}
+	err = walkMapped(w, f, func() error {
+		if _, ok := w.f.(mapped); !ok {
+			t.Fatalf("walker reads through %T, want the memory map", w.f)
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := w.f.ReadAt(make([]byte, 16), st.Size()-4096)
+		return err
+	})
+	var d *Damage
+	if !errors.As(err, &d) || !strings.Contains(err.Error(), "faulted") {
+		t.Fatalf("walk of a shrunk file = %v, want a *Damage saying it faulted", err)
+	}
+}
+
 // swapFirstKeys finds a leaf page of plain keys "key-NNNN" and swaps its
 // first two keys.
 func swapFirstKeys(t *testing.T, path string, ps int, leaves []int) {
