@@ -240,6 +240,8 @@ func TestReadsDoNotAliasTheMap(t *testing.T) {
 // killing the process; one that pointed into reused pages fails the
 // comparison.
 func TestRecalledResultSurvivesRemap(t *testing.T) {
+	defer func(n int) { initialMmapSize = n }(initialMmapSize)
+	initialMmapSize = 0 // remap as the file grows, as a file past the initial map does
 	x := newAliasFixture(t)
 	f := x.h.f
 	recalled := x.retries(t)

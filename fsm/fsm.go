@@ -108,6 +108,15 @@ func Open(cfg Config) (*FSM, error) {
 	return f, nil
 }
 
+// initialMmapSize is the address space mapped for a data file from the
+// start. bbolt remaps when the file outgrows its map, and a remap waits for
+// every open read transaction: a snapshot or a backup of millions of keys
+// holds one for seconds, and every write would wait with it. Mapped
+// address space costs no memory until it is read (etcd maps 10 GB for the
+// same reason); files beyond it still work, remapping as before. A
+// variable only so that a test can make bbolt remap a small file.
+var initialMmapSize = 8 << 30
+
 // openDB opens (creating if needed) a data file that passed its check. A
 // panic of bbolt's in this goroutine (a problem the check leaves to bbolt:
 // keys out of order in a file too large for tx.Check) is returned as a
@@ -122,10 +131,11 @@ func openDB(path string, noSync bool) (_ *bolt.DB, err error) {
 		}
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        time.Second,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-		NoSync:         noSync,
+		Timeout:         time.Second,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		NoSync:          noSync,
+		InitialMmapSize: initialMmapSize,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open %s: %w", path, err)

@@ -22,12 +22,27 @@ func OverwritePages(path string) error {
 	return os.WriteFile(path, b, 0o600)
 }
 
-// TruncateHalf cuts the file at path to half its size: bbolt maps past
-// the end, and its first read there was a SIGBUS.
+// TruncateHalf cuts the file at path to half the pages in use (the high
+// water mark of its newest valid meta page; half the file when neither is
+// valid): bbolt maps past the end, and its first read there was a SIGBUS.
+// Half the file alone could cut only the room bbolt grows a file by ahead
+// of need (16 MiB), leaving a sound file.
 func TruncateHalf(path string) error {
-	st, err := os.Stat(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	return os.Truncate(path, st.Size()/2)
+	size := int64(len(b)) / 2
+	var best meta
+	for _, off := range []int{0, 4096} {
+		if off < len(b) {
+			if m, err := parseMeta(b[off:]); err == nil && m.txid >= best.txid && m.pgid*m.pageSize <= uint64(len(b)) {
+				best = m
+			}
+		}
+	}
+	if best.pgid > 0 {
+		size = int64(best.pgid*best.pageSize) / 2
+	}
+	return os.Truncate(path, size)
 }
