@@ -252,7 +252,7 @@ func sweeperConfig(file *config.File, maxCommand int) (ttl.SweeperConfig, error)
 	// A command over the limit is refused, and the sweeper would propose
 	// the same entries again at every sweep.
 	if e.BatchSize > 0 && e.BatchSize*expireEntryMax > maxCommand {
-		return sc, file.Errorf("expiry.batch_size", "%d entries of keys up to %d bytes may exceed the largest command, %d bytes (set by limits.max_request_body and routes[].max_stored_body): want at most %d",
+		return sc, file.Errorf("expiry.batch_size", "%d entries of keys up to %d bytes may exceed the largest command, %d bytes (from limits.max_request_body, routes[].max_stored_body and the header limits): want at most %d",
 			e.BatchSize, fsm.MaxKeyLen, maxCommand, maxCommand/expireEntryMax)
 	}
 	if err := sc.Validate(); err != nil {

@@ -27,28 +27,29 @@ func sweeperCases() []struct {
 	}{{"default", ttl.DefaultSweeperConfig()}, {"batch=1024", big}}
 }
 
-// BenchmarkSweeperKeepsUp: 64 clients write fresh keys to the leader of a
-// 3-node cluster as fast as it commits them. Each key lives a millisecond,
-// so every write is an index entry due at once: the sweeper must remove
-// entries as fast as the cluster accepts them. The baseline, in the same
-// run, is the same writes living an hour: the same index entries, none
-// due, so no expiry work. Reported:
-// writes/s, entries expired/s during the writes, the largest backlog seen
-// (sampled every 100ms) and the backlog when the writes end.
+// BenchmarkSweeperKeepsUp: clients (64, then 256: a full log entry of
+// commands) write fresh keys to the leader of a 3-node cluster as fast as
+// it commits them. Each key lives a millisecond, so every write is an
+// index entry due at once: the sweeper must remove entries as fast as the
+// cluster accepts them. The baseline, in the same run, is the same writes
+// living an hour: the same index entries, none due, so no expiry work.
+// Reported: writes/s, entries expired/s during the writes, and the largest
+// backlog seen (sampled every 100ms) in each half of the run.
 //
-//	go test -run XXX -bench SweeperKeepsUp -benchtime 100000x ./raftstore
+//	go test -run XXX -bench SweeperKeepsUp -benchtime 200000x ./raftstore
 func BenchmarkSweeperKeepsUp(b *testing.B) {
-	cases := []struct {
-		name string
-		life time.Duration
-		sc   ttl.SweeperConfig
-	}{{"1h-lifetime(baseline)", time.Hour, ttl.DefaultSweeperConfig()}}
-	for _, sc := range sweeperCases() {
-		cases = append(cases, struct {
-			name string
-			life time.Duration
-			sc   ttl.SweeperConfig
-		}{"1ms-lifetime/" + sc.name, time.Millisecond, sc.sc})
+	type keepsUpCase struct {
+		name    string
+		clients int
+		life    time.Duration
+		sc      ttl.SweeperConfig
+	}
+	var cases []keepsUpCase
+	for _, clients := range []int{64, 256} {
+		cases = append(cases, keepsUpCase{fmt.Sprintf("clients=%d/1h-lifetime(baseline)", clients), clients, time.Hour, ttl.DefaultSweeperConfig()})
+		for _, sc := range sweeperCases() {
+			cases = append(cases, keepsUpCase{fmt.Sprintf("clients=%d/1ms-lifetime/%s", clients, sc.name), clients, time.Millisecond, sc.sc})
+		}
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
@@ -59,7 +60,7 @@ func BenchmarkSweeperKeepsUp(b *testing.B) {
 			expired0 := s.fsm.ExpiredCount(ttl.KindKV)
 			b.ResetTimer()
 			t0 := time.Now()
-			writeKeys(b, s, b.N, func() time.Duration { return tc.life }, func(i int64) {
+			writeKeys(b, s, tc.clients, b.N, func() time.Duration { return tc.life }, func(i int64) {
 				if i == int64(b.N/2) { // the second half's samples apart
 					stop()
 					stop = sampleBacklog(s, &second)
@@ -93,7 +94,7 @@ func BenchmarkSweeperDrain(b *testing.B) {
 			// Due together, once all are written: 2,500 writes/s at the
 			// least (a shared, busy machine), and two seconds to spare.
 			at := time.Now().Add(time.Duration(b.N)*400*time.Microsecond + 2*time.Second)
-			writeKeys(b, s, b.N, func() time.Duration { return max(time.Until(at), time.Millisecond) }, nil)
+			writeKeys(b, s, 64, b.N, func() time.Duration { return max(time.Until(at), time.Millisecond) }, nil)
 			if time.Now().After(at) {
 				b.Fatalf("the load took past the instant its keys expire at")
 			}
@@ -120,14 +121,14 @@ func BenchmarkSweeperDrain(b *testing.B) {
 	}
 }
 
-// writeKeys sets n fresh keys on s from 64 clients, each key living
+// writeKeys sets n fresh keys on s from clients goroutines, each key living
 // life() (0: for ever); each is numbered, 1 to n, and passed to at (nil:
 // none) before it is written.
-func writeKeys(b *testing.B, s *Store, n int, life func() time.Duration, at func(int64)) {
+func writeKeys(b *testing.B, s *Store, clients, n int, life func() time.Duration, at func(int64)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	prefix := fmt.Sprintf("w%d-", time.Now().UnixNano())
-	for range 64 {
+	for range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -46,8 +46,9 @@ type SweeperConfig struct {
 	// wait longer. It must fit the store's largest command with the
 	// longest keys.
 	BatchSize int
-	// MaxBatches bounds the commands one sweep proposes before it pauses,
-	// counts the backlog and checks its leadership again.
+	// MaxBatches bounds the commands one sweep proposes before it pauses
+	// (so a backlog never starves client writes), counts the backlog and
+	// checks its leadership again.
 	MaxBatches int
 	// Pause is the wait before the next sweep when the last one stopped
 	// at MaxBatches with entries still due: a backlog is worked off at the
@@ -63,7 +64,8 @@ const (
 	MinSweepInterval = 10 * time.Millisecond
 	MaxSweepInterval = time.Hour
 	// MaxSweepBatchSize keeps one expire command of the longest keys
-	// (1 KiB each) under the 4 MiB a node's command limit starts from.
+	// (1 KiB each) within the command limit a node has with the default
+	// listener limits (a 4 MiB body, and room for headers).
 	MaxSweepBatchSize  = 4096
 	MaxSweepMaxBatches = 1024
 )
