@@ -19,8 +19,9 @@ type Etcd struct {
 	procs   []*proc
 }
 
-// StartEtcd starts an n-member cluster of bin.
-func StartEtcd(bin string, n int) (*Etcd, error) {
+// StartEtcd starts an n-member cluster of bin; extra are flags every
+// member gets.
+func StartEtcd(bin string, n int, extra ...string) (*Etcd, error) {
 	dir, err := os.MkdirTemp("", "idemgate-bench-etcd-")
 	if err != nil {
 		return nil, err
@@ -43,12 +44,12 @@ func StartEtcd(bin string, n int) (*Etcd, error) {
 		initial = append(initial, fmt.Sprintf("e%d=%s", i+1, p))
 	}
 	for i := range peers {
-		p, err := startProc(dir, fmt.Sprintf("etcd%d", i+1), bin,
-			"--name", fmt.Sprintf("e%d", i+1), "--data-dir", fmt.Sprintf("%s/e%d", dir, i+1),
+		args := []string{"--name", fmt.Sprintf("e%d", i+1), "--data-dir", fmt.Sprintf("%s/e%d", dir, i+1),
 			"--listen-client-urls", clients[i], "--advertise-client-urls", clients[i],
 			"--listen-peer-urls", peers[i], "--initial-advertise-peer-urls", peers[i],
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
-			"--initial-cluster-token", "idemgate-bench", "--log-level", "error")
+			"--initial-cluster-token", "idemgate-bench", "--log-level", "error"}
+		p, err := startProc(dir, fmt.Sprintf("etcd%d", i+1), bin, append(args, extra...)...)
 		if err != nil {
 			e.Stop()
 			return nil, err

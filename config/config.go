@@ -18,6 +18,7 @@ type File struct {
 	Tokens   Tokens    `yaml:"tokens"`
 	Routes   []Route   `yaml:"routes"`
 	Raft     Raft      `yaml:"raft"`
+	Expiry   Expiry    `yaml:"expiry"`
 	Limits   Limits    `yaml:"limits"`
 	Suspects Reconcile `yaml:"suspects"`
 	TLS      *TLS      `yaml:"tls"`
@@ -132,6 +133,22 @@ type Raft struct {
 	// FSMFsync makes the state machine fsync its own file on every commit.
 	// Off by default: the Raft log is fsynced (see fsm.Config.NoSync).
 	FSMFsync bool `yaml:"fsm_fsync"`
+}
+
+// Expiry tunes the leader's sweeper, which removes what has expired
+// (records, tokens, keys: reads already treat them as gone). A field left
+// out keeps the default of ttl.DefaultSweeperConfig.
+type Expiry struct {
+	// Interval is the time between sweeps while nothing is left due.
+	Interval Duration `yaml:"interval"`
+	// BatchSize is the entries one expire command (one proposal) carries.
+	BatchSize int `yaml:"batch_size"`
+	// MaxBatches is the commands one sweep proposes, one after another,
+	// before it pauses.
+	MaxBatches int `yaml:"max_batches"`
+	// BacklogPause is the pause between sweeps while entries are still
+	// due (a backlog); at most Interval.
+	BacklogPause Duration `yaml:"backlog_pause"`
 }
 
 // Limits protects the listeners. A field left out keeps the default of
@@ -265,6 +282,9 @@ func (f *File) validate() error {
 		return fieldErrAt("upstream", "routes", "required when routes are configured (without upstream and routes, a node runs the store and the API only)")
 	}
 	if err := f.Raft.validate(); err != nil {
+		return err
+	}
+	if err := f.Expiry.validate(); err != nil {
 		return err
 	}
 	if err := f.Limits.validate(); err != nil {
@@ -469,6 +489,34 @@ func oneOf(field, v string, allowed ...string) (string, error) {
 func (r *Raft) validate() error {
 	if r.MaxClockJump != 0 && r.MaxClockJump.D() < time.Minute {
 		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", r.MaxClockJump.D())
+	}
+	return nil
+}
+
+// The bounds of the expiry fields, as ttl.SweeperConfig.Validate has them.
+const (
+	minSweepInterval   = 10 * time.Millisecond
+	maxSweepInterval   = time.Hour
+	maxSweepBatchSize  = 4096
+	maxSweepMaxBatches = 1024
+)
+
+// validate checks the values the file sets; what it leaves out (zero) is
+// filled by ttl.DefaultSweeperConfig. That backlog_pause is at most the
+// interval is checked here when the file sets both, and by node.Start
+// against the default interval otherwise.
+func (e *Expiry) validate() error {
+	if e.Interval != 0 && (e.Interval.D() < minSweepInterval || e.Interval.D() > maxSweepInterval) {
+		return fieldErr("expiry.interval", "%s: want %s to %s", e.Interval.D(), minSweepInterval, maxSweepInterval)
+	}
+	if e.BatchSize < 0 || e.BatchSize > maxSweepBatchSize {
+		return fieldErr("expiry.batch_size", "%d: want 1 to %d (0 or left out: the default)", e.BatchSize, maxSweepBatchSize)
+	}
+	if e.MaxBatches < 0 || e.MaxBatches > maxSweepMaxBatches {
+		return fieldErr("expiry.max_batches", "%d: want 1 to %d (0 or left out: the default)", e.MaxBatches, maxSweepMaxBatches)
+	}
+	if e.Interval != 0 && e.BacklogPause > e.Interval {
+		return fieldErr("expiry.backlog_pause", "%s is longer than expiry.interval %s", e.BacklogPause.D(), e.Interval.D())
 	}
 	return nil
 }

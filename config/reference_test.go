@@ -17,6 +17,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/ttl"
 )
 
 const reference = "../docs/config.md"
@@ -141,8 +142,12 @@ func contains(list []string, s string) bool {
 // packageDefaults are the defaults of fields the config layer leaves zero
 // for the package that owns them to fill (node.Start applies them).
 func packageDefaults() map[string]int64 {
-	rc, g := raftstore.DefaultConfig(), gateway.DefaultConfig()
+	rc, g, sc := raftstore.DefaultConfig(), gateway.DefaultConfig(), ttl.DefaultSweeperConfig()
 	return map[string]int64{
+		"expiry.interval":                  int64(sc.Interval),
+		"expiry.batch_size":                int64(sc.BatchSize),
+		"expiry.max_batches":               int64(sc.MaxBatches),
+		"expiry.backlog_pause":             int64(sc.Pause),
 		"raft.heartbeat_timeout":           int64(rc.HeartbeatTimeout),
 		"raft.election_timeout":            int64(rc.ElectionTimeout),
 		"raft.snapshot_threshold":          int64(rc.SnapshotThreshold),

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,10 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
+	"github.com/idemgate/idemgate/ttl"
 )
 
 // Node is one running idemgate node: the store, the gateway and API
@@ -68,6 +71,9 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	rc.FSMNoSync = !r.FSMFsync
 	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
 	rc.MaxCommandBytes = commandLimit(file, gw)
+	if rc.Sweeper, err = sweeperConfig(file, rc.MaxCommandBytes); err != nil {
+		return nil, err
+	}
 	rc.Logger = logger
 	rc.PeerTLS = s.PeerTLS
 	store, err := raftstore.Open(rc)
@@ -223,6 +229,36 @@ func commandLimit(file *config.File, g gateway.Config) int {
 		}
 	}
 	return n + max(g.MaxHeaderBytes, g.MaxResponseHeaderBytes) + 64<<10
+}
+
+// expireEntryMax is the most bytes one entry of an expire command takes:
+// its kind, its expiry and its key's length as varints, and the longest key.
+const expireEntryMax = 1 + 2*binary.MaxVarintLen64 + fsm.MaxKeyLen
+
+// sweeperConfig is the expiry sweeper's config: ttl's defaults, and what
+// the file sets. The file's own ranges were checked when it was read; what
+// depends on a default or on other sections is checked here, naming the
+// field.
+func sweeperConfig(file *config.File, maxCommand int) (ttl.SweeperConfig, error) {
+	e := file.Expiry
+	sc := ttl.DefaultSweeperConfig()
+	setDuration(&sc.Interval, e.Interval)
+	setInt(&sc.BatchSize, e.BatchSize)
+	setInt(&sc.MaxBatches, e.MaxBatches)
+	setDuration(&sc.Pause, e.BacklogPause)
+	if sc.Pause > sc.Interval {
+		return sc, file.Errorf("expiry.backlog_pause", "%s is longer than expiry.interval (%s)", sc.Pause, sc.Interval)
+	}
+	// A command over the limit is refused, and the sweeper would propose
+	// the same entries again at every sweep.
+	if e.BatchSize > 0 && e.BatchSize*expireEntryMax > maxCommand {
+		return sc, file.Errorf("expiry.batch_size", "%d entries of keys up to %d bytes may exceed the largest command, %d bytes (from limits.max_request_body, routes[].max_stored_body and the header limits): want at most %d",
+			e.BatchSize, fsm.MaxKeyLen, maxCommand, maxCommand/expireEntryMax)
+	}
+	if err := sc.Validate(); err != nil {
+		return sc, file.Errorf("expiry", "%v", err)
+	}
+	return sc, nil
 }
 
 // gatewayConfig is the gateway listener's config: gateway's defaults, and

@@ -266,7 +266,7 @@ func TestSingleNodeBootstrapsAlone(t *testing.T) {
 }
 
 func TestSweeperExpiresOnLeader(t *testing.T) {
-	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.SweepInterval = 50 * time.Millisecond })
+	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.Sweeper.Interval = 50 * time.Millisecond })
 	ctx := ctxT(t, 30*time.Second)
 	for i := 0; i < 20; i++ {
 		if _, err := c.Stores[i%3].KVSet(ctx, []byte(fmt.Sprint("e", i)), []byte("v"), 100*time.Millisecond, fsm.SetPlain, 0); err != nil {

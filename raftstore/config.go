@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/ttl"
 )
 
 // Peer is one voter of the initial cluster.
@@ -54,8 +55,8 @@ type Config struct {
 	ApplyTimeout time.Duration
 	// DialTimeout bounds dialing a peer.
 	DialTimeout time.Duration
-	// SweepInterval is the expiry sweeper's period.
-	SweepInterval time.Duration
+	// Sweeper tunes the leader's expiry sweeper (ttl.SweeperConfig).
+	Sweeper ttl.SweeperConfig
 	// MinFreeBytes: below it the node refuses writes; below a quarter of it
 	// the node stops its Raft (disk.go). 0 turns the guard off.
 	MinFreeBytes      uint64
@@ -122,7 +123,7 @@ func DefaultConfig() Config {
 		MaxBatchCommands:   256,
 		MaxBatchBytes:      1 << 20,
 		MaxClockJump:       time.Hour,
-		SweepInterval:      time.Second,
+		Sweeper:            ttl.DefaultSweeperConfig(),
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
 		FSMNoSync:          true,
@@ -158,8 +159,11 @@ func (c Config) Validate() error {
 	if len(c.Peers) > 0 && !seen[c.NodeID] {
 		return fmt.Errorf("raftstore: Peers does not include this node %q", c.NodeID)
 	}
-	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 || c.SweepInterval <= 0 {
-		return errors.New("raftstore: ApplyTimeout, DialTimeout and SweepInterval must be positive")
+	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 {
+		return errors.New("raftstore: ApplyTimeout and DialTimeout must be positive")
+	}
+	if err := c.Sweeper.Validate(); err != nil {
+		return fmt.Errorf("raftstore: Sweeper: %w", err)
 	}
 	if c.MaxCommandBytes <= 0 || c.MaxCommandBytes > 1<<30 {
 		return errors.New("raftstore: MaxCommandBytes must be 1 byte to 1 GiB")

@@ -199,9 +199,7 @@ func Open(cfg Config) (s *Store, err error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	sc := ttl.DefaultSweeperConfig()
-	sc.Interval = cfg.SweepInterval
-	s.sweeper = ttl.NewSweeper(s, sc, nil, s.logger)
+	s.sweeper = ttl.NewSweeper(s, cfg.Sweeper, nil, s.logger)
 	s.clock.s = s
 	s.bg.Add(8)
 	go func() { defer s.bg.Done(); s.coal.run(ctx) }()

@@ -2,6 +2,7 @@ package ttl
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -23,25 +24,70 @@ type Proposer interface {
 	CountDue(now time.Time, limit int) (int, error)
 }
 
-// SweeperConfig tunes the sweeper.
+// SweeperConfig tunes the sweeper. Expiry itself does not wait for it:
+// reads treat an expired entry as gone by the state machine's clock; the
+// sweeper removes what expired, reclaiming its space.
+//
+// A sweep proposes up to MaxBatches expire commands of up to BatchSize
+// entries, one after another, each waiting for its application; while a
+// backlog remains it sweeps again after Pause, else after Interval. Only one
+// expire command is ever in flight, and the leader packs it into a log
+// entry with the client commands that arrive meanwhile, so its cost to
+// clients is one larger batch now and then, not a queue of its own.
 type SweeperConfig struct {
-	// Interval between sweeps when the last one found nothing to do.
+	// Interval between sweeps when the last one found nothing left to do:
+	// how long an expired entry may wait for its removal when there is no
+	// backlog. Shorter costs a leadership check (a heartbeat round) and an
+	// index seek per Interval.
 	Interval time.Duration
-	// BatchSize bounds the entries one expire command carries.
+	// BatchSize bounds the entries one expire command carries. Each entry
+	// is two deletes in every replica's transaction: larger batches remove
+	// more per commit, and make the client commands committed beside them
+	// wait longer. It must fit the store's largest command with the
+	// longest keys.
 	BatchSize int
-	// MaxBatches bounds the commands one sweep proposes before it pauses,
-	// so a backlog never starves client writes.
+	// MaxBatches bounds the commands one sweep proposes before it pauses
+	// (so a backlog never starves client writes), counts the backlog and
+	// checks its leadership again.
 	MaxBatches int
 	// Pause is the wait before the next sweep when the last one stopped
 	// at MaxBatches with entries still due: a backlog is worked off at the
 	// pace the cluster commits (each batch waits for its application), not
-	// at MaxBatches × BatchSize per Interval.
+	// at MaxBatches × BatchSize per Interval. It leaves the log to client
+	// commands alone for a moment between sweeps.
 	Pause time.Duration
 }
+
+// The bounds Validate enforces: past them a setting is a mistake rather
+// than a tuning.
+const (
+	MinSweepInterval = 10 * time.Millisecond
+	MaxSweepInterval = time.Hour
+	// MaxSweepBatchSize keeps one expire command of the longest keys
+	// (1 KiB each) within the command limit a node has with the default
+	// listener limits (a 4 MiB body, and room for headers).
+	MaxSweepBatchSize  = 4096
+	MaxSweepMaxBatches = 1024
+)
 
 // DefaultSweeperConfig returns the settings used by idemgate serve.
 func DefaultSweeperConfig() SweeperConfig {
 	return SweeperConfig{Interval: time.Second, BatchSize: 256, MaxBatches: 16, Pause: 10 * time.Millisecond}
+}
+
+// Validate checks the config and names the field at fault.
+func (c SweeperConfig) Validate() error {
+	switch {
+	case c.Interval < MinSweepInterval || c.Interval > MaxSweepInterval:
+		return fmt.Errorf("ttl: sweeper Interval %s: want %s to %s", c.Interval, MinSweepInterval, MaxSweepInterval)
+	case c.BatchSize < 1 || c.BatchSize > MaxSweepBatchSize:
+		return fmt.Errorf("ttl: sweeper BatchSize %d: want 1 to %d", c.BatchSize, MaxSweepBatchSize)
+	case c.MaxBatches < 1 || c.MaxBatches > MaxSweepMaxBatches:
+		return fmt.Errorf("ttl: sweeper MaxBatches %d: want 1 to %d", c.MaxBatches, MaxSweepMaxBatches)
+	case c.Pause <= 0 || c.Pause > c.Interval:
+		return fmt.Errorf("ttl: sweeper Pause %s: want more than 0 and at most Interval (%s)", c.Pause, c.Interval)
+	}
+	return nil
 }
 
 // backlogLimit bounds the count behind Backlog: a walk of the index's due
