@@ -259,7 +259,7 @@ func TestBenchScaleSmall(t *testing.T) {
 	bin := idemgateBinary(t)
 	out := filepath.Join(t.TempDir(), "scale.json")
 	cmd := exec.Command(bin, "bench", "--scenario", "scale", "--keys", "3000", "--due-keys", "3000",
-		"--clients", "8", "--duration", "1s", "--json", out)
+		"--clients", "8", "--duration", "1s", "--etcd", "off", "--json", out)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/bench"
 )
 
-const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--dir DIR [--keep]] [--json FILE]"
+const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--etcd auto|off|PATH] [--dir DIR [--keep]] [--json FILE]"
 
 // maxScaleKeys bounds --keys: 100 million keys of 100 bytes are tens of GB
 // on each of three nodes.
@@ -31,7 +31,8 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Clients, "clients", 64, "writers in the load phases (one command in flight each)")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "each load phase")
 	fs.IntVar(&cfg.DueKeys, "due-keys", 0, "keys due at once in the expiry phase (default: --keys, at most 1,000,000)")
-	var load string
+	var load, etcd string
+	fs.StringVar(&etcd, "etcd", "auto", "etcd for the size baseline (the same keys, at most 1,000,000, on leases): auto (PATH, or build bench/etcd once), off, or a path")
 	fs.StringVar(&load, "load", "bulk", "how the keys get in: bulk (through the state machine in large batches, then restored on every node) or network (pipelined SETs over the Redis protocol)")
 	fs.StringVar(&cfg.Dir, "dir", "", "work directory (default: a new temporary one, removed afterwards)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data, logs, cluster file)")
@@ -84,11 +85,14 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg.Bin, cfg.Progress, cfg.Network = bin, stderr, load == "network"
+	var etcdSkipped string
+	cfg.Etcd, etcdSkipped = bench.FindEtcd(etcd, stderr)
 	res, err := bench.Scale(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
 		return 1
 	}
+	res.EtcdSkipped = etcdSkipped
 	bench.WriteScale(stdout, res)
 	if jsonOut != nil {
 		enc := json.NewEncoder(jsonOut)

@@ -48,6 +48,10 @@ type ScaleConfig struct {
 	Duration time.Duration // each load phase
 	DueKeys  int           // keys due at once in the expiry phase (0: min(Keys, 1M))
 	Network  bool          // load the keys over the Redis protocol instead of the bulk path
+	// Etcd, when set, is an etcd binary: the same keys (at most
+	// EtcdMaxKeys) are loaded into a 3-member etcd, each on a lease, and
+	// its files measured beside idemgate's (EtcdSize).
+	Etcd     string
 	Progress io.Writer
 }
 
@@ -65,35 +69,37 @@ type ScalePhase struct {
 
 // ScaleResult is what the scale scenario measured.
 type ScaleResult struct {
-	Keys               int        `json:"keys"`
-	Network            bool       `json:"network"` // loaded over the network, not by the bulk path
-	NetworkLoadSeconds float64    `json:"network_load_seconds,omitempty"`
-	BulkSeconds        float64    `json:"bulk_seconds"`
-	BulkFileBytes      int64      `json:"bulk_fsm_db_bytes"` // the bulk-loaded file
-	LiveBytes          int64      `json:"live_bytes"`        // keys and values of every pair in it
-	BackupBytes        int64      `json:"backup_bytes"`
-	BackupSeconds      float64    `json:"backup_seconds"`
-	RestoreSeconds     float64    `json:"restore_seconds"` // one node's `snapshot restore`
-	FSMBytes           int64      `json:"fsm_db_bytes"`    // a node's fsm.db after the restore
-	StartSeconds       float64    `json:"start_seconds"`   // three processes to ready (warm)
-	Baseline           ScalePhase `json:"writes"`
-	DuringSnapshot     ScalePhase `json:"writes_during_snapshot"`
-	SnapshotBytes      int64      `json:"snapshot_bytes"`
-	SnapshotSeconds    float64    `json:"snapshot_seconds"`
-	LeaderChanges      int        `json:"leader_changes"` // during the load phases
-	InstallSeconds     float64    `json:"install_seconds"`
-	InstallBySnapshot  bool       `json:"install_by_snapshot"` // false: the leader sent its whole log instead
-	InstallRSS         int64      `json:"install_rss_peak_bytes"`
-	InstallFSMBytes    int64      `json:"install_fsm_db_bytes"`
-	ColdRestart        float64    `json:"cold_restart_seconds"`
-	ColdCache          bool       `json:"cold_cache"` // the page cache was dropped
-	DueKeys            int        `json:"due_keys"`
-	DueLoadPerSec      float64    `json:"due_load_per_second"`
-	ExpirySeconds      float64    `json:"expiry_seconds"` // from due to the backlog drained
-	BeforeExpiry       ScalePhase `json:"writes_before_expiry"`
-	DuringExpiry       ScalePhase `json:"writes_during_expiry"`
-	DataDirBytes       []int64    `json:"data_dir_bytes"`
-	FinalFSMBytes      []int64    `json:"final_fsm_db_bytes"`
+	Keys               int             `json:"keys"`
+	Network            bool            `json:"network"` // loaded over the network, not by the bulk path
+	NetworkLoadSeconds float64         `json:"network_load_seconds,omitempty"`
+	BulkSeconds        float64         `json:"bulk_seconds"`
+	BulkFileBytes      int64           `json:"bulk_fsm_db_bytes"` // the bulk-loaded file
+	LiveBytes          int64           `json:"live_bytes"`        // keys and values of every pair in it
+	BackupBytes        int64           `json:"backup_bytes"`
+	BackupSeconds      float64         `json:"backup_seconds"`
+	RestoreSeconds     float64         `json:"restore_seconds"` // one node's `snapshot restore`
+	FSMBytes           int64           `json:"fsm_db_bytes"`    // a node's fsm.db after the restore
+	StartSeconds       float64         `json:"start_seconds"`   // three processes to ready (warm)
+	Baseline           ScalePhase      `json:"writes"`
+	DuringSnapshot     ScalePhase      `json:"writes_during_snapshot"`
+	SnapshotBytes      int64           `json:"snapshot_bytes"`
+	SnapshotSeconds    float64         `json:"snapshot_seconds"`
+	LeaderChanges      int             `json:"leader_changes"` // during the load phases
+	InstallSeconds     float64         `json:"install_seconds"`
+	InstallBySnapshot  bool            `json:"install_by_snapshot"` // false: the leader sent its whole log instead
+	InstallRSS         int64           `json:"install_rss_peak_bytes"`
+	InstallFSMBytes    int64           `json:"install_fsm_db_bytes"`
+	ColdRestart        float64         `json:"cold_restart_seconds"`
+	ColdCache          bool            `json:"cold_cache"` // the page cache was dropped
+	DueKeys            int             `json:"due_keys"`
+	DueLoadPerSec      float64         `json:"due_load_per_second"`
+	ExpirySeconds      float64         `json:"expiry_seconds"` // from due to the backlog drained
+	BeforeExpiry       ScalePhase      `json:"writes_before_expiry"`
+	DuringExpiry       ScalePhase      `json:"writes_during_expiry"`
+	Etcd               *EtcdSizeResult `json:"etcd,omitempty"`
+	EtcdSkipped        string          `json:"etcd_skipped,omitempty"`
+	DataDirBytes       []int64         `json:"data_dir_bytes"`
+	FinalFSMBytes      []int64         `json:"final_fsm_db_bytes"`
 }
 
 // Scale runs the scale scenario.
@@ -234,8 +240,22 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 		res.DataDirBytes = append(res.DataDirBytes, dirSize(c.dataDir(i)))
 		res.FinalFSMBytes = append(res.FinalFSMBytes, fileSize(filepath.Join(c.dataDir(i), "fsm.db")))
 	}
+	c.stop() // etcd is measured on a quiet machine
+	if cfg.Etcd != "" {
+		keys := min(cfg.Keys, EtcdMaxKeys)
+		e, err := EtcdSize(cfg.Etcd, EtcdSizeConfig{Keys: keys, Lease: true}, cfg.Progress)
+		if err != nil {
+			return res, err
+		}
+		res.Etcd = &e
+		say("etcd: %s", strings.TrimSpace(e.String()))
+	}
 	return res, nil
 }
+
+// EtcdMaxKeys bounds the keys the scale scenario loads into etcd: its JSON
+// gateway takes about a minute a million (with leases).
+const EtcdMaxKeys = 1_000_000
 
 // seedBulk writes the keys by the bulk path into a file, backs it up, and
 // restores the backup into every node's data directory.
@@ -734,6 +754,14 @@ func WriteScale(w io.Writer, r ScaleResult) {
 	fmt.Fprintf(w, "  expiry               %d keys due at once (loaded at %.0f/s) expired in %.1f s (%.0f/s)\n", r.DueKeys, r.DueLoadPerSec, r.ExpirySeconds, float64(r.DueKeys)/max(r.ExpirySeconds, 1e-9))
 	fmt.Fprintf(w, "    before             %s\n", r.BeforeExpiry)
 	fmt.Fprintf(w, "    during             %s; p99 %.2f× before\n", r.DuringExpiry, r.DuringExpiry.P99Millis/max(r.BeforeExpiry.P99Millis, 1e-9))
+	if e := r.Etcd; e != nil && len(e.Loaded) > 0 {
+		db := e.Loaded[0].DBBytes
+		perKey := float64(db) / float64(e.Keys)
+		fmt.Fprintf(w, "  etcd (baseline)      %d keys on leases: db %s (%.0f bytes/key), data dir %s; idemgate's fsm.db is %.2f× etcd's db per key\n",
+			e.Keys, mb(db), perKey, mb(e.Loaded[0].DirBytes), float64(r.FSMBytes)/float64(r.Keys)/perKey)
+	} else if r.EtcdSkipped != "" {
+		fmt.Fprintf(w, "  etcd (baseline)      skipped: %s\n", r.EtcdSkipped)
+	}
 	for i := range r.DataDirBytes {
 		fmt.Fprintf(w, "  n%d                   data dir %s, fsm.db %s\n", i+1, mb(r.DataDirBytes[i]), mb(r.FinalFSMBytes[i]))
 	}

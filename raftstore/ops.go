@@ -214,10 +214,27 @@ func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) { return s.fs
 // CountDue counts the entries due at now, up to limit.
 func (s *Store) CountDue(now time.Time, limit int) (int, error) { return s.fsm.CountDue(now, limit) }
 
-// Expire proposes the removal of due entries.
+// Expire proposes the removal of due entries, in as many commands as keep
+// each under the command limit: one refused command would be proposed
+// again at every sweep, and nothing behind it would ever expire.
 func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
-	return s.Commands.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
+	for len(entries) > 0 {
+		n, size := 0, 256
+		for n < len(entries) && (n == 0 || size+len(entries[n].Key)+expireEntryOverhead <= s.cfg.MaxCommandBytes) {
+			size += len(entries[n].Key) + expireEntryOverhead
+			n++
+		}
+		if err := s.Commands.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries[:n]}); err != nil {
+			return err
+		}
+		entries = entries[n:]
+	}
+	return nil
 }
+
+// expireEntryOverhead bounds what an expire command adds to each entry's
+// key: its kind, expiry and lengths.
+const expireEntryOverhead = 32
 
 func unixOrZero(ns int64) time.Time {
 	if ns == 0 {

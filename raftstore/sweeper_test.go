@@ -99,3 +99,33 @@ func TestConfiguredSweeper(t *testing.T) {
 		t.Fatalf("the state machine counts %d expired, want %d", got, keys)
 	}
 }
+
+// TestExpireSplitsByCommandLimit: keys long enough that one sweep batch
+// would be over the command limit still expire, in several commands, in
+// one sweep; before, the oversized command was refused at every sweep and
+// nothing behind it expired.
+func TestExpireSplitsByCommandLimit(t *testing.T) {
+	c := StartTestCluster(t, 1, func(cfg *Config) {
+		cfg.Sweeper.Interval = time.Hour
+		cfg.MaxCommandBytes = 8 << 10
+	})
+	s := c.Store(0)
+	ctx := ctxT(t, 60*time.Second)
+	const keys = 200
+	long := make([]byte, 500) // 200 × ~530 bytes: about 13 times the limit
+	for i := range long {
+		long[i] = 'k'
+	}
+	for i := 0; i < keys; i++ {
+		if _, err := s.KVSet(ctx, fmt.Appendf(append([]byte(nil), long...), "%d", i), []byte("v"), time.Millisecond, fsm.SetPlain, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	if n, err := s.sweeper.SweepOnce(ctx); err != nil || n != keys {
+		t.Fatalf("one sweep expired %d (%v), want all %d", n, err, keys)
+	}
+	if left, err := s.CountDue(time.Now(), keys); err != nil || left != 0 {
+		t.Fatalf("%d still due (%v)", left, err)
+	}
+}
