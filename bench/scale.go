@@ -300,14 +300,14 @@ func seedBulk(cfg ScaleConfig, c *scaleCluster, res *ScaleResult, say func(strin
 func scaleExpiry(c *scaleCluster, w *respLoad, cfg ScaleConfig, res *ScaleResult, say func(string, ...any)) error {
 	// The load rate decides when to make them due: measured on a first
 	// slice with a long TTL (they stay: they are part of the data).
-	probe := min(20_000, cfg.DueKeys)
+	probe := max(min(100_000, cfg.DueKeys/5), 1000) // long enough to see the group commit's steady rate
 	start := time.Now()
 	if err := w.pipelined("exp-probe", probe, time.Now().Add(24*time.Hour)); err != nil {
 		return err
 	}
 	rate := float64(probe) / time.Since(start).Seconds()
 	loadFor := time.Duration(float64(cfg.DueKeys) / rate * float64(time.Second))
-	due := time.Now().Add(loadFor*3/2 + 5*time.Second + cfg.Duration)
+	due := time.Now().Add(loadFor*2 + 5*time.Second + cfg.Duration)
 	start = time.Now()
 	if err := w.pipelined("exp", cfg.DueKeys, due); err != nil {
 		return err

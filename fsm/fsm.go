@@ -135,6 +135,7 @@ func openDB(path string, noSync bool) (_ *bolt.DB, err error) {
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		NoSync:          noSync,
+		NoGrowSync:      noSync, // bbolt fsyncs a file it grows, even with NoSync: a stall of every dirty page, for nothing the log does not hold
 		InitialMmapSize: initialMmapSize,
 	})
 	if err != nil {

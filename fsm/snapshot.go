@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
@@ -60,7 +61,7 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
-	if err := writePairs(sink, s.tx); err != nil {
+	if err := writePairs(&pacedWriter{w: sink}, s.tx); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
@@ -149,4 +150,32 @@ func writeFileSync(path string, r io.Reader) error {
 		err = out.Sync()
 	}
 	return errors.Join(err, out.Close())
+}
+
+// pacedWriter lets a snapshot use at most half of a core: after each
+// paceChunk bytes it sleeps as long as producing them took. Writing the
+// pairs is CPU work (a cursor over every page, two checksums: ours and
+// the snapshot store's) that competes with the apply path and the
+// listeners; on two cores a 1M-key snapshot at full speed took 0.5 s and
+// raised the write p99 2.5 times. Paced, a snapshot takes about twice as
+// long and leaves the writes their share.
+type pacedWriter struct {
+	w       io.Writer
+	n       int
+	started time.Time
+}
+
+const paceChunk = 4 << 20
+
+func (p *pacedWriter) Write(b []byte) (int, error) {
+	if p.started.IsZero() {
+		p.started = time.Now()
+	}
+	n, err := p.w.Write(b)
+	p.n += n
+	if p.n >= paceChunk {
+		time.Sleep(time.Since(p.started))
+		p.n, p.started = 0, time.Now()
+	}
+	return n, err
 }
