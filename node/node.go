@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
@@ -71,7 +69,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	rc.FSMNoSync = !r.FSMFsync
 	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
 	rc.MaxCommandBytes = commandLimit(file, gw)
-	if rc.Sweeper, err = sweeperConfig(file, rc.MaxCommandBytes); err != nil {
+	if rc.Sweeper, err = sweeperConfig(file); err != nil {
 		return nil, err
 	}
 	rc.Logger = logger
@@ -231,15 +229,11 @@ func commandLimit(file *config.File, g gateway.Config) int {
 	return n + max(g.MaxHeaderBytes, g.MaxResponseHeaderBytes) + 64<<10
 }
 
-// expireEntryMax is the most bytes one entry of an expire command takes:
-// its kind, its expiry and its key's length as varints, and the longest key.
-const expireEntryMax = 1 + 2*binary.MaxVarintLen64 + fsm.MaxKeyLen
-
 // sweeperConfig is the expiry sweeper's config: ttl's defaults, and what
 // the file sets. The file's own ranges were checked when it was read; what
 // depends on a default or on other sections is checked here, naming the
 // field.
-func sweeperConfig(file *config.File, maxCommand int) (ttl.SweeperConfig, error) {
+func sweeperConfig(file *config.File) (ttl.SweeperConfig, error) {
 	e := file.Expiry
 	sc := ttl.DefaultSweeperConfig()
 	setDuration(&sc.Interval, e.Interval)
@@ -248,12 +242,6 @@ func sweeperConfig(file *config.File, maxCommand int) (ttl.SweeperConfig, error)
 	setDuration(&sc.Pause, e.BacklogPause)
 	if sc.Pause > sc.Interval {
 		return sc, file.Errorf("expiry.backlog_pause", "%s is longer than expiry.interval (%s)", sc.Pause, sc.Interval)
-	}
-	// A command over the limit is refused, and the sweeper would propose
-	// the same entries again at every sweep.
-	if e.BatchSize > 0 && e.BatchSize*expireEntryMax > maxCommand {
-		return sc, file.Errorf("expiry.batch_size", "%d entries of keys up to %d bytes may exceed the largest command, %d bytes (from limits.max_request_body, routes[].max_stored_body and the header limits): want at most %d",
-			e.BatchSize, fsm.MaxKeyLen, maxCommand, maxCommand/expireEntryMax)
 	}
 	if err := sc.Validate(); err != nil {
 		return sc, file.Errorf("expiry", "%v", err)

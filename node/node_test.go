@@ -41,48 +41,37 @@ func TestDefaultsComeFromTheirPackages(t *testing.T) {
 	if f.Expiry != (config.Expiry{}) {
 		t.Fatalf("the config layer filled expiry: %+v", f.Expiry)
 	}
-	if sc, err := sweeperConfig(f, 8<<20); err != nil || sc != ttl.DefaultSweeperConfig() {
+	if sc, err := sweeperConfig(f); err != nil || sc != ttl.DefaultSweeperConfig() {
 		t.Fatalf("expiry left out = %+v, %v; want ttl's defaults %+v", sc, err, ttl.DefaultSweeperConfig())
 	}
 	f.Expiry = config.Expiry{BatchSize: 1000, BacklogPause: config.Duration(50 * time.Millisecond)}
 	want := ttl.DefaultSweeperConfig()
 	want.BatchSize, want.Pause = 1000, 50*time.Millisecond
-	if sc, err := sweeperConfig(f, 8<<20); err != nil || sc != want {
+	if sc, err := sweeperConfig(f); err != nil || sc != want {
 		t.Fatalf("expiry with two set = %+v, %v; want %+v", sc, err, want)
 	}
 }
 
 // TestSweeperConfigErrors: what the file alone cannot settle (a pause
-// against the default interval, a batch against the command limit) is
-// refused at start, naming the field and its line.
+// against the default interval) is refused at start, naming the field and
+// its line. A batch of long keys over the command limit is not refused:
+// the store splits expire commands to fit.
 func TestSweeperConfigErrors(t *testing.T) {
-	tests := []struct {
-		expiry     string
-		maxCommand int
-		want       string
-	}{
-		{"{backlog_pause: 2s}", 8 << 20, "cluster.yaml:2: expiry.backlog_pause: 2s is longer than expiry.interval (1s)"},
-		{"{batch_size: 4096}", 1 << 20, "cluster.yaml:2: expiry.batch_size: 4096 entries of keys up to 1024 bytes may exceed the largest command, 1048576 bytes"},
-	}
-	for _, tt := range tests {
-		f, err := config.Parse([]byte("nodes: [{id: n1, raft: '127.0.0.1:1', api: '127.0.0.1:2'}]\nexpiry: " + tt.expiry + "\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Name = "cluster.yaml"
-		_, err = sweeperConfig(f, tt.maxCommand)
-		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("expiry %s: error = %v, want one line containing %q", tt.expiry, err, tt.want)
-		}
-	}
-	// The largest batch fits the command limit of the default listener
-	// limits, whatever the keys.
-	f, err := config.Parse([]byte("nodes: [{id: n1, raft: '127.0.0.1:1', api: '127.0.0.1:2'}]\nexpiry: {batch_size: 4096}\n"))
+	f, err := config.Parse([]byte("nodes: [{id: n1, raft: '127.0.0.1:1', api: '127.0.0.1:2'}]\nexpiry: {backlog_pause: 2s}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sweeperConfig(f, commandLimit(f, gatewayConfig(f, f.Nodes[0], time.Second, nil))); err != nil {
-		t.Fatalf("batch_size 4096 with the default limits: %v", err)
+	f.Name = "cluster.yaml"
+	want := "cluster.yaml:2: expiry.backlog_pause: 2s is longer than expiry.interval (1s)"
+	if _, err = sweeperConfig(f); err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error = %v, want one line containing %q", err, want)
+	}
+	f, err = config.Parse([]byte("nodes: [{id: n1, raft: '127.0.0.1:1', api: '127.0.0.1:2'}]\nexpiry: {batch_size: 4096}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, err := sweeperConfig(f); err != nil || sc.BatchSize != 4096 {
+		t.Fatalf("batch_size 4096: %+v, %v", sc, err)
 	}
 }
 
