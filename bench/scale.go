@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -98,7 +97,7 @@ type ScaleResult struct {
 	DuringExpiry       ScalePhase      `json:"writes_during_expiry"`
 	Etcd               *EtcdSizeResult `json:"etcd,omitempty"`
 	EtcdSkipped        string          `json:"etcd_skipped,omitempty"`
-	DataDirBytes       []int64         `json:"data_dir_bytes"`
+	DataDirBytes       []int64         `json:"data_dir_bytes"` // at rest, blocks allocated (as du counts, as etcd's are)
 	FinalFSMBytes      []int64         `json:"final_fsm_db_bytes"`
 }
 
@@ -236,11 +235,15 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 	}
 	res.LeaderChanges = terms()
 
+	c.stop() // the files are measured at rest, and etcd on a quiet machine
 	for i := range c.ids {
-		res.DataDirBytes = append(res.DataDirBytes, dirSize(c.dataDir(i)))
+		du, err := diskUsage(c.dataDir(i))
+		if err != nil {
+			return res, err
+		}
+		res.DataDirBytes = append(res.DataDirBytes, du)
 		res.FinalFSMBytes = append(res.FinalFSMBytes, fileSize(filepath.Join(c.dataDir(i), "fsm.db")))
 	}
-	c.stop() // etcd is measured on a quiet machine
 	if cfg.Etcd != "" {
 		keys := min(cfg.Keys, EtcdMaxKeys)
 		e, err := EtcdSize(cfg.Etcd, EtcdSizeConfig{Keys: keys, Lease: true}, cfg.Progress)
@@ -433,8 +436,7 @@ type scaleCluster struct {
 	dir, bin, file string
 	ids            []string
 	apis, resps    []string
-	procs          []*exec.Cmd
-	logs           []*os.File
+	procs          []*proc // nil while a node is stopped
 	http           *http.Client
 }
 
@@ -444,7 +446,7 @@ func newScaleCluster(dir, bin string) (*scaleCluster, error) {
 		return nil, err
 	}
 	c := &scaleCluster{dir: dir, bin: bin, file: filepath.Join(dir, "cluster.yaml"),
-		procs: make([]*exec.Cmd, 3), logs: make([]*os.File, 3), http: &http.Client{Timeout: 15 * time.Minute}}
+		procs: make([]*proc, 3), http: &http.Client{Timeout: 15 * time.Minute}}
 	var y strings.Builder
 	y.WriteString("nodes:\n")
 	for i := 0; i < 3; i++ {
@@ -465,26 +467,18 @@ func (c *scaleCluster) start(i int, join bool) error {
 	if join {
 		args = append(args, "--join")
 	}
-	log, err := os.OpenFile(filepath.Join(c.dir, c.ids[i]+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	p, err := startProc(c.dir, c.ids[i], c.bin, args...)
 	if err != nil {
-		return err
+		return fmt.Errorf("bench: scale: %s: %w", c.ids[i], err)
 	}
-	cmd := exec.Command(c.bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("bench: scale: start %s: %w", c.ids[i], err)
-	}
-	c.procs[i], c.logs[i] = cmd, log
+	c.procs[i] = p
 	return nil
 }
 
 // kill stops node i at once (SIGKILL).
 func (c *scaleCluster) kill(i int) {
 	if p := c.procs[i]; p != nil {
-		p.Process.Kill()
-		p.Wait()
-		c.logs[i].Close()
+		p.stop()
 		c.procs[i] = nil
 	}
 }
@@ -495,32 +489,22 @@ func (c *scaleCluster) term(i int) error {
 	if p == nil {
 		return nil
 	}
-	p.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- p.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		p.Process.Kill()
-		<-done
-		return fmt.Errorf("bench: scale: %s did not stop within a minute of SIGTERM", c.ids[i])
-	}
-	c.logs[i].Close()
 	c.procs[i] = nil
+	if err := p.term(time.Minute); err != nil {
+		return fmt.Errorf("bench: scale: %s: %w", c.ids[i], err)
+	}
 	return nil
 }
 
 func (c *scaleCluster) stop() {
 	for i := range c.procs {
-		if c.term(i) != nil {
-			c.kill(i)
-		}
+		c.term(i) // kills what does not stop
 	}
 }
 
 // peakRSS is node i's peak resident set (VmHWM), 0 when unknown.
 func (c *scaleCluster) peakRSS(i int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.procs[i].Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.procs[i].cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
@@ -546,7 +530,7 @@ func (c *scaleCluster) get(i int, path string) (int, []byte, error) {
 func (c *scaleCluster) waitReady(i int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if c.procs[i] == nil || c.procs[i].ProcessState != nil {
+		if c.procs[i] == nil || c.procs[i].exited() {
 			return fmt.Errorf("bench: scale: %s exited (log: %s)", c.ids[i], filepath.Join(c.dir, c.ids[i]+".log"))
 		}
 		if status, _, err := c.get(i, "/readyz"); err == nil && status == 200 {
@@ -702,19 +686,6 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return st.Size()
-}
-
-func dirSize(dir string) int64 {
-	var total int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				total += info.Size()
-			}
-		}
-		return nil
-	})
-	return total
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -10,16 +10,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// racers are 64 clients of one connection each, spread over the nodes.
+func racers(t *testing.T, tc *testCluster) []*redis.Client {
+	clients := make([]*redis.Client, 64)
+	for i := range clients {
+		clients[i] = client(t, tc.addrs[i%3], func(o *redis.Options) { o.PoolSize = 1 })
+	}
+	return clients
+}
+
 // TestRacingSetNXOneWinner: 64 clients, spread over the three nodes, race
 // SET NX PX on one key, many rounds: exactly one OK per round, and every
 // loser sees the winner's value through SET ... NX GET.
 func TestRacingSetNXOneWinner(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := ctxT(t, 90*time.Second)
-	clients := make([]*redis.Client, 64)
-	for i := range clients {
-		clients[i] = client(t, tc.addrs[i%3], func(o *redis.Options) { o.PoolSize = 1 })
-	}
+	clients := racers(t, tc)
 	for round := 0; round < 5; round++ {
 		key := fmt.Sprintf("lock:%d", round)
 		var (
@@ -64,10 +70,7 @@ func TestRacingSetNXOneWinner(t *testing.T) {
 func TestRacingGetDelOneValue(t *testing.T) {
 	tc := startCluster(t, nil)
 	ctx := ctxT(t, 90*time.Second)
-	clients := make([]*redis.Client, 64)
-	for i := range clients {
-		clients[i] = client(t, tc.addrs[i%3], func(o *redis.Options) { o.PoolSize = 1 })
-	}
+	clients := racers(t, tc)
 	for round := 0; round < 5; round++ {
 		key := fmt.Sprintf("token:%d", round)
 		if err := clients[round].Set(ctx, key, "secret", time.Minute).Err(); err != nil {
