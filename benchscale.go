@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/bench"
 )
 
-const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--etcd auto|off|PATH] [--dir DIR [--keep]] [--json FILE]"
+const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--etcd auto|off|PATH] [--dir DIR [--keep]] [--json [FILE]]"
 
 // maxScaleKeys bounds --keys: 100 million keys of 100 bytes are tens of GB
 // on each of three nodes.
@@ -23,7 +23,8 @@ const maxScaleKeys = 100_000_000
 // its own: it starts its own processes and loads the disk for minutes.
 func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	var cfg bench.ScaleConfig
-	var jsonFile, scenario string
+	var scenario string
+	var jsonOpt jsonFlag
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&scenario, "scenario", "scale", "scale")
@@ -36,8 +37,8 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&load, "load", "bulk", "how the keys get in: bulk (through the state machine in large batches, then restored on every node) or network (pipelined SETs over the Redis protocol)")
 	fs.StringVar(&cfg.Dir, "dir", "", "work directory (default: a new temporary one, removed afterwards)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data, logs, cluster file)")
-	fs.StringVar(&jsonFile, "json", "", "also write the figures to this file as JSON")
-	if err := fs.Parse(args); err != nil {
+	fs.Var(&jsonOpt, "json", "bare: print the figures as JSON instead of the report; --json FILE: also write them to FILE")
+	if err := fs.Parse(joinJSONFile(args)); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprintln(stdout, scaleUsage)
 			fs.SetOutput(stdout)
@@ -71,9 +72,9 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var jsonOut *os.File
-	if jsonFile != "" {
+	if jsonOpt.file != "" {
 		var err error
-		if jsonOut, err = os.Create(jsonFile); err != nil {
+		if jsonOut, err = os.Create(jsonOpt.file); err != nil {
 			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
 			return 2
 		}
@@ -93,16 +94,27 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	res.EtcdSkipped = etcdSkipped
-	bench.WriteScale(stdout, res)
+	if jsonOpt.stdout {
+		if err := writeScaleJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
+			return 1
+		}
+	} else {
+		bench.WriteScale(stdout, res)
+	}
 	if jsonOut != nil {
-		enc := json.NewEncoder(jsonOut)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeScaleJSON(jsonOut, res); err != nil {
 			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
 			return 1
 		}
 	}
 	return 0
+}
+
+func writeScaleJSON(w io.Writer, res bench.ScaleResult) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(res)
 }
 
 // scaleScenario reports whether args ask for the scale scenario, which has
