@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,7 +108,7 @@ func (l *respLoad) window(name string, from, to time.Time) ScalePhase {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lo, hi := from.Sub(l.base), to.Sub(l.base)
-	var ok []time.Duration
+	var h Histogram // the bench's own percentiles, as every scenario reports them
 	p := ScalePhase{Name: name, WindowSecs: (hi - lo).Seconds()}
 	for _, s := range l.samples {
 		if s.at < lo || s.at > hi {
@@ -120,17 +119,16 @@ func (l *respLoad) window(name string, from, to time.Time) ScalePhase {
 			p.Errors++
 			continue
 		}
-		ok = append(ok, s.took)
+		h.Record(s.took)
 	}
-	if len(ok) == 0 || hi <= lo {
+	if h.Count() == 0 || hi <= lo {
 		return p
 	}
-	slices.Sort(ok)
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-	p.PerSecond = float64(len(ok)) / (hi - lo).Seconds()
-	p.P50Millis = ms(ok[len(ok)/2])
-	p.P99Millis = ms(ok[len(ok)*99/100])
-	p.MaxMillis = ms(ok[len(ok)-1])
+	p.PerSecond = float64(h.Count()) / (hi - lo).Seconds()
+	p.P50Millis = ms(h.Percentile(0.5))
+	p.P99Millis = ms(h.Percentile(0.99))
+	p.MaxMillis = ms(h.Max())
 	return p
 }
 
