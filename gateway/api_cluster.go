@@ -19,6 +19,9 @@ import (
 // ClusterJSON is GET /v1/cluster.
 type ClusterJSON struct {
 	Leader string `json:"leader"`
+	// ClusterID is the cluster's id, given by its first leader ("" until
+	// then, and on a node that waits to be added and knows no cluster).
+	ClusterID string `json:"cluster_id"`
 	// View is the node whose probes the reachability fields come from: the
 	// leader's when it answered, else the node asked.
 	View string `json:"view"`
@@ -58,7 +61,7 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	}
 	leader, _ := a.store.Leader()
 	commit, applied := a.store.Indexes()
-	out := ClusterJSON{Leader: leader, View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
+	out := ClusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
 		CommitIndex: commit, AppliedIndex: applied}
 	for _, s := range view.Servers {
 		n := NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,

@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestAPILearner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n4, err := raftstore.Open(raftstore.TestConfig("n4", addrs[0], filepath.Join(ac.c.Dir, "n4"), nil))
+	n4, err := raftstore.Open(ac.c.JoinConfig("n4", addrs[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,8 @@ type Store interface {
 	RemoveServer(ctx context.Context, id string, force bool) error
 	// Removed: this node was removed from the cluster.
 	Removed() bool
+	// ClusterID is the cluster's id ("" before its first leader gave one).
+	ClusterID() string
 	// Barrier waits until this node has applied everything committed
 	// before the call (a linearizable read's first half).
 	Barrier(ctx context.Context) error

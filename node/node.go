@@ -46,10 +46,9 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	rc := raftstore.DefaultConfig()
 	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
 	for _, n := range file.Nodes {
-		if !s.Join {
-			rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
-		}
+		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
 	}
+	rc.Bootstrap = s.Bootstrap
 	rc.RaftAdvertise = cn.AdvertiseRaft
 	// raftstore's defaults, and what the file sets (each default is
 	// defined once, by the package that owns it).
