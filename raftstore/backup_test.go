@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -414,4 +415,56 @@ func FuzzVerifyBackup(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRestoreAndRecoverKeepTheOwner: restore and recover run as root (as
+// sudo runs them) leave every file to the owner of the data directory, so
+// the node's service user can start on it.
+func TestRestoreAndRecoverKeepTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: restore and recover change owners only when run as root")
+	}
+	const service = 65534 // nobody: the node's service user
+	src := StartTestCluster(t, 1, nil)
+	putKeys(t, src, "k", 10)
+	path, _ := saveBackup(t, src.Store(0))
+	owned := func(dir string) {
+		t.Helper()
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if st := info.Sys().(*syscall.Stat_t); st.Uid != service || st.Gid != service {
+				t.Errorf("%s is owned by %d:%d, want the service user's %d:%d", p, st.Uid, st.Gid, service, service)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := filepath.Join(t.TempDir(), "var-lib-idemgate")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(parent, service, service); err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := loopback.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := TestConfig("n1", addrs[0], filepath.Join(parent, "n1"), []Peer{{ID: "n1", RaftAddr: addrs[0]}})
+	if _, err := Restore(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	owned(cfg.DataDir)
+	if _, err := Recover(cfg, cfg.Peers); err != nil {
+		t.Fatal(err)
+	}
+	owned(cfg.DataDir)
 }

@@ -34,7 +34,8 @@ import (
 //
 // The whole file is checked before anything is written; a directory that
 // holds anything but a lock file is refused (restore into a new one); a
-// failure part way removes what was written.
+// failure part way removes what was written. Run as root, it leaves the
+// files to the owner of the directory (or of where it creates it).
 func Restore(cfg Config, path string) (BackupMeta, error) {
 	if err := cfg.Validate(); err != nil {
 		return BackupMeta{}, err
@@ -50,6 +51,10 @@ func Restore(cfg Config, path string) (BackupMeta, error) {
 		return meta, fmt.Errorf("%w: index %d, term %d: it holds no state", ErrBadBackup, meta.Index, meta.Term)
 	}
 	if err := checkEmptyDir(cfg.DataDir); err != nil {
+		return meta, err
+	}
+	uid, gid, err := dirOwner(cfg.DataDir)
+	if err != nil {
 		return meta, err
 	}
 	_, statErr := os.Stat(cfg.DataDir)
@@ -77,6 +82,9 @@ func Restore(cfg Config, path string) (BackupMeta, error) {
 			os.Remove(filepath.Join(cfg.DataDir, lockFile))
 			os.Remove(cfg.DataDir)
 		}
+		return meta, err
+	}
+	if err := keepOwner(cfg.DataDir, uid, gid); err != nil {
 		return meta, err
 	}
 	return meta, syncDir(cfg.DataDir)
