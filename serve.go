@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/node"
+	"github.com/idemgate/idemgate/version"
 )
 
 // serveFlags are the command line of `idemgate serve`.
@@ -203,15 +204,15 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 		raftSecurity = "mutual TLS"
 	}
 	fmt.Fprintf(stdout, "idemgate %s: node %s, %s, api %s://%s, raft %s (%s), data %s\n",
-		version, s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
+		version.String(), s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
 	if n.Resp != nil {
-		fmt.Fprintf(stdout, "idemgate %s: node %s, redis protocol on %s\n", version, s.Node.ID, n.Resp.Addr())
+		fmt.Fprintf(stdout, "idemgate %s: node %s, redis protocol on %s\n", version.String(), s.Node.ID, n.Resp.Addr())
 	}
 	gw := "off"
 	if n.GW != nil {
 		gw = n.GW.Scheme() + "://" + n.GW.Addr()
 	}
-	logger.Info("serving", "version", version, "node", s.Node.ID, "gateway", gw,
+	logger.Info("serving", "version", version.String(), "node", s.Node.ID, "gateway", gw,
 		"upstream", s.File.Upstream, "api", n.API.Scheme()+"://"+n.API.Addr(), "raft", s.Node.Raft, "raft_security", raftSecurity,
 		"data_dir", s.DataDir)
 	if s.File.Insecure {

@@ -38,6 +38,8 @@ type APIConfig struct {
 	// no authorization at all, as on a loopback cluster or in the demo.
 	// SetAccess replaces it at runtime.
 	Access *Access
+	// Version is the build's version, in GET /v1/status.
+	Version string
 }
 
 // API is the API listener.
@@ -151,6 +153,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.kv(ctx, method, strings.TrimPrefix(path, "/v1/kv/"))
 	case strings.HasPrefix(path, "/v1/records/"):
 		a.records(ctx, method, strings.TrimPrefix(path, "/v1/records/"))
+	case path == "/v1/status":
+		a.only(ctx, method, "GET", a.status)
 	case path == "/v1/cluster":
 		a.only(ctx, method, "GET", a.cluster)
 	case path == "/v1/cluster/nodes":

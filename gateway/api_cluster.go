@@ -16,6 +16,28 @@ import (
 	"github.com/idemgate/idemgate/raftstore"
 )
 
+// StatusJSON is GET /v1/status: the node asked, as it sees itself.
+type StatusJSON struct {
+	Node         string `json:"node"`
+	Version      string `json:"version"`
+	Role         string `json:"role"`
+	Term         uint64 `json:"term"`
+	Leader       string `json:"leader"`
+	ClusterID    string `json:"cluster_id"`
+	LastIndex    uint64 `json:"last_index"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	Ready        bool   `json:"ready"`
+	NotReady     string `json:"not_ready,omitempty"`
+}
+
+func (a *API) status(ctx *fasthttp.RequestCtx) {
+	st := a.store.Status()
+	writeJSON(ctx, fasthttp.StatusOK, StatusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
+		Leader: st.Leader, ClusterID: st.ClusterID, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
+}
+
 // ClusterJSON is GET /v1/cluster.
 type ClusterJSON struct {
 	Leader string `json:"leader"`

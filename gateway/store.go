@@ -78,6 +78,8 @@ type Store interface {
 	// Alive: the node's Raft and state machine still run.
 	Alive() bool
 	Indexes() (commit, applied uint64)
+	// Status is the node's role, term, indexes and readiness.
+	Status() raftstore.NodeStatus
 	// Backup takes a backup of the state after a linearizable barrier, to
 	// be read once and closed (GET /v1/snapshot).
 	Backup(ctx context.Context) (*raftstore.Backup, error)

@@ -15,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
 	"github.com/idemgate/idemgate/ttl"
+	"github.com/idemgate/idemgate/version"
 )
 
 // Node is one running idemgate node: the store, the gateway and API
@@ -102,7 +103,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		nodeAPIs[x.ID] = x.APIAddr()
 	}
 	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Access: s.Access, Logger: logger}, store, tok, n.Reg)
+		Limits: listenerLimits(file.Limits), Access: s.Access, Logger: logger, Version: version.String()}, store, tok, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}
@@ -174,6 +175,7 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	lim := listenerLimits(s.File.Limits)
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
+	rc.Version = version.String()
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)

@@ -154,6 +154,11 @@ func (s *Store) Barrier(ctx context.Context) error                 { return ctx.
 func (s *Store) NotReady() string                                  { return "" }
 func (s *Store) Ready() bool                                       { return true }
 func (s *Store) Alive() bool                                       { return true }
+func (s *Store) Status() raftstore.NodeStatus {
+	commit, applied := s.Indexes()
+	return raftstore.NodeStatus{Node: "mem", Role: "leader", Term: 1, Leader: "mem", LastIndex: commit,
+		CommitIndex: commit, AppliedIndex: applied}
+}
 func (s *Store) Indexes() (commit, applied uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
