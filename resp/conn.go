@@ -28,6 +28,7 @@ type conn struct {
 	grant    Grant
 	quit     bool // QUIT: close once the replies so far are written
 	lastCmd  string
+	multi    *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
 }
 
 // request is one command as read.
