@@ -59,17 +59,22 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 		for _, u := range unsupported {
 			if name == u {
 				c.lastCmd = u
-				return nil, fmt.Sprintf(msgNotSupported, strings.ToUpper(name))
 			}
+		}
+		switch {
+		case c.preAuth(): // before AUTH, nothing is said of commands
+			return nil, msgNoAuth
+		case c.lastCmd != "unknown":
+			return nil, fmt.Sprintf(msgNotSupported, strings.ToUpper(name))
 		}
 		return nil, unknownCommand(args)
 	}
 	c.lastCmd = cmd.name
+	if !cmd.preAuth && c.preAuth() {
+		return nil, msgNoAuth
+	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		return nil, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name)
-	}
-	if !c.authed && !cmd.preAuth && c.s.authFunc() != nil {
-		return nil, msgNoAuth
 	}
 	if cmd.write && c.authed && !c.grant.Write {
 		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", c.grant.Name, cmd.name)

@@ -18,7 +18,7 @@ const redisVersion = "7.0.0"
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, kind: kindConn, flags: []string{"fast"}, conn: cmdPing},
+		&command{name: "ping", arity: -1, kind: kindConn, flags: []string{"fast"}, preAuth: true, conn: cmdPing},
 		&command{name: "echo", arity: 2, kind: kindConn, flags: []string{"fast"}, conn: func(c *conn, a [][]byte) { c.w.bulk(a[1]) }},
 		&command{name: "hello", arity: -1, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdHello},
 		&command{name: "auth", arity: -2, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdAuth},
