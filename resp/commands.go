@@ -52,6 +52,10 @@ var unsupported = []string{"watch", "unwatch", "eval", "evalsha", "eval_ro",
 // may run it now; refusal is the error reply when not. c.lastCmd is set
 // to the name the metrics count it under.
 func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
+	if c.revoked.Load() {
+		c.quit = true // its token was revoked: the connection is closed
+		return nil, msgNoAuth
+	}
 	name := strings.ToLower(string(args[0]))
 	cmd, ok := commands[name]
 	if !ok {
@@ -76,8 +80,8 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		return nil, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name)
 	}
-	if cmd.write && c.authed && !c.grant.Write {
-		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", c.grant.Name, cmd.name)
+	if sess := c.sess.Load(); cmd.write && sess != nil && !sess.grant.Write {
+		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", sess.grant.Name, cmd.name)
 	}
 	return cmd, ""
 }

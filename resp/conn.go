@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,8 +25,10 @@ type conn struct {
 	libName  string
 	libVer   string
 	readonly bool // READONLY: reads are this node's applied state, not linearized
-	authed   bool
-	grant    Grant
+	// sess is what AUTH granted (nil before); revoked is set when a
+	// reload took it away (auth.go). Both are read by SetAuth's goroutine.
+	sess    atomic.Pointer[session]
+	revoked atomic.Bool
 	// refused counts the requests refused before authentication: the
 	// connection is closed at preAuthRefusals.
 	refused int
@@ -78,7 +81,7 @@ func (c *conn) serve() {
 // preAuth: tokens are configured and this connection has not
 // authenticated; it reads one request at a time, under the pre-AUTH limits
 // (reader.go), so an AUTH changes the limits of the request after it.
-func (c *conn) preAuth() bool { return !c.authed && c.s.authFunc() != nil }
+func (c *conn) preAuth() bool { return c.sess.Load() == nil && c.s.authFunc() != nil }
 
 func (c *conn) flush() error {
 	if c.w.bw.Buffered() == 0 {

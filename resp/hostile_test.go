@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"runtime"
@@ -67,11 +68,12 @@ func (c *rawConn) expect(after string, want []string) {
 	}
 }
 
-// closed reports whether the server closed the connection (EOF before
-// any further byte).
+// closed reports whether the server closed the connection (EOF, or a
+// reset, before any further byte); not when the read only timed out.
 func (c *rawConn) closed() bool {
 	_, err := c.br.ReadByte()
-	return err != nil
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
 }
 
 // readFrame copies one RESP frame (simple types, bulk, aggregates).
