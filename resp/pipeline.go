@@ -113,6 +113,12 @@ func (c *conn) runWrites(batch []request, i int) int {
 			break
 		}
 		p := cmd.plan(c, batch[j].args)
+		for _, op := range p.ops {
+			if err := op.Err(); err != nil { // refused whole: none of its keys is written
+				p = plan{err: errorReply(err)}
+				break
+			}
+		}
 		if p.direct != nil && j > i {
 			break // it runs alone, after these
 		}
