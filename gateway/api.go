@@ -20,11 +20,6 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// nodeAPIPrefix is the reserved KV key prefix under which a node's API
-// address is recorded when it joins; API keys may not contain control
-// bytes, so clients can never touch it.
-const nodeAPIPrefix = "\x00node/"
-
 // APIConfig configures the API listener.
 type APIConfig struct {
 	Addr string

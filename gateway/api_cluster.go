@@ -12,7 +12,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -103,10 +102,8 @@ func (a *API) nodeAPI(id string) string {
 	if addr, ok := a.cfg.NodeAPIs[id]; ok {
 		return addr
 	}
-	if e, err := a.store.KV(context.Background(), []byte(nodeAPIPrefix+id), true); err == nil {
-		return string(e.Value)
-	}
-	return ""
+	addr, _ := a.store.NodeAPI(id)
+	return addr
 }
 
 func (a *API) addNode(ctx *fasthttp.RequestCtx) {
@@ -132,7 +129,7 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 	}
 	c, cancel := a.opCtx()
 	defer cancel()
-	if _, err := a.store.KVSet(c, []byte(nodeAPIPrefix+req.ID), []byte(req.API), 0, fsm.SetPlain, 0); err != nil {
+	if err := a.store.SetNodeAPI(c, req.ID, req.API); err != nil {
 		writeStoreError(ctx, err)
 		return
 	}

@@ -56,6 +56,10 @@ type Store interface {
 	// (reachable, last contact, match index), or this node's own view
 	// when the leader cannot be asked.
 	Cluster(ctx context.Context) (raftstore.ClusterView, error)
+	// SetNodeAPI and NodeAPI record and read (locally) the API address of
+	// a member added at runtime, in the store's reserved keys.
+	SetNodeAPI(ctx context.Context, id, api string) error
+	NodeAPI(id string) (string, bool)
 	AddVoter(ctx context.Context, id, raftAddr string) error
 	AddNonvoter(ctx context.Context, id, raftAddr string) error
 	Promote(ctx context.Context, id string, force bool) error

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"time"
@@ -191,14 +192,14 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 }
 
 // RespAuth is the API's authorization as the Redis protocol's AUTH: a
-// token's secret, and reads only for the read role (nil without tokens:
-// no AUTH needed).
+// token's secret (its hash), and reads only for the read role (nil
+// without tokens: no AUTH needed).
 func RespAuth(ac *gateway.Access) resp.AuthFunc {
 	if ac == nil {
 		return nil
 	}
-	return func(secret []byte) (resp.Grant, error) {
-		name, role, err := ac.Authenticate(secret)
+	return func(sum [sha256.Size]byte) (resp.Grant, error) {
+		name, role, err := ac.Authenticate(sum)
 		if err != nil {
 			return resp.Grant{}, err
 		}

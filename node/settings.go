@@ -58,7 +58,10 @@ func APIAccess(file *config.File) (*gateway.Access, error) {
 }
 
 // Reload is SIGHUP: the certificates, and the API tokens from the cluster
-// file. What fails to load is logged; the node keeps what it had.
+// file. What fails to load is logged; the node keeps what it had. New
+// tokens reach open connections too: the API checks every request's, and
+// the Redis-protocol listener closes, before SetAuth returns, each
+// connection whose token is gone or may no longer write.
 func (s *Settings) Reload(n *Node, logger *slog.Logger) {
 	if err := s.reloadTLS(); err != nil {
 		logger.Error("SIGHUP: certificates not reloaded; keeping the current ones", "error", err)

@@ -206,8 +206,12 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 	return s.fsm.Record(key, time.Now())
 }
 
-// KV returns the value of a KV key (linearizable unless local).
+// KV returns the value of a KV key (linearizable unless local); a
+// reserved key is refused (ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
+	if err := CheckKVKey(key); err != nil {
+		return fsm.KVEntry{}, err
+	}
 	if !local && !MutantLocalReads {
 		if err := s.Barrier(ctx); err != nil {
 			return fsm.KVEntry{}, err

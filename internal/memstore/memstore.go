@@ -123,7 +123,16 @@ func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, erro
 }
 
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
+	if err := raftstore.CheckKVKey(key); err != nil {
+		return fsm.KVEntry{}, err
+	}
 	return s.f.KV(key, time.Now())
+}
+
+// NodeAPI is raftstore.Store.NodeAPI.
+func (s *Store) NodeAPI(id string) (string, bool) {
+	e, err := s.f.KV(raftstore.NodeAPIKey(id), time.Now())
+	return string(e.Value), err == nil
 }
 
 func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, error) {
