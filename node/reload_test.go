@@ -55,7 +55,7 @@ func TestReloadRevokesOpenConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir(), Access: access, ConfigPath: path}
+	s := Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir(), Access: access, ConfigPath: path, Bootstrap: true}
 	log := &testsupport.Buffer{}
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	n, err := Start(s, logger)
