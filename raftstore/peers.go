@@ -65,7 +65,7 @@ type members struct {
 var rejectReasons = []string{
 	"no_certificate", "unknown_ca", "invalid_certificate", "no_identity", "not_member", "wrong_node",
 	"removed_certificate", "removed_member", "cluster_mismatch", "plaintext", "handshake", "handshake_timeout",
-	"bad_protocol", "too_many_pending", "too_many_connections",
+	"bad_protocol", "too_many_pending", "too_many_connections", "shutdown",
 }
 
 // Limits of members.seen: a node renews its certificate now and then, and
@@ -93,7 +93,9 @@ func newMembers(s *Store) *members {
 }
 
 // refresh reads the latest configuration from raft (bounded: raft's main
-// loop may be busy), at most once per 50 ms.
+// loop may be busy), at most once per 50 ms, but at once while the cached
+// configuration is empty: a node that has just bootstrapped or been added
+// must not refuse its peers for a moment with a stale, empty cache.
 func (m *members) refresh() {
 	m.mu.Lock()
 	select {
@@ -102,7 +104,7 @@ func (m *members) refresh() {
 		m.mu.Unlock()
 		return // no raft yet: the cluster file's peers decide
 	}
-	if time.Since(m.fetched) < 50*time.Millisecond {
+	if time.Since(m.fetched) < 50*time.Millisecond && len(m.ids) > 0 {
 		m.mu.Unlock()
 		return
 	}
