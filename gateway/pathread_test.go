@@ -492,3 +492,32 @@ func TestPathDifferential(t *testing.T) {
 	t.Logf("%d spellings: answers by status %v; %d reached the upstream (%d as a route's), %d read as a protected route",
 		len(corpus), answered, len(got), len(got)-len(unkeyed), bad)
 }
+
+// FuzzReadPath: every reading of any path is absolute, has no dot
+// segment or empty segment but a trailing slash, and never panics.
+func FuzzReadPath(f *testing.F) {
+	for _, s := range []string{"/pay", "//x/pay", "/p%2561y", "/pay.", "/x/%2e%2e/pay", "/a;b/..;/c", "\\\\x\\pay", "/%", "/pay%0D%0A"} {
+		f.Add(s)
+	}
+	modes := append(strictReadings[:], hopReadings[:]...)
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, m := range modes {
+			p, ok := readPath([]byte(raw), m)
+			if !ok {
+				continue
+			}
+			if len(p) == 0 || p[0] != '/' {
+				t.Fatalf("readPath(%q, %b) = %q: not absolute", raw, m, p)
+			}
+			segs := strings.Split(string(p[1:]), "/")
+			for i, s := range segs {
+				if s == "." || s == ".." || s == "" && i != len(segs)-1 {
+					t.Fatalf("readPath(%q, %b) = %q: segment %q", raw, m, p, s)
+				}
+			}
+		}
+		plainPath([]byte(raw))
+		dotted([]byte(raw))
+		originForm([]byte(raw))
+	})
+}
