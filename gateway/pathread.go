@@ -166,6 +166,12 @@ func dotted(p []byte) bool {
 // path that ended in a slash, or in a segment that reads as none, keeps
 // its trailing slash. false: the path is encoded deeper than maxDecodes.
 func readPath(raw []byte, mode readMode) ([]byte, bool) {
+	return readPathInto(nil, raw, mode)
+}
+
+// readPathInto is readPath writing the reading into out's memory when it
+// fits (a reading is at most one byte longer than the path it reads).
+func readPathInto(out, raw []byte, mode readMode) ([]byte, bool) {
 	p := raw
 	switch {
 	case mode&readDecodeAll != 0:
@@ -196,7 +202,10 @@ func readPath(raw []byte, mode readMode) ([]byte, bool) {
 	if mode&readAuthority != 0 {
 		p = afterAuthority(p)
 	}
-	out := make([]byte, 0, len(p)+1)
+	if cap(out) < len(p)+1 {
+		out = make([]byte, 0, len(p)+1)
+	}
+	out = out[:0]
 	trailing := false
 	for last := false; !last; {
 		seg := p
@@ -245,8 +254,11 @@ func readHops(readings [][]byte, raw []byte) ([][]byte, bool) {
 	if !ok {
 		return readings, false
 	}
-	for _, m := range hopReadingsFor(raw) {
-		p, _ := readPath(decoded, m&^(readDecode|readDecodeAll))
+	modes := hopReadingsFor(raw)
+	n := len(decoded) + 1 // the most a reading needs
+	arena := make([]byte, len(modes)*n)
+	for i, m := range modes {
+		p, _ := readPathInto(arena[i*n:i*n:(i+1)*n], decoded, m&^(readDecode|readDecodeAll))
 		readings = append(readings, p)
 	}
 	return readings, true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -305,6 +306,9 @@ func matchRoute(routes []*route, ctx *fasthttp.RequestCtx) (t routed, refused st
 	// earlier one, which the upstream may serve as that one.
 	r := firstLoose(routes, method, readings[0])
 	for i, p := range readings[1:] {
+		if slices.ContainsFunc(readings[:i+1], func(q []byte) bool { return bytes.Equal(p, q) }) {
+			continue // read so already, by as strict a rule
+		}
 		other := firstLoose(routes, method, p)
 		if other == r || i+1 >= nStrict && other == nil {
 			continue
