@@ -25,9 +25,10 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 	configPath := fs.String("config", "", "the cluster file (required)")
 	out := fs.String("out", "", "directory for the files (default: the directory of tls.ca in the file, else certs/ beside the file)")
 	hosts := fs.String("hosts", "", "extra host names or IPs for every node's certificate, comma-separated")
+	only := fs.String("node", "", "issue a new certificate for this node only (a node added again after its removal needs one: the old one is refused)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate certs --config FILE [--out DIR] [--hosts H,...]")
+			fmt.Fprintln(stdout, "usage: idemgate certs --config FILE [--out DIR] [--hosts H,...] [--node ID]")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return 0
@@ -36,7 +37,7 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *configPath == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "idemgate certs: --config: required (usage: idemgate certs --config FILE [--out DIR] [--hosts H,...])")
+		fmt.Fprintln(stderr, "idemgate certs: --config: required (usage: idemgate certs --config FILE [--out DIR] [--hosts H,...] [--node ID])")
 		return 2
 	}
 	file, err := config.Load(*configPath)
@@ -58,6 +59,15 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 			extra = append(extra, h)
 		}
 	}
+	nodes := file.Nodes
+	if *only != "" {
+		n, err := file.Node(*only)
+		if err != nil {
+			fmt.Fprintf(stderr, "idemgate certs: --node: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+			return 2
+		}
+		nodes = []config.Node{n}
+	}
 	ca, created, err := certs.LoadOrCreateCA(dir)
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate certs: %v\n", err)
@@ -68,7 +78,7 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "using the CA in %s\n", certs.CAFile(dir))
 	}
-	for _, n := range file.Nodes {
+	for _, n := range nodes {
 		req := certs.NodeRequest{ID: n.ID, Hosts: unique(append(nodeHosts(n), extra...))}
 		if err := ca.IssueNode(dir, req); err != nil {
 			fmt.Fprintf(stderr, "idemgate certs: node %s: %v\n", n.ID, err)

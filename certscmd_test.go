@@ -87,6 +87,24 @@ func TestCertsCommand(t *testing.T) {
 	if again := readCert(t, certs.CAFile(cdir)); !again.Equal(ca) {
 		t.Fatal("a second run replaced the CA: every node's certificate would stop verifying")
 	}
+
+	// --node: a new certificate for that node only (a node added again
+	// after its removal), the others left as they are.
+	n1, n2 := readCert(t, certs.NodeFile(cdir, "n1")), readCert(t, certs.NodeFile(cdir, "n2"))
+	out.Reset()
+	if code := certsCmd([]string{"--config", path, "--node", "n2"}, &out, &errOut); code != 0 {
+		t.Fatalf("--node n2: exit %d: %s", code, errOut.String())
+	}
+	if !readCert(t, certs.NodeFile(cdir, "n1")).Equal(n1) {
+		t.Error("--node n2 replaced n1's certificate")
+	}
+	if fresh := readCert(t, certs.NodeFile(cdir, "n2")); fresh.Equal(n2) || fresh.SerialNumber.Cmp(n2.SerialNumber) == 0 {
+		t.Error("--node n2 did not issue n2 a new certificate")
+	}
+	errOut.Reset()
+	if code := certsCmd([]string{"--config", path, "--node", "n7"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), `--node: "n7" is not in`) {
+		t.Errorf("--node n7: exit %d, %q; want 2 naming the unknown node", code, errOut.String())
+	}
 }
 
 // TestTokenCommand: the second line is a config entry whose hash is the

@@ -437,7 +437,7 @@ func TestE2EBackupHostile(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"snapshot"}, "save or restore"},
+		{[]string{"snapshot"}, "save, restore or status"},
 		{[]string{"snapshot", "frob"}, "frob"},
 		{[]string{"snapshot", "save"}, "FILE"},
 		{[]string{"snapshot", "save", file}, "--api"},

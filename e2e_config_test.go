@@ -52,7 +52,7 @@ func TestE2EStoreOnlyCluster(t *testing.T) {
 	lines := map[string]chan string{}
 	logs := map[string]*testsupport.Buffer{}
 	for _, id := range ids {
-		cmd := exec.Command(bin, "serve", "--config", "../etc/cluster.yaml", "--node", id, "--log-level", "warn")
+		cmd := exec.Command(bin, "serve", "--config", "../etc/cluster.yaml", "--node", id, "--log-level", "warn", "--bootstrap")
 		cmd.Dir = work
 		logs[id] = &testsupport.Buffer{}
 		cmd.Stderr = logs[id]

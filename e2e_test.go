@@ -64,10 +64,14 @@ type e2eNode struct {
 	log     *testsupport.Buffer
 }
 
+// startNodes starts the nodes ids of the cluster file with --bootstrap: a
+// new cluster forms once all the file's nodes run; a node with data
+// ignores the flag, and one without waits to be added while others hold
+// the cluster.
 func startNodes(t *testing.T, bin, cfgPath string, ids []string, apis map[string]string) map[string]*e2eNode {
 	nodes := map[string]*e2eNode{}
 	for _, id := range ids {
-		nodes[id] = startNode(t, bin, cfgPath, id, apis[id])
+		nodes[id] = startNode(t, bin, cfgPath, id, apis[id], "--bootstrap")
 	}
 	return nodes
 }

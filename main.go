@@ -10,10 +10,9 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/idemgate/idemgate/version"
+)
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -25,8 +24,13 @@ commands:
   demo      replay the double-charge incident on a 3-node cluster in this process
   bench     load a cluster (hot keys, first requests, replays, tokens, kv) beside Redis and etcd
   serve     run one node (no flags: a single-node cluster on 127.0.0.1:8080-8082)
-  snapshot  save a running cluster's state to a file; restore a new cluster's nodes from one
+  status    every node of a cluster file: role, term, indexes, lag, readiness, version
+  members   the cluster's members, as the leader sees them
+  member    add, remove or promote a member
+  snapshot  save a running cluster's state to a file; restore a new cluster's nodes from one; status of one
   recover   rewrite a stopped node's membership after a quorum is lost for good (last resort)
+  compact   rewrite a stopped node's fsm.db to its live data
+  check-config  check a cluster file as serve would, for every node
   certs     make the cluster CA (if absent) and a certificate per node of a cluster file
   token     make an API bearer token and the config line holding its hash
   version   print version and build info
@@ -52,6 +56,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return snapshotCmd(args[1:], stdout, stderr)
 	case "recover":
 		return recoverCmd(args[1:], stdout, stderr)
+	case "status":
+		return statusCmd(args[1:], stdout, stderr)
+	case "members":
+		return membersCmd(args[1:], stdout, stderr)
+	case "member":
+		return memberCmd(args[1:], stdout, stderr)
+	case "compact":
+		return compactCmd(args[1:], stdout, stderr)
+	case "check-config":
+		return checkConfigCmd(args[1:], stdout, stderr)
 	case "certs":
 		return certsCmd(args[1:], stdout, stderr)
 	case "token":
@@ -68,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func printVersion(w io.Writer) {
-	fmt.Fprintf(w, "idemgate %s (%s, %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "idemgate %s (%s, %s/%s)\n", version.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" || s.Key == "vcs.time" || s.Key == "vcs.modified" {

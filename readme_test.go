@@ -16,6 +16,11 @@ package main
 //   - A block that cannot run here (other machines, long runs) is preceded,
 //     on the line just before its fence, by
 //     `<!-- readme-test: skip: the reason -->` (invisible on GitHub).
+//   - A block that needs a cluster in another state than the walk-through's
+//     (one that lost two nodes) is marked
+//     `<!-- readme-test: scenario: NAME: the reason -->`: the walk-through
+//     skips it, and a test of its own (TestREADMERecover for "recover")
+//     brings a cluster to that state and runs the block as printed.
 //   - Every line that calls curl is checked once it has run (one curl per
 //     line; a check follows a complete one-line command, so keep curl out
 //     of multi-line loops). Its status must be the 3-digit code its
@@ -52,9 +57,10 @@ import (
 
 // readmeBlock is one ```sh block of the README.
 type readmeBlock struct {
-	line  int      // the README line of its first command
-	lines []string // its lines, as printed
-	skip  string   // why it does not run, or ""
+	line     int      // the README line of its first command
+	lines    []string // its lines, as printed
+	skip     string   // why it does not run, or ""
+	scenario string   // the scenario test that runs it instead, or ""
 }
 
 // readmeCheck is what one curl line of the README must answer.
@@ -64,7 +70,10 @@ type readmeCheck struct {
 	samples []string // output lines it must print ("…" for anything)
 }
 
-const readmeSkipMarker = "<!-- readme-test: skip:"
+const (
+	readmeSkipMarker     = "<!-- readme-test: skip:"
+	readmeScenarioMarker = "<!-- readme-test: scenario:"
+)
 
 // readmeBlocks extracts the ```sh blocks of a README.
 func readmeBlocks(text string) ([]readmeBlock, error) {
@@ -75,6 +84,15 @@ func readmeBlocks(text string) ([]readmeBlock, error) {
 			continue
 		}
 		b := readmeBlock{line: i + 2}
+		if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), readmeScenarioMarker) {
+			rest := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i-1]), readmeScenarioMarker)), "-->")
+			name, why, ok := strings.Cut(rest, ":")
+			if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(why) == "" {
+				return nil, fmt.Errorf("README.md:%d: a scenario marker must give its name and reason", i)
+			}
+			b.scenario = strings.TrimSpace(name)
+			b.skip = "scenario " + b.scenario + ":" + why
+		}
 		if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), readmeSkipMarker) {
 			b.skip = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i-1]), readmeSkipMarker)), "-->")
 			if strings.TrimSpace(b.skip) == "" {
@@ -223,6 +241,18 @@ func (c readmeCheck) verify(headers, output string) []string {
 	return problems
 }
 
+// skipUnlessFree skips the test when one of addrs cannot be bound.
+func skipUnlessFree(t *testing.T, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Skipf("the README's examples need %s, which is in use: %v", a, err)
+		}
+		l.Close()
+	}
+}
+
 // readmeAddrs are the loopback addresses (host:port) the README's examples
 // use.
 func readmeAddrs(texts ...string) []string {
@@ -284,15 +314,8 @@ func TestREADME(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	readmeTools(t)
-	text, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	blocks := loadReadmeBlocks(t)
 	example, err := os.ReadFile("cluster.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := readmeBlocks(string(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,14 +331,32 @@ func TestREADME(t *testing.T) {
 			runnable.WriteString(strings.Join(b.lines, "\n"))
 		}
 	}
-	for _, a := range readmeAddrs(runnable.String(), string(example)) {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			t.Skipf("the README's examples need %s, which is in use: %v", a, err)
-		}
-		l.Close()
-	}
+	skipUnlessFree(t, readmeAddrs(runnable.String(), string(example)))
 
+	checked := runReadme(t, script, checks, lineOf, ran, nil)
+	t.Logf("README: %d blocks ran (%d skipped), %d curl answers checked", ran, len(blocks)-ran, checked)
+}
+
+// loadReadmeBlocks reads README.md's ```sh blocks.
+func loadReadmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	text, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := readmeBlocks(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blocks
+}
+
+// runReadme runs script (readmeScript's) in a copy of the repository and
+// checks what it recorded: every block ran, every curl answered as its
+// line says. after, if set, runs once the script is done and before the
+// processes it started are stopped. It returns the number of checks made.
+func runReadme(t *testing.T, script string, checks []readmeCheck, lineOf map[int]int, ran int, after func()) int {
+	t.Helper()
 	work, state := t.TempDir(), t.TempDir()
 	if err := copyRepo(work); err != nil {
 		t.Fatal(err)
@@ -378,10 +419,14 @@ func TestREADME(t *testing.T) {
 	if checked != len(checks) {
 		fail("%d of the README's %d curl checks ran", checked, len(checks))
 	}
-	t.Logf("README: %d blocks ran (%d skipped), %d curl answers checked", ran, len(blocks)-ran, checked)
+	if after != nil && !t.Failed() {
+		after()
+	}
 	if t.Failed() {
+		output, _ = os.ReadFile(logPath)
 		t.Logf("the examples' whole output:\n%s", output)
 	}
+	return checked
 }
 
 // stopGroup stops the examples' processes: SIGTERM to the group, SIGKILL
@@ -454,8 +499,15 @@ func TestREADMEConvention(t *testing.T) {
 			t.Errorf("verify(%q, %q) for line %d = %q, want %d problems", tc.headers, tc.output, tc.check.line, got, tc.problems)
 		}
 	}
-	// A skip marker without a reason, an unclosed block: errors.
-	for _, bad := range []string{"<!-- readme-test: skip: -->\n```sh\nls\n```\n", "```sh\nls\n"} {
+	// A scenario block: skipped by the walk-through, named for its test.
+	sc, err := readmeBlocks("<!-- readme-test: scenario: recover: needs a cluster that lost two nodes -->\n```sh\nls\n```\n")
+	if err != nil || len(sc) != 1 || sc[0].scenario != "recover" || sc[0].skip == "" {
+		t.Errorf("scenario block = %+v, %v; want one skipped block of scenario recover", sc, err)
+	}
+	// A skip marker without a reason, a scenario without a name or reason,
+	// an unclosed block: errors.
+	for _, bad := range []string{"<!-- readme-test: skip: -->\n```sh\nls\n```\n", "```sh\nls\n",
+		"<!-- readme-test: scenario: recover -->\n```sh\nls\n```\n", "<!-- readme-test: scenario: : why -->\n```sh\nls\n```\n"} {
 		if _, err := readmeBlocks(bad); err == nil {
 			t.Errorf("readmeBlocks(%q): no error", bad)
 		}

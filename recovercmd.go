@@ -18,22 +18,10 @@ func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	const usage = "idemgate recover --config FILE --node ID --voters ID,ID... [--data-dir DIR]"
 	var n nodeFlags
 	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	n.register(fs)
 	votersFlag := fs.String("voters", "", "the surviving nodes that form the recovered cluster, comma-separated ids of the cluster file (required; this node among them)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: "+usage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate recover: %v (usage: %s)\n", err, usage)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "idemgate recover: unexpected argument %q (usage: %s)\n", fs.Arg(0), usage)
-		return 2
+	if _, code, ok := commandLine(fs, "recover", usage, "", args, stdout, stderr); !ok {
+		return code
 	}
 	cfg, _, err := n.store()
 	if err == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/node"
+	"github.com/idemgate/idemgate/version"
 )
 
 // serveFlags are the command line of `idemgate serve`.
@@ -25,7 +26,7 @@ type serveFlags struct {
 	listen, apiListen, raftListen string
 	dataDir, upstream             string
 	logLevel, logFormat           string
-	join                          bool
+	bootstrap, join               bool
 }
 
 func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
@@ -41,7 +42,8 @@ func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.upstream, "upstream", "", "upstream URL (overrides the file)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (Raft's lines too)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text (key=value) or json (one object per line)")
-	fs.BoolVar(&f.join, "join", false, "join a running cluster: with an empty data dir, wait to be added (POST /v1/cluster/nodes) instead of forming a cluster from the file's nodes")
+	fs.BoolVar(&f.bootstrap, "bootstrap", false, "form a new cluster of the file's nodes when this node has no data and every node of the file answers and holds none (a new cluster's first start; ignored once the node holds data)")
+	fs.BoolVar(&f.join, "join", false, "wait to be added to a running cluster (POST /v1/cluster/nodes on a member): what a node with no data does without --bootstrap")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "usage: idemgate serve [--config FILE --node ID] [flags]")
@@ -52,6 +54,9 @@ func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if f.bootstrap && f.join {
+		return f, errors.New("--bootstrap and --join: a node either forms a new cluster or joins one")
 	}
 	return f, nil
 }
@@ -116,7 +121,9 @@ func resolveNode(f serveFlags) (node.Settings, error) {
 		return node.Settings{}, err
 	}
 	s.ConfigPath = f.configPath
-	s.Join = f.join
+	// Without a cluster file the node is the embedded single-node
+	// default, a cluster of its own: it bootstraps without being told.
+	s.Bootstrap = f.bootstrap || f.configPath == ""
 	return s, nil
 }
 
@@ -197,15 +204,15 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 		raftSecurity = "mutual TLS"
 	}
 	fmt.Fprintf(stdout, "idemgate %s: node %s, %s, api %s://%s, raft %s (%s), data %s\n",
-		version, s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
+		version.String(), s.Node.ID, n.GatewayLine(s.File.Upstream), n.API.Scheme(), n.API.Addr(), s.Node.Raft, raftSecurity, s.DataDir)
 	if n.Resp != nil {
-		fmt.Fprintf(stdout, "idemgate %s: node %s, redis protocol on %s\n", version, s.Node.ID, n.Resp.Addr())
+		fmt.Fprintf(stdout, "idemgate %s: node %s, redis protocol on %s\n", version.String(), s.Node.ID, n.Resp.Addr())
 	}
 	gw := "off"
 	if n.GW != nil {
 		gw = n.GW.Scheme() + "://" + n.GW.Addr()
 	}
-	logger.Info("serving", "version", version, "node", s.Node.ID, "gateway", gw,
+	logger.Info("serving", "version", version.String(), "node", s.Node.ID, "gateway", gw,
 		"upstream", s.File.Upstream, "api", n.API.Scheme()+"://"+n.API.Addr(), "raft", s.Node.Raft, "raft_security", raftSecurity,
 		"data_dir", s.DataDir)
 	if s.File.Insecure {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,12 +25,13 @@ import (
 const snapshotUsage = `usage:
   idemgate snapshot save FILE --api URL [--token T | --token-file F] [--ca CA.pem]
   idemgate snapshot restore FILE --config FILE --node ID [--data-dir DIR]
+  idemgate snapshot status FILE [--json]
 `
 
 // snapshotCmd is `idemgate snapshot save|restore`.
 func snapshotCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintf(stderr, "idemgate snapshot: want save or restore\n%s", snapshotUsage)
+		fmt.Fprintf(stderr, "idemgate snapshot: want save, restore or status\n%s", snapshotUsage)
 		return 2
 	}
 	switch args[0] {
@@ -39,53 +39,14 @@ func snapshotCmd(args []string, stdout, stderr io.Writer) int {
 		return snapshotSaveCmd(args[1:], stdout, stderr)
 	case "restore":
 		return snapshotRestoreCmd(args[1:], stdout, stderr)
+	case "status":
+		return snapshotStatusCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, snapshotUsage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "idemgate snapshot: unknown subcommand %q: want save or restore\n%s", args[0], snapshotUsage)
+	fmt.Fprintf(stderr, "idemgate snapshot: unknown subcommand %q: want save, restore or status\n%s", args[0], snapshotUsage)
 	return 2
-}
-
-// parseWithFile parses flags and exactly one FILE argument, before, after
-// or among the flags (the flag package stops at the first argument).
-func parseWithFile(fs *flag.FlagSet, args []string) (string, error) {
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	switch {
-	case len(files) == 0:
-		return "", errors.New("FILE: required")
-	case len(files) > 1:
-		return "", fmt.Errorf("unexpected argument %q (one FILE only)", files[1])
-	}
-	return files[0], nil
-}
-
-// commandLine parses a subcommand's flags and FILE; ok false means it has
-// answered (0 for -h, 2 for a bad command line, in one line).
-func commandLine(fs *flag.FlagSet, name, usage string, args []string, stdout, stderr io.Writer) (file string, code int, ok bool) {
-	fs.SetOutput(io.Discard) // errors are reported in one line
-	file, err := parseWithFile(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "usage: "+usage)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return "", 0, false
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "idemgate %s: %v (usage: %s)\n", name, err, usage)
-		return "", 2, false
-	}
-	return file, 0, true
 }
 
 // saveFlags are the command line of `idemgate snapshot save`.
@@ -101,7 +62,7 @@ func snapshotSaveCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.token, "token", "", "an admin bearer token")
 	fs.StringVar(&f.tokenFile, "token-file", "", "a file holding an admin bearer token (kept out of the process list)")
 	fs.StringVar(&f.ca, "ca", "", "the cluster CA (PEM) to verify a TLS API listener with; implies https")
-	file, code, ok := commandLine(fs, "snapshot save", usage, args, stdout, stderr)
+	file, code, ok := commandLine(fs, "snapshot save", usage, "FILE", args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -154,21 +115,9 @@ func (f saveFlags) request() (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--api: %v", err)
 	}
-	token := f.token
-	switch {
-	case f.token != "" && f.tokenFile != "":
-		return nil, errors.New("--token-file: give --token or --token-file, not both")
-	case f.tokenFile != "":
-		b, err := os.ReadFile(f.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-file: %v", err)
-		}
-		if token = strings.TrimSpace(string(b)); token == "" {
-			return nil, fmt.Errorf("--token-file: %s is empty", f.tokenFile)
-		}
-	}
-	if strings.ContainsAny(token, " \t\r\n") {
-		return nil, errors.New("--token: a token has no whitespace inside")
+	token, err := readToken(f.token, f.tokenFile)
+	if err != nil {
+		return nil, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -183,13 +132,9 @@ func (f saveFlags) client() (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = 5 * time.Minute
 	if f.ca != "" {
-		pem, err := os.ReadFile(f.ca)
+		pool, err := caPool(f.ca)
 		if err != nil {
-			return nil, fmt.Errorf("--ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--ca: %s holds no PEM certificate", f.ca)
+			return nil, err
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
@@ -320,7 +265,7 @@ func snapshotRestoreCmd(args []string, stdout, stderr io.Writer) int {
 	var n nodeFlags
 	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
 	n.register(fs)
-	file, code, ok := commandLine(fs, "snapshot restore", usage, args, stdout, stderr)
+	file, code, ok := commandLine(fs, "snapshot restore", usage, "FILE", args, stdout, stderr)
 	if !ok {
 		return code
 	}

@@ -245,7 +245,7 @@ func (c *chaosCluster) start(id string, env []string, wrap ...string) {
 	if l := os.Getenv("IDEMGATE_T2_LOG_LEVEL"); l != "" {
 		level = l
 	}
-	args := append(append([]string(nil), wrap...), c.bin, "serve", "--config", c.cfgPath, "--node", id, "--log-level", level)
+	args := append(append([]string(nil), wrap...), c.bin, "serve", "--config", c.cfgPath, "--node", id, "--log-level", level, "--bootstrap")
 	n.cmd = exec.Command(args[0], args[1:]...)
 	n.cmd.Env = append(os.Environ(), env...)
 	log, err := os.OpenFile(filepath.Join(c.logDir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

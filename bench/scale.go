@@ -462,10 +462,13 @@ func newScaleCluster(dir, bin string) (*scaleCluster, error) {
 
 func (c *scaleCluster) dataDir(i int) string { return filepath.Join(c.dir, c.ids[i]) }
 
+// start runs node i; a node with no data forms the cluster with the others
+// (--bootstrap), or with join waits to be added (a wiped follower the
+// leader still counts as a member: it gets the leader's snapshot).
 func (c *scaleCluster) start(i int, join bool) error {
-	args := []string{"serve", "--config", c.file, "--node", c.ids[i], "--log-format", "json"}
+	args := []string{"serve", "--config", c.file, "--node", c.ids[i], "--log-format", "json", "--bootstrap"}
 	if join {
-		args = append(args, "--join")
+		args[len(args)-1] = "--join"
 	}
 	p, err := startProc(c.dir, c.ids[i], c.bin, args...)
 	if err != nil {

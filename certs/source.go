@@ -115,7 +115,7 @@ func (s *Source) NotAfter() time.Time { return s.cur.Load().cert.Leaf.NotAfter }
 
 // PeerError is why a peer was refused; Reason is the metric label.
 type PeerError struct {
-	Reason string // no_certificate, unknown_ca, invalid_certificate, no_identity, not_member, wrong_node
+	Reason string // no_certificate, unknown_ca, invalid_certificate, no_identity, not_member, wrong_node, removed_certificate
 	Err    error
 }
 
@@ -149,30 +149,39 @@ func (s *Source) verifyPeer(certs []*x509.Certificate, usage x509.ExtKeyUsage) (
 
 // PeerServer is the accepting side of the Raft port: TLS 1.3 only, a client
 // certificate chained to the CA is required, and allow must accept the node
-// id it names (allow's error is wrapped as reason not_member). All of it
-// happens in the handshake, before a byte of the protocol is read.
-func (s *Source) PeerServer(allow func(id string) error) *tls.Config {
+// id it names and the certificate itself (allow's error is wrapped as
+// reason not_member, unless allow returns a *PeerError of its own). All of
+// it happens in the handshake, before a byte of the protocol is read. A
+// client certificate is requested rather than required so that a client
+// without one is refused here, as no_certificate, and not by the TLS stack
+// with a bare handshake error.
+func (s *Source) PeerServer(allow func(id string, leaf *x509.Certificate) error) *tls.Config {
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS13,
-		ClientAuth:     tls.RequireAnyClientCert,
+		ClientAuth:     tls.RequestClientCert,
 		GetCertificate: s.getCertificate,
 		VerifyConnection: func(cs tls.ConnectionState) error {
 			id, err := s.verifyPeer(cs.PeerCertificates, x509.ExtKeyUsageClientAuth)
 			if err != nil {
 				return err
 			}
-			if err := allow(id); err != nil {
-				return &PeerError{"not_member", err}
-			}
-			return nil
+			return wrapAllow(allow(id, cs.PeerCertificates[0]))
 		},
 	}
 }
 
+func wrapAllow(err error) error {
+	var pe *PeerError
+	if err == nil || errors.As(err, &pe) {
+		return err
+	}
+	return &PeerError{"not_member", err}
+}
+
 // PeerClient is the dialing side: TLS 1.3, this node's certificate, and the
 // server must present a certificate chained to the CA naming node want (any
-// node when want is "").
-func (s *Source) PeerClient(want string) *tls.Config {
+// node when want is ""), which allow (if not nil) must accept too.
+func (s *Source) PeerClient(want string, allow func(id string, leaf *x509.Certificate) error) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		// The identity is the node id in the URI SAN, not a host name:
@@ -189,7 +198,10 @@ func (s *Source) PeerClient(want string) *tls.Config {
 			if want != "" && id != want {
 				return &PeerError{"wrong_node", fmt.Errorf("dialled node %q, the certificate names %q", want, id)}
 			}
-			return nil
+			if allow == nil {
+				return nil
+			}
+			return wrapAllow(allow(id, cs.PeerCertificates[0]))
 		},
 	}
 }

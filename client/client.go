@@ -45,9 +45,10 @@ type Client struct {
 	apis     []string
 	next     atomic.Uint32 // the node the next call starts at
 	// Tokens issues and consumes form tokens; KV is the linearizable
-	// key-value API.
-	Tokens *Tokens
-	KV     *KV
+	// key-value API; Cluster is the operator's (status, membership).
+	Tokens  *Tokens
+	KV      *KV
+	Cluster *Cluster
 }
 
 // New checks cfg and returns a Client.
@@ -78,7 +79,7 @@ func New(cfg Config) (*Client, error) {
 	if c.cfg.MaxBody <= 0 {
 		c.cfg.MaxBody = 32 << 20
 	}
-	c.Tokens, c.KV = &Tokens{c: c}, &KV{c: c}
+	c.Tokens, c.KV, c.Cluster = &Tokens{c: c}, &KV{c: c}, &Cluster{c: c}
 	return c, nil
 }
 

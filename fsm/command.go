@@ -26,14 +26,16 @@ const (
 	TypeKVSet
 	TypeKVGetDel
 	TypeKVDelete
-	TypeKVIncr   // add an integer to a KV key's decimal value (Redis INCRBY)
-	TypeKVExpire // change a KV key's lifetime (Redis EXPIRE, PERSIST)
+	TypeKVIncr        // add an integer to a KV key's decimal value (Redis INCRBY)
+	TypeKVExpire      // change a KV key's lifetime (Redis EXPIRE, PERSIST)
+	TypeClusterID     // give the cluster its id, unless it has one (cluster.go)
+	TypeMemberRemoved // remember a removed node id and its certificates (cluster.go)
 	typeEnd
 )
 
 var typeNames = [...]string{"unknown", "noop", "record_begin", "record_complete",
 	"record_release", "record_mark_unknown", "expire", "token_issue", "token_consume",
-	"kv_set", "kv_getdel", "kv_delete", "kv_incr", "kv_expire"}
+	"kv_set", "kv_getdel", "kv_delete", "kv_incr", "kv_expire", "cluster_id", "member_removed"}
 
 func (t Type) String() string {
 	if t < typeEnd {
@@ -112,6 +114,8 @@ type Header struct {
 //	KVGetDel, KVDelete: Key
 //	KVIncr:          Key, Value (the increment: a signed decimal integer)
 //	KVExpire:        Key, TTL (zero without FlagExpireNow: remove the lifetime), Flags
+//	ClusterID:       Value (the 16-byte id)
+//	MemberRemoved:   Key (node id), Value (certificate fingerprints, 32 bytes each)
 //
 // A TTL of zero means "never expires".
 type Command struct {
@@ -308,6 +312,9 @@ func (c *Command) Validate() error {
 		if len(c.Key) == 0 {
 			return bad("empty key")
 		}
+	}
+	if err := validateCluster(c); err != nil {
+		return bad(err.Error())
 	}
 	switch c.Type {
 	case TypeRecordComplete:

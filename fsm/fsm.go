@@ -28,7 +28,7 @@ var (
 	bucketReqIDs  = []byte("reqids")   // one child bucket per generation, see reqid.go
 	bucketDigests = []byte("digests")  // digest key -> expiry (8) | record key, see suspect.go
 	bucketSuspect = []byte("suspects") // revision (8) -> suspect entry, see suspect.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName}
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")
@@ -68,9 +68,10 @@ type FSM struct {
 	mu sync.RWMutex // guards db: Restore swaps it
 	db *bolt.DB
 
-	applied atomic.Uint64 // last applied Raft index
-	now     atomic.Int64  // the state machine's clock
-	rev     atomic.Uint64 // the last command's revision (applier.nextRev)
+	applied atomic.Uint64             // last applied Raft index
+	now     atomic.Int64              // the state machine's clock
+	rev     atomic.Uint64             // the last command's revision (applier.nextRev)
+	cluster atomic.Pointer[ClusterID] // the cluster's id, once given (cluster.go)
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
@@ -169,6 +170,7 @@ func (f *FSM) load() error {
 		f.applied.Store(getUint64(meta.Get(keyApplied)))
 		f.now.Store(int64(getUint64(meta.Get(keyNow))))
 		f.rev.Store(getUint64(meta.Get(keyRev)))
+		f.loadClusterID(meta)
 		var counts [4]int64
 		err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 			if len(v) > 1 && v[1] >= byte(StateInFlight) && v[1] <= byte(StateUnknown) {
@@ -325,6 +327,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.applied.Store(last)
 	f.now.Store(a.now)
 	f.rev.Store(a.rev)
+	if !a.clusterSet.IsZero() {
+		f.cluster.Store(&a.clusterSet)
+	}
 	if fn := f.onRemove.Load(); fn != nil && len(a.removed) > 0 {
 		(*fn)(a.removed)
 	}
@@ -366,6 +371,7 @@ type applier struct {
 	gens         *bolt.Bucket // the request-id generations' parent, once opened
 	gen          *bolt.Bucket // the current generation, once opened
 	genNo        int64
+	clusterSet   ClusterID // the cluster id this batch gave, if it did
 }
 
 // applyEntry applies one command entry: a command, or a batch of them.
@@ -407,7 +413,10 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	if MutantWallClockInApply {
 		a.now = time.Now().UnixNano()
 	}
-	dedup := !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire
+	// Idempotent commands are not remembered: applied twice, they change
+	// nothing the second time.
+	dedup := !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire &&
+		c.Type != TypeClusterID && c.Type != TypeMemberRemoved
 	if dedup {
 		if r := a.recall(tx, c.ReqID); r != nil {
 			return r
@@ -448,6 +457,10 @@ func (a *applier) dispatch(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		return a.kvIncr(tx, c, rev)
 	case TypeKVExpire:
 		return a.kvExpire(tx, c)
+	case TypeClusterID:
+		return a.clusterID(tx, c)
+	case TypeMemberRemoved:
+		return a.memberRemoved(tx, c)
 	}
 	return &Result{Code: CodeBadCommand}
 }

@@ -53,15 +53,24 @@ type snapshot struct {
 	applied uint64
 }
 
-// Persist writes the header and the live pairs to sink.
+// Persist writes the header and the live pairs to sink, paced.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	return s.write(sink, true)
+}
+
+// write writes the header and the live pairs to sink, paced or not.
+func (s *snapshot) write(sink raft.SnapshotSink, paced bool) error {
 	hdr := append(append([]byte(nil), snapMagic...), snapVersion2)
 	hdr = binary.BigEndian.AppendUint64(hdr, s.applied)
 	if _, err := sink.Write(hdr); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
-	if err := writePairs(&pacedWriter{w: sink}, s.tx); err != nil {
+	var w io.Writer = sink
+	if paced {
+		w = &pacedWriter{w: sink}
+	}
+	if err := writePairs(w, s.tx); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("fsm: persist snapshot: %w", err)
 	}
@@ -70,6 +79,19 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release ends the read transaction.
 func (s *snapshot) Release() { s.tx.Rollback() }
+
+// SnapshotTo writes a snapshot of the state to sink at full speed, for a
+// state machine nothing applies to (restore writes the new cluster's first
+// snapshot with it); a live node's snapshots go through Snapshot, paced.
+func (f *FSM) SnapshotTo(sink raft.SnapshotSink) error {
+	snap, err := f.Snapshot()
+	if err != nil {
+		sink.Cancel()
+		return err
+	}
+	defer snap.Release()
+	return snap.(*snapshot).write(sink, false)
+}
 
 // Restore discards all state and replaces it with the snapshot in rc: the
 // stream is written to a file beside the data file, checked to be a bbolt

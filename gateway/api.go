@@ -20,11 +20,6 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// nodeAPIPrefix is the reserved KV key prefix under which a node's API
-// address is recorded when it joins; API keys may not contain control
-// bytes, so clients can never touch it.
-const nodeAPIPrefix = "\x00node/"
-
 // APIConfig configures the API listener.
 type APIConfig struct {
 	Addr string
@@ -42,6 +37,8 @@ type APIConfig struct {
 	// name on a plaintext listener beside IP addresses and localhost: the
 	// cluster file's API addresses and api.hosts (browser.go).
 	Hosts []string
+	// Version is the build's version, in GET /v1/status.
+	Version string
 }
 
 // API is the API listener.
@@ -156,6 +153,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.kv(ctx, method, strings.TrimPrefix(path, "/v1/kv/"))
 	case strings.HasPrefix(path, "/v1/records/"):
 		a.records(ctx, method, strings.TrimPrefix(path, "/v1/records/"))
+	case path == "/v1/status":
+		a.only(ctx, method, "GET", a.status)
 	case path == "/v1/cluster":
 		a.only(ctx, method, "GET", a.cluster)
 	case path == "/v1/cluster/nodes":

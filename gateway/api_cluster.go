@@ -12,13 +12,37 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
 )
+
+// StatusJSON is GET /v1/status: the node asked, as it sees itself.
+type StatusJSON struct {
+	Node         string `json:"node"`
+	Version      string `json:"version"`
+	Role         string `json:"role"`
+	Term         uint64 `json:"term"`
+	Leader       string `json:"leader"`
+	ClusterID    string `json:"cluster_id"`
+	LastIndex    uint64 `json:"last_index"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+	Ready        bool   `json:"ready"`
+	NotReady     string `json:"not_ready,omitempty"`
+}
+
+func (a *API) status(ctx *fasthttp.RequestCtx) {
+	st := a.store.Status()
+	writeJSON(ctx, fasthttp.StatusOK, StatusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
+		Leader: st.Leader, ClusterID: st.ClusterID, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex,
+		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
+}
 
 // ClusterJSON is GET /v1/cluster.
 type ClusterJSON struct {
 	Leader string `json:"leader"`
+	// ClusterID is the cluster's id, given by its first leader ("" until
+	// then, and on a node that waits to be added and knows no cluster).
+	ClusterID string `json:"cluster_id"`
 	// View is the node whose probes the reachability fields come from: the
 	// leader's when it answered, else the node asked.
 	View string `json:"view"`
@@ -58,7 +82,7 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	}
 	leader, _ := a.store.Leader()
 	commit, applied := a.store.Indexes()
-	out := ClusterJSON{Leader: leader, View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
+	out := ClusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
 		CommitIndex: commit, AppliedIndex: applied}
 	for _, s := range view.Servers {
 		n := NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
@@ -78,10 +102,8 @@ func (a *API) nodeAPI(id string) string {
 	if addr, ok := a.cfg.NodeAPIs[id]; ok {
 		return addr
 	}
-	if e, err := a.store.KV(context.Background(), []byte(nodeAPIPrefix+id), true); err == nil {
-		return string(e.Value)
-	}
-	return ""
+	addr, _ := a.store.NodeAPI(id)
+	return addr
 }
 
 func (a *API) addNode(ctx *fasthttp.RequestCtx) {
@@ -107,7 +129,7 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 	}
 	c, cancel := a.opCtx()
 	defer cancel()
-	if _, err := a.store.KVSet(c, []byte(nodeAPIPrefix+req.ID), []byte(req.API), 0, fsm.SetPlain, 0); err != nil {
+	if err := a.store.SetNodeAPI(c, req.ID, req.API); err != nil {
 		writeStoreError(ctx, err)
 		return
 	}

@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestAPILearner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n4, err := raftstore.Open(raftstore.TestConfig("n4", addrs[0], filepath.Join(ac.c.Dir, "n4"), nil))
+	n4, err := raftstore.Open(ac.c.JoinConfig("n4", addrs[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +129,41 @@ func TestAPIMethodNotAllowedSaysAllow(t *testing.T) {
 		if r.status != 405 || r.header.Get("Allow") != allow {
 			t.Errorf("PATCH %s = %d, Allow %q; want 405 with %q", path, r.status, r.header.Get("Allow"), allow)
 		}
+	}
+}
+
+// TestAPIStatus: every node says what it is: the leader and a follower agree
+// on the leader, the term and the cluster id; a stopped Raft says shutdown
+// and not ready; anything but GET is refused.
+func TestAPIStatus(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(5 * time.Second)
+	follower := (leader + 1) % 3
+	get := func(i int) StatusJSON {
+		t.Helper()
+		r := do(t, "GET", ac.urls[i]+"/v1/status", "")
+		var st StatusJSON
+		if r.status != 200 || json.Unmarshal([]byte(r.body), &st) != nil {
+			t.Fatalf("GET /v1/status on n%d = %d %s", i+1, r.status, r.body)
+		}
+		return st
+	}
+	l, f := get(leader), get(follower)
+	id := ac.c.Cfgs[leader].NodeID
+	if l.Role != "leader" || l.Leader != id || !l.Ready || l.ClusterID == "" || l.Node != id {
+		t.Errorf("leader's status = %+v", l)
+	}
+	if f.Role != "follower" || f.Leader != id || f.Term != l.Term || f.ClusterID != l.ClusterID || !f.Ready {
+		t.Errorf("follower's status = %+v, leader's %+v", f, l)
+	}
+	if f.AppliedIndex == 0 || f.AppliedIndex > f.CommitIndex || f.CommitIndex > f.LastIndex {
+		t.Errorf("follower's indexes = applied %d, commit %d, last %d", f.AppliedIndex, f.CommitIndex, f.LastIndex)
+	}
+	if r := do(t, "POST", ac.urls[follower]+"/v1/status", ""); r.status != 405 || r.problemType(t) != "method-not-allowed" {
+		t.Errorf("POST /v1/status = %d %s, want 405", r.status, r.body)
+	}
+	ac.c.Store(follower).Raft().Shutdown()
+	if st := get(follower); st.Role != "shutdown" || st.Ready || st.NotReady == "" {
+		t.Errorf("status after Raft stopped = %+v, want shutdown, not ready, with the reason", st)
 	}
 }

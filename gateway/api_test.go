@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
@@ -145,6 +146,12 @@ func TestAPIKV(t *testing.T) {
 		{"GET", u[0] + "/v1/kv/plain", "", nil, 404, "", "not-found", false},
 		{"PUT", u[0] + "/v1/kv/" + strings.Repeat("k", 256), "x", nil, 400, "", "invalid-key", false},
 		{"PUT", u[0] + "/v1/kv/a%0Ab", "x", nil, 400, "", "invalid-key", false},
+		// The store's reserved keys (a member's API address) are refused on
+		// every face; here the API's own key rule refuses them first.
+		{"PUT", u[0] + "/v1/kv/%00node%2Fn1", "evil", nil, 400, "", "invalid-key", false},
+		{"PUT", u[0] + "/v1/kv/%00node%2Fn1?nx=1", "evil", nil, 400, "", "invalid-key", false},
+		{"GET", u[1] + "/v1/kv/%00node%2Fn1", "", nil, 400, "", "invalid-key", false},
+		{"DELETE", u[2] + "/v1/kv/%00node%2Fn1", "", nil, 400, "", "invalid-key", false},
 		{"PUT", u[0] + "/v1/kv/k?ttl=-1s", "x", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[0] + "/v1/kv/k?nx=maybe", "x", nil, 400, "", "bad-request", false},
 		{"POST", u[0] + "/v1/kv/k", "x", nil, 405, "", "method-not-allowed", false},
@@ -196,6 +203,18 @@ func TestAPIKV(t *testing.T) {
 	}
 	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.status != 404 {
 		t.Fatalf("DELETE of a deleted key = %d, want 404", r.status)
+	}
+}
+
+// TestReservedKeyIs400: the store's refusal of a reserved key is the API's
+// 400 invalid-key, wherever it comes from.
+func TestReservedKeyIs400(t *testing.T) {
+	var ctx fasthttp.RequestCtx
+	writeStoreError(&ctx, fmt.Errorf("kv: %w", raftstore.ErrReservedKey))
+	var p Problem
+	if err := json.Unmarshal(ctx.Response.Body(), &p); err != nil || ctx.Response.StatusCode() != 400 ||
+		p.Type != ProblemBase+"invalid-key" || !strings.Contains(p.Detail, "reserved key") {
+		t.Fatalf("writeStoreError(ErrReservedKey) = %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
 }
 

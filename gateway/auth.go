@@ -215,19 +215,22 @@ func bearerSecret(v []byte) ([]byte, error) {
 	return secret, nil
 }
 
-// match finds the token whose hash is secret's. It compares with every
-// configured hash in constant time and does not stop at a match, so the
-// time it takes tells nothing of which token matched, or how much of one.
-// Authenticate finds the token whose secret this is, for a listener that
-// receives the secret itself (the Redis protocol's AUTH) rather than an
-// Authorization header: its name and role, or an error.
-func (ac *Access) Authenticate(secret []byte) (name string, role Role, err error) {
-	t, err := ac.match(secret)
+// Authenticate finds the token whose secret has the SHA-256 sum, for a
+// listener that receives the secret itself (the Redis protocol's AUTH)
+// rather than an Authorization header: its name and role, or an error.
+// It takes the hash so that such a listener keeps no secret, yet can check
+// a connection's credential again when the tokens are reloaded.
+func (ac *Access) Authenticate(sum [sha256.Size]byte) (name string, role Role, err error) {
+	t, err := ac.matchSum(sum)
 	return t.Name, t.Role, err
 }
 
-func (ac *Access) match(secret []byte) (APIToken, error) {
-	sum := sha256.Sum256(secret)
+// match finds the token whose hash is secret's. It compares with every
+// configured hash in constant time and does not stop at a match, so the
+// time it takes tells nothing of which token matched, or how much of one.
+func (ac *Access) match(secret []byte) (APIToken, error) { return ac.matchSum(sha256.Sum256(secret)) }
+
+func (ac *Access) matchSum(sum [sha256.Size]byte) (APIToken, error) {
 	found := -1
 	for i := range ac.tokens {
 		eq := subtle.ConstantTimeCompare(sum[:], ac.tokens[i].SHA256[:])

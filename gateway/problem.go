@@ -96,6 +96,7 @@ var storeErrors = []struct {
 	{raftstore.Unavailable, probUnavailable}, // no quorum, deadline, shutdown, disk, clock: fail closed
 	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, probBadRequest},
 	{func(err error) bool { return errors.Is(err, raftstore.ErrTooLarge) }, probBodyTooLarge},
+	{func(err error) bool { return errors.Is(err, raftstore.ErrReservedKey) }, probInvalidKey},
 }
 
 // writeStoreError answers an error from the store by storeErrors.

@@ -56,6 +56,10 @@ type Store interface {
 	// (reachable, last contact, match index), or this node's own view
 	// when the leader cannot be asked.
 	Cluster(ctx context.Context) (raftstore.ClusterView, error)
+	// SetNodeAPI and NodeAPI record and read (locally) the API address of
+	// a member added at runtime, in the store's reserved keys.
+	SetNodeAPI(ctx context.Context, id, api string) error
+	NodeAPI(id string) (string, bool)
 	AddVoter(ctx context.Context, id, raftAddr string) error
 	AddNonvoter(ctx context.Context, id, raftAddr string) error
 	Promote(ctx context.Context, id string, force bool) error
@@ -64,6 +68,8 @@ type Store interface {
 	RemoveServer(ctx context.Context, id string, force bool) error
 	// Removed: this node was removed from the cluster.
 	Removed() bool
+	// ClusterID is the cluster's id ("" before its first leader gave one).
+	ClusterID() string
 	// Barrier waits until this node has applied everything committed
 	// before the call (a linearizable read's first half).
 	Barrier(ctx context.Context) error
@@ -76,6 +82,8 @@ type Store interface {
 	// Alive: the node's Raft and state machine still run.
 	Alive() bool
 	Indexes() (commit, applied uint64)
+	// Status is the node's role, term, indexes and readiness.
+	Status() raftstore.NodeStatus
 	// Backup takes a backup of the state after a linearizable barrier, to
 	// be read once and closed (GET /v1/snapshot).
 	Backup(ctx context.Context) (*raftstore.Backup, error)

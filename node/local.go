@@ -57,7 +57,7 @@ routes:
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var nodes []*Node
 	for _, cn := range file.Nodes {
-		s := Settings{File: file, Node: cn, DataDir: file.DataDirFor(cn.ID)}
+		s := Settings{File: file, Node: cn, DataDir: file.DataDirFor(cn.ID), Bootstrap: true}
 		err := s.LoadTLS()
 		var nd *Node
 		if err == nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
 	"github.com/idemgate/idemgate/ttl"
+	"github.com/idemgate/idemgate/version"
 )
 
 // Node is one running idemgate node: the store, the gateway and API
@@ -46,10 +48,9 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	rc := raftstore.DefaultConfig()
 	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
 	for _, n := range file.Nodes {
-		if !s.Join {
-			rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
-		}
+		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
 	}
+	rc.Bootstrap = s.Bootstrap
 	rc.RaftAdvertise = cn.AdvertiseRaft
 	// raftstore's defaults, and what the file sets (each default is
 	// defined once, by the package that owns it).
@@ -107,7 +108,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		hosts = append(hosts, x.API, x.AdvertiseAPI)
 	}
 	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger}, store, tok, n.Reg)
+		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String()}, store, tok, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}
@@ -179,6 +180,7 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	lim := listenerLimits(s.File.Limits)
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
+	rc.Version = version.String()
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
@@ -194,14 +196,14 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 }
 
 // RespAuth is the API's authorization as the Redis protocol's AUTH: a
-// token's secret, and reads only for the read role (nil without tokens:
-// no AUTH needed).
+// token's secret (its hash), and reads only for the read role (nil
+// without tokens: no AUTH needed).
 func RespAuth(ac *gateway.Access) resp.AuthFunc {
 	if ac == nil {
 		return nil
 	}
-	return func(secret []byte) (resp.Grant, error) {
-		name, role, err := ac.Authenticate(secret)
+	return func(sum [sha256.Size]byte) (resp.Grant, error) {
+		name, role, err := ac.Authenticate(sum)
 		if err != nil {
 			return resp.Grant{}, err
 		}

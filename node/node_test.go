@@ -89,7 +89,7 @@ func TestAdvertisedAddresses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	n, err := Start(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir(), Bootstrap: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,11 @@ type Settings struct {
 	// configPath is the cluster file, re-read on SIGHUP ("" for the
 	// embedded default).
 	ConfigPath string
-	// Join: the node joins a running cluster. With an empty data dir it
-	// does not form a cluster from the file's nodes; it waits to be added
-	// (POST /v1/cluster/nodes on a member). A node with Raft state ignores
-	// it.
-	Join bool
+	// Bootstrap: with an empty data dir, the node may form a new cluster
+	// of the file's nodes, once every one of them answers and holds none.
+	// Without it such a node waits to be added (POST /v1/cluster/nodes on
+	// a member). A node with Raft state ignores it.
+	Bootstrap bool
 }
 
 // APIAccess turns the file's api block into the API's authorization (nil
@@ -58,7 +58,10 @@ func APIAccess(file *config.File) (*gateway.Access, error) {
 }
 
 // Reload is SIGHUP: the certificates, and the API tokens from the cluster
-// file. What fails to load is logged; the node keeps what it had.
+// file. What fails to load is logged; the node keeps what it had. New
+// tokens reach open connections too: the API checks every request's, and
+// the Redis-protocol listener closes, before SetAuth returns, each
+// connection whose token is gone or may no longer write.
 func (s *Settings) Reload(n *Node, logger *slog.Logger) {
 	if err := s.reloadTLS(); err != nil {
 		logger.Error("SIGHUP: certificates not reloaded; keeping the current ones", "error", err)

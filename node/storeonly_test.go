@@ -26,7 +26,7 @@ func TestStoreOnlyNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &testsupport.Buffer{}
-	n, err := Start(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir()}, slog.New(slog.NewTextHandler(log, nil)))
+	n, err := Start(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir(), Bootstrap: true}, slog.New(slog.NewTextHandler(log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestStoreOnlyNode(t *testing.T) {
 
 	f.Upstream = "http://127.0.0.1:1" // as serve's --upstream sets it
 	f.Nodes[0].Listen = ""
-	_, err = Start(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir()}, slog.New(slog.NewTextHandler(log, nil)))
+	_, err = Start(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir(), Bootstrap: true}, slog.New(slog.NewTextHandler(log, nil)))
 	if err == nil || !strings.Contains(err.Error(), "nodes[0].listen: required when upstream is set") {
 		t.Fatalf("upstream without listen: %v", err)
 	}

@@ -44,7 +44,7 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	if err := s.checkDisk(); err != nil {
-		if c, derr := fsm.PeekType(data); derr != nil || c != fsm.TypeExpire {
+		if t, derr := fsm.PeekType(data); derr != nil || !diskExempt(t) {
 			return nil, err
 		}
 	}
@@ -58,6 +58,14 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 	return s.coal.enqueue(data)
 }
 
+// diskExempt reports whether a command of type t is proposed while the disk
+// guard refuses writes: expiring frees space (let the sweeper run); the
+// cluster's own facts are a few bytes, once, and membership safety needs
+// them.
+func diskExempt(t fsm.Type) bool {
+	return t == fsm.TypeExpire || t == fsm.TypeClusterID || t == fsm.TypeMemberRemoved
+}
+
 // Apply proposes c (through the leader, wherever it is) and returns its
 // result once applied. A command without a request id gets the one ctx
 // carries (WithRequestID), or a fresh one; every retry
@@ -65,8 +73,8 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 // state machine applies it once. A nil error means the command was applied;
 // the Result says how it went (Result.Err).
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
-	if err := s.checkDisk(); err != nil && c.Type != fsm.TypeExpire {
-		return nil, err // expiring frees space: let the sweeper run
+	if err := s.checkDisk(); err != nil && !diskExempt(c.Type) {
+		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
 		if id, ok := RequestIDFrom(ctx); ok {

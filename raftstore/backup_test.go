@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,16 +94,23 @@ func TestBackupRestoreNewCluster(t *testing.T) {
 	if st, _ := os.Stat(path); err != nil || vmeta.Index != meta.Index || size != st.Size() {
 		t.Fatalf("VerifyBackup = %+v, %d bytes, %v; want index %d, %d bytes", vmeta, size, err, meta.Index, st.Size())
 	}
-	srcHash, err := src.Store(follower).FSM().StateHash()
+	srcHash, err := src.Store(follower).FSM().DataHash()
 	if err != nil {
 		t.Fatal(err)
 	}
 
+	// The restored cluster holds the backup's data, under a cluster id of
+	// its own (its first leader gave one: the only entry it applied).
 	dst := restoredCluster(t, path, 3)
+	srcID := src.Store(follower).FSM().ClusterID()
 	for i := range dst.Cfgs {
-		if h, _ := dst.Store(i).FSM().StateHash(); h != srcHash || dst.Store(i).FSM().AppliedIndex() != meta.Index {
-			t.Fatalf("restored %s: applied %d, state %x; want the source's: applied %d, state %x",
-				dst.Cfgs[i].NodeID, dst.Store(i).FSM().AppliedIndex(), h[:8], meta.Index, srcHash[:8])
+		f := dst.Store(i).FSM()
+		if h, _ := f.DataHash(); h != srcHash || f.AppliedIndex() < meta.Index {
+			t.Fatalf("restored %s: applied %d, data %x; want the source's: applied %d, data %x",
+				dst.Cfgs[i].NodeID, f.AppliedIndex(), h[:8], meta.Index, srcHash[:8])
+		}
+		if id := f.ClusterID(); id.IsZero() || id == srcID {
+			t.Fatalf("restored %s: cluster id %s, want a new one (the source's is %s)", dst.Cfgs[i].NodeID, id, srcID)
 		}
 	}
 	for key, v := range acked {
@@ -357,7 +365,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 	}
 	// A wiped n2 is added back and catches up.
 	os.RemoveAll(c.Cfgs[1].DataDir)
-	c.Cfgs[1].Peers = nil // a new node waits to be added
+	c.Cfgs[1].Bootstrap = false // a new node waits to be added
 	c.Start(1)
 	if err := s.AddVoter(ctxT(t, 10*time.Second), "n2", c.Cfgs[1].RaftBind); err != nil {
 		t.Fatalf("add n2: %v", err)
@@ -407,4 +415,56 @@ func FuzzVerifyBackup(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRestoreAndRecoverKeepTheOwner: restore and recover run as root (as
+// sudo runs them) leave every file to the owner of the data directory, so
+// the node's service user can start on it.
+func TestRestoreAndRecoverKeepTheOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: restore and recover change owners only when run as root")
+	}
+	const service = 65534 // nobody: the node's service user
+	src := StartTestCluster(t, 1, nil)
+	putKeys(t, src, "k", 10)
+	path, _ := saveBackup(t, src.Store(0))
+	owned := func(dir string) {
+		t.Helper()
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if st := info.Sys().(*syscall.Stat_t); st.Uid != service || st.Gid != service {
+				t.Errorf("%s is owned by %d:%d, want the service user's %d:%d", p, st.Uid, st.Gid, service, service)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := filepath.Join(t.TempDir(), "var-lib-idemgate")
+	if err := os.Mkdir(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(parent, service, service); err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := loopback.FreeAddrs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := TestConfig("n1", addrs[0], filepath.Join(parent, "n1"), []Peer{{ID: "n1", RaftAddr: addrs[0]}})
+	if _, err := Restore(cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	owned(cfg.DataDir)
+	if _, err := Recover(cfg, cfg.Peers); err != nil {
+		t.Fatal(err)
+	}
+	owned(cfg.DataDir)
 }

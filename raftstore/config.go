@@ -28,10 +28,17 @@ type Config struct {
 	// RaftAdvertise is the address peers dial; empty means RaftBind.
 	RaftAdvertise string
 	DataDir       string
-	// Peers is the initial cluster, this node included. A node without
-	// Raft state bootstraps with it; with a single entry the node forms a
-	// one-node cluster alone. Empty: wait to be added by an existing cluster.
+	// Peers are the nodes of the cluster file, this node included: the
+	// voters a new cluster is formed with (Bootstrap), and the nodes a
+	// node without Raft state asks which cluster it may be added to
+	// (join.go). Empty: a node without state knows nobody to ask and
+	// accepts Raft traffic from nobody (without TLS, from anyone).
 	Peers []Peer
+	// Bootstrap allows a node without Raft state to form a new cluster of
+	// Peers, once every one of them answers and holds no cluster either
+	// (bootstrap.go). Without it such a node waits to be added. A node with
+	// state ignores it. A single-entry Peers bootstraps at once.
+	Bootstrap bool
 
 	// FSMNoSync skips the state machine's fsync (see fsm.Config.NoSync):
 	// the Raft log is fsynced and holds every entry. On by default: it
@@ -156,8 +163,11 @@ func (c Config) Validate() error {
 		}
 		seen[p.ID] = true
 	}
-	if len(c.Peers) > 0 && !seen[c.NodeID] {
-		return fmt.Errorf("raftstore: Peers does not include this node %q", c.NodeID)
+	if c.Bootstrap && len(c.Peers) == 0 {
+		return errors.New("raftstore: Bootstrap needs Peers: the voters of the new cluster")
+	}
+	if c.Bootstrap && !seen[c.NodeID] {
+		return fmt.Errorf("raftstore: Peers does not include this node %q: it cannot bootstrap a cluster without it", c.NodeID)
 	}
 	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 {
 		return errors.New("raftstore: ApplyTimeout and DialTimeout must be positive")

@@ -41,6 +41,9 @@ var (
 	ErrQuorumAtRisk = errors.New("removal would leave no reachable quorum")
 	// ErrNotCaughtUp: a non-voter to be promoted is unreachable or behind.
 	ErrNotCaughtUp = errors.New("non-voter not caught up")
+	// ErrReservedKey: a KV key that begins with a NUL byte is idemgate's
+	// own (reserved.go); nothing was read or proposed.
+	ErrReservedKey = errors.New("reserved key: keys that begin with a NUL byte are idemgate's own")
 )
 
 // Unavailable reports whether err means the store could not serve the call

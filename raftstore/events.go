@@ -72,7 +72,9 @@ func (s *Store) memberSet() map[raft.ServerID]raft.Server {
 // logMembers logs how the configuration differs from was, and returns it.
 func (s *Store) logMembers(was map[raft.ServerID]raft.Server) map[raft.ServerID]raft.Server {
 	now := s.memberSet()
-	if now == nil || was == nil {
+	// A node's first configuration (it bootstrapped, or was added) is not
+	// a membership change: awaitCluster says it once.
+	if now == nil || len(was) == 0 {
 		return now
 	}
 	for id, srv := range now {

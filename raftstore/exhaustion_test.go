@@ -105,7 +105,7 @@ func TestForwardFrameLimits(t *testing.T) {
 	target := c.Cfgs[leader].RaftBind
 	member := loadSource(t, dir, dir, c.Cfgs[(leader+1)%3].NodeID)
 	open := func() net.Conn {
-		conn, err := dialProto(target, time.Second, protoForward, member.PeerClient(""))
+		conn, err := dialProto(target, time.Second, protoForward, fsm.ClusterID{}, member.PeerClient("", nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // Forwarding (frame.go has the protocol): a follower's calls to the leader,
@@ -42,8 +44,8 @@ type fwdClient struct {
 	closed   bool
 }
 
-func dialForward(addr string, timeout time.Duration, tlsCfg *tls.Config, maxFrame uint32) (*fwdClient, error) {
-	conn, err := dialProto(addr, timeout, protoForward, tlsCfg)
+func dialForward(addr string, timeout time.Duration, cluster fsm.ClusterID, tlsCfg *tls.Config, maxFrame uint32) (*fwdClient, error) {
+	conn, err := dialProto(addr, timeout, protoForward, cluster, tlsCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -381,7 +383,7 @@ func (s *Store) fwdClientFor(id, addr string) (*fwdClient, error) {
 	if c := s.fwd[target]; c != nil && c.alive() {
 		return c, nil
 	}
-	c, err := dialForward(target, s.cfg.DialTimeout, s.peerClientTLS(id), s.maxFrame())
+	c, err := dialForward(target, s.cfg.DialTimeout, s.clusterID(), s.peerClientTLS(id), s.maxFrame())
 	if err != nil {
 		return nil, err
 	}

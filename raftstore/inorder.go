@@ -30,6 +30,11 @@ import (
 // Op is one typed command of a pipeline, made by the Op functions below.
 type Op struct{ cmd fsm.Command }
 
+// Err is the refusal ApplyInOrder will answer the op with before sending
+// anything (a reserved key); a face may ask first, to refuse a command of
+// many ops whole.
+func (o Op) Err() error { return CheckKVKey(o.cmd.Key) }
+
 // KVPutOp is a KVPut in a pipeline.
 func KVPutOp(r KVPutRequest) Op { return Op{r.command()} }
 
@@ -65,7 +70,7 @@ func (s Commands) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
 	for i := range ops {
 		c := ops[i].cmd
 		c.ReqID = newOpID()
-		out[i].Res, out[i].Err = s.Propose(ctx, &c)
+		out[i].Res, out[i].Err = s.proposeKV(ctx, &c)
 	}
 	return out
 }
@@ -87,12 +92,18 @@ func (s *Store) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
 	for i := range ops {
 		cmds[i] = ops[i].cmd
 		cmds[i].ReqID = s.newReqID()
+		if out[i].Err = ops[i].Err(); out[i].Err != nil {
+			continue // never sent, nor applied below
+		}
 		if cmds[i].Validate() == nil { // else never sent: Apply below says why
 			data[i] = cmds[i].Encode(make([]byte, 0, 64+len(cmds[i].Key)+len(cmds[i].Value)))
 		}
 	}
 	waits := s.sendInOrder(ctx, data)
 	for i, wait := range waits {
+		if out[i].Err != nil {
+			continue // refused before it was sent
+		}
 		if wait != nil {
 			out[i].Res, out[i].Err = wait(ctx)
 		}

@@ -2,10 +2,14 @@ package raftstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // Membership changes. Any node may be asked; the change is made by the
@@ -185,26 +189,38 @@ func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error
 }
 
 // probeNode checks, before node id becomes a member, that it answers at
-// addr, and with PeerTLS that its certificate names id. A voter that cannot
-// be reached counts against the quorum from the moment it is added: a few
-// added at once, by mistake or by whoever holds a member's key, would leave
-// the cluster without a majority, for good. A member at that address
-// already is not probed (re-adding it changes nothing).
+// addr (with PeerTLS: with a certificate naming id, not one this cluster
+// removed), and that it is free to join: it holds no configuration of
+// another cluster. A voter that cannot be reached counts against the quorum
+// from the moment it is added: a few added at once, by mistake or by
+// whoever holds a member's key, would leave the cluster without a
+// majority, for good. A member at that address already is not probed
+// (re-adding it changes nothing).
 func (s *Store) probeNode(ctx context.Context, cfg raft.Configuration, id, addr string) error {
 	for _, srv := range cfg.Servers {
 		if string(srv.ID) == id && string(srv.Address) == addr {
 			return nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*s.cfg.DialTimeout)
-	defer cancel()
-	c, err := dialForward(s.dialAddr(id, addr), s.cfg.DialTimeout, s.peerClientTLS(id), s.maxFrame())
-	if err == nil {
-		defer c.close()
-		_, err = c.call(ctx, fwdClock, nil)
-	}
+	h, err := s.askHello(id, addr)
 	if err != nil {
+		var pe *certs.PeerError
+		if errors.As(err, &pe) && pe.Reason == "removed_certificate" {
+			return fmt.Errorf("%w: node %q at %s presents the certificate it had when it was removed: "+
+				"issue it a new one (idemgate certs --config FILE --node %s) before adding it again", ErrMembership, id, addr, id)
+		}
 		return fmt.Errorf("%w: node %q at %s did not answer (start it before adding it): %v", ErrUnreachableNode, id, addr, err)
+	}
+	// A node holding another cluster's state (its id differs from ours)
+	// would bring that cluster's history along. Ids not yet given cannot
+	// tell: the first leader gives one within a moment.
+	if theirs, mine := h.cluster(), s.clusterID(); !theirs.IsZero() && !mine.IsZero() && theirs != mine {
+		what := "holds the data of"
+		if h.State == helloWaiting {
+			what = "waits to join"
+		}
+		return fmt.Errorf("%w: node %q at %s %s another cluster (id %s): "+
+			"stop it and empty its data directory before adding it", ErrMembership, id, addr, what, theirs)
 	}
 	return nil
 }
@@ -294,7 +310,17 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []
 				return fmt.Errorf("%w: leadership handed on; the new leader removes %q", errRetry, id)
 			}
 		}
-		s.logger.Info("removing a member", "member", id, "forced", force)
+		// The certificates it was seen with are refused from now on, by
+		// every member and by every node waiting to join: recorded before
+		// the removal, so no moment passes in which it is out of the
+		// configuration but its certificate still opens doors.
+		fps := s.members.seenCerts(id)
+		if res, err := s.Apply(ctx, fsm.MemberRemovedCommand(id, fps)); err != nil {
+			return err
+		} else if err := res.Err(); err != nil {
+			return err
+		}
+		s.logger.Info("removing a member", "member", id, "forced", force, "certificates_refused", len(fps))
 		return s.waitFuture(ctx, s.raft.RemoveServer(cur.ID, 0, s.cfg.ApplyTimeout))
 	}
 	return fmt.Errorf("%w: unknown membership change %q", ErrMembership, kind)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -273,7 +272,7 @@ func TestNonvoterAddAndPromote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := TestConfig("n4", addrs[0], filepath.Join(c.Dir, "n4"), nil)
+	cfg := c.JoinConfig("n4", addrs[0])
 	n4, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +340,7 @@ func TestPromoteUnreachableLearner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n4, err := Open(TestConfig("n4", addrs[0], filepath.Join(c.Dir, "n4"), nil))
+	n4, err := Open(c.JoinConfig("n4", addrs[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

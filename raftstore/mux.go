@@ -3,6 +3,7 @@ package raftstore
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -12,15 +13,29 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // The first byte of every connection to the Raft port says who it is for,
 // so one port carries both Raft and forwarding (as rqlite's tcp.Mux does).
 // With TLS the byte is the first one inside the TLS stream: the handshake,
 // which checks the peer's certificate and membership, comes before it.
+//
+// After the protocol byte comes the dialling node's cluster id (16 bytes,
+// zero while it knows none): a node refuses Raft and forwarding from
+// another cluster (admit), whatever certificate the dialler holds. So
+// every connection opens with
+//
+//	proto (1) | cluster id (16)
+//
+// protoHello asks a node what it is (hello.go): any node the CA vouches for
+// may ask, members or not, so a node being bootstrapped or added can learn
+// who its peers are before it accepts their Raft traffic.
 const (
 	protoRaft    byte = 'R'
 	protoForward byte = 'F'
+	protoHello   byte = 'H'
+	preambleLen       = 1 + len(fsm.ClusterID{})
 
 	// handshakeTimeout bounds an accepted connection's TLS handshake and
 	// first byte together: a peer that says nothing is closed.
@@ -40,6 +55,12 @@ type muxConfig struct {
 	// memberHost reports whether ip is the host of a member's address.
 	memberHost func(ip string) bool
 	reject     func(reason string)
+	// admit decides whether a connection for Raft or forwarding from node
+	// (the id its certificate names; "" without TLS), dialled by a member
+	// of cluster, may go on; a refusal names its reason (the metric label).
+	admit func(node string, cluster fsm.ClusterID) (reason string, err error)
+	// hello answers a protoHello connection (and closes it).
+	hello func(net.Conn)
 	// track is told each connection that passed the TLS handshake and the
 	// node it proved; the returned func is called when it closes.
 	track  func(c net.Conn, node string) (untrack func())
@@ -58,11 +79,14 @@ type mux struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup
+
+	logMu  sync.Mutex
+	logged map[string]refuseLog // by reason: the last line logged (refuse)
 }
 
 func newMux(ln net.Listener, cfg muxConfig) *mux {
 	m := &mux{cfg: cfg, ln: ln, slots: make(chan struct{}, cfg.maxConns), pending: map[string]int{},
-		raftConns: make(chan net.Conn, 16), closed: make(chan struct{})}
+		raftConns: make(chan net.Conn, 16), closed: make(chan struct{}), logged: map[string]refuseLog{}}
 	m.wg.Add(1)
 	go m.serve()
 	return m
@@ -100,7 +124,7 @@ func (m *mux) serve() {
 		backoff = 0
 		ip := remoteIP(c)
 		if !m.enter(ip) {
-			m.cfg.reject("too_many_pending")
+			m.refuse(c.RemoteAddr(), "", "too_many_pending", fmt.Errorf("over %d connections of %s in their handshake", maxPendingPerIP, ip))
 			c.Close()
 			continue
 		}
@@ -115,7 +139,7 @@ func (m *mux) serve() {
 				release = func() { <-m.slots }
 			default:
 				m.leave(ip)
-				m.cfg.reject("too_many_connections")
+				m.refuse(c.RemoteAddr(), "", "too_many_connections", fmt.Errorf("over %d connections from hosts that are not members", m.cfg.maxConns))
 				c.Close()
 				continue
 			}
@@ -167,15 +191,15 @@ func (c *slotConn) Close() error {
 func (m *mux) route(c net.Conn, ip string) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn := c
+	node := ""
 	if m.cfg.tls != nil {
 		tc := tls.Server(c, m.cfg.tls)
 		if err := tc.Handshake(); err != nil {
 			m.leave(ip)
-			m.cfg.reject(rejectReason(err))
+			m.refuse(c.RemoteAddr(), "", rejectReason(err), err)
 			c.Close()
 			return
 		}
-		node := ""
 		if pcs := tc.ConnectionState().PeerCertificates; len(pcs) > 0 {
 			node, _ = certs.NodeIDOf(pcs[0])
 		}
@@ -183,15 +207,29 @@ func (m *mux) route(c net.Conn, ip string) {
 		stc.untrack = m.cfg.track(stc, node)
 		conn = stc
 	}
-	var b [1]byte
-	_, err := io.ReadFull(conn, b[:])
+	var pre [preambleLen]byte
+	_, err := io.ReadFull(conn, pre[:])
 	m.leave(ip)
 	if err != nil {
 		conn.Close()
 		return
 	}
+	proto, cluster := pre[0], fsm.ClusterID(pre[1:])
+	switch proto {
+	case protoRaft, protoForward:
+		if reason, err := m.cfg.admit(node, cluster); err != nil {
+			m.refuse(c.RemoteAddr(), node, reason, err)
+			conn.Close()
+			return
+		}
+	case protoHello:
+	default:
+		m.refuse(c.RemoteAddr(), node, "bad_protocol", fmt.Errorf("unknown protocol byte %q", proto))
+		conn.Close()
+		return
+	}
 	c.SetDeadline(time.Time{})
-	switch b[0] {
+	switch proto {
 	case protoRaft:
 		select {
 		case m.raftConns <- conn:
@@ -200,10 +238,44 @@ func (m *mux) route(c net.Conn, ip string) {
 		}
 	case protoForward:
 		m.cfg.forward(conn)
-	default:
-		m.cfg.reject("bad_protocol")
-		conn.Close()
+	case protoHello:
+		m.cfg.hello(conn)
 	}
+}
+
+// refuse counts a refused connection and logs it with its source, at most
+// one line per reason every refuseLogEvery (the rest are counted in the
+// next line's repeated=N): a flood of strangers cannot flood the log.
+func (m *mux) refuse(from net.Addr, node, reason string, err error) {
+	m.cfg.reject(reason)
+	m.logMu.Lock()
+	l := m.logged[reason]
+	now := time.Now()
+	if !l.at.IsZero() && now.Sub(l.at) < refuseLogEvery {
+		l.repeated++
+		m.logged[reason] = l
+		m.logMu.Unlock()
+		return
+	}
+	m.logged[reason] = refuseLog{at: now}
+	m.logMu.Unlock()
+	attrs := []any{"from", from.String(), "reason", reason, "error", err}
+	if node != "" {
+		attrs = append(attrs, "peer_node", node)
+	}
+	if l.repeated > 0 {
+		attrs = append(attrs, "repeated", l.repeated)
+	}
+	m.cfg.logger.Warn("raft port: refused a connection", attrs...)
+}
+
+// refuseLogEvery is how often each reason of a refused connection is
+// logged at most.
+const refuseLogEvery = 10 * time.Second
+
+type refuseLog struct {
+	at       time.Time
+	repeated int
 }
 
 // slotTLSConn is a TLS connection over a slotConn: closing it frees the
@@ -251,6 +323,8 @@ type raftLayer struct {
 	m *mux
 	// dialTLS gives the client config for dialling addr (nil: plaintext).
 	dialTLS func(addr string) *tls.Config
+	// cluster is this node's cluster id, sent in every preamble.
+	cluster func() fsm.ClusterID
 }
 
 var _ raft.StreamLayer = (*raftLayer)(nil)
@@ -269,12 +343,13 @@ func (l *raftLayer) Close() error { l.m.close(); return nil }
 func (l *raftLayer) Addr() net.Addr { return l.m.cfg.advertise }
 
 func (l *raftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialProto(string(addr), timeout, protoRaft, l.dialTLS(string(addr)))
+	return dialProto(string(addr), timeout, protoRaft, l.cluster(), l.dialTLS(string(addr)))
 }
 
 // dialProto connects to a Raft port, completes the TLS handshake when
-// tlsCfg is set, and says which protocol follows.
-func dialProto(addr string, timeout time.Duration, proto byte, tlsCfg *tls.Config) (net.Conn, error) {
+// tlsCfg is set, and sends the preamble: which protocol follows, and the
+// dialler's cluster id.
+func dialProto(addr string, timeout time.Duration, proto byte, cluster fsm.ClusterID, tlsCfg *tls.Config) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
@@ -291,7 +366,7 @@ func dialProto(addr string, timeout time.Duration, proto byte, tlsCfg *tls.Confi
 		}
 		c = tc
 	}
-	if _, err := c.Write([]byte{proto}); err != nil {
+	if _, err := c.Write(append([]byte{proto}, cluster[:]...)); err != nil {
 		c.Close()
 		return nil, err
 	}

@@ -113,7 +113,7 @@ func (s Commands) ConsumeToken(ctx context.Context, key []byte) error {
 // KVSet writes a KV key: mode SetPlain, SetNX (fsm.ErrExists with the
 // current value in the result) or SetCAS on version (fsm.ErrVersionMismatch).
 func (s Commands) KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error) {
-	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeKVSet, Key: key, Value: value, TTL: ttl, Mode: mode, Version: version})
+	res, err := s.proposeKV(ctx, &fsm.Command{Type: fsm.TypeKVSet, Key: key, Value: value, TTL: ttl, Mode: mode, Version: version})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (s Commands) KVSet(ctx context.Context, key, value []byte, ttl time.Duratio
 // at that version (fsm.ErrVersionMismatch, with the current version, if
 // not).
 func (s Commands) KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error) {
-	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key, Version: version})
+	res, err := s.proposeKV(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key, Version: version})
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (r KVPutRequest) command() fsm.Command {
 // Code, with a nil error.
 func (s Commands) KVPut(ctx context.Context, r KVPutRequest) (*fsm.Result, error) {
 	c := r.command()
-	return s.Propose(ctx, &c)
+	return s.proposeKV(ctx, &c)
 }
 
 // KVIncr adds delta to the key's decimal integer value (absent: 0) in one
@@ -166,7 +166,7 @@ func (s Commands) KVPut(ctx context.Context, r KVPutRequest) (*fsm.Result, error
 // fsm.ErrNotInteger, fsm.ErrOverflow.
 func (s Commands) KVIncr(ctx context.Context, key []byte, delta int64) (*fsm.Result, error) {
 	c := incrCommand(key, delta)
-	res, err := s.Propose(ctx, &c)
+	res, err := s.proposeKV(ctx, &c)
 	if err != nil {
 		return nil, err
 	}
@@ -182,12 +182,19 @@ func incrCommand(key []byte, delta int64) fsm.Command {
 // the key); fsm.ErrNotFound without the key, fsm.ErrUnchanged when a
 // condition did not hold or there was no lifetime to remove.
 func (s Commands) KVExpire(ctx context.Context, key []byte, ttl time.Duration, flags byte) error {
-	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeKVExpire, Key: key, TTL: ttl, Flags: flags})
+	return s.applyKVErr(ctx, &fsm.Command{Type: fsm.TypeKVExpire, Key: key, TTL: ttl, Flags: flags})
 }
 
 // KVDelete removes a key (fsm.ErrNotFound if it has none).
 func (s Commands) KVDelete(ctx context.Context, key []byte) error {
-	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeKVDelete, Key: key})
+	return s.applyKVErr(ctx, &fsm.Command{Type: fsm.TypeKVDelete, Key: key})
+}
+
+func (s Commands) applyKVErr(ctx context.Context, c *fsm.Command) error {
+	if err := CheckKVKey(c.Key); err != nil {
+		return err
+	}
+	return s.applyErr(ctx, c)
 }
 
 func (s Commands) applyErr(ctx context.Context, c *fsm.Command) error {

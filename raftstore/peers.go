@@ -2,29 +2,54 @@ package raftstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/fsm"
 )
 
-// Who may speak on the Raft port. With Config.PeerTLS a peer proves a node
-// id with its certificate, and is accepted only if that node is a member of
-// the current Raft configuration: a certificate of a removed node, or of a
-// node nobody added, reaches nothing. The configuration is cached (refreshed
-// every members.every, and at once when an unknown id knocks, so a node an
-// admin has just added is let in without waiting); the cache is read on
-// raft's own dialling path, which must never wait for raft's main loop.
+// Who may speak on the Raft port, in two steps.
+//
+// In the TLS handshake (handshake) a peer proves a node id with its
+// certificate, and a certificate the cluster recorded for a removed node is
+// refused there, whoever presents it.
+//
+// After the preamble (admit), Raft and forwarding are let through only
+// from a node of this cluster: the preamble's cluster id must not be
+// another cluster's, and with TLS the node must be a member of the current
+// Raft configuration, or, on a node that has no configuration yet (it
+// waits to be added, or to bootstrap), a voter of the cluster it learned
+// from its peers (join.go). A certificate of a removed node, of a node
+// nobody added, or of another cluster reaches nothing. Hello (hello.go) is
+// answered to any node the CA vouches for.
+//
+// The configuration is cached (refreshed every members.every, and at once
+// when an unknown id knocks, so a node an admin has just added is let in
+// without waiting); the cache is read on raft's own dialling path, which
+// must never wait for raft's main loop.
 type members struct {
 	s     *Store
 	every time.Duration
 
 	mu      sync.Mutex
 	ids     map[string]string // id -> raft address; nil until raft reports a configuration
+	removed map[string]map[fsm.Fingerprint]bool
 	fetched time.Time
+
+	// seen holds, by node id, the certificates that node was seen with
+	// (newest last): a removal records them, so they are refused after.
+	seenMu sync.Mutex
+	seen   map[string][]fsm.Fingerprint
 
 	rejected *prometheus.CounterVec
 
@@ -34,12 +59,31 @@ type members struct {
 	hosts atomic.Pointer[map[string]bool] // IPs of the members' Raft addresses
 }
 
+// rejectReasons are every reason a Raft-port connection is refused for,
+// as idemgate_peer_rejected_total counts them: each series exists at 0 from
+// the start, so an alert on its increase fires on the first refusal.
+var rejectReasons = []string{
+	"no_certificate", "unknown_ca", "invalid_certificate", "no_identity", "not_member", "wrong_node",
+	"removed_certificate", "removed_member", "cluster_mismatch", "plaintext", "handshake", "handshake_timeout",
+	"bad_protocol", "too_many_pending", "too_many_connections",
+}
+
+// Limits of members.seen: a node renews its certificate now and then, and
+// only CA-signed ids get an entry.
+const (
+	maxSeenPerNode = 8
+	maxSeenNodes   = 1024
+)
+
 func newMembers(s *Store) *members {
 	m := &members{s: s, every: 250 * time.Millisecond, conns: map[net.Conn]string{},
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgate_peer_rejected_total",
 			Help: "Connections refused on the Raft port (before any of their bytes were read), or closed when their node was removed, by reason.",
-		}, []string{"reason"})}
+		}, []string{"reason"}), seen: map[string][]fsm.Fingerprint{}}
+	for _, r := range rejectReasons {
+		m.rejected.WithLabelValues(r)
+	}
 	var peers []string
 	for _, p := range s.cfg.Peers {
 		peers = append(peers, p.RaftAddr)
@@ -74,8 +118,10 @@ func (m *members) refresh() {
 	for _, srv := range f.Configuration().Servers {
 		ids[string(srv.ID)] = string(srv.Address)
 	}
+	removedNodes, _ := m.s.fsm.RemovedNodes()
 	m.mu.Lock()
 	m.ids = ids
+	m.removed = fingerprintSets(removedNodes)
 	m.mu.Unlock()
 	m.dropRemoved(ids)
 	var addrs []string
@@ -161,34 +207,106 @@ func (m *members) run(ctx context.Context) {
 	}
 }
 
-// allow decides whether node id may connect. Before raft has reported a
-// configuration the cluster file's peers are the members (any node the CA
-// vouches for, on a node started without peers to wait to be added); a node
-// whose configuration is empty (it is being added) accepts any node the CA
-// vouches for, since only a member can add it.
-func (m *members) allow(id string) error {
+// handshake is the TLS handshake's check of a peer (either end): a
+// certificate recorded for a removed node is refused. Every other
+// certificate is remembered for its node, so removing the node can record
+// it.
+func (m *members) handshake(id string, leaf *x509.Certificate) error {
+	fp := fsm.Fingerprint(sha256.Sum256(leaf.Raw))
+	m.mu.Lock()
+	dead := m.removed[id][fp]
+	m.mu.Unlock()
+	if !dead {
+		dead = m.s.join.removedCert(id, fp)
+	}
+	if dead {
+		return &certs.PeerError{Reason: "removed_certificate",
+			Err: fmt.Errorf("node %q was removed from the cluster and this certificate with it: a node added again needs a new certificate", id)}
+	}
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	fps := m.seen[id]
+	for _, f := range fps {
+		if f == fp {
+			return nil
+		}
+	}
+	if fps == nil && len(m.seen) >= maxSeenNodes {
+		return nil
+	}
+	if fps = append(fps, fp); len(fps) > maxSeenPerNode {
+		fps = fps[1:]
+	}
+	m.seen[id] = fps
+	return nil
+}
+
+// seenCerts returns the certificates node id was seen with.
+func (m *members) seenCerts(id string) []fsm.Fingerprint {
+	m.seenMu.Lock()
+	defer m.seenMu.Unlock()
+	return append([]fsm.Fingerprint(nil), m.seen[id]...)
+}
+
+// admit decides whether a Raft or forwarding connection from node (the id
+// its certificate proved; "" without TLS), whose dialler belongs to
+// cluster, may go on.
+func (m *members) admit(node string, cluster fsm.ClusterID) (reason string, err error) {
+	select {
+	case <-m.s.started:
+	case <-m.s.closing:
+		return "shutdown", ErrShutdown
+	}
+	if mine := m.s.clusterID(); !mine.IsZero() && !cluster.IsZero() && mine != cluster {
+		return "cluster_mismatch", fmt.Errorf("the peer belongs to cluster %s, this node to %s", cluster, mine)
+	}
 	for attempt := 0; attempt < 2; attempt++ {
 		if attempt == 1 {
 			m.refresh() // perhaps a node just added
 		}
 		m.mu.Lock()
 		ids := m.ids
-		_, member := ids[id]
+		_, member := ids[node]
 		m.mu.Unlock()
 		switch {
-		case member:
-			return nil
-		case ids == nil && len(m.s.cfg.Peers) == 0, ids != nil && len(ids) == 0:
-			return nil
-		case ids == nil:
-			for _, p := range m.s.cfg.Peers {
-				if p.ID == id {
-					return nil
-				}
-			}
+		case len(ids) > 0 && (member || m.s.cfg.PeerTLS == nil):
+			return "", nil
+		case len(ids) > 0:
+			continue
+		}
+		// No configuration yet: this node waits to be added (or to
+		// bootstrap). Only the voters of the cluster its peers named.
+		if reason, err = m.s.join.admit(node, cluster, attempt == 1); err == nil {
+			return "", nil
 		}
 	}
-	return fmt.Errorf("node %q is not a member of the cluster", id)
+	if err != nil {
+		return reason, err
+	}
+	return "not_member", fmt.Errorf("node %q is not a member of the cluster", node)
+}
+
+// fingerprintSets indexes removed nodes' certificates by node id.
+func fingerprintSets(rs []fsm.RemovedNode) map[string]map[fsm.Fingerprint]bool {
+	out := make(map[string]map[fsm.Fingerprint]bool, len(rs))
+	for _, r := range rs {
+		set := make(map[fsm.Fingerprint]bool, len(r.Fingerprints))
+		for _, fp := range r.Fingerprints {
+			set[fp] = true
+		}
+		out[r.ID] = set
+	}
+	return out
+}
+
+// memberList is ids as "n1, n2, n3", sorted.
+func memberList(ids map[string]string) string {
+	out := make([]string, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }
 
 // idAt returns the member whose raft address is addr ("" if none is known):
@@ -201,8 +319,15 @@ func (m *members) idAt(addr string) string {
 			return id
 		}
 	}
+	if len(m.ids) > 0 {
+		return ""
+	}
+	// No configuration yet: the cluster this node waits for, or the file.
+	if id := m.s.join.idAt(addr); id != "" {
+		return id
+	}
 	for _, p := range m.s.cfg.Peers {
-		if m.ids == nil && p.RaftAddr == addr {
+		if p.RaftAddr == addr {
 			return p.ID
 		}
 	}

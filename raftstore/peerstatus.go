@@ -177,7 +177,7 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 	var err error
 	if c == nil || !c.alive() {
 		timeout := min(w.s.cfg.DialTimeout, probeEvery)
-		c, err = dialForward(w.s.dialAddr(id, addr), timeout, w.s.peerClientTLS(id), w.s.maxFrame())
+		c, err = dialForward(w.s.dialAddr(id, addr), timeout, w.s.clusterID(), w.s.peerClientTLS(id), w.s.maxFrame())
 		if err == nil {
 			w.mu.Lock()
 			switch {

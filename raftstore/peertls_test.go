@@ -89,7 +89,7 @@ func forgedFrames(key string) [][]byte {
 func attackForward(t *testing.T, conn net.Conn, key string) bool {
 	t.Helper()
 	defer conn.Close()
-	msg := []byte{protoForward}
+	msg := append([]byte{protoForward}, make([]byte, len(fsm.ClusterID{}))...)
 	for _, f := range forgedFrames(key) {
 		msg = append(msg, f...)
 	}
@@ -109,7 +109,7 @@ func (l plainLayer) Accept() (net.Conn, error) { select {} }
 func (l plainLayer) Close() error              { return nil }
 func (l plainLayer) Addr() net.Addr            { return l.addr }
 func (l plainLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialProto(string(a), timeout, protoRaft, nil)
+	return dialProto(string(a), timeout, protoRaft, fsm.ClusterID{}, nil)
 }
 
 func TestPeerTLSRefusesOutsiders(t *testing.T) {
@@ -191,7 +191,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 		{"not a member", "not_member", loadSource(t, dir, dir, "n9")},
 	} {
 		beforeReason := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues(tc.reason))
-		attacker := tc.src.PeerClient("")
+		attacker := tc.src.PeerClient("", nil)
 		attacker.VerifyConnection = nil // an attacker trusts any server
 		conn, err := dialProtoRaw(target, attacker)
 		if err == nil && attackForward(t, conn, "planted-"+tc.name) {
@@ -270,7 +270,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	victim := (leader + 1) % 3
 	id := c.Cfgs[victim].NodeID
 	stolen := loadSource(t, dir, dir, id)
-	conn, err := dialProto(c.Cfgs[leader].RaftBind, time.Second, protoForward, stolen.PeerClient(""))
+	conn, err := dialProto(c.Cfgs[leader].RaftBind, time.Second, protoForward, fsm.ClusterID{}, stolen.PeerClient("", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	if _, err := c.Store(leader).KV(context.Background(), []byte("after-removal"), false); err != fsm.ErrNotFound {
 		t.Fatalf("the removed node's write: %v, want not found", err)
 	}
-	if again, err := dialProtoRaw(c.Cfgs[leader].RaftBind, stolen.PeerClient("")); err == nil && attackForward(t, again, "removed-again") {
+	if again, err := dialProtoRaw(c.Cfgs[leader].RaftBind, stolen.PeerClient("", nil)); err == nil && attackForward(t, again, "removed-again") {
 		t.Fatal("the removed node's key got a new connection answered")
 	}
 	if got := testutil.ToFloat64(c.Store(leader).members.rejected.WithLabelValues("removed_member")); got < 1 {

@@ -148,6 +148,10 @@ var notReadyChecks = []notReadyCheck{
 		func(s *Store) bool { return !s.Alive() }},
 	{"removed", "this node was removed from the cluster; add it again (POST /v1/cluster/nodes on a member) or stop it",
 		func(s *Store) bool { return s.Removed() }},
+	{"bootstrapping", "forming a new cluster: waiting until every node of the cluster file answers and holds no cluster (see this node's log)",
+		func(s *Store) bool { return s.cfg.Bootstrap && s.waiting() }},
+	{"waiting", "this node has no cluster yet: it waits to be added (POST /v1/cluster/nodes on a member); start every node with --bootstrap to form a new cluster",
+		func(s *Store) bool { return s.waiting() }},
 	{"disk low", "the disk is nearly full: writes are refused until space is freed",
 		func(s *Store) bool { return s.diskLow.Load() }},
 	{"no leader", "no leader is known: the cluster has no quorum, or an election is under way",
@@ -202,8 +206,12 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 	return s.fsm.Record(key, time.Now())
 }
 
-// KV returns the value of a KV key (linearizable unless local).
+// KV returns the value of a KV key (linearizable unless local); a
+// reserved key is refused (ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
+	if err := CheckKVKey(key); err != nil {
+		return fsm.KVEntry{}, err
+	}
 	if !local && !MutantLocalReads {
 		if err := s.Barrier(ctx); err != nil {
 			return fsm.KVEntry{}, err

@@ -30,10 +30,20 @@ type RecoverInfo struct {
 //
 // cfg is the node's own (NodeID, DataDir, FSMNoSync); voters must include
 // it. The data directory's lock keeps Recover from running beside the node.
-func Recover(cfg Config, voters []Peer) (RecoverInfo, error) {
+// Run as root, it leaves the directory's files to the directory's owner.
+func Recover(cfg Config, voters []Peer) (_ RecoverInfo, err error) {
 	if err := cfg.Validate(); err != nil {
 		return RecoverInfo{}, err
 	}
+	uid, gid, err := dirOwner(cfg.DataDir)
+	if err != nil {
+		return RecoverInfo{}, err
+	}
+	defer func() { // last, once every file is closed
+		if err == nil {
+			err = keepOwner(cfg.DataDir, uid, gid)
+		}
+	}()
 	if len(voters) == 0 {
 		return RecoverInfo{}, errors.New("raftstore: recover: no voters")
 	}

@@ -34,7 +34,8 @@ import (
 //
 // The whole file is checked before anything is written; a directory that
 // holds anything but a lock file is refused (restore into a new one); a
-// failure part way removes what was written.
+// failure part way removes what was written. Run as root, it leaves the
+// files to the owner of the directory (or of where it creates it).
 func Restore(cfg Config, path string) (BackupMeta, error) {
 	if err := cfg.Validate(); err != nil {
 		return BackupMeta{}, err
@@ -50,6 +51,10 @@ func Restore(cfg Config, path string) (BackupMeta, error) {
 		return meta, fmt.Errorf("%w: index %d, term %d: it holds no state", ErrBadBackup, meta.Index, meta.Term)
 	}
 	if err := checkEmptyDir(cfg.DataDir); err != nil {
+		return meta, err
+	}
+	uid, gid, err := dirOwner(cfg.DataDir)
+	if err != nil {
 		return meta, err
 	}
 	_, statErr := os.Stat(cfg.DataDir)
@@ -79,6 +84,9 @@ func Restore(cfg Config, path string) (BackupMeta, error) {
 		}
 		return meta, err
 	}
+	if err := keepOwner(cfg.DataDir, uid, gid); err != nil {
+		return meta, err
+	}
 	return meta, syncDir(cfg.DataDir)
 }
 
@@ -96,42 +104,38 @@ func restoreInto(cfg Config, path string, meta BackupMeta) error {
 	for _, p := range cfg.Peers {
 		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
 	}
-	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.advertise())) // encodes peers' addresses into the snapshot's metadata; nothing is sent
-	defer trans.Close()
-	sink, err := snaps.Create(raft.SnapshotVersionMax, meta.Index, meta.Term, conf, meta.Index, trans)
-	if err != nil {
-		return fmt.Errorf("raftstore: restore: %w", err)
-	}
-	// The file is read a second time, checked again as it is copied: it
-	// may have changed since it was verified.
-	if err := copyBackup(sink, path); err != nil {
-		sink.Cancel()
-		return err
-	}
-	if err := sink.Close(); err != nil {
-		return fmt.Errorf("raftstore: restore: %w", err)
-	}
-
-	_, rc, err := snaps.Open(sink.ID())
-	if err != nil {
-		return fmt.Errorf("raftstore: restore: %w", err)
-	}
+	// The state machine first, from the backup (checked again as it is
+	// read: the file may have changed since it was verified). A restored
+	// backup is a new cluster: the old one's id goes, and the new
+	// cluster's first leader gives it one of its own, so the old cluster's
+	// nodes and the new one's refuse each other's traffic.
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	f, err := fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: logger})
 	if err != nil {
-		rc.Close()
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
-	if err := f.Restore(rc); err != nil {
-		f.Close()
-		return fmt.Errorf("raftstore: restore: %w", err)
+	defer f.Close()
+	if err := restoreBackup(f, path); err != nil {
+		return err
 	}
 	if got := f.AppliedIndex(); got != meta.Index {
-		f.Close()
 		return fmt.Errorf("%w: the state inside is at index %d, the metadata names %d", ErrBadBackup, got, meta.Index)
+	}
+	if err := f.ClearClusterID(); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	// Then the Raft snapshot, written from that state, so the two agree.
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.advertise())) // encodes peers' addresses into the snapshot's metadata; nothing is sent
+	defer trans.Close()
+	sink, err := snaps.Create(raft.SnapshotVersionMax, meta.Index, meta.Term, conf, meta.Index, trans)
+	if err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	if err := f.SnapshotTo(sink); err != nil {
+		return fmt.Errorf("raftstore: restore: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
@@ -149,20 +153,25 @@ func restoreInto(cfg Config, path string, meta BackupMeta) error {
 	return logs.Close()
 }
 
-// copyBackup copies the state machine's snapshot out of the backup at path
-// into w; an error when the file does not check out to its end.
-func copyBackup(w io.Writer, path string) error {
-	f, err := os.Open(path)
+// restoreBackup restores the state machine's snapshot out of the backup at
+// path into f; an error when the file does not check out to its end.
+func restoreBackup(f *fsm.FSM, path string) error {
+	file, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("raftstore: restore: %w", err)
 	}
-	defer f.Close()
-	br, err := NewBackupReader(f)
+	defer file.Close()
+	br, err := NewBackupReader(file)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(w, br)
-	return err
+	if err := f.Restore(io.NopCloser(br)); err != nil {
+		if errors.Is(err, ErrBadBackup) {
+			return err
+		}
+		return fmt.Errorf("raftstore: restore: %w", err)
+	}
+	return nil
 }
 
 // verifyBackupFile checks the whole backup at path (VerifyBackup).

@@ -38,8 +38,9 @@ type Store struct {
 	snaps raft.SnapshotStore
 	trans *guardedTransport
 	mux   *mux
-	// members is who may connect to the Raft port (with PeerTLS).
+	// members is who may connect to the Raft port.
 	members *members
+	join    *joiner    // what a node without a configuration learned of its peers
 	peers   *peerWatch // the members' status, as this node's probes find it
 	coal    *coalescer // packs the commands proposed here into log entries
 	reads   *readGroup // linearizable reads share barriers
@@ -83,8 +84,9 @@ type Store struct {
 // followers catching up by a batch or two are served from memory.
 const logCacheSize = 4096
 
-// Open opens the node's data, starts Raft and, on a node without Raft
-// state, bootstraps the cluster from cfg.Peers.
+// Open opens the node's data and starts Raft. A node without Raft state
+// forms a new cluster of cfg.Peers only with cfg.Bootstrap, once all of
+// them answer and hold none (bootstrap.go); else it waits to be added.
 func Open(cfg Config) (s *Store, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -151,17 +153,18 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, fmt.Errorf("raftstore: advertise %s: %w", cfg.advertise(), err)
 	}
 	s.members = newMembers(s)
+	s.join = newJoiner(s)
 	s.peers = newPeerWatch(s)
 	s.coal = newCoalescer(s)
 	s.reads = &readGroup{barrier: s.barrier, timeout: cfg.ApplyTimeout}
-	mc := muxConfig{advertise: adv, forward: s.serveForward, maxConns: cfg.MaxPeerConns,
-		reject: s.members.reject, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
+	mc := muxConfig{advertise: adv, forward: s.serveForward, hello: s.serveHello, maxConns: cfg.MaxPeerConns,
+		reject: s.members.reject, admit: s.members.admit, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
 	if cfg.PeerTLS != nil {
-		mc.tls = cfg.PeerTLS.PeerServer(s.members.allow)
+		mc.tls = cfg.PeerTLS.PeerServer(s.members.handshake)
 	}
 	s.mux = newMux(ln, mc)
 	s.trans = &guardedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: &raftLayer{m: s.mux, dialTLS: func(addr string) *tls.Config {
+		Stream: &raftLayer{m: s.mux, cluster: s.clusterID, dialTLS: func(addr string) *tls.Config {
 			return s.peerClientTLS(s.members.idAt(addr))
 		}},
 		MaxPool:               3,
@@ -180,12 +183,9 @@ func Open(cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: %w", err)
 	}
-	if !has && len(cfg.Peers) > 0 {
-		var servers []raft.Server
-		for _, p := range cfg.Peers {
-			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr), Suffrage: raft.Voter})
-		}
-		if err := raft.BootstrapCluster(rc, s.cache, s.logs, s.snaps, s.trans, raft.Configuration{Servers: servers}); err != nil {
+	if !has && cfg.Bootstrap && len(cfg.Peers) == 1 {
+		// A one-node cluster has nobody to ask first.
+		if err := raft.BootstrapCluster(rc, s.cache, s.logs, s.snaps, s.trans, s.bootstrapConfiguration()); err != nil {
 			return nil, fmt.Errorf("raftstore: bootstrap: %w", err)
 		}
 	}
@@ -201,7 +201,9 @@ func Open(cfg Config) (s *Store, err error) {
 	s.stop = cancel
 	s.sweeper = ttl.NewSweeper(s, cfg.Sweeper, nil, s.logger)
 	s.clock.s = s
-	s.bg.Add(8)
+	s.bg.Add(10)
+	go func() { defer s.bg.Done(); s.awaitCluster(ctx) }()
+	go func() { defer s.bg.Done(); s.giveClusterID(ctx) }()
 	go func() { defer s.bg.Done(); s.coal.run(ctx) }()
 	go func() { defer s.bg.Done(); s.members.run(ctx) }()
 	go func() { defer s.bg.Done(); s.peers.run(ctx) }()
@@ -294,12 +296,13 @@ func (s *Store) trackConn(c net.Conn, add bool) {
 }
 
 // peerClientTLS is the TLS config for dialling node id ("" when unknown:
-// any member's certificate), or nil without PeerTLS.
+// any member's certificate), or nil without PeerTLS. A certificate the
+// cluster removed is refused on this side too.
 func (s *Store) peerClientTLS(id string) *tls.Config {
 	if s.cfg.PeerTLS == nil {
 		return nil
 	}
-	return s.cfg.PeerTLS.PeerClient(id)
+	return s.cfg.PeerTLS.PeerClient(id, s.members.handshake)
 }
 
 // dialAddr is the address to dial for peer id (a test proxy, or addr).

@@ -54,10 +54,15 @@ func (c *TestCluster) Store(i int) *Store {
 }
 
 // TestConfig is the config of node id of a test cluster: fast timeouts
-// suited to loopback, quiet logs.
+// suited to loopback, quiet logs. A node among peers bootstraps with them
+// (as every node of a new cluster started with --bootstrap); one that is
+// not waits to be added, asking peers which cluster it joins.
 func TestConfig(id, addr, dir string, peers []Peer) Config {
 	c := DefaultConfig()
 	c.NodeID, c.RaftBind, c.DataDir, c.Peers = id, addr, dir, peers
+	for _, p := range peers {
+		c.Bootstrap = c.Bootstrap || p.ID == id
+	}
 	c.HeartbeatTimeout = 400 * time.Millisecond
 	c.ElectionTimeout = 400 * time.Millisecond
 	c.LeaderLeaseTimeout = 200 * time.Millisecond
@@ -79,6 +84,20 @@ func TestConfig(id, addr, dir string, peers []Peer) Config {
 // the test ends.
 func StartTestCluster(tb TB, n int, tweak func(*Config)) *TestCluster {
 	tb.Helper()
+	c := NewTestCluster(tb, n, tweak)
+	for i := range c.Cfgs {
+		c.Start(i)
+	}
+	c.WaitLeader(10 * time.Second)
+	c.WaitClusterID(10 * time.Second)
+	return c
+}
+
+// NewTestCluster configures n nodes on free loopback ports without starting
+// them (Start does); they bootstrap together. tweak, if not nil, adjusts
+// each node's config. The cluster is closed when the test ends.
+func NewTestCluster(tb TB, n int, tweak func(*Config)) *TestCluster {
+	tb.Helper()
 	c := &TestCluster{tb: tb, Dir: tb.TempDir()}
 	addrs, err := loopback.FreeAddrs(n)
 	if err != nil {
@@ -88,18 +107,44 @@ func StartTestCluster(tb TB, n int, tweak func(*Config)) *TestCluster {
 	for i, a := range addrs {
 		peers = append(peers, Peer{ID: fmt.Sprintf("n%d", i+1), RaftAddr: a})
 	}
-	for i, p := range peers {
+	for _, p := range peers {
 		cfg := TestConfig(p.ID, p.RaftAddr, filepath.Join(c.Dir, p.ID), peers)
 		if tweak != nil {
 			tweak(&cfg)
 		}
 		c.Cfgs = append(c.Cfgs, cfg)
 		c.Stores = append(c.Stores, nil)
-		c.Start(i)
 	}
 	tb.Cleanup(c.Close)
-	c.WaitLeader(10 * time.Second)
 	return c
+}
+
+// WaitClusterID waits until every running node has applied the cluster id
+// its first leader gave (a command of its own: tests comparing state
+// hashes start after it).
+func (c *TestCluster) WaitClusterID(timeout time.Duration) {
+	c.tb.Helper()
+	for deadline := time.Now().Add(timeout); ; {
+		given := true
+		for _, s := range c.stores() {
+			if s != nil && s.FSM().ClusterID().IsZero() {
+				given = false
+			}
+		}
+		if given {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("no cluster id applied on every node within %s", timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// JoinConfig is the config of a new node id at addr, to be added to the
+// cluster: it knows the cluster's nodes and waits to be added.
+func (c *TestCluster) JoinConfig(id, addr string) Config {
+	return TestConfig(id, addr, filepath.Join(c.Dir, id), c.Cfgs[0].Peers)
 }
 
 // Start (re)starts node i from its files.

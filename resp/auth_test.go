@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"crypto/sha256"
 	"errors"
 	"strings"
 	"testing"
@@ -15,24 +16,32 @@ var errUnknownSecret = errors.New("unknown secret")
 
 // testAuth knows two tokens: "app-secret" may write, "read-secret" may
 // only read.
-func testAuth(secret []byte) (Grant, error) {
-	switch string(secret) {
-	case "app-secret":
-		return Grant{Name: "app", Write: true}, nil
-	case "read-secret":
-		return Grant{Name: "reader"}, nil
-	}
-	return Grant{}, errUnknownSecret
+func testAuth(sum [sha256.Size]byte) (Grant, error) {
+	return authOf(map[string]Grant{"app-secret": {Name: "app", Write: true}, "read-secret": {Name: "reader"}})(sum)
 }
 
-// TestAuth: with tokens, nothing runs before AUTH (NOAUTH, as Redis says
-// it); a wrong secret is WRONGPASS; the read role reads and is refused
+// authOf is an AuthFunc that knows the secrets of tokens.
+func authOf(tokens map[string]Grant) AuthFunc {
+	sums := map[[sha256.Size]byte]Grant{}
+	for secret, g := range tokens {
+		sums[sha256.Sum256([]byte(secret))] = g
+	}
+	return func(sum [sha256.Size]byte) (Grant, error) {
+		if g, ok := sums[sum]; ok {
+			return g, nil
+		}
+		return Grant{}, errUnknownSecret
+	}
+}
+
+// TestAuth: with tokens, nothing but PING runs before AUTH (NOAUTH, as
+// Redis says it); a wrong secret is WRONGPASS; the read role reads and is refused
 // writes (NOPERM); go-redis authenticates through HELLO 3 AUTH and AUTH.
 func TestAuth(t *testing.T) {
 	srv := startServer(t, memstore.New(t), "mem", func(c *Config) { c.Auth = testAuth })
 	raw := dialRaw(t, srv.Addr())
 	raw.send("PING\r\nGET k\r\nAUTH wrong\r\nAUTH bob app-secret\r\nHELLO 3\r\nAUTH app-secret\r\nSET k v\r\n")
-	want := []string{"-NOAUTH Authentication required.\r\n", "-NOAUTH Authentication required.\r\n",
+	want := []string{"+PONG\r\n", "-NOAUTH Authentication required.\r\n",
 		"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
 		"-WRONGPASS invalid username-password pair or user is disabled.\r\n"}
 	got := raw.replies(6)
@@ -74,4 +83,66 @@ func TestAuth(t *testing.T) {
 		r[1] != "+OK\r\n" || r[2] != "$1\r\nv\r\n" {
 		t.Fatalf("without auth: %q", r)
 	}
+}
+
+// TestReloadRevokes: a reload (SetAuth) closes, before it returns, every
+// open connection whose token it removed or took writing from, and such a
+// connection runs nothing it sent after; connections whose token stays
+// (with as much or more) are untouched and keep what they had, and so do
+// unauthenticated ones, which stay unauthenticated.
+func TestReloadRevokes(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
+		c.Auth = authOf(map[string]Grant{"gone": {Name: "gone", Write: true}, "stays": {Name: "stays", Write: true},
+			"shrinks": {Name: "shrinks", Write: true}, "grows": {Name: "grows"}})
+	})
+	conns := map[string]*rawConn{}
+	for _, secret := range []string{"gone", "stays", "shrinks", "grows", ""} {
+		c := dialRaw(t, srv.Addr())
+		if secret != "" {
+			c.send("AUTH " + secret + "\r\n")
+			c.expect("AUTH "+secret, []string{"+OK\r\n"})
+		}
+		c.send("PING\r\n")
+		c.expect("PING", []string{"+PONG\r\n"})
+		conns[secret] = c
+	}
+	// One that was mid-transaction and one pooled by a client library.
+	conns["gone"].send("MULTI\r\n")
+	conns["gone"].expect("MULTI", []string{"+OK\r\n"})
+	ctx := ctxT(t, 20*time.Second)
+	lib := client(t, srv.Addr(), func(o *redis.Options) { o.Password, o.PoolSize, o.MaxRetries = "gone", 1, -1 })
+	if err := lib.Set(ctx, "lib", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.SetAuth(authOf(map[string]Grant{"stays": {Name: "stays", Write: true}, "shrinks": {Name: "shrinks"},
+		"grows": {Name: "grows", Write: true}, "new": {Name: "new", Write: true}}))
+
+	for _, secret := range []string{"gone", "shrinks"} {
+		c := conns[secret]
+		c.send("SET after-" + secret + " 1\r\n") // never run: the server closed the connection
+		if !c.closed() {
+			t.Fatalf("the connection of %q is open after the reload", secret)
+		}
+	}
+	if err := lib.Set(ctx, "lib", "2", 0).Err(); err == nil {
+		t.Fatal("go-redis's pooled connection with a revoked token still writes")
+	}
+	if err := lib.Get(ctx, "lib").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+		t.Fatalf("go-redis reconnecting with a revoked token: %v, want WRONGPASS", err)
+	}
+	stays := conns["stays"]
+	stays.send("SET k v\r\nGET after-gone\r\nGET after-shrinks\r\nGET lib\r\n")
+	stays.expect("the token that stays", []string{"+OK\r\n", "$-1\r\n", "$-1\r\n", "$1\r\n1\r\n"})
+	grows := conns["grows"]
+	grows.send("GET k\r\nSET k w\r\n")
+	grows.expect("the token that grew", []string{"$1\r\nv\r\n",
+		"-NOPERM User grows has no permissions to run the 'set' command\r\n"})
+	unauth := conns[""]
+	unauth.send("PING\r\nGET k\r\n")
+	unauth.expect("the unauthenticated connection", []string{"+PONG\r\n", "-NOAUTH Authentication required.\r\n"})
+	again := dialRaw(t, srv.Addr())
+	again.send("AUTH gone\r\nAUTH shrinks\r\nSET k x\r\nAUTH new\r\nSET k x\r\n")
+	again.expect("new connections", []string{"-WRONGPASS invalid username-password pair or user is disabled.\r\n", "+OK\r\n",
+		"-NOPERM User shrinks has no permissions to run the 'set' command\r\n", "+OK\r\n", "+OK\r\n"})
 }

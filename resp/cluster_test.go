@@ -228,7 +228,9 @@ func TestGoRedisEveryCommand(t *testing.T) {
 			c.fails("IDEM.CONSUME bad token", w.Do(ctx, "IDEM.CONSUME", "checkout", "nope").Err(), "ERR token must be a uuid")
 
 			// What is not supported says so.
-			c.fails("MULTI", r.Do(ctx, "MULTI").Err(), "ERR MULTI is not supported")
+			_, err = w.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Set(ctx, k("tx"), "1", 0).Err() })
+			c.fails("MULTI/EXEC", err, "EXECABORT Transaction discarded")
+			c.int("EXISTS after a transaction", r.Exists(ctx, k("tx")), 0)
 			c.fails("EVAL", r.Do(ctx, "EVAL", "return 1", 0).Err(), "ERR EVAL is not supported")
 			c.fails("unknown", r.Do(ctx, "FOO", "bar").Err(), "ERR unknown command 'FOO', with args beginning with: 'bar'")
 		})

@@ -44,7 +44,7 @@ func register(cmds ...*command) {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"multi", "exec", "discard", "watch", "unwatch", "eval", "evalsha", "eval_ro",
+var unsupported = []string{"watch", "unwatch", "eval", "evalsha", "eval_ro",
 	"evalsha_ro", "fcall", "fcall_ro", "function", "script", "subscribe", "psubscribe", "ssubscribe",
 	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
 
@@ -52,6 +52,10 @@ var unsupported = []string{"multi", "exec", "discard", "watch", "unwatch", "eval
 // may run it now; refusal is the error reply when not. c.lastCmd is set
 // to the name the metrics count it under.
 func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
+	if c.revoked.Load() {
+		c.quit = true // its token was revoked: the connection is closed
+		return nil, msgNoAuth
+	}
 	name := strings.ToLower(string(args[0]))
 	cmd, ok := commands[name]
 	if !ok {
@@ -59,20 +63,25 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 		for _, u := range unsupported {
 			if name == u {
 				c.lastCmd = u
-				return nil, fmt.Sprintf(msgNotSupported, strings.ToUpper(name))
 			}
+		}
+		switch {
+		case c.preAuth(): // before AUTH, nothing is said of commands
+			return nil, msgNoAuth
+		case c.lastCmd != "unknown":
+			return nil, fmt.Sprintf(msgNotSupported, strings.ToUpper(name))
 		}
 		return nil, unknownCommand(args)
 	}
 	c.lastCmd = cmd.name
+	if !cmd.preAuth && c.preAuth() {
+		return nil, msgNoAuth
+	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		return nil, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name)
 	}
-	if !c.authed && !cmd.preAuth && c.s.authFunc() != nil {
-		return nil, msgNoAuth
-	}
-	if cmd.write && c.authed && !c.grant.Write {
-		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", c.grant.Name, cmd.name)
+	if sess := c.sess.Load(); cmd.write && sess != nil && !sess.grant.Write {
+		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", sess.grant.Name, cmd.name)
 	}
 	return cmd, ""
 }

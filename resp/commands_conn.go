@@ -18,7 +18,7 @@ const redisVersion = "7.0.0"
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, kind: kindConn, flags: []string{"fast"}, conn: cmdPing},
+		&command{name: "ping", arity: -1, kind: kindConn, flags: []string{"fast"}, preAuth: true, conn: cmdPing},
 		&command{name: "echo", arity: 2, kind: kindConn, flags: []string{"fast"}, conn: func(c *conn, a [][]byte) { c.w.bulk(a[1]) }},
 		&command{name: "hello", arity: -1, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdHello},
 		&command{name: "auth", arity: -2, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdAuth},
@@ -77,27 +77,6 @@ func cmdAuth(c *conn, a [][]byte) {
 	c.w.ok()
 }
 
-// authenticate checks a secret; the error reply when it is refused.
-func (c *conn) authenticate(user string, secret []byte, passwordOnly bool) string {
-	fn := c.s.authFunc()
-	if fn == nil {
-		if passwordOnly {
-			return msgNoPassword
-		}
-		if user != "default" {
-			return msgWrongPass
-		}
-		return "" // the default user has no password: anything goes, as in Redis
-	}
-	g, err := fn(secret)
-	if err != nil || (user != "default" && user != g.Name) {
-		c.s.logger.Debug("resp: authentication refused", "remote", c.ip, "user", user)
-		return msgWrongPass
-	}
-	c.authed, c.grant = true, g
-	return ""
-}
-
 // cmdHello: HELLO [protover [AUTH user secret] [SETNAME name]].
 func cmdHello(c *conn, a [][]byte) {
 	proto := c.proto
@@ -131,7 +110,7 @@ func cmdHello(c *conn, a [][]byte) {
 			return
 		}
 	}
-	if !c.authed && c.s.authFunc() != nil {
+	if c.preAuth() {
 		c.w.errorLine("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
@@ -219,8 +198,8 @@ func cmdClient(c *conn, a [][]byte) {
 // fields idemgate has).
 func (c *conn) info() string {
 	user := "default"
-	if c.authed {
-		user = c.grant.Name
+	if sess := c.sess.Load(); sess != nil {
+		user = sess.grant.Name
 	}
 	flags := "N"
 	if c.readonly {

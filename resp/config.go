@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,7 +42,8 @@ type Config struct {
 	// OpTimeout bounds one pipeline step's wait for the store.
 	OpTimeout time.Duration
 	// Auth, when set, makes clients authenticate (AUTH, HELLO ... AUTH)
-	// before any other command; see AuthFunc. SetAuth replaces it.
+	// before any other command; see AuthFunc. SetAuth replaces it, and
+	// closes the connections whose token it revokes.
 	Auth   AuthFunc
 	Logger *slog.Logger
 }
@@ -52,9 +54,11 @@ type Grant struct {
 	Write bool   // may write KV keys and spend and issue form tokens; else reads only
 }
 
-// AuthFunc checks a secret (what AUTH carries) and tells what it grants;
-// an error for a secret it does not know.
-type AuthFunc func(secret []byte) (Grant, error)
+// AuthFunc tells what the secret whose SHA-256 is sum grants (AUTH
+// carries the secret); an error for a secret it does not know. The
+// listener hashes the secret at once and keeps only the hash, so that a
+// reload (SetAuth) can check an open connection's credential again.
+type AuthFunc func(sum [sha256.Size]byte) (Grant, error)
 
 // DefaultConfig is the listener's defaults; Addr is left to the caller.
 func DefaultConfig() Config {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,10 +25,16 @@ type conn struct {
 	libName  string
 	libVer   string
 	readonly bool // READONLY: reads are this node's applied state, not linearized
-	authed   bool
-	grant    Grant
-	quit     bool // QUIT: close once the replies so far are written
-	lastCmd  string
+	// sess is what AUTH granted (nil before); revoked is set when a
+	// reload took it away (auth.go). Both are read by SetAuth's goroutine.
+	sess    atomic.Pointer[session]
+	revoked atomic.Bool
+	// refused counts the requests refused before authentication: the
+	// connection is closed at preAuthRefusals.
+	refused int
+	quit    bool // QUIT: close once the replies so far are written
+	lastCmd string
+	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
 }
 
 // request is one command as read.
@@ -36,11 +43,25 @@ type request struct {
 	start time.Time
 }
 
+// preAuthRefusals is how many refused requests (NOAUTH, WRONGPASS, any
+// error) a connection that has not authenticated gets answered before it
+// is closed: enough for a client library's connection set-up (go-redis
+// sends HELLO and two CLIENT SETINFO before the first command) to leave
+// its first command's NOAUTH to the caller, too few to make an
+// unauthenticated connection worth keeping.
+const preAuthRefusals = 5
+
 func (c *conn) serve() {
 	for !c.quit {
 		batch, perr := c.readBatch()
 		if len(batch) > 0 {
+			errs, pre := c.w.errors, c.preAuth()
 			c.run(batch)
+			if pre && c.w.errors != errs && c.preAuth() {
+				if c.refused++; c.refused >= preAuthRefusals {
+					c.quit = true
+				}
+			}
 		}
 		if perr != nil {
 			var pe *ProtocolError
@@ -56,6 +77,11 @@ func (c *conn) serve() {
 		}
 	}
 }
+
+// preAuth: tokens are configured and this connection has not
+// authenticated; it reads one request at a time, under the pre-AUTH limits
+// (reader.go), so an AUTH changes the limits of the request after it.
+func (c *conn) preAuth() bool { return c.sess.Load() == nil && c.s.authFunc() != nil }
 
 func (c *conn) flush() error {
 	if c.w.bw.Buffered() == 0 {
@@ -73,7 +99,8 @@ func (c *conn) readBatch() ([]request, error) {
 	var batch []request
 	size := 0
 	for len(batch) < c.s.cfg.MaxPipeline && size < c.s.cfg.MaxPipelineBytes {
-		if len(batch) > 0 && c.r.br.Buffered() == 0 {
+		c.r.lim.preAuth = c.preAuth()
+		if len(batch) > 0 && (c.r.br.Buffered() == 0 || c.r.lim.preAuth) {
 			break
 		}
 		if len(batch) == 0 && c.s.cfg.IdleTimeout > 0 {

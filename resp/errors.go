@@ -37,6 +37,7 @@ var storeErrors = []struct {
 	{raftstore.ErrDiskFull, "ERR disk nearly full: writes are refused until space is freed"},
 	{raftstore.ErrClockJump, "CLUSTERDOWN the leader's clock jumped ahead; a new leader is being chosen; retry"},
 	{raftstore.ErrTooLarge, "ERR command too large for the store"},
+	{raftstore.ErrReservedKey, ""}, // its own text: which keys are reserved
 	{fsm.ErrNotInteger, msgNotInteger},
 	{fsm.ErrOverflow, msgOverflow},
 	{fsm.ErrBadCommand, ""}, // its own text: what was wrong with the key or value

@@ -25,6 +25,13 @@ import (
 // run executes a batch of requests in order and buffers their replies.
 func (c *conn) run(batch []request) {
 	for i := 0; i < len(batch) && !c.quit; {
+		if c.multi != nil {
+			// Only MULTI opens one, and it is a command of its own:
+			// the runs below never reach past it.
+			c.inMulti(batch[i])
+			i++
+			continue
+		}
 		cmd, refusal := c.check(batch[i].args)
 		if refusal != "" {
 			c.w.errorLine(refusal)
@@ -106,6 +113,12 @@ func (c *conn) runWrites(batch []request, i int) int {
 			break
 		}
 		p := cmd.plan(c, batch[j].args)
+		for _, op := range p.ops {
+			if err := op.Err(); err != nil { // refused whole: none of its keys is written
+				p = plan{err: errorReply(err)}
+				break
+			}
+		}
 		if p.direct != nil && j > i {
 			break // it runs alone, after these
 		}

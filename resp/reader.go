@@ -20,7 +20,22 @@ func protoErr(format string, a ...any) error { return &ProtocolError{Msg: fmt.Sp
 // readLimits bound what one request may make the reader hold.
 type readLimits struct {
 	maxBulk, maxArgs, maxInline int
+	// preAuth holds a request of a client that has not authenticated
+	// (when tokens are configured) to the pre-AUTH limits.
+	preAuth bool
 }
+
+// The pre-AUTH limits. A client that has not authenticated may send only
+// AUTH, HELLO ... AUTH, PING and QUIT, which need a few short arguments:
+// more is refused before it is read, so an unauthenticated connection
+// holds a few KiB however large the lengths it announces. Redis 7 allows
+// such a client 10 arguments of 16 KiB (its fix of CVE-2021-32675, with
+// these replies); a token's secret is far shorter than 4 KiB.
+const (
+	preAuthMaxArgs   = 10
+	preAuthMaxBulk   = 4 << 10
+	preAuthMaxInline = 4 << 10
+)
 
 // reader parses requests: RESP arrays of bulk strings, and inline
 // commands (a line of words, as typed into telnet), as Redis does.
@@ -54,6 +69,9 @@ func (r *reader) readRequest() ([][]byte, error) {
 	if !ok || n > int64(r.lim.maxArgs) {
 		return nil, protoErr("invalid multibulk length")
 	}
+	if r.lim.preAuth && n > preAuthMaxArgs {
+		return nil, protoErr("unauthenticated multibulk length")
+	}
 	if n <= 0 {
 		return nil, nil
 	}
@@ -73,6 +91,9 @@ func (r *reader) readRequest() ([][]byte, error) {
 		size, ok := parseLen(line)
 		if !ok || size < 0 || size > int64(r.lim.maxBulk) {
 			return nil, protoErr("invalid bulk length")
+		}
+		if r.lim.preAuth && size > preAuthMaxBulk {
+			return nil, protoErr("unauthenticated bulk length")
 		}
 		arg, err := r.bulk(int(size))
 		if err != nil {
@@ -157,7 +178,11 @@ func parseLen(b []byte) (int64, bool) {
 // quoted" with Redis's escapes (\n, \r, \t, \b, \a, \\, \", \xHH) or
 // 'single quoted' (only \' escaped), as redis-cli's sdssplitargs does.
 func (r *reader) readInline() ([][]byte, error) {
-	line, err := r.line(r.lim.maxInline)
+	max := r.lim.maxInline
+	if r.lim.preAuth {
+		max = min(max, preAuthMaxInline)
+	}
+	line, err := r.line(max)
 	if err != nil {
 		return nil, mapTooLong(err, "too big inline request")
 	}

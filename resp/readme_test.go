@@ -30,7 +30,7 @@ func TestRedisCLIExamples(t *testing.T) {
 	script := block
 	for i, addr := range tc.addrs {
 		_, port, _ := strings.Cut(addr, ":")
-		script = strings.ReplaceAll(script, fmt.Sprintf("-p 638%d ", i+1), "-p "+port+" ")
+		script = regexp.MustCompile(fmt.Sprintf(`-p 638%d\b`, i+1)).ReplaceAllString(script, "-p "+port)
 	}
 	// Each command line is announced, so its output can be told apart.
 	var run strings.Builder

@@ -23,6 +23,7 @@ type Server struct {
 	m      *metrics
 	logger *slog.Logger
 	auth   atomic.Pointer[AuthFunc]
+	authMu sync.RWMutex // orders SetAuth with each AUTH (auth.go)
 	start  time.Time
 	nextID atomic.Int64
 
@@ -53,23 +54,6 @@ func New(cfg Config, store Store, tok Tokens, reg prometheus.Registerer) (*Serve
 		}
 	}
 	return s, nil
-}
-
-// SetAuth replaces who may connect, for connections that authenticate
-// after it returns (a reload); nil turns authentication off.
-func (s *Server) SetAuth(fn AuthFunc) {
-	if fn == nil {
-		s.auth.Store(nil)
-		return
-	}
-	s.auth.Store(&fn)
-}
-
-func (s *Server) authFunc() AuthFunc {
-	if p := s.auth.Load(); p != nil {
-		return *p
-	}
-	return nil
 }
 
 // Listen binds the address.

@@ -90,7 +90,7 @@ routes:
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	var nodes []*node.Node
 	for _, cn := range file.Nodes {
-		n, err := node.Start(node.Settings{File: file, Node: cn, DataDir: file.DataDirFor(cn.ID)}, quiet)
+		n, err := node.Start(node.Settings{File: file, Node: cn, DataDir: file.DataDirFor(cn.ID), Bootstrap: true}, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}

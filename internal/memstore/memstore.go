@@ -123,7 +123,16 @@ func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, erro
 }
 
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
+	if err := raftstore.CheckKVKey(key); err != nil {
+		return fsm.KVEntry{}, err
+	}
 	return s.f.KV(key, time.Now())
+}
+
+// NodeAPI is raftstore.Store.NodeAPI.
+func (s *Store) NodeAPI(id string) (string, bool) {
+	e, err := s.f.KV(raftstore.NodeAPIKey(id), time.Now())
+	return string(e.Value), err == nil
 }
 
 func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, error) {
@@ -149,10 +158,16 @@ func (s *Store) AddNonvoter(context.Context, string, string) error { return ErrN
 func (s *Store) Promote(context.Context, string, bool) error       { return ErrNoCluster }
 func (s *Store) RemoveServer(context.Context, string, bool) error  { return ErrNoCluster }
 func (s *Store) Removed() bool                                     { return false }
+func (s *Store) ClusterID() string                                 { return "" }
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
 func (s *Store) Ready() bool                                       { return true }
 func (s *Store) Alive() bool                                       { return true }
+func (s *Store) Status() raftstore.NodeStatus {
+	commit, applied := s.Indexes()
+	return raftstore.NodeStatus{Node: "mem", Role: "leader", Term: 1, Leader: "mem", LastIndex: commit,
+		CommitIndex: commit, AppliedIndex: applied}
+}
 func (s *Store) Indexes() (commit, applied uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

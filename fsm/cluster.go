@@ -1,0 +1,229 @@
+package fsm
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The cluster's own facts, replicated like any state: its identity and the
+// node identities it removed.
+//
+// A cluster id is given once, by the first leader that finds none
+// (TypeClusterID is applied only while the state holds no id), so every
+// member agrees on it and it survives snapshots, restarts and recovery.
+// Nodes refuse Raft traffic from another cluster's id. A restored backup
+// is a new cluster: restore clears the id and the new cluster's first
+// leader gives it one of its own.
+//
+// A removed member is remembered by id with the certificate fingerprints
+// (SHA-256 of the leaf's DER) the cluster saw it use: those certificates
+// are refused everywhere afterwards, so a removed node, or whoever holds
+// its key, cannot talk its way back in. Re-adding the id takes a new
+// certificate.
+
+// ClusterID identifies one cluster for life; zero is "none yet".
+type ClusterID [16]byte
+
+// NewClusterID returns a random cluster id.
+func NewClusterID() (ClusterID, error) {
+	var id ClusterID
+	_, err := rand.Read(id[:])
+	return id, err
+}
+
+// IsZero reports whether no id is set.
+func (id ClusterID) IsZero() bool { return id == ClusterID{} }
+
+// String is the id in hex ("" when zero).
+func (id ClusterID) String() string {
+	if id.IsZero() {
+		return ""
+	}
+	return hex.EncodeToString(id[:])
+}
+
+// ParseClusterID reads the hex form String writes.
+func ParseClusterID(s string) (ClusterID, error) {
+	var id ClusterID
+	if s == "" {
+		return id, nil
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("fsm: cluster id %q: want %d hex digits", s, 2*len(id))
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// Fingerprint is the SHA-256 of a certificate's DER bytes.
+type Fingerprint [32]byte
+
+// RemovedNode is a node id the cluster removed, and the certificates it
+// was seen with.
+type RemovedNode struct {
+	ID           string
+	At           time.Time // the state machine's clock when it was recorded
+	Fingerprints []Fingerprint
+}
+
+// maxRemovedFingerprints bounds the certificates kept per removed id (the
+// newest are kept): a node renews its certificate a few times a year.
+const maxRemovedFingerprints = 64
+
+var (
+	bucketRemoved = []byte("removed") // node id -> recorded at (8) | fingerprints (32 each)
+	keyClusterID  = []byte("cluster_id")
+)
+
+// ClusterIDCommand is the command that gives the cluster id, if it has none.
+func ClusterIDCommand(id ClusterID) *Command {
+	return &Command{Type: TypeClusterID, Value: append([]byte(nil), id[:]...)}
+}
+
+// MemberRemovedCommand is the command that records node id as removed,
+// with the certificates it was seen with.
+func MemberRemovedCommand(id string, fps []Fingerprint) *Command {
+	v := make([]byte, 0, len(fps)*len(Fingerprint{}))
+	for _, fp := range fps {
+		v = append(v, fp[:]...)
+	}
+	return &Command{Type: TypeMemberRemoved, Key: []byte(id), Value: v}
+}
+
+func validateCluster(c *Command) error {
+	switch c.Type {
+	case TypeClusterID:
+		if len(c.Value) != len(ClusterID{}) || ClusterID(c.Value).IsZero() {
+			return errors.New("a cluster id is 16 bytes, not all zero")
+		}
+	case TypeMemberRemoved:
+		if len(c.Key) == 0 {
+			return errors.New("empty node id")
+		}
+		if len(c.Value)%len(Fingerprint{}) != 0 {
+			return errors.New("fingerprints are 32 bytes each")
+		}
+	}
+	return nil
+}
+
+// clusterID gives the cluster its id unless it has one; the result carries
+// the id in force.
+func (a *applier) clusterID(tx *bolt.Tx, c *Command) *Result {
+	meta := tx.Bucket(bucketMeta)
+	if cur := meta.Get(keyClusterID); len(cur) == len(ClusterID{}) {
+		return &Result{Code: CodeExists, Value: clone(cur)}
+	}
+	if err := meta.Put(keyClusterID, clone(c.Value)); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	a.clusterSet = ClusterID(c.Value)
+	return &Result{Code: CodeCreated, Value: clone(c.Value)}
+}
+
+// memberRemoved records a removed node id, merging its fingerprints with
+// those recorded before (a node removed twice).
+func (a *applier) memberRemoved(tx *bolt.Tx, c *Command) *Result {
+	b := tx.Bucket(bucketRemoved)
+	fps := splitFingerprints(c.Value)
+	if old := b.Get(c.Key); len(old) >= 8 {
+		fps = append(splitFingerprints(old[8:]), fps...)
+	}
+	fps = uniqueFingerprints(fps)
+	if len(fps) > maxRemovedFingerprints {
+		fps = fps[len(fps)-maxRemovedFingerprints:]
+	}
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(fps)*32), uint64(a.now))
+	for _, fp := range fps {
+		v = append(v, fp[:]...)
+	}
+	if err := b.Put(clone(c.Key), v); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK}
+}
+
+func splitFingerprints(b []byte) []Fingerprint {
+	var out []Fingerprint
+	for len(b) >= 32 {
+		out = append(out, Fingerprint(b[:32]))
+		b = b[32:]
+	}
+	return out
+}
+
+// uniqueFingerprints drops repeats, keeping the last occurrence's place.
+func uniqueFingerprints(fps []Fingerprint) []Fingerprint {
+	seen := map[Fingerprint]bool{}
+	out := make([]Fingerprint, 0, len(fps))
+	for i := len(fps) - 1; i >= 0; i-- {
+		if !seen[fps[i]] {
+			seen[fps[i]] = true
+			out = append(out, fps[i])
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// ClusterID is the cluster's id as this replica has applied it (zero until
+// the first leader gave one).
+func (f *FSM) ClusterID() ClusterID {
+	if p := f.cluster.Load(); p != nil {
+		return *p
+	}
+	return ClusterID{}
+}
+
+// RemovedNodes lists the node ids the cluster removed, by id.
+func (f *FSM) RemovedNodes() ([]RemovedNode, error) {
+	var out []RemovedNode
+	err := f.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRemoved).ForEach(func(k, v []byte) error {
+			if len(v) < 8 {
+				return nil
+			}
+			out = append(out, RemovedNode{ID: string(k), At: time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(),
+				Fingerprints: splitFingerprints(v[8:])})
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+// ClearClusterID removes the cluster id from a state machine that nothing
+// applies to (a restore: the restored state starts a new cluster, which
+// gets an id of its own).
+func (f *FSM) ClearClusterID() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.db == nil {
+		return ErrStorage
+	}
+	err := f.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyClusterID) })
+	if err == nil {
+		f.cluster.Store(nil)
+	}
+	return err
+}
+
+// loadClusterID reads the stored id into the cache.
+func (f *FSM) loadClusterID(meta *bolt.Bucket) {
+	if v := meta.Get(keyClusterID); len(v) == len(ClusterID{}) {
+		id := ClusterID(v)
+		f.cluster.Store(&id)
+		return
+	}
+	f.cluster.Store(nil)
+}

@@ -1,0 +1,71 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// TestReservedKeysRefused: on a 3-node cluster, from the leader and from a
+// follower, every KV operation a face can call refuses a key that begins
+// with a NUL byte (ErrReservedKey) without proposing it, reads included;
+// in a pipeline the reserved op alone is refused and the others apply.
+// idemgate's own record there (a member's API address) is written and read
+// through SetNodeAPI and NodeAPI only, and no attempt changed it.
+func TestReservedKeysRefused(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	leader := c.WaitLeader(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Stores[leader].SetNodeAPI(ctx, "n9", "127.0.0.9:9001"); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{leader, (leader + 1) % 3} {
+		s := c.Stores[i]
+		commit, _ := s.Indexes()
+		for _, key := range [][]byte{NodeAPIKey("n9"), []byte("\x00"), []byte("\x00other")} {
+			_, getErr := s.KV(ctx, key, false)
+			_, localErr := s.KV(ctx, key, true)
+			_, setErr := s.KVSet(ctx, key, []byte("evil"), 0, fsm.SetPlain, 0)
+			_, nxErr := s.KVSet(ctx, key, []byte("evil"), 0, fsm.SetNX, 0)
+			_, putErr := s.KVPut(ctx, KVPutRequest{Key: key, Value: []byte("evil"), ReturnOld: true})
+			_, getDelErr := s.KVGetDel(ctx, key, 0)
+			_, incrErr := s.KVIncr(ctx, key, 1)
+			for what, err := range map[string]error{"KV": getErr, "KV local": localErr, "KVSet": setErr, "KVSet NX": nxErr,
+				"KVPut": putErr, "KVGetDel": getDelErr, "KVIncr": incrErr, "KVExpire": s.KVExpire(ctx, key, 0, fsm.FlagExpireNow),
+				"KVDelete": s.KVDelete(ctx, key)} {
+				if !errors.Is(err, ErrReservedKey) {
+					t.Fatalf("node %d: %s(%q) = %v, want ErrReservedKey", i, what, key, err)
+				}
+			}
+			res := s.ApplyInOrder(ctx, []Op{KVPutOp(KVPutRequest{Key: []byte("before"), Value: []byte("1")}),
+				KVDeleteOp(key), KVIncrOp([]byte("after"), 1)})
+			if res[0].Err != nil || res[2].Err != nil || !errors.Is(res[1].Err, ErrReservedKey) || res[1].Res != nil {
+				t.Fatalf("node %d: ApplyInOrder = %+v, want the reserved op alone refused", i, res)
+			}
+			if err := KVExpireOp(key, time.Second, 0).Err(); !errors.Is(err, ErrReservedKey) {
+				t.Fatalf("Op.Err = %v", err)
+			}
+		}
+		// The refusals proposed nothing: the pipelines' two ops each are all
+		// the log gained, with room for an idle leader's empty entries.
+		if now, _ := s.Indexes(); now > commit+3*2+4 {
+			t.Fatalf("node %d: the commit index went from %d to %d", i, commit, now)
+		}
+		if err := s.Barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if addr, ok := s.NodeAPI("n9"); !ok || addr != "127.0.0.9:9001" {
+			t.Fatalf("node %d: NodeAPI(n9) = %q, %v", i, addr, ok)
+		}
+	}
+	if _, ok := c.Stores[leader].NodeAPI("n8"); ok {
+		t.Fatal("NodeAPI of a member never recorded")
+	}
+	if err := CheckKVKey([]byte("a\x00b")); err != nil {
+		t.Fatalf("a NUL inside a key: %v", err)
+	}
+}

@@ -1,0 +1,67 @@
+package resp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/internal/memstore"
+)
+
+// TestReservedKeysRefused: with an app token, every command that names a
+// key refuses one that begins with a NUL byte (the audit's
+// SET "\x00node/n1" evil answered OK, and /v1/cluster reads members' API
+// addresses there): the store's error, for the whole command when it
+// names other keys too, and nothing of it written. The reserved record is
+// unchanged after every row, and commands around a refused one run.
+func TestReservedKeysRefused(t *testing.T) {
+	store := memstore.New(t)
+	srv := startServer(t, store, "mem", func(c *Config) { c.Auth = testAuth })
+	if err := store.SetNodeAPI(ctxT(t, 10*time.Second), "n1", "127.0.0.1:9001"); err != nil {
+		t.Fatal(err)
+	}
+	const rk = "\x00node/n1"
+	refused := "-ERR reserved key: keys that begin with a NUL byte are idemgate's own\r\n"
+	// Every command of the table that names a key, with its arguments.
+	calls := map[string][]string{
+		"get": {rk}, "mget": {"plain", rk}, "exists": {"plain", rk}, "ttl": {rk}, "pttl": {rk},
+		"set": {rk, "evil"}, "setnx": {rk, "evil"}, "getdel": {rk}, "del": {"plain", rk}, "unlink": {rk, "plain"},
+		"incr": {rk}, "decr": {rk}, "incrby": {rk, "5"}, "decrby": {rk, "5"},
+		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk},
+	}
+	for name, cmd := range commands {
+		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
+			t.Fatalf("%s names a key and has no row here", name)
+		}
+	}
+	extra := [][]string{{"SET", rk, "evil", "NX", "GET"}, {"SET", rk, "evil", "XX", "KEEPTTL"}, {"SET", "\x00", "evil"},
+		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"}}
+	rows := extra
+	for name, args := range calls {
+		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))
+	}
+	c := dialRaw(t, srv.Addr())
+	c.send("AUTH app-secret\r\n")
+	c.expect("AUTH", []string{"+OK\r\n"})
+	for _, row := range rows {
+		c.send("SET plain 1\r\n" + array(row...) + "GET plain\r\n")
+		c.expect(fmt.Sprintf("%q", row), []string{"+OK\r\n", refused, "$1\r\n1\r\n"})
+		if addr, ok := store.NodeAPI("n1"); !ok || addr != "127.0.0.1:9001" {
+			t.Fatalf("after %q the reserved record is %q, %v", row, addr, ok)
+		}
+	}
+	// A NUL byte inside a key is an ordinary key, as in Redis.
+	c.send(array("SET", "k\x00", "v") + array("GET", "k\x00"))
+	c.expect("a NUL inside a key", []string{"+OK\r\n", "$1\r\nv\r\n"})
+}
+
+// array is a request as a RESP array of bulk strings.
+func array(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
+}
