@@ -127,6 +127,9 @@ func unique(ss []string) []string {
 	return out
 }
 
+// tokenIndent is the indentation of the entry idemgate token prints.
+const tokenIndent = "    "
+
 // tokenCmd is `idemgate token`: a new API secret and the config entry that
 // holds its hash (the file never holds the secret).
 func tokenCmd(args []string, stdout, stderr io.Writer) int {
@@ -166,6 +169,9 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 	secret := "idg_" + base64.RawURLEncoding.EncodeToString(raw[:])
 	sum := sha256.Sum256([]byte(secret))
 	fmt.Fprintln(stdout, secret)
-	fmt.Fprintf(stdout, "- {name: %s, role: %s, sha256: \"%s\"}\n", *name, *role, hex.EncodeToString(sum[:]))
+	// Indented as an item of api.tokens in a file that writes it
+	// "api:\n  tokens:" (README's, cluster.example.yaml's), so the line
+	// pastes (or appends, when api.tokens ends the file) as printed.
+	fmt.Fprintf(stdout, "%s- {name: %s, role: %s, sha256: \"%s\"}\n", tokenIndent, *name, *role, hex.EncodeToString(sum[:]))
 	return 0
 }

@@ -139,3 +139,48 @@ func TestTokenCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenEntriesPasteIntoREADME: the entries idemgate token prints go, as
+// printed, below "tokens:" in the 3-machine guide's file (and appended to
+// it, since api.tokens ends it): the file then parses with those tokens.
+func TestTokenEntriesPasteIntoREADME(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "tokens:               # idemgate token's second lines go below this one, as printed"
+	text := string(readme)
+	at := strings.Index(text, marker)
+	if at < 0 {
+		t.Fatalf("README.md: the 3-machine file's %q line is gone", marker)
+	}
+	start := strings.LastIndex(text[:at], "```yaml\n") + len("```yaml\n")
+	end := at + strings.Index(text[at:], "```")
+	file := text[start:end]
+	var secrets, entries []string
+	for _, args := range [][]string{{"--role", "admin", "--name", "ops"}, {"--role", "app", "--name", "checkout"}} {
+		var out, errOut bytes.Buffer
+		if code := tokenCmd(args, &out, &errOut); code != 0 {
+			t.Fatalf("token %v: exit %d %s", args, code, errOut.String())
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		secrets, entries = append(secrets, lines[0]), append(entries, lines[1])
+	}
+	for name, pasted := range map[string]string{
+		"pasted below tokens:": strings.Replace(file, marker+"\n", marker+"\n"+entries[0]+"\n"+entries[1]+"\n", 1),
+		"appended":             file + entries[0] + "\n" + entries[1] + "\n",
+	} {
+		f, err := config.Parse([]byte(pasted))
+		if err != nil {
+			t.Fatalf("%s: the file does not parse: %v\n%s", name, err, pasted)
+		}
+		if len(f.API.Tokens) != 2 {
+			t.Fatalf("%s: %d tokens, want 2", name, len(f.API.Tokens))
+		}
+		for i, tok := range f.API.Tokens {
+			if sum := sha256.Sum256([]byte(secrets[i])); tok.Hash != sum {
+				t.Errorf("%s: token %d (%s) does not hold its secret's hash", name, i, tok.Name)
+			}
+		}
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,13 +55,7 @@ func TestREADMERecover(t *testing.T) {
 	run.skip = ""
 	script, checks, lineOf, ran := readmeScript([]readmeBlock{
 		{line: 0, lines: readmeRecoverPrologue}, run, {line: 0, lines: readmeRecoverEpilogue}})
-	for _, p := range readmePorts(strings.Join(run.lines, "\n"), "127.0.0.1:3000 127.0.0.1:8001 127.0.0.1:8002 127.0.0.1:8003 127.0.0.1:7001 127.0.0.1:7002 127.0.0.1:7003 127.0.0.1:9001 127.0.0.1:9002 127.0.0.1:9003") {
-		l, err := net.Listen("tcp", "127.0.0.1:"+p)
-		if err != nil {
-			t.Skipf("the README's examples need 127.0.0.1:%s, which is in use: %v", p, err)
-		}
-		l.Close()
-	}
+	skipUnlessFree(t, readmeAddrs(strings.Join(run.lines, "\n"), "127.0.0.1:3000 127.0.0.1:8001 127.0.0.1:8002 127.0.0.1:8003 127.0.0.1:7001 127.0.0.1:7002 127.0.0.1:7003 127.0.0.1:9001 127.0.0.1:9002 127.0.0.1:9003"))
 	runReadme(t, script, checks, lineOf, ran, func() { checkRecovered(t) })
 }
 

@@ -31,9 +31,10 @@ package main
 //     with `…` standing for anything (`# {"token":"…","scope":"pay"}`).
 //     Prose goes in comments above a command, after a blank line.
 //
-// The examples use fixed loopback ports (cluster.example.yaml's, the toy
-// upstream's 3000): when one is taken the test skips, naming it. Without
-// curl or bash it skips too, except under CI (CI set), where it fails:
+// The examples use fixed loopback addresses (cluster.example.yaml's, the
+// toy upstream's 3000, the secured cluster's 127.0.0.11-13): when one is
+// taken the test skips, naming it. Without curl or bash it skips too,
+// except under CI (CI set), where it fails:
 // .ci/run installs curl. The count of blocks run and of checks made is
 // asserted, so a README whose examples did not run cannot pass.
 
@@ -240,19 +241,32 @@ func (c readmeCheck) verify(headers, output string) []string {
 	return problems
 }
 
-// readmePorts are the loopback ports the README's examples use.
-func readmePorts(texts ...string) []string {
+// skipUnlessFree skips the test when one of addrs cannot be bound.
+func skipUnlessFree(t *testing.T, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Skipf("the README's examples need %s, which is in use: %v", a, err)
+		}
+		l.Close()
+	}
+}
+
+// readmeAddrs are the loopback addresses (host:port) the README's examples
+// use.
+func readmeAddrs(texts ...string) []string {
 	seen := map[string]bool{}
-	var ports []string
+	var addrs []string
 	for _, text := range texts {
-		for _, m := range regexp.MustCompile(`127\.0\.0\.1:(\d+)`).FindAllStringSubmatch(text, -1) {
-			if !seen[m[1]] {
-				seen[m[1]] = true
-				ports = append(ports, m[1])
+		for _, m := range regexp.MustCompile(`\b127\.0\.0\.\d{1,3}:\d+`).FindAllString(text, -1) {
+			if !seen[m] {
+				seen[m] = true
+				addrs = append(addrs, m)
 			}
 		}
 	}
-	return ports
+	return addrs
 }
 
 // copyRepo copies the repository's files (not .git, not data a run left)
@@ -317,13 +331,7 @@ func TestREADME(t *testing.T) {
 			runnable.WriteString(strings.Join(b.lines, "\n"))
 		}
 	}
-	for _, p := range readmePorts(runnable.String(), string(example)) {
-		l, err := net.Listen("tcp", "127.0.0.1:"+p)
-		if err != nil {
-			t.Skipf("the README's examples need 127.0.0.1:%s, which is in use: %v", p, err)
-		}
-		l.Close()
-	}
+	skipUnlessFree(t, readmeAddrs(runnable.String(), string(example)))
 
 	checked := runReadme(t, script, checks, lineOf, ran, nil)
 	t.Logf("README: %d blocks ran (%d skipped), %d curl answers checked", ran, len(blocks)-ran, checked)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -23,6 +24,18 @@ type File struct {
 	Suspects Reconcile `yaml:"suspects"`
 	TLS      *TLS      `yaml:"tls"`
 	API      API       `yaml:"api"`
+	// TrustedProxies are the client addresses (CIDRs, or single addresses)
+	// that may send a route's tenant header (tenant: header:NAME): the
+	// proxy in front of the gateway that sets it from the credential it
+	// checked. Absent: loopback only; []: nobody.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// UntrustedTenant is what a route's tenant header from any other
+	// address gets: "reject" (400) or "ignore" (dropped before the record
+	// and the upstream see it).
+	UntrustedTenant string `yaml:"untrusted_tenant"`
+	// TrustedPrefixes is TrustedProxies parsed (set by validation; nil
+	// when the file leaves trusted_proxies out).
+	TrustedPrefixes []netip.Prefix `yaml:"-"`
 	// Insecure allows non-loopback Raft and API addresses without tls and
 	// api.tokens (logged at every start).
 	Insecure bool `yaml:"insecure"`
@@ -278,6 +291,9 @@ func (f *File) validate() error {
 			return err
 		}
 	}
+	if err := f.validateTrust(); err != nil {
+		return err
+	}
 	if len(f.Routes) > 0 && f.Upstream == "" {
 		return fieldErrAt("upstream", "routes", "required when routes are configured (without upstream and routes, a node runs the store and the API only)")
 	}
@@ -294,6 +310,30 @@ func (f *File) validate() error {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)
 	}
 	return f.validateSecurity()
+}
+
+// validateTrust parses trusted_proxies and checks untrusted_tenant.
+func (f *File) validateTrust() error {
+	var err error
+	if f.UntrustedTenant, err = oneOf("untrusted_tenant", f.UntrustedTenant, "reject", "ignore"); err != nil {
+		return err
+	}
+	if f.TrustedProxies == nil {
+		return nil
+	}
+	f.TrustedPrefixes = []netip.Prefix{}
+	for i, s := range f.TrustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil || a.Zone() != "" {
+				return fieldErr(fmt.Sprintf("trusted_proxies[%d]", i), "%q: want an address or a CIDR (10.0.0.0/24, 192.0.2.7, ::1)", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		f.TrustedPrefixes = append(f.TrustedPrefixes, p.Masked())
+	}
+	return nil
 }
 
 // Gateway reports whether the nodes run the gateway listener: a file with

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -32,7 +33,15 @@ type API struct {
 	// Open lists endpoints that need no token, among healthz, readyz and
 	// metrics. Absent: all three; [] closes them too.
 	Open []string `yaml:"open"`
+	// Hosts are the host names clients reach the API by, beside the nodes'
+	// API addresses, IP addresses and localhost: a plaintext API refuses a
+	// request whose Host names anything else (DNS rebinding).
+	Hosts []string `yaml:"hosts"`
 }
+
+// hostNameRe is a DNS host name: labels of letters, digits and inner
+// hyphens, a trailing dot allowed.
+var hostNameRe = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?$`)
 
 // APIToken is one bearer token: its secret is never in the file, only its
 // SHA-256 (sha256) or a file holding the secret itself (secret_file).
@@ -127,6 +136,11 @@ func (f *File) validateSecurity() error {
 	}
 	if f.API.Open == nil {
 		f.API.Open = OpenEndpoints
+	}
+	for i, h := range f.API.Hosts {
+		if !hostNameRe.MatchString(h) || len(h) > 253 {
+			return fieldErr(fmt.Sprintf("api.hosts[%d]", i), "%q: want a host name (api.example.com), without a scheme, port or path", h)
+		}
 	}
 	return nil
 }

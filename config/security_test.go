@@ -25,6 +25,13 @@ func TestSecurityErrorsNameTheField(t *testing.T) {
 		{"duplicate names", base + "api: {tokens: [{name: a, role: app, sha256: '" + hash + "'}, {name: a, role: read, sha256: '" + hash + "'}]}\n", "api.tokens[1].name"},
 		{"bad open", base + "api: {open: [healthz, cluster]}\n", "api.open[1]"},
 		{"unknown tls field", base + "tls: {ca: a, cert: b, key: c, colour: red}\n", "tls.colour: unknown field"},
+		{"api host with a scheme", base + "api: {hosts: [api.example.com, 'https://x']}\n", "api.hosts[1]"},
+		{"api host with a port", base + "api: {hosts: ['api.example.com:9001']}\n", "api.hosts[0]"},
+		{"api host empty", base + "api: {hosts: ['']}\n", "api.hosts[0]"},
+		{"trusted proxy not an address", base + "trusted_proxies: [10.0.0.0/24, lb.internal]\n", "trusted_proxies[1]"},
+		{"trusted proxy bad prefix", base + "trusted_proxies: [10.0.0.0/33]\n", "trusted_proxies[0]"},
+		{"trusted proxy with a zone", base + "trusted_proxies: ['fe80::1%eth0']\n", "trusted_proxies[0]"},
+		{"untrusted tenant value", base + "untrusted_tenant: allow\n", "untrusted_tenant"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.yaml))
@@ -130,6 +137,36 @@ func TestAdvertiseAddresses(t *testing.T) {
 	} {
 		if _, err := Parse([]byte(tc.yaml)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one naming %s", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// TestTrustedProxies: absent, trusted_proxies leaves the gateway's default
+// (nil); [] trusts nobody; addresses are single-address prefixes and
+// prefixes are masked.
+func TestTrustedProxies(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want []string // nil: absent
+	}{
+		{"", nil},
+		{"trusted_proxies: []\n", []string{}},
+		{"trusted_proxies: [10.0.0.7, 10.1.2.3/16, '::1', '2001:db8::1/32']\n", []string{"10.0.0.7/32", "10.1.0.0/16", "::1/128", "2001:db8::/32"}},
+	} {
+		f, err := Parse([]byte(base + tt.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if (f.TrustedPrefixes == nil) != (tt.want == nil) || len(f.TrustedPrefixes) != len(tt.want) {
+			t.Fatalf("%q: TrustedPrefixes = %v, want %v", tt.yaml, f.TrustedPrefixes, tt.want)
+		}
+		for i, p := range f.TrustedPrefixes {
+			if p.String() != tt.want[i] {
+				t.Errorf("%q: prefix %d = %s, want %s", tt.yaml, i, p, tt.want[i])
+			}
+		}
+		if f.UntrustedTenant != "reject" {
+			t.Errorf("%q: untrusted_tenant = %q, want the default reject", tt.yaml, f.UntrustedTenant)
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"net"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -38,7 +39,7 @@ func TestReplayAllocatesNothing(t *testing.T) {
 		req.Header.Set(tt.tenantHeader, tt.replayTenant)
 		req.SetBodyString(`{"amount":1}`)
 		var ctx fasthttp.RequestCtx
-		ctx.Init(&req, nil, nil)
+		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, nil) // a trusted proxy: the tenant header counts
 		g.Handle(&ctx)
 		if ctx.Response.StatusCode() != 201 || string(ctx.Response.Header.Peek("Idempotent-Replayed")) != "true" {
 			t.Fatalf("%s: replay = %d %q", tt.name, ctx.Response.StatusCode(), ctx.Response.Body())

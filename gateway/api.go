@@ -33,6 +33,10 @@ type APIConfig struct {
 	// no authorization at all, as on a loopback cluster or in the demo.
 	// SetAccess replaces it at runtime.
 	Access *Access
+	// Hosts are the names (or host:port addresses) a request's Host may
+	// name on a plaintext listener beside IP addresses and localhost: the
+	// cluster file's API addresses and api.hosts (browser.go).
+	Hosts []string
 	// Version is the build's version, in GET /v1/status.
 	Version string
 }
@@ -47,6 +51,7 @@ type API struct {
 	logger  *slog.Logger
 	access  atomic.Pointer[Access] // swapped whole by SetAccess
 	bodies  *bodyBudget
+	hosts   hostAllowList
 }
 
 // NewAPI builds the API listener over store; gatherer serves /metrics.
@@ -57,7 +62,7 @@ func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus
 	if cfg.OpTimeout <= 0 {
 		cfg.OpTimeout = 5 * time.Second
 	}
-	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger,
+	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger, hosts: newHostAllowList(cfg.Hosts),
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
 	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits, cfg.Logger)
@@ -99,16 +104,16 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 	return raftstore.WithRequestID(c, id), cancel, true
 }
 
-// Handle answers one API request: the authorization check, then the
-// route, both on the same method and path so they cannot disagree on what
-// the request is.
+// Handle answers one API request: what a web page sent is refused
+// (browser.go), then the authorization check, then the route, both on the
+// same method and path so they cannot disagree on what the request is.
 func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 	path := string(ctx.URI().PathOriginal())
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
 	method := string(ctx.Method())
-	if !a.authorize(ctx, method, path) {
+	if !a.fromBrowser(ctx) || !a.authorize(ctx, method, path) {
 		if ctx.Request.IsBodyStream() {
 			ctx.SetConnectionClose() // never read a refused caller's body, not even to drain it
 		}

@@ -177,7 +177,7 @@ func TestAPIAuthHostile(t *testing.T) {
 	}
 	for i, tt := range tests {
 		path := fmt.Sprintf("/v1/kv/hostile-%d", i)
-		raw := "PUT " + path + tt.query + " HTTP/1.1\r\nHost: x\r\n" + tt.auth + "Content-Length: 1\r\n\r\nx"
+		raw := "PUT " + path + tt.query + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + tt.auth + "Content-Length: 1\r\n\r\nx"
 		r, ok := rawReply(t, addr, raw, 0)
 		if !ok || r.status != tt.status {
 			t.Errorf("%s: got %d %s, want %d", tt.name, r.status, r.body, tt.status)
@@ -441,8 +441,8 @@ func TestAPIRefusesBeforeReadingTheBody(t *testing.T) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(3 * time.Second))
-	fmt.Fprintf(c, "PUT /v1/kv/big HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", 900<<10) // under the 1 MiB limit
-	c.Write(make([]byte, 16<<10))                                                               // a little of it, then nothing more
+	fmt.Fprintf(c, "PUT /v1/kv/big HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n", 900<<10) // under the 1 MiB limit
+	c.Write(make([]byte, 16<<10))                                                                       // a little of it, then nothing more
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatalf("no answer while the body was still unsent: %v", err)
@@ -480,7 +480,7 @@ func TestAPIRefusesBeforeReadingTheBody(t *testing.T) {
 	}
 	defer huge.Close()
 	huge.SetDeadline(time.Now().Add(5 * time.Second))
-	go fmt.Fprintf(huge, "PUT /v1/kv/huge HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
+	go fmt.Fprintf(huge, "PUT /v1/kv/huge HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s",
 		adminSecret, 1<<20+1, strings.Repeat("v", 1<<20+1))
 	if resp, err := http.ReadResponse(bufio.NewReader(huge), nil); err != nil || resp.StatusCode != 413 {
 		t.Fatalf("authorized PUT over the 1 MiB limit = %v, %v; want 413", resp, err)

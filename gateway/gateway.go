@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +42,11 @@ type Config struct {
 	// TokenRate and TokenBurst bound the form tokens one client address
 	// may have issued by POST /_idem/tokens (per second, and at once).
 	TokenRate, TokenBurst float64
+	// TrustedProxies are the client addresses whose requests may carry a
+	// route's tenant header (tenant.go); IgnoreUntrustedTenant drops the
+	// header from any other address instead of refusing the request.
+	TrustedProxies        []netip.Prefix
+	IgnoreUntrustedTenant bool
 	Logger                *slog.Logger
 }
 
@@ -53,6 +59,10 @@ func DefaultConfig() Config {
 		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20,
 		MaxResponseHeaderBytes: config.DefaultMaxResponseHeaderBytes, CacheBytes: 64 << 20,
 		TokenRate: 10, TokenBurst: 50,
+		// A proxy on the node's own host (a sidecar, nginx on the same
+		// machine) sets the tenant header; anyone on that host can reach
+		// the node's files and loopback ports anyway.
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
 	}
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -135,4 +136,25 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 		gc.registry = append(gc.registry, reg)
 	}
 	return gc
+}
+
+// serveLoopback serves every connection to a new loopback port with serve,
+// each on its own goroutine, until the test ends; it returns the address.
+func serveLoopback(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -121,50 +121,6 @@ func FuzzFingerprint(f *testing.F) {
 	})
 }
 
-// TestPathReadings: how a path that is not plain is read, the way servers
-// may read it, decoded or not.
-func TestPathReadings(t *testing.T) {
-	tests := []struct {
-		raw            string
-		plain          bool
-		decoded, as_is string
-	}{
-		{"/pay", true, "/pay", "/pay"},
-		{"/pay/", true, "/pay/", "/pay/"},
-		{"/a.b/.c/..d", true, "/a.b/.c/..d", "/a.b/.c/..d"},
-		{"/p%61y", false, "/pay", "/p%61y"},
-		{"/p%6", false, "/p%6", "/p%6"},
-		{"/pay;x=1", false, "/pay", "/pay"},
-		{"/pay%3Bx=1", false, "/pay", "/pay%3Bx=1"},
-		{"/pay/;x=1", false, "/pay/", "/pay/"},
-		{"/x/../pay", false, "/pay", "/pay"},
-		{"/x/%2e%2e/pay", false, "/pay", "/x/%2e%2e/pay"},
-		{"/orders/..;/pay", false, "/pay", "/pay"},
-		{"/../../pay", false, "/pay", "/pay"},
-		{"//pay", false, "/pay", "/pay"},
-		{"/pay/.", false, "/pay/", "/pay/"},
-		{"/pay/..", false, "/", "/"},
-		{"/pay\\", false, "/pay/", "/pay\\"},
-		{"pay", false, "/pay", "/pay"},
-		{"/", true, "/", "/"},
-	}
-	for _, tt := range tests {
-		raw := []byte(tt.raw)
-		if got := plainPath(raw); got != tt.plain {
-			t.Errorf("plainPath(%q) = %v", tt.raw, got)
-		}
-		if tt.plain {
-			continue
-		}
-		if got := string(readPath(raw, true)); got != tt.decoded {
-			t.Errorf("readPath(%q, decoded) = %q, want %q", tt.raw, got, tt.decoded)
-		}
-		if got := string(readPath(raw, false)); got != tt.as_is {
-			t.Errorf("readPath(%q, as is) = %q, want %q", tt.raw, got, tt.as_is)
-		}
-	}
-}
-
 // TestMatchRouteOrder: the first route a request names, in any spelling,
 // decides; a later route that the request names exactly does not take an
 // alias of an earlier one (a catch-all would otherwise take /PAY with its

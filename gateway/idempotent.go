@@ -27,6 +27,10 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 		rm.done(outBadRequest, start)
 		return
 	}
+	if g.untrustedTenant(ctx, r) {
+		rm.done(outUntrustedTenant, start)
+		return
+	}
 	var body *jsonNode // the JSON body, for a route that reads one
 	if r.keyJSON != nil {
 		if body = g.jsonBody(ctx, r, start); body == nil {

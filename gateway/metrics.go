@@ -12,7 +12,8 @@ type outcome int
 // The outcomes (README lists them): the first eleven are the documented
 // answers of an idempotent route; the rest are the other answers it can
 // give (503 fail-closed, replay-unavailable, suspected-duplicate, a
-// malformed request, an alias of a route refused as ambiguous).
+// malformed request, an alias of a route refused as ambiguous, a tenant
+// header from a client that may not send one).
 const (
 	outFirst outcome = iota
 	outReplayed
@@ -30,12 +31,13 @@ const (
 	outSuspected
 	outBadRequest
 	outAmbiguous
+	outUntrustedTenant
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{"first", "replayed", "in_progress", "key_reuse", "missing_key",
 	"invalid_key", "missing_token", "token_used", "upstream_error", "outcome_unknown", "passthrough",
-	"unavailable", "replay_unavailable", "suspected_duplicate", "bad_request", "ambiguous_path"}
+	"unavailable", "replay_unavailable", "suspected_duplicate", "bad_request", "ambiguous_path", "untrusted_tenant"}
 
 // metrics are the gateway listener's collectors.
 type metrics struct {

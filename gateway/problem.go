@@ -36,6 +36,7 @@ type problemKind struct {
 var (
 	probAmbiguousPath            = problemKind{fasthttp.StatusBadRequest, "ambiguous-path", "Path or method is an alias of a route"}
 	probBadRequest               = problemKind{fasthttp.StatusBadRequest, "bad-request", "Bad request"}
+	probCrossOrigin              = problemKind{fasthttp.StatusForbidden, "cross-origin", "Request from a web page of another origin"}
 	probHeadersTooLarge          = problemKind{fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "Bad request"}
 	probRequestTimeout           = problemKind{fasthttp.StatusRequestTimeout, "bad-request", "Bad request"}
 	probBodyTooLarge             = problemKind{fasthttp.StatusRequestEntityTooLarge, "body-too-large", "Request body too large"}
@@ -50,6 +51,7 @@ var (
 	probInvalidVersion           = problemKind{fasthttp.StatusBadRequest, "invalid-version", "Invalid If-Match version"}
 	probKeyReuse                 = problemKind{fasthttp.StatusUnprocessableEntity, "key-reuse", "Idempotency key reused"}
 	probMembershipConflict       = problemKind{fasthttp.StatusConflict, "membership-conflict", "Membership change refused"}
+	probMisdirected              = problemKind{fasthttp.StatusMisdirectedRequest, "misdirected-request", "Host not served here"}
 	probMethodNotAllowed         = problemKind{fasthttp.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"}
 	probMissingKey               = problemKind{fasthttp.StatusBadRequest, "missing-key", "Idempotency key required"}
 	probMissingToken             = problemKind{fasthttp.StatusBadRequest, "missing-token", "Form token required"}
@@ -65,6 +67,7 @@ var (
 	probUnavailable              = problemKind{fasthttp.StatusServiceUnavailable, "unavailable", "Store unavailable"}
 	probUnknownNode              = problemKind{fasthttp.StatusNotFound, "unknown-node", "Unknown node"}
 	probUnsupportedMediaType     = problemKind{fasthttp.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"}
+	probUntrustedTenant          = problemKind{fasthttp.StatusBadRequest, "untrusted-tenant", "Tenant header from an untrusted client"}
 	probUpstreamResponseTooLarge = problemKind{fasthttp.StatusBadGateway, "upstream-response-too-large", "Upstream response too large"}
 	probUpstreamTimeout          = problemKind{fasthttp.StatusGatewayTimeout, "upstream-timeout", "Upstream timed out"}
 	probUpstreamUnreachable      = problemKind{fasthttp.StatusBadGateway, "upstream-unreachable", "Upstream unreachable"}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,16 +139,18 @@ func (r *route) readsJSON() bool { return r.keyJSON != nil || r.fpJSON }
 // Routes and their aliases. An upstream does not read a path only as it is
 // spelled: Spring and Express match letter case loosely by default, most
 // frameworks take /pay/ for /pay, Tomcat strips ";x=1" from a segment,
-// every server decodes %61 and resolves /x/../pay, and many take the method
-// from X-HTTP-Method-Override. A request that names a route only by such an
+// every server decodes %61 and resolves /x/../pay, a URL parser reads
+// "//x/pay" as host x's /pay, and many take the method from
+// X-HTTP-Method-Override. A request that names a route only by such an
 // alias would pass through with no key and no token, and be served as the
-// route. So the gateway reads a request's path as it was sent: a plain path
-// (absolute; no percent-encoding, ';', '\', "//" or dot segments) is
-// matched as it is, and an alias of a route (letter case, a trailing slash)
-// is taken as the route where its options say the upstream serves it so
-// (match, trailing_slash), and refused with 400 otherwise. A path that is
-// not plain is read every way a server might read it; if any reading names
-// a route, the request is refused, unless every reading names the same
+// route. So the gateway takes only an origin-form target starting with one
+// '/' (else 400, whatever it names), and reads its path as it was sent: a
+// plain path (pathread.go) is matched as it is, and an alias of a route
+// (letter case, a trailing slash) is taken as the route where its options
+// say the upstream serves it so (match, trailing_slash), and refused with
+// 400 otherwise. A path that is not plain is read every way a server, or a
+// chain of them, might read it (pathread.go); if any reading names a
+// route, the request is refused, unless every reading names the same
 // prefix route and the request spells that prefix plainly: then only what
 // follows the prefix (an id with %20 in it, say) needs reading, and it
 // cannot leave the route.
@@ -269,15 +272,31 @@ var methodOverrides = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-
 // for a request no route protects (it passes through), and a reason when
 // the request is refused (400 ambiguous-path), with the route it aliases
 // when there is one. A plain path costs a scan of it and of the routes, and
-// allocates nothing.
+// allocates nothing; any other is read every way pathread.go lists.
 func matchRoute(routes []*route, ctx *fasthttp.RequestCtx) (t routed, refused string) {
+	if !originForm(ctx.Request.Header.RequestURI()) {
+		return routed{}, "the request target must be a path that starts with exactly one '/' (RFC 9112 origin-form): URL parsers read \"//host/path\" (or \"/\\host\") as another host's path, and an absolute URL or a fragment is read otherwise by every hop"
+	}
 	method, raw := ctx.Method(), ctx.URI().PathOriginal()
-	var buf [3][]byte
-	readings := buf[:1]
+	// readings[:nStrict] must name one route; the rest may name no other.
+	var buf [len(strictReadings) + 1 + len(hopReadings)][]byte
+	readings, nStrict := buf[:1], 1
 	readings[0] = raw
 	plain := plainPath(raw)
-	if !plain {
-		readings = append(buf[:0], readPath(raw, true), readPath(raw, false), ctx.Path())
+	if !plain { // the first reading, decoded, picks the route the others must name
+		readings = buf[:0]
+		for _, m := range strictReadings {
+			p, _ := readPath(raw, m)
+			readings = append(readings, p)
+		}
+		readings = append(readings, ctx.Path())
+		nStrict = len(readings)
+	}
+	if !plain || dotted(raw) {
+		var ok bool
+		if readings, ok = readHops(readings, raw); !ok {
+			return routed{r: firstLoose(routes, method, raw)}, "the path is percent-encoded deeper than any server decodes it; send it as the route spells it"
+		}
 	}
 	if r, name := overridden(routes, &ctx.Request.Header, method, readings); r != nil {
 		return routed{r: r}, name + " names a method of route " + r.name + " on its path: the upstream may serve it as the route"
@@ -286,26 +305,31 @@ func matchRoute(routes []*route, ctx *fasthttp.RequestCtx) (t routed, refused st
 	// route it names exactly (a catch-all) must not take an alias of an
 	// earlier one, which the upstream may serve as that one.
 	r := firstLoose(routes, method, readings[0])
-	for _, p := range readings[1:] {
-		if other := firstLoose(routes, method, p); other != r {
-			if r == nil {
-				r = other
-			}
-			return routed{r: r}, "the path reads as another route once decoded, stripped of ';' parameters or resolved (" + r.name + "); send it as the route spells it"
+	for i, p := range readings[1:] {
+		if slices.ContainsFunc(readings[:i+1], func(q []byte) bool { return bytes.Equal(p, q) }) {
+			continue // read so already, by as strict a rule
 		}
+		other := firstLoose(routes, method, p)
+		if other == r || i+1 >= nStrict && other == nil {
+			continue
+		}
+		if r == nil {
+			r = other
+		}
+		return routed{r: r}, "the path reads as another route once decoded, stripped of ';' parameters, cut at a decoded '?', '#', space or NUL, or resolved (" + r.name + "); send it as the route spells it"
 	}
 	if r == nil {
 		return routed{}, ""
 	}
 	m, a, _ := r.relMethod(method)
-	for _, p := range readings {
+	for _, p := range readings[:nStrict] {
 		pa, _ := r.relPath(p)
 		a |= pa
 	}
 	path := raw
 	if !plain {
 		if !r.prefix || !literalPrefix(raw, r) {
-			return routed{r: r}, "the path names route " + r.name + " only once decoded, stripped of ';' parameters or resolved (dot segments, duplicate slashes); send it as the route spells it"
+			return routed{r: r}, "the path names route " + r.name + " only once decoded, stripped of ';' parameters or of an extension, or resolved (dot segments, duplicate slashes, trailing dots); send it as the route spells it"
 		}
 		path = ctx.Path()
 	}
@@ -354,103 +378,4 @@ func overridden(routes []*route, h *fasthttp.RequestHeader, method []byte, readi
 		}
 	}
 	return nil, ""
-}
-
-// plainPath reports whether p reads the same to every server: absolute,
-// with no percent-encoding, ';' parameters, backslashes, duplicate slashes
-// or dot segments.
-func plainPath(p []byte) bool {
-	if len(p) == 0 || p[0] != '/' {
-		return false
-	}
-	for i, c := range p {
-		switch c {
-		case '%', ';', '\\':
-			return false
-		case '/':
-			if seg := p[i+1:]; len(seg) > 0 && (seg[0] == '/' || dotSegment(seg)) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// dotSegment reports whether the segment that starts rest is "." or "..".
-func dotSegment(rest []byte) bool {
-	if i := bytes.IndexByte(rest, '/'); i >= 0 {
-		rest = rest[:i]
-	}
-	return string(rest) == "." || string(rest) == ".."
-}
-
-// readPath reads a path that is not plain as a server might: decoded once
-// (and '\' taken as '/', as some do) or not, then with ';' parameters
-// stripped from every segment (Tomcat, Spring), empty segments merged and
-// dot segments resolved (RFC 3986 5.2.4). A path that ended in a slash, or
-// in a segment that reads as none, keeps its trailing slash.
-func readPath(raw []byte, decode bool) []byte {
-	p := raw
-	if decode {
-		p = percentDecode(raw)
-	}
-	out := make([]byte, 0, len(p)+1)
-	trailing := false
-	for last := false; !last; {
-		seg := p
-		i := bytes.IndexByte(p, '/')
-		if decode {
-			i = bytes.IndexAny(p, "/\\")
-		}
-		if i >= 0 {
-			seg, p = p[:i], p[i+1:]
-		} else {
-			last = true
-		}
-		if j := bytes.IndexByte(seg, ';'); j >= 0 {
-			seg = seg[:j]
-		}
-		trailing = true
-		switch string(seg) {
-		case "", ".":
-		case "..":
-			out = out[:max(bytes.LastIndexByte(out, '/'), 0)]
-		default:
-			out = append(append(out, '/'), seg...)
-			trailing = false
-		}
-	}
-	if trailing || len(out) == 0 {
-		out = append(out, '/')
-	}
-	return out
-}
-
-// percentDecode decodes every %XX of p; a '%' not followed by two hex
-// digits stays as it is.
-func percentDecode(p []byte) []byte {
-	out := make([]byte, 0, len(p))
-	for i := 0; i < len(p); i++ {
-		if p[i] == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
-			out = append(out, unhex(p[i+1])<<4|unhex(p[i+2]))
-			i += 2
-			continue
-		}
-		out = append(out, p[i])
-	}
-	return out
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
 }

@@ -16,38 +16,24 @@ import (
 // with answer (nothing at all when it is empty, until the test ends).
 func rawUpstream(t *testing.T, answer string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
+	return serveLoopback(t, func(c net.Conn) {
+		defer c.Close()
+		buf := make([]byte, 64<<10)
+		var got []byte
+		for !strings.Contains(string(got), "\r\n\r\n") {
+			n, err := c.Read(buf)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				var got []byte
-				for !strings.Contains(string(got), "\r\n\r\n") {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					got = append(got, buf[:n]...)
-				}
-				if answer == "" {
-					c.SetReadDeadline(time.Now().Add(10 * time.Second))
-					c.Read(buf) // until the gateway gives up, or the test ends
-					return
-				}
-				c.Write([]byte(answer))
-			}()
+			got = append(got, buf[:n]...)
 		}
-	}()
-	return ln.Addr().String()
+		if answer == "" {
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			c.Read(buf) // until the gateway gives up, or the test ends
+			return
+		}
+		c.Write([]byte(answer))
+	})
 }
 
 // TestUpstreamFailuresLoggedOnce: every upstream failure is answered with a

@@ -100,11 +100,15 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		return nil, err
 	}
 	nodeAPIs := map[string]string{}
+	// The names clients call the API by: every node's, as the operator
+	// verbs dial them, and the file's api.hosts.
+	hosts := append([]string{cn.API, cn.AdvertiseAPI}, file.API.Hosts...)
 	for _, x := range file.Nodes {
 		nodeAPIs[x.ID] = x.APIAddr()
+		hosts = append(hosts, x.API, x.AdvertiseAPI)
 	}
 	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Access: s.Access, Logger: logger, Version: version.String()}, store, tok, n.Reg)
+		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String()}, store, tok, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}
@@ -263,6 +267,10 @@ func gatewayConfig(file *config.File, cn config.Node, opTimeout time.Duration, l
 	setInt(&g.UpstreamConns, lim.UpstreamConns)
 	setInt(&g.MaxResponseBody, int(lim.MaxResponseBody))
 	setInt(&g.MaxResponseHeaderBytes, int(lim.MaxResponseHeaderBytes))
+	if file.TrustedPrefixes != nil {
+		g.TrustedProxies = file.TrustedPrefixes
+	}
+	g.IgnoreUntrustedTenant = file.UntrustedTenant == "ignore"
 	g.Logger = logger
 	return g
 }

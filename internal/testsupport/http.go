@@ -17,13 +17,17 @@ type Reply struct {
 var client = &http.Client{Timeout: 10 * time.Second}
 
 // Do sends one request (hdr: name, value, name, value...) and reads the
-// answer whole.
+// answer whole. A "Host" in hdr is sent as the request's Host.
 func Do(method, url, body string, hdr ...string) (Reply, error) {
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		return Reply{}, err
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if strings.EqualFold(hdr[i], "Host") {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := client.Do(req)
