@@ -153,7 +153,7 @@ var notReadyChecks = []notReadyCheck{
 	{"no leader", "no leader is known: the cluster has no quorum, or an election is under way",
 		func(s *Store) bool { addr, _ := s.raft.LeaderWithID(); return addr == "" }},
 	{"behind on apply", "catching up: applying what the cluster committed",
-		func(s *Store) bool { return !s.appliedThrough(s.raft.CommitIndex()) || s.behindLeader() }},
+		func(s *Store) bool { return s.behindOnApply() }},
 }
 
 // behindLeader reports whether this follower has not yet applied what its
