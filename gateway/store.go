@@ -52,9 +52,9 @@ type Store interface {
 	// The cluster.
 	Leader() (id, raftAddr string)
 	Servers() ([]raftstore.Server, error)
-	// Cluster is the membership with the leader's view of each member
-	// (reachable, last contact, match index), or this node's own view
-	// when the leader cannot be asked.
+	// Cluster is the membership as the leader sees it (members,
+	// reachability, last contact, match index and lag, all the leader's),
+	// or as this node sees it when the leader cannot be asked.
 	Cluster(ctx context.Context) (raftstore.ClusterView, error)
 	AddVoter(ctx context.Context, id, raftAddr string) error
 	AddNonvoter(ctx context.Context, id, raftAddr string) error
@@ -64,6 +64,9 @@ type Store interface {
 	RemoveServer(ctx context.Context, id string, force bool) error
 	// Removed: this node was removed from the cluster.
 	Removed() bool
+	// SeenRemoved is Removed as the store last saw it (at most a tenth of
+	// a second ago), read without an allocation on the hot path.
+	SeenRemoved() bool
 	// Barrier waits until this node has applied everything committed
 	// before the call (a linearizable read's first half).
 	Barrier(ctx context.Context) error

@@ -48,6 +48,8 @@ func (s *Store) watchEvents(ctx context.Context) {
 		case o := <-s.obsCh:
 			switch d := o.Data.(type) {
 			case raft.LeaderObservation:
+				addr, _ := s.raft.LeaderWithID() // now, not as observed: the observation may be late
+				s.noteLeader(addr != "", time.Now())
 				s.metrics.leaderChanges.Inc()
 				s.logger.Info("leader changed", "leader", string(d.LeaderID), "leader_addr", string(d.LeaderAddr))
 			case raft.PeerObservation:

@@ -1,6 +1,8 @@
 package raftstore
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -121,5 +123,115 @@ func TestReadyBehindRules(t *testing.T) {
 		if got != tc.behind {
 			t.Errorf("%s: behind = %v, want %v", tc.name, got, tc.behind)
 		}
+	}
+}
+
+// TestNoLeaderAnswersAtOnce: with two of three nodes stopped, the survivor
+// answers writes, linearizable reads and pipelined writes ErrNoLeader long
+// before its apply timeout (a minute here): at most an election timeout
+// after it lost its leader, and at once for every call after that.
+func TestNoLeaderAnswersAtOnce(t *testing.T) {
+	for _, survivorLed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "the survivor was leader", false: "the survivor was a follower"}[survivorLed], func(t *testing.T) {
+			c := StartTestCluster(t, 3, func(cfg *Config) { cfg.ApplyTimeout = time.Minute })
+			s := c.WaitLeader(5 * time.Second)
+			if !survivorLed {
+				s = (s + 1) % 3
+			}
+			for i := range c.Cfgs {
+				if i != s {
+					c.Stop(i)
+				}
+			}
+			st := c.Store(s)
+			calls := []struct {
+				name string
+				call func(context.Context) error
+			}{
+				{"write", func(ctx context.Context) error {
+					_, err := st.KVSet(ctx, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0)
+					return err
+				}},
+				{"linearizable read", func(ctx context.Context) error { _, err := st.KV(ctx, []byte("k"), false); return err }},
+				{"barrier without a deadline", func(context.Context) error { return st.Barrier(context.Background()) }},
+				{"pipelined writes", func(ctx context.Context) error {
+					var ops []Op
+					for i := 0; i < 5; i++ {
+						ops = append(ops, KVIncrOp([]byte(fmt.Sprint("p", i)), 1))
+					}
+					for _, r := range st.ApplyInOrder(ctx, ops) {
+						if !errors.Is(r.Err, ErrNoLeader) {
+							return r.Err
+						}
+					}
+					return ErrNoLeader
+				}},
+			}
+			// Each call gets 20 s, a third of the apply timeout: an answer
+			// within it came from knowing no leader, not from a deadline.
+			for round := 0; round < 2; round++ {
+				for _, tc := range calls {
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					err := tc.call(ctx)
+					early := ctx.Err() == nil
+					cancel()
+					if !errors.Is(err, ErrNoLeader) || !early {
+						t.Errorf("round %d: %s without a quorum = %v (before the test's deadline: %v), want ErrNoLeader before it", round, tc.name, err, early)
+					}
+				}
+			}
+			if st.Ready() || st.NotReady() != "no leader is known: the cluster has no quorum, or an election is under way" {
+				t.Errorf("the survivor's readiness: ready=%v %q", st.Ready(), st.NotReady())
+			}
+		})
+	}
+}
+
+// TestRemovedRefusesAtOnce: a removed node refuses writes, pipelined
+// writes and linearizable reads (ErrRemoved, an unavailable error) from
+// the moment it sees its removal, and SeenRemoved says so within a few
+// samples; re-added, it serves again.
+func TestRemovedRefusesAtOnce(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 60*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+	ri := (leader + 1) % 3
+	r := c.Store(ri)
+	if err := c.Store(leader).RemoveServer(ctx, c.Cfgs[ri].NodeID, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.Removed() {
+		if time.Now().After(deadline) {
+			// Raft's last AppendEntries to a node it removes is best
+			// effort: say what this node has, to tell that from a bug here.
+			lid, _ := r.Leader()
+			t.Fatalf("the node did not see its removal within 10s: state %s, leader %q, last index %d (the leader's %d), servers %+v",
+				r.Raft().State(), lid, r.Raft().LastIndex(), c.Store(leader).Raft().LastIndex(), r.Raft().GetConfiguration().Configuration().Servers)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := r.KVSet(ctx, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0); !errors.Is(err, ErrRemoved) || !Unavailable(err) {
+		t.Errorf("write on a removed node = %v, want ErrRemoved", err)
+	}
+	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, ErrRemoved) {
+		t.Errorf("linearizable read on a removed node = %v, want ErrRemoved", err)
+	}
+	for _, res := range r.ApplyInOrder(ctx, []Op{KVIncrOp([]byte("p"), 1)}) {
+		if !errors.Is(res.Err, ErrRemoved) {
+			t.Errorf("pipelined write on a removed node = %v, want ErrRemoved", res.Err)
+		}
+	}
+	testsupport.WaitFor(t, "SeenRemoved", 5*time.Second, r.SeenRemoved)
+	if _, err := c.Store(leader).KV(ctx, []byte("k"), false); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("the refused write reached the cluster: %v", err)
+	}
+
+	if err := c.Store(leader).AddVoter(ctx, c.Cfgs[ri].NodeID, c.Cfgs[ri].RaftBind); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, "the re-added node serving", 10*time.Second, func() bool { return !r.Removed() && !r.SeenRemoved() })
+	if _, err := r.KVSet(ctx, []byte("k2"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		t.Errorf("write on the re-added node = %v", err)
 	}
 }

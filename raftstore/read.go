@@ -44,6 +44,9 @@ func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 // ReadIndex returns an index such that, once this node has applied it, its
 // state reflects every write acknowledged before the call.
 func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
+	if s.refuseRemoved() {
+		return 0, ErrRemoved
+	}
 	return leaderCall(s, ctx, fwdReadIndex,
 		func() []byte { return nil },
 		func([]byte) (uint64, error) { return s.leaderReadIndex(ctx) },

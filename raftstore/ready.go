@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,15 +30,24 @@ const (
 	// readyMaxLag: more entries than this between the commit index and
 	// the applied index is behind at once.
 	readyMaxLag = 1024
-	// healthEvery is how often the commit index is sampled (watchEvents).
+	// healthEvery is how often the commit index, the leader and the
+	// removal are sampled (watchEvents).
 	healthEvery = 100 * time.Millisecond
 )
 
-// health is what the node samples of itself for readiness.
+// health is what the node samples of itself for readiness, for the
+// no-leader answer and for the gateway's removed check.
 type health struct {
 	mu      sync.Mutex
 	commits [2 * int(readyLag/healthEvery)]indexAt // the commit index, every healthEvery; newest at next-1
 	next    int
+
+	// noLeaderSince is when this node last saw its leader become unknown
+	// (Unix nanoseconds); 0 while it knows one.
+	noLeaderSince atomic.Int64
+	// removed is Removed as last computed: at most healthEvery old, and
+	// refreshed by every write this node is asked for.
+	removed atomic.Bool
 }
 
 // indexAt is an index as of a time.
@@ -46,13 +56,35 @@ type indexAt struct {
 	index uint64
 }
 
-// sampleHealth records the commit index as of now.
+// sampleHealth records the commit index, whether a leader is known and
+// whether this node was removed, as of now.
 func (s *Store) sampleHealth(now time.Time) {
 	h := &s.health
 	h.mu.Lock()
 	h.commits[h.next%len(h.commits)] = indexAt{at: now, index: s.raft.CommitIndex()}
 	h.next++
 	h.mu.Unlock()
+	addr, _ := s.raft.LeaderWithID()
+	s.noteLeader(addr != "", now)
+	h.removed.Store(s.Removed())
+}
+
+// noteLeader records whether a leader is known as of now.
+func (s *Store) noteLeader(known bool, now time.Time) {
+	if known {
+		s.health.noLeaderSince.Store(0)
+	} else {
+		s.health.noLeaderSince.CompareAndSwap(0, now.UnixNano())
+	}
+}
+
+// leaderlessSince is when this node last lost its leader, or seen, when it
+// is earlier or no loss was recorded yet: the caller saw none at seen.
+func (s *Store) leaderlessSince(seen time.Time) time.Time {
+	if ns := s.health.noLeaderSince.Load(); ns != 0 && ns < seen.UnixNano() {
+		return time.Unix(0, ns)
+	}
+	return seen
 }
 
 // committedBefore is the commit index this node knew at least age ago (and
@@ -86,3 +118,17 @@ func (s *Store) behindCommitted(commit uint64, now time.Time) bool {
 	idx, ok := s.committedBefore(readyLag, now)
 	return ok && !s.appliedThrough(idx)
 }
+
+// refuseRemoved reports whether this node was removed, as of now, and
+// records it for SeenRemoved.
+func (s *Store) refuseRemoved() bool {
+	r := s.Removed()
+	s.health.removed.Store(r)
+	return r
+}
+
+// SeenRemoved reports, without allocating, whether this node has seen
+// itself removed from the cluster: Removed as of at most a tenth of a
+// second ago, or as of the last write it was asked for. The gateway's hot
+// path reads it; writes check Removed itself.
+func (s *Store) SeenRemoved() bool { return s.health.removed.Load() }
