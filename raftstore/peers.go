@@ -40,6 +40,9 @@ func newMembers(s *Store) *members {
 			Name: "idemgate_peer_rejected_total",
 			Help: "Connections refused on the Raft port (before any of their bytes were read), or closed when their node was removed, by reason.",
 		}, []string{"reason"})}
+	for _, r := range rejectReasons {
+		m.rejected.WithLabelValues(r) // at 0 from the start (metrics.go)
+	}
 	var peers []string
 	for _, p := range s.cfg.Peers {
 		peers = append(peers, p.RaftAddr)
