@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +17,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/node"
 )
 
@@ -159,4 +164,248 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if err != nil && !t.Failed() {
 		t.Logf("systemd-analyze verify exited %v (not about the unit):\n%s", err, out)
 	}
+}
+
+// readAlertRules reads deploy/alerts.yaml.
+func readAlertRules(t *testing.T) alertRules {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("deploy", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules alertRules
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// promtoolOrSkip is promtool's path; it skips without one, except under CI
+// (CI set), where it fails: .ci/run installs it.
+func promtoolOrSkip(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool is not installed: the alert rules' tests need it (.ci/run installs it)")
+		}
+		t.Skip("promtool is not installed (not under CI, so skipping): .ci/run shows how to install it")
+	}
+	return p
+}
+
+// TestAlertRulesPromtool: deploy/alerts.yaml passes promtool check rules,
+// and deploy/alerts_test.yaml, with a test for every alert in which it
+// fires, passes promtool test rules.
+func TestAlertRulesPromtool(t *testing.T) {
+	promtool := promtoolOrSkip(t)
+	for _, args := range [][]string{
+		{"check", "rules", filepath.Join("deploy", "alerts.yaml")},
+		{"test", "rules", filepath.Join("deploy", "alerts_test.yaml")},
+	} {
+		if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+
+	rules := readAlertRules(t)
+	var tests struct {
+		Tests []struct {
+			Name          string `yaml:"name"`
+			AlertRuleTest []struct {
+				Alertname string           `yaml:"alertname"`
+				ExpAlerts []map[string]any `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	b, err := os.ReadFile(filepath.Join("deploy", "alerts_test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &tests); err != nil {
+		t.Fatal(err)
+	}
+	fires := map[string]bool{}
+	for _, tc := range tests.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				fires[a.Alertname] = true
+			}
+		}
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if !fires[r.Alert] {
+				t.Errorf("deploy/alerts_test.yaml has no test in which %s fires", r.Alert)
+			}
+		}
+	}
+}
+
+// alertSelector is one metric selector of an alert expression or of
+// README's "What to alert on" table: a name and its label matchers
+// (label -> values it must match; a bare label: any value).
+type alertSelector struct {
+	name   string
+	labels map[string][]string
+}
+
+var (
+	selectorRe = regexp.MustCompile(`\b(idemgate_[a-z0-9_]+)(\{([^}]*)\})?`)
+	matcherRe  = regexp.MustCompile(`^\s*([a-z_]+)\s*(=~|=)?\s*(?:"([^"]*)")?\s*$`)
+)
+
+func parseSelectors(t *testing.T, where, s string) []alertSelector {
+	t.Helper()
+	var out []alertSelector
+	for _, m := range selectorRe.FindAllStringSubmatch(s, -1) {
+		sel := alertSelector{name: m[1], labels: map[string][]string{}}
+		if m[3] != "" {
+			for _, part := range strings.Split(m[3], ",") {
+				mm := matcherRe.FindStringSubmatch(part)
+				if mm == nil {
+					t.Fatalf("%s: cannot read the matcher %q of %s", where, part, m[0])
+				}
+				switch mm[2] {
+				case "":
+					sel.labels[mm[1]] = nil
+				case "=":
+					sel.labels[mm[1]] = []string{mm[3]}
+				case "=~":
+					sel.labels[mm[1]] = strings.Split(strings.ReplaceAll(mm[3], `\|`, "|"), "|")
+				}
+			}
+		}
+		out = append(out, sel)
+	}
+	return out
+}
+
+// TestAlertSeriesExistFromStart scrapes a fresh node's /metrics (3 nodes,
+// nothing sent yet) and finds a series for every selector an alert or
+// README's alert table names: a labelled counter an alert counts up from
+// must exist at 0 before its first event, or increase() cannot see that
+// event. idemgate_requests_total{outcome=...} is there for every route;
+// idemgate_peer_rejected_total for every reason README lists.
+func TestAlertSeriesExistFromStart(t *testing.T) {
+	var sels []alertSelector
+	for _, g := range readAlertRules(t).Groups {
+		for _, r := range g.Rules {
+			sels = append(sels, parseSelectors(t, "deploy/alerts.yaml "+r.Alert, r.Expr)...)
+		}
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := regexp.MustCompile("(?s)### What to alert on\n.*?\n\n(\\|.*?)\n\n").FindSubmatch(readme)
+	if table == nil {
+		t.Fatal("README has no table under ### What to alert on")
+	}
+	for _, row := range strings.Split(string(table[1]), "\n") {
+		if cells := strings.Split(row, " | "); len(cells) > 1 {
+			sels = append(sels, parseSelectors(t, "README's alert table", cells[0])...)
+		}
+	}
+	reasons := regexp.MustCompile("(?s)counted in `idemgate_peer_rejected_total\\{reason\\}` \\(([^)]*)\\)").FindSubmatch(readme)
+	if reasons == nil {
+		t.Fatal("README lists no reasons for idemgate_peer_rejected_total")
+	}
+	for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllSubmatch(reasons[1], -1) {
+		sels = append(sels, alertSelector{name: "idemgate_peer_rejected_total", labels: map[string][]string{"reason": {string(w[1])}}})
+	}
+	if len(sels) < 20 {
+		t.Fatalf("read only %d selectors: %+v", len(sels), sels)
+	}
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+
+	nodes, file, err := node.StartLocal(t.TempDir(), 3, "127.0.0.1:1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, n := range nodes {
+			n.Stop(time.Second)
+		}
+	}()
+	// Each node has started a prober per peer (its peer series) within a
+	// quarter of a second of knowing its members.
+	var families map[string]*dto.MetricFamily
+	testsupport.WaitFor(t, "a scrape with the peer series", 10*time.Second, func() bool {
+		r, err := testsupport.Do("GET", "http://"+nodes[0].API.Addr()+"/metrics", "")
+		if err != nil || r.Status != 200 {
+			return false
+		}
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		families, err = parser.TextToMetricFamilies(strings.NewReader(r.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(families["idemgate_peer_reachable"].GetMetric()) == 2
+	})
+	var routes []string
+	for _, r := range file.Routes {
+		routes = append(routes, r.Name)
+	}
+	for _, sel := range sels {
+		f := families[sel.name]
+		if f == nil {
+			t.Errorf("a fresh node exports no %s", sel.name)
+			continue
+		}
+		want := []map[string]string{{}}
+		for label, values := range sel.labels {
+			if len(values) == 0 {
+				values = []string{"*"} // a bare label: the series has it
+			}
+			var next []map[string]string
+			for _, w := range want {
+				for _, v := range values {
+					m := maps.Clone(w)
+					m[label] = v
+					next = append(next, m)
+				}
+			}
+			want = next
+		}
+		if sel.name == "idemgate_requests_total" {
+			var per []map[string]string
+			for _, w := range want {
+				for _, r := range routes {
+					m := maps.Clone(w)
+					m["route"] = r
+					per = append(per, m)
+				}
+			}
+			want = per
+		}
+		for _, w := range want {
+			if !hasSeries(f, w) {
+				t.Errorf("a fresh node has no %s series with %v", sel.name, w)
+			}
+		}
+	}
+}
+
+// hasSeries reports whether f has a series whose labels include want ("*":
+// any value).
+func hasSeries(f *dto.MetricFamily, want map[string]string) bool {
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for k, v := range want {
+			if g, has := got[k]; !has || (v != "*" && g != v) {
+				ok = false
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }

@@ -37,14 +37,18 @@ func (a *API) status(ctx *fasthttp.RequestCtx) {
 		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
 }
 
-// ClusterJSON is GET /v1/cluster.
+// ClusterJSON is GET /v1/cluster. Nodes are one node's view, View's: its
+// membership and what its probes found, every member's lag measured
+// against its own log at that member's answer. Leader, Removed and the
+// two indexes are the node asked's own (what a script waiting for that
+// node to catch up reads).
 type ClusterJSON struct {
 	Leader string `json:"leader"`
 	// ClusterID is the cluster's id, given by its first leader ("" until
 	// then, and on a node that waits to be added and knows no cluster).
 	ClusterID string `json:"cluster_id"`
-	// View is the node whose probes the reachability fields come from: the
-	// leader's when it answered, else the node asked.
+	// View is the node whose view Nodes are: the leader's when it
+	// answered, else the node asked.
 	View string `json:"view"`
 	// Removed: the node asked was removed from the cluster.
 	Removed      bool       `json:"removed"`
@@ -62,11 +66,11 @@ type NodeJSON struct {
 	Voter bool   `json:"voter"`
 	// Reachable: the member answered the viewing node's last status probe
 	// (one a second); LastContactMS is how long ago it last answered (-1:
-	// never).
+	// never, State "unknown" until the first probe of a member just added).
 	Reachable     bool  `json:"reachable"`
 	LastContactMS int64 `json:"last_contact_ms"`
-	// MatchIndex is the member's last log index; Lag how far it is behind
-	// the viewing node's.
+	// MatchIndex is the member's last log index as it last answered; Lag
+	// how far that was behind the viewing node's last index at that moment.
 	MatchIndex uint64 `json:"match_index"`
 	Lag        uint64 `json:"lag"`
 	Removed    bool   `json:"removed,omitempty"`
@@ -85,12 +89,8 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	out := ClusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
 		CommitIndex: commit, AppliedIndex: applied}
 	for _, s := range view.Servers {
-		n := NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
-			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Removed: s.Removed}
-		if view.LastIndex > s.MatchIndex && !s.Removed {
-			n.Lag = view.LastIndex - s.MatchIndex
-		}
-		out.Nodes = append(out.Nodes, n)
+		out.Nodes = append(out.Nodes, NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
+			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Lag: s.Lag, Removed: s.Removed})
 	}
 	writeJSON(ctx, fasthttp.StatusOK, out)
 }

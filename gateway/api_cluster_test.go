@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // TestAPIMembershipHostile: every malformed or refused membership call gets
@@ -69,16 +67,7 @@ func TestAPILearner(t *testing.T) {
 	ac := startAPICluster(t, 3)
 	leader := ac.c.WaitLeader(5 * time.Second)
 	u := ac.urls[(leader+1)%3]
-	addrs, err := loopback.FreeAddrs(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n4, err := raftstore.Open(ac.c.JoinConfig("n4", addrs[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n4.Close() })
-	body := fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9","voter":false}`, addrs[0])
+	body := fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9","voter":false}`, startEmptyNode(t, ac, "n4"))
 	r := postJSON(t, u+"/v1/cluster/nodes", body)
 	var cl ClusterJSON
 	if r.status != 200 || json.Unmarshal([]byte(r.body), &cl) != nil {

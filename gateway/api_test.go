@@ -348,11 +348,18 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay", ""); r.status != 400 {
 		t.Fatalf("record without key = %d", r.status)
 	}
-	// Membership: remove a follower through another node, then add it back.
+	// Membership: remove a follower through another node, then add it back
+	// through a member (the removed node itself refuses: it serves nothing).
 	var follower NodeJSON
+	member := ""
 	for _, n := range cl.Nodes {
 		if n.ID != cl.Leader {
 			follower = n
+		}
+	}
+	for i, cfg := range ac.c.Cfgs {
+		if cfg.NodeID == cl.Leader {
+			member = ac.urls[i]
 		}
 	}
 	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/nope", ""); r.status != 404 {
@@ -362,7 +369,7 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 		t.Fatalf("remove %s = %d %s", follower.ID, r.status, r.body)
 	}
 	body := fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:1"}`, follower.ID, follower.Raft)
-	if r := postJSON(t, ac.urls[1]+"/v1/cluster/nodes", body); r.status != 200 || !strings.Contains(r.body, `"api":"127.0.0.1:1"`) {
+	if r := postJSON(t, member+"/v1/cluster/nodes", body); r.status != 200 || !strings.Contains(r.body, `"api":"127.0.0.1:1"`) {
 		t.Fatalf("add %s = %d %s", follower.ID, r.status, r.body)
 	}
 	if r := postJSON(t, ac.urls[1]+"/v1/cluster/nodes", `{"id":"x","raft":"nohost"}`); r.status != 400 {

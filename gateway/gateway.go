@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -194,18 +195,24 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	t, refused := matchRoute(g.routes, ctx)
+	rm := g.pass
+	if t.r != nil {
+		rm = t.r.metrics
+	}
 	switch {
+	case g.store.SeenRemoved():
+		// A removed node's state no longer follows the cluster's: it
+		// forwards, replays and records nothing (its writes are refused
+		// by the store too).
+		writeStoreError(ctx, raftstore.ErrRemoved)
+		rm.done(outUnavailable, start)
 	case refused != "":
-		rm := g.pass
-		if t.r != nil {
-			rm = t.r.metrics
-		}
 		writeProblem(ctx, probAmbiguousPath, refused)
 		rm.done(outAmbiguous, start)
 	case t.r != nil:
 		g.idempotent(ctx, t, start)
 	default:
-		g.passthrough(ctx, g.pass, start)
+		g.passthrough(ctx, rm, start)
 	}
 }
 

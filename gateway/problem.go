@@ -93,7 +93,8 @@ var storeErrors = []struct {
 	is   func(error) bool
 	kind problemKind
 }{
-	{raftstore.Unavailable, probUnavailable}, // no quorum, deadline, shutdown, disk, clock: fail closed
+	{func(err error) bool { return errors.Is(err, raftstore.ErrRemoved) }, probNotReady}, // what its readyz says
+	{raftstore.Unavailable, probUnavailable},                                             // no quorum, deadline, shutdown, disk, clock: fail closed
 	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, probBadRequest},
 	{func(err error) bool { return errors.Is(err, raftstore.ErrTooLarge) }, probBodyTooLarge},
 	{func(err error) bool { return errors.Is(err, raftstore.ErrReservedKey) }, probInvalidKey},

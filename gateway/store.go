@@ -52,9 +52,9 @@ type Store interface {
 	// The cluster.
 	Leader() (id, raftAddr string)
 	Servers() ([]raftstore.Server, error)
-	// Cluster is the membership with the leader's view of each member
-	// (reachable, last contact, match index), or this node's own view
-	// when the leader cannot be asked.
+	// Cluster is the membership as the leader sees it (members,
+	// reachability, last contact, match index and lag, all the leader's),
+	// or as this node sees it when the leader cannot be asked.
 	Cluster(ctx context.Context) (raftstore.ClusterView, error)
 	// SetNodeAPI and NodeAPI record and read (locally) the API address of
 	// a member added at runtime, in the store's reserved keys.
@@ -70,6 +70,9 @@ type Store interface {
 	Removed() bool
 	// ClusterID is the cluster's id ("" before its first leader gave one).
 	ClusterID() string
+	// SeenRemoved is Removed as the store last saw it (at most a tenth of
+	// a second ago), read without an allocation on the hot path.
+	SeenRemoved() bool
 	// Barrier waits until this node has applied everything committed
 	// before the call (a linearizable read's first half).
 	Barrier(ctx context.Context) error

@@ -73,6 +73,9 @@ func diskExempt(t fsm.Type) bool {
 // state machine applies it once. A nil error means the command was applied;
 // the Result says how it went (Result.Err).
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+	if s.refuseRemoved() {
+		return nil, ErrRemoved
+	}
 	if err := s.checkDisk(); err != nil && !diskExempt(c.Type) {
 		return nil, err
 	}
@@ -117,7 +120,10 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 
 // leaderCall runs one request on the leader: locally when this node leads,
 // forwarded otherwise, retried across leader changes until ctx (or the
-// configured ApplyTimeout) ends.
+// configured ApplyTimeout) ends. When this node has known no leader for an
+// election timeout it answers ErrNoLeader at once, as etcd does: an
+// election under way ends well within one, and a cluster without a quorum
+// would only make the caller wait for its deadline to say the same.
 func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() []byte,
 	local func([]byte) (T, error), decode func([]byte) (T, error)) (T, error) {
 	var zero T
@@ -128,6 +134,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 	}
 	backoff := 2 * time.Millisecond
 	sawLeader := false
+	var leaderless time.Time // when this call found no leader; zero while it finds one
 	for {
 		var (
 			out T
@@ -139,16 +146,23 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		default:
 		}
 		if s.raft.State() == raft.Leader {
-			sawLeader = true
+			sawLeader, leaderless = true, time.Time{}
 			out, err = local(payload())
 		} else if addr, id := s.raft.LeaderWithID(); addr != "" {
-			sawLeader = true
+			sawLeader, leaderless = true, time.Time{}
 			var raw []byte
 			raw, err = s.forward(ctx, string(id), string(addr), kind, payload())
 			if err == nil {
 				out, err = decode(raw)
 			}
 		} else {
+			now := time.Now()
+			if leaderless.IsZero() {
+				leaderless = now
+			}
+			if now.Sub(s.leaderlessSince(leaderless)) >= s.cfg.ElectionTimeout {
+				return zero, ErrNoLeader
+			}
 			err = ErrNoLeader
 		}
 		if err == nil {

@@ -7,7 +7,8 @@ import "errors"
 // done that the caller must know about (or the write's fate is unknown and a
 // retry with the same request id settles it).
 var (
-	// ErrNoLeader: no leader could be reached before the deadline (no quorum).
+	// ErrNoLeader: this node has known no leader for an election timeout,
+	// or could reach none before the deadline (no quorum).
 	ErrNoLeader = errors.New("no raft leader: cluster has no quorum")
 	// ErrTimeout: the deadline passed before the command was applied.
 	ErrTimeout = errors.New("raft apply timed out")
@@ -44,12 +45,15 @@ var (
 	// ErrReservedKey: a KV key that begins with a NUL byte is idemgate's
 	// own (reserved.go); nothing was read or proposed.
 	ErrReservedKey = errors.New("reserved key: keys that begin with a NUL byte are idemgate's own")
+	// ErrRemoved: this node was removed from the cluster; it serves no
+	// writes and no linearizable reads until it is added again.
+	ErrRemoved = errors.New("this node was removed from the cluster: use another node")
 )
 
 // Unavailable reports whether err means the store could not serve the call
-// (no quorum, deadline, shutdown): the gateway's 503.
+// (no quorum, deadline, shutdown, removed): the gateway's 503.
 func Unavailable(err error) bool {
 	return errors.Is(err, ErrNoLeader) || errors.Is(err, ErrTimeout) ||
 		errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrDiskFull) ||
-		errors.Is(err, ErrClockJump)
+		errors.Is(err, ErrClockJump) || errors.Is(err, ErrRemoved)
 }

@@ -31,10 +31,14 @@ func (s *Store) newEventObserver() {
 	s.raft.RegisterObserver(s.obs)
 }
 
-// watchEvents logs the node's transitions until ctx ends.
+// watchEvents logs the node's transitions, and samples its health
+// (ready.go), until ctx ends.
 func (s *Store) watchEvents(ctx context.Context) {
 	t := time.NewTicker(eventInterval)
 	defer t.Stop()
+	sample := time.NewTicker(healthEvery)
+	defer sample.Stop()
+	s.sampleHealth(time.Now())
 	members := s.memberSet()
 	notReady := "no leader" // a starting node has none: not worth a line
 	for {
@@ -44,11 +48,15 @@ func (s *Store) watchEvents(ctx context.Context) {
 		case o := <-s.obsCh:
 			switch d := o.Data.(type) {
 			case raft.LeaderObservation:
+				addr, _ := s.raft.LeaderWithID() // now, not as observed: the observation may be late
+				s.noteLeader(addr != "", time.Now())
 				s.metrics.leaderChanges.Inc()
 				s.logger.Info("leader changed", "leader", string(d.LeaderID), "leader_addr", string(d.LeaderAddr))
 			case raft.PeerObservation:
 				members = s.logMembers(members)
 			}
+		case now := <-sample.C:
+			s.sampleHealth(now)
 		case <-t.C:
 			members = s.logMembers(members)
 			notReady = s.logReadiness(notReady)

@@ -122,7 +122,7 @@ func (s *Store) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
 // one connection to the leader, so one pipeline is one stream of frames.
 func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.Context) (*fsm.Result, error) {
 	waits := make([]func(context.Context) (*fsm.Result, error), len(data))
-	if s.checkDisk() != nil {
+	if s.checkDisk() != nil || s.refuseRemoved() {
 		return waits
 	}
 	for i := range data {

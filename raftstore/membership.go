@@ -41,6 +41,7 @@ type Server struct {
 	Reachable     bool   `json:"reachable"`
 	LastContactMS int64  `json:"last_contact_ms"`
 	MatchIndex    uint64 `json:"match_index"`
+	Lag           uint64 `json:"lag"` // behind the viewing node's log at that answer (PeerStatus)
 }
 
 // promoteMaxLag is how far (in log entries) a non-voter may be behind the

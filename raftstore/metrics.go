@@ -7,6 +7,19 @@ import (
 	"github.com/idemgate/idemgate/ttl"
 )
 
+// rejectReasons are every reason idemgate_peer_rejected_total counts: the
+// Raft port's own (mux.go), the admission after the preamble and a removed
+// member's connection closed (peers.go, join.go), and the accepting side's
+// certificate checks (certs.PeerError, and peers.go's removed_certificate).
+// Each has a series at 0 from the start, so an alert on increase() fires at
+// the first refusal; TestRejectReasonsListed holds the list to the code
+// and to README.
+var rejectReasons = []string{
+	"bad_protocol", "cluster_mismatch", "handshake", "handshake_timeout", "invalid_certificate", "no_certificate",
+	"no_identity", "not_member", "plaintext", "removed_certificate", "removed_member", "shutdown",
+	"too_many_connections", "too_many_pending", "unknown_ca",
+}
+
 type metrics struct {
 	leaderChanges prometheus.Counter
 	applyDuration prometheus.Histogram

@@ -59,15 +59,6 @@ type members struct {
 	hosts atomic.Pointer[map[string]bool] // IPs of the members' Raft addresses
 }
 
-// rejectReasons are every reason a Raft-port connection is refused for,
-// as idemgate_peer_rejected_total counts them: each series exists at 0 from
-// the start, so an alert on its increase fires on the first refusal.
-var rejectReasons = []string{
-	"no_certificate", "unknown_ca", "invalid_certificate", "no_identity", "not_member", "wrong_node",
-	"removed_certificate", "removed_member", "cluster_mismatch", "plaintext", "handshake", "handshake_timeout",
-	"bad_protocol", "too_many_pending", "too_many_connections", "shutdown",
-}
-
 // Limits of members.seen: a node renews its certificate now and then, and
 // only CA-signed ids get an entry.
 const (
@@ -82,7 +73,7 @@ func newMembers(s *Store) *members {
 			Help: "Connections refused on the Raft port (before any of their bytes were read), or closed when their node was removed, by reason.",
 		}, []string{"reason"}), seen: map[string][]fsm.Fingerprint{}}
 	for _, r := range rejectReasons {
-		m.rejected.WithLabelValues(r)
+		m.rejected.WithLabelValues(r) // at 0 from the start (metrics.go)
 	}
 	var peers []string
 	for _, p := range s.cfg.Peers {

@@ -32,9 +32,19 @@ type PeerStatus struct {
 	LastContactMS int64 `json:"last_contact_ms"`
 	// MatchIndex is the peer's last log index, as it last reported it.
 	MatchIndex uint64 `json:"match_index"`
-	// State is the peer's own Raft state as it last reported it.
+	// Lag is how far MatchIndex was behind this node's last log index when
+	// that answer came: both taken at one moment, so a member that keeps up
+	// under load shows a few entries, not a probe period's worth.
+	Lag uint64 `json:"lag"`
+	// State is the peer's own Raft state as it last reported it,
+	// "unreachable" when its last probe failed, or "unknown" before its
+	// first probe has been answered or failed.
 	State string `json:"state"`
 }
+
+// stateUnknown is a member's state before this node's first probe of it
+// has been answered or failed (a member added a moment ago).
+const stateUnknown = "unknown"
 
 type peerProbe struct {
 	addr      string    // the member's Raft address when its prober started
@@ -42,6 +52,8 @@ type peerProbe struct {
 	ok        bool      // the last probe was answered
 	lost      bool      // logged unreachable, not yet reachable again
 	lastIndex uint64
+	viewLast  uint64 // this node's last log index when that answer came
+	tried     bool   // a probe was answered or failed
 	state     string
 	applied   [4]appliedAt // the last answers' applied indexes, newest at next-1
 	next      int
@@ -207,9 +219,10 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 		return // the prober was stopped
 	}
 	now := time.Now()
+	viewLast := w.s.raft.LastIndex()
 	w.mu.Lock()
 	wasOK := p.ok
-	p.ok = err == nil
+	p.ok, p.tried = err == nil, true
 	switch {
 	case wasOK && !p.ok: // a peer this node reached is lost (one that never answered is not news)
 		w.s.logger.Warn("peer unreachable", "peer", id, "last_contact", now.Sub(p.contact).Round(time.Millisecond))
@@ -219,7 +232,7 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 		p.lost = false
 	}
 	if p.ok {
-		p.contact, p.lastIndex, p.state = now, st.lastIndex, st.state
+		p.contact, p.lastIndex, p.viewLast, p.state = now, st.lastIndex, viewLast, st.state
 		p.applied[p.next%len(p.applied)] = appliedAt{at: now, index: st.applied}
 		p.next++
 	}
@@ -242,7 +255,13 @@ func (w *peerWatch) statuses() []PeerStatus {
 		if !p.contact.IsZero() {
 			ps.LastContactMS = now.Sub(p.contact).Milliseconds()
 		}
-		if !p.ok {
+		if p.viewLast > p.lastIndex {
+			ps.Lag = p.viewLast - p.lastIndex
+		}
+		switch {
+		case !p.tried:
+			ps.State = stateUnknown
+		case !p.ok:
 			ps.State = "unreachable"
 		}
 		out = append(out, ps)
@@ -344,56 +363,96 @@ func decodeStatus(p []byte) (statusAnswer, error) {
 		state: string(p[16:])}, nil
 }
 
-// ClusterView is the membership with a node's view of each member.
+// ClusterView is the membership as one node sees it: its configuration,
+// its probes of each member and its last log index, all of that node
+// (View), never one node's figures beside another's.
 type ClusterView struct {
-	// View is the node whose probes these are: the leader's when it
-	// answered, else the node asked.
+	// View is the node whose view this is: the leader's when it answered,
+	// else the node asked.
 	View string
-	// LastIndex is the viewing node's last log index: a member's lag is
-	// LastIndex - its MatchIndex.
+	// LastIndex is the viewing node's last log index.
 	LastIndex uint64
-	Servers   []Server
+	// Servers are the viewing node's members, each with what its probes
+	// found (reachability, last contact, match index and lag).
+	Servers []Server
 }
 
-// Cluster returns the membership as the leader sees it (reachability, last
-// contact, match index), or as this node sees it when it is the leader or
-// the leader cannot be asked.
+// Cluster returns the membership as the leader sees it, or as this node
+// sees it when it is the leader, was removed, or the leader cannot be
+// asked.
 func (s *Store) Cluster(ctx context.Context) (ClusterView, error) {
-	servers, err := s.Servers()
-	if err != nil {
-		return ClusterView{}, err
-	}
-	view := ClusterView{View: s.cfg.NodeID, LastIndex: s.raft.LastIndex()}
-	statuses := s.peers.statuses()
 	if addr, id := s.raft.LeaderWithID(); addr != "" && string(id) != s.cfg.NodeID && !s.Removed() {
 		ctx, cancel := context.WithTimeout(ctx, probeEvery)
 		raw, err := s.forward(ctx, string(id), string(addr), fwdPeers, nil)
 		cancel()
 		var lv peersAnswer
 		if err == nil && json.Unmarshal(raw, &lv) == nil {
-			view.View, view.LastIndex, statuses = string(id), lv.LastIndex, lv.Peers
+			if lv.Servers != nil {
+				return ClusterView{View: string(id), LastIndex: lv.LastIndex, Servers: lv.Servers}, nil
+			}
+			// A leader of an earlier version answers with its probes
+			// only: beside this node's membership, lags from its index.
+			servers, err := s.Servers()
+			if err != nil {
+				return ClusterView{}, err
+			}
+			for i := range lv.Peers {
+				lv.Peers[i].Lag = 0
+				if lv.LastIndex > lv.Peers[i].MatchIndex {
+					lv.Peers[i].Lag = lv.LastIndex - lv.Peers[i].MatchIndex
+				}
+			}
+			return ClusterView{View: string(id), LastIndex: lv.LastIndex, Servers: withStatuses(servers, lv.Peers)}, nil
 		}
 	}
+	return s.ownView()
+}
+
+// ownView is this node's own view of the membership.
+func (s *Store) ownView() (ClusterView, error) {
+	servers, err := s.Servers()
+	if err != nil {
+		return ClusterView{}, err
+	}
+	return ClusterView{View: s.cfg.NodeID, LastIndex: s.raft.LastIndex(), Servers: withStatuses(servers, s.peers.statuses())}, nil
+}
+
+// withStatuses fills each member's probe fields from statuses; a member
+// with none (not probed yet: just added, or this node was removed and
+// probes nobody) is "unknown", never contacted.
+func withStatuses(servers []Server, statuses []PeerStatus) []Server {
 	for i := range servers {
+		srv := &servers[i]
+		if srv.Removed {
+			continue // this node, removed: Servers says so
+		}
+		srv.Reachable, srv.LastContactMS, srv.MatchIndex, srv.Lag, srv.State = false, -1, 0, 0, stateUnknown
 		for _, ps := range statuses {
-			if ps.ID == servers[i].ID && !servers[i].Removed {
-				srv := &servers[i]
-				srv.Reachable, srv.LastContactMS, srv.MatchIndex, srv.State = ps.Reachable, ps.LastContactMS, ps.MatchIndex, ps.State
+			if ps.ID == srv.ID {
+				srv.Reachable, srv.LastContactMS, srv.MatchIndex, srv.Lag, srv.State = ps.Reachable, ps.LastContactMS, ps.MatchIndex, ps.Lag, ps.State
 			}
 		}
 	}
-	view.Servers = servers
-	return view, nil
+	return servers
 }
 
 // peersAnswer is a node's answer to fwdPeers: its view of the members.
+// Peers is what nodes of earlier versions read; Servers the whole view.
 type peersAnswer struct {
 	LastIndex uint64       `json:"last_index"`
 	Peers     []PeerStatus `json:"peers"`
+	Servers   []Server     `json:"servers,omitempty"`
 }
 
 func (s *Store) peersAnswer() []byte {
-	b, _ := json.Marshal(peersAnswer{LastIndex: s.raft.LastIndex(), Peers: s.peers.statuses()})
+	// Answered on the forwarding connection, in order with the writes
+	// behind it: nothing here waits (a member not probed yet is unknown).
+	statuses := s.peers.statuses()
+	servers, err := s.Servers()
+	if err == nil {
+		servers = withStatuses(servers, statuses)
+	}
+	b, _ := json.Marshal(peersAnswer{LastIndex: s.raft.LastIndex(), Peers: statuses, Servers: servers})
 	return b
 }
 

@@ -44,6 +44,9 @@ func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 // ReadIndex returns an index such that, once this node has applied it, its
 // state reflects every write acknowledged before the call.
 func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
+	if s.refuseRemoved() {
+		return 0, ErrRemoved
+	}
 	return leaderCall(s, ctx, fwdReadIndex,
 		func() []byte { return nil },
 		func([]byte) (uint64, error) { return s.leaderReadIndex(ctx) },
@@ -157,7 +160,7 @@ var notReadyChecks = []notReadyCheck{
 	{"no leader", "no leader is known: the cluster has no quorum, or an election is under way",
 		func(s *Store) bool { addr, _ := s.raft.LeaderWithID(); return addr == "" }},
 	{"behind on apply", "catching up: applying what the cluster committed",
-		func(s *Store) bool { return !s.appliedThrough(s.raft.CommitIndex()) || s.behindLeader() }},
+		func(s *Store) bool { return s.behindOnApply() }},
 }
 
 // behindLeader reports whether this follower has not yet applied what its

@@ -62,6 +62,7 @@ type Store struct {
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
 	diskFree    atomic.Uint64 // the data directory's free bytes, last measured
+	health      health        // sampled for readiness and the no-leader answer (ready.go)
 
 	metrics *metrics
 	obsCh   chan raft.Observation

@@ -33,6 +33,7 @@ var storeErrors = []struct {
 	{raftstore.ErrNoLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
 	{raftstore.ErrNotLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
 	{raftstore.ErrTimeout, "ERR timeout: the command may or may not have been applied"},
+	{raftstore.ErrRemoved, "ERR this node was removed from the cluster; use another"},
 	{raftstore.ErrShutdown, "ERR this node is shutting down; use another"},
 	{raftstore.ErrDiskFull, "ERR disk nearly full: writes are refused until space is freed"},
 	{raftstore.ErrClockJump, "CLUSTERDOWN the leader's clock jumped ahead; a new leader is being chosen; retry"},

@@ -159,6 +159,7 @@ func (s *Store) Promote(context.Context, string, bool) error       { return ErrN
 func (s *Store) RemoveServer(context.Context, string, bool) error  { return ErrNoCluster }
 func (s *Store) Removed() bool                                     { return false }
 func (s *Store) ClusterID() string                                 { return "" }
+func (s *Store) SeenRemoved() bool                                 { return false }
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
 func (s *Store) Ready() bool                                       { return true }
