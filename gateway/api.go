@@ -113,7 +113,7 @@ func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 		path = path[:i]
 	}
 	method := string(ctx.Method())
-	if !a.fromBrowser(ctx) || !a.authorize(ctx, method, path) {
+	if !a.fromBrowser(ctx) || !a.authorize(ctx, method, path) || !a.noForm(ctx) {
 		if ctx.Request.IsBodyStream() {
 			ctx.SetConnectionClose() // never read a refused caller's body, not even to drain it
 		}

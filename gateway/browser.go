@@ -138,3 +138,29 @@ func (a *API) fromBrowser(ctx *fasthttp.RequestCtx) bool {
 	}
 	return true
 }
+
+// noForm refuses a POST of a form's type (415); true lets it through. A
+// browser too old to send Origin or Sec-Fetch-Site (Firefox before 70 sent
+// no Origin with a form post) still sends a form's type: no endpoint of
+// the API takes a form, and a form can send no other type. The JSON
+// endpoints would refuse it too; this covers the bodiless ones (snapshot,
+// promote). PUT and DELETE cannot come from a form at all. It runs after
+// the token check: without a token nothing is said about the body.
+func (a *API) noForm(ctx *fasthttp.RequestCtx) bool {
+	if ctx.IsPost() && formType(ctx.Request.Header.ContentType()) {
+		writeProblem(ctx, probUnsupportedMediaType, fmt.Sprintf(
+			"Content-Type %.100q is a form's: no API endpoint takes a form (send JSON, or no body)", ctx.Request.Header.ContentType()))
+		return false
+	}
+	return true
+}
+
+// formType reports whether ct is one of the types an HTML form sends.
+func formType(ct []byte) bool {
+	mt, _, _ := strings.Cut(string(ct), ";")
+	switch strings.ToLower(strings.TrimSpace(mt)) {
+	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return true
+	}
+	return false
+}

@@ -161,6 +161,11 @@ func TestAPIBrowserRequests(t *testing.T) {
 		{"snapshot, another port", "POST", "/v1/snapshot", "", []string{"Origin", "http://127.0.0.1:8080"}, 403, "cross-origin"},
 		{"snapshot, opaque origin", "POST", "/v1/snapshot", "", []string{"Origin", "null"}, 403, "cross-origin"},
 		{"snapshot, unparsable origin", "POST", "/v1/snapshot", "", []string{"Origin", "http://[::1"}, 403, "cross-origin"},
+		// A form post from a browser that sends neither Origin nor
+		// Sec-Fetch-Site (Firefox before 70): a form's type is enough.
+		{"snapshot, form post, oldest browser", "POST", "/v1/snapshot", "", []string{"Content-Type", form}, 415, "unsupported-media-type"},
+		{"promote, text/plain, oldest browser", "POST", "/v1/cluster/nodes/n1/promote", "x", []string{"Content-Type", "text/plain; charset=UTF-8"}, 415, "unsupported-media-type"},
+		{"snapshot, multipart, oldest browser", "POST", "/v1/snapshot", "--b--", []string{"Content-Type", "Multipart/Form-Data; boundary=b"}, 415, "unsupported-media-type"},
 		// DNS rebinding: same-origin to the browser, but the Host is the
 		// page's name.
 		{"rebound snapshot", "POST", "/v1/snapshot", "", rebound, 421, "misdirected-request"},
