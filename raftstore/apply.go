@@ -75,11 +75,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		if id, ok := RequestIDFrom(ctx); ok {
-			c.ReqID = id
-		} else {
-			c.ReqID = s.newReqID()
-		}
+		c.ReqID = RequestID(ctx)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err // never proposed: bad input costs no round trip
@@ -96,7 +92,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 				return data
 			}
 			if MutantNewRequestIDOnRetry {
-				c.ReqID = s.newReqID()
+				c.ReqID = newRequestID()
 				return c.Encode(nil)
 			}
 			// A retry may race the first attempt still in flight

@@ -39,7 +39,7 @@ func TestDiskGuard(t *testing.T) {
 	leader := c.WaitLeader(5 * time.Second)
 	follower := (leader + 1) % 3
 	set := func(i int, k string) error {
-		_, err := c.Store(i).KVSet(ctx, []byte(k), []byte("v"), 0, fsm.SetPlain, 0)
+		_, err := c.Store(i).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte("v")}))
 		return err
 	}
 
@@ -87,7 +87,7 @@ func TestDiskGuard(t *testing.T) {
 	survivor := (leader + 2) % 3
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := c.Store(survivor).KVSet(wctx, []byte("e"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(survivor).ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("e"), Value: []byte("v")})); err != nil {
 		t.Fatalf("the cluster stopped with the node: %v", err)
 	}
 }
