@@ -363,7 +363,9 @@ func BulkLoad(path string, keys int, ttl time.Duration) error {
 		now := time.Now().UnixNano()
 		for j := i; j < min(i+perEntry, keys); j++ {
 			start := len(buf)
-			buf = (&fsm.Command{Type: fsm.TypeKVSet, Key: fmt.Appendf(nil, "key-%010d", j), Value: value, TTL: ttl, Stamp: now}).Encode(buf)
+			c := fsm.KVSetCommand(fsm.KVSetRequest{Key: fmt.Appendf(nil, "key-%010d", j), Value: value, TTL: ttl})
+			c.Stamp = now // what the leader would stamp
+			buf = c.Encode(buf)
 			cmds = append(cmds, buf[start:len(buf):len(buf)])
 		}
 		i += len(cmds)

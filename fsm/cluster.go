@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -83,41 +82,9 @@ var (
 	keyClusterID  = []byte("cluster_id")
 )
 
-// ClusterIDCommand is the command that gives the cluster id, if it has none.
-func ClusterIDCommand(id ClusterID) *Command {
-	return &Command{Type: TypeClusterID, Value: append([]byte(nil), id[:]...)}
-}
-
-// MemberRemovedCommand is the command that records node id as removed,
-// with the certificates it was seen with.
-func MemberRemovedCommand(id string, fps []Fingerprint) *Command {
-	v := make([]byte, 0, len(fps)*len(Fingerprint{}))
-	for _, fp := range fps {
-		v = append(v, fp[:]...)
-	}
-	return &Command{Type: TypeMemberRemoved, Key: []byte(id), Value: v}
-}
-
-func validateCluster(c *Command) error {
-	switch c.Type {
-	case TypeClusterID:
-		if len(c.Value) != len(ClusterID{}) || ClusterID(c.Value).IsZero() {
-			return errors.New("a cluster id is 16 bytes, not all zero")
-		}
-	case TypeMemberRemoved:
-		if len(c.Key) == 0 {
-			return errors.New("empty node id")
-		}
-		if len(c.Value)%len(Fingerprint{}) != 0 {
-			return errors.New("fingerprints are 32 bytes each")
-		}
-	}
-	return nil
-}
-
 // clusterID gives the cluster its id unless it has one; the result carries
 // the id in force.
-func (a *applier) clusterID(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) clusterID(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	meta := tx.Bucket(bucketMeta)
 	if cur := meta.Get(keyClusterID); len(cur) == len(ClusterID{}) {
 		return &Result{Code: CodeExists, Value: clone(cur)}
@@ -131,7 +98,7 @@ func (a *applier) clusterID(tx *bolt.Tx, c *Command) *Result {
 
 // memberRemoved records a removed node id, merging its fingerprints with
 // those recorded before (a node removed twice).
-func (a *applier) memberRemoved(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) memberRemoved(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	b := tx.Bucket(bucketRemoved)
 	fps := splitFingerprints(c.Value)
 	if old := b.Get(c.Key); len(old) >= 8 {

@@ -8,116 +8,17 @@ import (
 	"github.com/idemgate/idemgate/ttl"
 )
 
-// Type identifies a command. Values are part of the log format: never
-// renumber them; add new ones at the end.
-type Type byte
-
-// The commands.
-const (
-	TypeUnknown Type = iota
-	TypeNoop         // carries an opaque payload; changes nothing but the clock
-	TypeRecordBegin
-	TypeRecordComplete
-	TypeRecordRelease
-	TypeRecordMarkUnknown
-	TypeExpire
-	TypeTokenIssue
-	TypeTokenConsume
-	TypeKVSet
-	TypeKVGetDel
-	TypeKVDelete
-	TypeKVIncr        // add an integer to a KV key's decimal value (Redis INCRBY)
-	TypeKVExpire      // change a KV key's lifetime (Redis EXPIRE, PERSIST)
-	TypeClusterID     // give the cluster its id, unless it has one (cluster.go)
-	TypeMemberRemoved // remember a removed node id and its certificates (cluster.go)
-	typeEnd
-)
-
-var typeNames = [...]string{"unknown", "noop", "record_begin", "record_complete",
-	"record_release", "record_mark_unknown", "expire", "token_issue", "token_consume",
-	"kv_set", "kv_getdel", "kv_delete", "kv_incr", "kv_expire", "cluster_id", "member_removed"}
-
-func (t Type) String() string {
-	if t < typeEnd {
-		return typeNames[t]
-	}
-	return fmt.Sprintf("type(%d)", byte(t))
-}
-
-// SetMode selects the flavour of TypeKVSet.
-type SetMode byte
-
-// The set modes.
-const (
-	SetPlain SetMode = 0 // unconditional set
-	SetNX    SetMode = 1 // only if the key does not exist
-	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
-	SetXX    SetMode = 3 // only if the key exists (fsm.ErrNotFound if not)
-)
-
-// Begin flags.
-const (
-	// FlagReleaseUnknown: when the existing record's outcome is unknown
-	// (its processing deadline passed), take it over instead of reporting it.
-	FlagReleaseUnknown byte = 1 << 0
-	// FlagRejectSuspect: refuse to begin a suspected duplicate (CodeSuspect)
-	// instead of beginning it and reporting the suspicion.
-	FlagRejectSuspect byte = 1 << 1
-)
-
-// KVSet flags.
-const (
-	// FlagKeepTTL: keep the key's lifetime instead of setting Command.TTL
-	// (which must be zero); a new key never expires.
-	FlagKeepTTL byte = 1 << 0
-	// FlagReturnOld: the result carries the value the key had before, set
-	// or not (Redis SET ... GET), in Result.Value. The code says whether
-	// it had one: CodeOK and CodeExists yes, CodeCreated and CodeNotFound no.
-	FlagReturnOld byte = 1 << 1
-)
-
-// KVExpire flags: the conditions of Redis 7's EXPIRE, on the lifetime the
-// key has (no lifetime counts as infinite), and expiry at once.
-const (
-	FlagExpireNX  byte = 1 << 0 // only if the key has no lifetime
-	FlagExpireXX  byte = 1 << 1 // only if it has one
-	FlagExpireGT  byte = 1 << 2 // only if the new expiry is later
-	FlagExpireLT  byte = 1 << 3 // only if the new expiry is earlier
-	FlagExpireNow byte = 1 << 4 // the key expires now: it is deleted (TTL must be zero)
-	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow
-)
-
-// Complete flags.
-const (
-	// FlagBodyDropped: the response body was too large to store; replays
-	// cannot be served.
-	FlagBodyDropped byte = 1 << 0
-)
-
 // Header is one stored response header.
 type Header struct {
 	Name, Value []byte
 }
 
-// Command is one state machine command. Which fields matter depends on Type:
-//
-//	Noop:            Value (opaque payload)
-//	RecordBegin:     Key, Value (fingerprint), TTL, Timeout (processing), Flags,
-//	                 DigestKey (for suspect detection; empty: none), Window
-//	RecordComplete:  Key, Fence, Status, Flags, Headers, Body
-//	RecordRelease:   Key, Fence (0: release whatever owns it, by hand)
-//	RecordMarkUnknown: Key, Fence
-//	Expire:          Entries
-//	TokenIssue:      Key (TokenKey(scope, token)), TTL
-//	TokenConsume:    Key
-//	KVSet:           Key, Value, TTL, Mode, Version (SetCAS), Flags (FlagKeepTTL, FlagReturnOld)
-//	KVGetDel, KVDelete: Key
-//	KVIncr:          Key, Value (the increment: a signed decimal integer)
-//	KVExpire:        Key, TTL (zero without FlagExpireNow: remove the lifetime), Flags
-//	ClusterID:       Value (the 16-byte id)
-//	MemberRemoved:   Key (node id), Value (certificate fingerprints, 32 bytes each)
-//
-// A TTL of zero means "never expires".
+// Command is one state machine command: an envelope (type, request id,
+// stamp) and the fields of the log format. Which fields a type uses, and
+// what they hold where the name does not say it all (Value is a begin's
+// fingerprint and an increment's amount), is declared in the command table
+// (commands.go), whose constructors build every command. A TTL of zero
+// means "never expires".
 type Command struct {
 	Type    Type
 	ReqID   ReqID
@@ -135,7 +36,7 @@ type Command struct {
 	Body    []byte
 	Entries []ttl.Entry
 	// DigestKey (fsm.DigestKey) and Window: a RecordBegin's suspect
-	// detection (suspect.go). Each field means one thing for every type.
+	// detection (suspect.go).
 	DigestKey []byte
 	Window    time.Duration
 }
@@ -157,14 +58,7 @@ const (
 	offReqID          = 2
 	offStamp          = 18
 	headerLen         = 26
-
-	// MaxKeyLen bounds a stored key of every keyspace: a record key
-	// (scope, tenant and the client's key), a token key, a KV key.
-	MaxKeyLen = 1024
-	// MaxTTL bounds every lifetime and timeout a command carries: an
-	// expiry is the state machine's clock plus it, and must never overflow.
-	MaxTTL    = 100 * 365 * 24 * time.Hour
-	maxFields = 1 << 16
+	maxFields         = 1 << 16
 )
 
 // Encode appends the encoding of c to dst and returns it.
@@ -242,7 +136,7 @@ func Decode(b []byte, c *Command) error {
 		return fmt.Errorf("%w: encoding version %d", ErrBadCommand, b[0])
 	}
 	c.Type = Type(b[offType])
-	if c.Type == TypeUnknown || c.Type >= typeEnd {
+	if c.Type.spec() == nil {
 		return fmt.Errorf("%w: command type %d", ErrBadCommand, b[offType])
 	}
 	copy(c.ReqID[:], b[offReqID:offStamp])
@@ -286,81 +180,6 @@ func Decode(b []byte, c *Command) error {
 		return fmt.Errorf("%w: %s: %d trailing bytes", ErrBadCommand, c.Type, len(r.b))
 	}
 	return c.Validate()
-}
-
-// Validate checks the field rules that do not depend on state: what every
-// command must satisfy. The proposer calls it before a command reaches the
-// log (so bad input is refused with a clear error and costs no Raft round
-// trip), and Decode again on every replica.
-func (c *Command) Validate() error {
-	bad := func(what string) error { return fmt.Errorf("%w: %s: %s", ErrBadCommand, c.Type, what) }
-	if c.TTL < 0 || c.Timeout < 0 {
-		return bad("negative duration")
-	}
-	if c.Window < 0 {
-		return bad("negative duration")
-	}
-	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
-		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
-	}
-	if len(c.Key) > MaxKeyLen {
-		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
-	}
-	switch c.Type {
-	case TypeRecordBegin, TypeRecordComplete, TypeRecordRelease, TypeRecordMarkUnknown,
-		TypeTokenIssue, TypeTokenConsume, TypeKVSet, TypeKVGetDel, TypeKVDelete, TypeKVIncr, TypeKVExpire:
-		if len(c.Key) == 0 {
-			return bad("empty key")
-		}
-	}
-	if err := validateCluster(c); err != nil {
-		return bad(err.Error())
-	}
-	switch c.Type {
-	case TypeRecordComplete:
-		if c.Status < 100 || c.Status > 999 {
-			return bad("status out of range")
-		}
-		if c.Fence == 0 {
-			return bad("missing fencing token")
-		}
-	case TypeRecordMarkUnknown:
-		if c.Fence == 0 {
-			return bad("missing fencing token")
-		}
-	case TypeKVSet:
-		if c.Mode > SetXX {
-			return bad("unknown set mode")
-		}
-		if c.Flags&^(FlagKeepTTL|FlagReturnOld) != 0 {
-			return bad("unknown set flags")
-		}
-		if c.Flags&FlagKeepTTL != 0 && c.TTL != 0 {
-			return bad("a lifetime and keep-lifetime together")
-		}
-	case TypeKVIncr:
-		if _, ok := parseInt(c.Value); !ok {
-			return bad("the increment is not a decimal integer")
-		}
-	case TypeKVExpire:
-		if c.Flags&^expireFlags != 0 {
-			return bad("unknown expire flags")
-		}
-		if c.Flags&FlagExpireNow != 0 && c.TTL != 0 {
-			return bad("a lifetime and expire-now together")
-		}
-		if c.Flags&FlagExpireNX != 0 && c.Flags&(FlagExpireXX|FlagExpireGT|FlagExpireLT) != 0 ||
-			c.Flags&FlagExpireGT != 0 && c.Flags&FlagExpireLT != 0 {
-			return bad("conflicting expire conditions")
-		}
-	case TypeExpire:
-		for _, e := range c.Entries {
-			if !e.Kind.Valid() {
-				return bad("unknown expiry kind")
-			}
-		}
-	}
-	return nil
 }
 
 func appendBytes(dst, b []byte) []byte {

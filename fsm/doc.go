@@ -1,6 +1,7 @@
-// Package fsm is idemgate's replicated state machine: the commands, their
-// compact binary encoding, Apply/ApplyBatch into bbolt, the reads callers use
-// for fast paths, and Snapshot/Restore.
+// Package fsm is idemgate's replicated state machine: the commands (one
+// table, commands.go: each command's fields, rules, apply function and
+// constructor), their compact binary encoding, Apply/ApplyBatch into bbolt,
+// the reads callers use for fast paths, and Snapshot/Restore.
 //
 // It is pure and deterministic. Apply never reads a clock, a random source or
 // the network: every command carries the leader's timestamp, and the state

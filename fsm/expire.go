@@ -12,7 +12,7 @@ import (
 // Stale index entries are dropped either way. Re-proposing the same batch
 // is harmless. What was removed is counted by kind (ExpiredCount), not in
 // the result: no result field means something else for an expire.
-func (a *applier) expire(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) expire(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	for _, e := range c.Entries {
 		if e.At > a.now {
 			continue

@@ -413,16 +413,15 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	if MutantWallClockInApply {
 		a.now = time.Now().UnixNano()
 	}
-	// Idempotent commands are not remembered: applied twice, they change
-	// nothing the second time.
-	dedup := !c.ReqID.IsZero() && c.Type != TypeNoop && c.Type != TypeExpire &&
-		c.Type != TypeClusterID && c.Type != TypeMemberRemoved
+	// What changes nothing when applied twice is not remembered (the
+	// command table says which).
+	dedup := !c.ReqID.IsZero() && commands[c.Type].remembered
 	if dedup {
 		if r := a.recall(tx, c.ReqID); r != nil {
 			return r
 		}
 	}
-	r := a.dispatch(tx, c, rev)
+	r := commands[c.Type].apply(a, tx, c, rev)
 	if dedup {
 		if err := a.remember(tx, c.ReqID, r); err != nil {
 			return &Result{Code: CodeStorage}
@@ -431,39 +430,8 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	return r
 }
 
-func (a *applier) dispatch(tx *bolt.Tx, c *Command, rev uint64) *Result {
-	switch c.Type {
-	case TypeNoop:
-		return &Result{Code: CodeOK}
-	case TypeRecordBegin:
-		return a.recordBegin(tx, c, rev)
-	case TypeRecordComplete:
-		return a.recordComplete(tx, c)
-	case TypeRecordRelease:
-		return a.recordRelease(tx, c)
-	case TypeRecordMarkUnknown:
-		return a.recordMarkUnknown(tx, c)
-	case TypeExpire:
-		return a.expire(tx, c)
-	case TypeTokenIssue:
-		return a.tokenIssue(tx, c)
-	case TypeTokenConsume:
-		return a.tokenConsume(tx, c)
-	case TypeKVSet:
-		return a.kvSet(tx, c, rev)
-	case TypeKVGetDel, TypeKVDelete:
-		return a.kvDelete(tx, c)
-	case TypeKVIncr:
-		return a.kvIncr(tx, c, rev)
-	case TypeKVExpire:
-		return a.kvExpire(tx, c)
-	case TypeClusterID:
-		return a.clusterID(tx, c)
-	case TypeMemberRemoved:
-		return a.memberRemoved(tx, c)
-	}
-	return &Result{Code: CodeBadCommand}
-}
+// noop is TypeNoop's apply: the stamp moved the clock, nothing else changes.
+func (a *applier) noop(*bolt.Tx, *Command, uint64) *Result { return &Result{Code: CodeOK} }
 
 func (a *applier) putMeta(tx *bolt.Tx, applied uint64) error {
 	meta := tx.Bucket(bucketMeta)

@@ -138,10 +138,18 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 	return b.Put(key, e.encode())
 }
 
-// kvDelete is GETDEL (TypeKVGetDel returns the removed value) or DEL;
-// with a Version, only while the key is at that version (compare-and-
-// delete: a lock released by the holder of its fencing token).
-func (a *applier) kvDelete(tx *bolt.Tx, c *Command) *Result {
+// kvGetDel is GETDEL: it removes the key and answers the value it had.
+func (a *applier) kvGetDel(tx *bolt.Tx, c *Command, _ uint64) *Result { return a.kvRemove(tx, c, true) }
+
+// kvDelete is DEL.
+func (a *applier) kvDelete(tx *bolt.Tx, c *Command, _ uint64) *Result {
+	return a.kvRemove(tx, c, false)
+}
+
+// kvRemove deletes c.Key, answering the removed value if asked; with a
+// Version, only while the key is at that version (compare-and-delete: a
+// lock released by the holder of its fencing token).
+func (a *applier) kvRemove(tx *bolt.Tx, c *Command, value bool) *Result {
 	old, exists, err := a.liveKV(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
@@ -153,7 +161,7 @@ func (a *applier) kvDelete(tx *bolt.Tx, c *Command) *Result {
 		return &Result{Code: CodeVersionMismatch, Version: old.Version}
 	}
 	r := &Result{Code: CodeOK, Version: old.Version}
-	if c.Type == TypeKVGetDel {
+	if value {
 		r.Value = old.Clone().Value
 	}
 	if err := a.deleteKV(tx, c.Key, old.ExpiresAt); err != nil {

@@ -13,7 +13,7 @@ import (
 // compare-and-delete still matches after it extends its lock.
 // CodeNotFound: no such key; CodeUnchanged: a condition did not hold, or
 // there was no lifetime to remove.
-func (a *applier) kvExpire(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) kvExpire(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	old, exists, err := a.liveKV(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}

@@ -122,7 +122,7 @@ func (a *applier) ownedRecord(tx *bolt.Tx, c *Command) (*Record, *Result) {
 // complete, and only once; a late owner whose deadline passed may still
 // complete as long as nobody took the record over (a known outcome is
 // better than an unknown one).
-func (a *applier) recordComplete(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) recordComplete(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	old, res := a.ownedRecord(tx, c)
 	if res != nil {
 		return res
@@ -150,7 +150,7 @@ func (a *applier) recordComplete(tx *bolt.Tx, c *Command) *Result {
 // recordRelease deletes a record so the next request with its key runs. The
 // owner (Fence set) may release only what it has not completed; Fence 0 is
 // an operator's release and removes any record.
-func (a *applier) recordRelease(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) recordRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	var rec *Record
 	if c.Fence == 0 {
 		r, err := a.getRecord(tx, c.Key)
@@ -179,7 +179,7 @@ func (a *applier) recordRelease(tx *bolt.Tx, c *Command) *Result {
 
 // recordMarkUnknown records that the owner cannot tell whether the upstream
 // acted (it timed out after sending).
-func (a *applier) recordMarkUnknown(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) recordMarkUnknown(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	old, res := a.ownedRecord(tx, c)
 	if res != nil {
 		return res

@@ -57,8 +57,9 @@ const RequestIDRetention = 2 * time.Minute
 //     since, so it cannot be re-read), the suspect's key. Applying it again
 //     would apply it twice.
 //
-// No-ops and sweeps (TypeExpire) are never remembered (applyOne does not
-// look their ids up): both may be applied any number of times.
+// No-ops, sweeps (TypeExpire) and the cluster's own facts are never
+// remembered (the command table says so; applyOne does not look their ids
+// up): each may be applied any number of times.
 //
 // The remembered answer's encoding, one flag bit per present field:
 //

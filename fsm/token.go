@@ -35,7 +35,7 @@ func (a *applier) deleteToken(tx *bolt.Tx, key []byte, exp int64) error {
 	return tx.Bucket(bucketTokens).Delete(key)
 }
 
-func (a *applier) tokenIssue(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) tokenIssue(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	_, ok, err := a.liveToken(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
@@ -57,7 +57,7 @@ func (a *applier) tokenIssue(tx *bolt.Tx, c *Command) *Result {
 
 // tokenConsume is GETDEL on a token: exactly one consume of a live token
 // succeeds.
-func (a *applier) tokenConsume(tx *bolt.Tx, c *Command) *Result {
+func (a *applier) tokenConsume(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	exp, ok, err := a.liveToken(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}

@@ -90,7 +90,7 @@ func TestClusterViewOneNodes(t *testing.T) {
 			s := ac.c.Store(w % 3)
 			for n := 0; ctx.Err() == nil; n++ {
 				wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-				if _, err := s.KVSet(wctx, []byte(fmt.Sprint("v", w, "-", n%100)), []byte("x"), 0, fsm.SetPlain, 0); err == nil {
+				if _, err := s.ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("v", w, "-", n%100)), Value: []byte("x")})); err == nil {
 					writes.Add(1)
 				}
 				wcancel()

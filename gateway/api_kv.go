@@ -106,7 +106,8 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 		return
 	}
 	defer cancel()
-	res, err := a.store.KVSet(c, []byte(key), value, ttl, mode, version)
+	res, err := a.store.ApplyKV(c, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
+		Mode: mode, Version: version}))
 	if err != nil {
 		writeStoreError(ctx, err)
 		return
@@ -165,15 +166,19 @@ func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
 		return
 	}
 	defer cancel()
-	res, err := a.store.KVGetDel(c, []byte(key), version)
-	switch {
-	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, probNotFound, "no such key")
-	case errors.Is(err, fsm.ErrVersionMismatch):
-		versionMismatch(ctx, version, res.Version)
-	case err != nil:
+	res, err := a.store.ApplyKV(c, fsm.KVGetDelCommand([]byte(key), version))
+	if err != nil {
 		writeStoreError(ctx, err)
-	default:
+		return
+	}
+	switch res.Code {
+	case fsm.CodeOK:
 		writeValue(ctx, fasthttp.StatusOK, res.Value, res.Version, 0)
+	case fsm.CodeNotFound:
+		writeProblem(ctx, probNotFound, "no such key")
+	case fsm.CodeVersionMismatch:
+		versionMismatch(ctx, version, res.Version)
+	default:
+		writeStoreError(ctx, res.Err())
 	}
 }

@@ -138,7 +138,7 @@ func TestReadyUnderLoad(t *testing.T) {
 				case <-tokens:
 				}
 				wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_, err := s.KVSet(wctx, []byte(fmt.Sprintf("load-%d-%d", w, n%500)), []byte("v"), 0, fsm.SetPlain, 0)
+				_, err := s.ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("load-%d-%d", w, n%500)), Value: []byte("v")}))
 				wcancel()
 				if err != nil {
 					failed.Add(1)

@@ -37,14 +37,9 @@ type watchedStore struct {
 
 func (s *watchedStore) count() { s.calls.Add(1) }
 
-func (s *watchedStore) KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error) {
+func (s *watchedStore) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	s.count()
-	return s.Store.KVSet(ctx, key, value, ttl, mode, version)
-}
-
-func (s *watchedStore) KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error) {
-	s.count()
-	return s.Store.KVGetDel(ctx, key, version)
+	return s.Store.ApplyKV(ctx, c)
 }
 
 func (s *watchedStore) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {

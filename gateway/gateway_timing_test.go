@@ -94,7 +94,7 @@ func BenchmarkGateway(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	noop := (&fsm.Command{Type: fsm.TypeNoop, Value: make([]byte, 64)}).Encode(nil)
+	noop := fsm.NoopCommand(make([]byte, 64)).Encode(nil)
 	r := gc.c.Stores[leader].Raft()
 	for i := 0; i < 500; i++ { // warm the engine before the baseline
 		r.Apply(append([]byte(nil), noop...), 0).Error()

@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -176,7 +175,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 	fp := &fpv
 	rm := r.metrics
 	deadline := start.Add(r.waitTimeout)
-	req := raftstore.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: r.ttl, Timeout: r.processingTimeout,
+	req := fsm.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: r.ttl, Timeout: r.processingTimeout,
 		ReleaseUnknown: r.releaseUnknown}
 	if g.cfg.SuspectWindow > 0 {
 		req.DigestKey = fsm.DigestKey(r.scope, string(tenant), digest[:])
@@ -385,7 +384,7 @@ func (g *Gateway) complete(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, f
 	}
 	body := ctx.Response.Body()
 	dropped := len(body) > r.maxStoredBody
-	cr := raftstore.CompleteRequest{Key: rk, Fence: fence, Status: status, Headers: headers, BodyDropped: dropped}
+	cr := fsm.CompleteRequest{Key: rk, Fence: fence, Status: status, Headers: headers, BodyDropped: dropped}
 	if !dropped {
 		cr.Body = body
 	}

@@ -17,8 +17,8 @@ import (
 // in memory (internal/memstore) and a few cluster tests prove the wiring.
 type Store interface {
 	// Idempotency records.
-	Begin(ctx context.Context, r raftstore.BeginRequest) (*fsm.Result, error)
-	Complete(ctx context.Context, r raftstore.CompleteRequest) error
+	Begin(ctx context.Context, r fsm.BeginRequest) (*fsm.Result, error)
+	Complete(ctx context.Context, r fsm.CompleteRequest) error
 	Release(ctx context.Context, key []byte, fence uint64) error
 	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
 	// Changed returns a channel closed at the next applied change; a
@@ -30,17 +30,10 @@ type Store interface {
 
 	// The KV keyspace.
 	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
-	KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error)
-	KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error)
-	// KVPut is KVSet with Redis's options (XX, KEEPTTL, GET); KVIncr and
-	// KVExpire are INCRBY and EXPIRE/PERSIST, each one command.
-	KVPut(ctx context.Context, r raftstore.KVPutRequest) (*fsm.Result, error)
-	KVIncr(ctx context.Context, key []byte, delta int64) (*fsm.Result, error)
-	KVExpire(ctx context.Context, key []byte, ttl time.Duration, flags byte) error
-	KVDelete(ctx context.Context, key []byte) error
-	// ApplyInOrder applies a client's pipelined writes in the order sent,
-	// pipelined to the leader where the store can.
-	ApplyInOrder(ctx context.Context, ops []raftstore.Op) []raftstore.OpResult
+	// ApplyKV applies a command of the KV keyspace built by fsm's
+	// constructors (fsm.KVSetCommand, ...); refusals are in the result's
+	// Code. A SETNX on a live key is answered from a linearizable read.
+	ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
 
 	// Form tokens (package tokens builds on these).
 	IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error)

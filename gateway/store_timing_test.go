@@ -34,7 +34,7 @@ func BenchmarkClusterSETNX(b *testing.B) {
 		ac := startAPIClusterWith(b, 3, func(c *raftstore.Config) { c.MaxBatchCommands = batch }, nil)
 		leader := ac.c.WaitLeader(5 * time.Second)
 		r := ac.c.Stores[leader].Raft()
-		noop := (&fsm.Command{Type: fsm.TypeNoop, Value: make([]byte, 64)}).Encode(nil)
+		noop := fsm.NoopCommand(make([]byte, 64)).Encode(nil)
 		for i := 0; i < 500; i++ { // warm the engine: the baseline runs first
 			r.Apply(append([]byte(nil), noop...), 0).Error()
 		}
@@ -55,7 +55,7 @@ func BenchmarkClusterSETNX(b *testing.B) {
 			}},
 			{"store-setnx", func(client int) error {
 				k := fmt.Sprintf("s-%d", seq.Add(1))
-				res, err := ac.c.Stores[client%3].KVSet(context.Background(), []byte(k), []byte("v"), 0, fsm.SetNX, 0)
+				res, err := ac.c.Stores[client%3].ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte("v"), Mode: fsm.SetNX}))
 				if err == nil && res.Code != fsm.CodeCreated {
 					err = fmt.Errorf("SETNX %s: %v", k, res.Err())
 				}

@@ -59,12 +59,10 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 }
 
 // diskExempt reports whether a command of type t is proposed while the disk
-// guard refuses writes: expiring frees space (let the sweeper run); the
+// guard refuses writes, as the command table says (sweeps free space; the
 // cluster's own facts are a few bytes, once, and membership safety needs
-// them.
-func diskExempt(t fsm.Type) bool {
-	return t == fsm.TypeExpire || t == fsm.TypeClusterID || t == fsm.TypeMemberRemoved
-}
+// them).
+func diskExempt(t fsm.Type) bool { return t.AllowedWhenDiskLow() }
 
 // Apply proposes c (through the leader, wherever it is) and returns its
 // result once applied. A command without a request id gets the one ctx
@@ -80,11 +78,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		if id, ok := RequestIDFrom(ctx); ok {
-			c.ReqID = id
-		} else {
-			c.ReqID = s.newReqID()
-		}
+		c.ReqID = RequestID(ctx)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err // never proposed: bad input costs no round trip
@@ -101,7 +95,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 				return data
 			}
 			if MutantNewRequestIDOnRetry {
-				c.ReqID = s.newReqID()
+				c.ReqID = newRequestID()
 				return c.Encode(nil)
 			}
 			// A retry may race the first attempt still in flight

@@ -27,7 +27,7 @@ func putKeys(t *testing.T, c *TestCluster, prefix string, n int) map[string]uint
 	out := map[string]uint64{}
 	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("%s-%d", prefix, i)
-		res, err := c.Store(i%len(c.Cfgs)).KVSet(ctxT(t, 5*time.Second), []byte(key), []byte("value-"+key), 0, fsm.SetPlain, 0)
+		res, err := c.Store(i%len(c.Cfgs)).ApplyKV(ctxT(t, 5*time.Second), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
 		if err != nil {
 			t.Fatalf("set %s: %v", key, err)
 		}
@@ -310,7 +310,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 	c.Stop(2)
 	// Without a quorum nothing is written.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if _, err := c.Store(0).KVSet(ctx, []byte("lost"), []byte("x"), 0, fsm.SetPlain, 0); err == nil {
+	if _, err := c.Store(0).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lost"), Value: []byte("x")})); err == nil {
 		t.Fatal("a write succeeded without a quorum")
 	}
 	cancel()
@@ -356,7 +356,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 			t.Fatalf("after recovery %s = %q v%d, %v; want v%d", key, e.Value, e.Version, err, v)
 		}
 	}
-	if _, err := s.KVSet(ctxT(t, 5*time.Second), []byte("after"), []byte("x"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := s.ApplyKV(ctxT(t, 5*time.Second), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("x")})); err != nil {
 		t.Fatalf("write after recovery: %v", err)
 	}
 	servers, _ := s.Servers()

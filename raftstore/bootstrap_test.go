@@ -124,11 +124,11 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	acked := putKeys(t, c, "paid", 20)
 	order := fsm.RecordKey("pay", "alice", "order-42")
-	res, err := c.Store(leader).Begin(ctx, BeginRequest{Key: order, TTL: time.Hour})
+	res, err := c.Store(leader).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Store(leader).Complete(ctx, CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
+	if err := c.Store(leader).Complete(ctx, fsm.CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -173,7 +173,7 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 			t.Errorf("%s: order-42 = %+v, %v; want it completed, charged once", s.NodeID(), r, err)
 		}
 	}
-	again, err := c.Store(2).Begin(ctx, BeginRequest{Key: order, TTL: time.Hour})
+	again, err := c.Store(2).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
 	if err != nil || again.Created() {
 		t.Errorf("order-42 begun again on a rejoined node: %+v, %v; want the completed record", again, err)
 	}
@@ -260,7 +260,7 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 			{ID: "n2", Address: raft.ServerAddress(c.Cfgs[1].RaftBind), Suffrage: raft.Voter},
 			{ID: "n3", Address: raft.ServerAddress(c.Cfgs[2].RaftBind), Suffrage: raft.Voter},
 			{ID: "n5", Address: raft.ServerAddress(addrs[1]), Suffrage: raft.Voter}}}
-		write := fsm.Command{Type: fsm.TypeKVSet, Key: []byte("poison-" + name), Value: []byte("x")}
+		write := fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("poison-" + name), Value: []byte("x")})
 		req := &raft.AppendEntriesRequest{
 			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(src.NodeID()), Addr: []byte("127.0.0.1:1")},
 			Term:      term, PrevLogEntry: 0, PrevLogTerm: 0, LeaderCommitIndex: 2,

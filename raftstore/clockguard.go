@@ -113,7 +113,7 @@ func (s *Store) tick(ctx context.Context) {
 			continue
 		}
 		c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
-		s.Apply(c, &fsm.Command{Type: fsm.TypeNoop})
+		s.Apply(c, fsm.NoopCommand(nil))
 		cancel()
 	}
 }

@@ -30,11 +30,11 @@ func TestClockGuardRefusesAJumpedLeader(t *testing.T) {
 	c, skews := skewedCluster(t)
 	ctx := context.Background()
 	leader := c.WaitLeader(10 * time.Second)
-	if _, err := c.Store(leader).KVSet(ctx, []byte("lock"), []byte("held"), time.Hour, fsm.SetNX, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("held"), TTL: time.Hour, Mode: fsm.SetNX})); err != nil {
 		t.Fatal(err)
 	}
 	skews[leader].Store(int64(10 * 365 * 24 * time.Hour))
-	_, err := c.Store(leader).KVSet(ctx, []byte("other"), []byte("x"), 0, fsm.SetPlain, 0)
+	_, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("other"), Value: []byte("x")}))
 	if err == nil {
 		// Leadership may have moved on before the write reached the guard:
 		// then the write was stamped by a sane leader.
@@ -57,7 +57,7 @@ func TestClockGuardRefusesAJumpedLeader(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := c.Store(next).KVSet(ctx, []byte("after"), []byte("y"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(next).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("y")})); err != nil {
 		t.Fatalf("write on the new leader: %v", err)
 	}
 	for i := 0; i < 3; i++ {
@@ -78,14 +78,14 @@ func TestClockGuardAcceptsWhatAQuorumAgrees(t *testing.T) {
 	c, skews := skewedCluster(t)
 	ctx := context.Background()
 	leader := c.WaitLeader(10 * time.Second)
-	if _, err := c.Store(leader).KVSet(ctx, []byte("a"), []byte("1"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("a"), Value: []byte("1")})); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range skews {
 		s.Store(int64(2 * time.Hour))
 	}
 	leader = c.WaitLeader(10 * time.Second)
-	if _, err := c.Store(leader).KVSet(ctx, []byte("b"), []byte("2"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("b"), Value: []byte("2")})); err != nil {
 		t.Fatalf("a write after the whole cluster's clock moved on: %v", err)
 	}
 	if now := time.Unix(0, c.Store(leader).FSM().Now()); now.Before(time.Now().Add(time.Hour)) {

@@ -35,7 +35,7 @@ func TestSETNXRaceOneWinner(t *testing.T) {
 			defer wg.Done()
 			<-start
 			s := c.Stores[i%3]
-			results[i], errs[i] = s.KVSet(ctx, []byte("hot"), []byte(fmt.Sprint("v", i)), time.Minute, fsm.SetNX, 0)
+			results[i], errs[i] = s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("hot"), Value: []byte(fmt.Sprint("v", i)), TTL: time.Minute, Mode: fsm.SetNX}))
 		}(i)
 	}
 	close(start)
@@ -107,7 +107,7 @@ func TestLinearizableReadOnFollower(t *testing.T) {
 	follower := c.Stores[(leader+1)%3]
 	for i := 0; i < 50; i++ {
 		k := []byte(fmt.Sprint("k", i))
-		if _, err := c.Stores[leader].KVSet(ctx, k, []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := c.Stores[leader].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v")})); err != nil {
 			t.Fatal(err)
 		}
 		// Acknowledged on the leader, read at once on a follower.
@@ -157,7 +157,7 @@ func TestLeaderStopMidRun(t *testing.T) {
 				}
 				k, val := fmt.Sprintf("w%d-%d", w, n), fmt.Sprint(n)
 				wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				_, err := s.KVSet(wctx, []byte(k), []byte(val), 0, fsm.SetNX, 0)
+				_, err := s.ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte(val), Mode: fsm.SetNX}))
 				cancel()
 				if err == nil {
 					mu.Lock()
@@ -240,7 +240,7 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Stores[leader].KVSet(ctx, []byte("after"), []byte("x"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Stores[leader].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("x")})); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(20 * time.Second)
@@ -253,7 +253,7 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 func TestSingleNodeBootstrapsAlone(t *testing.T) {
 	c := StartTestCluster(t, 1, nil)
 	ctx := ctxT(t, 10*time.Second)
-	if _, err := c.Stores[0].KVSet(ctx, []byte("k"), []byte("v"), time.Second, fsm.SetNX, 0); err != nil {
+	if _, err := c.Stores[0].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v"), TTL: time.Second, Mode: fsm.SetNX})); err != nil {
 		t.Fatal(err)
 	}
 	c.Stop(0)
@@ -269,7 +269,7 @@ func TestSweeperExpiresOnLeader(t *testing.T) {
 	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.Sweeper.Interval = 50 * time.Millisecond })
 	ctx := ctxT(t, 30*time.Second)
 	for i := 0; i < 20; i++ {
-		if _, err := c.Stores[i%3].KVSet(ctx, []byte(fmt.Sprint("e", i)), []byte("v"), 100*time.Millisecond, fsm.SetPlain, 0); err != nil {
+		if _, err := c.Stores[i%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("e", i)), Value: []byte("v"), TTL: 100 * time.Millisecond})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -295,7 +295,7 @@ func TestNoQuorumIsUnavailable(t *testing.T) {
 	c.Stop((leader + 1) % 3)
 	c.Stop((leader + 2) % 3)
 	start := time.Now()
-	_, err := c.Stores[leader].KVSet(context.Background(), []byte("k"), []byte("v"), 0, fsm.SetPlain, 0)
+	_, err := c.Stores[leader].ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 	if !Unavailable(err) {
 		t.Fatalf("write without quorum = %v, want an unavailable error", err)
 	}
@@ -315,7 +315,7 @@ func TestRebuildAfterUncleanReboot(t *testing.T) {
 	})
 	ctx := ctxT(t, 60*time.Second)
 	for i := 0; i < 400; i++ {
-		if _, err := c.Stores[i%3].KVSet(ctx, []byte(fmt.Sprint("k", i)), []byte(fmt.Sprint(i)), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := c.Stores[i%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -328,7 +328,7 @@ func TestRebuildAfterUncleanReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 400; i < 450; i++ { // writes it missed while down
-		if _, err := c.Stores[(victim+1)%3].KVSet(ctx, []byte(fmt.Sprint("k", i)), []byte(fmt.Sprint(i)), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := c.Stores[(victim+1)%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -366,7 +366,7 @@ func TestCloseWithAppliesInFlight(t *testing.T) {
 					default:
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					_, err := s.KVSet(ctx, []byte(fmt.Sprintf("w%d-%d", w, i)), []byte("v"), 0, fsm.SetPlain, 0)
+					_, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("w%d-%d", w, i)), Value: []byte("v")}))
 					cancel()
 					if err != nil {
 						return
@@ -402,9 +402,10 @@ func TestInvalidCommandNeverProposed(t *testing.T) {
 	}
 	before := s.Raft().LastIndex()
 	for _, cmd := range []*fsm.Command{
-		{Type: fsm.TypeKVSet, Key: []byte("k"), TTL: 2562047 * time.Hour},
-		{Type: fsm.TypeKVSet, Key: make([]byte, fsm.MaxKeyLen+1)},
-		{Type: fsm.TypeRecordBegin, Key: nil},
+		fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), TTL: 2562047 * time.Hour}),
+		fsm.KVSetCommand(fsm.KVSetRequest{Key: make([]byte, fsm.MaxKeyLen+1)}),
+		fsm.RecordBeginCommand(fsm.BeginRequest{}),
+		{Type: 200, Key: []byte("k")}, // forged: no such command
 	} {
 		if _, err := s.Apply(ctx, cmd); !errors.Is(err, fsm.ErrBadCommand) {
 			t.Fatalf("Apply(%s) = %v, want ErrBadCommand", cmd.Type, err)

@@ -59,7 +59,7 @@ func setnxLoad(t *testing.T, c *TestCluster, prefix string, clients int, value [
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				res, err := s.KVSet(ctx, []byte(fmt.Sprintf("%s%d-%d", prefix, g, i)), value, 0, fsm.SetNX, 0)
+				res, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("%s%d-%d", prefix, g, i)), Value: value, Mode: fsm.SetNX}))
 				cancel()
 				if err != nil {
 					continue // unavailable: not acknowledged
@@ -166,7 +166,7 @@ func TestForwardedAppliesShareFrames(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				res, err := f.KVSet(ctx, []byte(fmt.Sprintf("f%d-%d", g, i)), []byte("v"), 0, fsm.SetNX, 0)
+				res, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("f%d-%d", g, i)), Value: []byte("v"), Mode: fsm.SetNX}))
 				if err != nil || res.Code != fsm.CodeCreated {
 					failed.Add(1)
 				}

@@ -38,7 +38,7 @@ func TestDiskGuard(t *testing.T) {
 	leader := c.WaitLeader(5 * time.Second)
 	follower := (leader + 1) % 3
 	set := func(i int, k string) error {
-		_, err := c.Store(i).KVSet(ctx, []byte(k), []byte("v"), 0, fsm.SetPlain, 0)
+		_, err := c.Store(i).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte("v")}))
 		return err
 	}
 
@@ -89,7 +89,7 @@ func TestDiskGuard(t *testing.T) {
 	survivor := (leader + 2) % 3
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if _, err = c.Store(survivor).KVSet(ctx, []byte("e"), []byte("v"), 0, fsm.SetPlain, 0); err == nil || !Unavailable(err) {
+		if _, err = c.Store(survivor).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("e"), Value: []byte("v")})); err == nil || !Unavailable(err) {
 			break
 		}
 	}

@@ -3,7 +3,9 @@
 //
 // It owns the Raft transport (TCP, multiplexed with leader forwarding on the
 // node's one Raft port), the raft-boltdb/v2 log and stable store, the file
-// snapshot store, bootstrap and membership. Any node accepts writes: a
+// snapshot store, bootstrap and membership, and the operations the faces
+// call (Commands, over commands built by fsm's constructors, with the SETNX
+// shortcut and one source of request ids). Any node accepts writes: a
 // follower forwards the encoded command, with its request id, to the leader
 // over one long-lived pipelined connection, and retries it after a cut
 // connection or a leadership change; the state machine applies a request id

@@ -76,7 +76,7 @@ func TestIdleConnectionFlood(t *testing.T) {
 	follower := (leader + 1) % 3
 	for i := 0; i < 20; i++ {
 		s := c.Store([]int{leader, follower}[i%2])
-		if _, err := s.KVSet(ctx, []byte(fmt.Sprint("during-", i)), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("during-", i)), Value: []byte("v")})); err != nil {
 			t.Fatalf("write %d during the flood: %v", i, err)
 		}
 	}
@@ -144,10 +144,10 @@ func TestForwardFrameLimits(t *testing.T) {
 	conn.Close()
 	// A command over the limit is refused before it is proposed.
 	big := make([]byte, c.Cfgs[leader].MaxCommandBytes)
-	if _, err := c.Store(leader).KVSet(context.Background(), []byte("big"), big, 0, fsm.SetPlain, 0); err == nil || !strings.Contains(err.Error(), ErrTooLarge.Error()) {
+	if _, err := c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("big"), Value: big})); err == nil || !strings.Contains(err.Error(), ErrTooLarge.Error()) {
 		t.Errorf("a command over MaxCommandBytes = %v, want ErrTooLarge", err)
 	}
-	if _, err := c.Store(leader).KVSet(context.Background(), []byte("after"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("v")})); err != nil {
 		t.Errorf("the leader stopped serving: %v", err)
 	}
 }
@@ -190,7 +190,7 @@ func TestManyHostsCannotStarveMembers(t *testing.T) {
 	// and their slots free again.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := c.Store(other).KVSet(ctx, []byte("rejoined"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(other).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("rejoined"), Value: []byte("v")})); err != nil {
 		t.Fatalf("a write through the restarted follower: %v", err)
 	}
 	c.WaitConverged(10 * time.Second)

@@ -28,7 +28,7 @@ func TestDataFilesArePrivate(t *testing.T) {
 	c := StartTestCluster(t, 1, nil)
 	s := c.Store(0)
 	for i := 0; i < 20; i++ {
-		if _, err := s.KVSet(context.Background(), []byte{byte('a' + i)}, []byte("secret"), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte{byte('a' + i)}, Value: []byte("secret")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestOpenDamagedFiles(t *testing.T) {
 	ctx := context.Background()
 	put := func(from, to int) {
 		for i := from; i < to; i++ {
-			if _, err := s.KVSet(ctx, []byte(fmt.Sprintf("k%03d", i)), make([]byte, 300), 0, fsm.SetPlain, 0); err != nil {
+			if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("k%03d", i)), Value: make([]byte, 300)})); err != nil {
 				t.Fatal(err)
 			}
 		}

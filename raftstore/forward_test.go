@@ -72,7 +72,7 @@ func forwardedRetries(t *testing.T) error {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil && (i < 40 || cuts.Load() < minCuts); i++ {
 				k := []byte(fmt.Sprintf("w%d-%d", w, i))
-				res, err := follower.KVSet(ctx, k, []byte("v"), 0, fsm.SetNX, 0)
+				res, err := follower.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v"), Mode: fsm.SetNX}))
 				if err != nil {
 					errs <- fmt.Errorf("%s: %v", k, err)
 					return

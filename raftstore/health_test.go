@@ -58,7 +58,7 @@ func TestReadyBehindWhenApplyStalls(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20; i++ {
-		if _, err := c.Store(leader).KVSet(ctx, []byte(fmt.Sprint("k", i)), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,15 +149,15 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 				call func(context.Context) error
 			}{
 				{"write", func(ctx context.Context) error {
-					_, err := st.KVSet(ctx, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0)
+					_, err := st.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 					return err
 				}},
 				{"linearizable read", func(ctx context.Context) error { _, err := st.KV(ctx, []byte("k"), false); return err }},
 				{"barrier without a deadline", func(context.Context) error { return st.Barrier(context.Background()) }},
 				{"pipelined writes", func(ctx context.Context) error {
-					var ops []Op
+					var ops []*fsm.Command
 					for i := 0; i < 5; i++ {
-						ops = append(ops, KVIncrOp([]byte(fmt.Sprint("p", i)), 1))
+						ops = append(ops, fsm.KVIncrCommand([]byte(fmt.Sprint("p", i)), 1))
 					}
 					for _, r := range st.ApplyInOrder(ctx, ops) {
 						if !errors.Is(r.Err, ErrNoLeader) {
@@ -211,13 +211,13 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := r.KVSet(ctx, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0); !errors.Is(err, ErrRemoved) || !Unavailable(err) {
+	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, ErrRemoved) || !Unavailable(err) {
 		t.Errorf("write on a removed node = %v, want ErrRemoved", err)
 	}
 	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, ErrRemoved) {
 		t.Errorf("linearizable read on a removed node = %v, want ErrRemoved", err)
 	}
-	for _, res := range r.ApplyInOrder(ctx, []Op{KVIncrOp([]byte("p"), 1)}) {
+	for _, res := range r.ApplyInOrder(ctx, []*fsm.Command{fsm.KVIncrCommand([]byte("p"), 1)}) {
 		if !errors.Is(res.Err, ErrRemoved) {
 			t.Errorf("pipelined write on a removed node = %v, want ErrRemoved", res.Err)
 		}
@@ -231,7 +231,7 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	testsupport.WaitFor(t, "the re-added node serving", 10*time.Second, func() bool { return !r.Removed() && !r.SeenRemoved() })
-	if _, err := r.KVSet(ctx, []byte("k2"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k2"), Value: []byte("v")})); err != nil {
 		t.Errorf("write on the re-added node = %v", err)
 	}
 }

@@ -2,8 +2,6 @@ package raftstore
 
 import (
 	"context"
-	"crypto/rand"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -27,57 +25,18 @@ import (
 // after commands that followed it in the pipeline (Redis promises nothing
 // of a pipeline cut by a failover either).
 
-// Op is one typed command of a pipeline, made by the Op functions below.
-type Op struct{ cmd fsm.Command }
-
-// Err is the refusal ApplyInOrder will answer the op with before sending
-// anything (a reserved key); a face may ask first, to refuse a command of
-// many ops whole.
-func (o Op) Err() error { return CheckKVKey(o.cmd.Key) }
-
-// KVPutOp is a KVPut in a pipeline.
-func KVPutOp(r KVPutRequest) Op { return Op{r.command()} }
-
-// KVGetDelOp is a KVGetDel in a pipeline.
-func KVGetDelOp(key []byte, version uint64) Op {
-	return Op{fsm.Command{Type: fsm.TypeKVGetDel, Key: key, Version: version}}
-}
-
-// KVDeleteOp is a KVDelete in a pipeline.
-func KVDeleteOp(key []byte) Op { return Op{fsm.Command{Type: fsm.TypeKVDelete, Key: key}} }
-
-// KVIncrOp is a KVIncr in a pipeline.
-func KVIncrOp(key []byte, delta int64) Op { return Op{incrCommand(key, delta)} }
-
-// KVExpireOp is a KVExpire in a pipeline.
-func KVExpireOp(key []byte, ttl time.Duration, flags byte) Op {
-	return Op{fsm.Command{Type: fsm.TypeKVExpire, Key: key, TTL: ttl, Flags: flags}}
-}
-
-// OpResult is what one Op came to: the state machine's result (whose Code
-// says how it went), or the error that kept it from being applied.
+// OpResult is what one command of a pipeline came to: the state machine's
+// result (whose Code says how it went), or the error that kept it from
+// being applied.
 type OpResult struct {
 	Res *fsm.Result
 	Err error
 }
 
-// ApplyInOrder applies ops one after the other, each a command of its own
-// with its own request id (never ctx's: one id would make them one
-// request). This one waits for each before the next; the Store's
-// pipelines them.
-func (s Commands) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
-	out := make([]OpResult, len(ops))
-	for i := range ops {
-		c := ops[i].cmd
-		c.ReqID = newOpID()
-		out[i].Res, out[i].Err = s.proposeKV(ctx, &c)
-	}
-	return out
-}
-
-// ApplyInOrder applies ops in the order given, pipelined to the leader
-// (see the top of this file); it returns when every op has its outcome.
-func (s *Store) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
+// pipeline applies ops in the order given, pipelined to the leader (see
+// the top of this file); it returns when every op has its outcome. It is
+// the Store's Commands.Pipeline: faces call Commands.ApplyInOrder.
+func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []OpResult {
 	out := make([]OpResult, len(ops))
 	if len(ops) == 0 {
 		return out
@@ -90,9 +49,9 @@ func (s *Store) ApplyInOrder(ctx context.Context, ops []Op) []OpResult {
 	cmds := make([]fsm.Command, len(ops))
 	data := make([][]byte, len(ops))
 	for i := range ops {
-		cmds[i] = ops[i].cmd
-		cmds[i].ReqID = s.newReqID()
-		if out[i].Err = ops[i].Err(); out[i].Err != nil {
+		cmds[i] = *ops[i]
+		cmds[i].ReqID = newRequestID()
+		if out[i].Err = CheckKVKey(cmds[i].Key); out[i].Err != nil {
 			continue // never sent, nor applied below
 		}
 		if cmds[i].Validate() == nil { // else never sent: Apply below says why
@@ -163,11 +122,4 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 		}
 	}
 	return waits
-}
-
-// newOpID is a fresh random request id.
-func newOpID() fsm.ReqID {
-	var id fsm.ReqID
-	rand.Read(id[:])
-	return id
 }

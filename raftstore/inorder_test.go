@@ -22,12 +22,12 @@ func TestApplyInOrderKeepsTheOrder(t *testing.T) {
 	for _, node := range []int{leader, (leader + 1) % 3} {
 		s := c.Stores[node]
 		key, ctr := []byte(fmt.Sprint("chain", node)), []byte(fmt.Sprint("ctr", node))
-		ops := []Op{KVPutOp(KVPutRequest{Key: key, Value: []byte("0")})}
+		ops := []*fsm.Command{fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("0")})}
 		for i := 1; i <= 200; i++ {
-			ops = append(ops, KVPutOp(KVPutRequest{Key: key, Value: []byte(strconv.Itoa(i)), Mode: fsm.SetXX, ReturnOld: true}),
-				KVIncrOp(ctr, 1))
+			ops = append(ops, fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte(strconv.Itoa(i)), Mode: fsm.SetXX, ReturnOld: true}),
+				fsm.KVIncrCommand(ctr, 1))
 		}
-		ops = append(ops, KVIncrOp(nil, 1), KVDeleteOp(key))
+		ops = append(ops, fsm.KVIncrCommand(nil, 1), fsm.KVDeleteCommand(key))
 		out := s.ApplyInOrder(ctx, ops)
 		var lastRev uint64
 		for i, r := range out[:len(out)-2] {

@@ -76,34 +76,46 @@ func (h *historyRun) client(id int, keys []string, stop <-chan struct{}) {
 		}
 		key := keys[rng.IntN(len(keys))]
 		in := history.Input{Key: key, Value: fmt.Sprintf("c%d-%d", id, n)}
-		var cmd fsm.Command
 		switch r := rng.IntN(10); {
 		case r < 3:
-			in.Kind, cmd = history.SetNX, fsm.Command{Type: fsm.TypeKVSet, Mode: fsm.SetNX}
+			in.Kind = history.SetNX
 			if rng.IntN(3) == 0 {
 				in.TTL = int64(300 * time.Millisecond)
 			}
 		case r < 4:
-			in.Kind, cmd = history.Set, fsm.Command{Type: fsm.TypeKVSet}
+			in.Kind = history.Set
 		case r < 5:
 			h.mu.Lock()
 			in.Version = h.version[key]
 			h.mu.Unlock()
-			in.Kind, cmd = history.CAS, fsm.Command{Type: fsm.TypeKVSet, Mode: fsm.SetCAS, Version: in.Version}
+			in.Kind = history.CAS
 		case r < 8:
 			in.Kind = history.Get
 		default:
-			in.Kind, cmd = history.GetDel, fsm.Command{Type: fsm.TypeKVGetDel}
+			in.Kind = history.GetDel
 		}
-		cmd.Key, cmd.TTL = []byte(key), time.Duration(in.TTL)
-		if in.Kind == history.SetNX || in.Kind == history.Set || in.Kind == history.CAS {
-			cmd.Value = []byte(in.Value)
-		}
-		h.do(id, s, in, cmd)
+		h.do(id, s, in, commandOf(in))
 	}
 }
 
-func (h *historyRun) do(client int, s *Store, in history.Input, cmd fsm.Command) {
+// commandOf is the write in stands for; nil for a read.
+func commandOf(in history.Input) *fsm.Command {
+	set := fsm.KVSetRequest{Key: []byte(in.Key), Value: []byte(in.Value), TTL: time.Duration(in.TTL)}
+	switch in.Kind {
+	case history.SetNX:
+		set.Mode = fsm.SetNX
+	case history.Set:
+	case history.CAS:
+		set.Mode, set.Version = fsm.SetCAS, in.Version
+	case history.GetDel:
+		return fsm.KVGetDelCommand([]byte(in.Key), 0)
+	default:
+		return nil
+	}
+	return fsm.KVSetCommand(set)
+}
+
+func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	call := h.now()
@@ -122,9 +134,9 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd fsm.Command)
 			return // an unanswered read constrains nothing
 		}
 	} else {
-		cmd.ReqID = s.newReqID()
+		cmd.ReqID = newRequestID()
 		var res *fsm.Result
-		res, err = s.Apply(ctx, &cmd)
+		res, err = s.Apply(ctx, cmd)
 		if err == nil {
 			out = outputOf(in.Kind, res)
 		}
@@ -381,7 +393,7 @@ func TestFailoverTime(t *testing.T) {
 		stopped := time.Now()
 		for i := 0; ; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			_, err := survivor.KVSet(ctx, []byte(fmt.Sprintf("r%d-%d", round, i)), []byte("v"), 0, fsm.SetPlain, 0)
+			_, err := survivor.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("r%d-%d", round, i)), Value: []byte("v")}))
 			cancel()
 			if err == nil {
 				took = append(took, time.Since(stopped))

@@ -43,7 +43,7 @@ func startWrites(c *TestCluster, writers int) *writeLoad {
 				}
 				k, v := fmt.Sprintf("w%d-%d", g, i), fmt.Sprintf("v%d", i)
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				_, err := s.KVSet(ctx, []byte(k), []byte(v), 0, fsm.SetPlain, 0)
+				_, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte(v)}))
 				cancel()
 				if err != nil {
 					w.fails.Add(1)
@@ -222,7 +222,7 @@ func TestRemovalThatWouldLoseQuorumIsRefused(t *testing.T) {
 	if err := c.Store(leader).RemoveServer(ctx, c.Cfgs[leader].NodeID, true); !errors.Is(err, ErrMembership) {
 		t.Fatalf("removing the last voter = %v, want ErrMembership", err)
 	}
-	if _, err := c.Store(leader).KVSet(ctx, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
 		t.Fatalf("the one-node cluster does not write: %v", err)
 	}
 }
@@ -247,7 +247,7 @@ func TestForcedRemoval(t *testing.T) {
 	testsupport.WaitFor(t, "a write once the down voter is back", 20*time.Second, func() bool {
 		for _, s := range c.stores() {
 			w, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := s.KVSet(w, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0)
+			_, err := s.ApplyKV(w, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 			cancel()
 			if err == nil {
 				return true
@@ -264,7 +264,7 @@ func TestNonvoterAddAndPromote(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
 	for i := 0; i < 50; i++ {
-		if _, err := c.Store(leader).KVSet(ctx, []byte(fmt.Sprintf("k%d", i)), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+		if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte("v")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -368,7 +368,7 @@ func TestClusterViewReportsPeers(t *testing.T) {
 	c := StartTestCluster(t, 3, nil)
 	ctx := ctxT(t, 30*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
-	if _, err := c.Store(leader).KVSet(ctx, []byte("k"), []byte("v"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
 		t.Fatal(err)
 	}
 	asker := c.Store((leader + 1) % 3)

@@ -3,54 +3,37 @@ package raftstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/ttl"
 )
 
-// Commands are the typed operations the listeners call, each one command
-// of the state machine, built here once over a Propose function: the Store
-// proposes through Raft; a test store may apply to a state machine
-// directly. Each returns the state machine's sentinel errors
-// (fsm.ErrExists, ...) for refusals and the proposer's (ErrNoLeader, ...)
-// when it could not run.
+// Commands are the typed operations the faces call, written once over the
+// store they run on: the Store proposes through Raft; internal/memstore
+// applies to a state machine in this process. The commands themselves are
+// built by package fsm's constructors (fsm.KVSetCommand, ...). Refusals
+// come back as the state machine's codes or sentinel errors (fsm.ErrExists,
+// ...), failures to run as the proposer's errors (ErrNoLeader, ...).
 type Commands struct {
 	// Propose applies c wherever the state machine is and returns its
 	// result; a nil error means it was applied.
 	Propose func(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
-}
-
-// BeginRequest starts an idempotency record.
-type BeginRequest struct {
-	Key            []byte // fsm.RecordKey(scope, tenant, key)
-	Fingerprint    []byte
-	TTL            time.Duration
-	Timeout        time.Duration // processing timeout; 0: none
-	ReleaseUnknown bool          // take over a record whose outcome is unknown
-	// DigestKey (fsm.DigestKey) turns on suspect detection for this begin:
-	// a different record key that began with it within Window is reported
-	// in Result.Suspect, or refused (fsm.CodeSuspect) with RejectSuspect.
-	DigestKey     []byte
-	Window        time.Duration
-	RejectSuspect bool
+	// Read reads a KV key: linearizable, or this node's applied state
+	// when local.
+	Read func(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	// Pipeline applies commands in the order given, each under a fresh
+	// request id of its own, pipelined to the leader (inorder.go); nil
+	// applies them one after the other through Propose.
+	Pipeline func(ctx context.Context, cmds []*fsm.Command) []OpResult
 }
 
 // Begin either makes the caller the record's owner (Result.Created, with the
 // fencing token in Result.Fence) or returns the existing record in
 // Result.Record, in one round trip; fsm.CodeSuspect when it refused a
 // suspected duplicate.
-func (s Commands) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error) {
-	c := fsm.Command{Type: fsm.TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout,
-		DigestKey: r.DigestKey, Window: r.Window}
-	if r.ReleaseUnknown {
-		c.Flags |= fsm.FlagReleaseUnknown
-	}
-	if r.RejectSuspect {
-		c.Flags |= fsm.FlagRejectSuspect
-	}
-	res, err := s.Propose(ctx, &c)
+func (s Commands) Begin(ctx context.Context, r fsm.BeginRequest) (*fsm.Result, error) {
+	res, err := s.Propose(ctx, fsm.RecordBeginCommand(r))
 	if err != nil {
 		return nil, err
 	}
@@ -60,41 +43,26 @@ func (s Commands) Begin(ctx context.Context, r BeginRequest) (*fsm.Result, error
 	return res, nil
 }
 
-// CompleteRequest stores an owner's response.
-type CompleteRequest struct {
-	Key         []byte
-	Fence       uint64
-	Status      int
-	Headers     []fsm.Header
-	Body        []byte
-	BodyDropped bool
-}
-
 // Complete stores the response; fsm.ErrFenceMismatch when the caller no
 // longer owns the record.
-func (s Commands) Complete(ctx context.Context, r CompleteRequest) error {
-	c := fsm.Command{Type: fsm.TypeRecordComplete, Key: r.Key, Fence: r.Fence, Status: r.Status,
-		Headers: r.Headers, Body: r.Body}
-	if r.BodyDropped {
-		c.Flags |= fsm.FlagBodyDropped
-	}
-	return s.applyErr(ctx, &c)
+func (s Commands) Complete(ctx context.Context, r fsm.CompleteRequest) error {
+	return s.applyErr(ctx, fsm.RecordCompleteCommand(r))
 }
 
 // Release deletes a record so a retry can run. Fence 0 releases whatever
 // owns it (an operator's release).
 func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
-	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeRecordRelease, Key: key, Fence: fence})
+	return s.applyErr(ctx, fsm.RecordReleaseCommand(key, fence))
 }
 
 // MarkUnknown records that the owner cannot know the upstream's outcome.
 func (s Commands) MarkUnknown(ctx context.Context, key []byte, fence uint64) error {
-	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeRecordMarkUnknown, Key: key, Fence: fence})
+	return s.applyErr(ctx, fsm.RecordMarkUnknownCommand(key, fence))
 }
 
 // IssueToken stores a new form token; it returns its expiry.
 func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
-	res, err := s.Propose(ctx, &fsm.Command{Type: fsm.TypeTokenIssue, Key: key, TTL: ttl})
+	res, err := s.Propose(ctx, fsm.TokenIssueCommand(key, ttl))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -107,94 +75,75 @@ func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration)
 // ConsumeToken deletes a live token; fsm.ErrNotFound when it was already
 // consumed, never issued, or expired. Exactly one consume succeeds.
 func (s Commands) ConsumeToken(ctx context.Context, key []byte) error {
-	return s.applyErr(ctx, &fsm.Command{Type: fsm.TypeTokenConsume, Key: key})
+	return s.applyErr(ctx, fsm.TokenConsumeCommand(key))
 }
 
-// KVSet writes a KV key: mode SetPlain, SetNX (fsm.ErrExists with the
-// current value in the result) or SetCAS on version (fsm.ErrVersionMismatch).
-func (s Commands) KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error) {
-	res, err := s.proposeKV(ctx, &fsm.Command{Type: fsm.TypeKVSet, Key: key, Value: value, TTL: ttl, Mode: mode, Version: version})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// KVGetDel removes a key and returns the value it had (fsm.ErrNotFound).
-// A non-zero version makes it compare-and-delete: the key is removed only
-// at that version (fsm.ErrVersionMismatch, with the current version, if
-// not).
-func (s Commands) KVGetDel(ctx context.Context, key []byte, version uint64) (*fsm.Result, error) {
-	res, err := s.proposeKV(ctx, &fsm.Command{Type: fsm.TypeKVGetDel, Key: key, Version: version})
-	if err != nil {
-		return nil, err
-	}
-	return res, res.Err()
-}
-
-// KVPutRequest is a KV write with Redis's SET options.
-type KVPutRequest struct {
-	Key, Value []byte
-	TTL        time.Duration // 0: never expires (unless KeepTTL)
-	Mode       fsm.SetMode   // SetPlain, SetNX, SetXX (SetCAS with Version)
-	Version    uint64
-	KeepTTL    bool // keep the key's lifetime (TTL must be 0)
-	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists: there was one)
-}
-
-func (r KVPutRequest) command() fsm.Command {
-	c := fsm.Command{Type: fsm.TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version}
-	if r.KeepTTL {
-		c.Flags |= fsm.FlagKeepTTL
-	}
-	if r.ReturnOld {
-		c.Flags |= fsm.FlagReturnOld
-	}
-	return c
-}
-
-// KVPut is KVSet with every option; its refusals (fsm.CodeExists for NX,
-// fsm.CodeNotFound for XX, fsm.CodeVersionMismatch) are in the result's
-// Code, with a nil error.
-func (s Commands) KVPut(ctx context.Context, r KVPutRequest) (*fsm.Result, error) {
-	c := r.command()
-	return s.proposeKV(ctx, &c)
-}
-
-// KVIncr adds delta to the key's decimal integer value (absent: 0) in one
-// command and returns the result, whose Value is the new value;
-// fsm.ErrNotInteger, fsm.ErrOverflow.
-func (s Commands) KVIncr(ctx context.Context, key []byte, delta int64) (*fsm.Result, error) {
-	c := incrCommand(key, delta)
-	res, err := s.proposeKV(ctx, &c)
-	if err != nil {
-		return nil, err
-	}
-	return res, res.Err()
-}
-
-func incrCommand(key []byte, delta int64) fsm.Command {
-	return fsm.Command{Type: fsm.TypeKVIncr, Key: key, Value: strconv.AppendInt(nil, delta, 10)}
-}
-
-// KVExpire sets the key's lifetime to ttl from now (0: none, PERSIST) under
-// the conditions of flags (fsm.FlagExpireNX, ...; fsm.FlagExpireNow deletes
-// the key); fsm.ErrNotFound without the key, fsm.ErrUnchanged when a
-// condition did not hold or there was no lifetime to remove.
-func (s Commands) KVExpire(ctx context.Context, key []byte, ttl time.Duration, flags byte) error {
-	return s.applyKVErr(ctx, &fsm.Command{Type: fsm.TypeKVExpire, Key: key, TTL: ttl, Flags: flags})
-}
-
-// KVDelete removes a key (fsm.ErrNotFound if it has none).
-func (s Commands) KVDelete(ctx context.Context, key []byte) error {
-	return s.applyKVErr(ctx, &fsm.Command{Type: fsm.TypeKVDelete, Key: key})
-}
-
-func (s Commands) applyKVErr(ctx context.Context, c *fsm.Command) error {
+// ApplyKV applies one command of the KV keyspace that a face built
+// (fsm.KVSetCommand, fsm.KVGetDelCommand, ...) and returns its result,
+// whose Code carries a refusal (fsm.CodeExists for NX, ...) with a nil
+// error. A reserved key is refused (ErrReservedKey) before anything is
+// proposed. A SETNX on a key that is live is answered from a linearizable
+// read (setnx.go), unless the command is to be answered under a caller's
+// request id (an API retry under an Idempotency-Key): that answer must be
+// the first attempt's, which only the state machine's memory of the id
+// gives.
+func (s Commands) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	if err := CheckKVKey(c.Key); err != nil {
-		return err
+		return nil, err
 	}
-	return s.applyErr(ctx, c)
+	if _, retry := RequestIDFrom(ctx); !retry && c.ReqID.IsZero() {
+		if res, ok := s.readSetNX(ctx, c); ok {
+			return res, nil
+		}
+	}
+	return s.Propose(ctx, c)
+}
+
+// ApplyInOrder applies a client's pipelined KV commands in the order
+// given, each a command of its own with a fresh request id (never ctx's:
+// one id would make them one request), pipelined where the store can
+// (Pipeline); it returns when every command has its outcome. A command
+// with a reserved key is refused alone (ErrReservedKey); a face that
+// means to refuse a command of many keys whole checks them first
+// (CheckKVKey). A SETNX whose key is live here when the pipeline reaches
+// it is answered from a linearizable read (setnx.go), taken once the
+// commands before it have applied, so that it sees them.
+func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []OpResult {
+	out := make([]OpResult, len(cmds))
+	from := 0
+	for i, c := range cmds {
+		if !s.liveSetNX(ctx, c) {
+			continue
+		}
+		s.inOrder(ctx, cmds[from:i], out[from:i])
+		if res, ok := s.readSetNX(ctx, c); ok {
+			out[i].Res = res
+		} else {
+			s.inOrder(ctx, cmds[i:i+1], out[i:i+1])
+		}
+		from = i + 1
+	}
+	s.inOrder(ctx, cmds[from:], out[from:])
+	return out
+}
+
+// inOrder applies cmds, in order, into out: through the store's Pipeline,
+// or one after the other.
+func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []OpResult) {
+	if len(cmds) == 0 {
+		return
+	}
+	if s.Pipeline != nil {
+		copy(out, s.Pipeline(ctx, cmds))
+		return
+	}
+	for i := range cmds {
+		c := *cmds[i]
+		c.ReqID = newRequestID()
+		if out[i].Err = CheckKVKey(c.Key); out[i].Err == nil {
+			out[i].Res, out[i].Err = s.Propose(ctx, &c)
+		}
+	}
 }
 
 func (s Commands) applyErr(ctx context.Context, c *fsm.Command) error {
@@ -231,7 +180,7 @@ func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 			size += len(entries[n].Key) + expireEntryOverhead
 			n++
 		}
-		if err := s.Commands.applyErr(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries[:n]}); err != nil {
+		if err := s.Commands.applyErr(ctx, fsm.ExpireCommand(entries[:n])); err != nil {
 			return err
 		}
 		entries = entries[n:]

@@ -116,17 +116,17 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	c, dir := startTLSCluster(t)
 	leader := c.WaitLeader(10 * time.Second)
 	ctx := context.Background()
-	if _, err := c.Store(leader).KVSet(ctx, []byte("before"), []byte("1"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("before"), Value: []byte("1")})); err != nil {
 		t.Fatal(err)
 	}
 	// A customer's completed payment, which a forged release would let run
 	// again and a forged complete would overwrite.
 	order := fsm.RecordKey("pay", "alice", "order-1")
-	res, err := c.Store(leader).Begin(ctx, BeginRequest{Key: order, TTL: time.Hour})
+	res, err := c.Store(leader).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Store(leader).Complete(ctx, CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
+	if err := c.Store(leader).Complete(ctx, fsm.CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -239,7 +239,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 
 	// A real member still replicates, forwarding included.
 	follower := (leader + 1) % 3
-	if _, err := c.Store(follower).KVSet(ctx, []byte("after"), []byte("2"), 0, fsm.SetPlain, 0); err != nil {
+	if _, err := c.Store(follower).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("2")})); err != nil {
 		t.Fatalf("a member's forwarded write failed: %v", err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -297,7 +297,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // a few membership refreshes
-	cmd := fsm.Command{Type: fsm.TypeKVSet, Key: []byte("after-removal"), Value: []byte("x")}
+	cmd := fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after-removal"), Value: []byte("x")})
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
 	conn.Write(forwardFrame(fwdApply, cmd.Encode(nil)))
 	var hdr [13]byte

@@ -2,8 +2,11 @@ package raftstore
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"sync"
+	"sync/atomic"
 
 	"github.com/idemgate/idemgate/fsm"
 )
@@ -36,6 +39,34 @@ func RequestIDFor(parts ...[]byte) fsm.ReqID {
 	}
 	var id fsm.ReqID
 	copy(id[:], h.Sum(nil))
+	return id
+}
+
+// RequestID is the request id a command proposed under ctx carries: the
+// one ctx names (WithRequestID), or a fresh one.
+func RequestID(ctx context.Context) fsm.ReqID {
+	if id, ok := RequestIDFrom(ctx); ok {
+		return id
+	}
+	return newRequestID()
+}
+
+// fresh is the process's one source of fresh request ids: a random prefix
+// drawn once and a counter, so ids never repeat across the stores of one
+// process (a node's, or a test's several), nor, but for a 64-bit prefix
+// collision, across processes; and no command pays a random read.
+var fresh struct {
+	once   sync.Once
+	prefix [8]byte
+	seq    atomic.Uint64
+}
+
+// newRequestID is a fresh request id.
+func newRequestID() fsm.ReqID {
+	fresh.once.Do(func() { rand.Read(fresh.prefix[:]) })
+	var id fsm.ReqID
+	copy(id[:8], fresh.prefix[:])
+	binary.BigEndian.PutUint64(id[8:], fresh.seq.Add(1))
 	return id
 }
 

@@ -11,9 +11,8 @@ import (
 // protocol, and scripts and transactions when they come), and idemgate
 // keeps records of its own in it: a member's API address, which
 // /v1/cluster shows, under "\x00node/<id>". Keys that begin with a NUL
-// byte are idemgate's. The typed KV operations the faces call (Commands'
-// KV methods, the pipeline's Ops, Store.KV) refuse them with
-// ErrReservedKey before anything is proposed or read, whatever a face's
+// byte are idemgate's. The KV operations the faces call (Commands.ApplyKV
+// and ApplyInOrder, Store.KV) refuse them with ErrReservedKey before anything is proposed or read, whatever a face's
 // own key rules, so no face can write or read them; idemgate's own records
 // are written and read by the methods below, which name what they hold.
 
@@ -36,12 +35,7 @@ func NodeAPIKey(id string) []byte { return []byte("\x00node/" + id) }
 // SetNodeAPI records member id's API address (a node added at runtime,
 // which the cluster file does not list).
 func (s Commands) SetNodeAPI(ctx context.Context, id, api string) error {
-	c := fsm.Command{Type: fsm.TypeKVSet, Key: NodeAPIKey(id), Value: []byte(api)}
-	res, err := s.Propose(ctx, &c)
-	if err != nil {
-		return err
-	}
-	return res.Err()
+	return s.applyErr(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: NodeAPIKey(id), Value: []byte(api)}))
 }
 
 // NodeAPI is the API address SetNodeAPI recorded for member id, from this
@@ -49,12 +43,4 @@ func (s Commands) SetNodeAPI(ctx context.Context, id, api string) error {
 func (s *Store) NodeAPI(id string) (string, bool) {
 	e, err := s.fsm.KV(NodeAPIKey(id), time.Now())
 	return string(e.Value), err == nil
-}
-
-// proposeKV proposes a face's KV command, refusing a reserved key first.
-func (s Commands) proposeKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
-	if err := CheckKVKey(c.Key); err != nil {
-		return nil, err
-	}
-	return s.Propose(ctx, c)
 }

@@ -29,25 +29,30 @@ func TestReservedKeysRefused(t *testing.T) {
 		for _, key := range [][]byte{NodeAPIKey("n9"), []byte("\x00"), []byte("\x00other")} {
 			_, getErr := s.KV(ctx, key, false)
 			_, localErr := s.KV(ctx, key, true)
-			_, setErr := s.KVSet(ctx, key, []byte("evil"), 0, fsm.SetPlain, 0)
-			_, nxErr := s.KVSet(ctx, key, []byte("evil"), 0, fsm.SetNX, 0)
-			_, putErr := s.KVPut(ctx, KVPutRequest{Key: key, Value: []byte("evil"), ReturnOld: true})
-			_, getDelErr := s.KVGetDel(ctx, key, 0)
-			_, incrErr := s.KVIncr(ctx, key, 1)
-			for what, err := range map[string]error{"KV": getErr, "KV local": localErr, "KVSet": setErr, "KVSet NX": nxErr,
-				"KVPut": putErr, "KVGetDel": getDelErr, "KVIncr": incrErr, "KVExpire": s.KVExpire(ctx, key, 0, fsm.FlagExpireNow),
-				"KVDelete": s.KVDelete(ctx, key)} {
+			for what, err := range map[string]error{"KV": getErr, "KV local": localErr} {
 				if !errors.Is(err, ErrReservedKey) {
 					t.Fatalf("node %d: %s(%q) = %v, want ErrReservedKey", i, what, key, err)
 				}
 			}
-			res := s.ApplyInOrder(ctx, []Op{KVPutOp(KVPutRequest{Key: []byte("before"), Value: []byte("1")}),
-				KVDeleteOp(key), KVIncrOp([]byte("after"), 1)})
-			if res[0].Err != nil || res[2].Err != nil || !errors.Is(res[1].Err, ErrReservedKey) || res[1].Res != nil {
-				t.Fatalf("node %d: ApplyInOrder = %+v, want the reserved op alone refused", i, res)
+			writes := map[string]*fsm.Command{
+				"set":     fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil")}),
+				"set NX":  fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), Mode: fsm.SetNX}),
+				"set GET": fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
+				"getdel":  fsm.KVGetDelCommand(key, 0),
+				"incr":    fsm.KVIncrCommand(key, 1),
+				"expire":  fsm.KVExpireCommand(key, 0, fsm.FlagExpireNow),
+				"delete":  fsm.KVDeleteCommand(key),
 			}
-			if err := KVExpireOp(key, time.Second, 0).Err(); !errors.Is(err, ErrReservedKey) {
-				t.Fatalf("Op.Err = %v", err)
+			for what, c := range writes {
+				if res, err := s.ApplyKV(ctx, c); !errors.Is(err, ErrReservedKey) || res != nil {
+					t.Fatalf("node %d: ApplyKV(%s %q) = %+v, %v; want ErrReservedKey", i, what, key, res, err)
+				}
+			}
+			res := s.ApplyInOrder(ctx, []*fsm.Command{fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("before"), Value: []byte("1")}),
+				fsm.KVDeleteCommand(key), writes["set NX"], fsm.KVIncrCommand([]byte("after"), 1)})
+			if res[0].Err != nil || res[3].Err != nil || !errors.Is(res[1].Err, ErrReservedKey) || res[1].Res != nil ||
+				!errors.Is(res[2].Err, ErrReservedKey) || res[2].Res != nil {
+				t.Fatalf("node %d: ApplyInOrder = %+v, want the reserved ops alone refused", i, res)
 			}
 		}
 		// The refusals proposed nothing: the pipelines' two ops each are all

@@ -16,7 +16,7 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
 	f := c.Store((leader + 1) % 3)
-	first, err := f.KVSet(ctx, []byte("lock"), []byte("a"), time.Minute, fsm.SetNX, 0)
+	first, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("a"), TTL: time.Minute, Mode: fsm.SetNX}))
 	if err != nil || first.Code != fsm.CodeCreated {
 		t.Fatalf("first SETNX = %+v, %v", first, err)
 	}
@@ -26,7 +26,7 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 	before := c.Store(leader).Raft().LastIndex()
 	for i, s := range []*Store{f, c.Store(leader)} {
 		for j := 0; j < 5; j++ {
-			r, err := s.KVSet(ctx, []byte("lock"), []byte("b"), time.Minute, fsm.SetNX, 0)
+			r, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: fsm.SetNX}))
 			if err != nil || r.Code != fsm.CodeExists || string(r.Value) != "a" || r.Version != first.Version {
 				t.Fatalf("store %d: refused SETNX = %+v, %v; want exists with a@%d", i, r, err, first.Version)
 			}
@@ -37,17 +37,62 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 	}
 	// A retry under a request id goes through the state machine.
 	rctx := WithRequestID(ctx, RequestIDFor([]byte("t"), []byte("k")))
-	if r, err := f.KVSet(rctx, []byte("lock"), []byte("b"), time.Minute, fsm.SetNX, 0); err != nil || r.Code != fsm.CodeExists {
+	if r, err := f.ApplyKV(rctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: fsm.SetNX})); err != nil || r.Code != fsm.CodeExists {
 		t.Fatalf("SETNX with a request id = %+v, %v", r, err)
 	}
 	if after := c.Store(leader).Raft().LastIndex(); after == before {
 		t.Fatal("a SETNX carrying a request id was not proposed")
 	}
 	// Deleted through the leader: the follower's read confirms it is gone.
-	if _, err := c.Store(leader).KVGetDel(ctx, []byte("lock"), 0); err != nil {
-		t.Fatal(err)
+	if r, err := c.Store(leader).ApplyKV(ctx, fsm.KVGetDelCommand([]byte("lock"), 0)); err != nil || r.Code != fsm.CodeOK {
+		t.Fatalf("GETDEL = %+v, %v", r, err)
 	}
-	if r, err := f.KVSet(ctx, []byte("lock"), []byte("c"), time.Minute, fsm.SetNX, 0); err != nil || r.Code != fsm.CodeCreated {
+	if r, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("c"), TTL: time.Minute, Mode: fsm.SetNX})); err != nil || r.Code != fsm.CodeCreated {
 		t.Fatalf("SETNX after the delete = %+v, %v; want created", r, err)
+	}
+}
+
+// TestPipelinedSETNXIsARead: in a pipeline (ApplyInOrder, Redis's SET NX
+// and SETNX), from a follower and from the leader, a SETNX on a live key
+// is answered from a read with no log entry, and one behind a GETDEL of
+// its key in the same pipeline sees the GETDEL: it creates the key, and
+// the SETNX behind it is refused with the value it wrote.
+func TestPipelinedSETNXIsARead(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 20*time.Second)
+	leader := c.WaitLeader(5 * time.Second)
+	setnx := func(v string) *fsm.Command {
+		return fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte(v), TTL: time.Minute, Mode: fsm.SetNX})
+	}
+	for round, s := range []*Store{c.Store((leader + 1) % 3), c.Store(leader)} {
+		owner := []string{"a", "b"}[round]
+		if r, err := s.ApplyKV(ctx, setnx(owner)); err != nil || r.Code != fsm.CodeCreated {
+			t.Fatalf("round %d: first SETNX = %+v, %v", round, r, err)
+		}
+		if err := s.Barrier(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before := c.Store(leader).Raft().LastIndex()
+		out := s.ApplyInOrder(ctx, []*fsm.Command{setnx("x"), setnx("y"), setnx("z")})
+		for i, r := range out {
+			if r.Err != nil || r.Res.Code != fsm.CodeExists || string(r.Res.Value) != owner {
+				t.Fatalf("round %d: pipelined SETNX %d = %+v; want exists with %s", round, i, r, owner)
+			}
+		}
+		if after := c.Store(leader).Raft().LastIndex(); after != before {
+			t.Fatalf("round %d: 3 refused SETNX grew the log from %d to %d", round, before, after)
+		}
+		out = s.ApplyInOrder(ctx, []*fsm.Command{setnx("x"), fsm.KVGetDelCommand([]byte("lock"), 0), setnx("new"), setnx("late")})
+		for i, want := range []struct {
+			code  fsm.Code
+			value string
+		}{{fsm.CodeExists, owner}, {fsm.CodeOK, owner}, {fsm.CodeCreated, ""}, {fsm.CodeExists, "new"}} {
+			if r := out[i]; r.Err != nil || r.Res.Code != want.code || string(r.Res.Value) != want.value {
+				t.Fatalf("round %d: op %d = %+v, want %v %q", round, i, r, want.code, want.value)
+			}
+		}
+		if r, err := s.ApplyKV(ctx, fsm.KVDeleteCommand([]byte("lock"))); err != nil || r.Code != fsm.CodeOK {
+			t.Fatalf("round %d: DEL = %+v, %v", round, r, err)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package raftstore
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -56,9 +55,6 @@ type Store struct {
 	connMu     sync.Mutex
 	inbound    map[net.Conn]struct{}
 
-	idPrefix [8]byte
-	idSeq    atomic.Uint64
-
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
 	diskFree    atomic.Uint64 // the data directory's free bytes, last measured
@@ -105,7 +101,7 @@ func Open(cfg Config) (s *Store, err error) {
 	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{},
 		unlock: unlock}
-	s.Commands = Commands{Propose: s.Apply}
+	s.Commands = Commands{Propose: s.Apply, Read: s.KV, Pipeline: s.pipeline}
 	closers := []io.Closer{closerFunc(unlock)} // closed last
 	closing := s.closing                       // s is nil once an error is returned
 	defer func() {
@@ -116,9 +112,6 @@ func Open(cfg Config) (s *Store, err error) {
 			}
 		}
 	}()
-	if _, err := rand.Read(s.idPrefix[:]); err != nil {
-		return nil, err
-	}
 
 	s.fsm, err = fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: s.logger})
 	if err != nil {
@@ -332,16 +325,6 @@ func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
 func (s *Store) Leader() (id, addr string) {
 	a, i := s.raft.LeaderWithID()
 	return string(i), string(a)
-}
-
-func (s *Store) newReqID() fsm.ReqID {
-	var id fsm.ReqID
-	copy(id[:8], s.idPrefix[:])
-	n := s.idSeq.Add(1)
-	for i := 0; i < 8; i++ {
-		id[15-i] = byte(n >> (8 * i))
-	}
-	return id
 }
 
 // closerFunc is a func as an io.Closer.

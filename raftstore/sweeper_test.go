@@ -20,7 +20,7 @@ func setDueKeys(ctx context.Context, t *testing.T, s *Store, keys int) {
 		go func() {
 			defer wg.Done()
 			for i := g; i < keys; i += 32 {
-				if _, err := s.KVSet(ctx, []byte(fmt.Sprintf("e%d", i)), []byte("v"), time.Millisecond, fsm.SetPlain, 0); err != nil {
+				if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("e%d", i)), Value: []byte("v"), TTL: time.Millisecond})); err != nil {
 					t.Error(err)
 					return
 				}
@@ -117,7 +117,7 @@ func TestExpireSplitsByCommandLimit(t *testing.T) {
 		long[i] = 'k'
 	}
 	for i := 0; i < keys; i++ {
-		if _, err := s.KVSet(ctx, fmt.Appendf(append([]byte(nil), long...), "%d", i), []byte("v"), time.Millisecond, fsm.SetPlain, 0); err != nil {
+		if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: fmt.Appendf(append([]byte(nil), long...), "%d", i), Value: []byte("v"), TTL: time.Millisecond})); err != nil {
 			t.Fatal(err)
 		}
 	}

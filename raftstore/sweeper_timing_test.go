@@ -136,7 +136,7 @@ func writeKeys(b *testing.B, s *Store, clients, n int, life func() time.Duration
 				if at != nil {
 					at(i)
 				}
-				if _, err := s.KVSet(context.Background(), []byte(prefix+fmt.Sprint(i)), []byte("v"), life(), fsm.SetNX, 0); err != nil {
+				if _, err := s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(prefix + fmt.Sprint(i)), Value: []byte("v"), TTL: life(), Mode: fsm.SetNX})); err != nil {
 					b.Error(err)
 					return
 				}
@@ -210,7 +210,7 @@ func startProbe(s *Store) func() latencies {
 			default:
 			}
 			t0 := time.Now()
-			if _, err := s.KVSet(context.Background(), []byte(fmt.Sprintf("probe-%d", i)), []byte("v"), 0, fsm.SetNX, 0); err == nil {
+			if _, err := s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("probe-%d", i)), Value: []byte("v"), Mode: fsm.SetNX})); err == nil {
 				out = append(out, struct {
 					at   time.Time
 					took time.Duration

@@ -193,20 +193,9 @@ func planSet(c *conn, a [][]byte) plan {
 	if refusal != "" {
 		return plan{err: refusal}
 	}
-	key, val := a[1], a[2]
-	if o.mode == fsm.SetNX && !o.keepTTL {
-		// A SET NX on a key this node holds live is a read: the store
-		// answers it from a linearizable read, without a log entry.
-		if _, live, _ := c.local(context.Background(), key); live {
-			return plan{direct: func(ctx context.Context, w *writer) {
-				res, err := c.s.store.KVSet(ctx, key, val, o.ttl, fsm.SetNX, 0)
-				answerSet(w, o.get, []raftstore.OpResult{{Res: res, Err: err}})
-			}}
-		}
-	}
-	op := raftstore.KVPutOp(raftstore.KVPutRequest{Key: key, Value: val, TTL: o.ttl, Mode: o.mode,
+	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], TTL: o.ttl, Mode: o.mode,
 		KeepTTL: o.keepTTL, ReturnOld: o.get})
-	return plan{ops: []raftstore.Op{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, o.get, r) }}
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, o.get, r) }}
 }
 
 // answerSet: OK or nil (NX/XX refused), or with GET the old value or nil.
@@ -230,14 +219,14 @@ func answerSet(w *writer, get bool, r []raftstore.OpResult) {
 
 // planSetNX is the old SETNX key value: 1 if set, 0 if not.
 func planSetNX(c *conn, a [][]byte) plan {
-	op := raftstore.KVPutOp(raftstore.KVPutRequest{Key: a[1], Value: a[2], Mode: fsm.SetNX})
-	return plan{ops: []raftstore.Op{op}, answer: func(w *writer, r []raftstore.OpResult) {
+	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], Mode: fsm.SetNX})
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeCreated))) }, fsm.CodeCreated, fsm.CodeExists)
 	}}
 }
 
 func planGetDel(c *conn, a [][]byte) plan {
-	return plan{ops: []raftstore.Op{raftstore.KVGetDelOp(a[1], 0)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVGetDelCommand(a[1], 0)}, answer: func(w *writer, r []raftstore.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) {
 			if code == fsm.CodeOK {
 				w.bulk(r[0].Res.Value)
@@ -251,9 +240,9 @@ func planGetDel(c *conn, a [][]byte) plan {
 // planDel deletes each key in turn (each delete is atomic; the keys
 // together are not one transaction) and counts those that existed.
 func planDel(c *conn, a [][]byte) plan {
-	ops := make([]raftstore.Op, len(a)-1)
+	ops := make([]*fsm.Command, len(a)-1)
 	for i, k := range a[1:] {
-		ops[i] = raftstore.KVDeleteOp(k)
+		ops[i] = fsm.KVDeleteCommand(k)
 	}
 	return plan{ops: ops, answer: func(w *writer, r []raftstore.OpResult) {
 		n := 0
@@ -286,7 +275,7 @@ func planIncrBy(a [][]byte, sign int64) plan {
 }
 
 func planIncr(key []byte, delta int64) plan {
-	return plan{ops: []raftstore.Op{raftstore.KVIncrOp(key, delta)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVIncrCommand(key, delta)}, answer: func(w *writer, r []raftstore.OpResult) {
 		answerCode(w, r[0], func(fsm.Code) {
 			n, _ := strconv.ParseInt(string(r[0].Res.Value), 10, 64)
 			w.integer(n)
@@ -331,11 +320,11 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 	default:
 		ttl = time.Duration(n) * unit
 	}
-	return plan{ops: []raftstore.Op{raftstore.KVExpireOp(a[1], ttl, flags)}, answer: answerChanged}
+	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(a[1], ttl, flags)}, answer: answerChanged}
 }
 
 func planPersist(c *conn, a [][]byte) plan {
-	return plan{ops: []raftstore.Op{raftstore.KVExpireOp(a[1], 0, 0)}, answer: answerChanged}
+	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(a[1], 0, 0)}, answer: answerChanged}
 }
 
 // answerChanged: 1 when the lifetime changed, 0 when the key was missing

@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 
+	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -88,11 +89,11 @@ func (c *conn) runReads(batch []request, i int) int {
 	return j
 }
 
-// plan is a write command made ready: its ops, and how to answer from
-// their results. A plan with direct instead runs on its own (it needs
-// more than ops: a token, or a SET NX answered from a read).
+// plan is a write command made ready: its ops (commands built by fsm's
+// constructors), and how to answer from their results. A plan with direct
+// instead runs on its own (it needs more than ops: a form token).
 type plan struct {
-	ops    []raftstore.Op
+	ops    []*fsm.Command
 	answer func(w *writer, res []raftstore.OpResult)
 	direct func(ctx context.Context, w *writer)
 	err    string // a refusal found while planning (syntax): the reply, no ops
@@ -105,7 +106,7 @@ func (c *conn) runWrites(batch []request, i int) int {
 	var (
 		cmds  []*command
 		plans []plan
-		ops   []raftstore.Op
+		ops   []*fsm.Command
 	)
 	for ; j < len(batch); j++ {
 		cmd, refusal := c.check(batch[j].args)
@@ -114,7 +115,7 @@ func (c *conn) runWrites(batch []request, i int) int {
 		}
 		p := cmd.plan(c, batch[j].args)
 		for _, op := range p.ops {
-			if err := op.Err(); err != nil { // refused whole: none of its keys is written
+			if err := raftstore.CheckKVKey(op.Key); err != nil { // refused whole: none of its keys is written
 				p = plan{err: errorReply(err)}
 				break
 			}

@@ -19,11 +19,11 @@ type Store interface {
 	// Barrier returns once this node has applied every write acknowledged
 	// before the call: local reads after it are linearizable.
 	Barrier(ctx context.Context) error
-	// KVSet with fsm.SetNX answers from a linearizable read when the key
-	// is live (no log entry): SET NX on a held lock is a read.
-	KVSet(ctx context.Context, key, value []byte, ttl time.Duration, mode fsm.SetMode, version uint64) (*fsm.Result, error)
-	// ApplyInOrder applies a pipeline's writes in order (see raftstore).
-	ApplyInOrder(ctx context.Context, ops []raftstore.Op) []raftstore.OpResult
+	// ApplyInOrder applies a pipeline's writes, commands built by fsm's
+	// constructors, in order (see raftstore). A SETNX on a key that is
+	// live is answered from a linearizable read, with no log entry: SET NX
+	// on a held lock is a read.
+	ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []raftstore.OpResult
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
 }

@@ -2,14 +2,14 @@
 // state machine (package fsm), applied to directly in this process, with no
 // Raft and no network. Commands keep their exact semantics (SETNX, fencing,
 // TTLs, request-id dedupe, suspects) because they run through the same
-// state machine and the same typed operations (raftstore.Commands) as in a
-// cluster; only replication is missing, so every "node" built on one Store
-// sees the same state at once. It never ships in the binary.
+// state machine and the same typed operations (raftstore.Commands, with its
+// SETNX shortcut) as in a cluster; only replication is missing, so every
+// "node" built on one Store sees the same state at once. It never ships in
+// the binary.
 package memstore
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"io"
 	"log/slog"
@@ -51,7 +51,7 @@ func New(tb testing.TB) *Store {
 		tb.Fatal(err)
 	}
 	s := &Store{f: f, dir: dir, changed: make(chan struct{})}
-	s.Commands = raftstore.Commands{Propose: s.Apply}
+	s.Commands = raftstore.Commands{Propose: s.Apply, Read: s.KV}
 	f.SetRecordObserver(s.removed)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -67,7 +67,7 @@ func New(tb testing.TB) *Store {
 
 // Apply stamps c with the wall clock and applies it as the next log entry.
 // A command without a request id gets the one ctx carries
-// (raftstore.WithRequestID) or a random one, as in a cluster.
+// (raftstore.WithRequestID) or a fresh one, as in a cluster.
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -76,11 +76,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		if id, ok := raftstore.RequestIDFrom(ctx); ok {
-			c.ReqID = id
-		} else {
-			rand.Read(c.ReqID[:])
-		}
+		c.ReqID = raftstore.RequestID(ctx)
 	}
 	s.mu.Lock()
 	s.index++
@@ -211,6 +207,6 @@ func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 }
 func (s *Store) CountDue(now time.Time, limit int) (int, error) { return s.f.CountDue(now, limit) }
 func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
-	_, err := s.Apply(ctx, &fsm.Command{Type: fsm.TypeExpire, Entries: entries})
+	_, err := s.Apply(ctx, fsm.ExpireCommand(entries))
 	return err
 }

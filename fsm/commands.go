@@ -1,0 +1,472 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// The command table. Every command the state machine applies is declared
+// here once, in one row: its type (its byte in the log), its name, the
+// fields of Command it uses, its own field rules, its apply function and
+// its properties; its constructor follows the table, and the rest of
+// idemgate builds commands only through the constructors. Type.String,
+// Validate, the applier (which function applies a command, whether its
+// request id is remembered) and the proposer's disk guard (package
+// raftstore) all read the table. A new command is a Type, a row, a
+// constructor and an apply function.
+
+// Type identifies a command. Values are part of the log format: never
+// renumber them; add new ones at the end.
+type Type byte
+
+// The commands.
+const (
+	TypeUnknown Type = iota
+	TypeNoop
+	TypeRecordBegin
+	TypeRecordComplete
+	TypeRecordRelease
+	TypeRecordMarkUnknown
+	TypeExpire
+	TypeTokenIssue
+	TypeTokenConsume
+	TypeKVSet
+	TypeKVGetDel
+	TypeKVDelete
+	TypeKVIncr
+	TypeKVExpire
+	TypeClusterID
+	TypeMemberRemoved
+	typeEnd
+)
+
+// field is a set of Command's fields: those a command uses.
+type field uint16
+
+// The fields a command may use beside the envelope (request id, stamp).
+const (
+	fKey field = 1 << iota
+	fValue
+	fTTL
+	fTimeout
+	fFence
+	fVersion
+	fMode
+	fFlags
+	fStatus
+	fHeaders
+	fBody
+	fEntries
+	fDigestKey
+	fWindow
+)
+
+// spec declares one command type.
+type spec struct {
+	name string
+	// uses is the fields the command reads. Its constructor sets no
+	// other, and apply ignores every other (TestCommandTableUses).
+	uses field
+	// key: the command names a key, which must not be empty.
+	key bool
+	// remembered: a command carrying a request id is applied once, and a
+	// retry under the id is answered with the first result (reqid.go).
+	// What changes nothing when applied again is not remembered.
+	remembered bool
+	// diskLow: proposed even while the disk guard refuses writes
+	// (package raftstore): it frees space, or it is a few bytes, once,
+	// that the cluster's safety needs.
+	diskLow bool
+	// check is the command's own field rules, beyond the bounds every
+	// command meets (Validate); nil: none.
+	check func(c *Command) error
+	// apply applies the command in the batch's transaction; rev is its
+	// revision (applier.nextRev).
+	apply func(a *applier, tx *bolt.Tx, c *Command, rev uint64) *Result
+}
+
+// commands is the table, by Type. A row's comment says what a field means
+// where its name does not say it all.
+var commands = [typeEnd]spec{
+	TypeUnknown: {name: "unknown"},
+	// Value: an opaque payload; it changes nothing but the clock.
+	TypeNoop: {name: "noop", uses: fValue, apply: (*applier).noop},
+	// Value: the request's fingerprint; Timeout: the processing timeout;
+	// DigestKey (empty: none) and Window: suspect detection (suspect.go).
+	TypeRecordBegin: {name: "record_begin", uses: fKey | fValue | fTTL | fTimeout | fFlags | fDigestKey | fWindow,
+		key: true, remembered: true, apply: (*applier).recordBegin},
+	TypeRecordComplete: {name: "record_complete", uses: fKey | fFence | fStatus | fFlags | fHeaders | fBody,
+		key: true, remembered: true, check: checkComplete, apply: (*applier).recordComplete},
+	// Fence 0: an operator's release of whatever owns the record.
+	TypeRecordRelease: {name: "record_release", uses: fKey | fFence,
+		key: true, remembered: true, apply: (*applier).recordRelease},
+	TypeRecordMarkUnknown: {name: "record_mark_unknown", uses: fKey | fFence,
+		key: true, remembered: true, check: checkFence, apply: (*applier).recordMarkUnknown},
+	// Entries: what a sweeper found due.
+	TypeExpire: {name: "expire", uses: fEntries,
+		diskLow: true, check: checkExpire, apply: (*applier).expire},
+	// Key: TokenKey(scope, token).
+	TypeTokenIssue: {name: "token_issue", uses: fKey | fTTL,
+		key: true, remembered: true, apply: (*applier).tokenIssue},
+	TypeTokenConsume: {name: "token_consume", uses: fKey,
+		key: true, remembered: true, apply: (*applier).tokenConsume},
+	// Version: the version a SetCAS expects (0: the key must not exist).
+	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags,
+		key: true, remembered: true, check: checkKVSet, apply: (*applier).kvSet},
+	// Version (0: any): compare-and-delete, for both.
+	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion,
+		key: true, remembered: true, apply: (*applier).kvGetDel},
+	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion,
+		key: true, remembered: true, apply: (*applier).kvDelete},
+	// Value: the increment, a signed decimal integer (Redis INCRBY).
+	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue,
+		key: true, remembered: true, check: checkKVIncr, apply: (*applier).kvIncr},
+	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
+	// EXPIRE, PERSIST).
+	TypeKVExpire: {name: "kv_expire", uses: fKey | fTTL | fFlags,
+		key: true, remembered: true, check: checkKVExpire, apply: (*applier).kvExpire},
+	// Value: the 16-byte id; applied only while the state holds none
+	// (cluster.go).
+	TypeClusterID: {name: "cluster_id", uses: fValue,
+		diskLow: true, check: checkClusterID, apply: (*applier).clusterID},
+	// Key: the node id; Value: its certificates' fingerprints, 32 bytes
+	// each (cluster.go).
+	TypeMemberRemoved: {name: "member_removed", uses: fKey | fValue,
+		key: true, diskLow: true, check: checkMemberRemoved, apply: (*applier).memberRemoved},
+}
+
+// spec returns t's row, or nil for a type this build does not apply.
+func (t Type) spec() *spec {
+	if t >= typeEnd || commands[t].apply == nil {
+		return nil
+	}
+	return &commands[t]
+}
+
+func (t Type) String() string {
+	if t < typeEnd && commands[t].name != "" {
+		return commands[t].name
+	}
+	return fmt.Sprintf("type(%d)", byte(t))
+}
+
+// AllowedWhenDiskLow reports whether a command of type t is proposed while
+// the disk guard refuses writes: expiring frees space; the cluster's own
+// facts are a few bytes, once, and membership safety needs them.
+func (t Type) AllowedWhenDiskLow() bool {
+	s := t.spec()
+	return s != nil && s.diskLow
+}
+
+// MaxKeyLen bounds a stored key of every keyspace: a record key (scope,
+// tenant and the client's key), a token key, a KV key.
+const MaxKeyLen = 1024
+
+// MaxTTL bounds every lifetime and timeout a command carries: an expiry is
+// the state machine's clock plus it, and must never overflow.
+const MaxTTL = 100 * 365 * 24 * time.Hour
+
+// Validate checks the field rules that do not depend on state: the bounds
+// every command must satisfy, then its own (the table's check). The
+// proposer calls it before a command reaches the log (so bad input is
+// refused with a clear error and costs no Raft round trip), and Decode
+// again on every replica.
+func (c *Command) Validate() error {
+	bad := func(what string) error { return fmt.Errorf("%w: %s: %s", ErrBadCommand, c.Type, what) }
+	s := c.Type.spec()
+	if s == nil {
+		return bad("unknown command type")
+	}
+	if c.TTL < 0 || c.Timeout < 0 || c.Window < 0 {
+		return bad("negative duration")
+	}
+	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
+		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
+	}
+	if len(c.Key) > MaxKeyLen {
+		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
+	}
+	if s.key && len(c.Key) == 0 {
+		return bad("empty key")
+	}
+	if s.check != nil {
+		if err := s.check(c); err != nil {
+			return bad(err.Error())
+		}
+	}
+	return nil
+}
+
+// The commands' own field rules.
+
+func checkComplete(c *Command) error {
+	if c.Status < 100 || c.Status > 999 {
+		return errors.New("status out of range")
+	}
+	return checkFence(c)
+}
+
+func checkFence(c *Command) error {
+	if c.Fence == 0 {
+		return errors.New("missing fencing token")
+	}
+	return nil
+}
+
+func checkExpire(c *Command) error {
+	for _, e := range c.Entries {
+		if !e.Kind.Valid() {
+			return errors.New("unknown expiry kind")
+		}
+	}
+	return nil
+}
+
+func checkKVSet(c *Command) error {
+	switch {
+	case c.Mode > SetXX:
+		return errors.New("unknown set mode")
+	case c.Flags&^(FlagKeepTTL|FlagReturnOld) != 0:
+		return errors.New("unknown set flags")
+	case c.Flags&FlagKeepTTL != 0 && c.TTL != 0:
+		return errors.New("a lifetime and keep-lifetime together")
+	}
+	return nil
+}
+
+func checkKVIncr(c *Command) error {
+	if _, ok := parseInt(c.Value); !ok {
+		return errors.New("the increment is not a decimal integer")
+	}
+	return nil
+}
+
+func checkKVExpire(c *Command) error {
+	switch {
+	case c.Flags&^expireFlags != 0:
+		return errors.New("unknown expire flags")
+	case c.Flags&FlagExpireNow != 0 && c.TTL != 0:
+		return errors.New("a lifetime and expire-now together")
+	case c.Flags&FlagExpireNX != 0 && c.Flags&(FlagExpireXX|FlagExpireGT|FlagExpireLT) != 0,
+		c.Flags&FlagExpireGT != 0 && c.Flags&FlagExpireLT != 0:
+		return errors.New("conflicting expire conditions")
+	}
+	return nil
+}
+
+func checkClusterID(c *Command) error {
+	if len(c.Value) != len(ClusterID{}) || ClusterID(c.Value).IsZero() {
+		return errors.New("a cluster id is 16 bytes, not all zero")
+	}
+	return nil
+}
+
+func checkMemberRemoved(c *Command) error {
+	if len(c.Value)%len(Fingerprint{}) != 0 {
+		return errors.New("fingerprints are 32 bytes each")
+	}
+	return nil
+}
+
+// The constructors, one per command, in the table's order. Each sets only
+// the fields its row uses; the proposer sets the request id and the stamp.
+// Byte slices are not copied: the command aliases them until it is encoded.
+
+// NoopCommand changes nothing but the state machine's clock (a leader's
+// tick); payload is opaque.
+func NoopCommand(payload []byte) *Command { return &Command{Type: TypeNoop, Value: payload} }
+
+// BeginRequest starts an idempotency record.
+type BeginRequest struct {
+	Key            []byte // RecordKey(scope, tenant, key)
+	Fingerprint    []byte
+	TTL            time.Duration
+	Timeout        time.Duration // processing timeout; 0: none
+	ReleaseUnknown bool          // take over a record whose outcome is unknown
+	// DigestKey (fsm.DigestKey) turns on suspect detection for this begin:
+	// a different record key that began with it within Window is reported
+	// in Result.Suspect, or refused (CodeSuspect) with RejectSuspect.
+	DigestKey     []byte
+	Window        time.Duration
+	RejectSuspect bool
+}
+
+// RecordBeginCommand is SETNX for an idempotency record: it makes the
+// caller the owner (CodeCreated, the fencing token in Result.Fence) or
+// answers the existing record (CodeExists, Result.Record); CodeSuspect when
+// it refused a suspected duplicate.
+func RecordBeginCommand(r BeginRequest) *Command {
+	c := &Command{Type: TypeRecordBegin, Key: r.Key, Value: r.Fingerprint, TTL: r.TTL, Timeout: r.Timeout,
+		DigestKey: r.DigestKey, Window: r.Window}
+	if r.ReleaseUnknown {
+		c.Flags |= FlagReleaseUnknown
+	}
+	if r.RejectSuspect {
+		c.Flags |= FlagRejectSuspect
+	}
+	return c
+}
+
+// CompleteRequest stores an owner's response.
+type CompleteRequest struct {
+	Key         []byte
+	Fence       uint64
+	Status      int
+	Headers     []Header
+	Body        []byte
+	BodyDropped bool // the body was too large to store: replays cannot be served
+}
+
+// RecordCompleteCommand stores the owner's response; CodeFenceMismatch when
+// Fence no longer owns the record.
+func RecordCompleteCommand(r CompleteRequest) *Command {
+	c := &Command{Type: TypeRecordComplete, Key: r.Key, Fence: r.Fence, Status: r.Status, Headers: r.Headers, Body: r.Body}
+	if r.BodyDropped {
+		c.Flags |= FlagBodyDropped
+	}
+	return c
+}
+
+// RecordReleaseCommand deletes a record so a retry can run. Fence 0
+// releases whatever owns it (an operator's release).
+func RecordReleaseCommand(key []byte, fence uint64) *Command {
+	return &Command{Type: TypeRecordRelease, Key: key, Fence: fence}
+}
+
+// RecordMarkUnknownCommand records that the owner cannot know the
+// upstream's outcome.
+func RecordMarkUnknownCommand(key []byte, fence uint64) *Command {
+	return &Command{Type: TypeRecordMarkUnknown, Key: key, Fence: fence}
+}
+
+// ExpireCommand removes the entries a sweeper found due (expire.go).
+func ExpireCommand(entries []ttl.Entry) *Command { return &Command{Type: TypeExpire, Entries: entries} }
+
+// TokenIssueCommand stores a new form token under key (TokenKey) for
+// lifetime; CodeExists if it is already there.
+func TokenIssueCommand(key []byte, lifetime time.Duration) *Command {
+	return &Command{Type: TypeTokenIssue, Key: key, TTL: lifetime}
+}
+
+// TokenConsumeCommand deletes a live token: exactly one consume succeeds,
+// every other is CodeNotFound.
+func TokenConsumeCommand(key []byte) *Command { return &Command{Type: TypeTokenConsume, Key: key} }
+
+// KVSetRequest is a KV write with Redis's SET options.
+type KVSetRequest struct {
+	Key, Value []byte
+	TTL        time.Duration // 0: never expires (unless KeepTTL)
+	Mode       SetMode       // SetPlain, SetNX, SetXX, or SetCAS on Version
+	Version    uint64
+	KeepTTL    bool // keep the key's lifetime (TTL must be 0)
+	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists: there was one)
+}
+
+// KVSetCommand writes a KV key; its refusals are codes: CodeExists (NX,
+// with the current value), CodeNotFound (XX), CodeVersionMismatch (CAS).
+func KVSetCommand(r KVSetRequest) *Command {
+	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version}
+	if r.KeepTTL {
+		c.Flags |= FlagKeepTTL
+	}
+	if r.ReturnOld {
+		c.Flags |= FlagReturnOld
+	}
+	return c
+}
+
+// KVGetDelCommand removes a key and answers the value it had
+// (CodeNotFound). A non-zero version makes it compare-and-delete: the key
+// is removed only at that version (CodeVersionMismatch, with the current
+// version, if not).
+func KVGetDelCommand(key []byte, version uint64) *Command {
+	return &Command{Type: TypeKVGetDel, Key: key, Version: version}
+}
+
+// KVDeleteCommand removes a key (CodeNotFound if there is none).
+func KVDeleteCommand(key []byte) *Command { return &Command{Type: TypeKVDelete, Key: key} }
+
+// KVIncrCommand adds delta to the key's decimal integer value (absent: 0);
+// Result.Value is the new value; CodeNotInteger, CodeOverflow.
+func KVIncrCommand(key []byte, delta int64) *Command {
+	return &Command{Type: TypeKVIncr, Key: key, Value: strconv.AppendInt(nil, delta, 10)}
+}
+
+// KVExpireCommand sets the key's lifetime to lifetime from now (0: none,
+// PERSIST) under the conditions of flags (FlagExpireNX, ...; FlagExpireNow
+// deletes the key); CodeNotFound without the key, CodeUnchanged when a
+// condition did not hold or there was no lifetime to remove.
+func KVExpireCommand(key []byte, lifetime time.Duration, flags byte) *Command {
+	return &Command{Type: TypeKVExpire, Key: key, TTL: lifetime, Flags: flags}
+}
+
+// ClusterIDCommand gives the cluster its id, if it has none.
+func ClusterIDCommand(id ClusterID) *Command {
+	return &Command{Type: TypeClusterID, Value: append([]byte(nil), id[:]...)}
+}
+
+// MemberRemovedCommand records node id as removed, with the certificates
+// it was seen with.
+func MemberRemovedCommand(id string, fps []Fingerprint) *Command {
+	v := make([]byte, 0, len(fps)*len(Fingerprint{}))
+	for _, fp := range fps {
+		v = append(v, fp[:]...)
+	}
+	return &Command{Type: TypeMemberRemoved, Key: []byte(id), Value: v}
+}
+
+// SetMode selects the flavour of TypeKVSet.
+type SetMode byte
+
+// The set modes.
+const (
+	SetPlain SetMode = 0 // unconditional set
+	SetNX    SetMode = 1 // only if the key does not exist
+	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
+	SetXX    SetMode = 3 // only if the key exists (fsm.ErrNotFound if not)
+)
+
+// Begin flags.
+const (
+	// FlagReleaseUnknown: when the existing record's outcome is unknown
+	// (its processing deadline passed), take it over instead of reporting it.
+	FlagReleaseUnknown byte = 1 << 0
+	// FlagRejectSuspect: refuse to begin a suspected duplicate (CodeSuspect)
+	// instead of beginning it and reporting the suspicion.
+	FlagRejectSuspect byte = 1 << 1
+)
+
+// KVSet flags.
+const (
+	// FlagKeepTTL: keep the key's lifetime instead of setting Command.TTL
+	// (which must be zero); a new key never expires.
+	FlagKeepTTL byte = 1 << 0
+	// FlagReturnOld: the result carries the value the key had before, set
+	// or not (Redis SET ... GET), in Result.Value. The code says whether
+	// it had one: CodeOK and CodeExists yes, CodeCreated and CodeNotFound no.
+	FlagReturnOld byte = 1 << 1
+)
+
+// KVExpire flags: the conditions of Redis 7's EXPIRE, on the lifetime the
+// key has (no lifetime counts as infinite), and expiry at once.
+const (
+	FlagExpireNX  byte = 1 << 0 // only if the key has no lifetime
+	FlagExpireXX  byte = 1 << 1 // only if it has one
+	FlagExpireGT  byte = 1 << 2 // only if the new expiry is later
+	FlagExpireLT  byte = 1 << 3 // only if the new expiry is earlier
+	FlagExpireNow byte = 1 << 4 // the key expires now: it is deleted (TTL must be zero)
+	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow
+)
+
+// Complete flags.
+const (
+	// FlagBodyDropped: the response body was too large to store; replays
+	// cannot be served.
+	FlagBodyDropped byte = 1 << 0
+)
