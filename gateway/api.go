@@ -15,7 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -27,7 +27,7 @@ type APIConfig struct {
 	NodeAPIs map[string]string
 	// OpTimeout bounds one store call (write or linearizable read).
 	OpTimeout time.Duration
-	Limits
+	httpx.Limits
 	Logger *slog.Logger
 	// Access is who may call which endpoint (see NewAccess); nil means
 	// no authorization at all, as on a loopback cluster or in the demo.
@@ -43,14 +43,14 @@ type APIConfig struct {
 
 // API is the API listener.
 type API struct {
-	listener
+	httpx.Listener
 	cfg     APIConfig
 	store   Store
 	tokens  *tokens.Service
 	metrics fasthttp.RequestHandler
 	logger  *slog.Logger
 	access  atomic.Pointer[Access] // swapped whole by SetAccess
-	bodies  *bodyBudget
+	bodies  *httpx.BodyBudget
 	hosts   hostAllowList
 }
 
@@ -65,9 +65,8 @@ func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger, hosts: newHostAllowList(cfg.Hosts),
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
-	a.listener = newListener("api listener", cfg.Addr, a.Handle, cfg.Limits, cfg.Logger)
-	a.listener.srv.StreamRequestBody = true // bodies are read after the token check (body.go)
-	a.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
+	a.Listener = httpx.NewListener("api listener", cfg.Addr, a.Handle, cfg.Limits, cfg.Logger)
+	a.bodies = httpx.NewBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return a
 }
 
@@ -89,12 +88,12 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 		return c, cancel, true
 	}
 	if len(vals) > 1 {
-		writeProblem(ctx, probInvalidKey, "Idempotency-Key: "+errKeyDuplicate.Error())
+		httpx.WriteProblem(ctx, httpx.InvalidKey, "Idempotency-Key: "+httpx.ErrKeyDuplicate.Error())
 		return nil, nil, false
 	}
-	key, err := parseKey(vals[0])
+	key, err := httpx.ParseKey(vals[0])
 	if err != nil {
-		writeProblem(ctx, probInvalidKey, "Idempotency-Key: "+err.Error())
+		httpx.WriteProblem(ctx, httpx.InvalidKey, "Idempotency-Key: "+err.Error())
 		return nil, nil, false
 	}
 	h := &ctx.Request.Header
@@ -119,7 +118,7 @@ func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 		}
 		return
 	}
-	release, ok := readBody(ctx, a.cfg.MaxRequestBody, a.bodies)
+	release, ok := httpx.ReadBody(ctx, a.cfg.MaxRequestBody, a.bodies)
 	if !ok {
 		return
 	}
@@ -131,14 +130,14 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 	switch {
 	case path == "/healthz":
 		if !a.store.Alive() {
-			writeProblem(ctx, probNotAlive, "this node's Raft or state machine has stopped (see its log); restart it")
+			httpx.WriteProblem(ctx, httpx.NotAlive, "this node's Raft or state machine has stopped (see its log); restart it")
 			return
 		}
 		ctx.SetContentType("text/plain; charset=utf-8")
 		ctx.SetBodyString("ok\n")
 	case path == "/readyz":
 		if why := a.store.NotReady(); why != "" {
-			writeProblem(ctx, probNotReady, why)
+			httpx.WriteProblem(ctx, httpx.NotReady, why)
 			return
 		}
 		ctx.SetContentType("text/plain; charset=utf-8")
@@ -175,7 +174,7 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 			ctx.Response.Header.Set("Allow", "GET, HEAD, POST")
 		}
 	default:
-		writeProblem(ctx, probNotFound, "no such endpoint: "+path)
+		httpx.WriteProblem(ctx, httpx.NotFound, "no such endpoint: "+path)
 	}
 }
 
@@ -185,7 +184,7 @@ func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.Req
 		if want == "GET" {
 			allow = "GET, HEAD"
 		}
-		writeProblem(ctx, probMethodNotAllowed, "use "+allow)
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use "+allow)
 		ctx.Response.Header.Set("Allow", allow)
 		return
 	}
@@ -202,7 +201,7 @@ func flagParam(ctx *fasthttp.RequestCtx, name string) (on, ok bool) {
 	case "1", "true":
 		return true, true
 	}
-	writeProblem(ctx, probBadRequest, fmt.Sprintf("%s: %q: want 1 or 0", name, v))
+	httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("%s: %q: want 1 or 0", name, v))
 	return false, false
 }
 
@@ -215,45 +214,21 @@ func flagParam(ctx *fasthttp.RequestCtx, name string) (on, ok bool) {
 func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
 	ct, _, _ := strings.Cut(string(ctx.Request.Header.ContentType()), ";")
 	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
-		writeProblem(ctx, probUnsupportedMediaType,
+		httpx.WriteProblem(ctx, httpx.UnsupportedMediaType,
 			fmt.Sprintf("Content-Type %q: send the JSON body as application/json", ctx.Request.Header.ContentType()))
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeProblem(ctx, probInvalidJSON, err.Error())
+		httpx.WriteProblem(ctx, httpx.InvalidJSON, err.Error())
 		return false
 	}
 	if dec.More() {
-		writeProblem(ctx, probInvalidJSON, "trailing data after the JSON object")
+		httpx.WriteProblem(ctx, httpx.InvalidJSON, "trailing data after the JSON object")
 		return false
 	}
 	return true
-}
-
-// parseTTL parses an optional Go duration; false means it answered 400.
-func parseTTL(ctx *fasthttp.RequestCtx, field, raw string) (time.Duration, bool) {
-	if raw == "" {
-		return 0, true
-	}
-	d, err := time.ParseDuration(raw)
-	if err != nil || d <= 0 {
-		writeProblem(ctx, probInvalidTTL, fmt.Sprintf("%s: %q is not a positive Go duration (30s, 5m, 24h)", field, raw))
-		return 0, false
-	}
-	if d > fsm.MaxTTL {
-		writeProblem(ctx, probInvalidTTL, fmt.Sprintf("%s: %q is over the limit of %s", field, raw, fsm.MaxTTL))
-		return 0, false
-	}
-	return d, true
-}
-
-func rfc3339(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
 }
 
 func nsTime(ns int64) time.Time {

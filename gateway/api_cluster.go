@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -32,7 +33,7 @@ type StatusJSON struct {
 
 func (a *API) status(ctx *fasthttp.RequestCtx) {
 	st := a.store.Status()
-	writeJSON(ctx, fasthttp.StatusOK, StatusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, StatusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
 		Leader: st.Leader, ClusterID: st.ClusterID, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex,
 		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
 }
@@ -81,7 +82,7 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	view, err := a.store.Cluster(c)
 	if err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	leader, _ := a.store.Leader()
@@ -92,7 +93,7 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 		out.Nodes = append(out.Nodes, NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
 			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Lag: s.Lag, Removed: s.Removed})
 	}
-	writeJSON(ctx, fasthttp.StatusOK, out)
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, out)
 }
 
 // nodeAPI is member id's API address: the cluster file's for the nodes it
@@ -118,19 +119,19 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if !validNodeID(req.ID) {
-		writeProblem(ctx, probBadRequest, "id: want 1-64 characters without '/', spaces or NUL")
+		httpx.WriteProblem(ctx, httpx.BadRequest, "id: want 1-64 characters without '/', spaces or NUL")
 		return
 	}
 	for field, addr := range map[string]string{"raft": req.Raft, "api": req.API} {
 		if _, _, err := net.SplitHostPort(addr); err != nil || addr == "" {
-			writeProblem(ctx, probBadRequest, fmt.Sprintf("%s: %q is not host:port", field, addr))
+			httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("%s: %q is not host:port", field, addr))
 			return
 		}
 	}
 	c, cancel := a.opCtx()
 	defer cancel()
 	if err := a.store.SetNodeAPI(c, req.ID, req.API); err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	add := a.store.AddVoter
@@ -148,11 +149,11 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 func (a *API) membershipError(ctx *fasthttp.RequestCtx, id string, err error) {
 	switch {
 	case errors.Is(err, raftstore.ErrUnknownNode):
-		writeProblem(ctx, probUnknownNode, fmt.Sprintf("no node %q in the cluster", id))
+		httpx.WriteProblem(ctx, httpx.UnknownNode, fmt.Sprintf("no node %q in the cluster", id))
 	case raftstore.Unavailable(err):
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 	default:
-		writeProblem(ctx, probMembershipConflict, err.Error())
+		httpx.WriteProblem(ctx, httpx.MembershipConflict, err.Error())
 	}
 }
 
@@ -166,7 +167,7 @@ func validNodeID(id string) bool {
 func nodeID(ctx *fasthttp.RequestCtx, raw string) string {
 	id, err := url.PathUnescape(raw)
 	if err != nil || !validNodeID(id) {
-		writeProblem(ctx, probBadRequest, "want /v1/cluster/nodes/{id} with an id of 1-64 characters without '/', spaces or NUL")
+		httpx.WriteProblem(ctx, httpx.BadRequest, "want /v1/cluster/nodes/{id} with an id of 1-64 characters without '/', spaces or NUL")
 		return ""
 	}
 	return id
@@ -198,7 +199,7 @@ func (a *API) clusterAfterChange(ctx *fasthttp.RequestCtx, c context.Context) {
 	// A node that removed itself has no leader to wait for: it answers
 	// with its own view, which says it was removed.
 	if err := a.store.Barrier(c); err != nil && !a.store.Removed() {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	a.cluster(ctx)

@@ -12,12 +12,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // checkKVKey validates a KV key: 1-255 bytes, no control bytes.
 func checkKVKey(key string) error {
-	if len(key) == 0 || len(key) > MaxKeyLen {
-		return fmt.Errorf("key must be 1-%d bytes, got %d", MaxKeyLen, len(key))
+	if len(key) == 0 || len(key) > httpx.MaxKeyLen {
+		return fmt.Errorf("key must be 1-%d bytes, got %d", httpx.MaxKeyLen, len(key))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] == 0x7f {
@@ -33,7 +34,7 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 		err = checkKVKey(key)
 	}
 	if err != nil {
-		writeProblem(ctx, probInvalidKey, err.Error())
+		httpx.WriteProblem(ctx, httpx.InvalidKey, err.Error())
 		return
 	}
 	switch method {
@@ -44,7 +45,7 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 	case "DELETE":
 		a.kvDelete(ctx, key)
 	default:
-		writeProblem(ctx, probMethodNotAllowed, "use GET, PUT or DELETE")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, PUT or DELETE")
 		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
 	}
 }
@@ -54,7 +55,7 @@ func writeValue(ctx *fasthttp.RequestCtx, status int, value []byte, version uint
 	ctx.SetContentType("application/octet-stream")
 	ctx.Response.Header.Set("ETag", etag(version))
 	if expiresAt != 0 {
-		ctx.Response.Header.Set("Expires-At", rfc3339(nsTime(expiresAt)))
+		ctx.Response.Header.Set("Expires-At", httpx.RFC3339(nsTime(expiresAt)))
 	}
 	ctx.SetBody(value)
 }
@@ -66,9 +67,9 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 	e, err := a.store.KV(c, []byte(key), local)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
-		writeProblem(ctx, probNotFound, "no such key")
+		httpx.WriteProblem(ctx, httpx.NotFound, "no such key")
 	case err != nil:
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 	default:
 		writeValue(ctx, fasthttp.StatusOK, e.Value, e.Version, e.ExpiresAt)
 	}
@@ -76,7 +77,7 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 
 func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	args := ctx.QueryArgs()
-	ttl, ok := parseTTL(ctx, "ttl", string(args.Peek("ttl")))
+	ttl, ok := httpx.ParseTTL(ctx, "ttl", string(args.Peek("ttl")))
 	if !ok {
 		return
 	}
@@ -95,7 +96,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 		return
 	} else if v != 0 {
 		if mode == fsm.SetNX {
-			writeProblem(ctx, probBadRequest, "If-Match cannot be combined with nx")
+			httpx.WriteProblem(ctx, httpx.BadRequest, "If-Match cannot be combined with nx")
 			return
 		}
 		mode, version = fsm.SetCAS, v
@@ -109,7 +110,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	res, err := a.store.ApplyKV(c, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
 		Mode: mode, Version: version}))
 	if err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	switch res.Code {
@@ -126,7 +127,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	case fsm.CodeVersionMismatch:
 		versionMismatch(ctx, version, res.Version)
 	default:
-		writeStoreError(ctx, res.Err())
+		httpx.WriteError(ctx, res.Err())
 	}
 }
 
@@ -139,7 +140,7 @@ func ifMatch(ctx *fasthttp.RequestCtx) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(string(im), "W/"), `"`), 10, 64)
 	if err != nil || v == 0 {
-		writeProblem(ctx, probInvalidVersion, fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
+		httpx.WriteProblem(ctx, httpx.InvalidVersion, fmt.Sprintf("If-Match: %q is not a version such as \"12\"", im))
 		return 0, false
 	}
 	return v, true
@@ -147,7 +148,7 @@ func ifMatch(ctx *fasthttp.RequestCtx) (uint64, bool) {
 
 // versionMismatch answers 412 with the key's current version as ETag.
 func versionMismatch(ctx *fasthttp.RequestCtx, want, current uint64) {
-	writeProblem(ctx, probVersionMismatch,
+	httpx.WriteProblem(ctx, httpx.VersionMismatch,
 		fmt.Sprintf("If-Match %s does not match the key's current version", etag(want)))
 	if current != 0 {
 		ctx.Response.Header.Set("ETag", etag(current))
@@ -168,17 +169,19 @@ func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
 	defer cancel()
 	res, err := a.store.ApplyKV(c, fsm.KVGetDelCommand([]byte(key), version))
 	if err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	switch res.Code {
 	case fsm.CodeOK:
 		writeValue(ctx, fasthttp.StatusOK, res.Value, res.Version, 0)
 	case fsm.CodeNotFound:
-		writeProblem(ctx, probNotFound, "no such key")
+		httpx.WriteProblem(ctx, httpx.NotFound, "no such key")
 	case fsm.CodeVersionMismatch:
 		versionMismatch(ctx, version, res.Version)
 	default:
-		writeStoreError(ctx, res.Err())
+		httpx.WriteError(ctx, res.Err())
 	}
 }
+
+func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }

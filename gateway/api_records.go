@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // RecordJSON is a record as the API shows it.
@@ -38,12 +39,12 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 	scope, err1 := url.PathUnescape(rawScope)
 	key, err2 := url.PathUnescape(rawKey)
 	if !ok || err1 != nil || err2 != nil || scope == "" || key == "" {
-		writeProblem(ctx, probInvalidKey, "want /v1/records/{scope}/{key}")
+		httpx.WriteProblem(ctx, httpx.InvalidKey, "want /v1/records/{scope}/{key}")
 		return
 	}
 	tenant := string(ctx.QueryArgs().Peek("tenant"))
 	if strings.IndexByte(scope+tenant+key, 0) >= 0 {
-		writeProblem(ctx, probInvalidKey, "scope, tenant and key must not contain NUL")
+		httpx.WriteProblem(ctx, httpx.InvalidKey, "scope, tenant and key must not contain NUL")
 		return
 	}
 	rk := fsm.RecordKey(scope, tenant, key)
@@ -57,15 +58,15 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		rec, err := a.store.Record(c, rk, false)
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
-			writeProblem(ctx, probNotFound, "no such record")
+			httpx.WriteProblem(ctx, httpx.NotFound, "no such record")
 		case err != nil:
-			writeStoreError(ctx, err)
+			httpx.WriteError(ctx, err)
 		default:
-			writeJSON(ctx, fasthttp.StatusOK, RecordJSON{
+			httpx.WriteJSON(ctx, fasthttp.StatusOK, RecordJSON{
 				Scope: scope, Tenant: tenant, Key: key, State: rec.State.String(),
 				Fingerprint: hex.EncodeToString(rec.Fingerprint), Fence: rec.Fence,
-				CreatedAt: rfc3339(nsTime(rec.CreatedAt)), UpdatedAt: rfc3339(nsTime(rec.UpdatedAt)),
-				ExpiresAt: rfc3339(nsTime(rec.ExpiresAt)), Deadline: rfc3339(nsTime(rec.Deadline)),
+				CreatedAt: httpx.RFC3339(nsTime(rec.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(rec.UpdatedAt)),
+				ExpiresAt: httpx.RFC3339(nsTime(rec.ExpiresAt)), Deadline: httpx.RFC3339(nsTime(rec.Deadline)),
 				StatusCode: rec.Status, BodyStored: rec.State == fsm.StateCompleted && !rec.BodyDropped,
 				BodyBytes: len(rec.Body), Damaged: rec.Verify() != nil,
 			})
@@ -81,14 +82,14 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		}
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
-			writeProblem(ctx, probNotFound, "no such record")
+			httpx.WriteProblem(ctx, httpx.NotFound, "no such record")
 		case err != nil:
-			writeStoreError(ctx, err)
+			httpx.WriteError(ctx, err)
 		default:
-			writeJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
+			httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
 		}
 	default:
-		writeProblem(ctx, probMethodNotAllowed, "use GET or DELETE")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET or DELETE")
 		ctx.Response.Header.Set("Allow", "GET, DELETE")
 	}
 }

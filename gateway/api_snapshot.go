@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -29,7 +30,7 @@ func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	b, err := a.store.Backup(c)
 	if err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	a.logger.Info("snapshot: sending a backup", "index", b.Meta.Index, "term", b.Meta.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
@@ -76,13 +77,13 @@ func (a *API) takeSnapshot(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	info, err := a.store.TakeSnapshot(c)
 	if err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	if info.New {
 		a.logger.Info("snapshot: taken on request", "index", info.Index, "bytes", info.Bytes, "took", info.Took.String(), "remote", ctx.RemoteIP().String())
 	}
-	writeJSON(ctx, fasthttp.StatusOK, SnapshotJSON{Index: info.Index, Term: info.Term, Bytes: info.Bytes, Seconds: info.Took.Seconds(), New: info.New})
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, SnapshotJSON{Index: info.Index, Term: info.Term, Bytes: info.Bytes, Seconds: info.Took.Seconds(), New: info.New})
 }
 
 // snapshotTimeout bounds a snapshot taken on request: ten million keys take

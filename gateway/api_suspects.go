@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // SuspectJSON is one suspected duplicate in GET /v1/suspects.
@@ -26,7 +28,7 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 	if raw := ctx.QueryArgs().Peek("limit"); len(raw) > 0 {
 		n, err := strconv.Atoi(string(raw))
 		if err != nil || n < 1 || n > 1000 {
-			writeProblem(ctx, probBadRequest, "limit: want 1-1000")
+			httpx.WriteProblem(ctx, httpx.BadRequest, "limit: want 1-1000")
 			return
 		}
 		limit = n
@@ -35,7 +37,7 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 	log, err := a.store.Suspects(c, limit, string(ctx.QueryArgs().Peek("consistency")) == "local")
 	cancel()
 	if err != nil {
-		writeStoreError(ctx, err)
+		httpx.WriteError(ctx, err)
 		return
 	}
 	out := []SuspectJSON{}
@@ -45,7 +47,7 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 		if len(parts) != 3 || len(earlier) != 3 {
 			continue
 		}
-		out = append(out, SuspectJSON{At: rfc3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
+		out = append(out, SuspectJSON{At: httpx.RFC3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
 	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": out})
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": out})
 }

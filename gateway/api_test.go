@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
@@ -51,14 +52,18 @@ func (ac *apiCluster) serve(t testing.TB, s Store, reg *prometheus.Registry, acc
 		t.Fatal(err)
 	}
 	api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
-		Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
+		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
 	if err := api.Listen(); err != nil {
 		t.Fatal(err)
 	}
 	go api.Serve()
 	// Idle keep-alive connections would hold Shutdown until they time out.
-	t.Cleanup(func() { http.DefaultClient.CloseIdleConnections(); testsupport.CloseIdle(); api.srv.Shutdown() })
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		testsupport.CloseIdle()
+		api.Shutdown(context.Background())
+	})
 	ac.apis = append(ac.apis, api)
 	ac.urls = append(ac.urls, "http://"+api.Addr())
 }
@@ -112,11 +117,11 @@ func (r reply) problemType(t testing.TB) string {
 	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
 		t.Fatalf("error answer has Content-Type %q, body %s", ct, r.body)
 	}
-	var p Problem
+	var p httpx.Problem
 	if err := json.Unmarshal([]byte(r.body), &p); err != nil {
 		t.Fatalf("problem document %q: %v", r.body, err)
 	}
-	return strings.TrimPrefix(p.Type, ProblemBase)
+	return strings.TrimPrefix(p.Type, httpx.ProblemBase)
 }
 
 func TestAPIKV(t *testing.T) {
@@ -203,18 +208,6 @@ func TestAPIKV(t *testing.T) {
 	}
 	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.status != 404 {
 		t.Fatalf("DELETE of a deleted key = %d, want 404", r.status)
-	}
-}
-
-// TestReservedKeyIs400: the store's refusal of a reserved key is the API's
-// 400 invalid-key, wherever it comes from.
-func TestReservedKeyIs400(t *testing.T) {
-	var ctx fasthttp.RequestCtx
-	writeStoreError(&ctx, fmt.Errorf("kv: %w", raftstore.ErrReservedKey))
-	var p Problem
-	if err := json.Unmarshal(ctx.Response.Body(), &p); err != nil || ctx.Response.StatusCode() != 400 ||
-		p.Type != ProblemBase+"invalid-key" || !strings.Contains(p.Detail, "reserved key") {
-		t.Fatalf("writeStoreError(ErrReservedKey) = %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // Role is what an API token may do; each role may do all that the one
@@ -145,13 +147,13 @@ func (a *API) authorize(ctx *fasthttp.RequestCtx, method, path string) bool {
 	tok, err := ac.identify(&ctx.Request.Header)
 	if err != nil {
 		a.logger.Debug("api: unauthorized", "method", method, "path", path, "remote", ctx.RemoteIP().String(), "reason", err.Error())
-		writeProblem(ctx, probUnauthorized, err.Error())
+		httpx.WriteProblem(ctx, httpx.Unauthorized, err.Error())
 		ctx.Response.Header.Set("WWW-Authenticate", authRealm)
 		return false
 	}
 	if need := requiredRole(method, path); tok.Role < need {
 		a.logger.Debug("api: forbidden", "method", method, "path", path, "token", tok.Name, "role", tok.Role.String())
-		writeProblem(ctx, probForbidden,
+		httpx.WriteProblem(ctx, httpx.Forbidden,
 			fmt.Sprintf("%s %s needs the %s role; token %q has %s", method, path, need, tok.Name, tok.Role))
 		return false
 	}

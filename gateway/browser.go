@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // Requests a web page makes. The API keeps no cookies, yet a page can make
@@ -117,7 +119,7 @@ func (a *API) fromBrowser(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
 	if !ctx.IsTLS() {
 		if host := string(h.Host()); !a.hosts.allows(host) {
-			writeProblem(ctx, probMisdirected, fmt.Sprintf(
+			httpx.WriteProblem(ctx, httpx.Misdirected, fmt.Sprintf(
 				"Host %.100q is not one of this node's names: call the API by an address, localhost, or a name in the cluster file (nodes[].api, api.hosts)", host))
 			return false
 		}
@@ -125,13 +127,13 @@ func (a *API) fromBrowser(ctx *fasthttp.RequestCtx) bool {
 	switch site := string(h.Peek("Sec-Fetch-Site")); site {
 	case "", "same-origin", "none": // none: typed in the address bar
 	default:
-		writeProblem(ctx, probCrossOrigin, fmt.Sprintf(
+		httpx.WriteProblem(ctx, httpx.CrossOrigin, fmt.Sprintf(
 			"a browser sent this from a page of another site (Sec-Fetch-Site: %.32q): the API takes no requests from web pages", site))
 		return false
 	}
 	if origin := h.Peek("Origin"); len(origin) > 0 {
 		if u, err := url.Parse(string(origin)); err != nil || !strings.EqualFold(u.Host, string(h.Host())) {
-			writeProblem(ctx, probCrossOrigin, fmt.Sprintf(
+			httpx.WriteProblem(ctx, httpx.CrossOrigin, fmt.Sprintf(
 				"a browser sent this from a page of another origin (Origin: %.100q): the API takes no requests from web pages", origin))
 			return false
 		}
@@ -148,7 +150,7 @@ func (a *API) fromBrowser(ctx *fasthttp.RequestCtx) bool {
 // the token check: without a token nothing is said about the body.
 func (a *API) noForm(ctx *fasthttp.RequestCtx) bool {
 	if ctx.IsPost() && formType(ctx.Request.Header.ContentType()) {
-		writeProblem(ctx, probUnsupportedMediaType, fmt.Sprintf(
+		httpx.WriteProblem(ctx, httpx.UnsupportedMediaType, fmt.Sprintf(
 			"Content-Type %.100q is a form's: no API endpoint takes a form (send JSON, or no body)", ctx.Request.Header.ContentType()))
 		return false
 	}

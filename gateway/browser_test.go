@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
@@ -98,7 +99,7 @@ func startWatchedAPI(t *testing.T, tlsCfg *tls.Config, hosts ...string) (*watche
 	t.Helper()
 	ws := &watchedStore{Store: memstore.New(t)}
 	api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
-		Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
+		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Hosts: hosts}, ws, tokens.New(ws, 30*time.Minute), prometheus.NewRegistry())
 	if tlsCfg != nil {
 		api.UseTLS(tlsCfg)
@@ -107,7 +108,7 @@ func startWatchedAPI(t *testing.T, tlsCfg *tls.Config, hosts ...string) (*watche
 		t.Fatal(err)
 	}
 	go api.Serve()
-	t.Cleanup(func() { api.srv.Shutdown() })
+	t.Cleanup(func() { api.Shutdown(context.Background()) })
 	return ws, api
 }
 

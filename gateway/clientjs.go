@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // clientJS is the browser helper: idem.fetch and idem.form (client.js, a
@@ -30,7 +32,7 @@ var clientJSTag = func() []byte {
 // its ETag; 304 when the browser has it.
 func serveClientJS(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsGet() && !ctx.IsHead() {
-		writeProblem(ctx, probMethodNotAllowed, "use GET")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET")
 		ctx.Response.Header.Set("Allow", "GET, HEAD") // after the problem: it resets the answer
 		return
 	}

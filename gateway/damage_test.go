@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 	}
 
 	// Stop the node and damage its file, as a disk would.
-	gc.gws[0].srv.Shutdown()
+	gc.gws[0].Shutdown(context.Background())
 	gc.c.Stop(0)
 	db, err := bolt.Open(filepath.Join(gc.c.Cfgs[0].DataDir, "fsm.db"), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {

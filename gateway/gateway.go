@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -31,7 +32,7 @@ type Config struct {
 	SuspectWindow time.Duration
 	// OpTimeout bounds one store call (begin, complete, token consume).
 	OpTimeout time.Duration
-	Limits
+	httpx.Limits
 	UpstreamTimeout time.Duration
 	UpstreamConns   int
 	MaxResponseBody int
@@ -55,7 +56,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
-		Limits: Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
+		Limits: httpx.Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
 			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
 		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20,
 		MaxResponseHeaderBytes: config.DefaultMaxResponseHeaderBytes, CacheBytes: 64 << 20,
@@ -69,7 +70,7 @@ func DefaultConfig() Config {
 
 // Gateway is the client listener of one node.
 type Gateway struct {
-	listener
+	httpx.Listener
 	cfg      Config
 	store    Store
 	tokens   *tokens.Service
@@ -83,7 +84,7 @@ type Gateway struct {
 	// only ones POST /_idem/tokens issues in.
 	tokenScopes map[string]bool
 	tokenLimit  *ipLimiter
-	bodies      *bodyBudget
+	bodies      *httpx.BodyBudget
 	halted      atomic.Bool // Halt: nothing more goes to the upstream
 }
 
@@ -129,9 +130,8 @@ func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: TokenRate must be positive and TokenBurst at least 1")
 	}
 	g.tokenLimit = newIPLimiter(cfg.TokenRate, cfg.TokenBurst, 100_000)
-	g.listener = newListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits, cfg.Logger)
-	g.listener.srv.StreamRequestBody = true // bodies are read within a budget (body.go)
-	g.bodies = newBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
+	g.Listener = httpx.NewListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits, cfg.Logger)
+	g.bodies = httpx.NewBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return g, nil
 }
 
@@ -173,13 +173,13 @@ func (g *Gateway) Register(reg prometheus.Registerer) error { return g.metrics.r
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
 	if smuggled(ctx.Request.Header.RawHeaders()) {
-		writeProblem(ctx, probBadRequest,
+		httpx.WriteProblem(ctx, httpx.BadRequest,
 			"both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)")
 		ctx.SetConnectionClose()
 		g.pass.done(outBadRequest, start)
 		return
 	}
-	release, ok := readBody(ctx, g.cfg.MaxRequestBody, g.bodies)
+	release, ok := httpx.ReadBody(ctx, g.cfg.MaxRequestBody, g.bodies)
 	if !ok {
 		return
 	}
@@ -204,10 +204,10 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		// A removed node's state no longer follows the cluster's: it
 		// forwards, replays and records nothing (its writes are refused
 		// by the store too).
-		writeStoreError(ctx, raftstore.ErrRemoved)
+		httpx.WriteError(ctx, raftstore.ErrRemoved)
 		rm.done(outUnavailable, start)
 	case refused != "":
-		writeProblem(ctx, probAmbiguousPath, refused)
+		httpx.WriteProblem(ctx, httpx.AmbiguousPath, refused)
 		rm.done(outAmbiguous, start)
 	case t.r != nil:
 		g.idempotent(ctx, t, start)
@@ -223,29 +223,29 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 // (429 beyond).
 func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 	if !ctx.IsPost() {
-		writeProblem(ctx, probMethodNotAllowed, "use POST")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use POST")
 		ctx.Response.Header.Set("Allow", "POST") // after the problem: it resets the answer
 		return
 	}
 	scope := string(ctx.QueryArgs().Peek("scope"))
 	if !g.tokenScopes[scope] {
-		writeProblem(ctx, probInvalidScope, fmt.Sprintf("scope: %.64q: no route takes form tokens in it", scope))
+		httpx.WriteProblem(ctx, httpx.InvalidScope, fmt.Sprintf("scope: %.64q: no route takes form tokens in it", scope))
 		return
 	}
-	ttl, ok := parseTTL(ctx, "ttl", string(ctx.QueryArgs().Peek("ttl")))
+	ttl, ok := httpx.ParseTTL(ctx, "ttl", string(ctx.QueryArgs().Peek("ttl")))
 	if !ok {
 		return
 	}
 	if max := g.tokens.DefaultTTL(); ttl > max {
-		writeProblem(ctx, probInvalidTTL, fmt.Sprintf("ttl: at most %s here (tokens.ttl)", max))
+		httpx.WriteProblem(ctx, httpx.InvalidTTL, fmt.Sprintf("ttl: at most %s here (tokens.ttl)", max))
 		return
 	}
 	if !g.tokenLimit.allow(ctx.RemoteIP().String(), time.Now()) {
-		writeProblem(ctx, probTooManyRequests, "too many form tokens asked for by this address; retry later")
+		httpx.WriteProblem(ctx, httpx.TooManyRequests, "too many form tokens asked for by this address; retry later")
 		ctx.Response.Header.Set("Retry-After", "1")
 		return
 	}
-	issueTokenAnswer(ctx, g.tokens, scope, ttl, g.cfg.OpTimeout)
+	httpx.IssueToken(ctx, g.tokens, scope, ttl, g.cfg.OpTimeout)
 }
 
 // passthrough proxies a request without idempotency, adding X-Request-Id.
@@ -360,21 +360,21 @@ func responseTooLarge(err error) bool {
 func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte, err error) {
 	class := upstreamErrorClass(err)
 	var record string // what becomes of the key's record
-	writeProblem := writeProblem
+	writeProblem := httpx.WriteProblem
 	if r != nil { // an answer about the key's record
-		writeProblem = func(ctx *fasthttp.RequestCtx, k problemKind, detail string) { writeKeyProblem(ctx, k, detail, key) }
+		writeProblem = func(ctx *fasthttp.RequestCtx, k httpx.Kind, detail string) { writeKeyProblem(ctx, k, detail, key) }
 	}
 	switch {
 	case nothingSent(err):
-		writeProblem(ctx, probUpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")
+		writeProblem(ctx, httpx.UpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")
 		record = "released"
 	case responseTooLarge(err):
-		writeProblem(ctx, probUpstreamResponseTooLarge, fmt.Sprintf(
+		writeProblem(ctx, httpx.UpstreamResponseTooLarge, fmt.Sprintf(
 			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
 			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
 		record = "completed"
 	default:
-		writeProblem(ctx, probUpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent ("+class+")")
+		writeProblem(ctx, httpx.UpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent ("+class+")")
 		record = "in_flight_until_processing_timeout"
 	}
 	attrs := []any{"status", ctx.Response.StatusCode(), "error_class", class, "method", string(ctx.Method()), "path", string(ctx.Path())}
@@ -383,7 +383,7 @@ func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte,
 	} else {
 		attrs = append(attrs, "passthrough", true)
 	}
-	if text := netErrorText(err); text != "" {
+	if text := httpx.NetErrorText(err); text != "" {
 		attrs = append(attrs, "error", text)
 	}
 	g.logger.Warn("upstream failed", attrs...)
@@ -419,14 +419,4 @@ func upstreamErrorClass(err error) string {
 		return "connection closed"
 	}
 	return "unexpected error" // a malformed answer, a TLS failure, ...
-}
-
-// netErrorText is err's text when it is a network error (addresses and a
-// system call's error, never a byte of a message), else "".
-func netErrorText(err error) string {
-	var op *net.OpError
-	if errors.As(err, &op) {
-		return op.Error()
-	}
-	return ""
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -386,7 +387,7 @@ func TestLeaderKilledNeverTwice(t *testing.T) {
 		}(w)
 	}
 	time.Sleep(800 * time.Millisecond)
-	gc.gws[leader].srv.Shutdown()
+	gc.gws[leader].Shutdown(context.Background())
 	gc.c.Stop(leader)
 	wg.Wait()
 	survivor := gc.gwURLs[(leader+1)%3]

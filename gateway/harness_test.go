@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
@@ -119,7 +121,7 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 		}
 		go gw.Serve()
 		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
-			Limits: Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok, reg)
+			Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok, reg)
 		if err := api.Listen(); err != nil {
 			t.Fatal(err)
 		}
@@ -127,8 +129,8 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 		t.Cleanup(func() {
 			http.DefaultClient.CloseIdleConnections()
 			testsupport.CloseIdle()
-			gw.srv.Shutdown()
-			api.srv.Shutdown()
+			gw.Shutdown(context.Background())
+			api.Shutdown(context.Background())
 		})
 		gc.gws = append(gc.gws, gw)
 		gc.gwURLs = append(gc.gwURLs, "http://"+gw.Addr())

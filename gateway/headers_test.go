@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 func TestStoredHeadersFilter(t *testing.T) {
@@ -79,16 +80,16 @@ func FuzzParseKey(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		k, err := parseKey(raw)
+		k, err := httpx.ParseKey(raw)
 		if err != nil {
 			return
 		}
-		if len(k) == 0 || len(k) > MaxKeyLen {
-			t.Fatalf("parseKey(%q) = %q: bad length", raw, k)
+		if len(k) == 0 || len(k) > httpx.MaxKeyLen {
+			t.Fatalf("httpx.ParseKey(%q) = %q: bad length", raw, k)
 		}
 		for _, c := range k {
 			if c < 0x21 || c > 0x7e {
-				t.Fatalf("parseKey(%q) = %q: not visible ASCII", raw, k)
+				t.Fatalf("httpx.ParseKey(%q) = %q: not visible ASCII", raw, k)
 			}
 		}
 	})

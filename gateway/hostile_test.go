@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // rawExchange writes raw bytes to addr and reads one response: its status,
@@ -22,8 +24,8 @@ func rawExchange(t *testing.T, addr, raw string, pause time.Duration) (int, stri
 	}
 	ptype := ""
 	if r.header.Get("Content-Type") == "application/problem+json" {
-		if i := strings.Index(r.body, ProblemBase); i >= 0 {
-			rest := r.body[i+len(ProblemBase):]
+		if i := strings.Index(r.body, httpx.ProblemBase); i >= 0 {
+			rest := r.body[i+len(httpx.ProblemBase):]
 			ptype = rest[:strings.IndexByte(rest, '"')]
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -21,7 +22,7 @@ import (
 func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) {
 	r, rm := t.r, t.r.metrics
 	if name := r.hopByHopNamed(&ctx.Request.Header); name != "" {
-		writeProblem(ctx, probBadRequest,
+		httpx.WriteProblem(ctx, httpx.BadRequest,
 			"Connection names "+name+" as hop-by-hop, but this route reads it and the upstream must receive it")
 		rm.done(outBadRequest, start)
 		return
@@ -41,13 +42,13 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 		err = r.checkFormat(key)
 	}
 	if err != nil {
-		writeProblem(ctx, probInvalidKey, err.Error())
+		httpx.WriteProblem(ctx, httpx.InvalidKey, err.Error())
 		rm.done(outInvalidKey, start)
 		return
 	}
 	if !present {
 		if r.requireKey {
-			writeProblem(ctx, probMissingKey, "this route requires an idempotency key ("+r.keySource()+")")
+			httpx.WriteProblem(ctx, httpx.MissingKey, "this route requires an idempotency key ("+r.keySource()+")")
 			rm.done(outMissingKey, start)
 			return
 		}
@@ -59,14 +60,14 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	var tbuf [96]byte
 	tenant, err := r.requestTenant(ctx, tbuf[:0])
 	if err != nil {
-		writeProblem(ctx, probBadRequest, err.Error())
+		httpx.WriteProblem(ctx, httpx.BadRequest, err.Error())
 		rm.done(outBadRequest, start)
 		return
 	}
 	var kbuf [512]byte
 	kbufKey := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
 	if len(kbufKey) > fsm.MaxKeyLen {
-		writeProblem(ctx, probBadRequest, fmt.Sprintf(
+		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf(
 			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), fsm.MaxKeyLen))
 		rm.done(outBadRequest, start)
 		return
@@ -117,7 +118,7 @@ func (r *route) keySource() string {
 func (g *Gateway) jsonBody(ctx *fasthttp.RequestCtx, r *route, start time.Time) *jsonNode {
 	n, err := parseJSONBody(ctx.PostBody())
 	if err != nil {
-		writeProblem(ctx, probInvalidJSON, err.Error()+" (this route reads its body as JSON)")
+		httpx.WriteProblem(ctx, httpx.InvalidJSON, err.Error()+" (this route reads its body as JSON)")
 		r.metrics.done(outBadRequest, start)
 		return nil
 	}
@@ -136,7 +137,7 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 		if r.token == tokenOptional {
 			return true
 		}
-		writeProblem(ctx, probMissingToken, "this route requires a Form-Token header (POST /_idem/tokens?scope="+r.scope+" issues one)")
+		httpx.WriteProblem(ctx, httpx.MissingToken, "this route requires a Form-Token header (POST /_idem/tokens?scope="+r.scope+" issues one)")
 		r.metrics.done(outMissingToken, start)
 		return false
 	}
@@ -147,7 +148,7 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 	case err == nil:
 		return true
 	case errors.Is(err, tokens.ErrBadToken):
-		writeProblem(ctx, probInvalidToken, "Form-Token: "+err.Error())
+		httpx.WriteProblem(ctx, httpx.InvalidToken, "Form-Token: "+err.Error())
 		r.metrics.done(outBadRequest, start)
 		return false
 	case errors.Is(err, tokens.ErrUsed):
@@ -157,11 +158,11 @@ func (g *Gateway) spendToken(ctx *fasthttp.RequestCtx, r *route, rk []byte, fp *
 				return false
 			}
 		}
-		writeProblem(ctx, probTokenUsed, "the form token was already used, or is unknown or expired")
+		httpx.WriteProblem(ctx, httpx.TokenUsed, "the form token was already used, or is unknown or expired")
 		r.metrics.done(outTokenUsed, start)
 		return false
 	}
-	writeStoreError(ctx, err)
+	httpx.WriteError(ctx, err)
 	r.metrics.done(outUnavailable, start)
 	return false
 }
@@ -187,7 +188,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 		res, err := g.store.Begin(c, req)
 		cancel()
 		if err != nil {
-			writeStoreError(ctx, err)
+			httpx.WriteError(ctx, err)
 			rm.done(outUnavailable, start)
 			return
 		}
@@ -195,7 +196,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 		case fsm.CodeSuspect:
 			rm.suspected.Inc()
 			g.logger.Warn("suspected duplicate refused", "route", r.name, "key", string(key), "earlier", string(recordKeyPart(res.Suspect)))
-			writeProblem(ctx, probSuspectedDuplicate,
+			httpx.WriteProblem(ctx, httpx.SuspectedDuplicate,
 				"a request with the same body was made under another idempotency key moments ago")
 			rm.done(outSuspected, start)
 			return
@@ -222,7 +223,7 @@ func (g *Gateway) begin(ctx *fasthttp.RequestCtx, r *route, rk, key, tenant []by
 			continue // the owner gave the key back: try to own it
 		}
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeKeyProblem(ctx, probInProgress, "a request with this key is still being processed; waited "+r.waitTimeout.String(), key)
+			writeKeyProblem(ctx, httpx.InProgress, "a request with this key is still being processed; waited "+r.waitTimeout.String(), key)
 		})
 		rm.done(outInProgress, start)
 		return
@@ -256,7 +257,7 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 	rm := r.metrics
 	if !bytes.Equal(rec.Fingerprint, fp[:]) {
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeKeyProblem(ctx, probKeyReuse,
+			writeKeyProblem(ctx, httpx.KeyReuse,
 				"this idempotency key was used with another request (method, path, query or body differ)", recordKeyPart(rk))
 		})
 		rm.done(outKeyReuse, start)
@@ -267,12 +268,12 @@ func (g *Gateway) answerExisting(ctx *fasthttp.RequestCtx, r *route, rk []byte, 
 		g.answerCompleted(ctx, r, rk, g.cacheRecord(r, rk, rec), fp, start)
 	case fsm.StateInFlight:
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeKeyProblem(ctx, probInProgress, "a request with this key is still being processed; retry later", recordKeyPart(rk))
+			writeKeyProblem(ctx, httpx.InProgress, "a request with this key is still being processed; retry later", recordKeyPart(rk))
 		})
 		rm.done(outInProgress, start)
 	default:
 		setExpires(ctx, rec.ExpiresAt, func() {
-			writeKeyProblem(ctx, probOutcomeUnknown,
+			writeKeyProblem(ctx, httpx.OutcomeUnknown,
 				"the first request with this key may or may not have been carried out (the upstream timed out); it is not retried", recordKeyPart(rk))
 		})
 		rm.done(outOutcomeUnknown, start)
@@ -298,18 +299,18 @@ func (g *Gateway) cacheRecord(r *route, rk []byte, rec *fsm.Record) *cached {
 // compared: the checksum covers the fingerprint, which is no more to be
 // trusted than the body.
 func (g *Gateway) answerCompleted(ctx *fasthttp.RequestCtx, r *route, rk []byte, e *cached, fp *[32]byte, start time.Time) {
-	var kind problemKind
+	var kind httpx.Kind
 	var detail string
 	var out outcome
 	switch {
 	case e.damaged:
-		kind, out = probReplayUnavailable, outReplayUnavailable
+		kind, out = httpx.ReplayUnavailable, outReplayUnavailable
 		detail = "the stored response is damaged on this node (it fails its checksum); it is not replayed"
 	case e.fingerprint != *fp:
-		kind, out = probKeyReuse, outKeyReuse
+		kind, out = httpx.KeyReuse, outKeyReuse
 		detail = "this idempotency key was used with another request (method, path, query or body differ)"
 	case e.bodyDropped:
-		kind, out = probReplayUnavailable, outReplayUnavailable
+		kind, out = httpx.ReplayUnavailable, outReplayUnavailable
 		detail = "the first response was larger than this route stores; it was answered once and is not replayed"
 	default:
 		writeStored(&ctx.Response, e)

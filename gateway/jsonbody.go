@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // A JSON body, read for a route with fingerprint: json or key: json:/...
@@ -157,6 +159,6 @@ func jsonKey(n *jsonNode, ptr []string) (key []byte, present bool, err error) {
 	if v.kind != 0 || !ok {
 		return nil, true, errJSONKeyString
 	}
-	k, err := checkKey([]byte(s))
+	k, err := httpx.CheckKey([]byte(s))
 	return k, true, err
 }

@@ -10,83 +10,17 @@ import (
 	"sync"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
-// MaxKeyLen bounds a key a client names: an idempotency key, a KV key. The
-// stored key (scope, tenant and key together) is bounded by fsm.MaxKeyLen.
-const MaxKeyLen = 255
-
-// Key errors; the gateway answers each with 400 invalid-key.
+// Tenant errors; the gateway answers each with 400 invalid-key.
 var (
-	errKeyEmpty     = errors.New("the idempotency key is empty")
-	errKeyTooLong   = errors.New("the idempotency key is longer than 255 characters")
-	errKeyChars     = errors.New("the idempotency key must be visible ASCII (0x21-0x7E)")
-	errKeySFString  = errors.New("the idempotency key is a malformed RFC 8941 string")
-	errKeyDuplicate = errors.New("more than one idempotency key was sent")
-	errTenantChars  = errors.New("the tenant header contains control characters")
+	errTenantChars = errors.New("the tenant header contains control characters")
 	// Two tenant headers: the gateway would scope the record by one and
 	// the upstream might act for the other.
 	errTenantDuplicate = errors.New("more than one tenant header was sent")
 )
-
-// parseKey decodes a key sent as a bare token (as Stripe's clients do) or
-// as an RFC 8941 sf-string `"..."` (as the IETF draft does); both name the
-// same key. The result aliases raw unless the string had escapes.
-func parseKey(raw []byte) ([]byte, error) {
-	if len(raw) >= 2 && raw[0] == '"' {
-		return parseSFString(raw)
-	}
-	return checkKey(raw)
-}
-
-func checkKey(k []byte) ([]byte, error) {
-	if len(k) == 0 {
-		return nil, errKeyEmpty
-	}
-	if len(k) > MaxKeyLen {
-		return nil, errKeyTooLong
-	}
-	for _, c := range k {
-		if c < 0x21 || c > 0x7e {
-			return nil, errKeyChars
-		}
-	}
-	return k, nil
-}
-
-// parseSFString decodes an RFC 8941 sf-string: DQUOTE *(unescaped / "\"
-// ( DQUOTE / "\" )) DQUOTE, unescaped being 0x20-0x7E but DQUOTE and "\".
-func parseSFString(raw []byte) ([]byte, error) {
-	if raw[len(raw)-1] != '"' {
-		return nil, errKeySFString
-	}
-	inner := raw[1 : len(raw)-1]
-	var out []byte // allocated only when there are escapes
-	for i := 0; i < len(inner); i++ {
-		c := inner[i]
-		switch {
-		case c == '\\':
-			if i+1 >= len(inner) || (inner[i+1] != '"' && inner[i+1] != '\\') {
-				return nil, errKeySFString
-			}
-			if out == nil {
-				out = append(make([]byte, 0, len(inner)), inner[:i]...)
-			}
-			i++
-			out = append(out, inner[i])
-		case c == '"' || c < 0x20 || c > 0x7e:
-			return nil, errKeySFString
-		default:
-			if out != nil {
-				out = append(out, c)
-			}
-		}
-	}
-	if out == nil {
-		out = inner
-	}
-	return checkKey(out)
-}
 
 // requestKey extracts the route's key from the request (from body, the
 // JSON body, for key: json:/...). present is false when no key was sent at
@@ -115,10 +49,10 @@ func (r *route) requestKey(ctx *fasthttp.RequestCtx, body *jsonNode) (key []byte
 	case 0:
 		return nil, false, nil
 	case 1:
-		k, err := parseKey(first)
+		k, err := httpx.ParseKey(first)
 		return k, true, err
 	}
-	return nil, true, errKeyDuplicate
+	return nil, true, httpx.ErrKeyDuplicate
 }
 
 // checkFormat checks a key against the route's key_min_length and

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -60,9 +61,9 @@ func TestRemovedNodeGatewayRefuses(t *testing.T) {
 					return
 				}
 				s := sent{key: key, removed: removed, status: res.Status, retry: res.Header.Get("Retry-After")}
-				var p Problem
+				var p httpx.Problem
 				if json.Unmarshal([]byte(res.Body), &p) == nil {
-					s.problem = strings.TrimPrefix(p.Type, ProblemBase)
+					s.problem = strings.TrimPrefix(p.Type, httpx.ProblemBase)
 				}
 				mu.Lock()
 				log = append(log, s)

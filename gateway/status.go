@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // Idempotency-Status names, on every answer about a key's record, the state
@@ -24,29 +26,29 @@ const (
 )
 
 // keyStatus is the Idempotency-Status of a problem answered about a record.
-var keyStatus = map[problemKind]string{
-	probInProgress:        statusInProgress,
-	probKeyReuse:          statusKeyReuse,
-	probOutcomeUnknown:    statusOutcomeUnknown,
-	probReplayUnavailable: statusReplayUnavailable,
+var keyStatus = map[httpx.Kind]string{
+	httpx.InProgress:        statusInProgress,
+	httpx.KeyReuse:          statusKeyReuse,
+	httpx.OutcomeUnknown:    statusOutcomeUnknown,
+	httpx.ReplayUnavailable: statusReplayUnavailable,
 }
 
 // retryable are the problems a client may retry with the same key and
 // body, as idempot-js marks them: the key's request has not run to an end
 // this answer reports.
-var retryable = map[problemKind]bool{
-	probInProgress:          true,
-	probUnavailable:         true,
-	probUpstreamUnreachable: true,
-	probUpstreamTimeout:     true,
-	probTooManyRequests:     true,
+var retryable = map[httpx.Kind]bool{
+	httpx.InProgress:          true,
+	httpx.Unavailable:         true,
+	httpx.UpstreamUnreachable: true,
+	httpx.UpstreamTimeout:     true,
+	httpx.TooManyRequests:     true,
 }
 
 // keyProblem is the problem document of an answer about a key's record: the
 // request it answers (instance, its path), whether a retry with the same
 // key may succeed, and the key.
 type keyProblem struct {
-	Problem
+	httpx.Problem
 	Instance  string `json:"instance"`
 	Retryable bool   `json:"retryable"`
 	Key       string `json:"key"`
@@ -54,10 +56,10 @@ type keyProblem struct {
 
 // writeKeyProblem answers with a problem document of kind k about key's
 // record, with its Idempotency-Status.
-func writeKeyProblem(ctx *fasthttp.RequestCtx, k problemKind, detail string, key []byte) {
-	writeProblem(ctx, k, detail) // status, Retry-After, content type
+func writeKeyProblem(ctx *fasthttp.RequestCtx, k httpx.Kind, detail string, key []byte) {
+	httpx.WriteProblem(ctx, k, detail) // status, Retry-After, content type
 	body, _ := json.Marshal(keyProblem{
-		Problem:  Problem{Type: ProblemBase + k.slug, Title: k.title, Status: k.status, Detail: detail},
+		Problem:  httpx.Problem{Type: httpx.ProblemBase + k.Slug, Title: k.Title, Status: k.Status, Detail: detail},
 		Instance: string(ctx.Path()), Retryable: retryable[k], Key: string(key),
 	})
 	ctx.SetBody(body)

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // Tenants from headers. With tenant: header:NAME a route scopes its
@@ -27,7 +29,7 @@ func (g *Gateway) untrustedTenant(ctx *fasthttp.RequestCtx, r *route) bool {
 		ctx.Request.Header.Del(r.tenantHeader)
 		return false
 	}
-	writeProblem(ctx, probUntrustedTenant, r.tenantHeader+" is this route's tenant, and only a trusted proxy may send it (trusted_proxies); this client's address is not one: send the request through the proxy that sets it")
+	httpx.WriteProblem(ctx, httpx.UntrustedTenant, r.tenantHeader+" is this route's tenant, and only a trusted proxy may send it (trusted_proxies); this client's address is not one: send the request through the proxy that sets it")
 	return true
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
@@ -69,7 +70,7 @@ func TestUpstreamFailuresLoggedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		var p Problem
+		var p httpx.Problem
 		if r.Status != tc.status || json.Unmarshal([]byte(r.Body), &p) != nil || !strings.Contains(p.Detail, "("+tc.class+")") {
 			t.Errorf("%s: %d %s, want %d with a detail naming (%s)", tc.name, r.Status, r.Body, tc.status, tc.class)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
@@ -307,7 +308,7 @@ func (n *Node) Kill() {
 
 // listenerLimits are both listeners' limits: gateway's defaults, and what
 // the file sets.
-func listenerLimits(l config.Limits) gateway.Limits {
+func listenerLimits(l config.Limits) httpx.Limits {
 	out := gateway.DefaultConfig().Limits
 	setDuration(&out.ReadTimeout, l.ReadTimeout)
 	setDuration(&out.WriteTimeout, l.WriteTimeout)

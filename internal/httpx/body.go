@@ -1,4 +1,4 @@
-package gateway
+package httpx
 
 import (
 	"fmt"
@@ -16,25 +16,25 @@ import (
 // connections each sending 4 MiB made a node hold 1.7 GB, and connections
 // times max_request_body is no bound worth the name.
 
-// bodyBudget bounds the request-body bytes a listener holds at once.
-type bodyBudget struct {
+// BodyBudget bounds the request-body bytes a listener holds at once.
+type BodyBudget struct {
 	mu        sync.Mutex
 	used, max int
 }
 
-// newBodyBudget holds max bytes; 0 means 64 bodies of perBody (fasthttp's
+// NewBodyBudget holds max bytes; 0 means 64 bodies of perBody (fasthttp's
 // default body limit when that is 0 too).
-func newBodyBudget(max, perBody int) *bodyBudget {
+func NewBodyBudget(max, perBody int) *BodyBudget {
 	if perBody <= 0 {
 		perBody = fasthttp.DefaultMaxRequestBodySize
 	}
 	if max <= 0 {
 		max = 64 * perBody
 	}
-	return &bodyBudget{max: max}
+	return &BodyBudget{max: max}
 }
 
-func (b *bodyBudget) take(n int) bool {
+func (b *BodyBudget) take(n int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.used+n > b.max {
@@ -44,18 +44,18 @@ func (b *bodyBudget) take(n int) bool {
 	return true
 }
 
-func (b *bodyBudget) give(n int) {
+func (b *BodyBudget) give(n int) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
 }
 
-// readBody reads a streamed request body, up to limit, within budget. It
+// ReadBody reads a streamed request body, up to limit, within budget. It
 // returns the function that gives the bytes back (call it when the request
 // is answered), or false when it answered: 413 for a body over limit, 503
 // when the budget is spent (the client retries), 400 for a body that broke
 // off. A body that came whole with the headers costs nothing here.
-func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release func(), ok bool) {
+func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release func(), ok bool) {
 	if !ctx.Request.IsBodyStream() {
 		return func() {}, true
 	}
@@ -64,7 +64,7 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release 
 	}
 	n := ctx.Request.Header.ContentLength()
 	if n > limit {
-		writeProblem(ctx, probBodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
 		ctx.SetConnectionClose()
 		return nil, false
 	}
@@ -72,7 +72,7 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release 
 		n = limit
 	}
 	if !budget.take(n) {
-		writeProblem(ctx, probUnavailable, "too many request bodies in flight on this node; retry")
+		WriteProblem(ctx, Unavailable, "too many request bodies in flight on this node; retry")
 		ctx.SetConnectionClose()
 		return nil, false
 	}
@@ -81,9 +81,9 @@ func readBody(ctx *fasthttp.RequestCtx, limit int, budget *bodyBudget) (release 
 	case err != nil:
 		// Not err's text: a bad trailer's is quoted in it (refused.go).
 		r := classifyRefusal(err)
-		writeProblem(ctx, r.kind, r.detail)
+		WriteProblem(ctx, r.kind, r.detail)
 	case len(body) > limit:
-		writeProblem(ctx, probBodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
 	default:
 		ctx.Request.SetBody(body)
 		return func() { budget.give(n) }, true

@@ -1,4 +1,4 @@
-package gateway
+package httpx
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// listener is a fasthttp server on one address; the API and the gateway
+// Listener is a fasthttp server on one address; the API and the gateway
 // listener embed it.
-type listener struct {
+type Listener struct {
 	name   string // for errors: "api listener", "gateway listener"
 	logger *slog.Logger
 	addr   string
@@ -25,7 +25,7 @@ type listener struct {
 }
 
 // Limits are the protections a listener applies, so a slowloris or a huge
-// body costs nothing; APIConfig and Config embed them. Zero fields take
+// body costs nothing; the API's and the gateway's configs embed them. Zero fields take
 // fasthttp's defaults (Concurrency: 256k).
 type Limits struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
@@ -36,11 +36,13 @@ type Limits struct {
 	MaxBodyBuffer int
 }
 
-// newListener builds the server: safe limits, no default Content-Type (a
-// replay without one must stay without one), problem documents for what
-// fasthttp refuses before a handler runs, connections closed on shutdown.
-func newListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger *slog.Logger) listener {
-	return listener{name: name, addr: addr, logger: logger, srv: &fasthttp.Server{
+// NewListener builds the server: safe limits, no default Content-Type (a
+// replay without one must stay without one), bodies streamed so a handler
+// reads one only once it wants it, within a budget (body.go), problem
+// documents for what fasthttp refuses before a handler runs, connections
+// closed on shutdown.
+func NewListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger *slog.Logger) Listener {
+	return Listener{name: name, addr: addr, logger: logger, srv: &fasthttp.Server{
 		Handler:              h,
 		Name:                 "idemgate",
 		ReadTimeout:          l.ReadTimeout,
@@ -51,6 +53,7 @@ func newListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger 
 		MaxConnsPerIP:        l.MaxConnsPerIP,
 		Concurrency:          l.Concurrency,
 		NoDefaultContentType: true,
+		StreamRequestBody:    true,
 		// Never parse a multipart body before the handler has decided
 		// who may send one (the API checks tokens first; the gateway
 		// forwards bodies as they are).
@@ -69,10 +72,10 @@ func newListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger 
 // UseTLS makes the listener serve TLS with cfg (call it before Listen).
 // The certificate comes from cfg's GetCertificate, so a reloaded one is
 // used by the next handshake without a restart.
-func (l *listener) UseTLS(cfg *tls.Config) { l.tls = cfg }
+func (l *Listener) UseTLS(cfg *tls.Config) { l.tls = cfg }
 
 // Listen binds the address.
-func (l *listener) Listen() error {
+func (l *Listener) Listen() error {
 	ln, err := net.Listen("tcp", l.addr)
 	if err != nil {
 		return fmt.Errorf("%s: %w", l.name, err)
@@ -118,7 +121,7 @@ func retryableAccept(err error) bool {
 }
 
 // Scheme is "https" when the listener serves TLS, else "http".
-func (l *listener) Scheme() string {
+func (l *Listener) Scheme() string {
 	if l.tls != nil {
 		return "https"
 	}
@@ -126,10 +129,10 @@ func (l *listener) Scheme() string {
 }
 
 // Addr is the bound address (after Listen).
-func (l *listener) Addr() string { return l.ln.Addr().String() }
+func (l *Listener) Addr() string { return l.ln.Addr().String() }
 
 // Serve serves until Shutdown.
-func (l *listener) Serve() error { return l.srv.Serve(l.ln) }
+func (l *Listener) Serve() error { return l.srv.Serve(l.ln) }
 
 // Shutdown stops accepting and waits for requests in flight (or ctx).
-func (l *listener) Shutdown(ctx context.Context) error { return l.srv.ShutdownWithContext(ctx) }
+func (l *Listener) Shutdown(ctx context.Context) error { return l.srv.ShutdownWithContext(ctx) }

@@ -1,4 +1,4 @@
-package gateway
+package httpx
 
 // What fasthttp refuses before a handler runs (a malformed request, a
 // header block or a body over the limit, a request not received in time) is
@@ -21,15 +21,15 @@ import (
 
 // refusal is one kind of request fasthttp refuses, and its answer.
 type refusal struct {
-	kind   problemKind
+	kind   Kind
 	detail string
 }
 
 var (
-	refusedHeaderTooLarge = refusal{probHeadersTooLarge, "request header too large"}
-	refusedBodyTooLarge   = refusal{probBodyTooLarge, "request body too large"}
-	refusedTimeout        = refusal{probRequestTimeout, "request timed out"}
-	refusedMalformed      = refusal{probBadRequest, "malformed request"}
+	refusedHeaderTooLarge = refusal{HeadersTooLarge, "request header too large"}
+	refusedBodyTooLarge   = refusal{BodyTooLarge, "request body too large"}
+	refusedTimeout        = refusal{RequestTimeout, "request timed out"}
+	refusedMalformed      = refusal{BadRequest, "malformed request"}
 )
 
 // classifyRefusal tells the kind of a request fasthttp refused with err.
@@ -52,9 +52,9 @@ func classifyRefusal(err error) refusal {
 // at debug: a client's mistake, or an attack, is no operator's event.
 func refuse(ctx *fasthttp.RequestCtx, err error, listener string, logger *slog.Logger) {
 	r := classifyRefusal(err)
-	writeProblem(ctx, r.kind, r.detail)
+	WriteProblem(ctx, r.kind, r.detail)
 	ctx.SetConnectionClose()
-	logger.Debug("request refused", "listener", listener, "status", r.kind.status, "reason", r.detail,
+	logger.Debug("request refused", "listener", listener, "status", r.kind.Status, "reason", r.detail,
 		"remote", ctx.RemoteIP().String())
 }
 
@@ -86,8 +86,18 @@ func (l fasthttpLogger) Printf(format string, args ...any) {
 }
 
 func safeErrorText(err error) string {
-	if text := netErrorText(err); text != "" {
+	if text := NetErrorText(err); text != "" {
 		return text
 	}
 	return classifyRefusal(err).detail
+}
+
+// NetErrorText is err's text when it is a network error (addresses and a
+// system call's error, never a byte of a message), else "".
+func NetErrorText(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Error()
+	}
+	return ""
 }

@@ -1,0 +1,122 @@
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// ProblemBase prefixes every problem type; the slug after it names the case
+// (missing-key, in-progress, ...).
+const ProblemBase = "https://idemgate.dev/problems/"
+
+// Problem is an RFC 9457 problem document.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Kind is one kind of problem answer: its status, its type slug and
+// its title, each kind defined once, here. Call sites name a kind, never a
+// status or a slug.
+type Kind struct {
+	Status int
+	Slug   string
+	Title  string
+}
+
+// The kinds of problem answers.
+var (
+	AmbiguousPath            = Kind{fasthttp.StatusBadRequest, "ambiguous-path", "Path or method is an alias of a route"}
+	BadRequest               = Kind{fasthttp.StatusBadRequest, "bad-request", "Bad request"}
+	CrossOrigin              = Kind{fasthttp.StatusForbidden, "cross-origin", "Request from a web page of another origin"}
+	HeadersTooLarge          = Kind{fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "Bad request"}
+	RequestTimeout           = Kind{fasthttp.StatusRequestTimeout, "bad-request", "Bad request"}
+	BodyTooLarge             = Kind{fasthttp.StatusRequestEntityTooLarge, "body-too-large", "Request body too large"}
+	Forbidden                = Kind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
+	InProgress               = Kind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
+	Internal                 = Kind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
+	InvalidJSON              = Kind{fasthttp.StatusBadRequest, "invalid-json", "Invalid JSON body"}
+	InvalidKey               = Kind{fasthttp.StatusBadRequest, "invalid-key", "Invalid key"}
+	InvalidScope             = Kind{fasthttp.StatusBadRequest, "invalid-scope", "Invalid scope"}
+	InvalidToken             = Kind{fasthttp.StatusBadRequest, "invalid-token", "Invalid token"}
+	InvalidTTL               = Kind{fasthttp.StatusBadRequest, "invalid-ttl", "Invalid TTL"}
+	InvalidVersion           = Kind{fasthttp.StatusBadRequest, "invalid-version", "Invalid If-Match version"}
+	KeyReuse                 = Kind{fasthttp.StatusUnprocessableEntity, "key-reuse", "Idempotency key reused"}
+	MembershipConflict       = Kind{fasthttp.StatusConflict, "membership-conflict", "Membership change refused"}
+	Misdirected              = Kind{fasthttp.StatusMisdirectedRequest, "misdirected-request", "Host not served here"}
+	MethodNotAllowed         = Kind{fasthttp.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed"}
+	MissingKey               = Kind{fasthttp.StatusBadRequest, "missing-key", "Idempotency key required"}
+	MissingToken             = Kind{fasthttp.StatusBadRequest, "missing-token", "Form token required"}
+	NotFound                 = Kind{fasthttp.StatusNotFound, "not-found", "Not found"}
+	NotReady                 = Kind{fasthttp.StatusServiceUnavailable, "not-ready", "Node not ready"}
+	NotAlive                 = Kind{fasthttp.StatusServiceUnavailable, "not-alive", "Node stopped"}
+	OutcomeUnknown           = Kind{fasthttp.StatusConflict, "outcome-unknown", "Outcome unknown"}
+	ReplayUnavailable        = Kind{fasthttp.StatusConflict, "replay-unavailable", "Stored response unavailable"}
+	SuspectedDuplicate       = Kind{fasthttp.StatusConflict, "suspected-duplicate", "Suspected duplicate"}
+	TokenUsed                = Kind{fasthttp.StatusConflict, "token-used", "Token already used"}
+	TooManyRequests          = Kind{fasthttp.StatusTooManyRequests, "too-many-requests", "Too many requests"}
+	Unauthorized             = Kind{fasthttp.StatusUnauthorized, "unauthorized", "Authentication required"}
+	Unavailable              = Kind{fasthttp.StatusServiceUnavailable, "unavailable", "Store unavailable"}
+	UnknownNode              = Kind{fasthttp.StatusNotFound, "unknown-node", "Unknown node"}
+	UnsupportedMediaType     = Kind{fasthttp.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"}
+	UntrustedTenant          = Kind{fasthttp.StatusBadRequest, "untrusted-tenant", "Tenant header from an untrusted client"}
+	UpstreamResponseTooLarge = Kind{fasthttp.StatusBadGateway, "upstream-response-too-large", "Upstream response too large"}
+	UpstreamTimeout          = Kind{fasthttp.StatusGatewayTimeout, "upstream-timeout", "Upstream timed out"}
+	UpstreamUnreachable      = Kind{fasthttp.StatusBadGateway, "upstream-unreachable", "Upstream unreachable"}
+	VersionMismatch          = Kind{fasthttp.StatusPreconditionFailed, "version-mismatch", "Version moved"}
+)
+
+// WriteProblem answers with a problem document of kind k. It resets the
+// response: a header that goes with the problem (Allow, ETag) is set after.
+func WriteProblem(ctx *fasthttp.RequestCtx, k Kind, detail string) {
+	body, _ := json.Marshal(Problem{Type: ProblemBase + k.Slug, Title: k.Title, Status: k.Status, Detail: detail})
+	ctx.Response.Reset()
+	ctx.SetStatusCode(k.Status)
+	ctx.SetContentType("application/problem+json")
+	if k.Status == fasthttp.StatusServiceUnavailable || k == InProgress {
+		ctx.Response.Header.Set("Retry-After", "1")
+	}
+	ctx.SetBody(body)
+}
+
+// storeErrors maps the store's errors to answers, in order; an error of
+// none of them is a 500 whose detail is the error.
+var storeErrors = []struct {
+	is   func(error) bool
+	kind Kind
+}{
+	{func(err error) bool { return errors.Is(err, raftstore.ErrRemoved) }, NotReady}, // what its readyz says
+	{raftstore.Unavailable, Unavailable},                                             // no quorum, deadline, shutdown, disk, clock: fail closed
+	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, BadRequest},
+	{func(err error) bool { return errors.Is(err, raftstore.ErrTooLarge) }, BodyTooLarge},
+	{func(err error) bool { return errors.Is(err, raftstore.ErrReservedKey) }, InvalidKey},
+}
+
+// WriteError answers an error from the store by storeErrors.
+func WriteError(ctx *fasthttp.RequestCtx, err error) {
+	for _, e := range storeErrors {
+		if e.is(err) {
+			WriteProblem(ctx, e.kind, err.Error())
+			return
+		}
+	}
+	WriteProblem(ctx, Internal, err.Error())
+}
+
+func WriteJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		WriteProblem(ctx, Internal, err.Error())
+		return
+	}
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(append(body, '\n'))
+}
