@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/gateway"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -102,7 +102,7 @@ func TestE2ENoQuorumAnswersAtOnce(t *testing.T) {
 	for round := 1; round <= 2; round++ { // the second: once the node has long known no leader
 		for _, tc := range httpCases {
 			code, hdr, body, err := httpDo(tc.method, tc.url, tc.body, tc.hdr...)
-			var p gateway.Problem
+			var p httpx.Problem
 			json.Unmarshal([]byte(body), &p)
 			if err != nil || code != 503 || hdr.Get("Retry-After") == "" || !strings.HasSuffix(p.Type, "/unavailable") ||
 				!strings.Contains(p.Detail, "no raft leader") {

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
+	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
@@ -29,10 +30,10 @@ type APIConfig struct {
 	OpTimeout time.Duration
 	httpx.Limits
 	Logger *slog.Logger
-	// Access is who may call which endpoint (see NewAccess); nil means
+	// Access is who may call which endpoint (see auth.NewAccess); nil means
 	// no authorization at all, as on a loopback cluster or in the demo.
 	// SetAccess replaces it at runtime.
-	Access *Access
+	Access *auth.Access
 	// Hosts are the names (or host:port addresses) a request's Host may
 	// name on a plaintext listener beside IP addresses and localhost: the
 	// cluster file's API addresses and api.hosts (browser.go).
@@ -49,7 +50,7 @@ type API struct {
 	tokens  *tokens.Service
 	metrics fasthttp.RequestHandler
 	logger  *slog.Logger
-	access  atomic.Pointer[Access] // swapped whole by SetAccess
+	access  atomic.Pointer[auth.Access] // swapped whole by SetAccess
 	bodies  *httpx.BodyBudget
 	hosts   hostAllowList
 }

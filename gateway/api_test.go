@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
@@ -34,7 +35,7 @@ type apiCluster struct {
 
 // startAPIs starts n API listeners over one in-memory store, authorizing by
 // access (nil: no authorization).
-func startAPIs(t testing.TB, n int, access *Access) *apiCluster {
+func startAPIs(t testing.TB, n int, access *auth.Access) *apiCluster {
 	t.Helper()
 	m := memstore.New(t)
 	ac := &apiCluster{}
@@ -45,7 +46,7 @@ func startAPIs(t testing.TB, n int, access *Access) *apiCluster {
 }
 
 // serve starts one API listener over s.
-func (ac *apiCluster) serve(t testing.TB, s Store, reg *prometheus.Registry, access *Access) {
+func (ac *apiCluster) serve(t testing.TB, s Store, reg *prometheus.Registry, access *auth.Access) {
 	t.Helper()
 	tok := tokens.New(s, 30*time.Minute)
 	if err := tok.Register(reg); err != nil {
@@ -76,7 +77,7 @@ func startAPICluster(t testing.TB, n int) *apiCluster {
 // startAPIClusterWith starts the cluster with tweak applied to every
 // store's config, and every API listener authorizing by access (nil: no
 // authorization).
-func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), access *Access) *apiCluster {
+func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), access *auth.Access) *apiCluster {
 	t.Helper()
 	c := raftstore.StartTestCluster(t, n, tweak)
 	ac := &apiCluster{c: c}

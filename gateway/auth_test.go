@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -28,17 +28,17 @@ const (
 	unknownSecret = "n0body-s3cret"
 )
 
-func apiToken(name string, role Role, secret string) APIToken {
-	return APIToken{Name: name, Role: role, SHA256: sha256.Sum256([]byte(secret))}
+func apiToken(name string, role auth.Role, secret string) auth.Token {
+	return auth.Token{Name: name, Role: role, SHA256: sha256.Sum256([]byte(secret))}
 }
 
-// testAccess is one token per role, and open as NewAccess takes it.
-func testAccess(t testing.TB, open []string) *Access {
+// testAccess is one token per role, and open as auth.NewAccess takes it.
+func testAccess(t testing.TB, open []string) *auth.Access {
 	t.Helper()
-	ac, err := NewAccess([]APIToken{
-		apiToken("reader", RoleRead, readSecret),
-		apiToken("app", RoleApp, appSecret),
-		apiToken("admin", RoleAdmin, adminSecret),
+	ac, err := auth.NewAccess([]auth.Token{
+		apiToken("reader", auth.RoleRead, readSecret),
+		apiToken("app", auth.RoleApp, appSecret),
+		apiToken("admin", auth.RoleAdmin, adminSecret),
 	}, open)
 	if err != nil {
 		t.Fatal(err)
@@ -272,11 +272,11 @@ func TestAPIAuthOpen(t *testing.T) {
 // after it returned sees the new one, and none gets a 5xx.
 func TestAPIAuthReload(t *testing.T) {
 	t.Parallel()
-	oldAccess, err := NewAccess([]APIToken{apiToken("old", RoleApp, "old-s3cret")}, nil)
+	oldAccess, err := auth.NewAccess([]auth.Token{apiToken("old", auth.RoleApp, "old-s3cret")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	newAccess, err := NewAccess([]APIToken{apiToken("new", RoleApp, "new-s3cret")}, []string{})
+	newAccess, err := auth.NewAccess([]auth.Token{apiToken("new", auth.RoleApp, "new-s3cret")}, []string{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,49 +382,6 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 func waitReady(t *testing.T, u string, hdr ...string) {
 	t.Helper()
 	waitUntil(t, u+" ready", func() bool { return do(t, "GET", u+"/readyz", "", hdr...).status == 200 })
-}
-
-func TestNewAccess(t *testing.T) {
-	good := apiToken("a", RoleAdmin, "s")
-	tests := []struct {
-		name   string
-		tokens []APIToken
-		open   []string
-		err    error
-	}{
-		{"one token", []APIToken{good}, nil, nil},
-		{"no tokens", nil, nil, nil},
-		{"no name", []APIToken{{Role: RoleRead, SHA256: sha256.Sum256([]byte("s"))}}, nil, ErrTokenName},
-		{"no role", []APIToken{{Name: "a", SHA256: sha256.Sum256([]byte("s"))}}, nil, ErrUnknownRole},
-		{"role out of range", []APIToken{{Name: "a", Role: RoleAdmin + 1, SHA256: sha256.Sum256([]byte("s"))}}, nil, ErrUnknownRole},
-		{"no hash", []APIToken{{Name: "a", Role: RoleRead}}, nil, ErrTokenHash},
-		{"same name twice", []APIToken{good, apiToken("a", RoleRead, "t")}, nil, ErrTokenDuplicate},
-		{"same secret twice", []APIToken{good, apiToken("b", RoleRead, "s")}, nil, ErrTokenDuplicate},
-		{"unknown open endpoint", []APIToken{good}, []string{"healthz", "cluster"}, ErrUnknownOpen},
-		{"open endpoint by path", []APIToken{good}, []string{"/healthz"}, ErrUnknownOpen},
-	}
-	for _, tt := range tests {
-		_, err := NewAccess(tt.tokens, tt.open)
-		if !errors.Is(err, tt.err) || (tt.err == nil) != (err == nil) {
-			t.Errorf("%s: got %v, want %v", tt.name, err, tt.err)
-		}
-	}
-}
-
-func TestParseRole(t *testing.T) {
-	for _, r := range []Role{RoleRead, RoleApp, RoleAdmin} {
-		if got, err := ParseRole(r.String()); got != r || err != nil {
-			t.Errorf("ParseRole(%q): got %v %v, want %v", r.String(), got, err, r)
-		}
-	}
-	for _, s := range []string{"", "Admin", "root", "read "} {
-		if got, err := ParseRole(s); !errors.Is(err, ErrUnknownRole) {
-			t.Errorf("ParseRole(%q): got %v %v, want ErrUnknownRole", s, got, err)
-		}
-	}
-	if got := Role(0).String(); got != "Role(0)" {
-		t.Errorf("Role(0).String(): got %q, want Role(0)", got)
-	}
 }
 
 // TestAPIRefusesBeforeReadingTheBody: a caller without a token is answered

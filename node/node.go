@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/internal/httpx"
@@ -199,7 +200,7 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 // RespAuth is the API's authorization as the Redis protocol's AUTH: a
 // token's secret (its hash), and reads only for the read role (nil
 // without tokens: no AUTH needed).
-func RespAuth(ac *gateway.Access) resp.AuthFunc {
+func RespAuth(ac *auth.Access) resp.AuthFunc {
 	if ac == nil {
 		return nil
 	}
@@ -208,7 +209,7 @@ func RespAuth(ac *gateway.Access) resp.AuthFunc {
 		if err != nil {
 			return resp.Grant{}, err
 		}
-		return resp.Grant{Name: name, Write: role >= gateway.RoleApp}, nil
+		return resp.Grant{Name: name, Write: role >= auth.RoleApp}, nil
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/gateway"
 )
 
 // Settings is everything one node needs, resolved from the cluster file
@@ -24,7 +24,7 @@ type Settings struct {
 	// and API ports, and the gateway's (the node's, or its own).
 	PeerTLS, GatewayTLS *certs.Source
 	// access is who may call the API (nil without api.tokens).
-	Access *gateway.Access
+	Access *auth.Access
 	// configPath is the cluster file, re-read on SIGHUP ("" for the
 	// embedded default).
 	ConfigPath string
@@ -38,19 +38,19 @@ type Settings struct {
 // APIAccess turns the file's api block into the API's authorization (nil
 // without tokens: the API is open, which CheckExposure allows on loopback
 // only).
-func APIAccess(file *config.File) (*gateway.Access, error) {
+func APIAccess(file *config.File) (*auth.Access, error) {
 	if len(file.API.Tokens) == 0 {
 		return nil, nil
 	}
-	var toks []gateway.APIToken
+	var toks []auth.Token
 	for i, t := range file.API.Tokens {
-		role, err := gateway.ParseRole(t.Role)
+		role, err := auth.ParseRole(t.Role)
 		if err != nil {
 			return nil, file.Errorf(fmt.Sprintf("api.tokens[%d].role", i), "%v", err)
 		}
-		toks = append(toks, gateway.APIToken{Name: t.Name, Role: role, SHA256: t.Hash})
+		toks = append(toks, auth.Token{Name: t.Name, Role: role, SHA256: t.Hash})
 	}
-	access, err := gateway.NewAccess(toks, file.API.Open)
+	access, err := auth.NewAccess(toks, file.API.Open)
 	if err != nil {
 		return nil, file.Errorf("api.tokens", "%v", err)
 	}
@@ -72,7 +72,7 @@ func (s *Settings) Reload(n *Node, logger *slog.Logger) {
 		return
 	}
 	file, err := config.Load(s.ConfigPath)
-	var access *gateway.Access
+	var access *auth.Access
 	if err == nil {
 		access, err = APIAccess(file)
 	}
