@@ -29,8 +29,8 @@ func TestReplayAllocatesNothing(t *testing.T) {
 		{"key from the query, tenant from Authorization", "PUT", "/orders/7?key=hot-auth", "/orders/7?key=hot-auth", "hot-auth", "Authorization", "Bearer abc", "bearer  abc"},
 	}
 	for i, tt := range tests {
-		if r := do(t, tt.method, gc.gwURLs[0]+tt.first, `{"amount":1}`, "Idempotency-Key", tt.key, tt.tenantHeader, tt.tenant); r.status != 201 {
-			t.Fatalf("%s: first = %d %s", tt.name, r.status, r.body)
+		if r := do(t, tt.method, gc.gwURLs[0]+tt.first, `{"amount":1}`, "Idempotency-Key", tt.key, tt.tenantHeader, tt.tenant); r.Status != 201 {
+			t.Fatalf("%s: first = %d %s", tt.name, r.Status, r.Body)
 		}
 		var req fasthttp.Request
 		req.Header.SetMethod(tt.method)

@@ -43,21 +43,21 @@ func TestAPIMembershipHostile(t *testing.T) {
 			hdr = []string{"Content-Type", "application/json"}
 		}
 		r := do(t, tc.method, u+tc.path, tc.body, hdr...)
-		if r.status != tc.status || r.problemType(t) != tc.problem {
-			t.Errorf("%s: %s %s = %d %s, want %d %s", tc.name, tc.method, tc.path, r.status, r.body, tc.status, tc.problem)
+		if r.Status != tc.status || r.ProblemType(t) != tc.problem {
+			t.Errorf("%s: %s %s = %d %s, want %d %s", tc.name, tc.method, tc.path, r.Status, r.Body, tc.status, tc.problem)
 		}
 	}
 	// With a voter down, removing a live one is refused, and says why.
 	ac.c.Stop(down)
 	live := ac.c.Cfgs[(leader+1)%3].NodeID
 	r := do(t, "DELETE", u+"/v1/cluster/nodes/"+live, "")
-	if r.status != 409 || r.problemType(t) != "membership-conflict" || !strings.Contains(r.body, "force") {
-		t.Errorf("removal that loses the quorum = %d %s, want 409 naming force", r.status, r.body)
+	if r.Status != 409 || r.ProblemType(t) != "membership-conflict" || !strings.Contains(r.Body, "force") {
+		t.Errorf("removal that loses the quorum = %d %s, want 409 naming force", r.Status, r.Body)
 	}
 	var cl ClusterJSON
 	r = do(t, "GET", u+"/v1/cluster", "")
-	if err := json.Unmarshal([]byte(r.body), &cl); err != nil || len(cl.Nodes) != 3 {
-		t.Fatalf("membership changed by refused calls: %s", r.body)
+	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || len(cl.Nodes) != 3 {
+		t.Fatalf("membership changed by refused calls: %s", r.Body)
 	}
 }
 
@@ -70,8 +70,8 @@ func TestAPILearner(t *testing.T) {
 	body := fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9","voter":false}`, startEmptyNode(t, ac, "n4"))
 	r := postJSON(t, u+"/v1/cluster/nodes", body)
 	var cl ClusterJSON
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &cl) != nil {
-		t.Fatalf("add learner = %d %s", r.status, r.body)
+	if r.Status != 200 || json.Unmarshal([]byte(r.Body), &cl) != nil {
+		t.Fatalf("add learner = %d %s", r.Status, r.Body)
 	}
 	found := false
 	for _, n := range cl.Nodes {
@@ -80,24 +80,24 @@ func TestAPILearner(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Fatalf("learner not listed as a non-voter: %s", r.body)
+		t.Fatalf("learner not listed as a non-voter: %s", r.Body)
 	}
 	testsupport.WaitFor(t, "the learner promoted", 15*time.Second, func() bool {
 		r = do(t, "POST", u+"/v1/cluster/nodes/n4/promote", "")
-		if r.status == 409 {
+		if r.Status == 409 {
 			return false // not caught up yet
 		}
-		if r.status != 200 {
-			t.Fatalf("promote = %d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("promote = %d %s", r.Status, r.Body)
 		}
 		return true
 	})
-	if err := json.Unmarshal([]byte(r.body), &cl); err != nil {
+	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range cl.Nodes {
 		if !n.Voter {
-			t.Fatalf("after promotion %s is not a voter: %s", n.ID, r.body)
+			t.Fatalf("after promotion %s is not a voter: %s", n.ID, r.Body)
 		}
 	}
 }
@@ -115,8 +115,8 @@ func TestAPIMethodNotAllowedSaysAllow(t *testing.T) {
 		"/v1/cluster/nodes/x/promote": "POST",
 	} {
 		r := do(t, "PATCH", ac.urls[0]+path, "")
-		if r.status != 405 || r.header.Get("Allow") != allow {
-			t.Errorf("PATCH %s = %d, Allow %q; want 405 with %q", path, r.status, r.header.Get("Allow"), allow)
+		if r.Status != 405 || r.Header.Get("Allow") != allow {
+			t.Errorf("PATCH %s = %d, Allow %q; want 405 with %q", path, r.Status, r.Header.Get("Allow"), allow)
 		}
 	}
 }
@@ -132,8 +132,8 @@ func TestAPIStatus(t *testing.T) {
 		t.Helper()
 		r := do(t, "GET", ac.urls[i]+"/v1/status", "")
 		var st StatusJSON
-		if r.status != 200 || json.Unmarshal([]byte(r.body), &st) != nil {
-			t.Fatalf("GET /v1/status on n%d = %d %s", i+1, r.status, r.body)
+		if r.Status != 200 || json.Unmarshal([]byte(r.Body), &st) != nil {
+			t.Fatalf("GET /v1/status on n%d = %d %s", i+1, r.Status, r.Body)
 		}
 		return st
 	}
@@ -148,8 +148,8 @@ func TestAPIStatus(t *testing.T) {
 	if f.AppliedIndex == 0 || f.AppliedIndex > f.CommitIndex || f.CommitIndex > f.LastIndex {
 		t.Errorf("follower's indexes = applied %d, commit %d, last %d", f.AppliedIndex, f.CommitIndex, f.LastIndex)
 	}
-	if r := do(t, "POST", ac.urls[follower]+"/v1/status", ""); r.status != 405 || r.problemType(t) != "method-not-allowed" {
-		t.Errorf("POST /v1/status = %d %s, want 405", r.status, r.body)
+	if r := do(t, "POST", ac.urls[follower]+"/v1/status", ""); r.Status != 405 || r.ProblemType(t) != "method-not-allowed" {
+		t.Errorf("POST /v1/status = %d %s, want 405", r.Status, r.Body)
 	}
 	ac.c.Store(follower).Raft().Shutdown()
 	if st := get(follower); st.Role != "shutdown" || st.Ready || st.NotReady == "" {

@@ -65,8 +65,8 @@ func TestClusterViewOneNodes(t *testing.T) {
 		t.Helper()
 		r := do(t, "GET", url+"/v1/cluster", "")
 		var cl ClusterJSON
-		if r.status != 200 || json.Unmarshal([]byte(r.body), &cl) != nil {
-			t.Fatalf("GET /v1/cluster = %d %s", r.status, r.body)
+		if r.Status != 200 || json.Unmarshal([]byte(r.Body), &cl) != nil {
+			t.Fatalf("GET /v1/cluster = %d %s", r.Status, r.Body)
 		}
 		return cl
 	}
@@ -128,8 +128,8 @@ func TestClusterViewOneNodes(t *testing.T) {
 	// A member just added.
 	r := postJSON(t, ac.urls[leader]+"/v1/cluster/nodes", fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9"}`, startEmptyNode(t, ac, "n4")))
 	var cl ClusterJSON
-	if r.status != 200 || json.Unmarshal([]byte(r.body), &cl) != nil {
-		t.Fatalf("add n4 = %d %s", r.status, r.body)
+	if r.Status != 200 || json.Unmarshal([]byte(r.Body), &cl) != nil {
+		t.Fatalf("add n4 = %d %s", r.Status, r.Body)
 	}
 	views := []ClusterJSON{cl}
 	testsupport.WaitFor(t, "n4 reachable in the leader's view", 10*time.Second, func() bool {

@@ -26,14 +26,14 @@ func probeHealth(t *testing.T, url string) health {
 	t.Helper()
 	var h health
 	r := do(t, "GET", url+"/readyz", "")
-	h.ready = r.status
-	if r.status != 200 {
-		h.readyType = r.problemType(t)
+	h.ready = r.Status
+	if r.Status != 200 {
+		h.readyType = r.ProblemType(t)
 	}
-	h.healthy = do(t, "GET", url+"/healthz", "").status
+	h.healthy = do(t, "GET", url+"/healthz", "").Status
 	m := do(t, "GET", url+"/metrics", "")
 	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(m.body)))
+	families, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(m.Body)))
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}
@@ -67,16 +67,16 @@ func TestHealthStates(t *testing.T) {
 	want("healthy", a, 200, 200, 1)
 
 	// Removed: the node runs on, says so, and serves nothing.
-	if r := do(t, "DELETE", ac.urls[leader]+"/v1/cluster/nodes/"+ac.c.Cfgs[a].NodeID, ""); r.status != 200 {
-		t.Fatalf("remove = %d %s", r.status, r.body)
+	if r := do(t, "DELETE", ac.urls[leader]+"/v1/cluster/nodes/"+ac.c.Cfgs[a].NodeID, ""); r.Status != 200 {
+		t.Fatalf("remove = %d %s", r.Status, r.Body)
 	}
 	want("removed", a, 503, 200, 0)
 	r := do(t, "GET", ac.urls[a]+"/v1/cluster", "")
 	var cl ClusterJSON
-	if err := json.Unmarshal([]byte(r.body), &cl); err != nil || !cl.Removed {
-		t.Fatalf("removed node's /v1/cluster = %s", r.body)
+	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || !cl.Removed {
+		t.Fatalf("removed node's /v1/cluster = %s", r.Body)
 	}
-	if !strings.Contains(do(t, "GET", ac.urls[a]+"/readyz", "").body, "removed") {
+	if !strings.Contains(do(t, "GET", ac.urls[a]+"/readyz", "").Body, "removed") {
 		t.Fatal("readyz of a removed node does not say it was removed")
 	}
 
@@ -88,7 +88,7 @@ func TestHealthStates(t *testing.T) {
 	// No quorum: the leader's only other voter is gone; it steps down and
 	// knows no leader, but the process is healthy.
 	want("no quorum", leader, 503, 200, 0)
-	if !strings.Contains(do(t, "GET", ac.urls[leader]+"/readyz", "").body, "no leader") {
+	if !strings.Contains(do(t, "GET", ac.urls[leader]+"/readyz", "").Body, "no leader") {
 		t.Fatal("readyz without quorum does not say there is no leader")
 	}
 }
@@ -112,13 +112,13 @@ func TestHealthDiskGuard(t *testing.T) {
 		got = probeHealth(t, ac.urls[0])
 		return got.ready == 503 && got.healthy == 200 && got.readyGauge == 0
 	})
-	if r := do(t, "GET", ac.urls[0]+"/readyz", ""); !strings.Contains(r.body, "disk") {
-		t.Fatalf("readyz under the disk guard = %s", r.body)
+	if r := do(t, "GET", ac.urls[0]+"/readyz", ""); !strings.Contains(r.Body, "disk") {
+		t.Fatalf("readyz under the disk guard = %s", r.Body)
 	}
-	if r := do(t, "PUT", ac.urls[0]+"/v1/kv/k", "v"); r.status != 503 {
-		t.Fatalf("write under the disk guard = %d %s", r.status, r.body)
+	if r := do(t, "PUT", ac.urls[0]+"/v1/kv/k", "v"); r.Status != 503 {
+		t.Fatalf("write under the disk guard = %d %s", r.Status, r.Body)
 	}
-	m := do(t, "GET", ac.urls[0]+"/metrics", "").body
+	m := do(t, "GET", ac.urls[0]+"/metrics", "").Body
 	if !strings.Contains(m, "idemgate_disk_free_bytes ") || strings.Contains(m, "idemgate_disk_free_bytes 0\n") {
 		t.Fatalf("idemgate_disk_free_bytes missing or zero:\n%s", grepLines(m, "idemgate_disk"))
 	}
@@ -147,14 +147,14 @@ func TestPeerMetrics(t *testing.T) {
 		return 0, false
 	}
 	testsupport.WaitFor(t, peer+" reachable in the leader's metrics", 10*time.Second, func() bool {
-		body := do(t, "GET", ac.urls[leader]+"/metrics", "").body
+		body := do(t, "GET", ac.urls[leader]+"/metrics", "").Body
 		r, ok := gauge(body, "idemgate_peer_reachable")
 		c, ok2 := gauge(body, "idemgate_peer_last_contact_seconds")
 		return ok && ok2 && r == 1 && c >= 0 && c < 5
 	})
 	ac.c.Stop(down)
 	testsupport.WaitFor(t, peer+" unreachable in the leader's metrics", 10*time.Second, func() bool {
-		r, ok := gauge(do(t, "GET", ac.urls[leader]+"/metrics", "").body, "idemgate_peer_reachable")
+		r, ok := gauge(do(t, "GET", ac.urls[leader]+"/metrics", "").Body, "idemgate_peer_reachable")
 		return ok && r == 0
 	})
 }

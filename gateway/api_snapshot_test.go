@@ -39,23 +39,23 @@ func TestAPISnapshotAuth(t *testing.T) {
 		{"admin token", "GET", bearer(adminSecret), 200},
 	} {
 		r := do(t, tt.method, u, "", tt.hdr...)
-		if r.status != tt.status {
-			t.Errorf("%s %s: got %d %s, want %d", tt.method, tt.name, r.status, r.body, tt.status)
+		if r.Status != tt.status {
+			t.Errorf("%s %s: got %d %s, want %d", tt.method, tt.name, r.Status, r.Body, tt.status)
 			continue
 		}
 		checkRefusal(t, tt.name, r)
-		if tt.status == 405 && r.header.Get("Allow") != "GET, HEAD, POST" {
-			t.Errorf("%s: Allow %q, want GET, HEAD, POST", tt.name, r.header.Get("Allow"))
+		if tt.status == 405 && r.Header.Get("Allow") != "GET, HEAD, POST" {
+			t.Errorf("%s: Allow %q, want GET, HEAD, POST", tt.name, r.Header.Get("Allow"))
 		}
 		if tt.status == 200 && tt.method == "POST" {
 			var info SnapshotJSON
-			if err := json.Unmarshal([]byte(r.body), &info); err != nil || !info.New || info.Bytes <= 0 {
-				t.Errorf("%s: %s (%v): want a new snapshot with its size", tt.name, r.body, err)
+			if err := json.Unmarshal([]byte(r.Body), &info); err != nil || !info.New || info.Bytes <= 0 {
+				t.Errorf("%s: %s (%v): want a new snapshot with its size", tt.name, r.Body, err)
 			}
 			continue
 		}
 		if tt.status == 200 {
-			if _, _, err := raftstore.VerifyBackup(strings.NewReader(r.body)); err != nil {
+			if _, _, err := raftstore.VerifyBackup(strings.NewReader(r.Body)); err != nil {
 				t.Errorf("%s: the body is not a valid backup: %v", tt.name, err)
 			}
 		}
@@ -72,23 +72,23 @@ func TestAPISnapshotCluster(t *testing.T) {
 	var last uint64
 	for i := 0; i < 20; i++ {
 		r := do(t, "PUT", ac.urls[i%3]+"/v1/kv/k"+strconv.Itoa(i), "v")
-		if r.status != 200 {
-			t.Fatalf("PUT = %d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("PUT = %d %s", r.Status, r.Body)
 		}
-		last, _ = strconv.ParseUint(strings.Trim(r.header.Get("ETag"), `"`), 10, 64)
+		last, _ = strconv.ParseUint(strings.Trim(r.Header.Get("ETag"), `"`), 10, 64)
 	}
 	r := do(t, "GET", ac.urls[(leader+1)%3]+"/v1/snapshot", "")
-	if r.status != 200 || r.header.Get("Content-Type") != "application/octet-stream" {
-		t.Fatalf("GET /v1/snapshot = %d %q %s", r.status, r.header.Get("Content-Type"), r.body)
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("GET /v1/snapshot = %d %q %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
-	meta, size, err := raftstore.VerifyBackup(strings.NewReader(r.body))
+	meta, size, err := raftstore.VerifyBackup(strings.NewReader(r.Body))
 	if err != nil {
 		t.Fatalf("the body is not a valid backup: %v", err)
 	}
-	if got := r.header.Get(HeaderSnapshotIndex); got != strconv.FormatUint(meta.Index, 10) || meta.Index < last {
+	if got := r.Header.Get(HeaderSnapshotIndex); got != strconv.FormatUint(meta.Index, 10) || meta.Index < last {
 		t.Fatalf("%s: %s, metadata index %d; want them equal and at least the last write's %d", HeaderSnapshotIndex, got, meta.Index, last)
 	}
-	if cl := r.header.Get("Content-Length"); cl != strconv.FormatInt(size, 10) {
+	if cl := r.Header.Get("Content-Length"); cl != strconv.FormatInt(size, 10) {
 		t.Fatalf("Content-Length %s, body %d bytes", cl, size)
 	}
 }
@@ -103,20 +103,20 @@ func TestAPITakeSnapshotCluster(t *testing.T) {
 	var last uint64
 	for i := 0; i < 50; i++ {
 		r := do(t, "PUT", ac.urls[leader]+"/v1/kv/k"+strconv.Itoa(i), "v")
-		if r.status != 200 {
-			t.Fatalf("PUT = %d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Fatalf("PUT = %d %s", r.Status, r.Body)
 		}
-		last, _ = strconv.ParseUint(strings.Trim(r.header.Get("ETag"), `"`), 10, 64)
+		last, _ = strconv.ParseUint(strings.Trim(r.Header.Get("ETag"), `"`), 10, 64)
 	}
 	snapshot := func() SnapshotJSON {
 		t.Helper()
 		r := do(t, "POST", ac.urls[leader]+"/v1/snapshot", "")
 		var info SnapshotJSON
-		if r.status != 200 || r.header.Get("Content-Type") != "application/json" {
-			t.Fatalf("POST /v1/snapshot = %d %q %s", r.status, r.header.Get("Content-Type"), r.body)
+		if r.Status != 200 || r.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("POST /v1/snapshot = %d %q %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 		}
-		if err := json.Unmarshal([]byte(r.body), &info); err != nil {
-			t.Fatalf("POST /v1/snapshot: %s: %v", r.body, err)
+		if err := json.Unmarshal([]byte(r.Body), &info); err != nil {
+			t.Fatalf("POST /v1/snapshot: %s: %v", r.Body, err)
 		}
 		return info
 	}
@@ -137,11 +137,11 @@ func TestAPITakeSnapshotCluster(t *testing.T) {
 		t.Fatalf("second snapshot %+v, nothing applied since %+v: want it described, not taken", again, first)
 	}
 	for _, method := range []string{"PUT", "PATCH", "DELETE"} {
-		if r := do(t, method, ac.urls[leader]+"/v1/snapshot", "x"); r.status != 405 {
-			t.Errorf("%s /v1/snapshot = %d %s, want 405", method, r.status, r.body)
+		if r := do(t, method, ac.urls[leader]+"/v1/snapshot", "x"); r.Status != 405 {
+			t.Errorf("%s /v1/snapshot = %d %s, want 405", method, r.Status, r.Body)
 		}
 	}
-	if r := do(t, "GET", ac.urls[leader]+"/v1/kv/k49", ""); r.status != 200 || r.body != "v" {
-		t.Fatalf("after the snapshots GET k49 = %d %q", r.status, r.body)
+	if r := do(t, "GET", ac.urls[leader]+"/v1/kv/k49", ""); r.Status != 200 || r.Body != "v" {
+		t.Fatalf("after the snapshots GET k49 = %d %q", r.Status, r.Body)
 	}
 }

@@ -91,40 +91,6 @@ func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), acc
 	return ac
 }
 
-type reply struct {
-	status int
-	header http.Header
-	body   string
-}
-
-func do(t testing.TB, method, url, body string, hdr ...string) reply {
-	t.Helper()
-	r, err := testsupport.Do(method, url, body, hdr...)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	return reply{r.Status, r.Header, r.Body}
-}
-
-// postJSON is do for the JSON endpoints, which refuse a body not declared
-// application/json.
-func postJSON(t testing.TB, url, body string, hdr ...string) reply {
-	t.Helper()
-	return do(t, "POST", url, body, append([]string{"Content-Type", "application/json"}, hdr...)...)
-}
-
-func (r reply) problemType(t testing.TB) string {
-	t.Helper()
-	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
-		t.Fatalf("error answer has Content-Type %q, body %s", ct, r.body)
-	}
-	var p httpx.Problem
-	if err := json.Unmarshal([]byte(r.body), &p); err != nil {
-		t.Fatalf("problem document %q: %v", r.body, err)
-	}
-	return strings.TrimPrefix(p.Type, httpx.ProblemBase)
-}
-
 func TestAPIKV(t *testing.T) {
 	t.Parallel()
 	ac := startAPIs(t, 3, nil)
@@ -165,50 +131,50 @@ func TestAPIKV(t *testing.T) {
 	}
 	for i, s := range steps {
 		r := do(t, s.method, s.url, s.body, s.hdr...)
-		if r.status != s.status {
-			t.Fatalf("step %d %s %s = %d %s, want %d", i, s.method, s.url, r.status, r.body, s.status)
+		if r.Status != s.status {
+			t.Fatalf("step %d %s %s = %d %s, want %d", i, s.method, s.url, r.Status, r.Body, s.status)
 		}
-		if s.wantBody != "" && r.body != s.wantBody {
-			t.Fatalf("step %d body = %q, want %q", i, r.body, s.wantBody)
+		if s.wantBody != "" && r.Body != s.wantBody {
+			t.Fatalf("step %d body = %q, want %q", i, r.Body, s.wantBody)
 		}
 		if s.problem != "" {
-			if got := r.problemType(t); got != s.problem {
+			if got := r.ProblemType(t); got != s.problem {
 				t.Fatalf("step %d problem = %q, want %q", i, got, s.problem)
 			}
 		}
-		if s.etag && r.header.Get("ETag") == "" {
+		if s.etag && r.Header.Get("ETag") == "" {
 			t.Fatalf("step %d: no ETag", i)
 		}
 	}
 	// Compare-and-set with the version GET returns, from another node.
 	g := do(t, "GET", u[0]+"/v1/kv/order-1", "")
-	if r := do(t, "PUT", u[2]+"/v1/kv/order-1", "refunded", "If-Match", g.header.Get("ETag")); r.status != 200 {
-		t.Fatalf("CAS with the current ETag = %d %s", r.status, r.body)
+	if r := do(t, "PUT", u[2]+"/v1/kv/order-1", "refunded", "If-Match", g.Header.Get("ETag")); r.Status != 200 {
+		t.Fatalf("CAS with the current ETag = %d %s", r.Status, r.Body)
 	}
-	if r := do(t, "PUT", u[1]+"/v1/kv/order-1", "again", "If-Match", g.header.Get("ETag")); r.status != 412 {
-		t.Fatalf("CAS with a stale ETag = %d, want 412", r.status)
+	if r := do(t, "PUT", u[1]+"/v1/kv/order-1", "again", "If-Match", g.Header.Get("ETag")); r.Status != 412 {
+		t.Fatalf("CAS with a stale ETag = %d, want 412", r.Status)
 	}
-	if r := do(t, "GET", u[1]+"/v1/kv/order-1", ""); r.body != "refunded" {
-		t.Fatalf("value after CAS = %q", r.body)
+	if r := do(t, "GET", u[1]+"/v1/kv/order-1", ""); r.Body != "refunded" {
+		t.Fatalf("value after CAS = %q", r.Body)
 	}
 	// Compare-and-delete: a stale version (the lock moved on) is refused
 	// and the key kept; the current one deletes.
-	cur := do(t, "GET", u[0]+"/v1/kv/order-1", "").header.Get("ETag")
-	if r := do(t, "DELETE", u[1]+"/v1/kv/order-1", "", "If-Match", g.header.Get("ETag")); r.status != 412 ||
-		r.problemType(t) != "version-mismatch" || r.header.Get("ETag") != cur {
-		t.Fatalf("DELETE with a stale ETag = %d %s (ETag %q), want 412 with the current %s", r.status, r.body, r.header.Get("ETag"), cur)
+	cur := do(t, "GET", u[0]+"/v1/kv/order-1", "").Header.Get("ETag")
+	if r := do(t, "DELETE", u[1]+"/v1/kv/order-1", "", "If-Match", g.Header.Get("ETag")); r.Status != 412 ||
+		r.ProblemType(t) != "version-mismatch" || r.Header.Get("ETag") != cur {
+		t.Fatalf("DELETE with a stale ETag = %d %s (ETag %q), want 412 with the current %s", r.Status, r.Body, r.Header.Get("ETag"), cur)
 	}
-	if r := do(t, "DELETE", u[1]+"/v1/kv/order-1", "", "If-Match", "nope"); r.status != 400 || r.problemType(t) != "invalid-version" {
-		t.Fatalf("DELETE with a bad If-Match = %d %s", r.status, r.body)
+	if r := do(t, "DELETE", u[1]+"/v1/kv/order-1", "", "If-Match", "nope"); r.Status != 400 || r.ProblemType(t) != "invalid-version" {
+		t.Fatalf("DELETE with a bad If-Match = %d %s", r.Status, r.Body)
 	}
-	if r := do(t, "GET", u[2]+"/v1/kv/order-1", ""); r.status != 200 || r.body != "refunded" {
-		t.Fatalf("a refused DELETE removed the key: %d %q", r.status, r.body)
+	if r := do(t, "GET", u[2]+"/v1/kv/order-1", ""); r.Status != 200 || r.Body != "refunded" {
+		t.Fatalf("a refused DELETE removed the key: %d %q", r.Status, r.Body)
 	}
-	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.status != 200 || r.body != "refunded" {
-		t.Fatalf("DELETE with the current ETag = %d %q", r.status, r.body)
+	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.Status != 200 || r.Body != "refunded" {
+		t.Fatalf("DELETE with the current ETag = %d %q", r.Status, r.Body)
 	}
-	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.status != 404 {
-		t.Fatalf("DELETE of a deleted key = %d, want 404", r.status)
+	if r := do(t, "DELETE", u[2]+"/v1/kv/order-1", "", "If-Match", cur); r.Status != 404 {
+		t.Fatalf("DELETE of a deleted key = %d, want 404", r.Status)
 	}
 }
 
@@ -216,12 +182,12 @@ func TestAPITokensRace(t *testing.T) {
 	t.Parallel()
 	ac := startAPIs(t, 3, nil)
 	r := postJSON(t, ac.urls[1]+"/v1/tokens", `{"scope":"pay","ttl":"5m"}`)
-	if r.status != 201 {
-		t.Fatalf("issue = %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("issue = %d %s", r.Status, r.Body)
 	}
 	var tok struct{ Token, Scope, ExpiresAt string }
-	json.Unmarshal([]byte(r.body), &tok)
-	exp, err := time.Parse(time.RFC3339Nano, tokExpires(r.body))
+	json.Unmarshal([]byte(r.Body), &tok)
+	exp, err := time.Parse(time.RFC3339Nano, tokExpires(r.Body))
 	if err != nil || tokens.CheckToken(tok.Token) != nil || tok.Scope != "pay" || time.Until(exp) < 4*time.Minute {
 		t.Fatalf("issued %+v (expires %v, %v)", tok, exp, err)
 	}
@@ -234,7 +200,7 @@ func TestAPITokensRace(t *testing.T) {
 			defer wg.Done()
 			r := postJSON(t, ac.urls[i%3]+"/v1/tokens/consume", fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token))
 			mu.Lock()
-			codes[r.status]++
+			codes[r.Status]++
 			mu.Unlock()
 		}(i)
 	}
@@ -250,8 +216,8 @@ func TestAPITokensRace(t *testing.T) {
 		{"/v1/tokens/consume", `{"scope":"pay","token":"not-a-uuid"}`, "invalid-token"},
 	} {
 		r := postJSON(t, ac.urls[0]+bad.url, bad.body)
-		if got := r.problemType(t); got != bad.problem {
-			t.Fatalf("POST %s %s = %d %s, want problem %s", bad.url, bad.body, r.status, got, bad.problem)
+		if got := r.ProblemType(t); got != bad.problem {
+			t.Fatalf("POST %s %s = %d %s, want problem %s", bad.url, bad.body, r.Status, got, bad.problem)
 		}
 	}
 }
@@ -289,12 +255,12 @@ func TestAPIJSONContentType(t *testing.T) {
 			hdr = []string{"Content-Type", tt.ctype}
 		}
 		r := do(t, "POST", u+tt.url, tt.body, hdr...)
-		if r.status != tt.status {
-			t.Errorf("POST %s as %q: got %d %s, want %d", tt.url, tt.ctype, r.status, r.body, tt.status)
+		if r.Status != tt.status {
+			t.Errorf("POST %s as %q: got %d %s, want %d", tt.url, tt.ctype, r.Status, r.Body, tt.status)
 			continue
 		}
 		if tt.status == 415 {
-			if got := r.problemType(t); got != "unsupported-media-type" {
+			if got := r.ProblemType(t); got != "unsupported-media-type" {
 				t.Errorf("POST %s as %q: got problem %q, want unsupported-media-type", tt.url, tt.ctype, got)
 			}
 		}
@@ -311,17 +277,17 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 	ac := startAPICluster(t, 3)
 	r := do(t, "GET", ac.urls[2]+"/v1/cluster", "")
 	var cl ClusterJSON
-	if err := json.Unmarshal([]byte(r.body), &cl); err != nil || cl.Leader == "" || len(cl.Nodes) != 3 {
-		t.Fatalf("cluster = %s (%v)", r.body, err)
+	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || cl.Leader == "" || len(cl.Nodes) != 3 {
+		t.Fatalf("cluster = %s (%v)", r.Body, err)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if r := do(t, "GET", ac.urls[1]+path, ""); r.status != 200 {
-			t.Fatalf("%s = %d", path, r.status)
+		if r := do(t, "GET", ac.urls[1]+path, ""); r.Status != 200 {
+			t.Fatalf("%s = %d", path, r.Status)
 		}
 	}
 	r = do(t, "GET", ac.urls[0]+"/metrics", "")
 	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(r.body)))
+	families, err := parser.TextToMetricFamilies(bytes.NewReader([]byte(r.Body)))
 	if err != nil {
 		t.Fatalf("metrics do not parse: %v", err)
 	}
@@ -333,14 +299,14 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 		}
 	}
 	// Records: absent, then released by hand.
-	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay/k1?tenant=u1", ""); r.status != 404 {
-		t.Fatalf("record GET = %d", r.status)
+	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay/k1?tenant=u1", ""); r.Status != 404 {
+		t.Fatalf("record GET = %d", r.Status)
 	}
-	if r := do(t, "DELETE", ac.urls[0]+"/v1/records/pay/k1", ""); r.status != 404 {
-		t.Fatalf("record DELETE = %d", r.status)
+	if r := do(t, "DELETE", ac.urls[0]+"/v1/records/pay/k1", ""); r.Status != 404 {
+		t.Fatalf("record DELETE = %d", r.Status)
 	}
-	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay", ""); r.status != 400 {
-		t.Fatalf("record without key = %d", r.status)
+	if r := do(t, "GET", ac.urls[0]+"/v1/records/pay", ""); r.Status != 400 {
+		t.Fatalf("record without key = %d", r.Status)
 	}
 	// Membership: remove a follower through another node, then add it back
 	// through a member (the removed node itself refuses: it serves nothing).
@@ -356,18 +322,18 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 			member = ac.urls[i]
 		}
 	}
-	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/nope", ""); r.status != 404 {
-		t.Fatalf("remove unknown node = %d %s", r.status, r.body)
+	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/nope", ""); r.Status != 404 {
+		t.Fatalf("remove unknown node = %d %s", r.Status, r.Body)
 	}
-	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/"+follower.ID, ""); r.status != 200 {
-		t.Fatalf("remove %s = %d %s", follower.ID, r.status, r.body)
+	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/"+follower.ID, ""); r.Status != 200 {
+		t.Fatalf("remove %s = %d %s", follower.ID, r.Status, r.Body)
 	}
 	body := fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:1"}`, follower.ID, follower.Raft)
-	if r := postJSON(t, member+"/v1/cluster/nodes", body); r.status != 200 || !strings.Contains(r.body, `"api":"127.0.0.1:1"`) {
-		t.Fatalf("add %s = %d %s", follower.ID, r.status, r.body)
+	if r := postJSON(t, member+"/v1/cluster/nodes", body); r.Status != 200 || !strings.Contains(r.Body, `"api":"127.0.0.1:1"`) {
+		t.Fatalf("add %s = %d %s", follower.ID, r.Status, r.Body)
 	}
-	if r := postJSON(t, ac.urls[1]+"/v1/cluster/nodes", `{"id":"x","raft":"nohost"}`); r.status != 400 {
-		t.Fatalf("add with bad address = %d", r.status)
+	if r := postJSON(t, ac.urls[1]+"/v1/cluster/nodes", `{"id":"x","raft":"nohost"}`); r.Status != 400 {
+		t.Fatalf("add with bad address = %d", r.Status)
 	}
 }
 
@@ -380,11 +346,11 @@ func TestAPINoQuorum503(t *testing.T) {
 		}
 	}
 	r := do(t, "PUT", ac.urls[leader]+"/v1/kv/k?nx=1", "v")
-	if r.status != 503 || r.header.Get("Retry-After") == "" || r.problemType(t) != "unavailable" {
-		t.Fatalf("write without quorum = %d %v %s, want 503 with Retry-After", r.status, r.header, r.body)
+	if r.Status != 503 || r.Header.Get("Retry-After") == "" || r.ProblemType(t) != "unavailable" {
+		t.Fatalf("write without quorum = %d %v %s, want 503 with Retry-After", r.Status, r.Header, r.Body)
 	}
-	if r := do(t, "GET", ac.urls[leader]+"/readyz", ""); r.status != 503 {
-		t.Fatalf("readyz without quorum = %d", r.status)
+	if r := do(t, "GET", ac.urls[leader]+"/readyz", ""); r.Status != 503 {
+		t.Fatalf("readyz without quorum = %d", r.Status)
 	}
 }
 
@@ -399,8 +365,8 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 	issue := func() string {
 		r := postJSON(t, ac.urls[leader]+"/v1/tokens", `{"scope":"pay"}`)
 		var tok struct{ Token string }
-		if json.Unmarshal([]byte(r.body), &tok); r.status != 201 {
-			t.Fatalf("issue = %d %s", r.status, r.body)
+		if json.Unmarshal([]byte(r.Body), &tok); r.Status != 201 {
+			t.Fatalf("issue = %d %s", r.Status, r.Body)
 		}
 		return fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token)
 	}
@@ -410,8 +376,8 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 			ac.c.Stop(i)
 		}
 	}
-	if r := postJSON(t, ac.urls[leader]+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 503 {
-		t.Fatalf("consume without quorum = %d %s, want 503", r.status, r.body)
+	if r := postJSON(t, ac.urls[leader]+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.Status != 503 {
+		t.Fatalf("consume without quorum = %d %s, want 503", r.Status, r.Body)
 	}
 	for i := range ac.c.Stores {
 		if i != leader {
@@ -423,29 +389,29 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 	// cluster's restarted nodes are new stores); it forwards to the leader.
 	url := ac.urls[leader]
 	for i := 0; i < 3; i++ {
-		if r := postJSON(t, url+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.status != 200 {
-			t.Fatalf("retry %d under the same key = %d %s, want 200", i, r.status, r.body)
+		if r := postJSON(t, url+"/v1/tokens/consume", tok, "Idempotency-Key", "k1"); r.Status != 200 {
+			t.Fatalf("retry %d under the same key = %d %s, want 200", i, r.Status, r.Body)
 		}
 	}
-	if r := postJSON(t, url+"/v1/tokens/consume", tok); r.status != 409 {
-		t.Fatalf("consume without the key after the settled one = %d, want 409", r.status)
+	if r := postJSON(t, url+"/v1/tokens/consume", tok); r.Status != 409 {
+		t.Fatalf("consume without the key after the settled one = %d, want 409", r.Status)
 	}
 	// The same key on another request is another request.
-	if r := postJSON(t, url+"/v1/tokens/consume", other, "Idempotency-Key", "k1"); r.status != 200 {
-		t.Fatalf("another token under the same key = %d %s, want 200", r.status, r.body)
+	if r := postJSON(t, url+"/v1/tokens/consume", other, "Idempotency-Key", "k1"); r.Status != 200 {
+		t.Fatalf("another token under the same key = %d %s, want 200", r.Status, r.Body)
 	}
-	if r := postJSON(t, url+"/v1/tokens/consume", other, "Idempotency-Key", "k2"); r.status != 409 {
-		t.Fatalf("the other token under a new key = %d, want 409", r.status)
+	if r := postJSON(t, url+"/v1/tokens/consume", other, "Idempotency-Key", "k2"); r.Status != 409 {
+		t.Fatalf("the other token under a new key = %d, want 409", r.Status)
 	}
 	// SETNX retried under its key: the first attempt's 201, not a 409
 	// caused by itself; the key's value is the first attempt's.
 	for i := 0; i < 2; i++ {
-		if r := do(t, "PUT", url+"/v1/kv/lock?nx=1&ttl=1m", "owner-a", "Idempotency-Key", "lock-a"); r.status != 201 {
-			t.Fatalf("SETNX attempt %d = %d %s, want 201", i, r.status, r.body)
+		if r := do(t, "PUT", url+"/v1/kv/lock?nx=1&ttl=1m", "owner-a", "Idempotency-Key", "lock-a"); r.Status != 201 {
+			t.Fatalf("SETNX attempt %d = %d %s, want 201", i, r.Status, r.Body)
 		}
 	}
-	if r := do(t, "PUT", url+"/v1/kv/lock?nx=1&ttl=1m", "owner-b", "Idempotency-Key", "lock-b"); r.status != 409 || r.body != "owner-a" {
-		t.Fatalf("SETNX by another owner = %d %q, want 409 owner-a", r.status, r.body)
+	if r := do(t, "PUT", url+"/v1/kv/lock?nx=1&ttl=1m", "owner-b", "Idempotency-Key", "lock-b"); r.Status != 409 || r.Body != "owner-a" {
+		t.Fatalf("SETNX by another owner = %d %q, want 409 owner-a", r.Status, r.Body)
 	}
 	for _, bad := range []struct {
 		name string
@@ -455,8 +421,8 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 		{"too long", []string{"Idempotency-Key", strings.Repeat("k", 256)}},
 		{"bad sf-string", []string{"Idempotency-Key", `"open`}},
 	} {
-		if r := postJSON(t, url+"/v1/tokens/consume", other, bad.hdr...); r.status != 400 || r.problemType(t) != "invalid-key" {
-			t.Fatalf("%s: %d %s, want 400 invalid-key", bad.name, r.status, r.body)
+		if r := postJSON(t, url+"/v1/tokens/consume", other, bad.hdr...); r.Status != 400 || r.ProblemType(t) != "invalid-key" {
+			t.Fatalf("%s: %d %s, want 400 invalid-key", bad.name, r.Status, r.Body)
 		}
 	}
 	req, _ := http.NewRequest("DELETE", url+"/v1/kv/lock", nil)
@@ -470,8 +436,8 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Fatalf("two Idempotency-Key headers = %d, want 400", resp.StatusCode)
 	}
-	if r := do(t, "GET", url+"/v1/kv/lock", ""); r.status != 200 || r.body != "owner-a" {
-		t.Fatalf("the refused requests changed the key: %d %q", r.status, r.body)
+	if r := do(t, "GET", url+"/v1/kv/lock", ""); r.Status != 200 || r.Body != "owner-a" {
+		t.Fatalf("the refused requests changed the key: %d %q", r.Status, r.Body)
 	}
 }
 
@@ -481,16 +447,16 @@ func TestAPIRetryKeySettlesALostAnswer(t *testing.T) {
 func TestHealthTellsTheTruth(t *testing.T) {
 	ac := startAPICluster(t, 1)
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if r := do(t, "GET", ac.urls[0]+path, ""); r.status != 200 {
-			t.Fatalf("%s on a running node = %d", path, r.status)
+		if r := do(t, "GET", ac.urls[0]+path, ""); r.Status != 200 {
+			t.Fatalf("%s on a running node = %d", path, r.Status)
 		}
 	}
 	if err := ac.c.Store(0).Raft().Shutdown().Error(); err != nil {
 		t.Fatal(err)
 	}
 	for path, problem := range map[string]string{"/healthz": "not-alive", "/readyz": "not-ready"} {
-		if r := do(t, "GET", ac.urls[0]+path, ""); r.status != 503 || r.problemType(t) != problem {
-			t.Fatalf("%s once raft stopped = %d %s, want 503 %s", path, r.status, r.body, problem)
+		if r := do(t, "GET", ac.urls[0]+path, ""); r.Status != 503 || r.ProblemType(t) != problem {
+			t.Fatalf("%s once raft stopped = %d %s, want 503 %s", path, r.Status, r.Body, problem)
 		}
 	}
 }

@@ -52,15 +52,15 @@ func bearer(secret string) []string { return []string{"Authorization", "Bearer "
 // Bearer challenge on a 401 only.
 func checkRefusal(t *testing.T, what string, r reply) {
 	t.Helper()
-	wantType, wantChallenge := map[int]string{401: "unauthorized", 403: "forbidden"}[r.status], ""
-	if r.status == 401 {
+	wantType, wantChallenge := map[int]string{401: "unauthorized", 403: "forbidden"}[r.Status], ""
+	if r.Status == 401 {
 		wantChallenge = `Bearer realm="idemgate"`
 	}
-	if got := r.header.Get("WWW-Authenticate"); got != wantChallenge {
+	if got := r.Header.Get("WWW-Authenticate"); got != wantChallenge {
 		t.Errorf("%s: got WWW-Authenticate %q, want %q", what, got, wantChallenge)
 	}
-	if wantType != "" && r.body != "" {
-		if got := r.problemType(t); got != wantType {
+	if wantType != "" && r.Body != "" {
+		if got := r.ProblemType(t); got != wantType {
 			t.Errorf("%s: got problem %q, want %q", what, got, wantType)
 		}
 	}
@@ -116,15 +116,15 @@ func TestAPIAuthEndpoints(t *testing.T) {
 			// Every KV call finds /v1/kv/k holding "v", so a GET or
 			// DELETE let through answers 200.
 			if strings.HasPrefix(tt.path, "/v1/kv/") {
-				if r := do(t, "PUT", u+"/v1/kv/k", "v", bearer(adminSecret)...); r.status != 200 {
-					t.Fatalf("setup PUT = %d %s", r.status, r.body)
+				if r := do(t, "PUT", u+"/v1/kv/k", "v", bearer(adminSecret)...); r.Status != 200 {
+					t.Fatalf("setup PUT = %d %s", r.Status, r.Body)
 				}
 			}
 			hdr := append([]string{"Content-Type", "application/json"}, c.hdr...)
 			r := do(t, tt.method, u+tt.path, tt.body, hdr...)
 			what := fmt.Sprintf("%s %s with %s", tt.method, tt.path, c.name)
-			if r.status != tt.want[i] {
-				t.Errorf("%s: got %d %s, want %d", what, r.status, r.body, tt.want[i])
+			if r.Status != tt.want[i] {
+				t.Errorf("%s: got %d %s, want %d", what, r.Status, r.Body, tt.want[i])
 				continue
 			}
 			checkRefusal(t, what, r)
@@ -179,8 +179,8 @@ func TestAPIAuthHostile(t *testing.T) {
 		path := fmt.Sprintf("/v1/kv/hostile-%d", i)
 		raw := "PUT " + path + tt.query + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + tt.auth + "Content-Length: 1\r\n\r\nx"
 		r, ok := rawReply(t, addr, raw, 0)
-		if !ok || r.status != tt.status {
-			t.Errorf("%s: got %d %s, want %d", tt.name, r.status, r.body, tt.status)
+		if !ok || r.Status != tt.status {
+			t.Errorf("%s: got %d %s, want %d", tt.name, r.Status, r.Body, tt.status)
 			continue
 		}
 		checkRefusal(t, tt.name, r)
@@ -188,8 +188,8 @@ func TestAPIAuthHostile(t *testing.T) {
 		if tt.status == 200 {
 			wantKV = 200
 		}
-		if g := do(t, "GET", ac.urls[1]+path, "", bearer(adminSecret)...); g.status != wantKV {
-			t.Errorf("%s: got GET %s = %d after the PUT, want %d", tt.name, path, g.status, wantKV)
+		if g := do(t, "GET", ac.urls[1]+path, "", bearer(adminSecret)...); g.Status != wantKV {
+			t.Errorf("%s: got GET %s = %d after the PUT, want %d", tt.name, path, g.Status, wantKV)
 		}
 	}
 }
@@ -204,31 +204,31 @@ func TestAPIAuthCSRFShape(t *testing.T) {
 	node := `{"id":"n9","raft":"127.0.0.1:1","api":"127.0.0.1:2"}`
 	for _, ctype := range []string{"text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", ""} {
 		r := do(t, "POST", u+"/v1/cluster/nodes", node, append([]string{"Content-Type", ctype}, admin...)...)
-		if r.status != 415 || r.problemType(t) != "unsupported-media-type" {
-			t.Fatalf("add node as %q: got %d %s, want 415 unsupported-media-type", ctype, r.status, r.body)
+		if r.Status != 415 || r.ProblemType(t) != "unsupported-media-type" {
+			t.Fatalf("add node as %q: got %d %s, want 415 unsupported-media-type", ctype, r.Status, r.Body)
 		}
 	}
 	// Without a token the 401 comes first: nothing about the body is said.
-	if r := do(t, "POST", u+"/v1/cluster/nodes", node, "Content-Type", "text/plain"); r.status != 401 {
-		t.Fatalf("add node as text/plain without a token: got %d, want 401", r.status)
+	if r := do(t, "POST", u+"/v1/cluster/nodes", node, "Content-Type", "text/plain"); r.Status != 401 {
+		t.Fatalf("add node as text/plain without a token: got %d, want 401", r.Status)
 	}
 	var cl ClusterJSON
 	r := do(t, "GET", u+"/v1/cluster", "", admin...)
-	if err := json.Unmarshal([]byte(r.body), &cl); err != nil || len(cl.Nodes) != 3 {
-		t.Fatalf("after the refused adds: got %d nodes (%s), want 3", len(cl.Nodes), r.body)
+	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || len(cl.Nodes) != 3 {
+		t.Fatalf("after the refused adds: got %d nodes (%s), want 3", len(cl.Nodes), r.Body)
 	}
 
 	r = postJSON(t, u+"/v1/tokens", `{"scope":"pay"}`, bearer(appSecret)...)
 	var tok struct{ Token string }
-	if json.Unmarshal([]byte(r.body), &tok); r.status != 201 {
-		t.Fatalf("issue = %d %s", r.status, r.body)
+	if json.Unmarshal([]byte(r.Body), &tok); r.Status != 201 {
+		t.Fatalf("issue = %d %s", r.Status, r.Body)
 	}
 	consume := fmt.Sprintf(`{"scope":"pay","token":%q}`, tok.Token)
-	if r := do(t, "POST", u+"/v1/tokens/consume", consume, append([]string{"Content-Type", "text/plain"}, admin...)...); r.status != 415 {
-		t.Fatalf("consume as text/plain: got %d %s, want 415", r.status, r.body)
+	if r := do(t, "POST", u+"/v1/tokens/consume", consume, append([]string{"Content-Type", "text/plain"}, admin...)...); r.Status != 415 {
+		t.Fatalf("consume as text/plain: got %d %s, want 415", r.Status, r.Body)
 	}
-	if r := postJSON(t, u+"/v1/tokens/consume", consume, admin...); r.status != 200 {
-		t.Fatalf("consume as JSON after the refused one: got %d %s, want 200 (the token unspent)", r.status, r.body)
+	if r := postJSON(t, u+"/v1/tokens/consume", consume, admin...); r.Status != 200 {
+		t.Fatalf("consume as JSON after the refused one: got %d %s, want 200 (the token unspent)", r.Status, r.Body)
 	}
 }
 
@@ -256,12 +256,12 @@ func TestAPIAuthOpen(t *testing.T) {
 		}
 		for j, path := range []string{"/healthz", "/readyz", "/metrics"} {
 			r := do(t, "GET", u+path, "")
-			if r.status != tt.want[j] {
-				t.Errorf("%s: GET %s without a token: got %d, want %d", tt.name, path, r.status, tt.want[j])
+			if r.Status != tt.want[j] {
+				t.Errorf("%s: GET %s without a token: got %d, want %d", tt.name, path, r.Status, tt.want[j])
 			}
 			checkRefusal(t, tt.name+": GET "+path, r)
-			if r := do(t, "GET", u+path, "", bearer(readSecret)...); r.status != 200 {
-				t.Errorf("%s: GET %s with the read token: got %d, want 200", tt.name, path, r.status)
+			if r := do(t, "GET", u+path, "", bearer(readSecret)...); r.Status != 200 {
+				t.Errorf("%s: GET %s with the read token: got %d, want 200", tt.name, path, r.Status)
 			}
 		}
 	}
@@ -368,8 +368,8 @@ func TestAPIAuthReload(t *testing.T) {
 	for _, api := range ac.apis {
 		api.SetAccess(nil)
 	}
-	if r := do(t, "PUT", ac.urls[2]+"/v1/kv/reload", "v"); r.status != 200 {
-		t.Fatalf("PUT without a token after SetAccess(nil): got %d, want 200", r.status)
+	if r := do(t, "PUT", ac.urls[2]+"/v1/kv/reload", "v"); r.Status != 200 {
+		t.Fatalf("PUT without a token after SetAccess(nil): got %d, want 200", r.Status)
 	}
 }
 
@@ -381,7 +381,7 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 // waitReady waits until the node at u answers /readyz 200.
 func waitReady(t *testing.T, u string, hdr ...string) {
 	t.Helper()
-	waitUntil(t, u+" ready", func() bool { return do(t, "GET", u+"/readyz", "", hdr...).status == 200 })
+	waitUntil(t, u+" ready", func() bool { return do(t, "GET", u+"/readyz", "", hdr...).Status == 200 })
 }
 
 // TestAPIRefusesBeforeReadingTheBody: a caller without a token is answered
@@ -410,11 +410,11 @@ func TestAPIRefusesBeforeReadingTheBody(t *testing.T) {
 	}
 	admin := bearer(adminSecret)
 	value := strings.Repeat("v", 600<<10)
-	if r := do(t, "PUT", ac.urls[0]+"/v1/kv/big", value, admin...); r.status != 200 {
-		t.Fatalf("authorized 600 KiB PUT = %d %s", r.status, r.body)
+	if r := do(t, "PUT", ac.urls[0]+"/v1/kv/big", value, admin...); r.Status != 200 {
+		t.Fatalf("authorized 600 KiB PUT = %d %s", r.Status, r.Body)
 	}
-	if r := do(t, "GET", ac.urls[0]+"/v1/kv/big", "", admin...); r.status != 200 || r.body != value {
-		t.Fatalf("GET after the PUT = %d, %d bytes, want the 600 KiB back", r.status, len(r.body))
+	if r := do(t, "GET", ac.urls[0]+"/v1/kv/big", "", admin...); r.Status != 200 || r.Body != value {
+		t.Fatalf("GET after the PUT = %d, %d bytes, want the 600 KiB back", r.Status, len(r.Body))
 	}
 	req, _ := http.NewRequest("PUT", ac.urls[0]+"/v1/kv/chunked", io.MultiReader(strings.NewReader(value), strings.NewReader("!")))
 	req.Header.Set("Authorization", "Bearer "+adminSecret)
@@ -424,8 +424,8 @@ func TestAPIRefusesBeforeReadingTheBody(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	if r := do(t, "GET", ac.urls[0]+"/v1/kv/chunked", "", admin...); r.body != value+"!" {
-		t.Fatalf("the chunked value came back as %d bytes", len(r.body))
+	if r := do(t, "GET", ac.urls[0]+"/v1/kv/chunked", "", admin...); r.Body != value+"!" {
+		t.Fatalf("the chunked value came back as %d bytes", len(r.Body))
 	}
 	// Over the limit: answered 413 as soon as the length is known. A raw
 	// connection, because the answer can come (and the connection close)

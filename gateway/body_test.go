@@ -55,7 +55,7 @@ func TestBodyBudget(t *testing.T) {
 		t.Fatalf("the slow client's request = %v, %v", resp, err)
 	}
 	resp.Body.Close()
-	if r := send(t, gc.gwURLs[0]+"/pay", body, "Idempotency-Key", "second", "X-User-Id", "u"); r.status != 201 {
-		t.Fatalf("the retry after the budget freed = %d %s", r.status, r.body)
+	if r := send(t, gc.gwURLs[0]+"/pay", body, "Idempotency-Key", "second", "X-User-Id", "u"); r.Status != 201 {
+		t.Fatalf("the retry after the budget freed = %d %s", r.Status, r.Body)
 	}
 }

@@ -125,8 +125,8 @@ func TestAPIBrowserRequests(t *testing.T) {
 	t.Cleanup(testsupport.CloseIdle)
 	base := "http://" + api.Addr()
 	_, port, _ := strings.Cut(api.Addr(), ":")
-	if r := do(t, "PUT", base+"/v1/kv/order-42", "charged"); r.status != 200 {
-		t.Fatalf("setup: %d %s", r.status, r.body)
+	if r := do(t, "PUT", base+"/v1/kv/order-42", "charged"); r.Status != 200 {
+		t.Fatalf("setup: %d %s", r.Status, r.Body)
 	}
 	form := "application/x-www-form-urlencoded"
 	crossSite := []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}
@@ -179,15 +179,15 @@ func TestAPIBrowserRequests(t *testing.T) {
 	for _, tt := range refused {
 		before := ws.calls.Load()
 		r := do(t, tt.method, base+tt.path, tt.body, tt.hdr...)
-		if r.status != tt.status || r.problemType(t) != tt.ptype {
-			t.Errorf("%s: got %d %s, want %d %s", tt.name, r.status, r.body, tt.status, tt.ptype)
+		if r.Status != tt.status || r.ProblemType(t) != tt.ptype {
+			t.Errorf("%s: got %d %s, want %d %s", tt.name, r.Status, r.Body, tt.status, tt.ptype)
 		}
 		if n := ws.calls.Load() - before; n != 0 {
 			t.Errorf("%s: the store was called %d times", tt.name, n)
 		}
 	}
-	if r := do(t, "GET", base+"/v1/kv/order-42", ""); r.status != 200 || r.body != "charged" {
-		t.Fatalf("the value after the refused requests: %d %q, want 200 charged", r.status, r.body)
+	if r := do(t, "GET", base+"/v1/kv/order-42", ""); r.Status != 200 || r.Body != "charged" {
+		t.Fatalf("the value after the refused requests: %d %q, want 200 charged", r.Status, r.Body)
 	}
 	// Not browsers, or a browser on the API's own origin: served.
 	served := []struct {
@@ -210,12 +210,12 @@ func TestAPIBrowserRequests(t *testing.T) {
 	for _, tt := range served {
 		before := ws.calls.Load()
 		r := do(t, tt.method, base+tt.path, tt.body, tt.hdr...)
-		if r.status != tt.status || ws.calls.Load() == before {
-			t.Errorf("%s: got %d %s (store calls %d), want %d and a store call", tt.name, r.status, r.body, ws.calls.Load()-before, tt.status)
+		if r.Status != tt.status || ws.calls.Load() == before {
+			t.Errorf("%s: got %d %s (store calls %d), want %d and a store call", tt.name, r.Status, r.Body, ws.calls.Load()-before, tt.status)
 		}
 	}
 	// A request with no Host at all (HTTP/1.0) is not a browser's.
-	if r, ok := rawReply(t, api.Addr(), "PUT /v1/kv/k10 HTTP/1.0\r\nContent-Length: 1\r\n\r\nv", 0); !ok || r.status != 200 {
+	if r, ok := rawReply(t, api.Addr(), "PUT /v1/kv/k10 HTTP/1.0\r\nContent-Length: 1\r\n\r\nv", 0); !ok || r.Status != 200 {
 		t.Errorf("HTTP/1.0 without Host: %+v, want 200", r)
 	}
 }

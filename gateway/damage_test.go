@@ -44,8 +44,8 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 	first := map[string]reply{}
 	for _, tt := range tests {
 		r := send(t, gc.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", tt.key, "X-User-Id", "u1")
-		if r.status != 201 {
-			t.Fatalf("%s: first request = %d %s", tt.key, r.status, r.body)
+		if r.Status != 201 {
+			t.Fatalf("%s: first request = %d %s", tt.key, r.Status, r.Body)
 		}
 		first[tt.key] = r
 	}
@@ -68,7 +68,7 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 			if v == nil {
 				t.Fatalf("%s: no stored record", tt.key)
 			}
-			if err := records.Put(rk, tt.harm(t, bytes.Clone(v), []byte(first[tt.key].body))); err != nil {
+			if err := records.Put(rk, tt.harm(t, bytes.Clone(v), []byte(first[tt.key].Body))); err != nil {
 				return err
 			}
 		}
@@ -88,15 +88,15 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 		for attempt := 1; attempt <= 2; attempt++ { // the first read fills the cache, the second comes from it
 			r := send(t, again.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", tt.key, "X-User-Id", "u1")
 			if tt.harm == nil {
-				if r.status != 201 || r.body != first[tt.key].body || r.header.Get("Idempotent-Replayed") != "true" {
-					t.Fatalf("%s, replay %d: got %d %q, want 201 %q replayed", tt.key, attempt, r.status, r.body, first[tt.key].body)
+				if r.Status != 201 || r.Body != first[tt.key].Body || r.Header.Get("Idempotent-Replayed") != "true" {
+					t.Fatalf("%s, replay %d: got %d %q, want 201 %q replayed", tt.key, attempt, r.Status, r.Body, first[tt.key].Body)
 				}
 				continue
 			}
-			if r.status != 409 || r.problemType(t) != "replay-unavailable" {
-				t.Fatalf("%s, replay %d: got %d %s, want 409 replay-unavailable", tt.key, attempt, r.status, r.body)
+			if r.Status != 409 || r.ProblemType(t) != "replay-unavailable" {
+				t.Fatalf("%s, replay %d: got %d %s, want 409 replay-unavailable", tt.key, attempt, r.Status, r.Body)
 			}
-			if r.header.Get("Idempotency-Expires") == "" {
+			if r.Header.Get("Idempotency-Expires") == "" {
 				t.Errorf("%s, replay %d: no Idempotency-Expires", tt.key, attempt)
 			}
 		}
@@ -105,11 +105,11 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 		}
 		r := do(t, "GET", again.apiURLs[0]+"/v1/records/pay/"+tt.key+"?tenant=u1", "")
 		var rec RecordJSON
-		if err := json.Unmarshal([]byte(r.body), &rec); err != nil || r.status != 200 {
-			t.Fatalf("%s: GET record = %d %s", tt.key, r.status, r.body)
+		if err := json.Unmarshal([]byte(r.Body), &rec); err != nil || r.Status != 200 {
+			t.Fatalf("%s: GET record = %d %s", tt.key, r.Status, r.Body)
 		}
-		if want := tt.harm != nil; rec.Damaged != want || strings.Contains(r.body, `"damaged"`) != want {
-			t.Fatalf("%s: GET record = %s, want damaged %v", tt.key, r.body, want)
+		if want := tt.harm != nil; rec.Damaged != want || strings.Contains(r.Body, `"damaged"`) != want {
+			t.Fatalf("%s: GET record = %s, want damaged %v", tt.key, r.Body, want)
 		}
 	}
 }

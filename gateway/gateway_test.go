@@ -56,24 +56,24 @@ func TestExactlyOnceUnderDuplicates(t *testing.T) {
 	first := map[string]reply{}
 	for _, a := range answers {
 		switch {
-		case a.r.status == 201 && a.r.header.Get("Idempotent-Replayed") == "":
+		case a.r.Status == 201 && a.r.Header.Get("Idempotent-Replayed") == "":
 			if _, dup := first[a.key]; dup {
 				t.Fatalf("%s answered as a first request twice", a.key)
 			}
 			first[a.key] = a.r
-			if a.r.header.Get("Set-Cookie") == "" {
+			if a.r.Header.Get("Set-Cookie") == "" {
 				t.Fatalf("%s: the first answer lost the upstream's Set-Cookie", a.key)
 			}
-		case a.r.status == 201:
-		case a.r.status == 409 && a.r.problemType(t) == "in-progress":
-			if a.r.header.Get("Retry-After") == "" {
+		case a.r.Status == 201:
+		case a.r.Status == 409 && a.r.ProblemType(t) == "in-progress":
+			if a.r.Header.Get("Retry-After") == "" {
 				t.Fatalf("409 in-progress without Retry-After")
 			}
 		default:
-			t.Fatalf("%s: unexpected answer %d %s", a.key, a.r.status, a.r.body)
+			t.Fatalf("%s: unexpected answer %d %s", a.key, a.r.Status, a.r.Body)
 		}
-		if a.r.header.Get("Idempotency-Expires") == "" {
-			t.Fatalf("%s: answer %d without Idempotency-Expires", a.key, a.r.status)
+		if a.r.Header.Get("Idempotency-Expires") == "" {
+			t.Fatalf("%s: answer %d without Idempotency-Expires", a.key, a.r.Status)
 		}
 	}
 	for k := 0; k < keys; k++ {
@@ -86,18 +86,18 @@ func TestExactlyOnceUnderDuplicates(t *testing.T) {
 			t.Fatalf("%s: no client saw the first answer", key)
 		}
 		for _, a := range answers {
-			if a.key == key && a.r.status == 201 && a.r.body != f.body {
-				t.Fatalf("%s: replay body %q differs from the first %q", key, a.r.body, f.body)
+			if a.key == key && a.r.Status == 201 && a.r.Body != f.Body {
+				t.Fatalf("%s: replay body %q differs from the first %q", key, a.r.Body, f.Body)
 			}
 		}
 		// A later retry on every node replays the same bytes.
 		for _, u := range gc.gwURLs {
 			r := send(t, u+"/pay", `{"amount":100}`, "Idempotency-Key", key, "X-User-Id", "u1")
-			if r.status != 201 || r.body != f.body || r.header.Get("Idempotent-Replayed") != "true" {
-				t.Fatalf("%s: retry = %d %q replayed=%q, want the first body replayed", key, r.status, r.body, r.header.Get("Idempotent-Replayed"))
+			if r.Status != 201 || r.Body != f.Body || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("%s: retry = %d %q replayed=%q, want the first body replayed", key, r.Status, r.Body, r.Header.Get("Idempotent-Replayed"))
 			}
-			if r.header.Get("Set-Cookie") != "" || r.header.Get("X-Execution") != f.header.Get("X-Execution") {
-				t.Fatalf("%s: replay headers wrong: %v", key, r.header)
+			if r.Header.Get("Set-Cookie") != "" || r.Header.Get("X-Execution") != f.Header.Get("X-Execution") {
+				t.Fatalf("%s: replay headers wrong: %v", key, r.Header)
 			}
 		}
 	}
@@ -120,15 +120,15 @@ func TestInFlightConflictAndWait(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 		dup := send(t, gc.gwURLs[1]+tc.path, "b", "Idempotency-Key", key)
 		first := <-firstDone
-		if first.status != 201 {
-			t.Fatalf("%s first = %d %s", tc.path, first.status, first.body)
+		if first.Status != 201 {
+			t.Fatalf("%s first = %d %s", tc.path, first.Status, first.Body)
 		}
 		if tc.wait {
-			if dup.status != 201 || dup.body != first.body || dup.header.Get("Idempotent-Replayed") != "true" {
-				t.Fatalf("%s duplicate with wait = %d %q, want the replay of %q", tc.path, dup.status, dup.body, first.body)
+			if dup.Status != 201 || dup.Body != first.Body || dup.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("%s duplicate with wait = %d %q, want the replay of %q", tc.path, dup.Status, dup.Body, first.Body)
 			}
-		} else if dup.status != 409 || dup.problemType(t) != "in-progress" || dup.header.Get("Retry-After") == "" || dup.header.Get("Idempotency-Expires") == "" {
-			t.Fatalf("%s duplicate = %d %v %s, want 409 in-progress with Retry-After", tc.path, dup.status, dup.header, dup.body)
+		} else if dup.Status != 409 || dup.ProblemType(t) != "in-progress" || dup.Header.Get("Retry-After") == "" || dup.Header.Get("Idempotency-Expires") == "" {
+			t.Fatalf("%s duplicate = %d %v %s, want 409 in-progress with Retry-After", tc.path, dup.Status, dup.Header, dup.Body)
 		}
 		if n := gc.up.Executions(key); n != 1 {
 			t.Fatalf("%s executed %d times", key, n)
@@ -140,37 +140,37 @@ func TestKeyReuseAndTenants(t *testing.T) {
 	t.Parallel()
 	gc := startGateways(t, 3)
 	u := gc.gwURLs
-	if r := send(t, u[0]+"/pay", "A", "Idempotency-Key", "k1", "X-User-Id", "alice"); r.status != 201 {
-		t.Fatalf("first = %d", r.status)
+	if r := send(t, u[0]+"/pay", "A", "Idempotency-Key", "k1", "X-User-Id", "alice"); r.Status != 201 {
+		t.Fatalf("first = %d", r.Status)
 	}
 	r := send(t, u[1]+"/pay", "B", "Idempotency-Key", "k1", "X-User-Id", "alice")
-	if r.status != 422 || r.problemType(t) != "key-reuse" || r.header.Get("Idempotency-Expires") == "" {
-		t.Fatalf("same key, other body = %d %s", r.status, r.body)
+	if r.Status != 422 || r.ProblemType(t) != "key-reuse" || r.Header.Get("Idempotency-Expires") == "" {
+		t.Fatalf("same key, other body = %d %s", r.Status, r.Body)
 	}
 	// The same key under another tenant is another record.
 	r = send(t, u[2]+"/pay", "A", "Idempotency-Key", "k1", "X-User-Id", "bob")
-	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || !strings.Contains(r.body, `"user":"bob"`) {
-		t.Fatalf("other tenant = %d %s", r.status, r.body)
+	if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" || !strings.Contains(r.Body, `"user":"bob"`) {
+		t.Fatalf("other tenant = %d %s", r.Status, r.Body)
 	}
 	if n := gc.up.Executions("k1"); n != 2 {
 		t.Fatalf("k1 executed %d times, want once per tenant", n)
 	}
 	// An sf-string names the same key as the bare token.
 	r = send(t, u[1]+"/pay", "A", "Idempotency-Key", `"k1"`, "X-User-Id", "alice")
-	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("sf-string key = %d %v", r.status, r.header)
+	if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("sf-string key = %d %v", r.Status, r.Header)
 	}
 	// Tenant from a digest of Authorization; key from the query string.
 	a := do(t, "PUT", u[0]+"/orders/9?key=q1", "x", "Authorization", "Bearer one")
 	b := do(t, "PUT", u[1]+"/orders/9?key=q1", "x", "Authorization", "Bearer two")
 	c := do(t, "PUT", u[2]+"/orders/9?key=q1", "x", "Authorization", "Bearer one")
-	if a.status != 201 || b.status != 201 || b.header.Get("Idempotent-Replayed") != "" || c.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("authorization tenants: %d/%q %d/%q %d/%q", a.status, a.header.Get("Idempotent-Replayed"),
-			b.status, b.header.Get("Idempotent-Replayed"), c.status, c.header.Get("Idempotent-Replayed"))
+	if a.Status != 201 || b.Status != 201 || b.Header.Get("Idempotent-Replayed") != "" || c.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("authorization tenants: %d/%q %d/%q %d/%q", a.Status, a.Header.Get("Idempotent-Replayed"),
+			b.Status, b.Header.Get("Idempotent-Replayed"), c.Status, c.Header.Get("Idempotent-Replayed"))
 	}
 	// Another path under the same key is another request.
-	if r := do(t, "PUT", u[0]+"/orders/10?key=q1", "x", "Authorization", "Bearer one"); r.status != 422 {
-		t.Fatalf("same key on another path = %d, want 422", r.status)
+	if r := do(t, "PUT", u[0]+"/orders/10?key=q1", "x", "Authorization", "Bearer one"); r.Status != 422 {
+		t.Fatalf("same key on another path = %d, want 422", r.Status)
 	}
 }
 
@@ -178,11 +178,11 @@ func TestFormTokenRace(t *testing.T) {
 	t.Parallel()
 	gc := startGateways(t, 3)
 	r := send(t, gc.gwURLs[0]+"/_idem/tokens?scope=form", "")
-	if r.status != 201 {
-		t.Fatalf("issue via gateway = %d %s", r.status, r.body)
+	if r.Status != 201 {
+		t.Fatalf("issue via gateway = %d %s", r.Status, r.Body)
 	}
 	var tok struct{ Token string }
-	json.Unmarshal([]byte(r.body), &tok)
+	json.Unmarshal([]byte(r.Body), &tok)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[string]int{}
@@ -192,9 +192,9 @@ func TestFormTokenRace(t *testing.T) {
 			defer wg.Done()
 			// Different idempotency keys: only the token stops them.
 			r := send(t, gc.gwURLs[i%3]+"/form", "pay", "Idempotency-Key", fmt.Sprint("form-", i), "Form-Token", tok.Token)
-			label := fmt.Sprint(r.status)
-			if r.status == 409 {
-				label += " " + r.problemType(t)
+			label := fmt.Sprint(r.Status)
+			if r.Status == 409 {
+				label += " " + r.ProblemType(t)
 			}
 			mu.Lock()
 			codes[label]++
@@ -205,8 +205,8 @@ func TestFormTokenRace(t *testing.T) {
 	if codes["201"] != 1 || codes["409 token-used"] != 31 || gc.up.Calls.Load() != 1 {
 		t.Fatalf("token race answers %v, upstream calls %d; want one 201 and 31 token-used", codes, gc.up.Calls.Load())
 	}
-	if r := send(t, gc.gwURLs[1]+"/form", "pay", "Idempotency-Key", "no-token"); r.status != 400 || r.problemType(t) != "missing-token" {
-		t.Fatalf("no token = %d %s", r.status, r.body)
+	if r := send(t, gc.gwURLs[1]+"/form", "pay", "Idempotency-Key", "no-token"); r.Status != 400 || r.ProblemType(t) != "missing-token" {
+		t.Fatalf("no token = %d %s", r.Status, r.Body)
 	}
 	// The winner's retry replays; it is not refused as token-used.
 	var winner string
@@ -216,12 +216,12 @@ func TestFormTokenRace(t *testing.T) {
 		}
 	}
 	r = send(t, gc.gwURLs[2]+"/form", "pay", "Idempotency-Key", winner, "Form-Token", tok.Token)
-	if r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("winner's retry = %d %s, want its replay", r.status, r.body)
+	if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("winner's retry = %d %s, want its replay", r.Status, r.Body)
 	}
 	// An optional-token route without key or token passes through.
-	if r := send(t, gc.gwURLs[0]+"/optional", "x"); r.status != 201 {
-		t.Fatalf("optional route without token = %d", r.status)
+	if r := send(t, gc.gwURLs[0]+"/optional", "x"); r.Status != 201 {
+		t.Fatalf("optional route without token = %d", r.Status)
 	}
 }
 
@@ -232,8 +232,8 @@ func TestReleaseStoreAndErrors(t *testing.T) {
 	// Statuses in release_statuses are answered, not stored: a retry runs.
 	gc.up.Status.Store("/release", 409)
 	for i := 0; i < 2; i++ {
-		if r := send(t, u[i]+"/release", "x", "Idempotency-Key", "rel"); r.status != 409 || r.header.Get("Idempotent-Replayed") != "" {
-			t.Fatalf("released status attempt %d = %d %v", i, r.status, r.header)
+		if r := send(t, u[i]+"/release", "x", "Idempotency-Key", "rel"); r.Status != 409 || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("released status attempt %d = %d %v", i, r.Status, r.Header)
 		}
 	}
 	if n := gc.up.Executions("rel"); n != 2 {
@@ -244,20 +244,20 @@ func TestReleaseStoreAndErrors(t *testing.T) {
 	gc.up.Status.Store("/pay", 500) // 5xx other than 503 is stored, as Stripe does
 	r1 := send(t, u[1]+"/pay", "x", "Idempotency-Key", "busy")
 	r2 := send(t, u[2]+"/pay", "x", "Idempotency-Key", "busy")
-	if r1.status != 500 || r2.status != 500 || r2.body != r1.body || r2.header.Get("Idempotent-Replayed") != "true" || gc.up.Executions("busy") != 2 {
-		t.Fatalf("503 then 500: %d %d replayed=%q executions=%d", r1.status, r2.status, r2.header.Get("Idempotent-Replayed"), gc.up.Executions("busy"))
+	if r1.Status != 500 || r2.Status != 500 || r2.Body != r1.Body || r2.Header.Get("Idempotent-Replayed") != "true" || gc.up.Executions("busy") != 2 {
+		t.Fatalf("503 then 500: %d %d replayed=%q executions=%d", r1.Status, r2.Status, r2.Header.Get("Idempotent-Replayed"), gc.up.Executions("busy"))
 	}
 	gc.up.Status.Delete("/pay")
 	// A body over max_stored_body is answered once; replays are refused.
 	big := send(t, u[0]+"/big", "x", "Idempotency-Key", "big")
 	again := send(t, u[1]+"/big", "x", "Idempotency-Key", "big")
-	if big.status != 201 || len(big.body) != 4096 || again.status != 409 || again.problemType(t) != "replay-unavailable" || gc.up.Executions("big") != 1 {
-		t.Fatalf("big body: %d (%d bytes), retry %d %s", big.status, len(big.body), again.status, again.body)
+	if big.Status != 201 || len(big.Body) != 4096 || again.Status != 409 || again.ProblemType(t) != "replay-unavailable" || gc.up.Executions("big") != 1 {
+		t.Fatalf("big body: %d (%d bytes), retry %d %s", big.Status, len(big.Body), again.Status, again.Body)
 	}
 	// Set-Cookie replayed where the route allows it.
 	send(t, u[0]+"/cookies", "x", "Idempotency-Key", "c1")
-	if r := send(t, u[1]+"/cookies", "x", "Idempotency-Key", "c1"); r.header.Get("Set-Cookie") != "session=secret" {
-		t.Fatalf("allowed Set-Cookie not replayed: %v", r.header)
+	if r := send(t, u[1]+"/cookies", "x", "Idempotency-Key", "c1"); r.Header.Get("Set-Cookie") != "session=secret" {
+		t.Fatalf("allowed Set-Cookie not replayed: %v", r.Header)
 	}
 }
 
@@ -267,29 +267,29 @@ func TestUpstreamFailures(t *testing.T) {
 	u := gc.gwURLs
 	// Timeout after sending: 504, then in-progress, then outcome-unknown.
 	gc.up.Delay.Store(int64(time.Second))
-	if r := send(t, u[0]+"/unknown", "x", "Idempotency-Key", "u1"); r.status != 504 || r.problemType(t) != "upstream-timeout" {
-		t.Fatalf("slow upstream = %d %s, want 504", r.status, r.body)
+	if r := send(t, u[0]+"/unknown", "x", "Idempotency-Key", "u1"); r.Status != 504 || r.ProblemType(t) != "upstream-timeout" {
+		t.Fatalf("slow upstream = %d %s, want 504", r.Status, r.Body)
 	}
-	if r := send(t, u[1]+"/unknown", "x", "Idempotency-Key", "u1"); r.status != 409 || r.problemType(t) != "outcome-unknown" {
-		t.Fatalf("after the processing deadline = %d %s, want 409 outcome-unknown", r.status, r.body)
+	if r := send(t, u[1]+"/unknown", "x", "Idempotency-Key", "u1"); r.Status != 409 || r.ProblemType(t) != "outcome-unknown" {
+		t.Fatalf("after the processing deadline = %d %s, want 409 outcome-unknown", r.Status, r.Body)
 	}
 	// on_unknown: release lets the next retry run, with the same key.
-	if r := send(t, u[0]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 504 {
-		t.Fatalf("slow upstream = %d", r.status)
+	if r := send(t, u[0]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.Status != 504 {
+		t.Fatalf("slow upstream = %d", r.Status)
 	}
 	gc.up.Delay.Store(0)
 	time.Sleep(400 * time.Millisecond)
-	if r := send(t, u[2]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.status != 201 || gc.up.Executions("u2") != 2 {
-		t.Fatalf("retry after unknown with release = %d, executions %d", r.status, gc.up.Executions("u2"))
+	if r := send(t, u[2]+"/unknown-release", "x", "Idempotency-Key", "u2"); r.Status != 201 || gc.up.Executions("u2") != 2 {
+		t.Fatalf("retry after unknown with release = %d, executions %d", r.Status, gc.up.Executions("u2"))
 	}
 	// Upstream down: 502, the key is released, the retry runs when it is back.
 	gc.up.Close()
 	r := send(t, u[1]+"/pay", "x", "Idempotency-Key", "down")
-	if r.status != 502 || r.problemType(t) != "upstream-unreachable" {
-		t.Fatalf("upstream down = %d %s, want 502", r.status, r.body)
+	if r.Status != 502 || r.ProblemType(t) != "upstream-unreachable" {
+		t.Fatalf("upstream down = %d %s, want 502", r.Status, r.Body)
 	}
-	if r := send(t, u[0]+"/pay", "x", "Idempotency-Key", "down"); r.status != 502 {
-		t.Fatalf("retry while down = %d, want 502 again (the key was released)", r.status)
+	if r := send(t, u[0]+"/pay", "x", "Idempotency-Key", "down"); r.Status != 502 {
+		t.Fatalf("retry while down = %d, want 502 again (the key was released)", r.Status)
 	}
 }
 
@@ -297,11 +297,11 @@ func TestPassthroughAndSuspects(t *testing.T) {
 	t.Parallel()
 	gc := startGateways(t, 3)
 	r := do(t, "GET", gc.gwURLs[0]+"/anything?x=1", "")
-	if r.status != 201 || !strings.Contains(r.body, `"key":""`) || r.header.Get("X-Request-Id-Seen") == "" {
-		t.Fatalf("passthrough = %d %s (request id %q)", r.status, r.body, r.header.Get("X-Request-Id-Seen"))
+	if r.Status != 201 || !strings.Contains(r.Body, `"key":""`) || r.Header.Get("X-Request-Id-Seen") == "" {
+		t.Fatalf("passthrough = %d %s (request id %q)", r.Status, r.Body, r.Header.Get("X-Request-Id-Seen"))
 	}
-	if r := send(t, gc.gwURLs[1]+"/pay", "x", "X-User-Id", "u1"); r.status != 400 || r.problemType(t) != "missing-key" {
-		t.Fatalf("no key = %d %s", r.status, r.body)
+	if r := send(t, gc.gwURLs[1]+"/pay", "x", "X-User-Id", "u1"); r.Status != 400 || r.ProblemType(t) != "missing-key" {
+		t.Fatalf("no key = %d %s", r.Status, r.Body)
 	}
 	// The incident: a client that makes a new key for its retry.
 	send(t, gc.gwURLs[0]+"/pay", `{"amount":7}`, "Idempotency-Key", "first-key", "X-User-Id", "carol")
@@ -310,13 +310,13 @@ func TestPassthroughAndSuspects(t *testing.T) {
 		t.Fatal("on_suspect: flag must still forward")
 	}
 	list := do(t, "GET", gc.apiURLs[2]+"/v1/suspects", "")
-	if !strings.Contains(list.body, `"key":"second-key"`) || !strings.Contains(list.body, `"earlier_key":"first-key"`) {
-		t.Fatalf("suspects = %s", list.body)
+	if !strings.Contains(list.Body, `"key":"second-key"`) || !strings.Contains(list.Body, `"earlier_key":"first-key"`) {
+		t.Fatalf("suspects = %s", list.Body)
 	}
 	send(t, gc.gwURLs[0]+"/strict", `same`, "Idempotency-Key", "s1")
 	r = send(t, gc.gwURLs[2]+"/strict", `same`, "Idempotency-Key", "s2")
-	if r.status != 409 || r.problemType(t) != "suspected-duplicate" || gc.up.Executions("s2") != 0 {
-		t.Fatalf("on_suspect reject = %d %s", r.status, r.body)
+	if r.Status != 409 || r.ProblemType(t) != "suspected-duplicate" || gc.up.Executions("s2") != 0 {
+		t.Fatalf("on_suspect reject = %d %s", r.Status, r.Body)
 	}
 	m := do(t, "GET", gc.apiURLs[1]+"/metrics", "")
 	for _, series := range []string{
@@ -325,15 +325,15 @@ func TestPassthroughAndSuspects(t *testing.T) {
 		`idemgate_request_duration_seconds_count{outcome="first",route="pay"} 1`,
 		`idemgate_upstream_duration_seconds_count{route="pay"} 1`,
 	} {
-		if !strings.Contains(m.body, series) {
+		if !strings.Contains(m.Body, series) {
 			t.Fatalf("metric %s missing on the node that served it", series)
 		}
 	}
-	if m := do(t, "GET", gc.apiURLs[0]+"/metrics", ""); !strings.Contains(m.body, `idemgate_requests_total{outcome="passthrough",route=""} 1`) {
+	if m := do(t, "GET", gc.apiURLs[0]+"/metrics", ""); !strings.Contains(m.Body, `idemgate_requests_total{outcome="passthrough",route=""} 1`) {
 		t.Fatal("passthrough not counted")
 	}
 	// What `promtool check metrics` checks (it runs promlint).
-	problems, err := promlint.New(strings.NewReader(m.body)).Lint()
+	problems, err := promlint.New(strings.NewReader(m.Body)).Lint()
 	if err != nil {
 		t.Fatalf("metrics do not parse: %v", err)
 	}
@@ -378,7 +378,7 @@ func TestLeaderKilledNeverTwice(t *testing.T) {
 					resp.Body.Close()
 					if resp.StatusCode == 201 {
 						mu.Lock()
-						got[key] = reply{status: 201}
+						got[key] = reply{Status: 201}
 						mu.Unlock()
 					}
 					node = (node + 1) % 3
@@ -395,8 +395,8 @@ func TestLeaderKilledNeverTwice(t *testing.T) {
 		if n := gc.up.Executions(key); n != 1 {
 			t.Fatalf("%s executed %d times", key, n)
 		}
-		if r := send(t, survivor+"/pay", "x", "Idempotency-Key", key); r.status != 201 || r.header.Get("Idempotent-Replayed") != "true" {
-			t.Fatalf("%s after the kill = %d %s, want a replay", key, r.status, r.body)
+		if r := send(t, survivor+"/pay", "x", "Idempotency-Key", key); r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("%s after the kill = %d %s, want a replay", key, r.Status, r.Body)
 		}
 	}
 	for key, n := range gc.up.ByKey() {
@@ -447,9 +447,9 @@ func TestTokenEndpointRateLimit(t *testing.T) {
 	start := time.Now()
 	for i := 0; i < 80; i++ {
 		r := send(t, gc.gwURLs[0]+"/_idem/tokens?scope=form", "")
-		codes[r.status]++
-		if r.status == 429 {
-			retryAfter = r.header.Get("Retry-After")
+		codes[r.Status]++
+		if r.Status == 429 {
+			retryAfter = r.Header.Get("Retry-After")
 		}
 	}
 	// The burst is 50; at 10/s more refill while the loop runs.
@@ -466,8 +466,8 @@ func TestCacheBoundCountsLocalCompletions(t *testing.T) {
 	t.Parallel()
 	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) { c.CacheBytes = 8 << 10 })
 	for i := 0; i < 60; i++ {
-		if r := send(t, gc.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", fmt.Sprint("bound-", i), "X-User-Id", "u"); r.status != 201 {
-			t.Fatalf("request %d = %d", i, r.status)
+		if r := send(t, gc.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", fmt.Sprint("bound-", i), "X-User-Id", "u"); r.Status != 201 {
+			t.Fatalf("request %d = %d", i, r.Status)
 		}
 	}
 	c := gc.gws[0].cache
@@ -496,17 +496,17 @@ func TestReleaseIsVisibleWhereItWasAcknowledged(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		key := fmt.Sprint("release-", i)
 		for n := 0; n < 3; n++ { // the first, then a replay on every node: all cache it
-			if r := send(t, gc.gwURLs[n]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "X-User-Id", "u"); r.status != 201 {
-				t.Fatalf("%s on node %d = %d", key, n, r.status)
+			if r := send(t, gc.gwURLs[n]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "X-User-Id", "u"); r.Status != 201 {
+				t.Fatalf("%s on node %d = %d", key, n, r.Status)
 			}
 		}
-		if r := do(t, "DELETE", gc.apiURLs[f]+"/v1/records/pay/"+key+"?tenant=u", ""); r.status != 200 {
-			t.Fatalf("release of %s = %d %s", key, r.status, r.body)
+		if r := do(t, "DELETE", gc.apiURLs[f]+"/v1/records/pay/"+key+"?tenant=u", ""); r.Status != 200 {
+			t.Fatalf("release of %s = %d %s", key, r.Status, r.Body)
 		}
 		r := send(t, gc.gwURLs[f]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "X-User-Id", "u")
-		if r.status != 201 || r.header.Get("Idempotent-Replayed") != "" || gc.up.Executions(key) != 2 {
+		if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" || gc.up.Executions(key) != 2 {
 			t.Fatalf("%s after its release, on the node that acknowledged it: %d replayed=%q, %d executions; want a second execution",
-				key, r.status, r.header.Get("Idempotent-Replayed"), gc.up.Executions(key))
+				key, r.Status, r.Header.Get("Idempotent-Replayed"), gc.up.Executions(key))
 		}
 	}
 }
@@ -543,10 +543,10 @@ func TestRouteAliases(t *testing.T) {
 	}
 	for i, tt := range tests {
 		r := do(t, tt.method, u[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
-		replayed := r.header.Get("Idempotent-Replayed") == "true"
-		if r.status != tt.status || replayed != tt.replayed || gc.up.Executions(tt.key) != tt.executions {
+		replayed := r.Header.Get("Idempotent-Replayed") == "true"
+		if r.Status != tt.status || replayed != tt.replayed || gc.up.Executions(tt.key) != tt.executions {
 			t.Errorf("%s: %s %s = %d replayed=%v, %d executions of %s; want %d replayed=%v, %d executions (%s)",
-				tt.name, tt.method, tt.path, r.status, replayed, gc.up.Executions(tt.key), tt.key, tt.status, tt.replayed, tt.executions, r.body)
+				tt.name, tt.method, tt.path, r.Status, replayed, gc.up.Executions(tt.key), tt.key, tt.status, tt.replayed, tt.executions, r.Body)
 		}
 	}
 }
@@ -575,10 +575,10 @@ func TestAuthorizationTenantNormalized(t *testing.T) {
 	}
 	for i, tt := range tests {
 		r := do(t, "PUT", gc.gwURLs[i%2]+"/orders/1?key=auth-1", "x", "Authorization", tt.auth)
-		replayed := r.header.Get("Idempotent-Replayed") == "true"
-		if r.status != 201 || replayed != tt.replayed || gc.up.Executions("auth-1") != tt.executions {
+		replayed := r.Header.Get("Idempotent-Replayed") == "true"
+		if r.Status != 201 || replayed != tt.replayed || gc.up.Executions("auth-1") != tt.executions {
 			t.Errorf("Authorization %q: %d replayed=%v, %d executions; want replayed=%v, %d executions",
-				tt.auth, r.status, replayed, gc.up.Executions("auth-1"), tt.replayed, tt.executions)
+				tt.auth, r.Status, replayed, gc.up.Executions("auth-1"), tt.replayed, tt.executions)
 		}
 	}
 }
@@ -614,24 +614,24 @@ func TestUpstreamAnswerSizes(t *testing.T) {
 	first := map[string]string{}
 	for i, tt := range tests {
 		r := do(t, tt.method, gc.gwURLs[i%2]+tt.path, "{}", "Idempotency-Key", tt.key)
-		replayed := r.header.Get("Idempotent-Replayed") == "true"
+		replayed := r.Header.Get("Idempotent-Replayed") == "true"
 		ptype := ""
-		if r.status != 201 {
-			ptype = r.problemType(t)
+		if r.Status != 201 {
+			ptype = r.ProblemType(t)
 		}
-		if r.status != tt.status || ptype != tt.ptype || replayed != tt.replayed || r.status == 502 && strings.Contains(r.body, "fff") {
-			t.Errorf("%s: %d %q replayed=%v %.300s; want %d %q replayed=%v", tt.name, r.status, ptype, replayed, r.body, tt.status, tt.ptype, tt.replayed)
+		if r.Status != tt.status || ptype != tt.ptype || replayed != tt.replayed || r.Status == 502 && strings.Contains(r.Body, "fff") {
+			t.Errorf("%s: %d %q replayed=%v %.300s; want %d %q replayed=%v", tt.name, r.Status, ptype, replayed, r.Body, tt.status, tt.ptype, tt.replayed)
 		}
-		if r.status == 201 && len(r.header.Get("X-Fat-7")) < 1000 {
+		if r.Status == 201 && len(r.Header.Get("X-Fat-7")) < 1000 {
 			t.Errorf("%s: the 8 KiB of headers were not relayed", tt.name)
 		}
 		if tt.key == "" {
 			continue
 		}
-		if f, ok := first[tt.key]; ok && r.body != f {
-			t.Errorf("%s: replayed %q, want the first answer %q", tt.name, r.body, f)
+		if f, ok := first[tt.key]; ok && r.Body != f {
+			t.Errorf("%s: replayed %q, want the first answer %q", tt.name, r.Body, f)
 		} else if !ok {
-			first[tt.key] = r.body
+			first[tt.key] = r.Body
 		}
 		if n := gc.up.Executions(tt.key); n != 1 {
 			t.Errorf("%s: %s executed %d times, want 1", tt.name, tt.key, n)

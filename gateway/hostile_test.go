@@ -1,62 +1,11 @@
 package gateway
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/idemgate/idemgate/internal/httpx"
 )
-
-// rawExchange writes raw bytes to addr and reads one response: its status,
-// problem type and body. status 0 means the connection was closed without
-// an answer.
-func rawExchange(t *testing.T, addr, raw string, pause time.Duration) (int, string, string) {
-	t.Helper()
-	r, ok := rawReply(t, addr, raw, pause)
-	if !ok {
-		return 0, "", ""
-	}
-	ptype := ""
-	if r.header.Get("Content-Type") == "application/problem+json" {
-		if i := strings.Index(r.body, httpx.ProblemBase); i >= 0 {
-			rest := r.body[i+len(httpx.ProblemBase):]
-			ptype = rest[:strings.IndexByte(rest, '"')]
-		}
-	}
-	return r.status, ptype, r.body
-}
-
-// rawReply writes raw bytes to addr and reads one whole response, for
-// requests net/http will not send (whitespace it would trim, headers it
-// would refuse); false means the connection was closed without an answer.
-func rawReply(t *testing.T, addr, raw string, pause time.Duration) (reply, bool) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if pause > 0 { // slowloris: part of the request, then silence
-		c.Write([]byte(raw))
-		time.Sleep(pause)
-	} else if _, err := c.Write([]byte(raw)); err != nil {
-		return reply{}, false
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		return reply{}, false
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, resp.Header, string(body)}, true
-}
 
 func post(path, headers, body string) string {
 	return "POST " + path + " HTTP/1.1\r\nHost: x\r\n" + headers + "Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body

@@ -51,18 +51,18 @@ func TestHostileRouteOptions(t *testing.T) {
 			hdr = []string{"Idempotency-Key", tt.key}
 		}
 		r := do(t, "POST", gc.gwURLs[0]+tt.path, tt.body, hdr...)
-		if r.status != tt.status || r.problemType(t) != tt.ptype {
-			t.Errorf("%s: %d %s, want %d %s", tt.name, r.status, r.body, tt.status, tt.ptype)
+		if r.Status != tt.status || r.ProblemType(t) != tt.ptype {
+			t.Errorf("%s: %d %s, want %d %s", tt.name, r.Status, r.Body, tt.status, tt.ptype)
 		}
-		if strings.Contains(r.body, "\\u0000") || strings.Contains(r.body, "pad") {
-			t.Errorf("%s: the answer quotes the body: %.200s", tt.name, r.body)
+		if strings.Contains(r.Body, "\\u0000") || strings.Contains(r.Body, "pad") {
+			t.Errorf("%s: the answer quotes the body: %.200s", tt.name, r.Body)
 		}
 	}
 	// Keys from the query for key_format: the same checks.
 	for _, q := range []string{"k=", "k=order-", "k=ORDER-123", "k=order-123&k=order-124", "k=order-123%0A"} {
 		r := do(t, "POST", gc.gwURLs[0]+"/fmtkey?"+q, "{}")
-		if r.status != 400 {
-			t.Errorf("/fmtkey?%s = %d %s, want 400", q, r.status, r.body)
+		if r.Status != 400 {
+			t.Errorf("/fmtkey?%s = %d %s, want 400", q, r.Status, r.Body)
 		}
 	}
 	if n := gc.up.Calls.Load(); n != 0 {

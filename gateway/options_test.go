@@ -14,8 +14,8 @@ import (
 func keyProblemOf(t *testing.T, r reply) keyProblem {
 	t.Helper()
 	var p keyProblem
-	if err := json.Unmarshal([]byte(r.body), &p); err != nil {
-		t.Fatalf("problem document %q: %v", r.body, err)
+	if err := json.Unmarshal([]byte(r.Body), &p); err != nil {
+		t.Fatalf("problem document %q: %v", r.Body, err)
 	}
 	return p
 }
@@ -28,8 +28,8 @@ func TestFingerprintJSON(t *testing.T) {
 	gc := startGateways(t, 1)
 	url := gc.gwURLs[0] + "/jsonfp"
 	first := do(t, "POST", url, `{"a":1,"b":"x","items":[1,2,3],"meta":{"request_time":"t1","v":2}}`, "Idempotency-Key", "j1")
-	if first.status != 201 || first.header.Get("Idempotency-Status") != "created" {
-		t.Fatalf("first = %d %q %s", first.status, first.header.Get("Idempotency-Status"), first.body)
+	if first.Status != 201 || first.Header.Get("Idempotency-Status") != "created" {
+		t.Fatalf("first = %d %q %s", first.Status, first.Header.Get("Idempotency-Status"), first.Body)
 	}
 	retries := []string{
 		`{"a":1,"b":"x","items":[1,2,3],"meta":{"request_time":"t1","v":2}}`,
@@ -38,8 +38,8 @@ func TestFingerprintJSON(t *testing.T) {
 	}
 	for _, body := range retries {
 		r := do(t, "POST", url, body, "Idempotency-Key", "j1")
-		if r.status != 201 || r.body != first.body || r.header.Get("Idempotency-Status") != "replayed" {
-			t.Errorf("retry %s = %d %q %s, want the replay", body, r.status, r.header.Get("Idempotency-Status"), r.body)
+		if r.Status != 201 || r.Body != first.Body || r.Header.Get("Idempotency-Status") != "replayed" {
+			t.Errorf("retry %s = %d %q %s, want the replay", body, r.Status, r.Header.Get("Idempotency-Status"), r.Body)
 		}
 	}
 	reuses := []string{
@@ -51,8 +51,8 @@ func TestFingerprintJSON(t *testing.T) {
 	}
 	for _, body := range reuses {
 		r := do(t, "POST", url, body, "Idempotency-Key", "j1")
-		if r.status != 422 || r.problemType(t) != "key-reuse" || r.header.Get("Idempotency-Status") != "key-reuse" {
-			t.Errorf("reuse %s = %d %s, want 422 key-reuse", body, r.status, r.body)
+		if r.Status != 422 || r.ProblemType(t) != "key-reuse" || r.Header.Get("Idempotency-Status") != "key-reuse" {
+			t.Errorf("reuse %s = %d %s, want 422 key-reuse", body, r.Status, r.Body)
 			continue
 		}
 		if p := keyProblemOf(t, r); p.Key != "j1" || p.Instance != "/jsonfp" || p.Retryable {
@@ -71,16 +71,16 @@ func TestKeyFromJSONBody(t *testing.T) {
 	gc := startGateways(t, 1)
 	url := gc.gwURLs[0] + "/jsonkey"
 	first := do(t, "POST", url, `{"idempotency_key":"sq-1","amount":5}`)
-	if first.status != 201 || !strings.Contains(first.body, `"key":"sq-1"`) {
-		t.Fatalf("first = %d %s, want 201 forwarded with Idempotency-Key sq-1", first.status, first.body)
+	if first.Status != 201 || !strings.Contains(first.Body, `"key":"sq-1"`) {
+		t.Fatalf("first = %d %s, want 201 forwarded with Idempotency-Key sq-1", first.Status, first.Body)
 	}
 	again := do(t, "POST", url, `{"amount":5, "idempotency_key":"sq-1"}`)
-	if again.status != 201 || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("retry = %d %s, want the replay", again.status, again.body)
+	if again.Status != 201 || again.Body != first.Body || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry = %d %s, want the replay", again.Status, again.Body)
 	}
 	other := do(t, "POST", url, `{"idempotency_key":"sq-2","amount":5}`)
-	if other.status != 201 || other.body == first.body {
-		t.Fatalf("another key = %d %s, want a second execution", other.status, other.body)
+	if other.Status != 201 || other.Body == first.Body {
+		t.Fatalf("another key = %d %s, want a second execution", other.Status, other.Body)
 	}
 	if n := gc.up.Calls.Load(); n != 2 {
 		t.Fatalf("the upstream was called %d times, want 2", n)
@@ -112,11 +112,11 @@ func TestKeyFormat(t *testing.T) {
 			hdr = []string{"Idempotency-Key", tt.key}
 		}
 		r := do(t, "POST", gc.gwURLs[0]+tt.path, "{}", hdr...)
-		if r.status != tt.want {
-			t.Errorf("%s key %q = %d %s, want %d", tt.path, tt.key, r.status, r.body, tt.want)
+		if r.Status != tt.want {
+			t.Errorf("%s key %q = %d %s, want %d", tt.path, tt.key, r.Status, r.Body, tt.want)
 		}
-		if tt.want == 400 && r.problemType(t) != "invalid-key" {
-			t.Errorf("%s key %q: problem %s, want invalid-key", tt.path, tt.key, r.body)
+		if tt.want == 400 && r.ProblemType(t) != "invalid-key" {
+			t.Errorf("%s key %q: problem %s, want invalid-key", tt.path, tt.key, r.Body)
 		}
 	}
 	if n := gc.up.Calls.Load(); n != 3 {
@@ -130,17 +130,17 @@ func TestDropHeaders(t *testing.T) {
 	t.Parallel()
 	gc := startGateways(t, 1)
 	first := do(t, "POST", gc.gwURLs[0]+"/dropped", "{}", "Idempotency-Key", "d1")
-	if first.status != 201 || first.header.Get("X-Execution") == "" {
-		t.Fatalf("first = %d, X-Execution %q: want the upstream's header", first.status, first.header.Get("X-Execution"))
+	if first.Status != 201 || first.Header.Get("X-Execution") == "" {
+		t.Fatalf("first = %d, X-Execution %q: want the upstream's header", first.Status, first.Header.Get("X-Execution"))
 	}
 	replay := do(t, "POST", gc.gwURLs[0]+"/dropped", "{}", "Idempotency-Key", "d1")
-	if replay.status != 201 || replay.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("replay = %d %s", replay.status, replay.body)
+	if replay.Status != 201 || replay.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay = %d %s", replay.Status, replay.Body)
 	}
-	if v := replay.header.Get("X-Execution"); v != "" {
+	if v := replay.Header.Get("X-Execution"); v != "" {
 		t.Errorf("the replay carries X-Execution %q, a dropped header", v)
 	}
-	if replay.header.Get("X-Request-Id-Seen") == "" {
+	if replay.Header.Get("X-Request-Id-Seen") == "" {
 		t.Errorf("the replay lost X-Request-Id-Seen, a header not dropped")
 	}
 }
@@ -154,28 +154,28 @@ func TestIdempotencyStatus(t *testing.T) {
 	go func() { done <- do(t, "POST", url, "{}", "Idempotency-Key", "s1", "X-Delay", "1s") }()
 	testsupport.WaitFor(t, "the first request at the upstream", 10*time.Second, func() bool { return gc.up.Calls.Load() == 1 })
 	dup := do(t, "POST", url, "{}", "Idempotency-Key", "s1")
-	if got := dup.header.Get("Idempotency-Status"); got != "in-progress" || dup.header.Get("Retry-After") == "" {
-		t.Errorf("duplicate in flight: Idempotency-Status %q, Retry-After %q", got, dup.header.Get("Retry-After"))
+	if got := dup.Header.Get("Idempotency-Status"); got != "in-progress" || dup.Header.Get("Retry-After") == "" {
+		t.Errorf("duplicate in flight: Idempotency-Status %q, Retry-After %q", got, dup.Header.Get("Retry-After"))
 	}
 	if p := keyProblemOf(t, dup); !p.Retryable || p.Key != "s1" || p.Instance != "/slow" {
 		t.Errorf("duplicate in flight: problem %+v, want retryable with key s1", p)
 	}
 	first := <-done
-	if first.header.Get("Idempotency-Status") != "created" {
-		t.Errorf("first: Idempotency-Status %q, want created", first.header.Get("Idempotency-Status"))
+	if first.Header.Get("Idempotency-Status") != "created" {
+		t.Errorf("first: Idempotency-Status %q, want created", first.Header.Get("Idempotency-Status"))
 	}
-	if r := do(t, "POST", url, "{}", "Idempotency-Key", "s1"); r.header.Get("Idempotency-Status") != "replayed" {
-		t.Errorf("replay: Idempotency-Status %q, want replayed", r.header.Get("Idempotency-Status"))
+	if r := do(t, "POST", url, "{}", "Idempotency-Key", "s1"); r.Header.Get("Idempotency-Status") != "replayed" {
+		t.Errorf("replay: Idempotency-Status %q, want replayed", r.Header.Get("Idempotency-Status"))
 	}
 	// The upstream times out (processing_timeout 300ms): 504, the record in
 	// flight, a retry with the key may still succeed.
 	r := do(t, "POST", gc.gwURLs[0]+"/unknown", "{}", "Idempotency-Key", "u1", "X-Delay", "1s")
-	if p := keyProblemOf(t, r); r.status != 504 || r.header.Get("Idempotency-Status") != "in-progress" || !p.Retryable || p.Key != "u1" {
-		t.Errorf("timed out: %d %q %+v, want 504 in-progress, retryable, key u1", r.status, r.header.Get("Idempotency-Status"), p)
+	if p := keyProblemOf(t, r); r.Status != 504 || r.Header.Get("Idempotency-Status") != "in-progress" || !p.Retryable || p.Key != "u1" {
+		t.Errorf("timed out: %d %q %+v, want 504 in-progress, retryable, key u1", r.Status, r.Header.Get("Idempotency-Status"), p)
 	}
 	gc.up.Status.Store("/release", 409) // the route lists 409 in release_statuses
-	if r := do(t, "POST", gc.gwURLs[0]+"/release", "{}", "Idempotency-Key", "r1"); r.header.Get("Idempotency-Status") != "released" {
-		t.Errorf("released: Idempotency-Status %q, want released", r.header.Get("Idempotency-Status"))
+	if r := do(t, "POST", gc.gwURLs[0]+"/release", "{}", "Idempotency-Key", "r1"); r.Header.Get("Idempotency-Status") != "released" {
+		t.Errorf("released: Idempotency-Status %q, want released", r.Header.Get("Idempotency-Status"))
 	}
 }
 
@@ -186,24 +186,24 @@ func TestClientJS(t *testing.T) {
 	gc := startGateways(t, 1)
 	url := gc.gwURLs[0] + ClientJSPath
 	r := do(t, "GET", url, "")
-	tag := r.header.Get("ETag")
-	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/javascript") || tag == "" ||
-		!strings.Contains(r.body, "idem.fetch") && !strings.Contains(r.body, "fetch: idemFetch") {
-		t.Fatalf("GET = %d %q ETag %q", r.status, r.header.Get("Content-Type"), tag)
+	tag := r.Header.Get("ETag")
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/javascript") || tag == "" ||
+		!strings.Contains(r.Body, "idem.fetch") && !strings.Contains(r.Body, "fetch: idemFetch") {
+		t.Fatalf("GET = %d %q ETag %q", r.Status, r.Header.Get("Content-Type"), tag)
 	}
 	for _, inm := range []string{tag, "W/" + tag, `"other", ` + tag, "*"} {
-		if r := do(t, "GET", url, "", "If-None-Match", inm); r.status != http.StatusNotModified || r.body != "" {
-			t.Errorf("If-None-Match %s = %d, want 304", inm, r.status)
+		if r := do(t, "GET", url, "", "If-None-Match", inm); r.Status != http.StatusNotModified || r.Body != "" {
+			t.Errorf("If-None-Match %s = %d, want 304", inm, r.Status)
 		}
 	}
-	if r := do(t, "GET", url, "", "If-None-Match", `"other"`); r.status != 200 {
-		t.Errorf("If-None-Match of another tag = %d, want 200", r.status)
+	if r := do(t, "GET", url, "", "If-None-Match", `"other"`); r.Status != 200 {
+		t.Errorf("If-None-Match of another tag = %d, want 200", r.Status)
 	}
-	if r := do(t, "POST", url, "x"); r.status != 405 || r.header.Get("Allow") != "GET, HEAD" {
-		t.Errorf("POST = %d Allow %q, want 405", r.status, r.header.Get("Allow"))
+	if r := do(t, "POST", url, "x"); r.Status != 405 || r.Header.Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST = %d Allow %q, want 405", r.Status, r.Header.Get("Allow"))
 	}
-	if r := do(t, "GET", gc.gwURLs[0]+"/_idem/tokens?scope=form", ""); r.status != 405 || r.header.Get("Allow") != "POST" {
-		t.Errorf("GET /_idem/tokens = %d Allow %q, want 405 Allow POST", r.status, r.header.Get("Allow"))
+	if r := do(t, "GET", gc.gwURLs[0]+"/_idem/tokens?scope=form", ""); r.Status != 405 || r.Header.Get("Allow") != "POST" {
+		t.Errorf("GET /_idem/tokens = %d Allow %q, want 405 Allow POST", r.Status, r.Header.Get("Allow"))
 	}
 	if n := gc.up.Calls.Load(); n != 0 {
 		t.Fatalf("the upstream was called %d times", n)

@@ -69,21 +69,21 @@ func TestRefusedRequestsNeverEchoHeaders(t *testing.T) {
 				t.Errorf("%s, %s: no answer", lname, tc.name)
 				continue
 			}
-			if strings.Contains(r.body, secret) || strings.Contains(r.body, "Bearer") {
-				t.Errorf("%s, %s: the answer echoes the request: %s", lname, tc.name, r.body)
+			if strings.Contains(r.Body, secret) || strings.Contains(r.Body, "Bearer") {
+				t.Errorf("%s, %s: the answer echoes the request: %s", lname, tc.name, r.Body)
 			}
-			for k, vs := range r.header {
+			for k, vs := range r.Header {
 				if strings.Contains(strings.Join(vs, " "), secret) {
 					t.Errorf("%s, %s: header %s echoes the secret", lname, tc.name, k)
 				}
 			}
 			var p httpx.Problem
-			if ct := r.header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal([]byte(r.body), &p) != nil {
-				t.Errorf("%s, %s: Content-Type %q, body %q: want a problem document", lname, tc.name, ct, r.body)
+			if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal([]byte(r.Body), &p) != nil {
+				t.Errorf("%s, %s: Content-Type %q, body %q: want a problem document", lname, tc.name, ct, r.Body)
 				continue
 			}
-			if r.status != tc.status || p.Status != tc.status || (!tc.anyBody && p.Detail != tc.detail) {
-				t.Errorf("%s, %s: %d, problem %+v; want %d %q", lname, tc.name, r.status, p, tc.status, tc.detail)
+			if r.Status != tc.status || p.Status != tc.status || (!tc.anyBody && p.Detail != tc.detail) {
+				t.Errorf("%s, %s: %d, problem %+v; want %d %q", lname, tc.name, r.Status, p, tc.status, tc.detail)
 			}
 		}
 	}

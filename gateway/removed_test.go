@@ -25,8 +25,8 @@ func TestRemovedNodeGatewayRefuses(t *testing.T) {
 	ri := (leader + 1) % 3
 	r := c.Store(ri)
 	gw := gc.gwURLs[ri]
-	if a := do(t, "POST", gw+"/pay", `{"amount":1}`, "Idempotency-Key", "paid-before", "X-User-Id", "u1"); a.status != 201 {
-		t.Fatalf("a payment before the removal = %d %s", a.status, a.body)
+	if a := do(t, "POST", gw+"/pay", `{"amount":1}`, "Idempotency-Key", "paid-before", "X-User-Id", "u1"); a.Status != 201 {
+		t.Fatalf("a payment before the removal = %d %s", a.Status, a.Body)
 	}
 
 	type sent struct {
@@ -75,8 +75,8 @@ func TestRemovedNodeGatewayRefuses(t *testing.T) {
 		}()
 	}
 	time.Sleep(50 * time.Millisecond) // some payments before the removal
-	if a := do(t, "DELETE", gc.apiURLs[leader]+"/v1/cluster/nodes/"+c.Cfgs[ri].NodeID, ""); a.status != 200 {
-		t.Fatalf("remove = %d %s", a.status, a.body)
+	if a := do(t, "DELETE", gc.apiURLs[leader]+"/v1/cluster/nodes/"+c.Cfgs[ri].NodeID, ""); a.Status != 200 {
+		t.Fatalf("remove = %d %s", a.Status, a.Body)
 	}
 	testsupport.WaitFor(t, "100 payments after the node saw its removal", 20*time.Second, func() bool {
 		mu.Lock()
@@ -109,8 +109,8 @@ func TestRemovedNodeGatewayRefuses(t *testing.T) {
 		{"API write", "PUT", gc.apiURLs[ri] + "/v1/kv/k", "v"},
 	} {
 		a := do(t, tc.method, tc.url, tc.body, "Idempotency-Key", "paid-before", "X-User-Id", "u1")
-		if a.status != 503 || a.problemType(t) != "not-ready" || a.header.Get("Retry-After") == "" || !strings.Contains(a.body, "removed") {
-			t.Errorf("%s on a removed node = %d %s", tc.name, a.status, a.body)
+		if a.Status != 503 || a.ProblemType(t) != "not-ready" || a.Header.Get("Retry-After") == "" || !strings.Contains(a.Body, "removed") {
+			t.Errorf("%s on a removed node = %d %s", tc.name, a.Status, a.Body)
 		}
 	}
 	if n := gc.up.Executions("paid-before"); n != 1 {
@@ -118,7 +118,7 @@ func TestRemovedNodeGatewayRefuses(t *testing.T) {
 	}
 	// The cluster goes on without it.
 	other := gc.gwURLs[leader]
-	if a := do(t, "POST", other+"/pay", `{"amount":1}`, "Idempotency-Key", "after", "X-User-Id", "u1"); a.status != 201 {
-		t.Fatalf("a payment on a member after the removal = %d %s", a.status, a.body)
+	if a := do(t, "POST", other+"/pay", `{"amount":1}`, "Idempotency-Key", "after", "X-User-Id", "u1"); a.Status != 201 {
+		t.Fatalf("a payment on a member after the removal = %d %s", a.Status, a.Body)
 	}
 }
