@@ -9,14 +9,25 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/idemgate/idemgate/gateway"
 )
 
+// clusterAnswer is what this test reads of GET /v1/cluster, by the names
+// on the wire.
+type clusterAnswer struct {
+	Leader  string `json:"leader"`
+	Removed bool   `json:"removed"`
+	Nodes   []struct {
+		ID        string `json:"id"`
+		Raft      string `json:"raft"`
+		State     string `json:"state"`
+		Reachable bool   `json:"reachable"`
+	} `json:"nodes"`
+}
+
 // clusterOf reads GET /v1/cluster from a node's API.
-func clusterOf(api string) (gateway.ClusterJSON, error) {
-	var cl gateway.ClusterJSON
-	code, _, body, err := httpDo("GET", "http://"+api+"/v1/cluster", "")
+func clusterOf(addr string) (clusterAnswer, error) {
+	var cl clusterAnswer
+	code, _, body, err := httpDo("GET", "http://"+addr+"/v1/cluster", "")
 	if err == nil && code != 200 {
 		err = fmt.Errorf("GET /v1/cluster = %d %s", code, body)
 	}

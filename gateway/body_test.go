@@ -17,7 +17,7 @@ import (
 // taken), and the same request succeeds once the budget is free.
 func TestBodyBudget(t *testing.T) {
 	t.Parallel()
-	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) {
+	gc := startGatewaysOver(t, nil, []nodeStore{memstore.New(t)}, "", func(c *Config) {
 		c.MaxRequestBody, c.MaxBodyBuffer = 64<<10, 100<<10
 	})
 	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")

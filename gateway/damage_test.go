@@ -82,7 +82,7 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 	}
 	gc.c.Start(0)
 	gc.c.WaitLeader(10 * time.Second)
-	again := startGatewaysOver(t, gc.c, []Store{gc.c.Store(0)}, gc.up.Addr)
+	again := startGatewaysOver(t, gc.c, []nodeStore{gc.c.Store(0)}, gc.up.Addr)
 
 	for _, tt := range tests {
 		for attempt := 1; attempt <= 2; attempt++ { // the first read fills the cache, the second comes from it
@@ -104,7 +104,9 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 			t.Fatalf("%s: upstream executions = %d, want 1", tt.key, n)
 		}
 		r := do(t, "GET", again.apiURLs[0]+"/v1/records/pay/"+tt.key+"?tenant=u1", "")
-		var rec RecordJSON
+		var rec struct {
+			Damaged bool `json:"damaged"`
+		}
 		if err := json.Unmarshal([]byte(r.Body), &rec); err != nil || r.Status != 200 {
 			t.Fatalf("%s: GET record = %d %s", tt.key, r.Status, r.Body)
 		}

@@ -1,10 +1,12 @@
-// Package gateway holds idemgate's HTTP faces, both on fasthttp: the client
-// listener (routes, idempotency keys, replay, form tokens, proxying to the
-// upstream) and the API listener (tokens, KV, records, cluster, health,
-// metrics), which may require bearer tokens by role (auth.go).
+// Package gateway is idemgate's proxy face on fasthttp: the client listener
+// that matches routes, derives idempotency keys and fingerprints, claims a
+// key's record, proxies the first request to the upstream, stores its answer
+// and replays it to every retry (from a local cache when it can), checks
+// form tokens, and serves the browser helper client.js.
 //
-// It is the only package that turns errors into HTTP answers: every error
-// is an RFC 9457 problem document, "no quorum" is 503 with Retry-After,
-// never a 500. Nothing from a fasthttp.RequestCtx is kept after a handler
+// It depends on the store only through its own small Store interface
+// (store.go) and on form tokens through tokens.Service; the JSON API is
+// package api, the shared HTTP plumbing internal/httpx. It never imports
+// the API. Nothing from a fasthttp.RequestCtx is kept after a handler
 // returns; bytes that go into a Raft command or cross a goroutine are copied.
 package gateway

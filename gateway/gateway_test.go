@@ -464,7 +464,7 @@ func TestTokenEndpointRateLimit(t *testing.T) {
 // as 0 bytes, so the bound never applied to them).
 func TestCacheBoundCountsLocalCompletions(t *testing.T) {
 	t.Parallel()
-	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) { c.CacheBytes = 8 << 10 })
+	gc := startGatewaysOver(t, nil, []nodeStore{memstore.New(t)}, "", func(c *Config) { c.CacheBytes = 8 << 10 })
 	for i := 0; i < 60; i++ {
 		if r := send(t, gc.gwURLs[0]+"/pay", `{"amount":1}`, "Idempotency-Key", fmt.Sprint("bound-", i), "X-User-Id", "u"); r.Status != 201 {
 			t.Fatalf("request %d = %d", i, r.Status)
@@ -594,7 +594,7 @@ func TestAuthorizationTenantNormalized(t *testing.T) {
 func TestUpstreamAnswerSizes(t *testing.T) {
 	t.Parallel()
 	m := memstore.New(t)
-	gc := startGatewaysOver(t, nil, []Store{m, m}, "", func(c *Config) { c.MaxResponseBody = 2 << 10 })
+	gc := startGatewaysOver(t, nil, []nodeStore{m, m}, "", func(c *Config) { c.MaxResponseBody = 2 << 10 })
 	tests := []struct {
 		name, method, path, key string
 		status                  int

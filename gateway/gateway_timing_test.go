@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
 // trivialUpstream answers every request with a small 201 and counts
@@ -112,7 +113,7 @@ func BenchmarkGateway(b *testing.B) {
 	}
 	for _, tc := range cases {
 		for _, n := range tc.clients {
-			b.Run(fmt.Sprintf("%s/clients=%d", tc.name, n), func(b *testing.B) { runClients(b, n, tc.op) })
+			b.Run(fmt.Sprintf("%s/clients=%d", tc.name, n), func(b *testing.B) { testsupport.RunClients(b, n, tc.op) })
 		}
 	}
 	// The contention case: one key, 64 clients, 10 seconds. Answers are

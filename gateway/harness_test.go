@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idemgate/idemgate/api"
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
@@ -64,7 +65,7 @@ var _ Store = (*memstore.Store)(nil)
 func startGateways(t testing.TB, n int) *gwCluster {
 	t.Helper()
 	m := memstore.New(t)
-	stores := make([]Store, n)
+	stores := make([]nodeStore, n)
 	for i := range stores {
 		stores[i] = m
 	}
@@ -77,14 +78,26 @@ func startGateways(t testing.TB, n int) *gwCluster {
 func startClusterGateways(t testing.TB, n int, upstreamAddr string) *gwCluster {
 	t.Helper()
 	c := raftstore.StartTestCluster(t, n, nil)
-	var stores []Store
+	var stores []nodeStore
 	for _, s := range c.Stores {
 		stores = append(stores, s)
 	}
 	return startGatewaysOver(t, c, stores, upstreamAddr)
 }
 
-func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, upstreamAddr string, tweak ...func(*Config)) *gwCluster {
+// nodeStore is a store as a node holds it: the proxy's Store, the API's
+// (every gateway in these tests has an API listener beside it) and the form
+// tokens'.
+type nodeStore interface {
+	Store
+	api.Store
+	tokens.Store
+}
+
+// memstore stands in for the store a node holds.
+var _ nodeStore = (*memstore.Store)(nil)
+
+func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []nodeStore, upstreamAddr string, tweak ...func(*Config)) *gwCluster {
 	t.Helper()
 	file, err := config.Parse([]byte(testRoutes))
 	if err != nil {
@@ -120,21 +133,21 @@ func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []Store, u
 			t.Fatal(err)
 		}
 		go gw.Serve()
-		api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
+		srv := api.New(api.Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 			Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok, reg)
-		if err := api.Listen(); err != nil {
+		if err := srv.Listen(); err != nil {
 			t.Fatal(err)
 		}
-		go api.Serve()
+		go srv.Serve()
 		t.Cleanup(func() {
 			http.DefaultClient.CloseIdleConnections()
 			testsupport.CloseIdle()
 			gw.Shutdown(context.Background())
-			api.Shutdown(context.Background())
+			srv.Shutdown(context.Background())
 		})
 		gc.gws = append(gc.gws, gw)
 		gc.gwURLs = append(gc.gwURLs, "http://"+gw.Addr())
-		gc.apiURLs = append(gc.apiURLs, "http://"+api.Addr())
+		gc.apiURLs = append(gc.apiURLs, "http://"+srv.Addr())
 		gc.registry = append(gc.registry, reg)
 	}
 	return gc

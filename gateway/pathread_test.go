@@ -189,7 +189,7 @@ func (u *recordingUpstream) requests() []upstreamRequest {
 func TestAmbiguousPaths(t *testing.T) {
 	t.Parallel()
 	up := startRecordingUpstream(t)
-	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, up.addr)
+	gc := startGatewaysOver(t, nil, []nodeStore{memstore.New(t)}, up.addr)
 	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")
 	withKey := func(target string) string { return post(target, "Idempotency-Key: k\r\n", "{}") }
 	refused := []struct{ target, why string }{
@@ -448,7 +448,7 @@ func protectedName(p string) bool {
 func TestPathDifferential(t *testing.T) {
 	t.Parallel()
 	up := startRecordingUpstream(t)
-	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, up.addr)
+	gc := startGatewaysOver(t, nil, []nodeStore{memstore.New(t)}, up.addr)
 	addr := strings.TrimPrefix(gc.gwURLs[0], "http://")
 	corpus := append(pathCorpus(), "/other", "/other/a%20b", "/static/pay.js")
 	if len(corpus) < 1000 {

@@ -24,7 +24,7 @@ const secret = "s3cr3t-B34R3R-t0k3n"
 func TestRefusedRequestsNeverEchoHeaders(t *testing.T) {
 	t.Parallel()
 	logs := &testsupport.Logs{}
-	gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, "", func(c *Config) {
+	gc := startGatewaysOver(t, nil, []nodeStore{memstore.New(t)}, "", func(c *Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.ReadTimeout = 500 * time.Millisecond
 	})

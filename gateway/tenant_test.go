@@ -23,12 +23,12 @@ import (
 func TestForgedTenant(t *testing.T) {
 	t.Parallel()
 	store := memstore.New(t)
-	gc := startGatewaysOver(t, nil, []Store{store}, "")
+	gc := startGatewaysOver(t, nil, []nodeStore{store}, "")
 	upAddr := gc.up.Addr
-	direct := startGatewaysOver(t, nil, []Store{store}, upAddr, func(c *Config) {
+	direct := startGatewaysOver(t, nil, []nodeStore{store}, upAddr, func(c *Config) {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.7/32")}
 	})
-	ignoring := startGatewaysOver(t, nil, []Store{store}, upAddr, func(c *Config) {
+	ignoring := startGatewaysOver(t, nil, []nodeStore{store}, upAddr, func(c *Config) {
 		c.TrustedProxies, c.IgnoreUntrustedTenant = nil, true
 	})
 	proxy, mallory, lenient := addrOf(gc.gwURLs[0]), addrOf(direct.gwURLs[0]), addrOf(ignoring.gwURLs[0])

@@ -61,7 +61,7 @@ func TestUpstreamFailuresLoggedOnce(t *testing.T) {
 		{"no answer", rawUpstream(t, ""), "/pay", 504, "timeout", "in_flight_until_processing_timeout"},
 	} {
 		logs := &testsupport.Logs{}
-		gc := startGatewaysOver(t, nil, []Store{memstore.New(t)}, tc.upstream, func(c *Config) {
+		gc := startGatewaysOver(t, nil, []nodeStore{memstore.New(t)}, tc.upstream, func(c *Config) {
 			c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 			c.UpstreamTimeout = 500 * time.Millisecond
 		})

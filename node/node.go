@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/idemgate/idemgate/api"
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
@@ -27,7 +28,7 @@ import (
 type Node struct {
 	ID    string
 	Store *raftstore.Store
-	API   *gateway.API
+	API   *api.API
 	// GW is nil on a store-only node (a file without upstream): it serves
 	// the API and no client traffic.
 	GW *gateway.Gateway
@@ -109,7 +110,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		nodeAPIs[x.ID] = x.APIAddr()
 		hosts = append(hosts, x.API, x.AdvertiseAPI)
 	}
-	n.API = gateway.NewAPI(gateway.APIConfig{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
+	n.API = api.New(api.Config{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String()}, store, tok, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ func TestHealthStates(t *testing.T) {
 	}
 	want("removed", a, 503, 200, 0)
 	r := do(t, "GET", ac.urls[a]+"/v1/cluster", "")
-	var cl ClusterJSON
+	var cl clusterJSON
 	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || !cl.Removed {
 		t.Fatalf("removed node's /v1/cluster = %s", r.Body)
 	}

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 // The API's cluster view and membership changes.
 
@@ -16,8 +16,8 @@ import (
 	"github.com/idemgate/idemgate/raftstore"
 )
 
-// StatusJSON is GET /v1/status: the node asked, as it sees itself.
-type StatusJSON struct {
+// statusJSON is GET /v1/status: the node asked, as it sees itself.
+type statusJSON struct {
 	Node         string `json:"node"`
 	Version      string `json:"version"`
 	Role         string `json:"role"`
@@ -33,17 +33,17 @@ type StatusJSON struct {
 
 func (a *API) status(ctx *fasthttp.RequestCtx) {
 	st := a.store.Status()
-	httpx.WriteJSON(ctx, fasthttp.StatusOK, StatusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, statusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
 		Leader: st.Leader, ClusterID: st.ClusterID, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex,
 		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
 }
 
-// ClusterJSON is GET /v1/cluster. Nodes are one node's view, View's: its
+// clusterJSON is GET /v1/cluster. Nodes are one node's view, View's: its
 // membership and what its probes found, every member's lag measured
 // against its own log at that member's answer. Leader, Removed and the
 // two indexes are the node asked's own (what a script waiting for that
 // node to catch up reads).
-type ClusterJSON struct {
+type clusterJSON struct {
 	Leader string `json:"leader"`
 	// ClusterID is the cluster's id, given by its first leader ("" until
 	// then, and on a node that waits to be added and knows no cluster).
@@ -53,13 +53,13 @@ type ClusterJSON struct {
 	View string `json:"view"`
 	// Removed: the node asked was removed from the cluster.
 	Removed      bool       `json:"removed"`
-	Nodes        []NodeJSON `json:"nodes"`
+	Nodes        []nodeJSON `json:"nodes"`
 	CommitIndex  uint64     `json:"commit_index"`
 	AppliedIndex uint64     `json:"applied_index"`
 }
 
-// NodeJSON is one member in ClusterJSON.
-type NodeJSON struct {
+// nodeJSON is one member in clusterJSON.
+type nodeJSON struct {
 	ID    string `json:"id"`
 	Raft  string `json:"raft"`
 	API   string `json:"api"`
@@ -87,10 +87,10 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	}
 	leader, _ := a.store.Leader()
 	commit, applied := a.store.Indexes()
-	out := ClusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []NodeJSON{},
+	out := clusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []nodeJSON{},
 		CommitIndex: commit, AppliedIndex: applied}
 	for _, s := range view.Servers {
-		out.Nodes = append(out.Nodes, NodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
+		out.Nodes = append(out.Nodes, nodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
 			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Lag: s.Lag, Removed: s.Removed})
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, out)

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func startEmptyNode(t *testing.T, ac *apiCluster, id string) string {
 // a state other than the documented ones, a member not reachable that
 // claims a contact now (last_contact_ms 0) or a state it reported, or one
 // reachable that was never contacted.
-func checkNodeView(t *testing.T, when string, n NodeJSON) {
+func checkNodeView(t *testing.T, when string, n nodeJSON) {
 	t.Helper()
 	switch {
 	case n.Removed:
@@ -61,10 +61,10 @@ func TestClusterViewOneNodes(t *testing.T) {
 	ac := startAPICluster(t, 3)
 	leader := ac.c.WaitLeader(5 * time.Second)
 	follower := (leader + 1) % 3
-	get := func(url string) ClusterJSON {
+	get := func(url string) clusterJSON {
 		t.Helper()
 		r := do(t, "GET", url+"/v1/cluster", "")
-		var cl ClusterJSON
+		var cl clusterJSON
 		if r.Status != 200 || json.Unmarshal([]byte(r.Body), &cl) != nil {
 			t.Fatalf("GET /v1/cluster = %d %s", r.Status, r.Body)
 		}
@@ -127,11 +127,11 @@ func TestClusterViewOneNodes(t *testing.T) {
 
 	// A member just added.
 	r := postJSON(t, ac.urls[leader]+"/v1/cluster/nodes", fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9"}`, startEmptyNode(t, ac, "n4")))
-	var cl ClusterJSON
+	var cl clusterJSON
 	if r.Status != 200 || json.Unmarshal([]byte(r.Body), &cl) != nil {
 		t.Fatalf("add n4 = %d %s", r.Status, r.Body)
 	}
-	views := []ClusterJSON{cl}
+	views := []clusterJSON{cl}
 	testsupport.WaitFor(t, "n4 reachable in the leader's view", 10*time.Second, func() bool {
 		cl := get(ac.urls[follower])
 		views = append(views, cl)

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 // GET /v1/snapshot: a backup of the node's state, streamed; POST: take a
 // Raft snapshot on this node now.
@@ -18,8 +18,8 @@ import (
 // Headers of a snapshot answer: the applied index and term of the state it
 // holds, so a client knows what it got before reading the body.
 const (
-	HeaderSnapshotIndex = "Idemgate-Snapshot-Index"
-	HeaderSnapshotTerm  = "Idemgate-Snapshot-Term"
+	headerSnapshotIndex = "Idemgate-Snapshot-Index"
+	headerSnapshotTerm  = "Idemgate-Snapshot-Term"
 )
 
 // snapshot answers a backup file (raftstore/backup.go describes it): taken
@@ -37,8 +37,8 @@ func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
 	idx := strconv.FormatUint(b.Meta.Index, 10)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/octet-stream")
-	ctx.Response.Header.Set(HeaderSnapshotIndex, idx)
-	ctx.Response.Header.Set(HeaderSnapshotTerm, strconv.FormatUint(b.Meta.Term, 10))
+	ctx.Response.Header.Set(headerSnapshotIndex, idx)
+	ctx.Response.Header.Set(headerSnapshotTerm, strconv.FormatUint(b.Meta.Term, 10))
 	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="idemgate-`+idx+`.snap"`)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	// fasthttp closes the stream (the spooled file) once it is sent, or
@@ -62,8 +62,8 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 	return g.Backup.Read(p)
 }
 
-// SnapshotJSON is the answer to POST /v1/snapshot.
-type SnapshotJSON struct {
+// snapshotJSON is the answer to POST /v1/snapshot.
+type snapshotJSON struct {
 	Index   uint64  `json:"index"`   // the last log index the snapshot covers (0: nothing applied yet)
 	Term    uint64  `json:"term"`    // that entry's term
 	Bytes   int64   `json:"bytes"`   // its size
@@ -83,7 +83,7 @@ func (a *API) takeSnapshot(ctx *fasthttp.RequestCtx) {
 	if info.New {
 		a.logger.Info("snapshot: taken on request", "index", info.Index, "bytes", info.Bytes, "took", info.Took.String(), "remote", ctx.RemoteIP().String())
 	}
-	httpx.WriteJSON(ctx, fasthttp.StatusOK, SnapshotJSON{Index: info.Index, Term: info.Term, Bytes: info.Bytes, Seconds: info.Took.Seconds(), New: info.New})
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, snapshotJSON{Index: info.Index, Term: info.Term, Bytes: info.Bytes, Seconds: info.Took.Seconds(), New: info.New})
 }
 
 // snapshotTimeout bounds a snapshot taken on request: ten million keys take

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 // The API's form tokens: issue and consume.
 

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"encoding/json"
@@ -48,7 +48,7 @@ func TestAPISnapshotAuth(t *testing.T) {
 			t.Errorf("%s: Allow %q, want GET, HEAD, POST", tt.name, r.Header.Get("Allow"))
 		}
 		if tt.status == 200 && tt.method == "POST" {
-			var info SnapshotJSON
+			var info snapshotJSON
 			if err := json.Unmarshal([]byte(r.Body), &info); err != nil || !info.New || info.Bytes <= 0 {
 				t.Errorf("%s: %s (%v): want a new snapshot with its size", tt.name, r.Body, err)
 			}
@@ -85,8 +85,8 @@ func TestAPISnapshotCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the body is not a valid backup: %v", err)
 	}
-	if got := r.Header.Get(HeaderSnapshotIndex); got != strconv.FormatUint(meta.Index, 10) || meta.Index < last {
-		t.Fatalf("%s: %s, metadata index %d; want them equal and at least the last write's %d", HeaderSnapshotIndex, got, meta.Index, last)
+	if got := r.Header.Get(headerSnapshotIndex); got != strconv.FormatUint(meta.Index, 10) || meta.Index < last {
+		t.Fatalf("%s: %s, metadata index %d; want them equal and at least the last write's %d", headerSnapshotIndex, got, meta.Index, last)
 	}
 	if cl := r.Header.Get("Content-Length"); cl != strconv.FormatInt(size, 10) {
 		t.Fatalf("Content-Length %s, body %d bytes", cl, size)
@@ -108,10 +108,10 @@ func TestAPITakeSnapshotCluster(t *testing.T) {
 		}
 		last, _ = strconv.ParseUint(strings.Trim(r.Header.Get("ETag"), `"`), 10, 64)
 	}
-	snapshot := func() SnapshotJSON {
+	snapshot := func() snapshotJSON {
 		t.Helper()
 		r := do(t, "POST", ac.urls[leader]+"/v1/snapshot", "")
-		var info SnapshotJSON
+		var info snapshotJSON
 		if r.Status != 200 || r.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("POST /v1/snapshot = %d %q %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 		}

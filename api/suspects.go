@@ -1,4 +1,4 @@
-package gateway
+package api
 
 // The API's list of suspected duplicates.
 
@@ -11,8 +11,8 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 )
 
-// SuspectJSON is one suspected duplicate in GET /v1/suspects.
-type SuspectJSON struct {
+// suspectJSON is one suspected duplicate in GET /v1/suspects.
+type suspectJSON struct {
 	At         string `json:"at"`
 	Scope      string `json:"scope"`
 	Tenant     string `json:"tenant"`
@@ -40,14 +40,14 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 		httpx.WriteError(ctx, err)
 		return
 	}
-	out := []SuspectJSON{}
+	out := []suspectJSON{}
 	for _, s := range log {
 		parts := strings.SplitN(string(s.Key), "\x00", 3)
 		earlier := strings.SplitN(string(s.Earlier), "\x00", 3)
 		if len(parts) != 3 || len(earlier) != 3 {
 			continue
 		}
-		out = append(out, SuspectJSON{At: httpx.RFC3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
+		out = append(out, suspectJSON{At: httpx.RFC3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": out})
 }

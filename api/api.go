@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"bytes"
@@ -21,8 +21,8 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// APIConfig configures the API listener.
-type APIConfig struct {
+// Config configures the API listener.
+type Config struct {
 	Addr string
 	// NodeAPIs maps node ids to API addresses known from the cluster file.
 	NodeAPIs map[string]string
@@ -45,7 +45,7 @@ type APIConfig struct {
 // API is the API listener.
 type API struct {
 	httpx.Listener
-	cfg     APIConfig
+	cfg     Config
 	store   Store
 	tokens  *tokens.Service
 	metrics fasthttp.RequestHandler
@@ -55,8 +55,8 @@ type API struct {
 	hosts   hostAllowList
 }
 
-// NewAPI builds the API listener over store; gatherer serves /metrics.
-func NewAPI(cfg APIConfig, store Store, tok *tokens.Service, gatherer prometheus.Gatherer) *API {
+// New builds the API listener over store; gatherer serves /metrics.
+func New(cfg Config, store Store, tok *tokens.Service, gatherer prometheus.Gatherer) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 // The API's idempotency records: read one, release one by hand.
 
@@ -14,8 +14,8 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 )
 
-// RecordJSON is a record as the API shows it.
-type RecordJSON struct {
+// recordJSON is a record as the API shows it.
+type recordJSON struct {
 	Scope       string `json:"scope"`
 	Tenant      string `json:"tenant"`
 	Key         string `json:"key"`
@@ -62,7 +62,7 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		case err != nil:
 			httpx.WriteError(ctx, err)
 		default:
-			httpx.WriteJSON(ctx, fasthttp.StatusOK, RecordJSON{
+			httpx.WriteJSON(ctx, fasthttp.StatusOK, recordJSON{
 				Scope: scope, Tenant: tenant, Key: key, State: rec.State.String(),
 				Fingerprint: hex.EncodeToString(rec.Fingerprint), Fence: rec.Fence,
 				CreatedAt: httpx.RFC3339(nsTime(rec.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(rec.UpdatedAt)),

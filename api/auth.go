@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ const authRealm = `Bearer realm="idemgate"`
 // SetAccess replaces the API's authorization for every request that starts
 // after it returns, so a reload (SIGHUP) needs no restart; a request in
 // flight finishes under the Access it started with. nil turns
-// authorization off, as a nil APIConfig.Access does.
+// authorization off, as a nil Config.Access does.
 func (a *API) SetAccess(ac *auth.Access) { a.access.Store(ac) }
 
 // authorize is the API's one authorization check, made before routing on

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 // The API's KV keyspace: SETNX, compare-and-set, GET, GETDEL.
 

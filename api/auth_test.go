@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"bufio"
@@ -212,7 +212,7 @@ func TestAPIAuthCSRFShape(t *testing.T) {
 	if r := do(t, "POST", u+"/v1/cluster/nodes", node, "Content-Type", "text/plain"); r.Status != 401 {
 		t.Fatalf("add node as text/plain without a token: got %d, want 401", r.Status)
 	}
-	var cl ClusterJSON
+	var cl clusterJSON
 	r := do(t, "GET", u+"/v1/cluster", "", admin...)
 	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || len(cl.Nodes) != 3 {
 		t.Fatalf("after the refused adds: got %d nodes (%s), want 3", len(cl.Nodes), r.Body)

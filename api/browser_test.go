@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 // watchedStore is the in-memory store, counting the calls that change
 // state or read it wholesale: a refused request must make none.
 type watchedStore struct {
-	Store
+	nodeStore
 	calls atomic.Int64
 }
 
@@ -40,65 +40,65 @@ func (s *watchedStore) count() { s.calls.Add(1) }
 
 func (s *watchedStore) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	s.count()
-	return s.Store.ApplyKV(ctx, c)
+	return s.nodeStore.ApplyKV(ctx, c)
 }
 
 func (s *watchedStore) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
 	s.count()
-	return s.Store.KV(ctx, key, local)
+	return s.nodeStore.KV(ctx, key, local)
 }
 
 func (s *watchedStore) ConsumeToken(ctx context.Context, key []byte) error {
 	s.count()
-	return s.Store.ConsumeToken(ctx, key)
+	return s.nodeStore.ConsumeToken(ctx, key)
 }
 
 func (s *watchedStore) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
 	s.count()
-	return s.Store.IssueToken(ctx, key, ttl)
+	return s.nodeStore.IssueToken(ctx, key, ttl)
 }
 
 func (s *watchedStore) Release(ctx context.Context, key []byte, fence uint64) error {
 	s.count()
-	return s.Store.Release(ctx, key, fence)
+	return s.nodeStore.Release(ctx, key, fence)
 }
 
 func (s *watchedStore) Promote(ctx context.Context, id string, force bool) error {
 	s.count()
-	return s.Store.Promote(ctx, id, force)
+	return s.nodeStore.Promote(ctx, id, force)
 }
 
 func (s *watchedStore) RemoveServer(ctx context.Context, id string, force bool) error {
 	s.count()
-	return s.Store.RemoveServer(ctx, id, force)
+	return s.nodeStore.RemoveServer(ctx, id, force)
 }
 
 func (s *watchedStore) AddVoter(ctx context.Context, id, raftAddr string) error {
 	s.count()
-	return s.Store.AddVoter(ctx, id, raftAddr)
+	return s.nodeStore.AddVoter(ctx, id, raftAddr)
 }
 
 func (s *watchedStore) AddNonvoter(ctx context.Context, id, raftAddr string) error {
 	s.count()
-	return s.Store.AddNonvoter(ctx, id, raftAddr)
+	return s.nodeStore.AddNonvoter(ctx, id, raftAddr)
 }
 
 func (s *watchedStore) TakeSnapshot(ctx context.Context) (raftstore.SnapshotInfo, error) {
 	s.count()
-	return s.Store.TakeSnapshot(ctx)
+	return s.nodeStore.TakeSnapshot(ctx)
 }
 
 func (s *watchedStore) Backup(ctx context.Context) (*raftstore.Backup, error) {
 	s.count()
-	return s.Store.Backup(ctx)
+	return s.nodeStore.Backup(ctx)
 }
 
 // startWatchedAPI starts an API listener over a watched in-memory store,
 // serving TLS with tlsCfg unless it is nil, with hosts as its names.
 func startWatchedAPI(t *testing.T, tlsCfg *tls.Config, hosts ...string) (*watchedStore, *API) {
 	t.Helper()
-	ws := &watchedStore{Store: memstore.New(t)}
-	api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
+	ws := &watchedStore{nodeStore: memstore.New(t)}
+	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Hosts: hosts}, ws, tokens.New(ws, 30*time.Minute), prometheus.NewRegistry())
 	if tlsCfg != nil {

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"encoding/json"
@@ -54,7 +54,7 @@ func TestAPIMembershipHostile(t *testing.T) {
 	if r.Status != 409 || r.ProblemType(t) != "membership-conflict" || !strings.Contains(r.Body, "force") {
 		t.Errorf("removal that loses the quorum = %d %s, want 409 naming force", r.Status, r.Body)
 	}
-	var cl ClusterJSON
+	var cl clusterJSON
 	r = do(t, "GET", u+"/v1/cluster", "")
 	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || len(cl.Nodes) != 3 {
 		t.Fatalf("membership changed by refused calls: %s", r.Body)
@@ -69,7 +69,7 @@ func TestAPILearner(t *testing.T) {
 	u := ac.urls[(leader+1)%3]
 	body := fmt.Sprintf(`{"id":"n4","raft":%q,"api":"127.0.0.1:9","voter":false}`, startEmptyNode(t, ac, "n4"))
 	r := postJSON(t, u+"/v1/cluster/nodes", body)
-	var cl ClusterJSON
+	var cl clusterJSON
 	if r.Status != 200 || json.Unmarshal([]byte(r.Body), &cl) != nil {
 		t.Fatalf("add learner = %d %s", r.Status, r.Body)
 	}
@@ -128,10 +128,10 @@ func TestAPIStatus(t *testing.T) {
 	ac := startAPICluster(t, 3)
 	leader := ac.c.WaitLeader(5 * time.Second)
 	follower := (leader + 1) % 3
-	get := func(i int) StatusJSON {
+	get := func(i int) statusJSON {
 		t.Helper()
 		r := do(t, "GET", ac.urls[i]+"/v1/status", "")
-		var st StatusJSON
+		var st statusJSON
 		if r.Status != 200 || json.Unmarshal([]byte(r.Body), &st) != nil {
 			t.Fatalf("GET /v1/status on n%d = %d %s", i+1, r.Status, r.Body)
 		}

@@ -1,4 +1,4 @@
-package gateway
+package api
 
 import (
 	"bytes"
@@ -27,6 +27,16 @@ import (
 
 // apiCluster is n API listeners over one in-memory store (the behaviour
 // tests), or over a real cluster, one per node (c set: the wiring tests).
+// nodeStore is a store as a node holds it: the API's Store, and the form
+// tokens' (tokens.New is given it).
+type nodeStore interface {
+	Store
+	tokens.Store
+}
+
+// memstore stands in for the store a node holds.
+var _ nodeStore = (*memstore.Store)(nil)
+
 type apiCluster struct {
 	c    *raftstore.TestCluster
 	apis []*API
@@ -46,13 +56,13 @@ func startAPIs(t testing.TB, n int, access *auth.Access) *apiCluster {
 }
 
 // serve starts one API listener over s.
-func (ac *apiCluster) serve(t testing.TB, s Store, reg *prometheus.Registry, access *auth.Access) {
+func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry, access *auth.Access) {
 	t.Helper()
 	tok := tokens.New(s, 30*time.Minute)
 	if err := tok.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	api := NewAPI(APIConfig{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
+	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
 	if err := api.Listen(); err != nil {
@@ -276,7 +286,7 @@ func tokExpires(body string) string {
 func TestAPIClusterHealthMetrics(t *testing.T) {
 	ac := startAPICluster(t, 3)
 	r := do(t, "GET", ac.urls[2]+"/v1/cluster", "")
-	var cl ClusterJSON
+	var cl clusterJSON
 	if err := json.Unmarshal([]byte(r.Body), &cl); err != nil || cl.Leader == "" || len(cl.Nodes) != 3 {
 		t.Fatalf("cluster = %s (%v)", r.Body, err)
 	}
@@ -310,7 +320,7 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 	}
 	// Membership: remove a follower through another node, then add it back
 	// through a member (the removed node itself refuses: it serves nothing).
-	var follower NodeJSON
+	var follower nodeJSON
 	member := ""
 	for _, n := range cl.Nodes {
 		if n.ID != cl.Leader {

@@ -1,0 +1,65 @@
+package api
+
+import (
+	"context"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// Store is what the API listener needs from the replicated store;
+// *raftstore.Store implements it over Raft, internal/memstore in memory for
+// the behaviour tests. Writes are applied wherever they are asked (a
+// follower forwards them to the leader); reads are linearizable unless
+// local is set (this node's applied state as it is). Form tokens go through
+// the tokens.Service the API is given, not through this interface.
+type Store interface {
+	// KV reads one key of the KV keyspace.
+	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	// ApplyKV applies a KV command built by fsm's constructors; refusals are in the result's Code.
+	ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
+	// Record reads an idempotency record (GET /v1/records/KEY).
+	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
+	// Release frees a record's key when its fence still holds it (DELETE /v1/records/KEY).
+	Release(ctx context.Context, key []byte, fence uint64) error
+	// Suspects lists up to limit suspected duplicates, newest first.
+	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
+
+	// Leader is the leader's id and Raft address as this node knows them ("" when none).
+	Leader() (id, raftAddr string)
+	// Cluster is the membership as the leader sees it, or as this node does when it cannot ask.
+	Cluster(ctx context.Context) (raftstore.ClusterView, error)
+	// ClusterID is the cluster's id ("" before its first leader gave one).
+	ClusterID() string
+	// SetNodeAPI records the API address of a member added at runtime, in the store's reserved keys.
+	SetNodeAPI(ctx context.Context, id, api string) error
+	// NodeAPI reads (locally) the API address SetNodeAPI recorded.
+	NodeAPI(id string) (string, bool)
+	// AddVoter adds a voting member.
+	AddVoter(ctx context.Context, id, raftAddr string) error
+	// AddNonvoter adds a member that replicates but does not vote.
+	AddNonvoter(ctx context.Context, id, raftAddr string) error
+	// Promote makes a nonvoter a voter; without force, only a reachable one that has caught up.
+	Promote(ctx context.Context, id string, force bool) error
+	// RemoveServer removes a member; without force, not when it would leave fewer reachable voters than a quorum.
+	RemoveServer(ctx context.Context, id string, force bool) error
+	// Removed: this node was removed from the cluster.
+	Removed() bool
+	// Barrier waits until this node has applied everything committed before the call.
+	Barrier(ctx context.Context) error
+
+	// NotReady says why this node cannot serve writes now ("" when it can): GET /readyz.
+	NotReady() string
+	// Alive: the node's Raft and state machine still run (GET /healthz).
+	Alive() bool
+	// Indexes are this node's commit and applied indexes.
+	Indexes() (commit, applied uint64)
+	// Status is the node's role, term, indexes and readiness.
+	Status() raftstore.NodeStatus
+	// Backup takes a backup of the state after a linearizable barrier, to be read once and closed (GET /v1/snapshot).
+	Backup(ctx context.Context) (*raftstore.Backup, error)
+	// TakeSnapshot takes a Raft snapshot on this node now and compacts its log (POST /v1/snapshot).
+	TakeSnapshot(ctx context.Context) (raftstore.SnapshotInfo, error)
+}
+
+var _ Store = (*raftstore.Store)(nil)
