@@ -110,6 +110,8 @@ func WriteError(ctx *fasthttp.RequestCtx, err error) {
 	WriteProblem(ctx, Internal, err.Error())
 }
 
+// WriteJSON answers with v as a JSON body and status; a v that does not
+// marshal is a 500.
 func WriteJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// IssuedToken is the answer to issuing a form token.
-type IssuedToken struct {
+// issuedToken is the answer to issuing a form token.
+type issuedToken struct {
 	Token     string `json:"token"`
 	Scope     string `json:"scope"`
 	ExpiresAt string `json:"expires_at"`
@@ -32,6 +32,6 @@ func IssueToken(ctx *fasthttp.RequestCtx, svc *tokens.Service, scope string, ttl
 	case err != nil:
 		WriteError(ctx, err)
 	default:
-		WriteJSON(ctx, fasthttp.StatusCreated, IssuedToken{Token: tok.Value, Scope: tok.Scope, ExpiresAt: RFC3339(tok.ExpiresAt)})
+		WriteJSON(ctx, fasthttp.StatusCreated, issuedToken{Token: tok.Value, Scope: tok.Scope, ExpiresAt: RFC3339(tok.ExpiresAt)})
 	}
 }
