@@ -18,7 +18,7 @@ import (
 	"github.com/idemgate/idemgate/history"
 )
 
-// A T1 history (README, Reliability): 3 in-process nodes on real raft-boltdb and
+// A T1 history (docs/reliability.md): 3 in-process nodes on real raft-boltdb and
 // bbolt, Raft traffic through one proxy per directed link, concurrent
 // clients on all nodes over a small keyspace, one fault in the middle of
 // the run, then heal. Every operation is recorded; those whose answer was
