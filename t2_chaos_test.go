@@ -23,7 +23,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/history"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 )

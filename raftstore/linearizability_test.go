@@ -13,9 +13,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/idemgate/idemgate/faults"
+	"github.com/idemgate/idemgate/internal/faults"
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/history"
 )
 
 // A T1 history (docs/reliability.md): 3 in-process nodes on real raft-boltdb and
