@@ -13,8 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/idemgate/idemgate/internal/faults"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/faults"
 	"github.com/idemgate/idemgate/internal/history"
 )
 
