@@ -170,7 +170,7 @@ func tokenCmd(args []string, stdout, stderr io.Writer) int {
 	sum := sha256.Sum256([]byte(secret))
 	fmt.Fprintln(stdout, secret)
 	// Indented as an item of api.tokens in a file that writes it
-	// "api:\n  tokens:" (README's, cluster.example.yaml's), so the line
+	// "api:\n  tokens:" (docs/security.md's, cluster.example.yaml's), so the line
 	// pastes (or appends, when api.tokens ends the file) as printed.
 	fmt.Fprintf(stdout, "%s- {name: %s, role: %s, sha256: \"%s\"}\n", tokenIndent, *name, *role, hex.EncodeToString(sum[:]))
 	return 0

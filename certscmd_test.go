@@ -140,11 +140,12 @@ func TestTokenCommand(t *testing.T) {
 	}
 }
 
-// TestTokenEntriesPasteIntoREADME: the entries idemgate token prints go, as
-// printed, below "tokens:" in the 3-machine guide's file (and appended to
-// it, since api.tokens ends it): the file then parses with those tokens.
-func TestTokenEntriesPasteIntoREADME(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// TestTokenEntriesPasteIntoGuide: the entries idemgate token prints go, as
+// printed, below "tokens:" in the file of docs/security.md's 3-machine guide
+// (and appended to it, since api.tokens ends it): the file then parses with
+// those tokens.
+func TestTokenEntriesPasteIntoGuide(t *testing.T) {
+	readme, err := os.ReadFile("docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestTokenEntriesPasteIntoREADME(t *testing.T) {
 	text := string(readme)
 	at := strings.Index(text, marker)
 	if at < 0 {
-		t.Fatalf("README.md: the 3-machine file's %q line is gone", marker)
+		t.Fatalf("docs/security.md: the 3-machine file's %q line is gone", marker)
 	}
 	start := strings.LastIndex(text[:at], "```yaml\n") + len("```yaml\n")
 	end := at + strings.Index(text[at:], "```")

@@ -243,7 +243,7 @@ func TestAlertRulesPromtool(t *testing.T) {
 }
 
 // alertSelector is one metric selector of an alert expression or of
-// README's "What to alert on" table: a name and its label matchers
+// docs/operations.md's "What to alert on" table: a name and its label matchers
 // (label -> values it must match; a bare label: any value).
 type alertSelector struct {
 	name   string
@@ -283,10 +283,10 @@ func parseSelectors(t *testing.T, where, s string) []alertSelector {
 
 // TestAlertSeriesExistFromStart scrapes a fresh node's /metrics (3 nodes,
 // nothing sent yet) and finds a series for every selector an alert or
-// README's alert table names: a labelled counter an alert counts up from
+// docs/operations.md's alert table names: a labelled counter an alert counts up from
 // must exist at 0 before its first event, or increase() cannot see that
 // event. idemgate_requests_total{outcome=...} is there for every route;
-// idemgate_peer_rejected_total for every reason README lists.
+// idemgate_peer_rejected_total for every reason docs/security.md lists.
 func TestAlertSeriesExistFromStart(t *testing.T) {
 	var sels []alertSelector
 	for _, g := range readAlertRules(t).Groups {
@@ -294,22 +294,26 @@ func TestAlertSeriesExistFromStart(t *testing.T) {
 			sels = append(sels, parseSelectors(t, "deploy/alerts.yaml "+r.Alert, r.Expr)...)
 		}
 	}
-	readme, err := os.ReadFile("README.md")
+	operations, err := os.ReadFile("docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := regexp.MustCompile("(?s)### What to alert on\n.*?\n\n(\\|.*?)\n\n").FindSubmatch(readme)
+	table := regexp.MustCompile("(?s)### What to alert on\n.*?\n\n(\\|.*?)\n\n").FindSubmatch(operations)
 	if table == nil {
-		t.Fatal("README has no table under ### What to alert on")
+		t.Fatal("docs/operations.md has no table under ### What to alert on")
 	}
 	for _, row := range strings.Split(string(table[1]), "\n") {
 		if cells := strings.Split(row, " | "); len(cells) > 1 {
-			sels = append(sels, parseSelectors(t, "README's alert table", cells[0])...)
+			sels = append(sels, parseSelectors(t, "docs/operations.md's alert table", cells[0])...)
 		}
 	}
-	reasons := regexp.MustCompile("(?s)counted in `idemgate_peer_rejected_total\\{reason\\}` \\(([^)]*)\\)").FindSubmatch(readme)
+	security, err := os.ReadFile("docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := regexp.MustCompile("(?s)counted in `idemgate_peer_rejected_total\\{reason\\}` \\(([^)]*)\\)").FindSubmatch(security)
 	if reasons == nil {
-		t.Fatal("README lists no reasons for idemgate_peer_rejected_total")
+		t.Fatal("docs/security.md lists no reasons for idemgate_peer_rejected_total")
 	}
 	for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllSubmatch(reasons[1], -1) {
 		sels = append(sels, alertSelector{name: "idemgate_peer_rejected_total", labels: map[string][]string{"reason": {string(w[1])}}})

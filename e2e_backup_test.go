@@ -22,7 +22,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/history"
 )
 
 // runCLI runs the binary with args and returns its exit code and output.

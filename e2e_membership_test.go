@@ -45,7 +45,7 @@ func readyz(api string) int {
 	return code
 }
 
-// TestE2EOperatorMembership is README's membership walk-through with real
+// TestE2EOperatorMembership is docs/operations.md's membership walk-through with real
 // processes: remove the leader (it hands leadership on, says it was
 // removed, and comes back without a restart); then a machine dies: a
 // removal that would lose the quorum is refused, the dead node is removed,

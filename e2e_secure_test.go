@@ -22,7 +22,7 @@ import (
 )
 
 // TestE2ESecuredCluster: three real processes with mutual TLS on the Raft
-// ports and TLS on the API, set up as README says (idemgate certs). The
+// ports and TLS on the API, set up as docs/security.md says (idemgate certs). The
 // certificates and an application's API token are rotated while writes run
 // (SIGHUP, no restart) and no write fails; then the leader is killed and the
 // survivors, dialling each other with the new certificates, carry on.
@@ -40,7 +40,7 @@ func TestE2ESecuredCluster(t *testing.T) {
 	if out, err := exec.Command(bin, "certs", "--config", cfgPath).CombinedOutput(); err != nil {
 		t.Fatalf("idemgate certs: %v\n%s", err, out)
 	}
-	// API tokens as README says: idemgate token prints the secret and the
+	// API tokens as docs/security.md says: idemgate token prints the secret and the
 	// entry for the file.
 	base, _ := os.ReadFile(cfgPath)
 	newToken := func(role, name string) (secret, entry string) {

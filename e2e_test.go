@@ -160,6 +160,14 @@ func TestE2EThreeProcesses(t *testing.T) {
 		leader = cl.Leader
 		return leader != ""
 	})
+	// Every node knows it too (readyz), as a load balancer waits: a node
+	// that has not heard from the leader yet answers 503 at once.
+	for _, id := range ids {
+		waitFor(t, id+" ready", 20*time.Second, func() bool {
+			code, _, _, err := httpDo("GET", "http://"+apis[id]+"/readyz", "")
+			return err == nil && code == 200
+		})
+	}
 
 	// Writes through every node.
 	for i := 0; i < 30; i++ {

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// readmeRecoverPrologue brings the walk-through's cluster to where README's
-// recover procedure starts: a payment and a SETNX acknowledged, then n2 and
+// readmeRecoverPrologue brings the walk-through's cluster to where the
+// recover procedure of docs/operations.md starts: a payment and a SETNX acknowledged, then n2 and
 // n3 lost for good (killed; their data goes when the procedure wipes it)
 // and the survivor n1 stopped.
 var readmeRecoverPrologue = []string{
@@ -30,8 +30,8 @@ var readmeRecoverEpilogue = []string{
 	`for p in 9002 9003; do for i in $(seq 300); do curl -sf 127.0.0.1:$p/readyz >/dev/null && break; sleep 0.2; done; done`,
 }
 
-// TestREADMERecover runs README's "a quorum lost for good" procedure as
-// printed on the walk-through's cluster after n2 and n3 were lost: the
+// TestREADMERecover runs the "a quorum lost for good" procedure of
+// docs/operations.md as printed on the walk-through's cluster after n2 and n3 were lost: the
 // wiped nodes are started at the same moment, before they are added. The
 // result must be one cluster of three, holding every acknowledged write
 // once: the old payment is replayed, not charged again, on any node; the
@@ -49,7 +49,7 @@ func TestREADMERecover(t *testing.T) {
 		}
 	}
 	if procedure == nil {
-		t.Fatal(`README has no block marked <!-- readme-test: scenario: recover: … -->`)
+		t.Fatal(`neither README nor docs/ has a block marked <!-- readme-test: scenario: recover: … -->`)
 	}
 	run := *procedure
 	run.skip = ""

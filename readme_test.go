@@ -1,18 +1,22 @@
 package main
 
-// TestREADME runs README.md's shell examples, as printed, against the
-// processes they start: a reader who copies them gets what the README says.
+// TestREADME runs the shell examples of README.md and of the docs/ pages it
+// links, as printed, against the processes they start: a reader who copies
+// them gets what the pages say.
 //
 // The convention (to add an example, follow it; the test explains a
-// mismatch with the README line):
+// mismatch with the page's line):
 //
-//   - Every ```sh block runs, in README order, in one bash process (set -e,
-//     pipefail), so variables and background jobs (`kill %4`) carry from
-//     one block to the next, as in a reader's terminal. The working
-//     directory is a copy of the repository, so `go build -o idemgate .`,
-//     `go run ./examples/payments` and cluster.example.yaml's ./data/{id}
-//     work as printed. The processes a block starts in the background are
-//     stopped at the end.
+//   - Every ```sh block runs, in one bash process (set -e, pipefail):
+//     README.md's first, then those of each docs/ page in the order of
+//     README's "## Documentation" table, each page top to bottom. So the
+//     walk-through's cluster, variables and background jobs (`kill %1`)
+//     carry from one block to the next and from README to the pages, as in
+//     a reader's terminal. Every docs/*.md must be in that table. The
+//     working directory is a copy of the repository, so `go build -o
+//     idemgate .`, `go run ./examples/payments` and cluster.example.yaml's
+//     ./data/{id} work as printed. The processes a block starts in the
+//     background are stopped at the end.
 //   - A block that cannot run here (other machines, long runs) is preceded,
 //     on the line just before its fence, by
 //     `<!-- readme-test: skip: the reason -->` (invisible on GitHub).
@@ -36,7 +40,8 @@ package main
 // taken the test skips, naming it. Without curl or bash it skips too,
 // except under CI (CI set), where it fails:
 // .ci/run installs curl. The count of blocks run and of checks made is
-// asserted, so a README whose examples did not run cannot pass.
+// asserted, per page and in all, so pages whose examples did not run
+// cannot pass.
 
 import (
 	"context"
@@ -55,17 +60,19 @@ import (
 	"time"
 )
 
-// readmeBlock is one ```sh block of the README.
+// readmeBlock is one ```sh block of a page.
 type readmeBlock struct {
-	line     int      // the README line of its first command
+	file     string   // the page, "README.md" or "docs/api.md"
+	line     int      // the page's line of its first command
 	lines    []string // its lines, as printed
 	skip     string   // why it does not run, or ""
 	scenario string   // the scenario test that runs it instead, or ""
 }
 
-// readmeCheck is what one curl line of the README must answer.
+// readmeCheck is what one curl line of a page must answer.
 type readmeCheck struct {
-	line    int      // README line of the curl command
+	file    string   // the page
+	line    int      // the page's line of the curl command
 	status  string   // "201", or "2xx"
 	samples []string // output lines it must print ("…" for anything)
 }
@@ -75,20 +82,21 @@ const (
 	readmeScenarioMarker = "<!-- readme-test: scenario:"
 )
 
-// readmeBlocks extracts the ```sh blocks of a README.
-func readmeBlocks(text string) ([]readmeBlock, error) {
+// readmeBlocks extracts the ```sh blocks of a page; file names it in the
+// blocks and in errors.
+func readmeBlocks(file, text string) ([]readmeBlock, error) {
 	var blocks []readmeBlock
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		if strings.TrimSpace(lines[i]) != "```sh" {
 			continue
 		}
-		b := readmeBlock{line: i + 2}
+		b := readmeBlock{file: file, line: i + 2}
 		if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), readmeScenarioMarker) {
 			rest := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i-1]), readmeScenarioMarker)), "-->")
 			name, why, ok := strings.Cut(rest, ":")
 			if !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(why) == "" {
-				return nil, fmt.Errorf("README.md:%d: a scenario marker must give its name and reason", i)
+				return nil, fmt.Errorf("%s:%d: a scenario marker must give its name and reason", file, i)
 			}
 			b.scenario = strings.TrimSpace(name)
 			b.skip = "scenario " + b.scenario + ":" + why
@@ -96,7 +104,7 @@ func readmeBlocks(text string) ([]readmeBlock, error) {
 		if i > 0 && strings.HasPrefix(strings.TrimSpace(lines[i-1]), readmeSkipMarker) {
 			b.skip = strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(lines[i-1]), readmeSkipMarker)), "-->")
 			if strings.TrimSpace(b.skip) == "" {
-				return nil, fmt.Errorf("README.md:%d: a skip marker must give its reason", i)
+				return nil, fmt.Errorf("%s:%d: a skip marker must give its reason", file, i)
 			}
 		}
 		j := i + 1
@@ -104,7 +112,7 @@ func readmeBlocks(text string) ([]readmeBlock, error) {
 			b.lines = append(b.lines, lines[j])
 		}
 		if j == len(lines) {
-			return nil, fmt.Errorf("README.md:%d: the ```sh block is never closed", i+1)
+			return nil, fmt.Errorf("%s:%d: the ```sh block is never closed", file, i+1)
 		}
 		blocks = append(blocks, b)
 		i = j
@@ -137,35 +145,44 @@ func trailingComment(line string) (cmd, comment string) {
 	return line, ""
 }
 
+// at names a line of a page: "docs/api.md:12" (a block of no page: the
+// test's own prologue).
+func at(file string, line int) string {
+	if file == "" {
+		file = "(the test's own lines)"
+	}
+	return fmt.Sprintf("%s:%d", file, line)
+}
+
 // readmeScript turns the blocks that run into one bash script: each line
 // as printed, a check call after every curl line. lineOf maps a script
-// line (1-based) to its README line.
-func readmeScript(blocks []readmeBlock) (script string, checks []readmeCheck, lineOf map[int]int, ran int) {
+// line (1-based) to the page's line it came from.
+func readmeScript(blocks []readmeBlock) (script string, checks []readmeCheck, lineOf map[int]string, ran int) {
 	var sb strings.Builder
-	lineOf = map[int]int{}
+	lineOf = map[int]string{}
 	n := 0
-	emit := func(s string, readmeLine int) {
+	emit := func(s, where string) {
 		sb.WriteString(s + "\n")
 		n++
-		lineOf[n] = readmeLine
+		lineOf[n] = where
 	}
-	emit(`set -eo pipefail`, 0)
-	emit(`trap 'echo "$LINENO" > "$READMETEST_DIR/errline"' ERR`, 0)
+	emit(`set -eo pipefail`, "")
+	emit(`trap 'echo "$LINENO" > "$READMETEST_DIR/errline"' ERR`, "")
 	// The wrapper keeps each call's headers and output for the checks
 	// (writing files, it works in $(...) and pipelines too).
-	emit(`curl() { rm -f "$READMETEST_DIR/h" "$READMETEST_DIR/o"; command curl --no-progress-meter --max-time 30 -D "$READMETEST_DIR/h" "$@" | tee "$READMETEST_DIR/o"; }`, 0)
-	emit(`__check() { cp "$READMETEST_DIR/h" "$READMETEST_DIR/$1.h" 2>/dev/null || :; cp "$READMETEST_DIR/o" "$READMETEST_DIR/$1.o" 2>/dev/null || :; }`, 0)
-	emit(`__block() { echo "$1" >> "$READMETEST_DIR/blocks"; }`, 0)
+	emit(`curl() { rm -f "$READMETEST_DIR/h" "$READMETEST_DIR/o"; command curl --no-progress-meter --max-time 30 -D "$READMETEST_DIR/h" "$@" | tee "$READMETEST_DIR/o"; }`, "")
+	emit(`__check() { cp "$READMETEST_DIR/h" "$READMETEST_DIR/$1.h" 2>/dev/null || :; cp "$READMETEST_DIR/o" "$READMETEST_DIR/$1.o" 2>/dev/null || :; }`, "")
+	emit(`__block() { echo "$1" >> "$READMETEST_DIR/blocks"; }`, "")
 	for bi, b := range blocks {
 		if b.skip != "" {
 			continue
 		}
 		ran++
-		emit(fmt.Sprintf("__block %d", bi), b.line-1)
+		emit(fmt.Sprintf("__block %d", bi), at(b.file, b.line-1))
 		joined, first := "", 0 // a command continued over lines with \
 		for i := 0; i < len(b.lines); i++ {
 			line := b.lines[i]
-			emit(line, b.line+i)
+			emit(line, at(b.file, b.line+i))
 			cmd, comment := trailingComment(line)
 			if strings.HasPrefix(strings.TrimSpace(line), "#") {
 				continue
@@ -182,7 +199,7 @@ func readmeScript(blocks []readmeBlock) (script string, checks []readmeCheck, li
 			if !readmeCurlCall.MatchString(whole) {
 				continue
 			}
-			c := readmeCheck{line: first, status: "2xx"}
+			c := readmeCheck{file: b.file, line: first, status: "2xx"}
 			if m := readmeStatusComment.FindStringSubmatch(comment); m != nil {
 				c.status = m[1]
 			}
@@ -193,15 +210,15 @@ func readmeScript(blocks []readmeBlock) (script string, checks []readmeCheck, li
 				}
 				c.samples = append(c.samples, sample)
 			}
-			emit(fmt.Sprintf("__check %d", len(checks)), b.line+i)
+			emit(fmt.Sprintf("__check %d", len(checks)), at(b.file, b.line+i))
 			checks = append(checks, c)
 		}
 	}
-	emit(`echo done > "$READMETEST_DIR/done"`, 0)
+	emit(`echo done > "$READMETEST_DIR/done"`, "")
 	return sb.String(), checks, lineOf, ran
 }
 
-// sampleRegexp matches a README output sample: a whole line as printed,
+// sampleRegexp matches a page's output sample: a whole line as printed,
 // "…" standing for anything.
 func sampleRegexp(sample string) *regexp.Regexp {
 	parts := strings.Split(sample, "…")
@@ -247,14 +264,13 @@ func skipUnlessFree(t *testing.T, addrs []string) {
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", a)
 		if err != nil {
-			t.Skipf("the README's examples need %s, which is in use: %v", a, err)
+			t.Skipf("the examples of README and docs/ need %s, which is in use: %v", a, err)
 		}
 		l.Close()
 	}
 }
 
-// readmeAddrs are the loopback addresses (host:port) the README's examples
-// use.
+// readmeAddrs are the loopback addresses (host:port) the examples use.
 func readmeAddrs(texts ...string) []string {
 	seen := map[string]bool{}
 	var addrs []string
@@ -302,11 +318,23 @@ func readmeTools(t *testing.T) {
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is not installed: the README's examples need it (.ci/run installs curl)", tool)
+				t.Fatalf("%s is not installed: the examples of README and docs/ need it (.ci/run installs curl)", tool)
 			}
-			t.Skipf("%s is not installed: the README's examples need it (not under CI, so skipping)", tool)
+			t.Skipf("%s is not installed: the examples of README and docs/ need it (not under CI, so skipping)", tool)
 		}
 	}
+}
+
+// readmeFloor is how many blocks run and curl answers are checked on each
+// page today, at the least: fewer means examples stopped running (a fence
+// renamed, a skip marker too many, a page gone from README's table).
+var readmeFloor = map[string]struct{ blocks, checks int }{
+	"README.md":          {4, 11},
+	"docs/gateway.md":    {2, 6},
+	"docs/client.md":     {1, 2},
+	"docs/api.md":        {2, 19},
+	"docs/operations.md": {3, 12},
+	"docs/security.md":   {2, 7},
 }
 
 func TestREADME(t *testing.T) {
@@ -320,10 +348,27 @@ func TestREADME(t *testing.T) {
 		t.Fatal(err)
 	}
 	script, checks, lineOf, ran := readmeScript(blocks)
-	// The walkthrough has this many blocks and checks today; fewer means
-	// examples stopped running (a fence renamed, a skip marker too many).
-	if ran < 6 || len(checks) < 30 {
-		t.Fatalf("README: %d blocks would run with %d curl checks; want at least 6 and 30", ran, len(checks))
+	ranOn, checksOn := map[string]int{}, map[string]int{}
+	for _, b := range blocks {
+		if b.skip == "" {
+			ranOn[b.file]++
+		}
+	}
+	for _, c := range checks {
+		checksOn[c.file]++
+	}
+	floorBlocks, floorChecks := 0, 0
+	for file, want := range readmeFloor {
+		if ranOn[file] < want.blocks || checksOn[file] < want.checks {
+			t.Errorf("%s: %d blocks would run with %d curl checks; want at least %d and %d", file, ranOn[file], checksOn[file], want.blocks, want.checks)
+		}
+		floorBlocks, floorChecks = floorBlocks+want.blocks, floorChecks+want.checks
+	}
+	if ran < floorBlocks || len(checks) < floorChecks {
+		t.Errorf("README and docs/: %d blocks would run with %d curl checks; want at least %d and %d", ran, len(checks), floorBlocks, floorChecks)
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	var runnable strings.Builder
 	for _, b := range blocks {
@@ -334,19 +379,68 @@ func TestREADME(t *testing.T) {
 	skipUnlessFree(t, readmeAddrs(runnable.String(), string(example)))
 
 	checked := runReadme(t, script, checks, lineOf, ran, nil)
-	t.Logf("README: %d blocks ran (%d skipped), %d curl answers checked", ran, len(blocks)-ran, checked)
+	for _, file := range readmePages(t) {
+		t.Logf("%s: %d blocks ran, %d curl answers checked", file, ranOn[file], checksOn[file])
+	}
+	t.Logf("README and docs/: %d blocks ran (%d skipped), %d curl answers checked", ran, len(blocks)-ran, checked)
 }
 
-// loadReadmeBlocks reads README.md's ```sh blocks.
-func loadReadmeBlocks(t *testing.T) []readmeBlock {
+// readmeLinkRe finds the docs/ pages README's "## Documentation" table
+// links, in order.
+var readmeLinkRe = regexp.MustCompile(`\]\((docs/[a-z0-9-]+\.md)\)`)
+
+// readmePages is the order the examples run in: README.md, then the docs/
+// pages in the order of README's "## Documentation" table. Every page of
+// docs/ must be in it, so none has examples that never run.
+func readmePages(t *testing.T) []string {
 	t.Helper()
 	text, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := readmeBlocks(string(text))
+	_, table, ok := strings.Cut(string(text), "\n## Documentation\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Documentation" section linking the docs/ pages`)
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	pages := []string{"README.md"}
+	for _, m := range readmeLinkRe.FindAllStringSubmatch(table, -1) {
+		if !slices.Contains(pages, m[1]) {
+			pages = append(pages, m[1])
+		}
+	}
+	onDisk, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range onDisk {
+		if !slices.Contains(pages, filepath.ToSlash(p)) {
+			t.Errorf("%s is not linked from README's Documentation table: its examples would never run", p)
+		}
+	}
+	for _, p := range pages {
+		if !slices.Contains(onDisk, filepath.FromSlash(p)) && p != "README.md" {
+			t.Errorf("README's Documentation table links %s, which does not exist", p)
+		}
+	}
+	return pages
+}
+
+// loadReadmeBlocks reads the ```sh blocks of README.md and of the docs/
+// pages, in the order they run.
+func loadReadmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	var blocks []readmeBlock
+	for _, file := range readmePages(t) {
+		text, err := os.ReadFile(filepath.FromSlash(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, err := readmeBlocks(file, string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks = append(blocks, bs...)
 	}
 	return blocks
 }
@@ -355,7 +449,7 @@ func loadReadmeBlocks(t *testing.T) []readmeBlock {
 // checks what it recorded: every block ran, every curl answered as its
 // line says. after, if set, runs once the script is done and before the
 // processes it started are stopped. It returns the number of checks made.
-func runReadme(t *testing.T, script string, checks []readmeCheck, lineOf map[int]int, ran int, after func()) int {
+func runReadme(t *testing.T, script string, checks []readmeCheck, lineOf map[int]string, ran int, after func()) int {
 	t.Helper()
 	work, state := t.TempDir(), t.TempDir()
 	if err := copyRepo(work); err != nil {
@@ -396,13 +490,13 @@ func runReadme(t *testing.T, script string, checks []readmeCheck, lineOf map[int
 		where := "?"
 		if b, err := os.ReadFile(filepath.Join(state, "errline")); err == nil {
 			n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			where = fmt.Sprintf("README.md:%d", lineOf[n])
+			where = lineOf[n]
 		}
-		fail("the README's examples stopped at %s (%v); their output:\n%s", where, runErr, output)
+		fail("the examples stopped at %s (%v); their output:\n%s", where, runErr, output)
 	}
 	done, _ := os.ReadFile(filepath.Join(state, "blocks"))
 	if got := len(strings.Fields(string(done))); got != ran {
-		fail("%d of the README's %d runnable blocks ran", got, ran)
+		fail("%d of the %d runnable blocks ran", got, ran)
 	}
 	checked := 0
 	for i, c := range checks {
@@ -413,11 +507,11 @@ func runReadme(t *testing.T, script string, checks []readmeCheck, lineOf map[int
 		}
 		checked++
 		for _, p := range c.verify(string(h), string(o)) {
-			fail("README.md:%d: %s; curl printed:\n%s%s", c.line, p, h, o)
+			fail("%s: %s; curl printed:\n%s%s", at(c.file, c.line), p, h, o)
 		}
 	}
 	if checked != len(checks) {
-		fail("%d of the README's %d curl checks ran", checked, len(checks))
+		fail("%d of the %d curl checks ran", checked, len(checks))
 	}
 	if after != nil && !t.Failed() {
 		after()
@@ -440,7 +534,7 @@ func stopGroup(t *testing.T, pgid int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("README examples' processes still running 15s after SIGTERM; killing them")
+	t.Logf("the examples' processes still running 15s after SIGTERM; killing them")
 	syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
@@ -459,7 +553,7 @@ func TestREADMEConvention(t *testing.T) {
 		"```\n" +
 		"<!-- readme-test: skip: other machines -->\n```sh\ncurl https://10.0.0.1:9001/\n```\n" +
 		"```yaml\ncurl: no\n```\n"
-	blocks, err := readmeBlocks(readme)
+	blocks, err := readmeBlocks("docs/page.md", readme)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,16 +562,16 @@ func TestREADMEConvention(t *testing.T) {
 	}
 	_, checks, _, ran := readmeScript(blocks)
 	want := []readmeCheck{
-		{line: 4, status: "409"},
-		{line: 7, status: "201", samples: []string{"HTTP/1.1 201 Created", `{"token":"…","scope":"pay"}`}},
-		{line: 10, status: "2xx"},
-		{line: 11, status: "2xx"},
+		{file: "docs/page.md", line: 4, status: "409"},
+		{file: "docs/page.md", line: 7, status: "201", samples: []string{"HTTP/1.1 201 Created", `{"token":"…","scope":"pay"}`}},
+		{file: "docs/page.md", line: 10, status: "2xx"},
+		{file: "docs/page.md", line: 11, status: "2xx"},
 	}
 	if ran != 1 || len(checks) != len(want) {
 		t.Fatalf("readmeScript: %d blocks ran, checks %+v; want 1 block, %+v", ran, checks, want)
 	}
 	for i, w := range want {
-		if c := checks[i]; c.line != w.line || c.status != w.status || !slices.Equal(c.samples, w.samples) {
+		if c := checks[i]; c.file != w.file || c.line != w.line || c.status != w.status || !slices.Equal(c.samples, w.samples) {
 			t.Errorf("check %d = %+v, want %+v", i, c, w)
 		}
 	}
@@ -500,7 +594,7 @@ func TestREADMEConvention(t *testing.T) {
 		}
 	}
 	// A scenario block: skipped by the walk-through, named for its test.
-	sc, err := readmeBlocks("<!-- readme-test: scenario: recover: needs a cluster that lost two nodes -->\n```sh\nls\n```\n")
+	sc, err := readmeBlocks("README.md", "<!-- readme-test: scenario: recover: needs a cluster that lost two nodes -->\n```sh\nls\n```\n")
 	if err != nil || len(sc) != 1 || sc[0].scenario != "recover" || sc[0].skip == "" {
 		t.Errorf("scenario block = %+v, %v; want one skipped block of scenario recover", sc, err)
 	}
@@ -508,8 +602,8 @@ func TestREADMEConvention(t *testing.T) {
 	// an unclosed block: errors.
 	for _, bad := range []string{"<!-- readme-test: skip: -->\n```sh\nls\n```\n", "```sh\nls\n",
 		"<!-- readme-test: scenario: recover -->\n```sh\nls\n```\n", "<!-- readme-test: scenario: : why -->\n```sh\nls\n```\n"} {
-		if _, err := readmeBlocks(bad); err == nil {
-			t.Errorf("readmeBlocks(%q): no error", bad)
+		if _, err := readmeBlocks("docs/page.md", bad); err == nil || !strings.HasPrefix(err.Error(), "docs/page.md:") {
+			t.Errorf("readmeBlocks(%q) = %v, want an error naming docs/page.md and the line", bad, err)
 		}
 	}
 }

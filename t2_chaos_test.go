@@ -23,12 +23,12 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/history"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
-// TestT2 is the reliability suite's long run (T2; README, Reliability): real `idemgate serve` processes
+// TestT2 is the reliability suite's long run (T2; docs/reliability.md): real `idemgate serve` processes
 // (built with -tags chaos for the injectable clock), faults in rotation —
 // SIGKILL (the leader half the time), SIGSTOP/SIGCONT for 3-6 s, a restart
 // with a skewed clock, a restart under `prlimit --fsize` (disk full), a

@@ -94,7 +94,7 @@ func sampleLags(ctx context.Context, c *raftstore.TestCluster, i int, out *lagSa
 // second (spread over the three nodes, two thirds forwarded) answers
 // /readyz 200, and idemgate_ready 1, on every node, the leader included:
 // fewer than 1 in 1,000 polls may answer otherwise. It logs the apply lags
-// it sampled meanwhile (README's readyz bound is chosen from them).
+// it sampled meanwhile (docs/operations.md's readyz bound is chosen from them).
 func TestReadyUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of load on a 3-node cluster")

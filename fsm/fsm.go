@@ -299,7 +299,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	last := a.applied
 	for i, l := range logs {
-		if l.Index <= a.applied && !MutantNoAppliedIndexSkip {
+		if l.Index <= a.applied && !mutantNoAppliedIndexSkip {
 			continue // applied before a restart (hashicorp/raft #523)
 		}
 		last = l.Index
@@ -410,7 +410,7 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	if c.Stamp > a.now {
 		a.now = c.Stamp
 	}
-	if MutantWallClockInApply {
+	if mutantWallClockInApply {
 		a.now = time.Now().UnixNano()
 	}
 	// What changes nothing when applied twice is not remembered (the

@@ -8,8 +8,8 @@ import "testing"
 // replayed after a restart are applied again (they carry no request ids, so
 // dedup cannot mask it).
 func TestPlantedNoAppliedIndexSkipIsCaught(t *testing.T) {
-	MutantNoAppliedIndexSkip = true
-	defer func() { MutantNoAppliedIndexSkip = false }()
+	mutantNoAppliedIndexSkip = true
+	defer func() { mutantNoAppliedIndexSkip = false }()
 	if _, out := restartAndReplay(t); out[0] == nil || out[1] == nil {
 		t.Fatalf("the planted bug went unnoticed: replayed entries were not applied again (%v)", out)
 	}

@@ -7,10 +7,10 @@ package fsm
 // other build they are constants, false: the compiler drops each branch on
 // them, so a production binary carries no test switch.
 const (
-	// MutantWallClockInApply decides "now" from the applying replica's
+	// mutantWallClockInApply decides "now" from the applying replica's
 	// clock instead of the leader's stamp: replicas diverge.
-	MutantWallClockInApply = false
-	// MutantNoAppliedIndexSkip re-applies entries at or below the
+	mutantWallClockInApply = false
+	// mutantNoAppliedIndexSkip re-applies entries at or below the
 	// persisted applied index after a restart (hashicorp/raft #523, #396).
-	MutantNoAppliedIndexSkip = false
+	mutantNoAppliedIndexSkip = false
 )

@@ -4,6 +4,11 @@ package fsm
 
 // The planted bugs (see mutants.go), settable in this build only.
 var (
-	MutantWallClockInApply   bool
-	MutantNoAppliedIndexSkip bool
+	mutantWallClockInApply   bool
+	mutantNoAppliedIndexSkip bool
 )
+
+// PlantWallClockInApply turns the wall-clock planted bug on or off, for the
+// tests of packages above that must catch it (raftstore's T1 histories).
+// It exists only in a build with -tags mutants.
+func PlantWallClockInApply(on bool) { mutantWallClockInApply = on }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -390,7 +391,7 @@ func (g *Gateway) complete(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, f
 		cr.Body = body
 	}
 	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
-	err := g.store.Complete(c, cr)
+	err := throughElection(c, func(c context.Context) error { return g.store.Complete(c, cr) })
 	cancel()
 	if err == nil {
 		// The record as it is now stored, cached through the one
@@ -411,7 +412,7 @@ func (g *Gateway) complete(ctx *fasthttp.RequestCtx, r *route, rk, key []byte, f
 func (g *Gateway) release(rk []byte, fence uint64) {
 	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
 	defer cancel()
-	if err := g.store.Release(c, rk, fence); err != nil {
+	if err := throughElection(c, func(c context.Context) error { return g.store.Release(c, rk, fence) }); err != nil {
 		g.logger.Warn("release failed; the key frees at its processing deadline", "error", err)
 	}
 }
@@ -433,4 +434,26 @@ func recordKeyPart(rk []byte) []byte {
 		return rk[i+1:]
 	}
 	return rk
+}
+
+// throughElection runs op, the write that settles a record whose request
+// the upstream has answered (complete, release), again while no leader is
+// known, until ctx ends: the store answers "no leader" at once during an
+// election, and giving up then would leave a charged payment in flight
+// until its deadline, then outcome-unknown. Every attempt carries the
+// same request id, so an attempt that committed unseen is not applied
+// twice.
+func throughElection(ctx context.Context, op func(context.Context) error) error {
+	ctx = raftstore.WithRequestID(ctx, raftstore.RequestID(ctx))
+	for {
+		err := op(ctx)
+		if !errors.Is(err, raftstore.ErrNoLeader) && !errors.Is(err, raftstore.ErrNotLeader) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

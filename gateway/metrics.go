@@ -9,7 +9,7 @@ import (
 // outcome is the label of idemgate_requests_total.
 type outcome int
 
-// The outcomes (README lists them): the first eleven are the documented
+// The outcomes (docs/gateway.md lists them): the first eleven are the documented
 // answers of an idempotent route; the rest are the other answers it can
 // give (503 fail-closed, replay-unavailable, suspected-duplicate, a
 // malformed request, an alias of a route refused as ambiguous, a tenant

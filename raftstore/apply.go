@@ -94,7 +94,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 				first = false
 				return data
 			}
-			if MutantNewRequestIDOnRetry {
+			if mutantNewRequestIDOnRetry {
 				c.ReqID = newRequestID()
 				return c.Encode(nil)
 			}

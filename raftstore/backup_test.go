@@ -27,7 +27,14 @@ func putKeys(t *testing.T, c *TestCluster, prefix string, n int) map[string]uint
 	out := map[string]uint64{}
 	for i := 0; i < n; i++ {
 		key := fmt.Sprintf("%s-%d", prefix, i)
-		res, err := c.Store(i%len(c.Cfgs)).ApplyKV(ctxT(t, 5*time.Second), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
+		// As a client does: a 503 (an election under way, answered at
+		// once) is retried, under the same request id.
+		ctx := WithRequestID(ctxT(t, 20*time.Second), RequestID(context.Background()))
+		res, err := c.Store(i%len(c.Cfgs)).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
+		for err != nil && Unavailable(err) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			res, err = c.Store(i%len(c.Cfgs)).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
+		}
 		if err != nil {
 			t.Fatalf("set %s: %v", key, err)
 		}

@@ -112,7 +112,7 @@ func TestBootstrapWaitsForEveryNode(t *testing.T) {
 	}
 }
 
-// TestWipedNodesNeverSplitARecoveredCluster is README's recover procedure
+// TestWipedNodesNeverSplitARecoveredCluster is docs/operations.md's recover procedure
 // at its worst: two nodes lost, the survivor recovered alone, the two
 // wiped and started at the same moment as the survivor, and told to
 // bootstrap. They must not form a second cluster (the survivor holds

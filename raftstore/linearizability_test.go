@@ -13,12 +13,12 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/idemgate/idemgate/faults"
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/faults"
+	"github.com/idemgate/idemgate/internal/history"
 )
 
-// A T1 history (README, Reliability): 3 in-process nodes on real raft-boltdb and
+// A T1 history (docs/reliability.md): 3 in-process nodes on real raft-boltdb and
 // bbolt, Raft traffic through one proxy per directed link, concurrent
 // clients on all nodes over a small keyspace, one fault in the middle of
 // the run, then heal. Every operation is recorded; those whose answer was

@@ -126,7 +126,7 @@ func memberLeader(c *TestCluster, t *testing.T) int {
 }
 
 // TestRemoveLeaderThenFollowerReAddBoth is the operator's sequence that
-// once stranded a cluster: remove the leader (README's example), remove a
+// once stranded a cluster: remove the leader (docs/operations.md's example), remove a
 // follower, add both back, with writes running throughout. The leader hands
 // leadership on before it is removed, the removed nodes say so and come
 // back without a restart, no acknowledged write is lost, and the cluster is

@@ -13,7 +13,7 @@ import (
 // certificate checks (certs.PeerError, and peers.go's removed_certificate).
 // Each has a series at 0 from the start, so an alert on increase() fires at
 // the first refusal; TestRejectReasonsListed holds the list to the code
-// and to README.
+// and to docs/security.md.
 var rejectReasons = []string{
 	"bad_protocol", "cluster_mismatch", "handshake", "handshake_timeout", "invalid_certificate", "no_certificate",
 	"no_identity", "not_member", "plaintext", "removed_certificate", "removed_member", "shutdown",

@@ -101,17 +101,17 @@ func codeRejectReasons(t *testing.T) []string {
 	return reasons
 }
 
-// readmeRejectReasons is the list README gives after
+// docRejectReasons is the list docs/security.md gives after
 // idemgate_peer_rejected_total{reason}.
-func readmeRejectReasons(t *testing.T) []string {
+func docRejectReasons(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "docs", "security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile("(?s)counted in `idemgate_peer_rejected_total\\{reason\\}` \\(([^)]*)\\)").FindSubmatch(b)
 	if m == nil {
-		t.Fatal("README lists no reasons after idemgate_peer_rejected_total{reason} (")
+		t.Fatal("docs/security.md lists no reasons after idemgate_peer_rejected_total{reason} (")
 	}
 	var out []string
 	for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllSubmatch(m[1], -1) {
@@ -122,7 +122,7 @@ func readmeRejectReasons(t *testing.T) []string {
 }
 
 // TestRejectReasonsListed: every reason the code can count a refused Raft
-// connection under is in rejectReasons and in README's list, and each has
+// connection under is in rejectReasons and in docs/security.md's list, and each has
 // a series at 0 on a node that has refused nothing yet.
 func TestRejectReasonsListed(t *testing.T) {
 	code := codeRejectReasons(t)
@@ -133,8 +133,8 @@ func TestRejectReasonsListed(t *testing.T) {
 	if !slices.Equal(code, listed) {
 		t.Errorf("reasons in the code %v, in rejectReasons %v", code, listed)
 	}
-	if doc := readmeRejectReasons(t); !slices.Equal(doc, listed) {
-		t.Errorf("README's reasons %v, rejectReasons %v", doc, listed)
+	if doc := docRejectReasons(t); !slices.Equal(doc, listed) {
+		t.Errorf("docs/security.md's reasons %v, rejectReasons %v", doc, listed)
 	}
 
 	c := StartTestCluster(t, 1, nil)

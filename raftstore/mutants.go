@@ -5,10 +5,10 @@ package raftstore
 // Mutants are deliberately planted bugs (see fsm's): constants, false, in
 // every build but one with -tags mutants (mutants_on.go).
 const (
-	// MutantLocalReads serves "linearizable" reads from the local state
+	// mutantLocalReads serves "linearizable" reads from the local state
 	// without the read-index recipe: a follower can answer stale.
-	MutantLocalReads = false
-	// MutantNewRequestIDOnRetry retries a write under a fresh request id,
+	mutantLocalReads = false
+	// mutantNewRequestIDOnRetry retries a write under a fresh request id,
 	// so a retry of a write that did commit applies twice.
-	MutantNewRequestIDOnRetry = false
+	mutantNewRequestIDOnRetry = false
 )

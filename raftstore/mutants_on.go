@@ -4,6 +4,6 @@ package raftstore
 
 // The planted bugs (see mutants.go), settable in this build only.
 var (
-	MutantLocalReads          bool
-	MutantNewRequestIDOnRetry bool
+	mutantLocalReads          bool
+	mutantNewRequestIDOnRetry bool
 )

@@ -14,8 +14,8 @@ import (
 // TestForwardedRetryWithoutRequestIDIsCaught: the planted bug (a retry under
 // a fresh request id) makes the same run fail.
 func TestForwardedRetryWithoutRequestIDIsCaught(t *testing.T) {
-	MutantNewRequestIDOnRetry = true
-	defer func() { MutantNewRequestIDOnRetry = false }()
+	mutantNewRequestIDOnRetry = true
+	defer func() { mutantNewRequestIDOnRetry = false }()
 	err := forwardedRetries(t)
 	if err == nil {
 		t.Fatal("the planted bug (retry without its request id) was not caught")
@@ -39,9 +39,9 @@ func TestT1CatchesPlantedBugs(t *testing.T) {
 		set    func(on bool)
 		faults []string // histories to try, in order, until one catches it
 	}{
-		{"follower read without the read-index recipe", func(on bool) { MutantLocalReads = on },
+		{"follower read without the read-index recipe", func(on bool) { mutantLocalReads = on },
 			[]string{"delayed links from the leader", "one-way partition to the leader"}},
-		{"wall-clock read in Apply", func(on bool) { fsm.MutantWallClockInApply = on },
+		{"wall-clock read in Apply", func(on bool) { fsm.PlantWallClockInApply(on) },
 			[]string{"delayed links from the leader", "connections reset"}},
 		// The third planted bug, no applied-index skip after a restart, is
 		// masked here: every replayed entry carries a request id whose

@@ -215,7 +215,7 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 	if err := CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
-	if !local && !MutantLocalReads {
+	if !local && !mutantLocalReads {
 		if err := s.Barrier(ctx); err != nil {
 			return fsm.KVEntry{}, err
 		}

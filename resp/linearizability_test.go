@@ -13,7 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/idemgate/idemgate/history"
+	"github.com/idemgate/idemgate/internal/history"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 

@@ -5,7 +5,7 @@ package resp
 // Mutants are deliberately planted bugs (see raftstore's): constants,
 // false, in every build but one with -tags mutants (mutants_on.go).
 const (
-	// MutantNoReadBarrier serves reads from this node's applied state
+	// mutantNoReadBarrier serves reads from this node's applied state
 	// without the barrier: a follower can answer stale.
-	MutantNoReadBarrier = false
+	mutantNoReadBarrier = false
 )

@@ -3,4 +3,4 @@
 package resp
 
 // The planted bugs (see mutants.go), settable in this build only.
-var MutantNoReadBarrier bool
+var mutantNoReadBarrier bool

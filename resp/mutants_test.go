@@ -12,8 +12,8 @@ import (
 // barrier), the leader-kill history fails within a few runs: the history
 // test has the power to see stale reads.
 func TestNoReadBarrierIsCaught(t *testing.T) {
-	MutantNoReadBarrier = true
-	defer func() { MutantNoReadBarrier = false }()
+	mutantNoReadBarrier = true
+	defer func() { mutantNoReadBarrier = false }()
 	for run := 1; run <= 5; run++ {
 		if res, path := leaderKillHistory(t); res != porcupine.Ok {
 			t.Logf("caught in run %d: %v (%s)", run, res, path)

@@ -74,7 +74,7 @@ func (c *conn) runReads(batch []request, i int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
 	var err error
-	if !c.readonly && !MutantNoReadBarrier {
+	if !c.readonly && !mutantNoReadBarrier {
 		err = c.s.store.Barrier(ctx) // concurrent readers share barriers (raftstore)
 	}
 	for k, cmd := range cmds {

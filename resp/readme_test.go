@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// TestRedisCLIExamples runs the README's redis-cli block, as printed,
+// TestRedisCLIExamples runs docs/redis.md's redis-cli block, as printed,
 // with Debian's redis-cli against a 3-node cluster (ports 6381-6383 become
 // the nodes' listeners), and checks every reply against the comment lines
 // printed below its command ("…" stands for anything). redis-cli prints
@@ -22,7 +22,7 @@ func TestRedisCLIExamples(t *testing.T) {
 			if os.Getenv("CI") != "" {
 				t.Fatalf("%s is not installed (.ci/run installs it)", bin)
 			}
-			t.Skipf("%s is not installed (apt-get install redis-tools); the README's redis-cli examples are not run", bin)
+			t.Skipf("%s is not installed (apt-get install redis-tools); docs/redis.md's redis-cli examples are not run", bin)
 		}
 	}
 	block := readmeRedisBlock(t)
@@ -79,28 +79,29 @@ func TestRedisCLIExamples(t *testing.T) {
 				found = found || re.MatchString(g)
 			}
 			if !found {
-				t.Errorf("README: %s\n  printed %q, want a line %q", c.line, got[i], want)
+				t.Errorf("docs/redis.md: %s\n  printed %q, want a line %q", c.line, got[i], want)
 			}
 			checks++
 		}
 	}
 	if len(cmds) < 10 || checks < 10 {
-		t.Fatalf("ran %d commands with %d checks: the README's block was not found whole", len(cmds), checks)
+		t.Fatalf("ran %d commands with %d checks: docs/redis.md's block was not found whole", len(cmds), checks)
 	}
 }
 
-// readmeRedisBlock is the sh block of the README's Redis protocol section.
+// readmeRedisBlock is the first sh block of docs/redis.md, the page of the
+// Redis protocol.
 func readmeRedisBlock(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/redis.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n## The Redis protocol\n")
+	sec, ok := strings.CutPrefix(string(b), "# The Redis protocol\n")
 	_, block, ok2 := strings.Cut(sec, "```sh\n")
 	block, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("README.md has no ```sh block under \"## The Redis protocol\"")
+		t.Fatal("docs/redis.md has no ```sh block under its title \"# The Redis protocol\"")
 	}
 	return block
 }

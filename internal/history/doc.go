@@ -1,4 +1,4 @@
-// Package history holds what the reliability tests (README, Reliability) check
+// Package history holds what the reliability tests (docs/reliability.md) check
 // histories with: the porcupine model of idemgate's operations — KV SETNX,
 // SET, CAS, GET, GETDEL, DELETE, form tokens, and records (begin, complete
 // with fencing) — all with TTLs, partitioned by key.

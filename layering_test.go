@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// layers is the house's layering, lowest first: a package imports only
+// packages of layers below its own, never one of its own layer (the three
+// faces never import each other) or above. A package not listed fails the
+// test: adding one means placing it here.
+var layers = [][]string{
+	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/loopback",
+		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout"},
+	{"fsm"},
+	{"raftstore", "tokens"},
+	{"internal/memstore", "auth", "internal/httpx"},
+	{"gateway", "api", "resp"},
+	{"node", "bench"},
+	{"", "examples/payments"}, // "": the idemgate command itself
+}
+
+// testOnly are packages no production package may import.
+var testOnly = []string{"internal/testsupport", "internal/history", "internal/faults", "internal/memstore"}
+
+const module = "github.com/idemgate/idemgate"
+
+// TestLayering holds every package's imports (not its tests') to layers.
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	layerOf := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l {
+			layerOf[p] = i
+		}
+	}
+	rel := func(p string) (string, bool) {
+		if p == module {
+			return "", true
+		}
+		return strings.CutPrefix(p, module+"/")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	n := 0
+	for dec.More() {
+		var pkg struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&pkg); err != nil {
+			t.Fatal(err)
+		}
+		name, _ := rel(pkg.ImportPath)
+		mine, ok := layerOf[name]
+		if !ok {
+			t.Errorf("package %q is in no layer: place it in layering_test.go", pkg.ImportPath)
+			continue
+		}
+		n++
+		for _, imp := range pkg.Imports {
+			dep, ours := rel(imp)
+			if !ours {
+				continue
+			}
+			if theirs, ok := layerOf[dep]; ok && theirs >= mine {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports point down", pkg.ImportPath, mine, imp, theirs)
+			}
+			for _, to := range testOnly {
+				if dep == to && !strings.HasPrefix(name, "internal/") {
+					t.Errorf("%s imports %s, which only tests may", pkg.ImportPath, imp)
+				}
+			}
+		}
+	}
+	if n < 15 {
+		t.Fatalf("only %d packages checked: go list found too few", n)
+	}
+}
