@@ -81,6 +81,11 @@ func (s *Store) awaitCluster(ctx context.Context) {
 		if s.cfg.Bootstrap && !taken {
 			why, held := bootstrapBlocker(s.cfg, answers, errs)
 			switch {
+			case held && s.join.votes():
+				// A peer formed the cluster first, this node among its
+				// voters (nodes started together): its leader brings it in.
+				taken = true
+				s.logger.Info("joining the cluster a peer formed with this node as a voter: " + why)
 			case held:
 				taken = true
 				s.logger.Warn("not forming a new cluster: " + why + "; waiting to be added instead (POST /v1/cluster/nodes on a member)")

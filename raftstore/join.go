@@ -74,6 +74,17 @@ func (j *joiner) cluster() fsm.ClusterID {
 	return fsm.ClusterID{}
 }
 
+// votes reports whether the waited-for cluster counts this node among its
+// voters.
+func (j *joiner) votes() bool {
+	v := j.current()
+	if v == nil {
+		return false
+	}
+	_, ok := v.voters[j.s.cfg.NodeID]
+	return ok
+}
+
 // idAt is the voter of the waited-for cluster at raft address addr.
 func (j *joiner) idAt(addr string) string {
 	if v := j.current(); v != nil {

@@ -43,15 +43,3 @@ func String() string {
 	}
 	return out
 }
-
-// Commit is the commit the build was made from ("" when Go recorded none).
-func Commit() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return ""
-}
