@@ -127,8 +127,16 @@ func (s *Store) refuseRemoved() bool {
 	return r
 }
 
-// SeenRemoved reports, without allocating, whether this node has seen
-// itself removed from the cluster: Removed as of at most a tenth of a
-// second ago, or as of the last write it was asked for. The gateway's hot
-// path reads it; writes check Removed itself.
-func (s *Store) SeenRemoved() bool { return s.health.removed.Load() }
+// SeenRemoved reports, without allocating while the node is a member,
+// whether this node has seen itself removed from the cluster: Removed as
+// of at most a tenth of a second ago, or as of the last write it was asked
+// for. A removal seen is checked again before it is reported, so a node
+// added back (or one that installed a snapshot taken before it was added,
+// removed until the entry adding it arrives) serves as soon as readyz says
+// it may. The gateway's hot path reads it; writes check Removed itself.
+func (s *Store) SeenRemoved() bool {
+	if !s.health.removed.Load() {
+		return false
+	}
+	return s.refuseRemoved()
+}
