@@ -115,6 +115,13 @@ func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
 				if err != nil && node == leader {
 					return // its node is gone
 				}
+				if err != nil {
+					// As a client backs off on CLUSTERDOWN: while the
+					// others elect, a write answers at once, and a tight
+					// loop would only pile up operations of unknown fate
+					// for the checker to search.
+					time.Sleep(200 * time.Millisecond)
+				}
 			}
 		}()
 	}
