@@ -149,25 +149,9 @@ func TestE2EThreeProcesses(t *testing.T) {
 	ids, apis := c.ids, c.apis
 	nodes := startNodes(t, bin, c.path, ids, apis)
 
-	var leader string
-	waitFor(t, "a leader", 20*time.Second, func() bool {
-		code, _, body, err := httpDo("GET", "http://"+apis["n2"]+"/v1/cluster", "")
-		if err != nil || code != 200 {
-			return false
-		}
-		var cl struct{ Leader string }
-		json.Unmarshal([]byte(body), &cl)
-		leader = cl.Leader
-		return leader != ""
-	})
-	// Every node knows it too (readyz), as a load balancer waits: a node
-	// that has not heard from the leader yet answers 503 at once.
-	for _, id := range ids {
-		waitFor(t, id+" ready", 20*time.Second, func() bool {
-			code, _, _, err := httpDo("GET", "http://"+apis[id]+"/readyz", "")
-			return err == nil && code == 200
-		})
-	}
+	// Every node knows the leader and is ready, as a load balancer waits:
+	// a node that has not heard from the leader yet answers 503 at once.
+	leader := waitClusterReady(t, c, ids)
 
 	// Writes through every node.
 	for i := 0; i < 30; i++ {

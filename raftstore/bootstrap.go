@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -186,10 +185,9 @@ func (s *Store) giveClusterID(ctx context.Context) {
 }
 
 func peerList(ps []Peer) string {
-	out := make([]string, 0, len(ps))
+	ids := make(map[string]string, len(ps))
 	for _, p := range ps {
-		out = append(out, p.ID)
+		ids[p.ID] = p.RaftAddr
 	}
-	sort.Strings(out)
-	return strings.Join(out, ", ")
+	return memberList(ids)
 }
