@@ -15,15 +15,16 @@ var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/loopback",
 		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout"},
 	{"fsm"},
-	{"raftstore", "tokens"},
-	{"internal/memstore", "auth", "internal/httpx"},
+	{"raftstore", "tokens", "internal/localcluster"},
+	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster"},
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
 	{"", "examples/payments"}, // "": the idemgate command itself
 }
 
 // testOnly are packages no production package may import.
-var testOnly = []string{"internal/testsupport", "internal/history", "internal/faults", "internal/memstore"}
+var testOnly = []string{"internal/testsupport", "internal/history", "internal/faults", "internal/memstore",
+	"internal/localcluster", "internal/testcluster"}
 
 const module = "github.com/idemgate/idemgate"
 

@@ -27,7 +27,7 @@ func newCluster(t *testing.T, n int, bootstrap bool) *TestCluster {
 }
 
 // startAll starts the given nodes at the same moment.
-func (c *TestCluster) startAll(idx ...int) {
+func startAll(c *TestCluster, idx ...int) {
 	var wg sync.WaitGroup
 	for _, i := range idx {
 		wg.Add(1)
@@ -69,7 +69,7 @@ func noCluster(t *testing.T, s *Store, why string) {
 // the others join it.
 func TestEmptyNodesWaitWithoutBootstrap(t *testing.T) {
 	c := newCluster(t, 3, false)
-	c.startAll(0, 1, 2)
+	startAll(c, 0, 1, 2)
 	for i := range c.Cfgs {
 		waitRounds(t, c.Store(i), 3)
 	}
@@ -92,7 +92,7 @@ func TestEmptyNodesWaitWithoutBootstrap(t *testing.T) {
 // node of the file answers; two of three never form the cluster alone.
 func TestBootstrapWaitsForEveryNode(t *testing.T) {
 	c := newCluster(t, 3, true)
-	c.startAll(0, 1)
+	startAll(c, 0, 1)
 	waitRounds(t, c.Store(0), 3)
 	waitRounds(t, c.Store(1), 3)
 	noCluster(t, c.Store(0), "n3 not started")
@@ -145,7 +145,7 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 		}
 		c.Cfgs[i].Bootstrap = true // the worst case: a unit that says --bootstrap
 	}
-	c.startAll(0, 1, 2)
+	startAll(c, 0, 1, 2)
 	testsupport.WaitFor(t, "the survivor leads alone", 20*time.Second, func() bool { return c.Store(0).IsLeader() })
 	waitRounds(t, c.Store(1), 3)
 	waitRounds(t, c.Store(2), 3)

@@ -133,7 +133,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	target := c.Cfgs[leader].RaftBind
 	hashes := func() [][32]byte {
 		var out [][32]byte
-		for _, s := range c.stores() {
+		for _, s := range c.Running() {
 			h, err := s.FSM().StateHash()
 			if err != nil {
 				t.Fatal(err)
