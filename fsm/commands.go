@@ -106,6 +106,9 @@ var commands = [typeEnd]spec{
 	// Fence 0: an operator's release of whatever owns the record.
 	TypeRecordRelease: {name: "record_release", uses: fKey | fFence,
 		key: true, remembered: true, apply: (*applier).recordRelease},
+	// No face proposes it (an in-flight record's outcome becomes unknown
+	// when its processing deadline passes: Record.StateAt); it stays
+	// applicable, and its number taken, for a log that holds one.
 	TypeRecordMarkUnknown: {name: "record_mark_unknown", uses: fKey | fFence,
 		key: true, remembered: true, check: checkFence, apply: (*applier).recordMarkUnknown},
 	// Entries: what a sweeper found due.
@@ -337,12 +340,6 @@ func RecordCompleteCommand(r CompleteRequest) *Command {
 // releases whatever owns it (an operator's release).
 func RecordReleaseCommand(key []byte, fence uint64) *Command {
 	return &Command{Type: TypeRecordRelease, Key: key, Fence: fence}
-}
-
-// RecordMarkUnknownCommand records that the owner cannot know the
-// upstream's outcome.
-func RecordMarkUnknownCommand(key []byte, fence uint64) *Command {
-	return &Command{Type: TypeRecordMarkUnknown, Key: key, Fence: fence}
 }
 
 // ExpireCommand removes the entries a sweeper found due (expire.go).

@@ -76,24 +76,6 @@ func (f *FSM) KV(key []byte, now time.Time) (KVEntry, error) {
 	return out, err
 }
 
-// Token returns a live token's expiry (0: never); ErrNotFound otherwise.
-func (f *FSM) Token(key []byte, now time.Time) (int64, error) {
-	at := f.readNow(now)
-	var exp int64
-	err := f.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketTokens).Get(key)
-		if v == nil {
-			return ErrNotFound
-		}
-		exp = int64(getUint64(v))
-		if exp != 0 && exp <= at {
-			return ErrNotFound
-		}
-		return nil
-	})
-	return exp, err
-}
-
 // Due lists up to limit expiry-index entries due at now.
 func (f *FSM) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 	var out []ttl.Entry

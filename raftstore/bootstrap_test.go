@@ -174,7 +174,7 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 		}
 	}
 	again, err := c.Store(2).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
-	if err != nil || again.Created() {
+	if err != nil || again.Code == fsm.CodeCreated {
 		t.Errorf("order-42 begun again on a rejoined node: %+v, %v; want the completed record", again, err)
 	}
 }
