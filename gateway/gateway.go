@@ -95,9 +95,9 @@ var errHalted = errors.New("gateway halted: nothing was sent to the upstream")
 // crash would: a request between its record's begin and the upstream call
 // goes no further. For stopping a node inside a process (the demo's killed
 // leader, fault tests): its handler goroutines outlive a listener's
-// Shutdown, and one that called the upstream seconds after the "crash",
-// once its record had turned outcome-unknown and the client had moved on,
-// charged a user twice.
+// Shutdown, and one that called the upstream after the "crash", when its
+// record may have turned outcome-unknown and the client retried elsewhere,
+// would carry the request out twice.
 func (g *Gateway) Halt() { g.halted.Store(true) }
 
 // New builds the gateway listener.
