@@ -68,7 +68,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"truncated body", valid[:len(valid)-3]},
 		{"trailing bytes", append(append([]byte(nil), valid...), 0)},
 		{"empty key", (&Command{Type: TypeKVGetDel}).Encode(nil)},
-		{"huge key", (&Command{Type: TypeKVGetDel, Key: make([]byte, MaxKeyLen+1)}).Encode(nil)},
+		{"huge key", (&Command{Type: TypeKVGetDel, Key: make([]byte, MaxStoredKeyLen+1)}).Encode(nil)},
 		{"negative ttl", (&Command{Type: TypeKVSet, Key: []byte("k"), TTL: -1}).Encode(nil)},
 		{"bad status", (&Command{Type: TypeRecordComplete, Key: []byte("k"), Fence: 1, Status: 42}).Encode(nil)},
 		{"complete without fence", (&Command{Type: TypeRecordComplete, Key: []byte("k"), Status: 200}).Encode(nil)},
@@ -290,8 +290,8 @@ func TestValidateBounds(t *testing.T) {
 		{"a lifetime that would overflow the expiry", Command{Type: TypeKVSet, Key: key, TTL: 2562047 * time.Hour}, false},
 		{"a processing timeout that would overflow", Command{Type: TypeRecordBegin, Key: key, Timeout: MaxTTL + 1}, false},
 		{"negative ttl", Command{Type: TypeKVSet, Key: key, TTL: -1}, false},
-		{"the longest key", Command{Type: TypeKVSet, Key: make([]byte, MaxKeyLen)}, true},
-		{"a key over the bound", Command{Type: TypeKVSet, Key: make([]byte, MaxKeyLen+1)}, false},
+		{"the longest key", Command{Type: TypeKVSet, Key: make([]byte, MaxStoredKeyLen)}, true},
+		{"a key over the bound", Command{Type: TypeKVSet, Key: make([]byte, MaxStoredKeyLen+1)}, false},
 		{"no key", Command{Type: TypeTokenConsume}, false},
 	}
 	for _, tt := range tests {

@@ -167,9 +167,9 @@ func (t Type) AllowedWhenDiskLow() bool {
 	return s != nil && s.diskLow
 }
 
-// MaxKeyLen bounds a stored key of every keyspace: a record key (scope,
+// MaxStoredKeyLen bounds a stored key of every keyspace: a record key (scope,
 // tenant and the client's key), a token key, a KV key.
-const MaxKeyLen = 1024
+const MaxStoredKeyLen = 1024
 
 // MaxTTL bounds every lifetime and timeout a command carries: an expiry is
 // the state machine's clock plus it, and must never overflow.
@@ -192,8 +192,8 @@ func (c *Command) Validate() error {
 	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
 		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
 	}
-	if len(c.Key) > MaxKeyLen {
-		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
+	if len(c.Key) > MaxStoredKeyLen {
+		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxStoredKeyLen))
 	}
 	if s.key && len(c.Key) == 0 {
 		return bad("empty key")
