@@ -14,8 +14,6 @@ type Config struct {
 	Addr string
 	// NodeID names this node in INFO.
 	NodeID string
-	// Version is the build's version, in INFO and HELLO.
-	Version string
 	// MaxBulk bounds one argument (a value), as Redis's proto-max-bulk-len;
 	// larger gets "-ERR Protocol error: invalid bulk length". Keep it below
 	// what the store accepts in one command.
@@ -63,7 +61,6 @@ type AuthFunc func(sum [sha256.Size]byte) (Grant, error)
 // DefaultConfig is the listener's defaults; Addr is left to the caller.
 func DefaultConfig() Config {
 	return Config{
-		Version:          "dev",
 		MaxBulk:          4 << 20,
 		MaxArgs:          64 << 10,
 		MaxInline:        64 << 10,
