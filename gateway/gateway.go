@@ -56,8 +56,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
-		Limits: httpx.Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
-			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
+		Limits:          httpx.DefaultLimits(),
 		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20,
 		MaxResponseHeaderBytes: config.DefaultMaxResponseHeaderBytes, CacheBytes: 64 << 20,
 		TokenRate: 10, TokenBurst: 50,

@@ -307,10 +307,10 @@ func (n *Node) Kill() {
 	n.Store.Close()
 }
 
-// listenerLimits are both listeners' limits: gateway's defaults, and what
-// the file sets.
+// listenerLimits are every listener's limits: the defaults, and what the
+// file sets.
 func listenerLimits(l config.Limits) httpx.Limits {
-	out := gateway.DefaultConfig().Limits
+	out := httpx.DefaultLimits()
 	setDuration(&out.ReadTimeout, l.ReadTimeout)
 	setDuration(&out.WriteTimeout, l.WriteTimeout)
 	setDuration(&out.IdleTimeout, l.IdleTimeout)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // Config configures the listener.
@@ -59,17 +61,20 @@ type Grant struct {
 type AuthFunc func(sum [sha256.Size]byte) (Grant, error)
 
 // DefaultConfig is the listener's defaults; Addr is left to the caller.
+// The limits every listener shares (a value as large as a request body,
+// the timeouts, the connections per address) are theirs.
 func DefaultConfig() Config {
+	l := httpx.DefaultLimits()
 	return Config{
-		MaxBulk:          4 << 20,
+		MaxBulk:          l.MaxRequestBody,
 		MaxArgs:          64 << 10,
 		MaxInline:        64 << 10,
 		MaxPipeline:      1024,
 		MaxPipelineBytes: 1 << 20,
-		IdleTimeout:      5 * time.Minute,
-		ReadTimeout:      10 * time.Second,
-		WriteTimeout:     10 * time.Second,
-		MaxConnsPerIP:    1024,
+		IdleTimeout:      l.IdleTimeout,
+		ReadTimeout:      l.ReadTimeout,
+		WriteTimeout:     l.WriteTimeout,
+		MaxConnsPerIP:    l.MaxConnsPerIP,
 		OpTimeout:        5 * time.Second,
 	}
 }
