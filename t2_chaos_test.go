@@ -25,6 +25,7 @@ import (
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/history"
+	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -168,7 +169,7 @@ func TestT2(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _ := f.StateHash()
+		h, _ := localcluster.StateHash(f)
 		applied := f.AppliedIndex()
 		f.Close()
 		t.Logf("%s: applied %d, state %x", id, applied, h[:8])

@@ -258,8 +258,8 @@ func FuzzApply(f *testing.F) {
 		if err := errors.Join(a.FailErr(), b.FailErr()); err != nil {
 			t.Fatalf("state machine stopped: %v", err)
 		}
-		ha, _ := a.StateHash()
-		hb, _ := b.StateHash()
+		ha, _ := a.stateHash()
+		hb, _ := b.stateHash()
 		if ha != hb {
 			t.Fatal("batched and single applies diverged")
 		}

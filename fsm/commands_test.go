@@ -179,7 +179,7 @@ func TestCommandTableUses(t *testing.T) {
 			cmd.ReqID = reqID(byte(typ))
 			results[i] = h.apply(cmd)
 			var err error
-			if hashes[i], err = h.f.StateHash(); err != nil {
+			if hashes[i], err = h.f.stateHash(); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -165,11 +165,11 @@ func checkDeterminism(t *testing.T, logs []*raft.Log) {
 		}
 		resB = append(resB, resultsOf([]interface{}{b.f.Apply(l)}))
 	}
-	ha, err := a.f.StateHash()
+	ha, err := a.f.stateHash()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, err := b.f.StateHash()
+	hb, err := b.f.stateHash()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,11 +167,11 @@ func TestRetryAfterEachCommand(t *testing.T) {
 					t.Fatalf("retry = %+v, want code %v value %q, as applying it afresh: %+v", r2, tc.retry, tc.value, rt)
 				}
 			}
-			ha, err := a.f.StateHash()
+			ha, err := a.f.stateHash()
 			if err != nil {
 				t.Fatal(err)
 			}
-			hb, err := twin.f.StateHash()
+			hb, err := twin.f.stateHash()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
@@ -295,8 +296,8 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 	if err := n5.Barrier(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := c.Store(leader).FSM().StateHash()
-	if got, _ := n5.FSM().StateHash(); got != want {
+	want, _ := localcluster.StateHash(c.Store(leader).FSM())
+	if got, _ := localcluster.StateHash(n5.FSM()); got != want {
 		t.Fatal("n5's state differs from the cluster's")
 	}
 	for key, v := range acked {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/localcluster"
 )
 
 // issueCerts makes a CA in dir and a certificate for each id.
@@ -134,7 +135,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	hashes := func() [][32]byte {
 		var out [][32]byte
 		for _, s := range c.Running() {
-			h, err := s.FSM().StateHash()
+			h, err := localcluster.StateHash(s.FSM())
 			if err != nil {
 				t.Fatal(err)
 			}

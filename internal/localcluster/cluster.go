@@ -262,7 +262,7 @@ func (c *Cluster[C, N]) Converge(timeout time.Duration) error {
 				last = err.Error()
 				break
 			}
-			h, err := s.FSM().StateHash()
+			h, err := StateHash(s.FSM())
 			if err != nil {
 				return err
 			}
