@@ -24,7 +24,6 @@ func sampleCommands() []Command {
 		{Type: TypeRecordComplete, ReqID: id, Key: []byte("k"), Fence: 99, Status: 201, Flags: FlagBodyDropped,
 			Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}, {Name: []byte("X"), Value: nil}}, Body: []byte(`{"ok":true}`)},
 		{Type: TypeRecordRelease, Key: []byte("k")},
-		{Type: TypeRecordMarkUnknown, Key: []byte("k"), Fence: 1},
 		{Type: TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: 123}, {Kind: ttl.KindToken, Key: []byte("b"), At: -1}}},
 		{Type: TypeTokenIssue, Key: TokenKey("s", "t"), TTL: time.Minute},
 		{Type: TypeTokenConsume, Key: TokenKey("s", "t")},

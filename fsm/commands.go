@@ -32,7 +32,10 @@ const (
 	TypeRecordBegin
 	TypeRecordComplete
 	TypeRecordRelease
-	TypeRecordMarkUnknown
+	// typeMarkUnknownRetired was record_mark_unknown, which no face
+	// proposed: an in-flight record's outcome becomes unknown when its
+	// processing deadline passes (Record.StateAt). Its number stays taken.
+	typeMarkUnknownRetired
 	TypeExpire
 	TypeTokenIssue
 	TypeTokenConsume
@@ -106,11 +109,6 @@ var commands = [typeEnd]spec{
 	// Fence 0: an operator's release of whatever owns the record.
 	TypeRecordRelease: {name: "record_release", uses: fKey | fFence,
 		key: true, remembered: true, apply: (*applier).recordRelease},
-	// No face proposes it (an in-flight record's outcome becomes unknown
-	// when its processing deadline passes: Record.StateAt); it stays
-	// applicable, and its number taken, for a log that holds one.
-	TypeRecordMarkUnknown: {name: "record_mark_unknown", uses: fKey | fFence,
-		key: true, remembered: true, check: checkFence, apply: (*applier).recordMarkUnknown},
 	// Entries: what a sweeper found due.
 	TypeExpire: {name: "expire", uses: fEntries,
 		diskLow: true, check: checkExpire, apply: (*applier).expire},

@@ -13,7 +13,7 @@ type State byte
 const (
 	StateInFlight  State = 1 // begun; its owner is calling the upstream
 	StateCompleted State = 2 // the response is stored
-	StateUnknown   State = 3 // the owner gave up or its processing deadline passed
+	StateUnknown   State = 3 // its processing deadline passed (StateAt)
 )
 
 func (s State) String() string {
