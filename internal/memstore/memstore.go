@@ -135,9 +135,6 @@ func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, e
 	return s.f.Suspects(limit)
 }
 
-// LookupRequest tells what the state machine remembers of a request id.
-func (s *Store) LookupRequest(id fsm.ReqID) (*fsm.Result, bool, error) { return s.f.LookupRequest(id) }
-
 // The cluster: one node, always the leader, always ready.
 
 func (s *Store) Leader() (string, string) { return "mem", "memstore" }
