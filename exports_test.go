@@ -72,6 +72,9 @@ func TestExportsUsedByProduct(t *testing.T) {
 		}
 		t.Errorf("%s is exported but only tests use it: move it to an export_test.go or under internal/", k)
 	}
+	for _, k := range u.unusedSupport() {
+		t.Errorf("%s is exported by test support but nothing uses it: remove it", k)
+	}
 	for _, k := range unused {
 		if _, ok := unusedAllowed[strings.TrimPrefix(k, module+"/")]; !ok {
 			t.Errorf("%s is exported but nothing uses it: remove it, or allow it in exports_test.go with a reason", k)
@@ -102,6 +105,7 @@ type use struct {
 // exported names and where each is referenced.
 type uses struct {
 	exported map[string]token.Position // name -> where it is declared
+	support  map[string]token.Position // the same, of test-support packages
 	refs     map[string]map[use]bool
 	// methods of exported types, to find those called only through an
 	// interface: name -> the method.
@@ -113,6 +117,7 @@ type uses struct {
 func newUses() *uses {
 	return &uses{
 		exported:   map[string]token.Position{},
+		support:    map[string]token.Position{},
 		refs:       map[string]map[use]bool{},
 		methods:    map[string]*types.Func{},
 		interfaces: map[*types.Interface]bool{},
@@ -179,7 +184,7 @@ func (u *uses) add(p *packages.Package) {
 		test := support || strings.HasSuffix(name, "_test.go")
 		for _, d := range f.Decls {
 			from := declKey(p.TypesInfo, d)
-			if !test {
+			if !strings.HasSuffix(name, "_test.go") {
 				u.declare(p, d)
 			}
 			ast.Inspect(d, func(n ast.Node) bool {
@@ -208,12 +213,16 @@ func (u *uses) add(p *packages.Package) {
 	}
 }
 
-// declare records the exported names declaration d of production package
-// p declares.
+// declare records the exported names declaration d of package p declares:
+// in exported for a production package, in support for a test-support one.
 func (u *uses) declare(p *packages.Package, d ast.Decl) {
 	rel, _ := strings.CutPrefix(p.PkgPath, module+"/")
-	if _, ok := contract[rel]; ok || testSupport(p.PkgPath) || p.Name == "main" { // a command's names are no API
+	if _, ok := contract[rel]; ok || p.Name == "main" { // a command's names are no API
 		return
+	}
+	into := u.exported
+	if testSupport(p.PkgPath) {
+		into = u.support
 	}
 	var ids []*ast.Ident
 	switch d := d.(type) {
@@ -245,7 +254,7 @@ func (u *uses) declare(p *packages.Package, d ast.Decl) {
 			}
 			u.methods[k] = fn
 		}
-		u.exported[k] = p.Fset.Position(id.Pos())
+		into[k] = p.Fset.Position(id.Pos())
 	}
 }
 
@@ -373,4 +382,21 @@ func (u *uses) verdict() (testOnlyNames, unused []string) {
 	slices.Sort(testOnlyNames)
 	slices.Sort(unused)
 	return testOnlyNames, unused
+}
+
+// unusedSupport returns, sorted, the exported names of test-support
+// packages that nothing references: test support no test needs.
+func (u *uses) unusedSupport() []string {
+	var out []string
+	for k := range u.support {
+		if len(u.refs[k]) > 0 {
+			continue
+		}
+		if m, ok := u.methods[k]; ok && u.viaInterface(m) {
+			continue
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

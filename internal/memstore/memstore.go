@@ -155,7 +155,6 @@ func (s *Store) ClusterID() string                                 { return "" }
 func (s *Store) SeenRemoved() bool                                 { return false }
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
-func (s *Store) Ready() bool                                       { return true }
 func (s *Store) Alive() bool                                       { return true }
 func (s *Store) Status() raftstore.NodeStatus {
 	commit, applied := s.Indexes()

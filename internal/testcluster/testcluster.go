@@ -36,13 +36,6 @@ func Start(tb TB, n int, tweak func(*raftstore.Config)) *Cluster {
 	return localcluster.Start(tb, spec, n, tweak)
 }
 
-// New configures n nodes on free loopback ports without starting them
-// (Cluster.Start does); they bootstrap together.
-func New(tb TB, n int, tweak func(*raftstore.Config)) *Cluster {
-	tb.Helper()
-	return localcluster.New(tb, spec, n, tweak)
-}
-
 // Config is the config of node id of a test cluster: fast timeouts suited
 // to loopback, quiet logs. A node among peers bootstraps with them (as
 // every node of a new cluster started with --bootstrap); one that is not
