@@ -41,7 +41,8 @@ var testOnlyLeft = map[string]string{
 // only tests use, or that nothing uses at all and is not allowed above.
 // Production code is every non-_test.go file of a package that is not test
 // support (testOnly in layering_test.go), in the default build: what the
-// mutants and chaos tags add exists only in those test builds.
+// mutants and chaos tags add exists only in those test builds. A name of
+// a test-support package fails it when not even a test uses it.
 func TestExportsUsedByProduct(t *testing.T) {
 	cfg := &packages.Config{
 		Mode: packages.NeedName | packages.NeedFiles | packages.NeedCompiledGoFiles |
