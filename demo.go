@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,22 +18,15 @@ type demoFlags struct {
 
 func demoCmd(args []string, stdout, stderr io.Writer) int {
 	var f demoFlags
+	const usage = "idemgate demo [--users N] [--nodes N] [--no-kill] [--without-idemgate]"
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.IntVar(&f.users, "users", 3700, "users who each pay once (clicking two or three times)")
 	fs.IntVar(&f.nodes, "nodes", 3, "cluster nodes (1-7)")
 	fs.IntVar(&f.concurrency, "concurrency", 128, "users clicking at the same moment")
 	fs.BoolVar(&f.noKill, "no-kill", false, "do not kill the leader partway through")
 	fs.BoolVar(&f.without, "without-idemgate", false, "also send the same clicks straight to the payment service, side by side")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate demo [--users N] [--nodes N] [--no-kill] [--without-idemgate]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate demo: %v\n", err)
-		return 2
+	if _, code, ok := commandLine(fs, "demo", usage, "", args, stdout, stderr); !ok {
+		return code
 	}
 	switch {
 	case f.users < 1 || f.users > 1_000_000:
