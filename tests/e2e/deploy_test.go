@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The deploy files (deploy/alerts.yaml, deploy/systemd/idemgate.service)
 // kept true: every metric an alert names is one a node registers, and the
