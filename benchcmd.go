@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
-	"github.com/idemgate/idemgate/internal/localcluster"
+	"github.com/idemgate/idemgate/internal/democluster"
 )
 
 type benchFlags struct {
@@ -324,7 +324,7 @@ func benchOwnCluster(f benchFlags, secure bool, progress io.Writer, use func(t b
 		return err
 	}
 	defer pay.Stop()
-	nodes, file, err := localcluster.Start(dir, f.nodes, pay.Addr(), secure)
+	nodes, file, err := democluster.Start(dir, f.nodes, pay.Addr(), secure)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
-	"github.com/idemgate/idemgate/internal/localcluster"
+	"github.com/idemgate/idemgate/internal/democluster"
 )
 
 type demoFlags struct {
@@ -86,7 +86,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		cols = append(cols, bench.IncidentColumn{Title: "without idemgate", Res: res, Charges: pay.Charges()})
 	}
 
-	nodes, file, err := localcluster.Start(dir, f.nodes, pay.Addr(), false)
+	nodes, file, err := democluster.Start(dir, f.nodes, pay.Addr(), false)
 	if err != nil {
 		return false, err
 	}
@@ -125,7 +125,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	col := bench.IncidentColumn{Title: "with idemgate", Res: res, Charges: pay.Charges(), Gateway: true}
 	for _, n := range nodes {
 		if n != nil {
-			col.Waits += localcluster.SumCounter(n, "idemgate_in_flight_waits_total")
+			col.Waits += democluster.SumCounter(n, "idemgate_in_flight_waits_total")
 		}
 	}
 	cols = append(cols, col)

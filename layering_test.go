@@ -19,7 +19,7 @@ var layers = [][]string{
 	{"internal/memstore", "auth", "internal/httpx"},
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
-	{"internal/localcluster"},
+	{"internal/democluster"},
 	{"", "examples/payments", "tests/e2e"}, // "": the idemgate command itself
 }
 

@@ -4,6 +4,6 @@
 // TLS material and tokens (reloaded on SIGHUP), each configured from its
 // package's defaults and what the file sets. `idemgate serve` runs one
 // node; the demo and the bench start several in one process
-// (internal/localcluster). It adds no behaviour of its own: the packages it
+// (internal/democluster). It adds no behaviour of its own: the packages it
 // wires own it.
 package node

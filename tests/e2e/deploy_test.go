@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/idemgate/idemgate/internal/localcluster"
+	"github.com/idemgate/idemgate/internal/democluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -96,7 +96,7 @@ func TestAlertsNameRegisteredMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	nodes, _, err := localcluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
+	nodes, _, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestAlertSeriesExistFromStart(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 
-	nodes, file, err := localcluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
+	nodes, file, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
 	if err != nil {
 		t.Fatal(err)
 	}

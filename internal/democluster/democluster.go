@@ -1,9 +1,9 @@
-// Package localcluster starts a cluster of idemgate nodes inside this
+// Package democluster starts a cluster of idemgate nodes inside this
 // process, on free loopback ports: the demo's and the bench's cluster, and
 // the one tests use when they want real nodes without processes. The
 // serve path never uses it: a served node is one node.Node of a cluster
 // file.
-package localcluster
+package democluster
 
 import (
 	"errors"
