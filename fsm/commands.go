@@ -43,6 +43,8 @@ const (
 	TypeKVExpire
 	TypeClusterID
 	TypeMemberRemoved
+	TypeKVRead
+	TypeKVTx
 	typeEnd
 )
 
@@ -139,6 +141,13 @@ var commands = [typeEnd]spec{
 	// each (cluster.go).
 	TypeMemberRemoved: {name: "member_removed", uses: fKey | fValue,
 		key: true, diskLow: true, check: checkMemberRemoved, apply: (*applier).memberRemoved},
+	// A read in the log, a transaction's (kv_tx.go); Flags: FlagReadValue.
+	TypeKVRead: {name: "kv_read", uses: fKey | fFlags,
+		key: true, check: checkKVRead, apply: (*applier).kvRead},
+	// Value: the watches and the commands (kv_tx.go); Version: the bytes
+	// of values its results may carry.
+	TypeKVTx: {name: "kv_tx", uses: fValue | fVersion,
+		remembered: true, check: checkKVTx, apply: (*applier).kvTx},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

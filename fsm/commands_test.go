@@ -16,9 +16,9 @@ import (
 // (all but no-ops, sweeps and the cluster's facts), which pass the disk
 // guard (sweeps and the cluster's facts) and which need a key.
 func TestCommandTable(t *testing.T) {
-	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
+	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
-	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true}
+	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
 		s := typ.spec()
@@ -131,6 +131,9 @@ func tableSamples() map[Type]*Command {
 		TypeKVExpire:      KVExpireCommand([]byte("n"), time.Hour, FlagExpireNX),
 		TypeClusterID:     ClusterIDCommand(ClusterID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
 		TypeMemberRemoved: MemberRemovedCommand("n3", []Fingerprint{fp}),
+		TypeKVRead:        KVReadCommand([]byte("short"), true),
+		TypeKVTx: KVTxCommand(TxRequest{Watches: []Watch{{Key: []byte("n"), Version: 2}},
+			Commands: []*Command{KVIncrCommand([]byte("n"), 1), KVReadCommand([]byte("n"), true)}, ReplyBudget: 100}),
 	}
 }
 
