@@ -110,9 +110,7 @@ func TestMultiTooLarge(t *testing.T) {
 	leader := tc.rc.WaitLeader(5 * time.Second)
 	c := dialRaw(t, tc.addrs[(leader+1)%3])
 	big := strings.Repeat("v", 3<<20)
-	set := func(k string) string {
-		return fmt.Sprintf("*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", len(k), k, len(big), big)
-	}
+	set := func(k string) string { return array("SET", k, big) }
 	c.send("MULTI\r\n" + set("big:a") + set("big:b") + set("big:c") + "EXEC\r\nEXISTS big:a big:b big:c\r\n")
 	got := c.replies(6)
 	if !strings.HasPrefix(got[4], "-EXECABORT Transaction discarded because of: the transaction is too large for the store (command too large: ") ||
