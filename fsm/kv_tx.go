@@ -83,6 +83,9 @@ func init() {
 var txTypes = map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true,
 	TypeKVExpire: true, TypeKVRead: true}
 
+// InTx reports whether a transaction may hold a command of type t.
+func InTx(t Type) bool { return txTypes[t] }
+
 // KVTxCommand is a transaction (see above).
 func KVTxCommand(r TxRequest) *Command {
 	var v []byte

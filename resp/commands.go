@@ -33,9 +33,6 @@ type command struct {
 	// txRead is a read's plan inside a transaction: reads in the log
 	// (commands_multi.go). A read without one cannot be queued.
 	txRead func(args [][]byte) plan
-	// noTx: the command cannot run inside a transaction (it is not a
-	// command of the state machine's KV keyspace); refused when queued.
-	noTx bool
 }
 
 // commands is the table, by lowercase name; filled in init (commands_*.go

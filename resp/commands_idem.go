@@ -15,8 +15,8 @@ import (
 //	IDEM.CONSUME scope token         -> :1 the first time, :0 after
 func init() {
 	register(
-		&command{name: "idem.token", arity: -2, kind: kindWrite, write: true, noTx: true, plan: planIdemToken},
-		&command{name: "idem.consume", arity: 3, kind: kindWrite, write: true, noTx: true, plan: planIdemConsume},
+		&command{name: "idem.token", arity: -2, kind: kindWrite, write: true, plan: planIdemToken},
+		&command{name: "idem.consume", arity: 3, kind: kindWrite, write: true, plan: planIdemConsume},
 	)
 }
 

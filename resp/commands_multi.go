@@ -147,10 +147,13 @@ func (c *conn) inMulti(r request) {
 }
 
 // queue adds a checked command to the transaction; the refusal when it
-// cannot run in one or the transaction is full.
+// cannot run in one or the transaction is full. A write is planned here
+// once to learn whether its commands are the state machine's KV commands
+// a transaction may hold (a form token is not), and again at EXEC, where
+// its syntax error, if any, is answered as Redis answers it.
 func (c *conn) queue(cmd *command, r request) string {
 	m := c.multi
-	if cmd.noTx || (cmd.kind == kindRead && cmd.txRead == nil) {
+	if !c.queueable(cmd, r.args) {
 		return fmt.Sprintf(msgNoTx, strings.ToUpper(cmd.name))
 	}
 	size := 0
@@ -165,6 +168,25 @@ func (c *conn) queue(cmd *command, r request) string {
 	}
 	m.queued, m.cmds, m.bytes = append(m.queued, r), append(m.cmds, cmd), m.bytes+size
 	return ""
+}
+
+// queueable reports whether a command can run inside a transaction.
+func (c *conn) queueable(cmd *command, args [][]byte) bool {
+	switch cmd.kind {
+	case kindRead:
+		return cmd.txRead != nil
+	case kindWrite:
+		p := cmd.plan(c, args)
+		if p.direct != nil {
+			return false
+		}
+		for _, op := range p.ops {
+			if !fsm.InTx(op.Type) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // step is one queued command made ready at EXEC.
