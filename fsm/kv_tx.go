@@ -73,15 +73,20 @@ var (
 )
 
 func init() {
+	for t := range commands {
+		if commands[t].tx {
+			txTypes[Type(t)] = true
+		}
+	}
 	decodeSub = Decode
 	applySub = func(a *applier, tx *bolt.Tx, c *Command, rev uint64) *Result {
 		return commands[c.Type].apply(a, tx, c, rev)
 	}
 }
 
-// txTypes are the commands a transaction may hold.
-var txTypes = map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true,
-	TypeKVExpire: true, TypeKVRead: true}
+// txTypes are the commands a transaction may hold: the table's rows
+// marked tx (filled in init).
+var txTypes = map[Type]bool{}
 
 // InTx reports whether a transaction may hold a command of type t.
 func InTx(t Type) bool { return txTypes[t] }
