@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -302,4 +303,32 @@ func TxResults(r *Result) (Results, error) {
 		return nil, fmt.Errorf("%w: a transaction's results", ErrBadCommand)
 	}
 	return out, nil
+}
+
+// ReadTx answers a transaction of reads only (KVReadCommand) from this
+// replica's applied state, as the state machine would apply it there, in
+// one read transaction: its watches and reads see one state. Expiry is
+// decided at max(now, the state machine's clock), as every read does. The
+// caller makes it linearizable (a barrier first), as for every read.
+func (f *FSM) ReadTx(r TxRequest, now time.Time) (*Result, error) {
+	for _, c := range r.Commands {
+		if c.Type != TypeKVRead {
+			return nil, fmt.Errorf("%w: a %s in a transaction of reads", ErrBadCommand, c.Type)
+		}
+	}
+	c := KVTxCommand(r)
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	var res *Result
+	err := f.view(func(tx *bolt.Tx) error {
+		var expired [5]int64
+		a := applier{f: f, now: f.readNow(now), rev: f.rev.Load(), readOnly: true, expiredDelta: &expired}
+		res = a.kvTx(tx, c, a.nextRev(0))
+		if res.Code == CodeStorage {
+			return ErrStorage
+		}
+		return nil // the results are copies (kvRead, encodeResults)
+	})
+	return res, err
 }

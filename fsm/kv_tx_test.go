@@ -198,3 +198,36 @@ func TestKVTxHostile(t *testing.T) {
 		t.Fatalf("the valid transaction: %v", err)
 	}
 }
+
+// TestReadTx: a transaction of reads answered from the applied state is
+// answered as the log would apply it, watches included, and changes
+// nothing, not even an expired key it finds; a write is refused.
+func TestReadTx(t *testing.T) {
+	h := newHarness(t)
+	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("1"), TTL: time.Hour}))
+	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("gone"), Value: []byte("x"), TTL: time.Second}))
+	h.advance(2 * time.Second)
+	e, _ := h.kv("a")
+	reads := func() []*Command {
+		return []*Command{KVReadCommand([]byte("a"), true), KVReadCommand([]byte("gone"), true),
+			KVReadCommand([]byte("a"), false), KVReadCommand([]byte("none"), false)}
+	}
+	for _, w := range []Watch{{Key: []byte("a"), Version: e.Version, ExpiresAt: e.ExpiresAt}, {Key: []byte("a"), Version: e.Version}} {
+		r := TxRequest{Watches: []Watch{w}, Commands: reads(), ReplyBudget: 100}
+		before, _ := h.f.DataHash()
+		local, err := h.f.ReadTx(r, h.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := h.f.DataHash(); after != before {
+			t.Fatal("ReadTx changed the state")
+		}
+		logged := h.apply(*KVTxCommand(r))
+		if string(local.Encode(nil)) != string(logged.Encode(nil)) {
+			t.Errorf("watch %+v: ReadTx = %+v, the log = %+v", w, local, logged)
+		}
+	}
+	if _, err := h.f.ReadTx(TxRequest{Commands: []*Command{KVDeleteCommand([]byte("a"))}}, h.now()); !errors.Is(err, ErrBadCommand) {
+		t.Fatalf("ReadTx of a write = %v", err)
+	}
+}

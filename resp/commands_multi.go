@@ -228,10 +228,8 @@ func (c *conn) exec() {
 	}
 	var results fsm.Results
 	if len(ops) > 0 || len(watches) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
-		res, err := c.s.store.ApplyTx(ctx, fsm.TxRequest{Watches: watches, Commands: ops,
+		res, err := c.applyTx(fsm.TxRequest{Watches: watches, Commands: ops,
 			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)})
-		cancel()
 		switch {
 		case errors.Is(err, raftstore.ErrTooLarge):
 			c.w.errorLine("EXECABORT Transaction discarded because of: the transaction is too large for the store (" + err.Error() + "); nothing was applied")
@@ -267,6 +265,26 @@ func (c *conn) exec() {
 			s.p.answer(&c.w, rs)
 		}
 	}
+}
+
+// applyTx applies a transaction as one command through the log; one of
+// reads only (watches included) is answered from this node's state in one
+// read after the pipeline's barrier, as the log would answer it: it
+// changes nothing, so it needs no entry.
+func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	for _, op := range r.Commands {
+		if op.Type != fsm.TypeKVRead {
+			return c.s.store.ApplyTx(ctx, r)
+		}
+	}
+	if !c.readonly && !mutantNoReadBarrier {
+		if err := c.s.store.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.s.store.LocalTx(r)
 }
 
 // txResultOverhead bounds the bytes of a transaction's result per command

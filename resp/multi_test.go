@@ -292,3 +292,32 @@ func pythonWithRedis(t *testing.T) string {
 	t.Skip("no python3 with the redis module (apt-get install python3-redis)")
 	return ""
 }
+
+// TestMultiOneEntry: a transaction of writes is one log entry, whatever
+// its size; one of reads only (watches included) is none.
+func TestMultiOneEntry(t *testing.T) {
+	store := memstore.New(t)
+	srv := startServer(t, store, "mem", nil)
+	c := dialRaw(t, srv.Addr())
+	c.send("SET one:a 1\r\n")
+	c.expect("SET", []string{"+OK\r\n"})
+	tests := []struct {
+		send    string
+		replies []string
+		entries uint64
+	}{
+		{"MULTI\r\nSET one:a 2\r\nINCR one:a\r\nDEL one:b one:c\r\nGET one:a\r\nEXEC\r\n",
+			[]string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*4\r\n+OK\r\n:3\r\n:0\r\n$1\r\n3\r\n"}, 1},
+		{"WATCH one:a\r\nMULTI\r\nGET one:a\r\nEXISTS one:a one:b\r\nPTTL one:a\r\nEXEC\r\n",
+			[]string{"+OK\r\n", "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*3\r\n$1\r\n3\r\n:1\r\n:-1\r\n"}, 0},
+		{"WATCH one:a\r\nMULTI\r\nEXEC\r\n", []string{"+OK\r\n", "+OK\r\n", "*0\r\n"}, 0},
+	}
+	for _, tt := range tests {
+		before, _ := store.Indexes()
+		c.send(tt.send)
+		c.expect(tt.send, tt.replies)
+		if after, _ := store.Indexes(); after-before != tt.entries {
+			t.Errorf("%q took %d log entries, want %d", tt.send, after-before, tt.entries)
+		}
+	}
+}
