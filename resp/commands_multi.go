@@ -52,9 +52,7 @@ func init() {
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR EXEC without MULTI") }},
 		&command{name: "discard", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR DISCARD without MULTI") }},
-		// WATCH reads what it watches, after the pipeline's barrier, so
-		// what it saw is no older than any write acknowledged before it.
-		&command{name: "watch", arity: -2, kind: kindRead, flags: flags, firstKey: 1, lastKey: -1, step: 1, read: cmdWatch},
+		&command{name: "watch", arity: -2, kind: kindConn, flags: flags, firstKey: 1, lastKey: -1, step: 1, conn: cmdWatch},
 		&command{name: "unwatch", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.unwatch(); c.w.ok() }},
 	)
@@ -66,7 +64,19 @@ type watched struct {
 	keys map[string]struct{}
 }
 
-func cmdWatch(c *conn, ctx context.Context, a [][]byte) {
+// cmdWatch reads what it watches after a barrier (unless READONLY), so
+// what it saw is no older than any write acknowledged before it. (Not a
+// read of the pipeline's: COMMAND would list it readonly, which it is not
+// in Redis.)
+func cmdWatch(c *conn, a [][]byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	if !c.readonly && !mutantNoReadBarrier {
+		if err := c.s.store.Barrier(ctx); err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+	}
 	var add []fsm.Watch
 	for _, k := range a[1:] {
 		if _, dup := c.watches.keys[string(k)]; dup {
@@ -198,6 +208,9 @@ type step struct {
 
 // exec ends the transaction: it aborts one spoiled when queued, or
 // applies it as one command and answers each queued command in its place.
+// Every KV command is planned before the connection's commands among them
+// run (they run while the replies are written, and not at all when a
+// watch fails): none of those changes how a KV command is planned.
 func (c *conn) exec() {
 	m := c.multi
 	c.multi = nil
