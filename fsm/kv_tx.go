@@ -255,7 +255,7 @@ func (a *applier) kvTx(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		}
 		out[i] = r
 	}
-	return &Result{Code: CodeOK, Value: encodeResults(out)}
+	return EncodeTxResults(out)
 }
 
 // replyBytes is what command c's value would add to a transaction's
@@ -274,13 +274,15 @@ func (a *applier) replyBytes(tx *bolt.Tx, c *Command) uint64 {
 	return uint64(len(e.Value))
 }
 
-func encodeResults(rs Results) []byte {
+// EncodeTxResults is a transaction's result (CodeOK) carrying rs, the
+// results of its commands (TxResults reads them).
+func EncodeTxResults(rs Results) *Result {
 	var b []byte
 	b = binary.AppendUvarint(b, uint64(len(rs)))
 	for _, r := range rs {
 		b = appendBytes(b, r.Encode(nil))
 	}
-	return b
+	return &Result{Code: CodeOK, Value: b}
 }
 
 // TxResults is the results of a transaction's commands, in order, from
@@ -328,7 +330,7 @@ func (f *FSM) ReadTx(r TxRequest, now time.Time) (*Result, error) {
 		if res.Code == CodeStorage {
 			return ErrStorage
 		}
-		return nil // the results are copies (kvRead, encodeResults)
+		return nil // the results are copies (kvRead, EncodeTxResults)
 	})
 	return res, err
 }

@@ -287,6 +287,9 @@ func (c *conn) exec() {
 func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
+	if mutantTxOneByOne {
+		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
+	}
 	for _, op := range r.Commands {
 		if op.Type != fsm.TypeKVRead {
 			return c.s.store.ApplyTx(ctx, r)
@@ -298,6 +301,19 @@ func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
 		}
 	}
 	return c.s.store.LocalTx(r)
+}
+
+// oneByOne is the planted bug's transaction result (mutants.go): the
+// results of commands applied one by one.
+func oneByOne(rs []raftstore.OpResult) (*fsm.Result, error) {
+	out := make(fsm.Results, len(rs))
+	for i, r := range rs {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		out[i] = r.Res
+	}
+	return fsm.EncodeTxResults(out), nil
 }
 
 // txResultOverhead bounds the bytes of a transaction's result per command

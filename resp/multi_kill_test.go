@@ -20,6 +20,14 @@ import (
 // a == b and the same state, and a lies between the EXECs acknowledged and
 // those plus the ones whose reply never came.
 func TestMultiAtomicAcrossLeaderKill(t *testing.T) {
+	if problem := atomicHistory(t); problem != "" {
+		t.Fatal(problem)
+	}
+}
+
+// atomicHistory runs the clients of TestMultiAtomicAcrossLeaderKill and
+// says what broke atomicity ("" when nothing did).
+func atomicHistory(t *testing.T) string {
 	tc := startCluster(t, nil)
 	ctx := ctxT(t, 180*time.Second)
 	leader := tc.rc.WaitLeader(5 * time.Second)
@@ -76,7 +84,7 @@ func TestMultiAtomicAcrossLeaderKill(t *testing.T) {
 	wg.Wait()
 	tc.rc.WaitConverged(30 * time.Second)
 	if len(torn) > 0 {
-		t.Fatalf("transactions saw a half-applied state: %v", torn)
+		return fmt.Sprintf("transactions saw a half-applied state: %v", torn)
 	}
 	for i := range tc.addrs {
 		if i == leader {
@@ -95,9 +103,10 @@ func TestMultiAtomicAcrossLeaderKill(t *testing.T) {
 		b, _ := vals[1].(*redis.StringCmd).Int64()
 		t.Logf("node %d: a=%d b=%d; %d acknowledged, %d without an answer", i, a, b, acked.Load(), unknown.Load())
 		if a != b || a < acked.Load() || a > acked.Load()+unknown.Load() {
-			t.Fatalf("node %d: a=%d b=%d after %d acknowledged and %d unanswered transactions", i, a, b, acked.Load(), unknown.Load())
+			return fmt.Sprintf("node %d: a=%d b=%d after %d acknowledged and %d unanswered transactions", i, a, b, acked.Load(), unknown.Load())
 		}
 	}
+	return ""
 }
 
 // TestMultiTooLarge: on a follower of a 3-node cluster, a transaction
