@@ -282,8 +282,8 @@ func (c *conn) exec() {
 
 // applyTx applies a transaction as one command through the log; one of
 // reads only (watches included) is answered from this node's state in one
-// read after the pipeline's barrier, as the log would answer it: it
-// changes nothing, so it needs no entry.
+// read after a barrier (none after READONLY, as for every read), as the log
+// would answer it: it changes nothing, so it needs no entry.
 func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
