@@ -198,6 +198,18 @@ func TestMultiHostile(t *testing.T) {
 			setup.expect("GET txk", []string{"$1\r\n5\r\n"})
 		})
 	}
+	t.Run("HELLO 3 inside switches the replies after it", func(t *testing.T) {
+		c := dialRaw(t, srv.Addr())
+		c.send("AUTH app-secret\r\nMULTI\r\nGET nokey\r\nHELLO 3\r\nGET nokey\r\nEXEC\r\nGET nokey\r\n")
+		got := c.replies(6)
+		if strings.Join(got[:5], "") != "+OK\r\n+OK\r\n"+q+q+q || !strings.HasPrefix(got[5], "*3\r\n$-1\r\n%7\r\n$6\r\nserver\r\n") ||
+			!strings.HasSuffix(got[5], "*0\r\n_\r\n") {
+			t.Fatalf("replies = %q", got)
+		}
+		if r := c.replies(1); r[0] != "_\r\n" {
+			t.Fatalf("GET after it = %q, want RESP3's null", r)
+		}
+	})
 	t.Run("a read-only grant cannot queue writes", func(t *testing.T) {
 		c := dialRaw(t, srv.Addr())
 		c.send("AUTH read-secret\r\nMULTI\r\nGET txk\r\nSET txk 1\r\nEXEC\r\nMULTI\r\nGET txk\r\nEXISTS txk\r\nEXEC\r\n")
