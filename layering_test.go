@@ -15,6 +15,7 @@ var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/conncap", "internal/loopback",
 		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout"},
 	{"fsm"},
+	{"raftstore/transport"},
 	{"raftstore", "tokens"},
 	{"internal/memstore", "auth", "internal/httpx"},
 	{"gateway", "api", "resp"},
