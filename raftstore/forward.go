@@ -23,6 +23,7 @@ var wireErrors = transport.Errors{
 	NotLeader: ErrNotLeader,
 	Retry:     errRetry,
 	Shutdown:  ErrShutdown,
+	NotSent:   errNotSent,
 	Coded: []error{
 		0: nil, // any other error: its message only
 		1: ErrUnknownNode,
@@ -122,7 +123,7 @@ func (s *Store) forward(ctx context.Context, leaderID, leaderAddr string, kind t
 func (s *Store) forwardSend(ctx context.Context, leaderID, leaderAddr string, kind transport.Kind, payload []byte) (func(context.Context) ([]byte, error), error) {
 	c, err := s.fwdClientFor(leaderID, leaderAddr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dial leader %s: %v", errRetry, leaderID, err)
+		return nil, fmt.Errorf("%w: %w: dial leader %s: %v", errRetry, errNotSent, leaderID, err)
 	}
 	return c.Send(ctx, kind, payload)
 }

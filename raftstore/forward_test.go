@@ -134,7 +134,7 @@ func TestWireErrorsKeepTheirIdentity(t *testing.T) {
 	cases = append(cases, tc{sent: errors.New("something else")},
 		tc{sent: ErrNotLeader, want: ErrNotLeader},
 		tc{sent: fmt.Errorf("%w: lost", errRetry), want: errRetry, text: "retry: leader n1: retry: lost"},
-		tc{sent: ErrShutdown, want: errRetry, text: "retry: leader n1 is shutting down"})
+		tc{sent: ErrShutdown, want: errNotSent, text: "retry: not sent: leader n1 is shutting down"})
 	var sent errorHandler
 	for _, c := range cases {
 		sent = append(sent, c.sent)

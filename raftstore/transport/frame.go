@@ -70,8 +70,12 @@ type Errors struct {
 	// again. An error wrapping it is answered as one; a leader shutting
 	// down and a lost connection come back wrapping it.
 	Retry error
-	// Shutdown is the answer of a node that is closing.
+	// Shutdown is the answer of a node that is closing; it comes back
+	// wrapping Retry and NotSent.
 	Shutdown error
+	// NotSent marks a request the peer turned away before acting on it
+	// (it was shutting down): retried, and known to have done nothing.
+	NotSent error
 	// Coded are the final errors sent by code: Coded[i] is code i, and
 	// Coded[0] must be nil (an error of none of them, sent by its message
 	// only). Append only: codes are part of the wire format.
@@ -206,7 +210,7 @@ func (e *Errors) err(status byte, payload []byte, leaderID string) error {
 	case statusRetry:
 		return fmt.Errorf("%w: leader %s: %s", e.Retry, leaderID, payload)
 	case statusShutdown:
-		return fmt.Errorf("%w: leader %s is shutting down", e.Retry, leaderID)
+		return fmt.Errorf("%w: %w: leader %s is shutting down", e.Retry, e.NotSent, leaderID)
 	case statusError:
 		if len(payload) > 0 && int(payload[0]) < len(e.Coded) && e.Coded[payload[0]] != nil {
 			known := e.Coded[payload[0]]

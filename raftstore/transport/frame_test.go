@@ -40,9 +40,10 @@ var (
 	errNotLeader = errors.New("node is not the leader")
 	errRetry     = errors.New("retry")
 	errShutdown  = errors.New("store is shut down")
+	errNotSent   = errors.New("not sent")
 	errFirst     = errors.New("first coded")
 	errSecond    = errors.New("second coded")
-	testErrors   = Errors{NotLeader: errNotLeader, Retry: errRetry, Shutdown: errShutdown, Coded: []error{0: nil, 1: errFirst, 2: errSecond}}
+	testErrors   = Errors{NotLeader: errNotLeader, Retry: errRetry, Shutdown: errShutdown, NotSent: errNotSent, Coded: []error{0: nil, 1: errFirst, 2: errSecond}}
 )
 
 // TestErrorsKeepTheirIdentity: a coded error comes back as its sentinel,
@@ -78,11 +79,16 @@ func TestErrorsKeepTheirIdentity(t *testing.T) {
 		{errNotLeader, statusNotLeader, errNotLeader},
 		{fmt.Errorf("%w: lost", errRetry), statusRetry, errRetry},
 		{errShutdown, statusShutdown, errRetry},
+		{errShutdown, statusShutdown, errNotSent}, // turned away before acting: nothing was done
 	} {
 		status, payload := testErrors.answer(tc.err)
 		if got := testErrors.err(status, payload, "n1"); status != tc.status || !errors.Is(got, tc.want) {
 			t.Errorf("%v came back as %v (status %d), want %v (status %d)", tc.err, got, status, tc.want, tc.status)
 		}
+	}
+	// A retry answer or a lost connection says nothing of the fate.
+	if got := testErrors.err(statusRetry, []byte("lost"), "n1"); errors.Is(got, errNotSent) {
+		t.Errorf("a retry answer came back as not sent: %v", got)
 	}
 	for _, tc := range []struct {
 		status  byte
