@@ -8,7 +8,7 @@ import (
 )
 
 // rejectReasons are every reason idemgate_peer_rejected_total counts: the
-// Raft port's own (mux.go), the admission after the preamble and a removed
+// Raft port's own (transport/mux.go), the admission after the preamble and a removed
 // member's connection closed (peers.go, join.go), and the accepting side's
 // certificate checks (certs.PeerError, and peers.go's removed_certificate).
 // Each has a series at 0 from the start, so an alert on increase() fires at
