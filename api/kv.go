@@ -45,8 +45,8 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 	case "DELETE":
 		a.kvDelete(ctx, key)
 	default:
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, PUT or DELETE")
-		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD, PUT or DELETE")
+		ctx.Response.Header.Set("Allow", "GET, HEAD, PUT, DELETE")
 	}
 }
 
