@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -37,6 +38,10 @@ import (
 type contract struct {
 	doc    *openapi3.T
 	router routers.Router
+
+	// paused: a measurement runs (pause), which the check's own cost
+	// would be part of.
+	paused atomic.Bool
 
 	mu       sync.Mutex
 	pairs    int
@@ -74,8 +79,17 @@ func loadContract() (*contract, error) {
 func (c *contract) wrap(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		h(ctx)
-		c.check(ctx)
+		if !c.paused.Load() {
+			c.check(ctx)
+		}
 	}
+}
+
+// pause turns the check off until t ends, for a test that measures how the
+// listeners answer under load (it must not run in parallel with others).
+func (c *contract) pause(t *testing.T) {
+	c.paused.Store(true)
+	t.Cleanup(func() { c.paused.Store(false) })
 }
 
 // Statuses an answer can have before the request reached a route: what
