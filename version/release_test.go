@@ -7,11 +7,15 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +28,8 @@ import (
 // for the host's platform only (the other one costs a second build of
 // everything): the binary it writes is static, SHA256SUMS holds its sum,
 // and the version, commit and date it was given are what `idemgate
-// version`, GET /v1/status, GET /v1/cluster and the idemgate_build_info
-// metric of a node it serves show.
+// version`, GET /v1/status, GET /v1/cluster, the Redis protocol's INFO and
+// the idemgate_build_info metric of a node it serves show.
 func TestReleaseBuildIsStamped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs a node")
@@ -89,12 +93,16 @@ func TestReleaseBuildIsStamped(t *testing.T) {
 	}
 
 	// A node it serves says the same on every face that names a build.
-	addrs, err := loopback.FreeAddrs(3)
+	addrs, err := loopback.FreeAddrs(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := exec.Command(bin, "serve", "--data-dir", t.TempDir(), "--listen", addrs[0], "--api-listen", addrs[1],
-		"--raft-listen", addrs[2], "--upstream", "http://127.0.0.1:1")
+	cfg := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("nodes:\n  - {id: n1, listen: %q, api: %q, raft: %q, resp: %q}\n"+
+		"data_dir: %q\nupstream: http://127.0.0.1:1\n", addrs[0], addrs[1], addrs[2], addrs[3], t.TempDir())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	node := exec.Command(bin, "serve", "--config", cfg, "--bootstrap")
 	logs := &testsupport.Logs{}
 	node.Stdout, node.Stderr = logs, logs
 	if err := node.Start(); err != nil {
@@ -116,6 +124,9 @@ func TestReleaseBuildIsStamped(t *testing.T) {
 			t.Errorf("GET %s = %d %q (%v): want version %q", path, r.Status, r.Body, err, release)
 		}
 	}
+	if got := respInfo(t, addrs[3]); !strings.Contains(got, "\r\nidemgate_version:"+release+"\r\n") {
+		t.Errorf("INFO = %q, want idemgate_version:%s", got, release)
+	}
 	m, err := testsupport.Do("GET", api+"/metrics", "")
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +143,35 @@ func TestReleaseBuildIsStamped(t *testing.T) {
 	if t.Failed() {
 		t.Logf("script:\n%s\nnode:\n%s", script, logs.String())
 	}
+}
+
+// respInfo sends INFO server to the Redis-protocol listener at addr and
+// returns its reply (a bulk string).
+func respInfo(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	if err != nil || !strings.HasPrefix(head, "$") {
+		t.Fatalf("INFO: %q, %v", head, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 || n > 1<<16 {
+		t.Fatalf("INFO: reply header %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		t.Fatalf("INFO: %v", err)
+	}
+	return string(body)
 }
 
 func gitOutput(t *testing.T, args ...string) string {
