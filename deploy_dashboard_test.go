@@ -14,8 +14,9 @@ import (
 )
 
 // dashboardQueries reads the dashboard: every panel has a title, a unique
-// id and at least one query; it returns every PromQL expression, those of
-// the template variables included.
+// id, a place on the grid no other panel takes, the data source variable
+// and at least one query; it returns every PromQL expression, those of the
+// template variables included.
 func dashboardQueries(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -42,12 +43,16 @@ func dashboardQueries(t *testing.T, path string) []string {
 	}
 	var exprs []string
 	ids := map[int]bool{}
+	type rect struct{ X, Y, W, H int }
+	var placed []rect
 	type panel struct {
-		ID      int               `json:"id"`
-		Type    string            `json:"type"`
-		Title   string            `json:"title"`
-		Panels  []json.RawMessage `json:"panels"`
-		Targets []struct {
+		ID         int                  `json:"id"`
+		Type       string               `json:"type"`
+		Title      string               `json:"title"`
+		GridPos    rect                 `json:"gridPos"`
+		Datasource struct{ UID string } `json:"datasource"`
+		Panels     []json.RawMessage    `json:"panels"`
+		Targets    []struct {
 			Expr string `json:"expr"`
 		} `json:"targets"`
 	}
@@ -62,9 +67,22 @@ func dashboardQueries(t *testing.T, path string) []string {
 				t.Errorf("%s: panel %d (%q): want a title and an id of its own", path, p.ID, p.Title)
 			}
 			ids[p.ID] = true
+			g := p.GridPos
+			if g.W <= 0 || g.H <= 0 || g.X < 0 || g.X+g.W > 24 {
+				t.Errorf("%s: panel %q: gridPos %+v is off the 24-column grid", path, p.Title, g)
+			}
+			for _, o := range placed {
+				if g.X < o.X+o.W && o.X < g.X+g.W && g.Y < o.Y+o.H && o.Y < g.Y+g.H {
+					t.Errorf("%s: panel %q at %+v overlaps another at %+v", path, p.Title, g, o)
+				}
+			}
+			placed = append(placed, g)
 			if p.Type == "row" {
 				walk(p.Panels)
 				continue
+			}
+			if p.Datasource.UID != "${datasource}" {
+				t.Errorf("%s: panel %q: datasource %q, want the dashboard's ${datasource} variable", path, p.Title, p.Datasource.UID)
 			}
 			if len(p.Targets) == 0 {
 				t.Errorf("%s: panel %q has no query", path, p.Title)
