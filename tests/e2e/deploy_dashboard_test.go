@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // deploy/grafana-dashboard.json kept true: every query names only metrics a
 // node exports, with label values it has series for.

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The deploy files (deploy/alerts.yaml, deploy/systemd/idemgate.service)
 // kept true: every metric an alert names is one a node registers, and the
@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/idemgate/idemgate/internal/democluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/node"
 )
 
 // alertRules is the part of a Prometheus rule file the checks read.
@@ -89,14 +89,14 @@ func alertMetrics(t *testing.T, path string) []string {
 	return names
 }
 
-// freshNodeMetrics starts a 3-node cluster (the node package's wiring, real
-// Raft on loopback; stopped when the test ends) and returns a node's
+// freshNodeMetrics starts a 3-node cluster (democluster: the node
+// package's wiring, real Raft on loopback; stopped when the test ends) and returns a node's
 // /metrics once it has its peer series, the metric names its registry
 // describes (labelled families with no series yet among them), and the
 // cluster file's route names.
 func freshNodeMetrics(t *testing.T) (families map[string]*dto.MetricFamily, registered map[string]bool, routes []string) {
 	t.Helper()
-	nodes, file, err := node.StartLocal(t.TempDir(), 3, "127.0.0.1:1", false)
+	nodes, file, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
