@@ -71,6 +71,10 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Help: "This node's Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 		}, func() float64 { return float64(s.raft.State()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_raft_term",
+			Help: "This node's current Raft term: every election raises it.",
+		}, func() float64 { return float64(s.raft.CurrentTerm()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_raft_commit_index",
 			Help: "The highest log index this node knows to be committed.",
 		}, func() float64 { return float64(s.raft.CommitIndex()) }),
