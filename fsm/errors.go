@@ -37,6 +37,9 @@ var (
 	// ErrOutOfRange: a guarded increment would leave its [min, max];
 	// nothing changed.
 	ErrOutOfRange = errors.New("the result would leave the range allowed")
+	// ErrKeyReuse: a once begin's payload fingerprint differs from the
+	// claim's: the same key was used for other work.
+	ErrKeyReuse = errors.New("the key was used with another payload")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

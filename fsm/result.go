@@ -30,12 +30,18 @@ const (
 	// CodeOutOfRange: a guarded increment whose result would leave its
 	// bounds; nothing changed (Result.Value is the value kept).
 	CodeOutOfRange
+	// CodeKeyReuse: a once begin whose payload fingerprint is not the
+	// claim's; nothing changed.
+	CodeKeyReuse
+	// CodeTakenOver: a once begin that took a claim over from a holder
+	// whose lease had run out (the new fence in Result.Fence).
+	CodeTakenOver
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrKeyReuse, nil}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).
