@@ -83,6 +83,12 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"response headers buffer too small", base + "limits:\n  max_response_header_bytes: 1KiB\n", "line 5: limits.max_response_header_bytes: "},
 		{"response headers buffer too large", base + "limits:\n  max_response_header_bytes: 2MiB\n", "limits.max_response_header_bytes"},
 		{"not yaml", "nodes: [", "config:"},
+		{"once retention too short", base + "once:\n  retention: 1ms\n", "line 5: once.retention: "},
+		{"once retention negative", base + "once:\n  retention: -1h\n", "once.retention"},
+		{"once scope without a name", base + "once:\n  scopes:\n    - {retention: 1h}\n", "once.scopes[0].name"},
+		{"once scope bad name", base + "once:\n  scopes:\n    - {name: 'a b', retention: 1h}\n", "once.scopes[0].name"},
+		{"once scope twice", base + "once:\n  scopes:\n    - {name: sms, retention: 1h}\n    - {name: sms, retention: 2h}\n", "once.scopes[1].name"},
+		{"once scope retention over a year", base + "once:\n  scopes:\n    - {name: sms, retention: 9000h}\n", "once.scopes[0].retention"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.yaml))
@@ -93,6 +99,24 @@ func TestErrorsNameTheField(t *testing.T) {
 		if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error = %q, want one line containing %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestOnceRetention: a listed scope has its own retention, one listed
+// without inherits once.retention, every other scope has the default.
+func TestOnceRetention(t *testing.T) {
+	f, err := Parse([]byte(base + "once:\n  scopes:\n    - {name: sms, retention: 168h}\n    - {name: jobs}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for scope, want := range map[string]time.Duration{"sms": 168 * time.Hour, "jobs": DefaultOnceRetention, "other": DefaultOnceRetention} {
+		if got := f.Once.RetentionOf(scope); got != want {
+			t.Errorf("RetentionOf(%q) = %s, want %s", scope, got, want)
+		}
+	}
+	f, err = Parse([]byte(base + "once:\n  retention: 1h\n  scopes:\n    - {name: jobs}\n"))
+	if err != nil || f.Once.RetentionOf("jobs") != time.Hour || f.Once.RetentionOf("x") != time.Hour {
+		t.Fatalf("%v %+v", err, f.Once)
 	}
 }
 
