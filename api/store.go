@@ -22,6 +22,10 @@ type Store interface {
 	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
 	// Release frees a record's key when its fence still holds it (DELETE /v1/records/KEY).
 	Release(ctx context.Context, key []byte, fence uint64) error
+	// Claim reads a once claim (GET /v1/once/{scope}/{key}), for package once.
+	Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, error)
+	// Once applies a once command (package once).
+	Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
 	// Suspects lists up to limit suspected duplicates, newest first.
 	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
@@ -102,6 +103,10 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	if err := tok.Register(n.Reg); err != nil {
 		return nil, err
 	}
+	onceSvc := once.New(store, file.Once.RetentionOf)
+	if err := onceSvc.Register(n.Reg); err != nil {
+		return nil, err
+	}
 	nodeAPIs := map[string]string{}
 	// The names clients call the API by: every node's, as the operator
 	// verbs dial them, and the file's api.hosts.
@@ -111,7 +116,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		hosts = append(hosts, x.API, x.AdvertiseAPI)
 	}
 	n.API = api.New(api.Config{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String()}, store, tok, n.Reg)
+		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String()}, store, tok, onceSvc, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}

@@ -118,6 +118,10 @@ func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, erro
 	return s.f.Record(key, time.Now())
 }
 
+func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*fsm.Claim, error) {
+	return s.f.Claim(key, time.Now())
+}
+
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	if err := raftstore.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
