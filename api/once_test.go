@@ -48,6 +48,7 @@ func waitTakeOver(t *testing.T, base, path, payload, lease string) beginAnswer {
 		switch {
 		case r.Status == 201:
 			return ans
+		case r.Status == 503: // a leader election: fail closed, retry
 		case r.Status != 409 || r.ProblemType(t) != "in-progress" || r.Header.Get("Retry-After") == "":
 			t.Fatalf("begin while waiting for the lease to run out: %d %v %s", r.Status, r.Header, r.Body)
 		}
@@ -272,5 +273,69 @@ func TestOnceRenewReleaseRetention(t *testing.T) {
 			t.Fatalf("begin before the retention ran out: %d %s (try %d)", r.Status, r.Body, i)
 		}
 		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// untilServed repeats a call while the cluster answers 503 (an election
+// after a leader kill), a bounded number of times.
+func untilServed(t *testing.T, call func() reply) reply {
+	t.Helper()
+	for i := 0; i < 400; i++ {
+		if r := call(); r.Status != 503 {
+			return r
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatal("the cluster answered 503 throughout")
+	return reply{}
+}
+
+// TestOnceTakeoverCluster: on a real 3-node cluster (Raft over loopback
+// TCP, bbolt files), holders with short leases pause, are taken over on
+// other nodes, and the leader is killed between two takeovers: the fences
+// strictly increase across it, every paused holder's late complete is
+// refused, and every node then answers the last holder's result.
+func TestOnceTakeoverCluster(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	leader := ac.c.WaitLeader(10 * time.Second)
+	u := ac.urls
+	const payload = "charge order 77"
+	r, a := beginOnce(t, u[(leader+1)%3], "payments/order-77", payload, "300ms")
+	if r.Status != 201 {
+		t.Fatalf("A's begin: %d %s", r.Status, r.Body)
+	}
+	b := waitTakeOver(t, u[(leader+2)%3], "payments/order-77", payload, "300ms")
+	if b.Fence <= a.Fence {
+		t.Fatalf("B's fence %d is not above A's %d", b.Fence, a.Fence)
+	}
+	ac.c.Stop(leader)
+	survivors := []string{u[(leader+1)%3], u[(leader+2)%3]}
+	c := waitTakeOver(t, survivors[0], "payments/order-77", payload, "1h")
+	if c.Fence <= b.Fence {
+		t.Fatalf("C's fence %d (after the leader kill) is not above B's %d", c.Fence, b.Fence)
+	}
+	// A and B wake and complete: refused, C's claim untouched.
+	for _, late := range []struct {
+		name  string
+		fence uint64
+	}{{"A", a.Fence}, {"B", b.Fence}} {
+		r := untilServed(t, func() reply {
+			return do(t, "POST", survivors[1]+"/v1/once/payments/order-77/complete", completeJSON(late.fence, "charged by "+late.name), jsonHdr()...)
+		})
+		if r.Status != 409 || r.ProblemType(t) != "stale-fence" {
+			t.Fatalf("%s's late complete: %d %s", late.name, r.Status, r.Body)
+		}
+	}
+	r = untilServed(t, func() reply {
+		return do(t, "POST", survivors[1]+"/v1/once/payments/order-77/complete", completeJSON(c.Fence, "charged by C"), jsonHdr()...)
+	})
+	if r.Status != 200 {
+		t.Fatalf("C's complete: %d %s", r.Status, r.Body)
+	}
+	for _, base := range survivors {
+		r, ans := beginOnce(t, base, "payments/order-77", payload, "1h")
+		if r.Status != 200 || ans.Result == nil || string(*ans.Result) != "charged by C" || ans.Fence != c.Fence {
+			t.Fatalf("begin on %s after C's complete: %d %s", base, r.Status, r.Body)
+		}
 	}
 }
