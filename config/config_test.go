@@ -118,6 +118,9 @@ func TestOnceRetention(t *testing.T) {
 	if err != nil || f.Once.RetentionOf("jobs") != time.Hour || f.Once.RetentionOf("x") != time.Hour {
 		t.Fatalf("%v %+v", err, f.Once)
 	}
+	if got := (Once{}).RetentionOf("x"); got != DefaultOnceRetention {
+		t.Fatalf("an unvalidated file's retention: %s", got)
+	}
 }
 
 func TestParseSize(t *testing.T) {

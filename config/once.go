@@ -28,14 +28,19 @@ const DefaultOnceRetention = 24 * time.Hour
 // not a deduplication window but data to keep elsewhere.
 const MaxOnceRetention = 366 * 24 * time.Hour
 
-// RetentionOf is scope's retention.
+// RetentionOf is scope's retention; DefaultOnceRetention where the file
+// was not validated (a File built in code leaves it zero).
 func (o Once) RetentionOf(scope string) time.Duration {
+	d := o.Retention.D()
 	for _, s := range o.Scopes {
 		if s.Name == scope {
-			return s.Retention.D()
+			d = s.Retention.D()
 		}
 	}
-	return o.Retention.D()
+	if d <= 0 {
+		return DefaultOnceRetention
+	}
+	return d
 }
 
 func (o *Once) validate() error {
