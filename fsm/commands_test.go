@@ -18,7 +18,7 @@ import (
 func TestCommandTable(t *testing.T) {
 	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
-	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true}
+	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeScriptEffects: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
 		s := typ.spec()
@@ -131,7 +131,22 @@ func tableSamples() map[Type]*Command {
 		TypeKVExpire:      KVExpireCommand([]byte("n"), time.Hour, FlagExpireNX),
 		TypeClusterID:     ClusterIDCommand(ClusterID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
 		TypeMemberRemoved: MemberRemovedCommand("n3", []Fingerprint{fp}),
+		TypeScriptEffects: scriptSample(),
 	}
+}
+
+// scriptSample is a script's INCR of "n", as tableSetup leaves it.
+func scriptSample() *Command {
+	sb := NewSandbox(tableStamp+int64(time.Second), func(key []byte) (KVEntry, bool, error) {
+		if string(key) == "n" {
+			return KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
+		}
+		return KVEntry{}, false, nil
+	})
+	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
+		panic(err)
+	}
+	return sb.Effects()
 }
 
 const tableStamp = int64(1_767_225_600_000_000_000) // 2026-01-01
