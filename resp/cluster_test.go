@@ -231,7 +231,12 @@ func TestGoRedisEveryCommand(t *testing.T) {
 			_, err = w.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Set(ctx, k("tx"), "1", 0).Err() })
 			c.fails("MULTI/EXEC", err, "EXECABORT Transaction discarded")
 			c.int("EXISTS after a transaction", r.Exists(ctx, k("tx")), 0)
-			c.fails("EVAL", r.Do(ctx, "EVAL", "return 1", 0).Err(), "ERR EVAL is not supported")
+			src := fmt.Sprintf("return redis.call('INCRBY', KEYS[1], ARGV[1]) -- resp%d", proto)
+			incrBy := redis.NewScript(src)
+			c.int("EVAL", w.Eval(ctx, src, []string{k("ev")}, 7), 7)
+			c.int("EVALSHA after EVAL on that node", w.EvalSha(ctx, incrBy.Hash(), []string{k("ev")}, 1), 8)
+			c.fails("EVALSHA on a node that has not seen it", r.EvalSha(ctx, incrBy.Hash(), []string{k("ev")}, 1).Err(), "NOSCRIPT No matching script. Please use EVAL.")
+			c.int("Script.Run there (EVALSHA, then EVAL on NOSCRIPT)", incrBy.Run(ctx, r, []string{k("ev")}, 1), 9)
 			c.fails("unknown", r.Do(ctx, "FOO", "bar").Err(), "ERR unknown command 'FOO', with args beginning with: 'bar'")
 		})
 	}

@@ -44,8 +44,7 @@ func register(cmds ...*command) {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"watch", "unwatch", "eval", "evalsha", "eval_ro",
-	"evalsha_ro", "fcall", "fcall_ro", "function", "script", "subscribe", "psubscribe", "ssubscribe",
+var unsupported = []string{"watch", "unwatch", "fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
 	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
 
 // check finds the command of a request and says whether this connection

@@ -37,12 +37,17 @@ func init() {
 		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Second) }),
 		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Millisecond) }),
 		wr("persist", 2, 1, planPersist),
+		wr("expireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Second) }),
+		wr("pexpireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Millisecond) }),
 	)
 }
 
 // local reads a key from this node's applied state: the pipeline ran the
 // barrier that makes it linearizable (or the connection is READONLY).
 func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
+	if c.script != nil {
+		return c.script.sb.KV(key)
+	}
 	e, err := c.s.store.KV(ctx, key, true)
 	if errors.Is(err, fsm.ErrNotFound) {
 		return e, false, nil
@@ -108,7 +113,7 @@ func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
 	case e.ExpiresAt == 0:
 		c.w.integer(-1)
 	default:
-		left := max(time.Until(time.Unix(0, e.ExpiresAt)), 0)
+		left := max(time.Unix(0, e.ExpiresAt).Sub(c.now()), 0)
 		c.w.integer(int64((left + unit/2) / unit))
 	}
 }
@@ -189,7 +194,7 @@ func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
 }
 
 func planSet(c *conn, a [][]byte) plan {
-	o, refusal := parseSet(a, time.Now())
+	o, refusal := parseSet(a, c.now())
 	if refusal != "" {
 		return plan{err: refusal}
 	}
@@ -290,8 +295,40 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
+	flags, refusal := parseExpireFlags(a[3:])
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case n > int64(fsm.MaxTTL/unit):
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
+	}
+	return planLifetime(a[1], time.Duration(max(n, 0))*unit, flags)
+}
+
+// planExpireAt: EXPIREAT/PEXPIREAT key t [NX|XX|GT|LT], a Unix time in
+// seconds or milliseconds; one already past deletes the key, as Redis
+// does. The lifetime is counted from the command's clock (conn.now), the
+// one the state machine applies a script's writes at.
+func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
+	n, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	flags, refusal := parseExpireFlags(a[3:])
+	now := c.now()
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case n > now.UnixNano()/int64(unit)+int64(fsm.MaxTTL/unit) || n < -int64(fsm.MaxTTL/unit):
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
+	}
+	return planLifetime(a[1], max(time.Unix(0, 0).Add(time.Duration(n)*unit).Sub(now), 0), flags)
+}
+
+// parseExpireFlags reads EXPIRE's conditions; the reply for a refusal.
+func parseExpireFlags(opts [][]byte) (byte, string) {
 	var flags byte
-	for _, opt := range a[3:] {
+	for _, opt := range opts {
 		switch s := string(opt); {
 		case eq(s, "nx"):
 			flags |= fsm.FlagExpireNX
@@ -302,25 +339,26 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 		case eq(s, "lt"):
 			flags |= fsm.FlagExpireLT
 		default:
-			return plan{err: "ERR Unsupported option " + clip(opt)}
+			return 0, "ERR Unsupported option " + clip(opt)
 		}
 	}
 	if flags&fsm.FlagExpireNX != 0 && flags&(fsm.FlagExpireXX|fsm.FlagExpireGT|fsm.FlagExpireLT) != 0 {
-		return plan{err: "ERR NX and XX, GT or LT options at the same time are not compatible"}
+		return 0, "ERR NX and XX, GT or LT options at the same time are not compatible"
 	}
 	if flags&fsm.FlagExpireGT != 0 && flags&fsm.FlagExpireLT != 0 {
-		return plan{err: "ERR GT and LT options at the same time are not compatible"}
+		return 0, "ERR GT and LT options at the same time are not compatible"
 	}
-	var ttl time.Duration
-	switch {
-	case n <= 0:
+	return flags, ""
+}
+
+// planLifetime sets key's lifetime to d (0: the key is deleted) under the
+// conditions of flags.
+func planLifetime(key []byte, d time.Duration, flags byte) plan {
+	if d <= 0 {
 		flags |= fsm.FlagExpireNow
-	case n > int64(fsm.MaxTTL/unit):
-		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
-	default:
-		ttl = time.Duration(n) * unit
+		d = 0
 	}
-	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(a[1], ttl, flags)}, answer: answerChanged}
+	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(key, d, flags)}, answer: answerChanged}
 }
 
 func planPersist(c *conn, a [][]byte) plan {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemgate/idemgate/script"
 )
 
 // Config configures the listener.
@@ -44,7 +46,11 @@ type Config struct {
 	// Auth, when set, makes clients authenticate (AUTH, HELLO ... AUTH)
 	// before any other command; see AuthFunc. SetAuth replaces it, and
 	// closes the connections whose token it revokes.
-	Auth   AuthFunc
+	Auth AuthFunc
+	// Script bounds one run of a script on this node (EVAL): its time, the
+	// heap it may grow, its call depth. A script stopped by them applies
+	// nothing.
+	Script script.Config
 	Logger *slog.Logger
 }
 
@@ -74,6 +80,7 @@ func DefaultConfig() Config {
 		WriteTimeout:     10 * time.Second,
 		MaxConnsPerIP:    1024,
 		OpTimeout:        5 * time.Second,
+		Script:           script.DefaultConfig(),
 	}
 }
 
@@ -88,6 +95,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: ReadTimeout, WriteTimeout and OpTimeout must be positive, IdleTimeout not negative")
 	case c.MaxConnsPerIP <= 0:
 		return fmt.Errorf("resp: MaxConnsPerIP must be positive")
+	}
+	if err := c.Script.Validate(); err != nil {
+		return fmt.Errorf("resp: Script: %w", err)
 	}
 	return nil
 }
