@@ -47,6 +47,17 @@ func register(cmds ...*command) {
 var unsupported = []string{"watch", "unwatch", "fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
 	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
 
+// isUnsupported reports whether name is a Redis command idemgate does
+// not run.
+func isUnsupported(name string) bool {
+	for _, u := range unsupported {
+		if name == u {
+			return true
+		}
+	}
+	return false
+}
+
 // check finds the command of a request and says whether this connection
 // may run it now; refusal is the error reply when not. c.lastCmd is set
 // to the name the metrics count it under.
@@ -59,10 +70,8 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 	cmd, ok := commands[name]
 	if !ok {
 		c.lastCmd = "unknown"
-		for _, u := range unsupported {
-			if name == u {
-				c.lastCmd = u
-			}
+		if isUnsupported(name) {
+			c.lastCmd = name
 		}
 		switch {
 		case c.preAuth(): // before AUTH, nothing is said of commands

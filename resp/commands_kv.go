@@ -25,6 +25,8 @@ func init() {
 		rd("exists", -2, -1, cmdExists),
 		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) }),
 		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) }),
+		rd("getrange", 4, 1, cmdGetRange),
+		rd("strlen", 2, 1, cmdStrlen),
 		wr("set", -3, 1, planSet),
 		wr("setnx", 3, 1, planSetNX),
 		wr("getdel", 2, 1, planGetDel),
@@ -65,6 +67,49 @@ func cmdGet(c *conn, ctx context.Context, a [][]byte) {
 	default:
 		c.w.bulk(e.Value)
 	}
+}
+
+// cmdGetRange is GETRANGE key start end: the bytes from start to end,
+// both included, counted from the end when negative, as Redis clamps them.
+func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
+	start, ok1 := parseInt64(a[2])
+	end, ok2 := parseInt64(a[3])
+	if !ok1 || !ok2 {
+		c.w.errorLine(msgNotInteger)
+		return
+	}
+	e, _, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	n := int64(len(e.Value))
+	if start < 0 && end < 0 && start > end {
+		c.w.bulk(nil)
+		return
+	}
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if end < 0 {
+		end = max(n+end, 0)
+	}
+	end = min(end, n-1)
+	if start > end || n == 0 {
+		c.w.bulk(nil)
+		return
+	}
+	c.w.bulk(e.Value[start : end+1])
+}
+
+// cmdStrlen is STRLEN: the value's length, 0 without the key.
+func cmdStrlen(c *conn, ctx context.Context, a [][]byte) {
+	e, _, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	c.w.integer(int64(len(e.Value)))
 }
 
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {

@@ -68,6 +68,9 @@ func init() {
 // first, then the script), and runs the script alone, in the pipeline's
 // order.
 func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
+	if bySHA && len(a[1]) != 40 {
+		return plan{err: msgNoScript} // Redis looks no further
+	}
 	n, ok := parseInt64(a[2])
 	switch {
 	case !ok:
@@ -148,29 +151,38 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 // cmdScript is SCRIPT LOAD, EXISTS, FLUSH and KILL, on this node's cache.
 func cmdScript(c *conn, a [][]byte) {
 	sub := strings.ToLower(string(a[1]))
+	arity := map[string]int{"load": 3, "exists": -3, "flush": -2, "kill": 2, "help": 2}[sub]
 	switch {
-	case sub == "load" && len(a) == 3:
+	case arity == 0:
+		c.w.errorLine(fmt.Sprintf("ERR unknown subcommand '%s'. Try SCRIPT HELP.", clip(a[1])))
+		return
+	case (arity > 0 && len(a) != arity) || (arity < 0 && len(a) < -arity):
+		c.w.errorLine(fmt.Sprintf("ERR wrong number of arguments for 'script|%s' command", sub))
+		return
+	}
+	switch sub {
+	case "load":
 		s, err := c.s.scripts.load(a[2])
 		if err != nil {
 			c.w.errorLine(err.Error())
 			return
 		}
 		c.w.bulkString(s.SHA)
-	case sub == "exists" && len(a) >= 3:
+	case "exists":
 		c.w.array(len(a) - 2)
 		for _, sha := range a[2:] {
 			c.w.integer(int64(boolInt(c.s.scripts.get(strings.ToLower(string(sha))) != nil)))
 		}
-	case sub == "flush" && len(a) <= 3:
-		if len(a) == 3 && !eq(string(a[2]), "sync") && !eq(string(a[2]), "async") {
+	case "flush":
+		if len(a) > 3 || (len(a) == 3 && !eq(string(a[2]), "sync") && !eq(string(a[2]), "async")) {
 			c.w.errorLine("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 			return
 		}
 		c.s.scripts.flush()
 		c.w.ok()
-	case sub == "kill" && len(a) == 2:
+	case "kill":
 		c.w.errorLine("NOTBUSY No scripts in execution right now.")
-	case sub == "help" && len(a) == 2:
+	case "help":
 		help := []string{"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"EXISTS <sha1> [<sha1> ...]", "    Return information about the existence of the scripts in the script cache.",
 			"FLUSH [ASYNC|SYNC]", "    Flush the Lua scripts cache.",
@@ -181,10 +193,6 @@ func cmdScript(c *conn, a [][]byte) {
 		for _, h := range help {
 			c.w.simple(h)
 		}
-	case sub == "load" || sub == "exists" || sub == "flush" || sub == "kill" || sub == "help":
-		c.w.errorLine(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try SCRIPT HELP.", clip(a[1])))
-	default:
-		c.w.errorLine(fmt.Sprintf("ERR unknown subcommand '%s'. Try SCRIPT HELP.", clip(a[1])))
 	}
 }
 

@@ -32,7 +32,7 @@ type scriptCall struct {
 // scriptable are the commands a script may call: the KV keyspace's, which
 // a sandbox can run, and TIME. Other commands idemgate has are Redis's
 // "not allowed from script"; commands it does not have are "unknown".
-var scriptable = map[string]bool{"get": true, "mget": true, "exists": true, "ttl": true, "pttl": true,
+var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "strlen": true, "exists": true, "ttl": true, "pttl": true,
 	"set": true, "setnx": true, "getdel": true, "del": true, "unlink": true, "incr": true, "decr": true,
 	"incrby": true, "decrby": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
 	"persist": true, "time": true, "ping": true, "echo": true}
@@ -57,7 +57,7 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 	name := strings.ToLower(string(args[0]))
 	cmd, ok := commands[name]
 	switch {
-	case !ok:
+	case !ok && !isUnsupported(name):
 		return script.ErrorReply("ERR Unknown Redis command called from script")
 	case !scriptable[name]:
 		return script.ErrorReply("ERR This Redis command is not allowed from script")
@@ -127,11 +127,11 @@ func parseReply(b []byte) (script.Reply, []byte, bool) {
 		return script.Reply{Kind: script.Int, Int: n}, rest, err == nil
 	case '$':
 		n, err := strconv.Atoi(body)
-		if err != nil || n < -1 || n > len(rest)-2 {
-			return script.Reply{}, nil, false
-		}
-		if n < 0 {
+		if err == nil && n == -1 {
 			return script.Reply{Kind: script.Nil}, rest, true
+		}
+		if err != nil || n < 0 || n > len(rest)-2 {
+			return script.Reply{}, nil, false
 		}
 		return script.Reply{Kind: script.Bulk, Str: string(rest[:n])}, rest[n+2:], true
 	case '*':

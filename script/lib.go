@@ -24,6 +24,16 @@ func openLibs(L *lua.LState, r *run) {
 	for _, name := range []string{"dofile", "loadfile", "require", "module", "_printregs", "print"} {
 		L.SetGlobal(name, lua.LNil)
 	}
+	// Lua 5.1 prints numbers with %.14g; gopher-lua with Go's shortest
+	// form. tostring is what scripts call to turn a number into a reply.
+	tostring := L.GetGlobal("tostring").(*lua.LFunction)
+	L.SetGlobal("tostring", L.NewFunction(func(L *lua.LState) int {
+		if n, ok := L.Get(1).(lua.LNumber); ok {
+			L.Push(lua.LString(formatLua(float64(n))))
+			return 1
+		}
+		return callOriginal(L, tostring)
+	}))
 	max := r.cfg.MaxMemory
 	str := L.GetGlobal("string").(*lua.LTable)
 	rep := str.RawGetString("rep").(*lua.LFunction)

@@ -1,6 +1,7 @@
 package script
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -107,6 +108,20 @@ func truncate(f float64) int64 {
 		return math.MinInt64
 	}
 	return int64(f)
+}
+
+// formatLua is Lua 5.1's tostring of a number (LUAI_NUMFFORMAT "%.14g",
+// with C's inf and nan).
+func formatLua(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	return fmt.Sprintf("%.14g", f)
 }
 
 // formatNumber is a number given to redis.call as an argument: Redis
