@@ -25,7 +25,7 @@ type testCluster struct {
 	addrs []string
 }
 
-func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
+func startCluster(t testing.TB, tweak func(*Config)) *testCluster {
 	t.Helper()
 	rc := raftstore.StartTestCluster(t, 3, nil)
 	tc := &testCluster{rc: rc}
@@ -37,7 +37,7 @@ func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
 }
 
 // startServer serves store on a free loopback port until the test ends.
-func startServer(t *testing.T, store Store, id string, tweak func(*Config)) *Server {
+func startServer(t testing.TB, store Store, id string, tweak func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Addr, cfg.NodeID = "127.0.0.1:0", id

@@ -19,7 +19,7 @@ import (
 // startRedis runs a redis-server 7 on a free loopback port for the test,
 // with nothing persisted; without one the test skips, except under CI
 // (.ci/run installs Debian's redis-server).
-func startRedis(t *testing.T) string {
+func startRedis(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {

@@ -2,17 +2,18 @@ package script
 
 import (
 	"fmt"
-	"math/rand"
+	"math/rand/v2"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 )
 
-// openLibs gives a script Redis's environment: the base library without
+// openLibs gives a VM Redis's environment: the base library without
 // what reaches files or other code (dofile, loadfile, require, module),
 // table, string and math (math.random from a generator seeded the same
-// for every run, as Redis 7 seeds it), and the redis library.
-func openLibs(L *lua.LState, r *run) {
+// for every run, as Redis 7 seeds it), and the redis library. Its
+// functions act for the VM's current run (v.cur).
+func openLibs(L *lua.LState, v *vm) {
 	for _, lib := range []struct {
 		name string
 		open lua.LGFunction
@@ -34,12 +35,11 @@ func openLibs(L *lua.LState, r *run) {
 		}
 		return callOriginal(L, tostring)
 	}))
-	max := r.cfg.MaxMemory
 	str := L.GetGlobal("string").(*lua.LTable)
 	rep := str.RawGetString("rep").(*lua.LFunction)
 	str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
 		s, n := L.CheckString(1), L.CheckInt(2)
-		if n > 0 && int64(len(s))*int64(n) > max {
+		if n > 0 && int64(len(s))*int64(n) > v.cur.cfg.MaxMemory {
 			L.RaiseError("string.rep: a result of %d bytes, over the script memory limit", int64(len(s))*int64(n))
 		}
 		return callOriginal(L, rep)
@@ -61,20 +61,20 @@ func openLibs(L *lua.LState, r *run) {
 			if s, ok := t.RawGetInt(i).(lua.LString); ok {
 				n += int64(len(s)) + sep
 			}
-			if n > max {
+			if n > v.cur.cfg.MaxMemory {
 				L.RaiseError("table.concat: a result over the script memory limit")
 			}
 		}
 		return callOriginal(L, concat)
 	}))
-	rng := rand.New(rand.NewSource(0))
+	rng := rand.New(v.pcg)
 	m := L.GetGlobal("math").(*lua.LTable)
 	m.RawSetString("random", L.NewFunction(func(L *lua.LState) int { return random(L, rng) }))
 	m.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
-		rng.Seed(int64(L.CheckNumber(1)))
+		v.pcg.Seed(uint64(int64(L.CheckNumber(1))), 0)
 		return 0
 	}))
-	L.SetGlobal("redis", r.redisLib(L))
+	L.SetGlobal("redis", v.redisLib(L))
 }
 
 // callOriginal calls fn with the arguments of the current call and
@@ -120,13 +120,13 @@ func random(L *lua.LState, rng *rand.Rand) int {
 		if n < 1 {
 			L.ArgError(1, "interval is empty")
 		}
-		L.Push(lua.LNumber(rng.Intn(n) + 1))
+		L.Push(lua.LNumber(rng.IntN(n) + 1))
 	default:
 		lo, hi := L.CheckInt(1), L.CheckInt(2)
 		if lo > hi {
 			L.ArgError(2, "interval is empty")
 		}
-		L.Push(lua.LNumber(rng.Intn(hi-lo+1) + lo))
+		L.Push(lua.LNumber(rng.IntN(hi-lo+1) + lo))
 	}
 	return 1
 }
@@ -134,11 +134,11 @@ func random(L *lua.LState, rng *rand.Rand) int {
 // redisLib is the redis table: call and pcall over the Caller, the reply
 // helpers, sha1hex, and what Redis 7 keeps for old scripts (log,
 // replicate_commands, set_repl, setresp(2)) as harmless no-ops.
-func (r *run) redisLib(L *lua.LState) *lua.LTable {
+func (v *vm) redisLib(L *lua.LState) *lua.LTable {
 	t := L.CreateTable(0, 24)
 	fn := func(name string, f lua.LGFunction) { t.RawSetString(name, L.NewFunction(f)) }
-	fn("call", func(L *lua.LState) int { return r.call(L, true) })
-	fn("pcall", func(L *lua.LState) int { return r.call(L, false) })
+	fn("call", func(L *lua.LState) int { return v.cur.call(L, true) })
+	fn("pcall", func(L *lua.LState) int { return v.cur.call(L, false) })
 	fn("error_reply", func(L *lua.LState) int {
 		L.Push(errorTable(L, pushedError(L.CheckString(1))))
 		return 1

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -113,30 +115,127 @@ type Caller interface {
 // (ErrTimeout, ErrMemory, or ctx's) means it was stopped: the reply is
 // then the error to answer, and what it did must not be kept.
 func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Caller) (Reply, error) {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: cfg.CallDepth,
-		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, MinimizeStackMemory: true})
-	defer L.Close()
+	v := getVM(cfg)
+	L := v.L
 	b := newBudget(ctx, cfg)
 	defer b.stop()
 	L.SetContext(b)
 	r := &run{s: s, cfg: cfg, c: c}
-	openLibs(L, r)
+	v.cur = r
+	v.pcg.Seed(0, 0)
 	L.SetGlobal("KEYS", stringTable(L, keys))
 	L.SetGlobal("ARGV", stringTable(L, argv))
 
 	L.Push(L.NewFunctionFromProto(s.fn))
 	err := L.PCall(0, 1, L.NewFunction(r.errorHandler))
 	if stopped := b.reason(); stopped != nil {
+		L.Close() // stopped anywhere: not reused
 		return ErrorReply(fmt.Sprintf("ERR Script killed: %v (%s); nothing it wrote was applied", stopped, b.limit(stopped))), stopped
 	}
+	var reply Reply
 	if err != nil {
 		var ae *lua.ApiError
 		if errors.As(err, &ae) {
-			return r.errorReply(ae.Object), nil
+			reply = r.errorReply(ae.Object)
+		} else {
+			reply = ErrorReply("ERR " + err.Error())
 		}
-		return ErrorReply("ERR " + err.Error()), nil
+	} else {
+		reply = fromLua(L.Get(-1), 0)
 	}
-	return fromLua(L.Get(-1), 0), nil
+	putVM(v)
+	return reply, nil
+}
+
+// vm is a Lua state with Redis's environment. Opening the libraries is
+// most of a short script's cost, so a state is reused, but only while no
+// run has changed its environment (a global set, a library function
+// replaced, a metatable or environment changed): after each run the
+// environment's tables are compared with what they held when opened, and
+// a state that differs is dropped. So no run sees another's doing, as
+// Redis's read-only globals ensure there.
+type vm struct {
+	L     *lua.LState
+	pcg   *rand.PCG
+	cur   *run
+	depth int
+	snap  []tableSnap
+}
+
+// tableSnap is one of the environment's tables as opened.
+type tableSnap struct {
+	t       *lua.LTable
+	meta    lua.LValue
+	entries map[lua.LValue]lua.LValue
+}
+
+// perRun are the globals each run sets anew.
+var perRun = map[lua.LValue]bool{lua.LString("KEYS"): true, lua.LString("ARGV"): true}
+
+var vms sync.Pool
+
+func getVM(cfg Config) *vm {
+	if v, ok := vms.Get().(*vm); ok && v.depth == cfg.CallDepth {
+		return v
+	}
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: cfg.CallDepth,
+		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, MinimizeStackMemory: true})
+	v := &vm{L: L, pcg: rand.NewPCG(0, 0), depth: cfg.CallDepth}
+	openLibs(L, v)
+	g := L.G.Global
+	tables := []*lua.LTable{g}
+	g.ForEach(func(_, val lua.LValue) {
+		if t, ok := val.(*lua.LTable); ok && t != g {
+			tables = append(tables, t)
+		}
+	})
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		tables = append(tables, mt)
+	}
+	for _, t := range tables {
+		v.snap = append(v.snap, snapshot(L, t))
+	}
+	return v
+}
+
+func snapshot(L *lua.LState, t *lua.LTable) tableSnap {
+	s := tableSnap{t: t, meta: L.GetMetatable(t), entries: map[lua.LValue]lua.LValue{}}
+	t.ForEach(func(k, val lua.LValue) {
+		if t != L.G.Global || !perRun[k] {
+			s.entries[k] = val
+		}
+	})
+	return s
+}
+
+// putVM keeps v for another run if its environment is as opened.
+func putVM(v *vm) {
+	L := v.L
+	L.RemoveContext()
+	L.SetTop(0)
+	v.cur = nil
+	pristine := L.Env == L.G.Global && len(v.snap) > 0 && L.GetMetatable(lua.LString("")) == v.snap[len(v.snap)-1].t
+	for _, s := range v.snap {
+		if !pristine {
+			break
+		}
+		n := 0
+		s.t.ForEach(func(k, val lua.LValue) {
+			if s.t == L.G.Global && perRun[k] {
+				return
+			}
+			n++
+			if old, ok := s.entries[k]; !ok || old != val {
+				pristine = false
+			}
+		})
+		pristine = pristine && n == len(s.entries) && L.GetMetatable(s.t) == s.meta
+	}
+	if !pristine {
+		L.Close()
+		return
+	}
+	vms.Put(v)
 }
 
 // run is one run's state, which the redis library's functions share.
@@ -201,28 +300,40 @@ func stringTable(L *lua.LState, vals [][]byte) *lua.LTable {
 }
 
 // budget is the context the VM checks before every instruction: Done is
-// closed once a watchdog, sampling every millisecond, finds the run past
-// its time or its heap growth, or ctx done. Checking one atomic per
-// instruction costs next to nothing; reading the heap does not, so the
-// watchdog does it beside the script.
+// closed once the run is past its time or its heap growth, or ctx is done.
+// Checking one atomic per instruction costs next to nothing; reading the
+// clock and the heap does not, so a watchdog beside the script does it,
+// every millisecond. Most scripts are done in far less (a lock's: a few
+// dozen instructions), so the watchdog starts only once the run has
+// taken a millisecond, as Done sees every 64 instructions.
 type budget struct {
 	context.Context
 	open, closed chan struct{}
 	why          atomic.Pointer[error]
 	quit         chan struct{}
 	cfg          Config
+	start        time.Time
+	n            uint32
+	watching     bool
 }
 
 // heapMetric is the bytes of live and not yet swept heap objects.
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
 func newBudget(ctx context.Context, cfg Config) *budget {
-	b := &budget{Context: ctx, open: make(chan struct{}), closed: make(chan struct{}), quit: make(chan struct{}), cfg: cfg}
+	b := &budget{Context: ctx, open: make(chan struct{}), closed: make(chan struct{}), quit: make(chan struct{}),
+		cfg: cfg, start: time.Now()}
 	close(b.closed)
+	return b
+}
+
+// watch starts the watchdog.
+func (b *budget) watch() {
+	b.watching = true
 	sample := []metrics.Sample{{Name: heapMetric}}
 	metrics.Read(sample)
-	start := sample[0].Value.Uint64()
-	deadline := time.Now().Add(cfg.Timeout)
+	base := sample[0].Value.Uint64()
+	deadline := b.start.Add(b.cfg.Timeout)
 	go func() {
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
@@ -230,8 +341,8 @@ func newBudget(ctx context.Context, cfg Config) *budget {
 			select {
 			case <-b.quit:
 				return
-			case <-ctx.Done():
-				err := ctx.Err()
+			case <-b.Context.Done():
+				err := b.Context.Err()
 				b.why.CompareAndSwap(nil, &err)
 				return
 			case now := <-t.C:
@@ -240,7 +351,7 @@ func newBudget(ctx context.Context, cfg Config) *budget {
 				switch {
 				case now.After(deadline):
 					err = ErrTimeout
-				case int64(sample[0].Value.Uint64())-int64(start) > cfg.MaxMemory:
+				case int64(sample[0].Value.Uint64())-int64(base) > b.cfg.MaxMemory:
 					err = ErrMemory
 				default:
 					continue
@@ -250,10 +361,16 @@ func newBudget(ctx context.Context, cfg Config) *budget {
 			}
 		}
 	}()
-	return b
 }
 
 func (b *budget) Done() <-chan struct{} {
+	if b.n++; b.n&63 == 0 && !b.watching {
+		if err := b.Context.Err(); err != nil {
+			b.why.CompareAndSwap(nil, &err)
+		} else if time.Since(b.start) > time.Millisecond {
+			b.watch()
+		}
+	}
 	if b.why.Load() != nil {
 		return b.closed
 	}

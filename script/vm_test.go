@@ -161,3 +161,37 @@ func TestRunStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestRunIsolated: a run that changes its environment (a global, a
+// library function, a metatable) changes nothing another run sees.
+func TestRunIsolated(t *testing.T) {
+	for _, body := range []string{
+		"leak = 1 return 1",
+		"string.rep = function() return 'hijacked' end return 1",
+		"redis.call = function() return 'hijacked' end return 1",
+		"setmetatable(_G, {__index = function() return 'hijacked' end}) return 1",
+		"getmetatable('').__index = {rep = function() return 'hijacked' end} return 1",
+		"setfenv(0, {redis = {}}) return 1",
+		"KEYS[2] = 'kept' return 1",
+		"math.randomseed(7) return 1",
+	} {
+		for i := 0; i < 3; i++ {
+			if r, err := runBody(t, DefaultConfig(), body, "k"); err != nil || r.Kind != Int {
+				t.Fatalf("%q: %s, %v", body, show(r), err)
+			}
+		}
+		check := "return {type(leak), string.rep('a', 2), redis.call('get', 'x'), tostring(undefined_global), #KEYS, math.random(1000)}"
+		want := fmt.Sprintf(`["nil" "aa" "x" "nil" 1 %d]`, firstRandom(t))
+		if r, _ := runBody(t, DefaultConfig(), check, "k"); show(r) != want {
+			t.Fatalf("after %q: %s, want %s", body, show(r), want)
+		}
+	}
+}
+
+// firstRandom is math.random(1000)'s first value in a fresh VM.
+func firstRandom(t *testing.T) int64 {
+	t.Helper()
+	vms.Get() // the next run opens a VM of its own
+	r, _ := runBody(t, DefaultConfig(), "return math.random(1000)")
+	return r.Int
+}
