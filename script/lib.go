@@ -42,6 +42,7 @@ func openLibs(L *lua.LState, v *vm) {
 		if n > 0 && int64(len(s))*int64(n) > v.cur.cfg.MaxMemory {
 			L.RaiseError("string.rep: a result of %d bytes, over the script memory limit", int64(len(s))*int64(n))
 		}
+		v.cur.b.allocating(int64(len(s)) * int64(max(n, 0)))
 		return callOriginal(L, rep)
 	}))
 	format := str.RawGetString("format").(*lua.LFunction)
@@ -65,6 +66,7 @@ func openLibs(L *lua.LState, v *vm) {
 				L.RaiseError("table.concat: a result over the script memory limit")
 			}
 		}
+		v.cur.b.allocating(n)
 		return callOriginal(L, concat)
 	}))
 	rng := rand.New(v.pcg)

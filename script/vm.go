@@ -120,7 +120,7 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 	b := newBudget(ctx, cfg)
 	defer b.stop()
 	L.SetContext(b)
-	r := &run{s: s, cfg: cfg, c: c}
+	r := &run{s: s, cfg: cfg, c: c, b: b}
 	v.cur = r
 	v.pcg.Seed(0, 0)
 	L.SetGlobal("KEYS", stringTable(L, keys))
@@ -243,6 +243,7 @@ type run struct {
 	s   *Script
 	cfg Config
 	c   Caller
+	b   *budget
 }
 
 // errorHandler runs where an error was raised (Redis's error handler): it
@@ -315,6 +316,7 @@ type budget struct {
 	start        time.Time
 	n            uint32
 	watching     bool
+	base         uint64 // the heap when the watchdog started
 }
 
 // heapMetric is the bytes of live and not yet swept heap objects.
@@ -333,6 +335,7 @@ func (b *budget) watch() {
 	sample := []metrics.Sample{{Name: heapMetric}}
 	metrics.Read(sample)
 	base := sample[0].Value.Uint64()
+	b.base = base
 	deadline := b.start.Add(b.cfg.Timeout)
 	go func() {
 		t := time.NewTicker(time.Millisecond)
@@ -361,6 +364,27 @@ func (b *budget) watch() {
 			}
 		}
 	}()
+}
+
+// allocating is told of a builtin about to make n bytes at once. A few
+// of those make a lot in few instructions, faster than the watchdog
+// samples: the heap is read here, and the run stopped (before its next
+// instruction) once the heap and the new value pass the limit. Garbage
+// not yet collected counts too: a script that makes many large values
+// and drops them may be stopped although it never held them all.
+func (b *budget) allocating(n int64) {
+	if n < 1<<20 {
+		return
+	}
+	if !b.watching {
+		b.watch()
+	}
+	sample := []metrics.Sample{{Name: heapMetric}}
+	metrics.Read(sample)
+	if int64(sample[0].Value.Uint64())-int64(b.base)+n > b.cfg.MaxMemory {
+		err := ErrMemory
+		b.why.CompareAndSwap(nil, &err)
+	}
 }
 
 func (b *budget) Done() <-chan struct{} {

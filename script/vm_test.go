@@ -138,6 +138,7 @@ func TestRunStopped(t *testing.T) {
 		{"table growth", "local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1000) .. i end", mem, ErrMemory,
 			"-ERR Script killed: script grew the heap past its memory limit (limit 16 MiB); nothing it wrote was applied"},
 		{"doubling", "local s = 'x' while true do s = s .. s end", mem, ErrMemory, ""},
+		{"big reps in few instructions", "local t = {} for i = 1, 12 do t[i] = string.rep('x', 4e6) end return #t", mem, ErrMemory, ""},
 	}
 	for _, tt := range tests {
 		r, err := runBody(t, tt.cfg, tt.body)
