@@ -15,8 +15,9 @@ import (
 // Scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT LOAD|EXISTS|FLUSH.
 //
 // A script runs on the node the client is connected to, never in the
-// state machine: after a barrier (so it starts from every acknowledged
-// write), against this node's applied state, in a sandbox that records
+// state machine: against this node's applied state (after a barrier on a
+// follower, so it starts from every acknowledged write; the leader's
+// holds them), in a sandbox that records
 // the version of every key it touches and computes its writes with the
 // state machine's own code (fsm.Sandbox). What it wrote becomes one log
 // entry, applied whole on every node, and only while every key it
@@ -24,7 +25,8 @@ import (
 // the script atomic and the reply it computed true. If another write got
 // in between, the entry applies nothing and the script runs again on the
 // newer state, up to maxScriptRuns times. A script that wrote nothing
-// needs no entry: its reads are checked again once it is done instead.
+// needs no entry: its reads are checked again once it is done, after a
+// barrier, instead.
 // This is Redis 7's effects replication, with optimistic concurrency in
 // place of Redis's single thread; a script that never ends or allocates
 // without bound is stopped here, by this node's limits (script.Config),
@@ -100,12 +102,23 @@ func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
 func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readOnly bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
 	defer cancel()
+	barrier := func() bool {
+		if c.readonly {
+			return true
+		}
+		if err := c.s.store.Barrier(ctx); err != nil {
+			w.errorLine(errorReply(err))
+			return false
+		}
+		return true
+	}
 	for run := 1; ; run++ {
-		if !c.readonly {
-			if err := c.s.store.Barrier(ctx); err != nil {
-				w.errorLine(errorReply(err))
-				return
-			}
+		// The leader's state holds every write it acknowledged: a run
+		// there needs no barrier first (the state machine's check, or
+		// the barrier before a read-only reply, catches what it missed).
+		// A follower's may lag behind the client's own last write.
+		if id, _ := c.s.store.Leader(); (run > 1 || id != c.s.cfg.NodeID) && !barrier() {
+			return
 		}
 		sc := newScriptCall(ctx, c, time.Now(), readOnly)
 		reply, stopped := s.Run(ctx, c.s.cfg.Script, keys, argv, sc)
@@ -131,6 +144,11 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 				return
 			}
 		} else {
+			// What it read must hold after a barrier: then it is the
+			// state of a moment after the call began.
+			if id, _ := c.s.store.Leader(); run == 1 && id == c.s.cfg.NodeID && !barrier() {
+				return
+			}
 			held, err := sc.sb.Unchanged()
 			switch {
 			case err != nil:

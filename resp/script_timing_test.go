@@ -51,18 +51,21 @@ func BenchmarkScriptLock(b *testing.B) {
 			ctx := context.Background()
 			var wg sync.WaitGroup
 			var failed atomic.Int64
+			var firstErr atomic.Value
 			b.ResetTimer()
 			for _, m := range mutexes {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					for left.Add(-1) >= 0 {
-						if m.LockContext(ctx) != nil {
+						if err := m.LockContext(ctx); err != nil {
 							failed.Add(1)
+							firstErr.CompareAndSwap(nil, fmt.Sprint("lock: ", err))
 							continue
 						}
 						if ok, err := m.UnlockContext(ctx); !ok || err != nil {
 							failed.Add(1)
+							firstErr.CompareAndSwap(nil, fmt.Sprint("unlock: ", ok, err))
 						}
 					}
 				}()
@@ -70,7 +73,7 @@ func BenchmarkScriptLock(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			if n := failed.Load(); n > 0 {
-				b.Fatalf("%d of %d lock rounds failed", n, b.N)
+				b.Fatalf("%d of %d lock rounds failed; the first: %v", n, b.N, firstErr.Load())
 			}
 		})
 	}
