@@ -34,9 +34,6 @@ func NewSandbox(now int64, base func(key []byte) (KVEntry, bool, error)) *Sandbo
 	return s
 }
 
-// Now is the sandbox's clock.
-func (s *Sandbox) Now() int64 { return s.a.now }
-
 // get is kvStore's: the overlay, or base the first time (recorded).
 func (s *Sandbox) get(key []byte) (KVEntry, bool) {
 	if sl, ok := s.seen[string(key)]; ok {
