@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bsm/redislock"
+	"github.com/go-redis/redis_rate/v10"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
@@ -181,8 +182,9 @@ func TestScriptsAgainstRedis(t *testing.T) {
 // TestScriptLibraries runs lock libraries unchanged, by their READMEs,
 // against a 3-node cluster (on a follower and on the leader) and against
 // redis-server: redsync (lock, extend, unlock), bsm/redislock (obtain,
-// refresh, TTL, release; a second obtain refused while held), and
-// go-redis's Eval, EvalSha, ScriptLoad, ScriptExists and Script.Run.
+// refresh, TTL, release; a second obtain refused while held),
+// go-redis/redis_rate, and go-redis's Eval, EvalSha, ScriptLoad,
+// ScriptExists and Script.Run.
 func TestScriptLibraries(t *testing.T) {
 	redisAddr := startRedis(t)
 	tc := startCluster(t, nil)
@@ -234,6 +236,16 @@ func TestScriptLibraries(t *testing.T) {
 			}
 			if err := lock.Release(ctx); err != redislock.ErrLockNotHeld {
 				t.Fatalf("redislock: a second Release = %v, want ErrLockNotHeld", err)
+			}
+
+			// go-redis/redis_rate (GCRA in a script: TIME, GET, SET EX of a
+			// float), as its README: two a minute, the third refused.
+			limiter := redis_rate.NewLimiter(c)
+			for i, want := range []int{1, 1, 0} {
+				res, err := limiter.Allow(ctx, "lib:rate:"+target.name, redis_rate.PerMinute(2))
+				if err != nil || res.Allowed != want || res.Remaining != max(1-i, 0) {
+					t.Fatalf("redis_rate Allow %d = %+v, %v; want allowed %d", i+1, res, err, want)
+				}
 			}
 
 			// go-redis's scripting API.
