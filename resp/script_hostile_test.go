@@ -119,3 +119,27 @@ func clipString(s string) string {
 	}
 	return s
 }
+
+// TestScriptTooLarge: a script whose writes together exceed one log
+// entry gets the store's error, and none of them is applied; the cluster
+// serves the next script.
+func TestScriptTooLarge(t *testing.T) {
+	tc := startCluster(t, nil)
+	leader := tc.rc.WaitLeader(5 * time.Second)
+	ctx := ctxT(t, 60*time.Second)
+	for _, node := range []int{leader, (leader + 1) % 3} {
+		c := client(t, tc.addrs[node])
+		big := strings.Repeat("v", 3<<20)
+		keys := []string{fmt.Sprint("big:1:", node), fmt.Sprint("big:2:", node), fmt.Sprint("big:3:", node)}
+		_, err := c.Eval(ctx, "for i = 1, 3 do redis.call('set', KEYS[i], ARGV[1]) end return 1", keys, big).Result()
+		if err == nil || !strings.HasPrefix(err.Error(), "ERR command too large for the store") {
+			t.Fatalf("node %d: 9 MiB of writes = %v, want the store's refusal", node, err)
+		}
+		if n, err := c.Exists(ctx, keys...).Result(); err != nil || n != 0 {
+			t.Fatalf("node %d: %d of the keys exist after the refusal (%v)", node, n, err)
+		}
+		if v, err := c.Eval(ctx, "redis.call('set', KEYS[1], ARGV[1]) return redis.call('strlen', KEYS[1])", keys[:1], big).Int64(); err != nil || v != 3<<20 {
+			t.Fatalf("node %d: one 3 MiB write after it = %d, %v", node, v, err)
+		}
+	}
+}
