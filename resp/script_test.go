@@ -124,6 +124,15 @@ var scriptStreams = [][][]string{
 		{"EXISTS", "sd:w2"},
 		{"EVAL", "redis.pcall('incr', KEYS[2]); redis.call('set', KEYS[1], 'kept'); return redis.call('get', KEYS[1])", "2", "sd:w4", "sd:s3"},
 	},
+	{ // a RESP3 client (HELLO's own reply is not compared)
+		{"HELLO", "3"},
+		{"EVAL", "return false", "0"}, {"EVAL", "return nil", "0"}, {"EVAL", "return true", "0"},
+		{"EVAL", "return {1, false, 'x', {ok='fine'}}", "0"},
+		{"EVAL", "return redis.call('get', KEYS[1])", "1", "sd:none3"},
+		{"EVAL", "return {redis.call('mget', KEYS[1], KEYS[1])}", "1", "sd:none3"},
+		{"EVAL", "return redis.call('incr', KEYS[1])", "1", "sd:n3"},
+		{"EVAL", "return redis.pcall('set', KEYS[1])", "1", "sd:n3"},
+	},
 	{ // numkeys, EVALSHA, SCRIPT
 		{"EVAL", "return 1", "-1"},
 		{"EVAL", "return 1", "2", "a"},
@@ -164,7 +173,7 @@ func TestScriptsAgainstRedis(t *testing.T) {
 			rc.send(array(cmd...))
 			ic.send(array(cmd...))
 			want, got := rc.replies(1)[0], ic.replies(1)[0]
-			if got != want {
+			if got != want && cmd[0] != "HELLO" {
 				t.Errorf("stream %d: %q:\n idemgate %q\n redis    %q", i, cmd, got, want)
 			}
 		}
