@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -361,11 +362,15 @@ func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
 	}
 	flags, refusal := parseExpireFlags(a[3:])
 	now := c.now()
+	nowUnits := now.UnixNano() / int64(unit)
 	switch {
 	case refusal != "":
 		return plan{err: refusal}
-	case n > now.UnixNano()/int64(unit)+int64(fsm.MaxTTL/unit) || n < -int64(fsm.MaxTTL/unit):
+	case n > nowUnits+int64(fsm.MaxTTL/unit), // the store's bound
+		unit == time.Second && (n > math.MaxInt64/1000 || n < math.MinInt64/1000): // Redis's
 		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
+	case n <= nowUnits:
+		return planLifetime(a[1], 0, flags) // past: the key goes
 	}
 	return planLifetime(a[1], max(time.Unix(0, 0).Add(time.Duration(n)*unit).Sub(now), 0), flags)
 }
