@@ -25,6 +25,13 @@ func openLibs(L *lua.LState, v *vm) {
 	for _, name := range []string{"dofile", "loadfile", "require", "module", "_printregs", "print"} {
 		L.SetGlobal(name, lua.LNil)
 	}
+	// gopher-lua's collectgarbage runs the process's garbage collector: a
+	// script calling it in a loop would spend the node's CPU on it. The
+	// Lua heap is Go's; there is nothing of the script's own to collect.
+	L.SetGlobal("collectgarbage", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LNumber(0))
+		return 1
+	}))
 	// Lua 5.1 prints numbers with %.14g; gopher-lua with Go's shortest
 	// form. tostring is what scripts call to turn a number into a reply.
 	tostring := L.GetGlobal("tostring").(*lua.LFunction)

@@ -105,6 +105,7 @@ func TestRun(t *testing.T) {
 		{"return os", "nil"},
 		{"return io", "nil"},
 		{"return dofile", "nil"},
+		{"return collectgarbage('count')", "0"},
 		{"local a = {} for i = 1, 5 do a[i] = math.random(1000) end math.randomseed(0) for i = 1, 5 do if a[i] ~= math.random(1000) then return 0 end end return 1", "1"},
 	}
 	for _, tt := range tests {
