@@ -59,6 +59,21 @@ func openLibs(L *lua.LState, v *vm) {
 		}
 		return callOriginal(L, format)
 	}))
+	gsub := str.RawGetString("gsub").(*lua.LFunction)
+	str.RawSetString("gsub", L.NewFunction(func(L *lua.LState) int {
+		// A string replacement can be made at every position: the result
+		// is at most this. (A function's or table's replacements are Lua
+		// values, made by instructions the budget sees.)
+		if repl, ok := L.Get(3).(lua.LString); ok {
+			n := int64(len(L.CheckString(1)))
+			bound := (n+1)*int64(len(repl)) + n
+			if bound > v.cur.cfg.MaxMemory {
+				L.RaiseError("string.gsub: a result that may be %d bytes, over the script memory limit", bound)
+			}
+			v.cur.b.allocating(bound)
+		}
+		return callOriginal(L, gsub)
+	}))
 	tbl := L.GetGlobal("table").(*lua.LTable)
 	concat := tbl.RawGetString("concat").(*lua.LFunction)
 	tbl.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {

@@ -105,6 +105,7 @@ func TestRun(t *testing.T) {
 		{"return os", "nil"},
 		{"return io", "nil"},
 		{"return dofile", "nil"},
+		{"return (string.gsub('hello world', 'o', '0'))", `"hell0 w0rld"`},
 		{"return collectgarbage('count')", "0"},
 		{"local a = {} for i = 1, 5 do a[i] = math.random(1000) end math.randomseed(0) for i = 1, 5 do if a[i] ~= math.random(1000) then return 0 end end return 1", "1"},
 	}
@@ -155,6 +156,7 @@ func TestRunStopped(t *testing.T) {
 		"return string.rep('x', 1e9)",
 		"local s = string.rep('x', 1e6) local t = {} for i = 1, 100 do t[i] = s end return table.concat(t)",
 		"return string.format('%999999999d', 1)",
+		"local s = string.rep('x', 1e6) return #string.gsub(s, '', string.rep('y', 200))",
 		"local function f(n) return f(n + 1) + 1 end return f(1)",
 	} {
 		r, err := runBody(t, cfg, body)
