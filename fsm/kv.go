@@ -77,13 +77,17 @@ func (b boltKV) put(key []byte, e *KVEntry, old KVEntry, exists bool) error {
 func (b boltKV) del(key []byte, exp int64) error { return b.a.deleteKV(b.tx, key, exp) }
 
 // liveKV returns the key's entry if it exists at now (Value aliases the
-// store's memory); an expired key is deleted on the spot.
+// store's memory); an expired key is deleted on the spot, unless the
+// applier only reads (ReadTx).
 func (a *applier) liveKV(kv kvStore, key []byte) (KVEntry, bool, error) {
 	e, ok := kv.get(key)
 	if !ok {
 		return KVEntry{}, false, nil
 	}
 	if e.ExpiresAt != 0 && e.ExpiresAt <= a.now {
+		if a.readOnly {
+			return KVEntry{}, false, nil // the sweeper, or the next write, removes it
+		}
 		if err := kv.del(key, e.ExpiresAt); err != nil {
 			return KVEntry{}, false, err
 		}

@@ -24,7 +24,7 @@ import (
 
 // Node is one running idemgate node: the store, the gateway and API
 // listeners, and the metrics registry. `idemgate serve` runs one; the demo
-// and the bench run several in one process (StartLocal).
+// and the bench run several in one process (internal/democluster).
 type Node struct {
 	ID    string
 	Store *raftstore.Store
@@ -89,7 +89,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		}
 	}()
 	n.Reg = prometheus.NewRegistry()
-	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	if err := store.Register(n.Reg); err != nil {
 		return nil, err
 	}

@@ -1,8 +1,7 @@
 // Package raftstore wires hashicorp/raft to idemgate's state machine and
 // exposes the Store the gateway calls.
 //
-// It owns the Raft transport (TCP, multiplexed with leader forwarding on the
-// node's one Raft port), the raft-boltdb/v2 log and stable store, the file
+// It owns the raft-boltdb/v2 log and stable store, the file
 // snapshot store, bootstrap and membership, and the operations the faces
 // call (Commands, over commands built by fsm's constructors, with the SETNX
 // shortcut and one source of request ids). Any node accepts writes: a
@@ -12,6 +11,11 @@
 // once. Reads are linearizable by the read-index recipe (a current-term entry
 // applied, readIndex = CommitIndex, VerifyLeader, same term, wait until
 // applied) unless the caller asks for the local state.
+//
+// The Raft port's wire (the protocol byte, frames, TLS admission, caps,
+// the forwarding client and server, hello) is package transport's; this
+// package gives it who may connect (members: its Gate), what a forwarded
+// request does (forwarded: its Handler) and what a hello says.
 //
 // It never speaks HTTP and never imports package gateway.
 package raftstore

@@ -14,20 +14,23 @@ import (
 // The KV keyspace's commands: the keys /v1/kv serves.
 
 func init() {
-	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte)) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1, read: fn}
+	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *command {
+		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
+			read: fn, txRead: tx}
 	}
 	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
 		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
 	}
 	register(
-		rd("get", 2, 1, cmdGet),
-		rd("mget", -2, -1, cmdMGet),
-		rd("exists", -2, -1, cmdExists),
-		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) }),
-		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) }),
-		rd("getrange", 4, 1, cmdGetRange),
-		rd("strlen", 2, 1, cmdStrlen),
+		rd("get", 2, 1, cmdGet, txGet),
+		rd("mget", -2, -1, cmdMGet, txMGet),
+		rd("exists", -2, -1, cmdExists, txExists),
+		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) },
+			func(a [][]byte) plan { return txTTL(a, time.Second) }),
+		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) },
+			func(a [][]byte) plan { return txTTL(a, time.Millisecond) }),
+		rd("getrange", 4, 1, cmdGetRange, txGetRange),
+		rd("strlen", 2, 1, cmdStrlen, txStrlen),
 		wr("set", -3, 1, planSet),
 		wr("setnx", 3, 1, planSetNX),
 		wr("getdel", 2, 1, planGetDel),
@@ -58,24 +61,69 @@ func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error)
 	return e, err == nil, err
 }
 
+// Each read answers from a key's entry, whether read here (after the
+// pipeline's barrier) or inside a transaction, where it is a read in the
+// log (fsm.KVReadCommand) and readOf gives the entry.
+
+// readOf is the entry a transaction's read found.
+func readOf(r raftstore.OpResult) (fsm.KVEntry, bool, error) {
+	switch {
+	case r.Err != nil:
+		return fsm.KVEntry{}, false, r.Err
+	case r.Res.Code == fsm.CodeNotFound:
+		return fsm.KVEntry{}, false, nil
+	case r.Res.Code != fsm.CodeOK:
+		return fsm.KVEntry{}, false, r.Res.Err()
+	}
+	return fsm.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Value: r.Res.Value}, true, nil
+}
+
+// txReads is a plan of one read in the log per key, answered by answer
+// with the entries found.
+func txReads(keys [][]byte, value bool, answer func(w *writer, es []fsm.KVEntry, oks []bool)) plan {
+	ops := make([]*fsm.Command, len(keys))
+	for i, k := range keys {
+		ops[i] = fsm.KVReadCommand(k, value)
+	}
+	return plan{ops: ops, answer: func(w *writer, r []raftstore.OpResult) {
+		es, oks := make([]fsm.KVEntry, len(r)), make([]bool, len(r))
+		for i := range r {
+			var err error
+			if es[i], oks[i], err = readOf(r[i]); err != nil {
+				w.errorLine(errorReply(err))
+				return
+			}
+		}
+		answer(w, es, oks)
+	}}
+}
+
 func cmdGet(c *conn, ctx context.Context, a [][]byte) {
 	e, ok, err := c.local(ctx, a[1])
-	switch {
-	case err != nil:
+	if err != nil {
 		c.w.errorLine(errorReply(err))
-	case !ok:
-		c.w.null()
-	default:
-		c.w.bulk(e.Value)
+		return
 	}
+	answerGet(&c.w, e, ok)
+}
+
+func txGet(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answerGet(w, es[0], oks[0]) })
+}
+
+func answerGet(w *writer, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.null()
+		return
+	}
+	w.bulk(e.Value)
 }
 
 // cmdGetRange is GETRANGE key start end: the bytes from start to end,
 // both included, counted from the end when negative, as Redis clamps them.
 func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
-	start, ok1 := parseInt64(a[2])
-	end, ok2 := parseInt64(a[3])
-	if !ok1 || !ok2 {
+	start, end, ok := rangeArgs(a)
+	if !ok {
 		c.w.errorLine(msgNotInteger)
 		return
 	}
@@ -84,9 +132,27 @@ func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
 		c.w.errorLine(errorReply(err))
 		return
 	}
-	n := int64(len(e.Value))
+	answerGetRange(&c.w, e.Value, start, end)
+}
+
+func txGetRange(a [][]byte) plan {
+	start, end, ok := rangeArgs(a)
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerGetRange(w, es[0].Value, start, end) })
+}
+
+func rangeArgs(a [][]byte) (start, end int64, ok bool) {
+	start, ok1 := parseInt64(a[2])
+	end, ok2 := parseInt64(a[3])
+	return start, end, ok1 && ok2
+}
+
+func answerGetRange(w *writer, v []byte, start, end int64) {
+	n := int64(len(v))
 	if start < 0 && end < 0 && start > end {
-		c.w.bulk(nil)
+		w.bulk(nil)
 		return
 	}
 	if start < 0 {
@@ -97,10 +163,10 @@ func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
 	}
 	end = min(end, n-1)
 	if start > end || n == 0 {
-		c.w.bulk(nil)
+		w.bulk(nil)
 		return
 	}
-	c.w.bulk(e.Value[start : end+1])
+	w.bulk(v[start : end+1])
 }
 
 // cmdStrlen is STRLEN: the value's length, 0 without the key.
@@ -113,24 +179,29 @@ func cmdStrlen(c *conn, ctx context.Context, a [][]byte) {
 	c.w.integer(int64(len(e.Value)))
 }
 
+func txStrlen(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { w.integer(int64(len(es[0].Value))) })
+}
+
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
-	vals := make([][]byte, len(a)-1)
-	found := make([]bool, len(a)-1)
+	es := make([]fsm.KVEntry, len(a)-1)
+	oks := make([]bool, len(a)-1)
 	for i, k := range a[1:] {
-		e, ok, err := c.local(ctx, k)
-		if err != nil {
+		var err error
+		if es[i], oks[i], err = c.local(ctx, k); err != nil {
 			c.w.errorLine(errorReply(err))
 			return
 		}
-		vals[i], found[i] = e.Value, ok
 	}
-	c.w.array(len(vals))
-	for i, v := range vals {
-		if found[i] {
-			c.w.bulk(v)
-		} else {
-			c.w.null()
-		}
+	answerMGet(&c.w, es, oks)
+}
+
+func txMGet(a [][]byte) plan { return txReads(a[1:], true, answerMGet) }
+
+func answerMGet(w *writer, es []fsm.KVEntry, oks []bool) {
+	w.array(len(es))
+	for i, e := range es {
+		answerGet(w, e, oks[i])
 	}
 }
 
@@ -147,20 +218,41 @@ func cmdExists(c *conn, ctx context.Context, a [][]byte) {
 	c.w.integer(int64(n))
 }
 
-// ttl answers TTL (unit second) or PTTL: -2 without the key, -1 without a
-// lifetime, else what is left, rounded as Redis rounds it.
+func txExists(a [][]byte) plan {
+	return txReads(a[1:], false, func(w *writer, _ []fsm.KVEntry, oks []bool) {
+		n := 0
+		for _, ok := range oks {
+			n += boolInt(ok)
+		}
+		w.integer(int64(n))
+	})
+}
+
+// ttl answers TTL (unit second) or PTTL.
 func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
 	e, ok, err := c.local(ctx, key)
-	switch {
-	case err != nil:
+	if err != nil {
 		c.w.errorLine(errorReply(err))
+		return
+	}
+	answerTTL(&c.w, e, ok, unit, c.now())
+}
+
+func txTTL(a [][]byte, unit time.Duration) plan {
+	return txReads(a[1:2], false, func(w *writer, es []fsm.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit, time.Now()) })
+}
+
+// answerTTL: -2 without the key, -1 without a lifetime, else what is
+// left, rounded as Redis rounds it.
+func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration, now time.Time) {
+	switch {
 	case !ok:
-		c.w.integer(-2)
+		w.integer(-2)
 	case e.ExpiresAt == 0:
-		c.w.integer(-1)
+		w.integer(-1)
 	default:
-		left := max(time.Unix(0, e.ExpiresAt).Sub(c.now()), 0)
-		c.w.integer(int64((left + unit/2) / unit))
+		left := max(time.Unix(0, e.ExpiresAt).Sub(now), 0)
+		w.integer(int64((left + unit/2) / unit))
 	}
 }
 

@@ -35,6 +35,7 @@ type conn struct {
 	quit    bool // QUIT: close once the replies so far are written
 	lastCmd string
 	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
+	watches watched     // the keys WATCH saw, until EXEC, DISCARD or UNWATCH
 	// script is set on the connection a running script's commands run on
 	// (script_call.go): they read and write its sandbox, at its clock.
 	script *scriptCall
