@@ -27,7 +27,7 @@ const (
 	// CodeReplyTooLarge: a transaction's command whose value would take
 	// the transaction's results past its reply budget; not applied.
 	CodeReplyTooLarge
-	CodeConflict   // a script's effects whose reads another write changed: nothing applied
+	CodeConflict // a script's effects whose reads another write changed: nothing applied
 	codeEnd
 )
 
