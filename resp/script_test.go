@@ -2,10 +2,7 @@ package resp
 
 import (
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,43 +13,6 @@ import (
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 )
-
-// startRedis runs a redis-server 7 on a free loopback port for the test,
-// with nothing persisted; without one the test skips, except under CI
-// (.ci/run installs Debian's redis-server).
-func startRedis(t testing.TB) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed (.ci/run installs it)")
-		}
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--busy-reply-threshold", "100")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for i := 0; ; i++ {
-		if nc, err := net.Dial("tcp", addr); err == nil {
-			nc.Close()
-			return addr
-		}
-		if i == 200 {
-			t.Fatalf("redis-server did not listen on %s", addr)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
 
 // scriptStreams are command streams whose replies must be Redis's, byte
 // for byte: each stream runs on a fresh connection, in order, against
@@ -169,7 +129,7 @@ var scriptStreams = [][][]string{
 // byte for byte, except a compile error's wording (gopher-lua's), checked
 // by its prefix.
 func TestScriptsAgainstRedis(t *testing.T) {
-	redisAddr := startRedis(t)
+	redisAddr := startRedisServer(t)
 	tc := startCluster(t, nil)
 	follower := (tc.rc.WaitLeader(5*time.Second) + 1) % 3
 	for i, stream := range scriptStreams {
@@ -200,7 +160,7 @@ func TestScriptsAgainstRedis(t *testing.T) {
 // go-redis/redis_rate, and go-redis's Eval, EvalSha, ScriptLoad,
 // ScriptExists and Script.Run.
 func TestScriptLibraries(t *testing.T) {
-	redisAddr := startRedis(t)
+	redisAddr := startRedisServer(t)
 	tc := startCluster(t, nil)
 	leader := tc.rc.WaitLeader(5 * time.Second)
 	for _, target := range []struct{ name, addr string }{
@@ -297,7 +257,7 @@ func TestScriptLibraries(t *testing.T) {
 // against a 3-node cluster's follower and against redis-server.
 func TestRedisPyLock(t *testing.T) {
 	py := pythonWithRedis(t)
-	redisAddr := startRedis(t)
+	redisAddr := startRedisServer(t)
 	tc := startCluster(t, nil)
 	follower := tc.addrs[(tc.rc.WaitLeader(5*time.Second)+1)%3]
 	script := `

@@ -22,7 +22,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkScriptLock -benchtime 5000x ./resp/
 func BenchmarkScriptLock(b *testing.B) {
-	redisAddr := startRedis(b)
+	redisAddr := startRedisServer(b)
 	rc := redis.NewClient(&redis.Options{Addr: redisAddr})
 	if err := rc.ConfigSet(context.Background(), "appendonly", "yes").Err(); err != nil {
 		b.Fatal(err)
