@@ -148,7 +148,7 @@ func (a *applier) scriptEffects(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		if err != nil {
 			return &Result{Code: CodeStorage}
 		}
-		if live != r.Live || (live && (cur.Version != r.Version || cur.ExpiresAt != r.ExpiresAt)) {
+		if (live != r.Live || (live && (cur.Version != r.Version || cur.ExpiresAt != r.ExpiresAt))) && !mutantScriptNoReadCheck {
 			return &Result{Code: CodeConflict}
 		}
 	}

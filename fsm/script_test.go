@@ -121,6 +121,28 @@ func TestScriptEffects(t *testing.T) {
 	}
 }
 
+// effectsAfterConflict runs a script's INCR in a sandbox, lets another
+// write change the key, then applies the effects: what they answer.
+func effectsAfterConflict(t *testing.T) (Code, string) {
+	h := newHarness(t)
+	h.apply(Command{Type: TypeKVSet, Key: []byte("n"), Value: []byte("1")})
+	sb := sandboxOn(h)
+	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
+		t.Fatal(err)
+	}
+	h.apply(Command{Type: TypeKVSet, Key: []byte("n"), Value: []byte("10")})
+	code := h.apply(*sb.Effects()).Code
+	e, _ := h.f.KV([]byte("n"), h.now())
+	return code, string(e.Value)
+}
+
+// TestScriptEffectsConflict: effects over a changed read apply nothing.
+func TestScriptEffectsConflict(t *testing.T) {
+	if code, v := effectsAfterConflict(t); code != CodeConflict || v != "10" {
+		t.Fatalf("effects after a conflicting write = %v, n = %q; want CodeConflict, 10", code, v)
+	}
+}
+
 // TestScriptEffectsRefused: an effects body that is not one (garbage, a
 // write a script cannot make, no clock) is refused before it is applied,
 // and the sandbox refuses such commands.

@@ -96,6 +96,15 @@ var lockModel = porcupine.NondeterministicModel{
 // (hash of every bucket): a script's effects are applied alike
 // everywhere.
 func TestScriptLockAcrossLeaderKill(t *testing.T) {
+	if res, path := scriptLockHistory(t); res != porcupine.Ok {
+		t.Fatalf("the script lock's history is %v (visualization: %s)", res, path)
+	}
+}
+
+// scriptLockHistory runs the clients, kills the leader midway, checks the
+// history, and (when it holds) that the nodes converge; on a failure,
+// path is a visualization of it.
+func scriptLockHistory(t *testing.T) (porcupine.CheckResult, string) {
 	tc := startCluster(t, nil)
 	ctx := ctxT(t, 180*time.Second)
 	leader := tc.rc.WaitLeader(5 * time.Second)
@@ -186,8 +195,9 @@ func TestScriptLockAcrossLeaderKill(t *testing.T) {
 	if res != porcupine.Ok {
 		path := t.TempDir() + "/history.html"
 		porcupine.VisualizePath(lockModel.ToModel(), info, path)
-		t.Fatalf("the script lock's history is %v (visualization: %s)", res, path)
+		return res, path
 	}
 	tc.rc.Start(leader)
 	tc.rc.WaitConverged(60 * time.Second)
+	return res, ""
 }
