@@ -117,7 +117,9 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 		// there needs no barrier first (the state machine's check, or
 		// the barrier before a read-only reply, catches what it missed).
 		// A follower's may lag behind the client's own last write.
-		if id, _ := c.s.store.Leader(); (run > 1 || id != c.s.cfg.NodeID) && !barrier() {
+		id, _ := c.s.store.Leader()
+		barriered := run > 1 || id != c.s.cfg.NodeID
+		if barriered && !barrier() {
 			return
 		}
 		sc := newScriptCall(ctx, c, time.Now(), readOnly)
@@ -146,7 +148,7 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 		} else {
 			// What it read must hold after a barrier: then it is the
 			// state of a moment after the call began.
-			if id, _ := c.s.store.Leader(); run == 1 && id == c.s.cfg.NodeID && !barrier() {
+			if !barriered && !barrier() {
 				return
 			}
 			held, err := sc.sb.Unchanged()
