@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -32,7 +33,10 @@ const (
 	TypeRecordBegin
 	TypeRecordComplete
 	TypeRecordRelease
-	TypeRecordMarkUnknown
+	// typeMarkUnknownRetired was record_mark_unknown, which no face
+	// proposed: an in-flight record's outcome becomes unknown when its
+	// processing deadline passes (Record.StateAt). Its number stays taken.
+	typeMarkUnknownRetired
 	TypeExpire
 	TypeTokenIssue
 	TypeTokenConsume
@@ -116,8 +120,6 @@ var commands = [typeEnd]spec{
 	// Fence 0: an operator's release of whatever owns the record.
 	TypeRecordRelease: {name: "record_release", uses: fKey | fFence,
 		key: true, remembered: true, apply: (*applier).recordRelease},
-	TypeRecordMarkUnknown: {name: "record_mark_unknown", uses: fKey | fFence,
-		key: true, remembered: true, check: checkFence, apply: (*applier).recordMarkUnknown},
 	// Entries: what a sweeper found due.
 	TypeExpire: {name: "expire", uses: fEntries,
 		diskLow: true, check: checkExpire, apply: (*applier).expire},
@@ -127,13 +129,13 @@ var commands = [typeEnd]spec{
 	TypeTokenConsume: {name: "token_consume", uses: fKey,
 		key: true, remembered: true, apply: (*applier).tokenConsume},
 	// Version: the version a SetCAS expects (0: the key must not exist).
-	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags,
+	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags | fBody,
 		key: true, remembered: true, tx: true, check: checkKVSet, apply: (*applier).kvSet, kv: (*applier).kvSetIn},
 	// Version (0: any): compare-and-delete, for both.
 	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion,
 		key: true, remembered: true, tx: true, apply: (*applier).kvGetDel, kv: (*applier).kvGetDelIn},
-	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion,
-		key: true, remembered: true, tx: true, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
+	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion | fMode | fBody,
+		key: true, remembered: true, tx: true, check: checkKVDelete, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
 	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue,
 		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
@@ -186,9 +188,9 @@ func (t Type) AllowedWhenDiskLow() bool {
 	return s != nil && s.diskLow
 }
 
-// MaxKeyLen bounds a stored key of every keyspace: a record key (scope,
+// MaxStoredKeyLen bounds a stored key of every keyspace: a record key (scope,
 // tenant and the client's key), a token key, a KV key.
-const MaxKeyLen = 1024
+const MaxStoredKeyLen = 1024
 
 // MaxTTL bounds every lifetime and timeout a command carries: an expiry is
 // the state machine's clock plus it, and must never overflow.
@@ -211,8 +213,8 @@ func (c *Command) Validate() error {
 	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
 		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
 	}
-	if len(c.Key) > MaxKeyLen {
-		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
+	if len(c.Key) > MaxStoredKeyLen {
+		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxStoredKeyLen))
 	}
 	if s.key && len(c.Key) == 0 {
 		return bad("empty key")
@@ -252,14 +254,45 @@ func checkExpire(c *Command) error {
 
 func checkKVSet(c *Command) error {
 	switch {
-	case c.Mode > SetXX:
+	case c.Mode > SetIfDigestNe:
 		return errors.New("unknown set mode")
+	case checkCondition(c) != nil:
+		return checkCondition(c)
 	case c.Flags&^(FlagKeepTTL|FlagReturnOld) != 0:
 		return errors.New("unknown set flags")
 	case c.Flags&FlagKeepTTL != 0 && c.TTL != 0:
 		return errors.New("a lifetime and keep-lifetime together")
 	}
 	return nil
+}
+
+// checkCondition checks a value condition's comparand (Body): none
+// without one, 8 bytes for a digest.
+func checkCondition(c *Command) error {
+	switch c.Mode {
+	case SetIfEq, SetIfNe:
+	case SetIfDigestEq, SetIfDigestNe:
+		if len(c.Body) != 8 {
+			return errors.New("a digest condition needs an 8-byte digest")
+		}
+	default:
+		if len(c.Body) != 0 {
+			return errors.New("a comparand without a value condition")
+		}
+	}
+	return nil
+}
+
+// checkKVDelete: a delete's condition is a version, or a value condition
+// (SetIfEq...), not both.
+func checkKVDelete(c *Command) error {
+	switch {
+	case c.Mode != SetPlain && (c.Mode < SetIfEq || c.Mode > SetIfDigestNe):
+		return errors.New("a delete's condition is a value condition")
+	case c.Mode != SetPlain && c.Version != 0:
+		return errors.New("a version and a value condition together")
+	}
+	return checkCondition(c)
 }
 
 func checkKVIncr(c *Command) error {
@@ -361,12 +394,6 @@ func RecordReleaseCommand(key []byte, fence uint64) *Command {
 	return &Command{Type: TypeRecordRelease, Key: key, Fence: fence}
 }
 
-// RecordMarkUnknownCommand records that the owner cannot know the
-// upstream's outcome.
-func RecordMarkUnknownCommand(key []byte, fence uint64) *Command {
-	return &Command{Type: TypeRecordMarkUnknown, Key: key, Fence: fence}
-}
-
 // ExpireCommand removes the entries a sweeper found due (expire.go).
 func ExpireCommand(entries []ttl.Entry) *Command { return &Command{Type: TypeExpire, Entries: entries} }
 
@@ -384,16 +411,21 @@ func TokenConsumeCommand(key []byte) *Command { return &Command{Type: TypeTokenC
 type KVSetRequest struct {
 	Key, Value []byte
 	TTL        time.Duration // 0: never expires (unless KeepTTL)
-	Mode       SetMode       // SetPlain, SetNX, SetXX, or SetCAS on Version
+	Mode       SetMode       // SetPlain, SetNX, SetXX, SetCAS on Version, or a value condition
 	Version    uint64
 	KeepTTL    bool // keep the key's lifetime (TTL must be 0)
-	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists: there was one)
+	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists, CodeVersionMismatch: there was one)
+	// Match is what SetIfEq and SetIfNe compare the value with; Digest
+	// what SetIfDigestEq and SetIfDigestNe compare its digest with.
+	Match  []byte
+	Digest uint64
 }
 
 // KVSetCommand writes a KV key; its refusals are codes: CodeExists (NX,
 // with the current value), CodeNotFound (XX), CodeVersionMismatch (CAS).
 func KVSetCommand(r KVSetRequest) *Command {
-	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version}
+	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version,
+		Body: comparand(r.Mode, r.Match, r.Digest)}
 	if r.KeepTTL {
 		c.Flags |= FlagKeepTTL
 	}
@@ -413,6 +445,30 @@ func KVGetDelCommand(key []byte, version uint64) *Command {
 
 // KVDeleteCommand removes a key (CodeNotFound if there is none).
 func KVDeleteCommand(key []byte) *Command { return &Command{Type: TypeKVDelete, Key: key} }
+
+// KVDeleteIfCommand removes a key only while its value meets a value
+// condition (mode SetIfEq, SetIfNe, SetIfDigestEq or SetIfDigestNe, with
+// match or digest as KVSetRequest has them): Redis 8.4's DELEX.
+// CodeNotFound for an absent key, CodeVersionMismatch for one whose value
+// does not meet it.
+func KVDeleteIfCommand(key []byte, mode SetMode, match []byte, digest uint64) *Command {
+	return &Command{Type: TypeKVDelete, Key: key, Mode: mode, Body: comparand(mode, match, digest)}
+}
+
+// comparand is a value condition's Body: the value, or the digest's 8
+// big-endian bytes; nil for the other modes.
+func comparand(mode SetMode, match []byte, digest uint64) []byte {
+	switch mode {
+	case SetIfEq, SetIfNe:
+		if match == nil {
+			return []byte{} // an empty value is a value: Body is sent as given
+		}
+		return match
+	case SetIfDigestEq, SetIfDigestNe:
+		return binary.BigEndian.AppendUint64(nil, digest)
+	}
+	return nil
+}
 
 // KVIncrCommand adds delta to the key's decimal integer value (absent: 0);
 // Result.Value is the new value; CodeNotInteger, CodeOverflow.
@@ -452,6 +508,14 @@ const (
 	SetNX    SetMode = 1 // only if the key does not exist
 	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
 	SetXX    SetMode = 3 // only if the key exists (fsm.ErrNotFound if not)
+	// The value conditions of Redis 8.4's SET IFEQ|IFNE|IFDEQ|IFDNE and
+	// DELEX (valueMatches). Command.Body is what they compare with: the
+	// value itself, or the value's digest (Digest) as 8 big-endian bytes.
+	// Refused: CodeVersionMismatch.
+	SetIfEq       SetMode = 4 // only if the key exists and its value is Body
+	SetIfNe       SetMode = 5 // only if the key is absent or its value is not Body
+	SetIfDigestEq SetMode = 6 // only if the key exists and its value's digest is Body
+	SetIfDigestNe SetMode = 7 // only if the key is absent or its value's digest is not Body
 )
 
 // Begin flags.

@@ -80,6 +80,8 @@ func TestScriptsHostile(t *testing.T) {
 			"-ERR This Redis command is not allowed from script" + where(nested, 1) + "\r\n", ""},
 		{"idemgate's own command in a script", quick, "app-secret", []string{"EVAL", idem, "0"},
 			"-ERR This Redis command is not allowed from script" + where(idem, 1) + "\r\n", ""},
+		{"compare-and-set in a script", quick, "app-secret", []string{"EVAL", "redis.call('set', KEYS[1], 'a') return {redis.call('delex', KEYS[1], 'IFEQ', 'b'), redis.call('set', KEYS[1], 'c', 'IFEQ', 'a'), redis.call('delex', KEYS[1], 'IFEQ', 'c'), redis.call('exists', KEYS[1])}", "1", "h:cas"},
+			"*4\r\n:0\r\n+OK\r\n:1\r\n:0\r\n", "h:cas"},
 		{"huge script", quick, "app-secret", []string{"EVAL", huge, "0"}, ":1\r\n", ""},
 		{"5000 keys read", small, "app-secret", []string{"EVAL", many, "0"}, ":1\r\n", ""},
 		{"no arguments", quick, "app-secret", []string{"EVAL"}, "-ERR wrong number of arguments for 'eval' command\r\n", ""},
