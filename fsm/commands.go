@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -137,7 +138,9 @@ var commands = [typeEnd]spec{
 	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion | fMode | fBody,
 		key: true, remembered: true, tx: true, check: checkKVDelete, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
-	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue,
+	// Flags and Body: the bounds of a guarded increment (FlagIncrMin,
+	// FlagIncrMax; Body the two, 8 big-endian bytes each).
+	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue | fFlags | fBody,
 		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
 	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
 	// EXPIRE, PERSIST).
@@ -298,6 +301,14 @@ func checkKVDelete(c *Command) error {
 func checkKVIncr(c *Command) error {
 	if _, ok := parseInt(c.Value); !ok {
 		return errors.New("the increment is not a decimal integer")
+	}
+	switch lo, hi, ok := incrBounds(c); {
+	case c.Flags&^(FlagIncrMin|FlagIncrMax) != 0:
+		return errors.New("unknown increment flags")
+	case !ok:
+		return errors.New("an increment's bounds are 16 bytes, and only with a bound flag")
+	case lo > hi:
+		return errors.New("an increment's min is above its max")
 	}
 	return nil
 }
@@ -476,6 +487,45 @@ func KVIncrCommand(key []byte, delta int64) *Command {
 	return &Command{Type: TypeKVIncr, Key: key, Value: strconv.AppendInt(nil, delta, 10)}
 }
 
+// KVIncrBoundedCommand is KVIncrCommand refused (CodeOutOfRange, nothing
+// changed) when the result would leave [min, max]; a nil bound is none.
+// The guard of a balance: UPDATE ... SET balance = balance - 100 WHERE
+// balance >= 100 is a delta of -100 with min 0.
+func KVIncrBoundedCommand(key []byte, delta int64, min, max *int64) *Command {
+	c := KVIncrCommand(key, delta)
+	if min == nil && max == nil {
+		return c
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if min != nil {
+		c.Flags, lo = c.Flags|FlagIncrMin, *min
+	}
+	if max != nil {
+		c.Flags, hi = c.Flags|FlagIncrMax, *max
+	}
+	c.Body = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(lo)), uint64(hi))
+	return c
+}
+
+// incrBounds are a guarded increment's bounds (the whole int64 range when
+// it has none); false when Body and Flags disagree.
+func incrBounds(c *Command) (lo, hi int64, ok bool) {
+	if c.Flags&(FlagIncrMin|FlagIncrMax) == 0 {
+		return math.MinInt64, math.MaxInt64, len(c.Body) == 0
+	}
+	if len(c.Body) != 16 {
+		return 0, 0, false
+	}
+	lo, hi = int64(binary.BigEndian.Uint64(c.Body)), int64(binary.BigEndian.Uint64(c.Body[8:]))
+	if c.Flags&FlagIncrMin == 0 {
+		lo = math.MinInt64
+	}
+	if c.Flags&FlagIncrMax == 0 {
+		hi = math.MaxInt64
+	}
+	return lo, hi, true
+}
+
 // KVExpireCommand sets the key's lifetime to lifetime from now (0: none,
 // PERSIST) under the conditions of flags (FlagExpireNX, ...; FlagExpireNow
 // deletes the key); CodeNotFound without the key, CodeUnchanged when a
@@ -537,6 +587,12 @@ const (
 	// or not (Redis SET ... GET), in Result.Value. The code says whether
 	// it had one: CodeOK and CodeExists yes, CodeCreated and CodeNotFound no.
 	FlagReturnOld byte = 1 << 1
+)
+
+// KVIncr flags: the bounds of a guarded increment, in Command.Body.
+const (
+	FlagIncrMin byte = 1 << 0
+	FlagIncrMax byte = 1 << 1
 )
 
 // KVExpire flags: the conditions of Redis 7's EXPIRE, on the lifetime the

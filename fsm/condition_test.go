@@ -99,3 +99,38 @@ func TestValueConditions(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardedIncrement: an increment refused when its result would leave
+// [min, max] changes nothing and says what the value is; the bounds are
+// inclusive; a key counts from 0; bad bounds never reach the log.
+func TestGuardedIncrement(t *testing.T) {
+	k := []byte("balance:7")
+	i64 := func(n int64) *int64 { return &n }
+	incr := func(delta int64, lo, hi *int64) Command { return *KVIncrBoundedCommand(k, delta, lo, hi) }
+	steps := []step{
+		{cmd: incr(-100, i64(0), nil), code: CodeOutOfRange, value: "0"}, // absent: 0, and 0-100 < 0
+		{cmd: incr(250, nil, i64(250)), code: CodeCreated, value: "250"},
+		{cmd: incr(1, nil, i64(250)), code: CodeOutOfRange, value: "250"},
+		{cmd: incr(-100, i64(0), nil), code: CodeOK, value: "150"},
+		{cmd: incr(-100, i64(0), nil), code: CodeOK, value: "50"},
+		{cmd: incr(-100, i64(0), nil), code: CodeOutOfRange, value: "50"},
+		{cmd: incr(-50, i64(0), i64(0)), code: CodeOK, value: "0"},
+		{cmd: incr(0, i64(1), i64(9)), code: CodeOutOfRange, value: "0"},
+		{cmd: *KVIncrCommand(k, 7), code: CodeOK, value: "7"},
+	}
+	h := newHarness(t)
+	for i, s := range steps {
+		s.check(t, i, h.apply(s.cmd))
+	}
+	for i, c := range []Command{
+		*KVIncrBoundedCommand(k, 1, i64(5), i64(4)),
+		{Type: TypeKVIncr, Key: k, Value: []byte("1"), Flags: FlagIncrMin},
+		{Type: TypeKVIncr, Key: k, Value: []byte("1"), Body: make([]byte, 16)},
+		{Type: TypeKVIncr, Key: k, Value: []byte("1"), Flags: FlagIncrMax, Body: make([]byte, 15)},
+		{Type: TypeKVIncr, Key: k, Value: []byte("1"), Flags: 1 << 4},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%d: bad bounds %+v validate", i, c)
+		}
+	}
+}

@@ -34,6 +34,9 @@ var (
 	// the value it answers would take the transaction's results past the
 	// bytes they may carry (kv_tx.go).
 	ErrReplyTooLarge = errors.New("the transaction's replies are over the bytes they may carry")
+	// ErrOutOfRange: a guarded increment would leave its [min, max];
+	// nothing changed.
+	ErrOutOfRange = errors.New("the result would leave the range allowed")
 	// ErrConflict: a script's effects were not applied: a key the script
 	// read changed between its run and its log entry (script.go).
 	ErrConflict = errors.New("a key the script read has changed")
