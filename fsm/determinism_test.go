@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(19) {
+		switch rng.IntN(20) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -73,17 +73,27 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			if c.Flags&FlagKeepTTL != 0 {
 				c.TTL = 0
 			}
-		case 14:
+		case 14: // a script's effects: stale reads conflict, blind writes apply
+			var reads []ScriptRead
+			for j := rng.IntN(3); j > 0; j-- {
+				reads = append(reads, ScriptRead{Key: key(), Live: rng.IntN(2) == 0, Version: uint64(rng.IntN(i))})
+			}
+			writes := [][]byte{KVIncrCommand(key(), 1).Encode(nil),
+				KVSetCommand(KVSetRequest{Key: key(), Value: []byte{byte(i)}, TTL: time.Second, Mode: SetMode(rng.IntN(2))}).Encode(nil),
+				KVDeleteCommand(key()).Encode(nil)}[:1+rng.IntN(3)]
+			c = Command{Type: TypeScriptEffects, Stamp: clock, ReqID: c.ReqID,
+				Body: encodeEffects(clock-int64(rng.IntN(500))*int64(time.Millisecond), reads, writes)}
+		case 15:
 			c.Type = TypeOnceBegin
 			c.Value = OnceFingerprint([]byte{byte(rng.IntN(2))}) // a key reused with another payload now and then
 			c.Timeout = time.Duration(rng.IntN(3)+1) * 300 * time.Millisecond
 			c.TTL += time.Second
-		case 15:
-			c.Type, c.Fence, c.Timeout = TypeOnceRenew, uint64(rng.IntN(i)+1), time.Second
 		case 16:
+			c.Type, c.Fence, c.Timeout = TypeOnceRenew, uint64(rng.IntN(i)+1), time.Second
+		case 17:
 			c.Type, c.Fence, c.Body = TypeOnceComplete, uint64(rng.IntN(i)+1), []byte{byte(i)}
 			c.TTL += time.Second
-		case 17:
+		case 18:
 			c.Type, c.Fence = TypeOnceRelease, uint64(rng.IntN(i)+1)
 		case 10:
 			c.Type = TypeExpire

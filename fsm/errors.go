@@ -37,6 +37,9 @@ var (
 	// ErrOutOfRange: a guarded increment would leave its [min, max];
 	// nothing changed.
 	ErrOutOfRange = errors.New("the result would leave the range allowed")
+	// ErrConflict: a script's effects were not applied: a key the script
+	// read changed between its run and its log entry (script.go).
+	ErrConflict = errors.New("a key the script read has changed")
 	// ErrKeyReuse: a once begin's payload fingerprint differs from the
 	// claim's: the same key was used for other work.
 	ErrKeyReuse = errors.New("the key was used with another payload")

@@ -30,6 +30,7 @@ const (
 	// CodeOutOfRange: a guarded increment whose result would leave its
 	// bounds; nothing changed (Result.Value is the value kept).
 	CodeOutOfRange
+	CodeConflict // a script's effects whose reads another write changed: nothing applied
 	// CodeKeyReuse: a once begin whose payload fingerprint is not the
 	// claim's; nothing changed.
 	CodeKeyReuse
@@ -41,7 +42,7 @@ const (
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrKeyReuse, nil}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict, ErrKeyReuse, nil}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).
