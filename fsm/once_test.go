@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"time"
 
@@ -205,5 +206,33 @@ func TestClaimRoundTrip(t *testing.T) {
 		if _, err := DecodeClaim(bad); err == nil {
 			t.Errorf("DecodeClaim(%x) succeeded", bad)
 		}
+	}
+}
+
+// TestOnceSurvivesRestore: a claim, its index entry and the revision its
+// fences come from travel in a snapshot: on the restored replica a
+// takeover gets a fence above the old holder's, and the old holder's
+// complete is refused there too.
+func TestOnceSurvivesRestore(t *testing.T) {
+	o := newOnce(t)
+	first := o.begin(time.Second)
+	g := newHarness(t)
+	if err := g.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, o.f)))); err != nil {
+		t.Fatal(err)
+	}
+	g.clock, g.index = o.clock+int64(2*time.Second), o.index
+	c, err := g.f.Claim(o.key, g.now())
+	if err != nil || c.Fence != first.Fence || c.State != ClaimBegun {
+		t.Fatalf("restored claim: %+v %v", c, err)
+	}
+	r := g.apply(*OnceBeginCommand(o.key, o.fp, time.Minute, time.Hour))
+	if r.Code != CodeTakenOver || r.Fence <= first.Fence {
+		t.Fatalf("takeover on the restored replica: %+v (first fence %d)", r, first.Fence)
+	}
+	if r := g.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+		t.Fatalf("the old holder's complete on the restored replica: %+v", r)
+	}
+	if due, err := g.f.Due(time.Unix(0, g.clock+int64(2*time.Hour)), 10); err != nil || len(due) != 1 || due[0].Kind != ttl.KindOnce {
+		t.Fatalf("the restored claim's index entry: %v %v", due, err)
 	}
 }
