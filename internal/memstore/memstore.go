@@ -95,16 +95,17 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 
 // ApplyMany applies cmds as batches of fsm.MaxBatchCommands (one log
 // entry each, as a leader's group commit makes them), stamped with the wall
-// clock: a test that needs a large state writes it in seconds. It fails on
-// the first command the state machine refuses.
-func (s *Store) ApplyMany(cmds []*fsm.Command) error {
+// clock: a test that needs a large state writes it in seconds. It answers
+// each command's result, and fails on the first it refused.
+func (s *Store) ApplyMany(cmds []*fsm.Command) (fsm.Results, error) {
+	var all fsm.Results
 	for len(cmds) > 0 {
 		n := min(len(cmds), fsm.MaxBatchCommands)
 		enc := make([][]byte, n)
 		now := time.Now().UnixNano()
 		for i, c := range cmds[:n] {
 			if err := c.Validate(); err != nil {
-				return err
+				return nil, err
 			}
 			if c.ReqID.IsZero() {
 				c.ReqID = raftstore.RequestID(context.Background())
@@ -120,16 +121,17 @@ func (s *Store) ApplyMany(cmds []*fsm.Command) error {
 		s.mu.Unlock()
 		res, ok := out[0].(fsm.Results)
 		if !ok || len(res) != n {
-			return fmt.Errorf("memstore: the state machine answered %T for a batch of %d", out[0], n)
+			return nil, fmt.Errorf("memstore: the state machine answered %T for a batch of %d", out[0], n)
 		}
 		for i, r := range res {
 			if r.Code != fsm.CodeOK && r.Code != fsm.CodeCreated {
-				return fmt.Errorf("memstore: command %d of the batch: %w", i, r.Err())
+				return nil, fmt.Errorf("memstore: command %d of the batch: %w", i, r.Err())
 			}
 		}
+		all = append(all, res...)
 		cmds = cmds[n:]
 	}
-	return nil
+	return all, nil
 }
 
 func (s *Store) removed(keys [][]byte) {
