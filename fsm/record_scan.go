@@ -22,6 +22,10 @@ import (
 // download.
 func (f *FSM) ScanRecords(prefix, from []byte, now time.Time, max int, fn func(key []byte, r *Record) error) ([]byte, error) {
 	at := f.readNow(now)
+	max = min(max, 1<<20)
+	if max < 1 {
+		max = 1 // never a chunk that makes no progress
+	}
 	if from == nil || bytes.Compare(from, prefix) < 0 {
 		from = prefix
 	}
