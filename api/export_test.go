@@ -19,6 +19,7 @@ import (
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/memstore"
+	"github.com/idemgate/idemgate/internal/testcluster"
 )
 
 // startExportAPI starts one API listener over m with the routes'
@@ -278,5 +279,42 @@ func TestRecordsExportBoundedMemory(t *testing.T) {
 	}
 	if grew > bound {
 		t.Errorf("the heap grew by %d MiB during an export of %d MiB, want under %d MiB", grew>>20, size>>20, bound>>20)
+	}
+}
+
+// TestRecordsExportCluster: on a 3-node Raft cluster every node exports
+// the same records, a follower's export included the record the leader
+// completed just before it was asked (its barrier), with the reconcile id
+// the route names.
+func TestRecordsExportCluster(t *testing.T) {
+	t.Parallel()
+	c := testcluster.Start(t, 3, nil)
+	ac := &apiCluster{c: c, reconcile: map[string][]string{"pay": {"json:/charge"}}}
+	for _, s := range c.Stores {
+		ac.serve(t, s, prometheus.NewRegistry(), nil)
+	}
+	leader := c.WaitLeader(10 * time.Second)
+	ctx := context.Background()
+	s := c.Stores[leader]
+	since := time.Now().Add(-time.Minute).Format(time.RFC3339Nano)
+	for i, node := range []int{(leader + 1) % 3, (leader + 2) % 3, leader} {
+		key := fmt.Sprintf("k%d", i)
+		fp := sha256.Sum256([]byte(key))
+		rk := fsm.RecordKey("pay", "", key)
+		res, err := s.Begin(ctx, fsm.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, fsm.CompleteRequest{Key: rk, Fence: res.Fence, Status: 201, Body: []byte(`{"charge":"ch_` + key + `"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		r := do(t, "GET", ac.urls[node]+"/v1/records/export?scope=pay&since="+url.QueryEscape(since)+"&until=2099-01-01T00:00:00Z", "")
+		lines, end := readExport(t, r.Body)
+		if r.Status != 200 || !end.End || len(lines) != i+1 {
+			t.Fatalf("node %d after %d records: %d, %d lines, end %+v", node, i+1, r.Status, len(lines), end)
+		}
+		if l := lines[i]; l.Key != key || l.ReconcileID != "ch_"+key || l.State != "completed" {
+			t.Errorf("node %d: line %+v, want %s completed with its charge", node, l, key)
+		}
 	}
 }
