@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -316,5 +318,44 @@ func TestRecordsExportCluster(t *testing.T) {
 		if l := lines[i]; l.Key != key || l.ReconcileID != "ch_"+key || l.State != "completed" {
 			t.Errorf("node %d: line %+v, want %s completed with its charge", node, l, key)
 		}
+	}
+}
+
+// TestRecordsExportReaderGone: a client that stops reading partway and
+// hangs up ends its export (at the next flush, holding no transaction):
+// the listener then serves a whole export and a write, and shuts down at
+// the test's end rather than waiting on a stuck writer. Not parallel: it
+// pauses the OpenAPI check.
+func TestRecordsExportReaderGone(t *testing.T) {
+	theContract.pause(t) // the check reads a streamed answer whole: the hang-up would not reach the stream
+	m := memstore.New(t)
+	u := startExportAPI(t, m, nil, nil)
+	const n = 20_000
+	cmds := make([]*fsm.Command, n)
+	for i := range cmds {
+		cmds[i] = fsm.RecordBeginCommand(fsm.BeginRequest{Key: fsm.RecordKey("pay", "", fmt.Sprintf("key-%06d-%0100d", i, 0)), Fingerprint: make([]byte, 32), TTL: time.Hour})
+	}
+	if _, err := m.ApplyMany(cmds); err != nil {
+		t.Fatal(err)
+	}
+	const path = "/v1/records/export?since=2000-01-01T00:00:00Z&until=2099-01-01T00:00:00Z"
+	for i := 0; i < 3; i++ {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(u, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path)
+		buf := make([]byte, 4096)
+		if _, err := io.ReadFull(conn, buf); err != nil || !strings.HasPrefix(string(buf), "HTTP/1.1 200 ") {
+			t.Fatalf("export start: %v %.100q", err, buf)
+		}
+		conn.Close()
+	}
+	r := do(t, "GET", u+path, "")
+	if lines, end := readExport(t, r.Body); len(lines) != n || !end.End {
+		t.Fatalf("the export after three hang-ups: %d lines, end %+v", len(lines), end)
+	}
+	if r := do(t, "PUT", u+"/v1/kv/after", "v"); r.Status != 200 && r.Status != 201 {
+		t.Fatalf("a write after the hang-ups = %d %s", r.Status, r.Body)
 	}
 }
