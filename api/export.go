@@ -106,11 +106,11 @@ func parseExportQuery(ctx *fasthttp.RequestCtx) (exportQuery, bool) {
 		q.prefix = append(append(q.prefix, tenant...), 0)
 	}
 	switch c := string(args.Peek("consistency")); c {
-	case "", "linearizable":
+	case "":
 	case "local":
 		q.local = true
 	default:
-		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("consistency: %q: want local or linearizable", c))
+		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("consistency: %q: want local, or no consistency for a linearizable export", c))
 		return q, false
 	}
 	return q, true
