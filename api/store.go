@@ -22,6 +22,10 @@ type Store interface {
 	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
 	// Release frees a record's key when its fence still holds it (DELETE /v1/records/KEY).
 	Release(ctx context.Context, key []byte, fence uint64) error
+	// ScanRecords visits this node's records under prefix, a chunk of at
+	// most max from the key from on, and says where the next starts
+	// (fsm.FSM.ScanRecords; GET /v1/records/export).
+	ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error)
 	// Suspects lists up to limit suspected duplicates, newest first.
 	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
 

@@ -210,6 +210,13 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 	return s.fsm.Record(key, time.Now())
 }
 
+// ScanRecords visits this node's records under prefix as they are, a
+// chunk of at most max from the key from on (fsm.FSM.ScanRecords): a
+// caller that wants every acknowledged write runs Barrier first.
+func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error) {
+	return s.fsm.ScanRecords(prefix, from, time.Now(), max, fn)
+}
+
 // KV returns the value of a KV key (linearizable unless local); a
 // reserved key is refused (ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {

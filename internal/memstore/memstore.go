@@ -11,6 +11,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -92,6 +93,47 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 	return res, nil
 }
 
+// ApplyMany applies cmds as batches of fsm.MaxBatchCommands (one log
+// entry each, as a leader's group commit makes them), stamped with the wall
+// clock: a test that needs a large state writes it in seconds. It answers
+// each command's result, and fails on the first it refused.
+func (s *Store) ApplyMany(cmds []*fsm.Command) (fsm.Results, error) {
+	var all fsm.Results
+	for len(cmds) > 0 {
+		n := min(len(cmds), fsm.MaxBatchCommands)
+		enc := make([][]byte, n)
+		now := time.Now().UnixNano()
+		for i, c := range cmds[:n] {
+			if err := c.Validate(); err != nil {
+				return nil, err
+			}
+			if c.ReqID.IsZero() {
+				c.ReqID = raftstore.RequestID(context.Background())
+			}
+			c.Stamp = now
+			enc[i] = c.Encode(nil)
+		}
+		s.mu.Lock()
+		s.index++
+		out := s.f.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: fsm.EncodeBatch(enc)}})
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+		res, ok := out[0].(fsm.Results)
+		if !ok || len(res) != n {
+			return nil, fmt.Errorf("memstore: the state machine answered %T for a batch of %d", out[0], n)
+		}
+		for i, r := range res {
+			if r.Code != fsm.CodeOK && r.Code != fsm.CodeCreated {
+				return nil, fmt.Errorf("memstore: command %d of the batch: %w", i, r.Err())
+			}
+		}
+		all = append(all, res...)
+		cmds = cmds[n:]
+	}
+	return all, nil
+}
+
 func (s *Store) removed(keys [][]byte) {
 	for _, fn := range s.observers { // called under s.mu, by Apply
 		fn(keys)
@@ -116,6 +158,10 @@ func (s *Store) Changed() <-chan struct{} {
 
 func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, error) {
 	return s.f.Record(key, time.Now())
+}
+
+func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error) {
+	return s.f.ScanRecords(prefix, from, time.Now(), max, fn)
 }
 
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
