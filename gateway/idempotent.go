@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -444,10 +444,10 @@ func recordKeyPart(rk []byte) []byte {
 // same request id, so an attempt that committed unseen is not applied
 // twice.
 func throughElection(ctx context.Context, op func(context.Context) error) error {
-	ctx = raftstore.WithRequestID(ctx, raftstore.RequestID(ctx))
+	ctx = storeapi.WithRequestID(ctx, storeapi.RequestID(ctx))
 	for {
 		err := op(ctx)
-		if !errors.Is(err, raftstore.ErrNoLeader) && !errors.Is(err, raftstore.ErrNotLeader) {
+		if !errors.Is(err, storeapi.ErrNoLeader) && !errors.Is(err, storeapi.ErrNotLeader) {
 			return err
 		}
 		select {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Forwarding (frame.go has the protocol): a follower's calls to the leader,
@@ -287,7 +288,7 @@ func (s *Store) handleForwarded(kind byte, payload []byte) func() (byte, []byte)
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()
 			res, err := wait(ctx)
-			if errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown) {
+			if errors.Is(err, storeapi.ErrTimeout) || errors.Is(err, storeapi.ErrShutdown) {
 				err = fmt.Errorf("%w: %v", errRetry, err) // fate unknown: the follower retries
 			}
 			if err != nil {
@@ -378,7 +379,7 @@ func (s *Store) fwdClientFor(id, addr string) (*fwdClient, error) {
 	s.fwdMu.Lock()
 	defer s.fwdMu.Unlock()
 	if s.fwdClosed {
-		return nil, ErrShutdown
+		return nil, storeapi.ErrShutdown
 	}
 	if c := s.fwd[target]; c != nil && c.alive() {
 		return c, nil

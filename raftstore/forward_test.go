@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // cutForwarding closes this node's forwarding connections, failing every
@@ -122,7 +123,7 @@ func TestWireErrorsKeepTheirIdentity(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want error
-	}{{ErrNotLeader, ErrNotLeader}, {fmt.Errorf("%w: lost", errRetry), errRetry}, {ErrShutdown, errRetry}} {
+	}{{storeapi.ErrNotLeader, storeapi.ErrNotLeader}, {fmt.Errorf("%w: lost", errRetry), errRetry}, {storeapi.ErrShutdown, errRetry}} {
 		status, payload := errAnswer(tc.err)
 		if got := answerErr(status, payload, "n1"); !errors.Is(got, tc.want) {
 			t.Errorf("%v came back as %v, want %v", tc.err, got, tc.want)

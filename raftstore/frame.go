@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // The forwarding protocol. After the protocol byte (protoForward, mux.go) a
@@ -54,15 +55,15 @@ var frameTimeout = 10 * time.Second
 // hop). Append only: codes are part of the wire format.
 var wireErrors = [...]error{
 	0: nil, // any other error: its message only
-	1: ErrUnknownNode,
-	2: ErrUnreachableNode,
-	3: ErrDiskFull,
-	4: ErrTooLarge,
-	5: ErrClockJump,
+	1: storeapi.ErrUnknownNode,
+	2: storeapi.ErrUnreachableNode,
+	3: storeapi.ErrDiskFull,
+	4: storeapi.ErrTooLarge,
+	5: storeapi.ErrClockJump,
 	6: fsm.ErrBadCommand,
-	7: ErrMembership,
-	8: ErrQuorumAtRisk,
-	9: ErrNotCaughtUp,
+	7: storeapi.ErrMembership,
+	8: storeapi.ErrQuorumAtRisk,
+	9: storeapi.ErrNotCaughtUp,
 }
 
 // remoteError is a final error the leader reported without a code.
@@ -165,11 +166,11 @@ func readFrame(conn net.Conn, r *bufio.Reader, max uint32) (tag byte, seq uint64
 // errAnswer is the answer to a request that failed with err.
 func errAnswer(err error) (byte, []byte) {
 	switch {
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, storeapi.ErrNotLeader):
 		return statusNotLeader, nil
 	case errors.Is(err, errRetry):
 		return statusRetry, []byte(err.Error())
-	case errors.Is(err, ErrShutdown):
+	case errors.Is(err, storeapi.ErrShutdown):
 		return statusShutdown, nil
 	}
 	code := byte(0)
@@ -189,7 +190,7 @@ func answerErr(status byte, payload []byte, leaderID string) error {
 	case statusOK:
 		return nil
 	case statusNotLeader:
-		return ErrNotLeader
+		return storeapi.ErrNotLeader
 	case statusRetry:
 		return fmt.Errorf("%w: leader %s: %s", errRetry, leaderID, payload)
 	case statusShutdown:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // readyGauge is idemgate_ready as s's registered collectors report it.
@@ -127,7 +128,7 @@ func TestReadyBehindRules(t *testing.T) {
 }
 
 // TestNoLeaderAnswersAtOnce: with two of three nodes stopped, the survivor
-// answers writes, linearizable reads and pipelined writes ErrNoLeader long
+// answers writes, linearizable reads and pipelined writes storeapi.ErrNoLeader long
 // before its apply timeout (a minute here): at most an election timeout
 // after it lost its leader, and at once for every call after that.
 func TestNoLeaderAnswersAtOnce(t *testing.T) {
@@ -160,11 +161,11 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 						ops = append(ops, fsm.KVIncrCommand([]byte(fmt.Sprint("p", i)), 1))
 					}
 					for _, r := range st.ApplyInOrder(ctx, ops) {
-						if !errors.Is(r.Err, ErrNoLeader) {
+						if !errors.Is(r.Err, storeapi.ErrNoLeader) {
 							return r.Err
 						}
 					}
-					return ErrNoLeader
+					return storeapi.ErrNoLeader
 				}},
 			}
 			// Each call gets 20 s, a third of the apply timeout: an answer
@@ -175,7 +176,7 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 					err := tc.call(ctx)
 					early := ctx.Err() == nil
 					cancel()
-					if !errors.Is(err, ErrNoLeader) || !early {
+					if !errors.Is(err, storeapi.ErrNoLeader) || !early {
 						t.Errorf("round %d: %s without a quorum = %v (before the test's deadline: %v), want ErrNoLeader before it", round, tc.name, err, early)
 					}
 				}
@@ -188,7 +189,7 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 }
 
 // TestRemovedRefusesAtOnce: a removed node refuses writes, pipelined
-// writes and linearizable reads (ErrRemoved, an unavailable error) from
+// writes and linearizable reads (storeapi.ErrRemoved, an unavailable error) from
 // the moment it sees its removal, and SeenRemoved says so within a few
 // samples; re-added, it serves again.
 func TestRemovedRefusesAtOnce(t *testing.T) {
@@ -211,14 +212,14 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, ErrRemoved) || !Unavailable(err) {
+	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, storeapi.ErrRemoved) || !storeapi.Unavailable(err) {
 		t.Errorf("write on a removed node = %v, want ErrRemoved", err)
 	}
-	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, ErrRemoved) {
+	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, storeapi.ErrRemoved) {
 		t.Errorf("linearizable read on a removed node = %v, want ErrRemoved", err)
 	}
 	for _, res := range r.ApplyInOrder(ctx, []*fsm.Command{fsm.KVIncrCommand([]byte("p"), 1)}) {
-		if !errors.Is(res.Err, ErrRemoved) {
+		if !errors.Is(res.Err, storeapi.ErrRemoved) {
 			t.Errorf("pipelined write on a removed node = %v, want ErrRemoved", res.Err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // issueCerts makes a CA in dir and a certificate for each id.
@@ -285,7 +286,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 		if err != nil {
 			t.Fatalf("add-voter %s: no answer: %v", fake, err)
 		}
-		if err := answerErr(status, payload, "leader"); !errors.Is(err, ErrUnreachableNode) {
+		if err := answerErr(status, payload, "leader"); !errors.Is(err, storeapi.ErrUnreachableNode) {
 			t.Fatalf("add-voter %s = %v, want it refused as unreachable", fake, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // leaderReadIndex is the read-index recipe on the leader (hashicorp/raft has
@@ -16,7 +17,7 @@ import (
 // and the term unchanged throughout.
 func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 	if s.raft.State() != raft.Leader {
-		return 0, ErrNotLeader
+		return 0, storeapi.ErrNotLeader
 	}
 	term := s.raft.CurrentTerm()
 	if s.barrierTerm.Load() != term {
@@ -45,7 +46,7 @@ func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 // state reflects every write acknowledged before the call.
 func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
 	if s.refuseRemoved() {
-		return 0, ErrRemoved
+		return 0, storeapi.ErrRemoved
 	}
 	return leaderCall(s, ctx, fwdReadIndex,
 		func() []byte { return nil },
@@ -88,7 +89,7 @@ func (s *Store) waitApplied(ctx context.Context, idx uint64) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w: waiting to apply index %d", ErrTimeout, idx)
+			return fmt.Errorf("%w: waiting to apply index %d", storeapi.ErrTimeout, idx)
 		case <-wake:
 			t.Stop()
 		case <-t.C:
@@ -210,9 +211,9 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 }
 
 // KV returns the value of a KV key (linearizable unless local); a
-// reserved key is refused (ErrReservedKey).
+// reserved key is refused (storeapi.ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
-	if err := CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	if !local && !mutantLocalReads {
