@@ -9,9 +9,9 @@
 // accepts writes: a follower forwards the encoded command, with its request
 // id, to the leader over one long-lived pipelined connection, and retries it
 // after a cut connection or a leadership change; the state machine applies
-// a request id once. Reads are linearizable by the read-index recipe (a current-term entry
-// applied, readIndex = CommitIndex, VerifyLeader, same term, wait until
-// applied) unless the caller asks for the local state.
+// a request id once. Reads are linearizable by the read-index recipe (a
+// current-term entry applied, readIndex = CommitIndex, VerifyLeader, same
+// term, wait until applied) unless the caller asks for the local state.
 //
 // It speaks to its callers in package storeapi's terms (its errors, request
 // ids, pipeline results and node and cluster views), so that they need not
