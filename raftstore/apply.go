@@ -17,6 +17,10 @@ import (
 // that just lost leadership: the same request (same request id) is retried.
 var errRetry = errors.New("retry")
 
+// errNotSent marks a retry whose attempt never left this node (the
+// leader could not be dialled): its fate is known, nothing was done.
+var errNotSent = errors.New("not sent")
+
 // mapRaftErr turns hashicorp/raft's errors into the store's.
 func mapRaftErr(err error) error {
 	switch {
@@ -89,6 +93,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", storeapi.ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	first := true
+	defer measureSince(stageApply, time.Now())
 	return leaderCall(s, ctx, fwdApply,
 		func() []byte {
 			if first {
@@ -129,6 +134,11 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 	}
 	backoff := 2 * time.Millisecond
 	sawLeader := false
+	// sent: an attempt may have reached the log (its fate is unknown). A
+	// call that then gives up must say so, not storeapi.ErrNoLeader
+	// ("nothing was done"): a client that retries a CLUSTERDOWN could apply
+	// it twice.
+	sent := false
 	var leaderless time.Time // when this call found no leader; zero while it finds one
 	for {
 		var (
@@ -137,7 +147,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		)
 		select {
 		case <-s.closing:
-			return zero, storeapi.ErrShutdown
+			return zero, giveUp(sent, storeapi.ErrShutdown)
 		default:
 		}
 		if s.raft.State() == raft.Leader {
@@ -146,7 +156,11 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		} else if addr, id := s.raft.LeaderWithID(); addr != "" {
 			sawLeader, leaderless = true, time.Time{}
 			var raw []byte
+			forwarded := time.Now()
 			raw, err = s.forward(ctx, string(id), string(addr), kind, payload())
+			if kind == fwdApply {
+				measureSince(stageForward, forwarded)
+			}
 			if err == nil {
 				out, err = decode(raw)
 			}
@@ -156,13 +170,14 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 				leaderless = now
 			}
 			if now.Sub(s.leaderlessSince(leaderless)) >= s.cfg.ElectionTimeout {
-				return zero, storeapi.ErrNoLeader
+				return zero, giveUp(sent, storeapi.ErrNoLeader)
 			}
 			err = storeapi.ErrNoLeader
 		}
 		if err == nil {
 			return out, nil
 		}
+		sent = sent || mayHaveApplied(err)
 		retry := errors.Is(err, errRetry) || errors.Is(err, storeapi.ErrNotLeader) || errors.Is(err, storeapi.ErrNoLeader) || errors.Is(err, storeapi.ErrShutdown)
 		if !retry && ctx.Err() == nil {
 			return zero, err
@@ -171,7 +186,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		select {
 		case <-s.closing:
 			t.Stop()
-			return zero, storeapi.ErrShutdown
+			return zero, giveUp(sent, storeapi.ErrShutdown)
 		case <-ctx.Done():
 			t.Stop()
 			if !sawLeader {
@@ -184,6 +199,28 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 			backoff *= 2
 		}
 	}
+}
+
+// mayHaveApplied reports whether an attempt that failed with err may
+// still be applied: it may have reached a leader's log, unless it was
+// refused before (a node that does not lead, none known, never sent). A
+// refusal of the command itself (too large, disk full) is answered as it
+// is, whatever this says.
+func mayHaveApplied(err error) bool {
+	return err != nil && !errors.Is(err, storeapi.ErrNotLeader) && !errors.Is(err, storeapi.ErrNoLeader) && !errors.Is(err, errNotSent)
+}
+
+// giveUp is the error of a call that stops with err. When an earlier
+// attempt may have been applied (sent), an answer saying nothing was done
+// (no leader, shutting down) would be false: a client retrying it, as
+// Redis clients retry CLUSTERDOWN, could apply the command twice. It is
+// storeapi.ErrTimeout then, whose answers say the command may or may not
+// have been applied.
+func giveUp(sent bool, err error) error {
+	if sent && (errors.Is(err, storeapi.ErrNoLeader) || errors.Is(err, storeapi.ErrShutdown) || errors.Is(err, storeapi.ErrNotLeader)) {
+		return fmt.Errorf("%w: an earlier attempt may have been applied; then: %v", storeapi.ErrTimeout, err)
+	}
+	return err
 }
 
 // waitFuture waits for a Raft future, for ctx, or for the store to close.

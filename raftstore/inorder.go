@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -51,6 +52,7 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpR
 			data[i] = cmds[i].Encode(make([]byte, 0, 64+len(cmds[i].Key)+len(cmds[i].Value)))
 		}
 	}
+	start := time.Now()
 	waits := s.sendInOrder(ctx, data)
 	for i, wait := range waits {
 		if out[i].Err != nil {
@@ -58,11 +60,17 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpR
 		}
 		if wait != nil {
 			out[i].Res, out[i].Err = wait(ctx)
+			if out[i].Err == nil {
+				measureSince(stageApply, start) // else Apply below measures its own
+			}
 		}
 		if wait == nil || out[i].Err != nil {
 			// Not sent, or its fate unknown: Apply validates it, and
-			// retries it under the same request id.
+			// retries it under the same request id; if that gives up, the
+			// first attempt's fate is still unknown.
+			sent := wait != nil && mayHaveApplied(out[i].Err)
 			out[i].Res, out[i].Err = s.Apply(ctx, &cmds[i])
+			out[i].Err = giveUp(sent, out[i].Err)
 		}
 	}
 	return out
