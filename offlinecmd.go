@@ -29,14 +29,14 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	file, err := config.Load(path)
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+		fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 		return 2
 	}
 	var ids []string
 	for _, n := range file.Nodes {
 		ids = append(ids, n.ID)
 		if err := file.CheckExposure(n); err != nil {
-			fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+			fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 			return 2
 		}
 		// The node's certificate and key, where this machine has them
@@ -48,12 +48,12 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if err := s.LoadTLS(); err != nil {
-			fmt.Fprintf(stderr, "idemgate check-config: node %s: %s\n", n.ID, strings.TrimPrefix(err.Error(), "config: "))
+			fmt.Fprintf(stderr, "idemgate check-config: node %s: %s\n", n.ID, config.Detail(err))
 			return 2
 		}
 	}
 	if _, err := node.APIAccess(file); err != nil {
-		fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+		fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 		return 2
 	}
 	security := "plaintext (loopback only)"

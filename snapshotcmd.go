@@ -241,11 +241,11 @@ func (n nodeFlags) store() (raftstore.Config, *config.File, error) {
 	}
 	file, err := config.Load(n.configPath)
 	if err != nil {
-		return raftstore.Config{}, nil, errors.New(strings.TrimPrefix(err.Error(), "config: "))
+		return raftstore.Config{}, nil, errors.New(config.Detail(err))
 	}
 	nd, err := file.Node(n.nodeID)
 	if err != nil {
-		return raftstore.Config{}, nil, errors.New(strings.TrimPrefix(err.Error(), "config: "))
+		return raftstore.Config{}, nil, errors.New(config.Detail(err))
 	}
 	cfg := raftstore.DefaultConfig()
 	cfg.NodeID, cfg.RaftBind, cfg.RaftAdvertise = nd.ID, nd.Raft, nd.AdvertiseRaft

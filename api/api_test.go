@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,7 +39,7 @@ type nodeStore interface {
 var _ nodeStore = (*memstore.Store)(nil)
 
 type apiCluster struct {
-	c    *raftstore.TestCluster
+	c    *testcluster.Cluster
 	apis []*API
 	urls []string
 }
@@ -89,7 +90,7 @@ func startAPICluster(t testing.TB, n int) *apiCluster {
 // authorization).
 func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), access *auth.Access) *apiCluster {
 	t.Helper()
-	c := raftstore.StartTestCluster(t, n, tweak)
+	c := testcluster.Start(t, n, tweak)
 	ac := &apiCluster{c: c}
 	for _, s := range c.Stores {
 		reg := prometheus.NewRegistry()
@@ -118,6 +119,9 @@ func TestAPIKV(t *testing.T) {
 		{"PUT", u[1] + "/v1/kv/order-1?nx=1&ttl=2562047h", "other", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[1] + "/v1/kv/order-1?nx=1", "again", nil, 409, "charged", "", true},
 		{"PUT", u[2] + "/v1/kv/order-1", "again", []string{"If-None-Match", "*"}, 409, "charged", "", true},
+		// Only * is a condition the store can check: a version would be
+		// ignored, and the key overwritten.
+		{"PUT", u[2] + "/v1/kv/order-1", "again", []string{"If-None-Match", `"1"`}, 400, "", "bad-request", false},
 		{"GET", u[2] + "/v1/kv/order-1", "", nil, 200, "charged", "", true},
 		{"PUT", u[1] + "/v1/kv/order-1", "cas", []string{"If-Match", `"999"`}, 412, "", "version-mismatch", false},
 		{"PUT", u[1] + "/v1/kv/order-1", "cas", []string{"If-Match", "garbage"}, 400, "", "invalid-version", false},
@@ -136,7 +140,7 @@ func TestAPIKV(t *testing.T) {
 		{"DELETE", u[2] + "/v1/kv/%00node%2Fn1", "", nil, 400, "", "invalid-key", false},
 		{"PUT", u[0] + "/v1/kv/k?ttl=-1s", "x", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[0] + "/v1/kv/k?nx=maybe", "x", nil, 400, "", "bad-request", false},
-		{"POST", u[0] + "/v1/kv/k", "x", nil, 405, "", "method-not-allowed", false},
+		{"PATCH", u[0] + "/v1/kv/k", "x", nil, 405, "", "method-not-allowed", false},
 		{"GET", u[0] + "/v1/nothing", "", nil, 404, "", "not-found", false},
 	}
 	for i, s := range steps {

@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -32,7 +34,10 @@ const (
 	TypeRecordBegin
 	TypeRecordComplete
 	TypeRecordRelease
-	TypeRecordMarkUnknown
+	// typeMarkUnknownRetired was record_mark_unknown, which no face
+	// proposed: an in-flight record's outcome becomes unknown when its
+	// processing deadline passes (Record.StateAt). Its number stays taken.
+	typeMarkUnknownRetired
 	TypeExpire
 	TypeTokenIssue
 	TypeTokenConsume
@@ -43,6 +48,9 @@ const (
 	TypeKVExpire
 	TypeClusterID
 	TypeMemberRemoved
+	TypeKVRead
+	TypeKVTx
+	TypeScriptEffects
 	typeEnd
 )
 
@@ -79,6 +87,9 @@ type spec struct {
 	// retry under the id is answered with the first result (reqid.go).
 	// What changes nothing when applied again is not remembered.
 	remembered bool
+	// tx: a transaction (kv_tx.go) may hold it: a command of the KV
+	// keyspace.
+	tx bool
 	// diskLow: proposed even while the disk guard refuses writes
 	// (package raftstore): it frees space, or it is a few bytes, once,
 	// that the cluster's safety needs.
@@ -89,6 +100,10 @@ type spec struct {
 	// apply applies the command in the batch's transaction; rev is its
 	// revision (applier.nextRev).
 	apply func(a *applier, tx *bolt.Tx, c *Command, rev uint64) *Result
+	// kv, for a command of the KV keyspace that a script may make, applies
+	// it to a kvStore: the batch's transaction or a script's sandbox
+	// (sandbox.go). nil: a script cannot make it.
+	kv func(a *applier, kv kvStore, c *Command, rev uint64) *Result
 }
 
 // commands is the table, by Type. A row's comment says what a field means
@@ -106,8 +121,6 @@ var commands = [typeEnd]spec{
 	// Fence 0: an operator's release of whatever owns the record.
 	TypeRecordRelease: {name: "record_release", uses: fKey | fFence,
 		key: true, remembered: true, apply: (*applier).recordRelease},
-	TypeRecordMarkUnknown: {name: "record_mark_unknown", uses: fKey | fFence,
-		key: true, remembered: true, check: checkFence, apply: (*applier).recordMarkUnknown},
 	// Entries: what a sweeper found due.
 	TypeExpire: {name: "expire", uses: fEntries,
 		diskLow: true, check: checkExpire, apply: (*applier).expire},
@@ -117,20 +130,22 @@ var commands = [typeEnd]spec{
 	TypeTokenConsume: {name: "token_consume", uses: fKey,
 		key: true, remembered: true, apply: (*applier).tokenConsume},
 	// Version: the version a SetCAS expects (0: the key must not exist).
-	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags,
-		key: true, remembered: true, check: checkKVSet, apply: (*applier).kvSet},
+	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags | fBody,
+		key: true, remembered: true, tx: true, check: checkKVSet, apply: (*applier).kvSet, kv: (*applier).kvSetIn},
 	// Version (0: any): compare-and-delete, for both.
 	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion,
-		key: true, remembered: true, apply: (*applier).kvGetDel},
-	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion,
-		key: true, remembered: true, apply: (*applier).kvDelete},
+		key: true, remembered: true, tx: true, apply: (*applier).kvGetDel, kv: (*applier).kvGetDelIn},
+	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion | fMode | fBody,
+		key: true, remembered: true, tx: true, check: checkKVDelete, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
-	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue,
-		key: true, remembered: true, check: checkKVIncr, apply: (*applier).kvIncr},
+	// Flags and Body: the bounds of a guarded increment (FlagIncrMin,
+	// FlagIncrMax; Body the two, 8 big-endian bytes each).
+	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue | fFlags | fBody,
+		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
 	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
 	// EXPIRE, PERSIST).
 	TypeKVExpire: {name: "kv_expire", uses: fKey | fTTL | fFlags,
-		key: true, remembered: true, check: checkKVExpire, apply: (*applier).kvExpire},
+		key: true, remembered: true, tx: true, check: checkKVExpire, apply: (*applier).kvExpire, kv: (*applier).kvExpireIn},
 	// Value: the 16-byte id; applied only while the state holds none
 	// (cluster.go).
 	TypeClusterID: {name: "cluster_id", uses: fValue,
@@ -139,6 +154,18 @@ var commands = [typeEnd]spec{
 	// each (cluster.go).
 	TypeMemberRemoved: {name: "member_removed", uses: fKey | fValue,
 		key: true, diskLow: true, check: checkMemberRemoved, apply: (*applier).memberRemoved},
+	// A read in the log, a transaction's (kv_tx.go); Flags: FlagReadValue.
+	TypeKVRead: {name: "kv_read", uses: fKey | fFlags,
+		key: true, tx: true, check: checkKVRead, apply: (*applier).kvRead},
+	// Value: the watches and the commands (kv_tx.go); Version: the bytes
+	// of values its results may carry.
+	TypeKVTx: {name: "kv_tx", uses: fValue | fVersion,
+		remembered: true, check: checkKVTx, apply: (*applier).kvTx},
+	// Body: a script's effects (script.go): what it read, at which
+	// versions, and the KV commands it made; applied whole only while
+	// every key it read is as it read it (CodeConflict if not).
+	TypeScriptEffects: {name: "script_effects", uses: fBody,
+		remembered: true}, // check and apply read this table: set by script.go's init
 }
 
 // spec returns t's row, or nil for a type this build does not apply.
@@ -164,9 +191,9 @@ func (t Type) AllowedWhenDiskLow() bool {
 	return s != nil && s.diskLow
 }
 
-// MaxKeyLen bounds a stored key of every keyspace: a record key (scope,
+// MaxStoredKeyLen bounds a stored key of every keyspace: a record key (scope,
 // tenant and the client's key), a token key, a KV key.
-const MaxKeyLen = 1024
+const MaxStoredKeyLen = 1024
 
 // MaxTTL bounds every lifetime and timeout a command carries: an expiry is
 // the state machine's clock plus it, and must never overflow.
@@ -189,8 +216,8 @@ func (c *Command) Validate() error {
 	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
 		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
 	}
-	if len(c.Key) > MaxKeyLen {
-		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
+	if len(c.Key) > MaxStoredKeyLen {
+		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxStoredKeyLen))
 	}
 	if s.key && len(c.Key) == 0 {
 		return bad("empty key")
@@ -230,8 +257,10 @@ func checkExpire(c *Command) error {
 
 func checkKVSet(c *Command) error {
 	switch {
-	case c.Mode > SetXX:
+	case c.Mode > SetIfDigestNe:
 		return errors.New("unknown set mode")
+	case checkCondition(c) != nil:
+		return checkCondition(c)
 	case c.Flags&^(FlagKeepTTL|FlagReturnOld) != 0:
 		return errors.New("unknown set flags")
 	case c.Flags&FlagKeepTTL != 0 && c.TTL != 0:
@@ -240,9 +269,46 @@ func checkKVSet(c *Command) error {
 	return nil
 }
 
+// checkCondition checks a value condition's comparand (Body): none
+// without one, 8 bytes for a digest.
+func checkCondition(c *Command) error {
+	switch c.Mode {
+	case SetIfEq, SetIfNe:
+	case SetIfDigestEq, SetIfDigestNe:
+		if len(c.Body) != 8 {
+			return errors.New("a digest condition needs an 8-byte digest")
+		}
+	default:
+		if len(c.Body) != 0 {
+			return errors.New("a comparand without a value condition")
+		}
+	}
+	return nil
+}
+
+// checkKVDelete: a delete's condition is a version, or a value condition
+// (SetIfEq...), not both.
+func checkKVDelete(c *Command) error {
+	switch {
+	case c.Mode != SetPlain && (c.Mode < SetIfEq || c.Mode > SetIfDigestNe):
+		return errors.New("a delete's condition is a value condition")
+	case c.Mode != SetPlain && c.Version != 0:
+		return errors.New("a version and a value condition together")
+	}
+	return checkCondition(c)
+}
+
 func checkKVIncr(c *Command) error {
 	if _, ok := parseInt(c.Value); !ok {
 		return errors.New("the increment is not a decimal integer")
+	}
+	switch lo, hi, ok := incrBounds(c); {
+	case c.Flags&^(FlagIncrMin|FlagIncrMax) != 0:
+		return errors.New("unknown increment flags")
+	case !ok:
+		return errors.New("an increment's bounds are 16 bytes, and only with a bound flag")
+	case lo > hi:
+		return errors.New("an increment's min is above its max")
 	}
 	return nil
 }
@@ -339,12 +405,6 @@ func RecordReleaseCommand(key []byte, fence uint64) *Command {
 	return &Command{Type: TypeRecordRelease, Key: key, Fence: fence}
 }
 
-// RecordMarkUnknownCommand records that the owner cannot know the
-// upstream's outcome.
-func RecordMarkUnknownCommand(key []byte, fence uint64) *Command {
-	return &Command{Type: TypeRecordMarkUnknown, Key: key, Fence: fence}
-}
-
 // ExpireCommand removes the entries a sweeper found due (expire.go).
 func ExpireCommand(entries []ttl.Entry) *Command { return &Command{Type: TypeExpire, Entries: entries} }
 
@@ -362,16 +422,21 @@ func TokenConsumeCommand(key []byte) *Command { return &Command{Type: TypeTokenC
 type KVSetRequest struct {
 	Key, Value []byte
 	TTL        time.Duration // 0: never expires (unless KeepTTL)
-	Mode       SetMode       // SetPlain, SetNX, SetXX, or SetCAS on Version
+	Mode       SetMode       // SetPlain, SetNX, SetXX, SetCAS on Version, or a value condition
 	Version    uint64
 	KeepTTL    bool // keep the key's lifetime (TTL must be 0)
-	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists: there was one)
+	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists, CodeVersionMismatch: there was one)
+	// Match is what SetIfEq and SetIfNe compare the value with; Digest
+	// what SetIfDigestEq and SetIfDigestNe compare its digest with.
+	Match  []byte
+	Digest uint64
 }
 
 // KVSetCommand writes a KV key; its refusals are codes: CodeExists (NX,
 // with the current value), CodeNotFound (XX), CodeVersionMismatch (CAS).
 func KVSetCommand(r KVSetRequest) *Command {
-	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version}
+	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version,
+		Body: comparand(r.Mode, r.Match, r.Digest)}
 	if r.KeepTTL {
 		c.Flags |= FlagKeepTTL
 	}
@@ -392,10 +457,73 @@ func KVGetDelCommand(key []byte, version uint64) *Command {
 // KVDeleteCommand removes a key (CodeNotFound if there is none).
 func KVDeleteCommand(key []byte) *Command { return &Command{Type: TypeKVDelete, Key: key} }
 
+// KVDeleteIfCommand removes a key only while its value meets a value
+// condition (mode SetIfEq, SetIfNe, SetIfDigestEq or SetIfDigestNe, with
+// match or digest as KVSetRequest has them): Redis 8.4's DELEX.
+// CodeNotFound for an absent key, CodeVersionMismatch for one whose value
+// does not meet it.
+func KVDeleteIfCommand(key []byte, mode SetMode, match []byte, digest uint64) *Command {
+	return &Command{Type: TypeKVDelete, Key: key, Mode: mode, Body: comparand(mode, match, digest)}
+}
+
+// comparand is a value condition's Body: the value, or the digest's 8
+// big-endian bytes; nil for the other modes.
+func comparand(mode SetMode, match []byte, digest uint64) []byte {
+	switch mode {
+	case SetIfEq, SetIfNe:
+		if match == nil {
+			return []byte{} // an empty value is a value: Body is sent as given
+		}
+		return match
+	case SetIfDigestEq, SetIfDigestNe:
+		return binary.BigEndian.AppendUint64(nil, digest)
+	}
+	return nil
+}
+
 // KVIncrCommand adds delta to the key's decimal integer value (absent: 0);
 // Result.Value is the new value; CodeNotInteger, CodeOverflow.
 func KVIncrCommand(key []byte, delta int64) *Command {
 	return &Command{Type: TypeKVIncr, Key: key, Value: strconv.AppendInt(nil, delta, 10)}
+}
+
+// KVIncrBoundedCommand is KVIncrCommand refused (CodeOutOfRange, nothing
+// changed) when the result would leave [min, max]; a nil bound is none.
+// The guard of a balance: UPDATE ... SET balance = balance - 100 WHERE
+// balance >= 100 is a delta of -100 with min 0.
+func KVIncrBoundedCommand(key []byte, delta int64, min, max *int64) *Command {
+	c := KVIncrCommand(key, delta)
+	if min == nil && max == nil {
+		return c
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if min != nil {
+		c.Flags, lo = c.Flags|FlagIncrMin, *min
+	}
+	if max != nil {
+		c.Flags, hi = c.Flags|FlagIncrMax, *max
+	}
+	c.Body = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(lo)), uint64(hi))
+	return c
+}
+
+// incrBounds are a guarded increment's bounds (the whole int64 range when
+// it has none); false when Body and Flags disagree.
+func incrBounds(c *Command) (lo, hi int64, ok bool) {
+	if c.Flags&(FlagIncrMin|FlagIncrMax) == 0 {
+		return math.MinInt64, math.MaxInt64, len(c.Body) == 0
+	}
+	if len(c.Body) != 16 {
+		return 0, 0, false
+	}
+	lo, hi = int64(binary.BigEndian.Uint64(c.Body)), int64(binary.BigEndian.Uint64(c.Body[8:]))
+	if c.Flags&FlagIncrMin == 0 {
+		lo = math.MinInt64
+	}
+	if c.Flags&FlagIncrMax == 0 {
+		hi = math.MaxInt64
+	}
+	return lo, hi, true
 }
 
 // KVExpireCommand sets the key's lifetime to lifetime from now (0: none,
@@ -430,6 +558,14 @@ const (
 	SetNX    SetMode = 1 // only if the key does not exist
 	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
 	SetXX    SetMode = 3 // only if the key exists (fsm.ErrNotFound if not)
+	// The value conditions of Redis 8.4's SET IFEQ|IFNE|IFDEQ|IFDNE and
+	// DELEX (valueMatches). Command.Body is what they compare with: the
+	// value itself, or the value's digest (Digest) as 8 big-endian bytes.
+	// Refused: CodeVersionMismatch.
+	SetIfEq       SetMode = 4 // only if the key exists and its value is Body
+	SetIfNe       SetMode = 5 // only if the key is absent or its value is not Body
+	SetIfDigestEq SetMode = 6 // only if the key exists and its value's digest is Body
+	SetIfDigestNe SetMode = 7 // only if the key is absent or its value's digest is not Body
 )
 
 // Begin flags.
@@ -451,6 +587,12 @@ const (
 	// or not (Redis SET ... GET), in Result.Value. The code says whether
 	// it had one: CodeOK and CodeExists yes, CodeCreated and CodeNotFound no.
 	FlagReturnOld byte = 1 << 1
+)
+
+// KVIncr flags: the bounds of a guarded increment, in Command.Body.
+const (
+	FlagIncrMin byte = 1 << 0
+	FlagIncrMax byte = 1 << 1
 )
 
 // KVExpire flags: the conditions of Redis 7's EXPIRE, on the lifetime the

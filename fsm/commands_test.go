@@ -14,13 +14,18 @@ import (
 // properties are the rules the state machine and its proposer followed
 // before they were one table: which commands a request id makes apply once
 // (all but no-ops, sweeps and the cluster's facts), which pass the disk
-// guard (sweeps and the cluster's facts) and which need a key.
+// guard (sweeps and the cluster's facts) and which need a key; a
+// transaction holds the KV keyspace's commands, each of one key.
 func TestCommandTable(t *testing.T) {
-	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
+	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
-	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true}
+	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true}
+	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
+		if typ == typeMarkUnknownRetired {
+			continue
+		}
 		s := typ.spec()
 		if s == nil || s.name == "" || s.apply == nil {
 			t.Fatalf("type %d has no complete row: %+v", typ, s)
@@ -41,11 +46,14 @@ func TestCommandTable(t *testing.T) {
 		if s.key == keyless[typ] {
 			t.Errorf("%s: needs a key = %v", typ, s.key)
 		}
+		if InTx(typ) != inTx[typ] || (s.tx && !s.key) {
+			t.Errorf("%s: a transaction may hold it = %v", typ, InTx(typ))
+		}
 		if s.key && s.uses&fKey == 0 {
 			t.Errorf("%s needs a key it does not use", typ)
 		}
 	}
-	for _, typ := range []Type{TypeUnknown, typeEnd, 200, 255} {
+	for _, typ := range []Type{TypeUnknown, typeMarkUnknownRetired, typeEnd, 200, 255} {
 		if typ.spec() != nil || typ.AllowedWhenDiskLow() {
 			t.Errorf("type %d is applied or passes the disk guard", typ)
 		}
@@ -118,11 +126,10 @@ func tableSamples() map[Type]*Command {
 			DigestKey: DigestKey("pay", "u1", []byte("digest")), Window: 5 * time.Minute, RejectSuspect: true}),
 		TypeRecordComplete: RecordCompleteCommand(CompleteRequest{Key: rk, Fence: 1, Status: 201,
 			Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("text/plain")}}, Body: []byte("done"), BodyDropped: true}),
-		TypeRecordRelease:     RecordReleaseCommand(rk, 1),
-		TypeRecordMarkUnknown: RecordMarkUnknownCommand(rk, 1),
-		TypeExpire:            ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("short"), At: tableStamp + int64(time.Millisecond)}}),
-		TypeTokenIssue:        TokenIssueCommand(TokenKey("form", "new"), time.Hour),
-		TypeTokenConsume:      TokenConsumeCommand(TokenKey("form", "held")),
+		TypeRecordRelease: RecordReleaseCommand(rk, 1),
+		TypeExpire:        ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("short"), At: tableStamp + int64(time.Millisecond)}}),
+		TypeTokenIssue:    TokenIssueCommand(TokenKey("form", "new"), time.Hour),
+		TypeTokenConsume:  TokenConsumeCommand(TokenKey("form", "held")),
 		TypeKVSet: KVSetCommand(KVSetRequest{Key: []byte("n"), Value: []byte("v"), TTL: time.Hour, Mode: SetCAS,
 			Version: 2, ReturnOld: true}),
 		TypeKVGetDel:      KVGetDelCommand([]byte("n"), 2),
@@ -131,7 +138,25 @@ func tableSamples() map[Type]*Command {
 		TypeKVExpire:      KVExpireCommand([]byte("n"), time.Hour, FlagExpireNX),
 		TypeClusterID:     ClusterIDCommand(ClusterID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
 		TypeMemberRemoved: MemberRemovedCommand("n3", []Fingerprint{fp}),
+		TypeKVRead:        KVReadCommand([]byte("short"), true),
+		TypeKVTx: KVTxCommand(TxRequest{Watches: []Watch{{Key: []byte("n"), Version: 2}},
+			Commands: []*Command{KVIncrCommand([]byte("n"), 1), KVReadCommand([]byte("n"), true)}, ReplyBudget: 100}),
+		TypeScriptEffects: scriptSample(),
 	}
+}
+
+// scriptSample is a script's INCR of "n", as tableSetup leaves it.
+func scriptSample() *Command {
+	sb := NewSandbox(tableStamp+int64(time.Second), func(key []byte) (KVEntry, bool, error) {
+		if string(key) == "n" {
+			return KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
+		}
+		return KVEntry{}, false, nil
+	})
+	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
+		panic(err)
+	}
+	return sb.Effects()
 }
 
 const tableStamp = int64(1_767_225_600_000_000_000) // 2026-01-01
@@ -153,6 +178,9 @@ func tableSetup(h *harness) {
 func TestCommandTableUses(t *testing.T) {
 	samples := tableSamples()
 	for typ := TypeNoop; typ < typeEnd; typ++ {
+		if typ == typeMarkUnknownRetired {
+			continue
+		}
 		c, ok := samples[typ]
 		if !ok {
 			t.Fatalf("no sample of %s", typ)
@@ -179,7 +207,7 @@ func TestCommandTableUses(t *testing.T) {
 			cmd.ReqID = reqID(byte(typ))
 			results[i] = h.apply(cmd)
 			var err error
-			if hashes[i], err = h.f.StateHash(); err != nil {
+			if hashes[i], err = h.f.stateHash(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -216,8 +244,6 @@ func TestConstructorsEncodeAsBefore(t *testing.T) {
 			"0203a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000007000001c901010c436f6e74656e742d54797065106170706c69636174696f6e2f6a736f6e027b7d000000"},
 		{"record_release", RecordReleaseCommand([]byte("k"), 7),
 			"0204a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000007000000000000000000"},
-		{"record_mark_unknown", RecordMarkUnknownCommand([]byte("k"), 7),
-			"0205a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000007000000000000000000"},
 		{"expire", ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: 123}, {Kind: ttl.KindRecord, Key: []byte("b"), At: 456}}),
 			"0206a00102030405060708090a0b0c0d0eaf17979cfe362a000000000000000000000000000203f601016101900701620000"},
 		{"token_issue", TokenIssueCommand(TokenKey("form", "t"), 30*time.Minute),

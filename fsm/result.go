@@ -24,12 +24,19 @@ const (
 	CodeNotInteger // an increment of a value that is not a decimal integer
 	CodeOverflow   // an increment past the range of a 64-bit integer
 	CodeUnchanged  // a conditional change whose condition did not hold
+	// CodeReplyTooLarge: a transaction's command whose value would take
+	// the transaction's results past its reply budget; not applied.
+	CodeReplyTooLarge
+	// CodeOutOfRange: a guarded increment whose result would leave its
+	// bounds; nothing changed (Result.Value is the value kept).
+	CodeOutOfRange
+	CodeConflict // a script's effects whose reads another write changed: nothing applied
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).
@@ -58,9 +65,6 @@ func (r *Result) Err() error {
 	}
 	return fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
 }
-
-// Created reports whether the command created what it named.
-func (r *Result) Created() bool { return r.Code == CodeCreated }
 
 func errResult(err error) *Result {
 	for c, e := range codeErrs {

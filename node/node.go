@@ -24,7 +24,7 @@ import (
 
 // Node is one running idemgate node: the store, the gateway and API
 // listeners, and the metrics registry. `idemgate serve` runs one; the demo
-// and the bench run several in one process (StartLocal).
+// and the bench run several in one process (internal/democluster).
 type Node struct {
 	ID    string
 	Store *raftstore.Store
@@ -89,7 +89,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		}
 	}()
 	n.Reg = prometheus.NewRegistry()
-	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	if err := store.Register(n.Reg); err != nil {
 		return nil, err
 	}
@@ -183,7 +183,6 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	lim := listenerLimits(s.File.Limits)
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
-	rc.Version = version.String()
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
@@ -308,10 +307,10 @@ func (n *Node) Kill() {
 	n.Store.Close()
 }
 
-// listenerLimits are both listeners' limits: gateway's defaults, and what
-// the file sets.
+// listenerLimits are every listener's limits: the defaults, and what the
+// file sets.
 func listenerLimits(l config.Limits) httpx.Limits {
-	out := gateway.DefaultConfig().Limits
+	out := httpx.DefaultLimits()
 	setDuration(&out.ReadTimeout, l.ReadTimeout)
 	setDuration(&out.WriteTimeout, l.WriteTimeout)
 	setDuration(&out.IdleTimeout, l.IdleTimeout)

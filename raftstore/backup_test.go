@@ -223,7 +223,7 @@ func TestBackupHostile(t *testing.T) {
 			t.Fatal(err)
 		}
 		dataDir := filepath.Join(dir, fmt.Sprintf("data-%d", i))
-		cfg := TestConfig("n1", addrs[0], dataDir, []Peer{{ID: "n1", RaftAddr: addrs[0]}})
+		cfg := testConfig("n1", addrs[0], dataDir, []Peer{{ID: "n1", RaftAddr: addrs[0]}})
 		if _, err := Restore(cfg, path); !errors.Is(err, ErrBadBackup) {
 			t.Errorf("%s: Restore = %v, want ErrBadBackup", tt.name, err)
 		}
@@ -234,7 +234,7 @@ func TestBackupHostile(t *testing.T) {
 	// The good file, for contrast, restores.
 	path := filepath.Join(dir, "good.snap")
 	os.WriteFile(path, good, 0o600)
-	cfg := TestConfig("n1", addrs[0], filepath.Join(dir, "data-good"), []Peer{{ID: "n1", RaftAddr: addrs[0]}})
+	cfg := testConfig("n1", addrs[0], filepath.Join(dir, "data-good"), []Peer{{ID: "n1", RaftAddr: addrs[0]}})
 	if _, err := Restore(cfg, path); err != nil {
 		t.Fatalf("the good file: Restore = %v", err)
 	}
@@ -282,7 +282,7 @@ func TestRestoreRefusesUsedDirs(t *testing.T) {
 	used := filepath.Join(dir, "used")
 	os.MkdirAll(used, 0o700)
 	os.WriteFile(filepath.Join(used, "fsm.db"), []byte("old data"), 0o600)
-	if _, err := Restore(TestConfig("n1", addrs[0], used, peers), path); !errors.Is(err, ErrDataDirNotEmpty) {
+	if _, err := Restore(testConfig("n1", addrs[0], used, peers), path); !errors.Is(err, ErrDataDirNotEmpty) {
 		t.Fatalf("restore into a used dir = %v, want ErrDataDirNotEmpty", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(used, "fsm.db")); string(b) != "old data" {
@@ -295,14 +295,14 @@ func TestRestoreRefusesUsedDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Restore(TestConfig("n1", addrs[0], locked, peers), path); !errors.Is(err, ErrDataDirInUse) {
+	if _, err := Restore(testConfig("n1", addrs[0], locked, peers), path); !errors.Is(err, ErrDataDirInUse) {
 		t.Fatalf("restore into a locked dir = %v, want ErrDataDirInUse", err)
 	}
 	unlock()
-	if _, err := Restore(TestConfig("n1", addrs[0], locked, peers), path); err != nil {
+	if _, err := Restore(testConfig("n1", addrs[0], locked, peers), path); err != nil {
 		t.Fatalf("restore into a dir holding only a lock file = %v", err)
 	}
-	if _, err := Restore(TestConfig("n1", addrs[0], filepath.Join(dir, "nopeers"), nil), path); err == nil {
+	if _, err := Restore(testConfig("n1", addrs[0], filepath.Join(dir, "nopeers"), nil), path); err == nil {
 		t.Fatal("restore without voters succeeded")
 	}
 }
@@ -466,7 +466,7 @@ func TestRestoreAndRecoverKeepTheOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := TestConfig("n1", addrs[0], filepath.Join(parent, "n1"), []Peer{{ID: "n1", RaftAddr: addrs[0]}})
+	cfg := testConfig("n1", addrs[0], filepath.Join(parent, "n1"), []Peer{{ID: "n1", RaftAddr: addrs[0]}})
 	if _, err := Restore(cfg, path); err != nil {
 		t.Fatal(err)
 	}

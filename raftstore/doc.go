@@ -1,8 +1,7 @@
 // Package raftstore wires hashicorp/raft to idemgate's state machine and
 // exposes the Store the gateway calls.
 //
-// It owns the Raft transport (TCP, multiplexed with leader forwarding on the
-// node's one Raft port), the raft-boltdb/v2 log and stable store, the file
+// It owns the raft-boltdb/v2 log and stable store, the file
 // snapshot store, bootstrap and membership, and the operations the faces
 // call (Commands, over commands built by fsm's constructors, with the SETNX
 // shortcut and package storeapi's one source of request ids). Any node
@@ -12,6 +11,11 @@
 // a request id once. Reads are linearizable by the read-index recipe (a
 // current-term entry applied, readIndex = CommitIndex, VerifyLeader, same
 // term, wait until applied) unless the caller asks for the local state.
+//
+// The Raft port's wire (the protocol byte, frames, TLS admission, caps,
+// the forwarding client and server, hello) is package transport's; this
+// package gives it who may connect (members: its Gate), what a forwarded
+// request does (forwarded: its Handler) and what a hello says.
 //
 // It speaks to its callers in package storeapi's terms (its errors, request
 // ids, pipeline results and node and cluster views), so that they need not

@@ -56,11 +56,6 @@ func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
 	return s.applyErr(ctx, fsm.RecordReleaseCommand(key, fence))
 }
 
-// MarkUnknown records that the owner cannot know the upstream's outcome.
-func (s Commands) MarkUnknown(ctx context.Context, key []byte, fence uint64) error {
-	return s.applyErr(ctx, fsm.RecordMarkUnknownCommand(key, fence))
-}
-
 // IssueToken stores a new form token; it returns its expiry.
 func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
 	res, err := s.Propose(ctx, fsm.TokenIssueCommand(key, ttl))
@@ -126,6 +121,34 @@ func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []store
 	}
 	s.inOrder(ctx, cmds[from:], out[from:])
 	return out
+}
+
+// ApplyTx applies a transaction (MULTI/EXEC, fsm.KVTxCommand) as one
+// command under one request id, so a retry applies it once. A reserved
+// key among its commands or watches refuses it whole (ErrReservedKey)
+// before anything is proposed; one over the store's command size is
+// ErrTooLarge, nothing proposed either.
+func (s Commands) ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, error) {
+	if err := CheckTxKeys(r); err != nil {
+		return nil, err
+	}
+	return s.Propose(ctx, fsm.KVTxCommand(r))
+}
+
+// CheckTxKeys refuses a transaction that names a reserved key
+// (ErrReservedKey), among its commands or its watches.
+func CheckTxKeys(r fsm.TxRequest) error {
+	for _, w := range r.Watches {
+		if err := storeapi.CheckKVKey(w.Key); err != nil {
+			return err
+		}
+	}
+	for _, c := range r.Commands {
+		if err := storeapi.CheckKVKey(c.Key); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inOrder applies cmds, in order, into out: through the store's Pipeline,

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -48,7 +49,7 @@ func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
 	if s.refuseRemoved() {
 		return 0, storeapi.ErrRemoved
 	}
-	return leaderCall(s, ctx, fwdReadIndex,
+	return leaderCall(s, ctx, transport.ReadIndex,
 		func() []byte { return nil },
 		func([]byte) (uint64, error) { return s.leaderReadIndex(ctx) },
 		decodeIndex)
@@ -222,6 +223,17 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 		}
 	}
 	return s.fsm.KV(key, time.Now())
+}
+
+// LocalTx answers a transaction of reads only (MULTI/EXEC of GETs, WATCH
+// included) from this node's applied state (fsm.FSM.ReadTx): the caller
+// runs the barrier first to make it linearizable, as for local KV reads.
+// A reserved key is refused (ErrReservedKey).
+func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
+	if err := CheckTxKeys(r); err != nil {
+		return nil, err
+	}
+	return s.fsm.ReadTx(r, time.Now())
 }
 
 // Changed returns a channel closed at this node's next apply: a waiter

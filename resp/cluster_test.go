@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,21 +14,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
 // testCluster is a 3-node cluster over real TCP on loopback, real
 // raft-boltdb and bbolt files, with a listener on each node.
 type testCluster struct {
-	rc    *raftstore.TestCluster
+	rc    *testcluster.Cluster
 	srv   []*Server
 	addrs []string
 }
 
-func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
+func startCluster(t testing.TB, tweak func(*Config)) *testCluster {
 	t.Helper()
-	rc := raftstore.StartTestCluster(t, 3, nil)
+	rc := testcluster.Start(t, 3, nil)
 	tc := &testCluster{rc: rc}
 	for i := range rc.Stores {
 		tc.srv = append(tc.srv, startServer(t, rc.Stores[i], rc.Cfgs[i].NodeID, tweak))
@@ -37,7 +37,7 @@ func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
 }
 
 // startServer serves store on a free loopback port until the test ends.
-func startServer(t *testing.T, store Store, id string, tweak func(*Config)) *Server {
+func startServer(t testing.TB, store Store, id string, tweak func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Addr, cfg.NodeID = "127.0.0.1:0", id
@@ -227,11 +227,18 @@ func TestGoRedisEveryCommand(t *testing.T) {
 			c.fails("IDEM.TOKEN bad scope", w.Do(ctx, "IDEM.TOKEN", "no spaces").Err(), "ERR scope must be")
 			c.fails("IDEM.CONSUME bad token", w.Do(ctx, "IDEM.CONSUME", "checkout", "nope").Err(), "ERR token must be a uuid")
 
-			// What is not supported says so.
+			// A transaction, on the follower; read on the leader.
 			_, err = w.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Set(ctx, k("tx"), "1", 0).Err() })
-			c.fails("MULTI/EXEC", err, "EXECABORT Transaction discarded")
-			c.int("EXISTS after a transaction", r.Exists(ctx, k("tx")), 0)
-			c.fails("EVAL", r.Do(ctx, "EVAL", "return 1", 0).Err(), "ERR EVAL is not supported")
+			c.ok("MULTI/EXEC", err)
+			c.int("EXISTS after a transaction", r.Exists(ctx, k("tx")), 1)
+			src := fmt.Sprintf("return redis.call('INCRBY', KEYS[1], ARGV[1]) -- resp%d", proto)
+			incrBy := redis.NewScript(src)
+			c.int("EVAL", w.Eval(ctx, src, []string{k("ev")}, 7), 7)
+			c.int("EVALSHA after EVAL on that node", w.EvalSha(ctx, incrBy.Hash(), []string{k("ev")}, 1), 8)
+			c.fails("EVALSHA on a node that has not seen it", r.EvalSha(ctx, incrBy.Hash(), []string{k("ev")}, 1).Err(), "NOSCRIPT No matching script. Please use EVAL.")
+			c.int("Script.Run there (EVALSHA, then EVAL on NOSCRIPT)", incrBy.Run(ctx, r, []string{k("ev")}, 1), 9)
+
+			// What is not supported says so.
 			c.fails("unknown", r.Do(ctx, "FOO", "bar").Err(), "ERR unknown command 'FOO', with args beginning with: 'bar'")
 		})
 	}

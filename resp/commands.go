@@ -30,6 +30,9 @@ type command struct {
 	conn                    func(c *conn, args [][]byte)
 	read                    func(c *conn, ctx context.Context, args [][]byte)
 	plan                    func(c *conn, args [][]byte) plan
+	// txRead is a read's plan inside a transaction: reads in the log
+	// (commands_multi.go). A read without one cannot be queued.
+	txRead func(args [][]byte) plan
 }
 
 // commands is the table, by lowercase name; filled in init (commands_*.go
@@ -44,9 +47,19 @@ func register(cmds ...*command) {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"watch", "unwatch", "eval", "evalsha", "eval_ro",
-	"evalsha_ro", "fcall", "fcall_ro", "function", "script", "subscribe", "psubscribe", "ssubscribe",
+var unsupported = []string{"fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
 	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
+
+// isUnsupported reports whether name is a Redis command idemgate does
+// not run.
+func isUnsupported(name string) bool {
+	for _, u := range unsupported {
+		if name == u {
+			return true
+		}
+	}
+	return false
+}
 
 // check finds the command of a request and says whether this connection
 // may run it now; refusal is the error reply when not. c.lastCmd is set
@@ -60,10 +73,8 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 	cmd, ok := commands[name]
 	if !ok {
 		c.lastCmd = "unknown"
-		for _, u := range unsupported {
-			if name == u {
-				c.lastCmd = u
-			}
+		if isUnsupported(name) {
+			c.lastCmd = name
 		}
 		switch {
 		case c.preAuth(): // before AUTH, nothing is said of commands

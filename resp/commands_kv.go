@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -13,18 +14,23 @@ import (
 // The KV keyspace's commands: the keys /v1/kv serves.
 
 func init() {
-	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte)) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1, read: fn}
+	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *command {
+		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
+			read: fn, txRead: tx}
 	}
 	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
 		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
 	}
 	register(
-		rd("get", 2, 1, cmdGet),
-		rd("mget", -2, -1, cmdMGet),
-		rd("exists", -2, -1, cmdExists),
-		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) }),
-		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) }),
+		rd("get", 2, 1, cmdGet, txGet),
+		rd("mget", -2, -1, cmdMGet, txMGet),
+		rd("exists", -2, -1, cmdExists, txExists),
+		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) },
+			func(a [][]byte) plan { return txTTL(a, time.Second) }),
+		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) },
+			func(a [][]byte) plan { return txTTL(a, time.Millisecond) }),
+		rd("getrange", 4, 1, cmdGetRange, txGetRange),
+		rd("strlen", 2, 1, cmdStrlen, txStrlen),
 		wr("set", -3, 1, planSet),
 		wr("setnx", 3, 1, planSetNX),
 		wr("getdel", 2, 1, planGetDel),
@@ -37,12 +43,19 @@ func init() {
 		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Second) }),
 		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Millisecond) }),
 		wr("persist", 2, 1, planPersist),
+		wr("delex", -2, 1, planDelex),
+		rd("digest", 2, 1, cmdDigest, txDigest),
+		wr("expireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Second) }),
+		wr("pexpireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Millisecond) }),
 	)
 }
 
 // local reads a key from this node's applied state: the pipeline ran the
 // barrier that makes it linearizable (or the connection is READONLY).
 func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
+	if c.script != nil {
+		return c.script.sb.KV(key)
+	}
 	e, err := c.s.store.KV(ctx, key, true)
 	if errors.Is(err, fsm.ErrNotFound) {
 		return e, false, nil
@@ -50,36 +63,147 @@ func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error)
 	return e, err == nil, err
 }
 
+// Each read answers from a key's entry, whether read here (after the
+// pipeline's barrier) or inside a transaction, where it is a read in the
+// log (fsm.KVReadCommand) and readOf gives the entry.
+
+// readOf is the entry a transaction's read found.
+func readOf(r storeapi.OpResult) (fsm.KVEntry, bool, error) {
+	switch {
+	case r.Err != nil:
+		return fsm.KVEntry{}, false, r.Err
+	case r.Res.Code == fsm.CodeNotFound:
+		return fsm.KVEntry{}, false, nil
+	case r.Res.Code != fsm.CodeOK:
+		return fsm.KVEntry{}, false, r.Res.Err()
+	}
+	return fsm.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Value: r.Res.Value}, true, nil
+}
+
+// txReads is a plan of one read in the log per key, answered by answer
+// with the entries found.
+func txReads(keys [][]byte, value bool, answer func(w *writer, es []fsm.KVEntry, oks []bool)) plan {
+	ops := make([]*fsm.Command, len(keys))
+	for i, k := range keys {
+		ops[i] = fsm.KVReadCommand(k, value)
+	}
+	return plan{ops: ops, answer: func(w *writer, r []storeapi.OpResult) {
+		es, oks := make([]fsm.KVEntry, len(r)), make([]bool, len(r))
+		for i := range r {
+			var err error
+			if es[i], oks[i], err = readOf(r[i]); err != nil {
+				w.errorLine(errorReply(err))
+				return
+			}
+		}
+		answer(w, es, oks)
+	}}
+}
+
 func cmdGet(c *conn, ctx context.Context, a [][]byte) {
 	e, ok, err := c.local(ctx, a[1])
-	switch {
-	case err != nil:
+	if err != nil {
 		c.w.errorLine(errorReply(err))
-	case !ok:
-		c.w.null()
-	default:
-		c.w.bulk(e.Value)
+		return
 	}
+	answerGet(&c.w, e, ok)
+}
+
+func txGet(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answerGet(w, es[0], oks[0]) })
+}
+
+func answerGet(w *writer, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.null()
+		return
+	}
+	w.bulk(e.Value)
+}
+
+// cmdGetRange is GETRANGE key start end: the bytes from start to end,
+// both included, counted from the end when negative, as Redis clamps them.
+func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
+	start, end, ok := rangeArgs(a)
+	if !ok {
+		c.w.errorLine(msgNotInteger)
+		return
+	}
+	e, _, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	answerGetRange(&c.w, e.Value, start, end)
+}
+
+func txGetRange(a [][]byte) plan {
+	start, end, ok := rangeArgs(a)
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerGetRange(w, es[0].Value, start, end) })
+}
+
+func rangeArgs(a [][]byte) (start, end int64, ok bool) {
+	start, ok1 := parseInt64(a[2])
+	end, ok2 := parseInt64(a[3])
+	return start, end, ok1 && ok2
+}
+
+func answerGetRange(w *writer, v []byte, start, end int64) {
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		w.bulk(nil)
+		return
+	}
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if end < 0 {
+		end = max(n+end, 0)
+	}
+	end = min(end, n-1)
+	if start > end || n == 0 {
+		w.bulk(nil)
+		return
+	}
+	w.bulk(v[start : end+1])
+}
+
+// cmdStrlen is STRLEN: the value's length, 0 without the key.
+func cmdStrlen(c *conn, ctx context.Context, a [][]byte) {
+	e, _, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	c.w.integer(int64(len(e.Value)))
+}
+
+func txStrlen(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { w.integer(int64(len(es[0].Value))) })
 }
 
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
-	vals := make([][]byte, len(a)-1)
-	found := make([]bool, len(a)-1)
+	es := make([]fsm.KVEntry, len(a)-1)
+	oks := make([]bool, len(a)-1)
 	for i, k := range a[1:] {
-		e, ok, err := c.local(ctx, k)
-		if err != nil {
+		var err error
+		if es[i], oks[i], err = c.local(ctx, k); err != nil {
 			c.w.errorLine(errorReply(err))
 			return
 		}
-		vals[i], found[i] = e.Value, ok
 	}
-	c.w.array(len(vals))
-	for i, v := range vals {
-		if found[i] {
-			c.w.bulk(v)
-		} else {
-			c.w.null()
-		}
+	answerMGet(&c.w, es, oks)
+}
+
+func txMGet(a [][]byte) plan { return txReads(a[1:], true, answerMGet) }
+
+func answerMGet(w *writer, es []fsm.KVEntry, oks []bool) {
+	w.array(len(es))
+	for i, e := range es {
+		answerGet(w, e, oks[i])
 	}
 }
 
@@ -96,34 +220,58 @@ func cmdExists(c *conn, ctx context.Context, a [][]byte) {
 	c.w.integer(int64(n))
 }
 
-// ttl answers TTL (unit second) or PTTL: -2 without the key, -1 without a
-// lifetime, else what is left, rounded as Redis rounds it.
+func txExists(a [][]byte) plan {
+	return txReads(a[1:], false, func(w *writer, _ []fsm.KVEntry, oks []bool) {
+		n := 0
+		for _, ok := range oks {
+			n += boolInt(ok)
+		}
+		w.integer(int64(n))
+	})
+}
+
+// ttl answers TTL (unit second) or PTTL.
 func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
 	e, ok, err := c.local(ctx, key)
-	switch {
-	case err != nil:
+	if err != nil {
 		c.w.errorLine(errorReply(err))
+		return
+	}
+	answerTTL(&c.w, e, ok, unit, c.now())
+}
+
+func txTTL(a [][]byte, unit time.Duration) plan {
+	return txReads(a[1:2], false, func(w *writer, es []fsm.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit, time.Now()) })
+}
+
+// answerTTL: -2 without the key, -1 without a lifetime, else what is
+// left, rounded as Redis rounds it.
+func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration, now time.Time) {
+	switch {
 	case !ok:
-		c.w.integer(-2)
+		w.integer(-2)
 	case e.ExpiresAt == 0:
-		c.w.integer(-1)
+		w.integer(-1)
 	default:
-		left := max(time.Until(time.Unix(0, e.ExpiresAt)), 0)
-		c.w.integer(int64((left + unit/2) / unit))
+		left := max(time.Unix(0, e.ExpiresAt).Sub(now), 0)
+		w.integer(int64((left + unit/2) / unit))
 	}
 }
 
 // setOptions is what SET's options came to.
 type setOptions struct {
 	mode      fsm.SetMode
+	match     []byte // IFEQ/IFNE's value
+	digest    uint64 // IFDEQ/IFDNE's digest
 	get       bool
 	keepTTL   bool
 	ttl       time.Duration
 	hasExpiry bool
 }
 
-// parseSet reads SET's options as Redis 7 does: NX|XX, GET, one of
-// EX|PX|EXAT|PXAT|KEEPTTL, in any order; the reply for a refusal.
+// parseSet reads SET's options as Redis 8.4 does: one of NX|XX|IFEQ v|
+// IFNE v|IFDEQ d|IFDNE d, GET, one of EX|PX|EXAT|PXAT|KEEPTTL, in any
+// order; the reply for a refusal.
 func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 	var o setOptions
 	for i := 3; i < len(a); i++ {
@@ -133,6 +281,18 @@ func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 			o.mode = fsm.SetNX
 		case eq(opt, "xx") && o.mode == fsm.SetPlain:
 			o.mode = fsm.SetXX
+		case condition(opt) != fsm.SetPlain && o.mode == fsm.SetPlain && i+1 < len(a):
+			i++
+			o.mode = condition(opt)
+			if o.mode == fsm.SetIfDigestEq || o.mode == fsm.SetIfDigestNe {
+				d, ok := parseDigest(a[i])
+				if !ok {
+					return o, msgBadDigest
+				}
+				o.digest = d
+			} else {
+				o.match = a[i]
+			}
 		case eq(opt, "get"):
 			o.get = true
 		case eq(opt, "keepttl") && !o.hasExpiry:
@@ -189,28 +349,31 @@ func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
 }
 
 func planSet(c *conn, a [][]byte) plan {
-	o, refusal := parseSet(a, time.Now())
+	o, refusal := parseSet(a, c.now())
 	if refusal != "" {
 		return plan{err: refusal}
 	}
 	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], TTL: o.ttl, Mode: o.mode,
-		KeepTTL: o.keepTTL, ReturnOld: o.get})
+		KeepTTL: o.keepTTL, ReturnOld: o.get, Match: o.match, Digest: o.digest})
 	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) { answerSet(w, o.get, r) }}
 }
 
-// answerSet: OK or nil (NX/XX refused), or with GET the old value or nil.
+// answerSet: OK or nil (NX/XX/IF* refused), or with GET the old value or
+// nil, set or not.
 func answerSet(w *writer, get bool, r []storeapi.OpResult) {
 	if r[0].Err != nil {
 		w.errorLine(errorReply(r[0].Err))
 		return
 	}
 	res := r[0].Res
+	refused := res.Code == fsm.CodeExists || res.Code == fsm.CodeNotFound || res.Code == fsm.CodeVersionMismatch
 	switch {
-	case res.Code != fsm.CodeOK && res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists && res.Code != fsm.CodeNotFound:
+	case res.Code != fsm.CodeOK && res.Code != fsm.CodeCreated && !refused:
 		w.errorLine(errorReply(res.Err()))
-	case get && (res.Code == fsm.CodeOK || res.Code == fsm.CodeExists):
+	case get && (res.Code == fsm.CodeOK || res.Code == fsm.CodeExists ||
+		(res.Code == fsm.CodeVersionMismatch && res.Version != 0)): // the key was there
 		w.bulk(res.Value)
-	case get || res.Code == fsm.CodeExists || res.Code == fsm.CodeNotFound:
+	case get || refused:
 		w.null()
 	default:
 		w.ok()
@@ -290,8 +453,44 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
+	flags, refusal := parseExpireFlags(a[3:])
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case n > int64(fsm.MaxTTL/unit):
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
+	}
+	return planLifetime(a[1], time.Duration(max(n, 0))*unit, flags)
+}
+
+// planExpireAt: EXPIREAT/PEXPIREAT key t [NX|XX|GT|LT], a Unix time in
+// seconds or milliseconds; one already past deletes the key, as Redis
+// does. The lifetime is counted from the command's clock (conn.now), the
+// one the state machine applies a script's writes at.
+func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
+	n, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	flags, refusal := parseExpireFlags(a[3:])
+	now := c.now()
+	nowUnits := now.UnixNano() / int64(unit)
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case n > nowUnits+int64(fsm.MaxTTL/unit), // the store's bound
+		unit == time.Second && (n > math.MaxInt64/1000 || n < math.MinInt64/1000): // Redis's
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
+	case n <= nowUnits:
+		return planLifetime(a[1], 0, flags) // past: the key goes
+	}
+	return planLifetime(a[1], max(time.Unix(0, 0).Add(time.Duration(n)*unit).Sub(now), 0), flags)
+}
+
+// parseExpireFlags reads EXPIRE's conditions; the reply for a refusal.
+func parseExpireFlags(opts [][]byte) (byte, string) {
 	var flags byte
-	for _, opt := range a[3:] {
+	for _, opt := range opts {
 		switch s := string(opt); {
 		case eq(s, "nx"):
 			flags |= fsm.FlagExpireNX
@@ -302,25 +501,26 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 		case eq(s, "lt"):
 			flags |= fsm.FlagExpireLT
 		default:
-			return plan{err: "ERR Unsupported option " + clip(opt)}
+			return 0, "ERR Unsupported option " + clip(opt)
 		}
 	}
 	if flags&fsm.FlagExpireNX != 0 && flags&(fsm.FlagExpireXX|fsm.FlagExpireGT|fsm.FlagExpireLT) != 0 {
-		return plan{err: "ERR NX and XX, GT or LT options at the same time are not compatible"}
+		return 0, "ERR NX and XX, GT or LT options at the same time are not compatible"
 	}
 	if flags&fsm.FlagExpireGT != 0 && flags&fsm.FlagExpireLT != 0 {
-		return plan{err: "ERR GT and LT options at the same time are not compatible"}
+		return 0, "ERR GT and LT options at the same time are not compatible"
 	}
-	var ttl time.Duration
-	switch {
-	case n <= 0:
+	return flags, ""
+}
+
+// planLifetime sets key's lifetime to d (0: the key is deleted) under the
+// conditions of flags.
+func planLifetime(key []byte, d time.Duration, flags byte) plan {
+	if d <= 0 {
 		flags |= fsm.FlagExpireNow
-	case n > int64(fsm.MaxTTL/unit):
-		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
-	default:
-		ttl = time.Duration(n) * unit
+		d = 0
 	}
-	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(a[1], ttl, flags)}, answer: answerChanged}
+	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(key, d, flags)}, answer: answerChanged}
 }
 
 func planPersist(c *conn, a [][]byte) plan {

@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/script"
 )
 
 // Config configures the listener.
@@ -14,8 +18,6 @@ type Config struct {
 	Addr string
 	// NodeID names this node in INFO.
 	NodeID string
-	// Version is the build's version, in INFO and HELLO.
-	Version string
 	// MaxBulk bounds one argument (a value), as Redis's proto-max-bulk-len;
 	// larger gets "-ERR Protocol error: invalid bulk length". Keep it below
 	// what the store accepts in one command.
@@ -36,6 +38,13 @@ type Config struct {
 	IdleTimeout  time.Duration
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// MaxTxCommands and MaxTxBytes bound what one connection may queue
+	// between MULTI and EXEC (commands, and bytes of their arguments);
+	// past either the command is refused and EXEC answers EXECABORT.
+	// MaxWatches bounds the keys one connection watches.
+	MaxTxCommands int
+	MaxTxBytes    int
+	MaxWatches    int
 	// MaxConnsPerIP bounds the connections from one client address; more
 	// get "-ERR max number of clients reached" and are closed.
 	MaxConnsPerIP int
@@ -44,7 +53,11 @@ type Config struct {
 	// Auth, when set, makes clients authenticate (AUTH, HELLO ... AUTH)
 	// before any other command; see AuthFunc. SetAuth replaces it, and
 	// closes the connections whose token it revokes.
-	Auth   AuthFunc
+	Auth AuthFunc
+	// Script bounds one run of a script on this node (EVAL): its time, the
+	// heap it may grow, its call depth. A script stopped by them applies
+	// nothing.
+	Script script.Config
 	Logger *slog.Logger
 }
 
@@ -61,19 +74,25 @@ type Grant struct {
 type AuthFunc func(sum [sha256.Size]byte) (Grant, error)
 
 // DefaultConfig is the listener's defaults; Addr is left to the caller.
+// The limits every listener shares (a value as large as a request body,
+// the timeouts, the connections per address) are theirs.
 func DefaultConfig() Config {
+	l := httpx.DefaultLimits()
 	return Config{
-		Version:          "dev",
-		MaxBulk:          4 << 20,
+		MaxBulk:          l.MaxRequestBody,
 		MaxArgs:          64 << 10,
 		MaxInline:        64 << 10,
 		MaxPipeline:      1024,
 		MaxPipelineBytes: 1 << 20,
-		IdleTimeout:      5 * time.Minute,
-		ReadTimeout:      10 * time.Second,
-		WriteTimeout:     10 * time.Second,
-		MaxConnsPerIP:    1024,
+		IdleTimeout:      l.IdleTimeout,
+		ReadTimeout:      l.ReadTimeout,
+		WriteTimeout:     l.WriteTimeout,
+		MaxTxCommands:    10000,
+		MaxTxBytes:       8 << 20,
+		MaxWatches:       10000,
+		MaxConnsPerIP:    l.MaxConnsPerIP,
 		OpTimeout:        5 * time.Second,
+		Script:           script.DefaultConfig(),
 	}
 }
 
@@ -88,6 +107,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: ReadTimeout, WriteTimeout and OpTimeout must be positive, IdleTimeout not negative")
 	case c.MaxConnsPerIP <= 0:
 		return fmt.Errorf("resp: MaxConnsPerIP must be positive")
+	case c.MaxTxCommands <= 0 || c.MaxTxCommands > fsm.MaxTxCommands:
+		return fmt.Errorf("resp: MaxTxCommands must be 1 to %d", fsm.MaxTxCommands)
+	case c.MaxWatches <= 0 || c.MaxWatches > fsm.MaxTxWatches:
+		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
+	case c.MaxTxBytes <= 0:
+		return fmt.Errorf("resp: MaxTxBytes must be positive")
+	}
+	if err := c.Script.Validate(); err != nil {
+		return fmt.Errorf("resp: Script: %w", err)
 	}
 	return nil
 }

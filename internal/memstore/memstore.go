@@ -126,6 +126,14 @@ func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	return s.f.KV(key, time.Now())
 }
 
+// LocalTx is raftstore.Store.LocalTx.
+func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
+	if err := raftstore.CheckTxKeys(r); err != nil {
+		return nil, err
+	}
+	return s.f.ReadTx(r, time.Now())
+}
+
 // NodeAPI is raftstore.Store.NodeAPI.
 func (s *Store) NodeAPI(id string) (string, bool) {
 	e, err := s.f.KV(raftstore.NodeAPIKey(id), time.Now())
@@ -135,9 +143,6 @@ func (s *Store) NodeAPI(id string) (string, bool) {
 func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, error) {
 	return s.f.Suspects(limit)
 }
-
-// LookupRequest tells what the state machine remembers of a request id.
-func (s *Store) LookupRequest(id fsm.ReqID) (*fsm.Result, bool, error) { return s.f.LookupRequest(id) }
 
 // The cluster: one node, always the leader, always ready.
 
@@ -159,7 +164,6 @@ func (s *Store) ClusterID() string                                 { return "" }
 func (s *Store) SeenRemoved() bool                                 { return false }
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
-func (s *Store) Ready() bool                                       { return true }
 func (s *Store) Alive() bool                                       { return true }
 func (s *Store) Status() storeapi.NodeStatus {
 	commit, applied := s.Indexes()
