@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -114,10 +114,10 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 		return nil, nil, false
 	}
 	h := &ctx.Request.Header
-	id := raftstore.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
+	id := storeapi.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
 		h.Peek("If-Match"), h.Peek("If-None-Match"), ctx.PostBody())
 	c, cancel := a.opCtx()
-	return raftstore.WithRequestID(c, id), cancel, true
+	return storeapi.WithRequestID(c, id), cancel, true
 }
 
 // Handle answers one API request: what a web page sent is refused

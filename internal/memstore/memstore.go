@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -68,7 +69,7 @@ func New(tb testing.TB) *Store {
 
 // Apply stamps c with the wall clock and applies it as the next log entry.
 // A command without a request id gets the one ctx carries
-// (raftstore.WithRequestID) or a fresh one, as in a cluster.
+// (storeapi.WithRequestID) or a fresh one, as in a cluster.
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		c.ReqID = raftstore.RequestID(ctx)
+		c.ReqID = storeapi.RequestID(ctx)
 	}
 	s.mu.Lock()
 	s.index++
@@ -165,7 +166,7 @@ func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r 
 }
 
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
-	if err := raftstore.CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	return s.f.KV(key, time.Now())
@@ -192,13 +193,13 @@ func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, e
 // The cluster: one node, always the leader, always ready.
 
 func (s *Store) Leader() (string, string) { return "mem", "memstore" }
-func (s *Store) Servers() ([]raftstore.Server, error) {
-	return []raftstore.Server{{ID: "mem", RaftAddr: "memstore", Voter: true, State: "leader"}}, nil
+func (s *Store) Servers() ([]storeapi.Server, error) {
+	return []storeapi.Server{{ID: "mem", RaftAddr: "memstore", Voter: true, State: "leader"}}, nil
 }
-func (s *Store) Cluster(context.Context) (raftstore.ClusterView, error) {
+func (s *Store) Cluster(context.Context) (storeapi.ClusterView, error) {
 	servers, _ := s.Servers()
 	servers[0].Reachable = true
-	return raftstore.ClusterView{View: "mem", Servers: servers}, nil
+	return storeapi.ClusterView{View: "mem", Servers: servers}, nil
 }
 func (s *Store) AddVoter(context.Context, string, string) error    { return ErrNoCluster }
 func (s *Store) AddNonvoter(context.Context, string, string) error { return ErrNoCluster }
@@ -210,9 +211,9 @@ func (s *Store) SeenRemoved() bool                                 { return fals
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
 func (s *Store) Alive() bool                                       { return true }
-func (s *Store) Status() raftstore.NodeStatus {
+func (s *Store) Status() storeapi.NodeStatus {
 	commit, applied := s.Indexes()
-	return raftstore.NodeStatus{Node: "mem", Role: "leader", Term: 1, Leader: "mem", LastIndex: commit,
+	return storeapi.NodeStatus{Node: "mem", Role: "leader", Term: 1, Leader: "mem", LastIndex: commit,
 		CommitIndex: commit, AppliedIndex: applied}
 }
 func (s *Store) Indexes() (commit, applied uint64) {
