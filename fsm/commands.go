@@ -528,8 +528,9 @@ func incrBounds(c *Command) (lo, hi int64, ok bool) {
 
 // KVExpireCommand sets the key's lifetime to lifetime from now (0: none,
 // PERSIST) under the conditions of flags (FlagExpireNX, ...; FlagExpireNow
-// deletes the key); CodeNotFound without the key, CodeUnchanged when a
-// condition did not hold or there was no lifetime to remove.
+// deletes the key; FlagExpireGet answers the value too); CodeNotFound
+// without the key, CodeUnchanged when a condition did not hold or there
+// was no lifetime to remove.
 func KVExpireCommand(key []byte, lifetime time.Duration, flags byte) *Command {
 	return &Command{Type: TypeKVExpire, Key: key, TTL: lifetime, Flags: flags}
 }
@@ -603,7 +604,10 @@ const (
 	FlagExpireGT  byte = 1 << 2 // only if the new expiry is later
 	FlagExpireLT  byte = 1 << 3 // only if the new expiry is earlier
 	FlagExpireNow byte = 1 << 4 // the key expires now: it is deleted (TTL must be zero)
-	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow
+	// FlagExpireGet: the result carries the key's value, changed or not
+	// (Redis's GETEX), in Result.Value.
+	FlagExpireGet byte = 1 << 5
+	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow | FlagExpireGet
 )
 
 // Complete flags.

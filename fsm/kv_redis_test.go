@@ -84,6 +84,16 @@ func TestRedisKVCommands(t *testing.T) {
 			{cmd: expire(0, FlagExpireNow), code: CodeOK},
 			{cmd: del, code: CodeNotFound},
 		}},
+		{"expire with the value (GETEX)", []step{
+			{cmd: expire(time.Second, FlagExpireGet), code: CodeNotFound},
+			{cmd: set("v1", 0, SetPlain, 0), code: CodeCreated},
+			{cmd: expire(0, FlagExpireGet), code: CodeUnchanged, value: "v1"}, // PERSIST without a lifetime
+			{cmd: expire(time.Minute, FlagExpireGet), code: CodeOK, value: "v1"},
+			{cmd: expire(0, FlagExpireGet), code: CodeOK, value: "v1"},
+			{cmd: expire(time.Minute, FlagExpireGet|FlagExpireXX), code: CodeUnchanged, value: "v1"},
+			{cmd: expire(0, FlagExpireGet|FlagExpireNow), code: CodeOK, value: "v1"},
+			{cmd: del, code: CodeNotFound},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

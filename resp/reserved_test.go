@@ -31,6 +31,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk}, "watch": {"plain", rk},
 		"delex": {rk, "IFEQ", "x"}, "digest": {rk},
 		"expireat": {rk, "1"}, "pexpireat": {rk, "1"}, "getrange": {rk, "0", "-1"}, "strlen": {rk},
+		"getset": {rk, "evil"}, "setex": {rk, "100", "evil"}, "psetex": {rk, "100", "evil"}, "getex": {rk, "PERSIST"},
+		"mset": {"plain", "2", rk, "evil"}, "msetnx": {"plainnew", "2", rk, "evil"},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
@@ -38,7 +40,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		}
 	}
 	extra := [][]string{{"SET", rk, "evil", "NX", "GET"}, {"SET", rk, "evil", "IFEQ", "127.0.0.1:9001"}, {"DELEX", rk}, {"SET", rk, "evil", "XX", "KEEPTTL"}, {"SET", "\x00", "evil"},
-		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"}}
+		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"},
+		{"GETEX", rk}, {"GETEX", rk, "EX", "0"}, {"GETEX", rk, "EX", "x"}, {"GETEX", rk, "EXAT", "1"}}
 	rows := extra
 	for name, args := range calls {
 		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))

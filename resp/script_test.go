@@ -18,6 +18,15 @@ import (
 // for byte: each stream runs on a fresh connection, in order, against
 // redis-server and a 3-node cluster's follower. Keys are the streams' own.
 var scriptStreams = [][][]string{
+	{ // the older string commands from a script
+		{"EVAL", "return redis.call('getset', KEYS[1], 'a')", "1", "sd:gs"},
+		{"EVAL", "return redis.call('getset', KEYS[1], 'b')", "1", "sd:gs"},
+		{"EVAL", "return {redis.call('setex', KEYS[1], 100, 'c'), redis.call('ttl', KEYS[1])}", "1", "sd:gs"},
+		{"EVAL", "return redis.pcall('setex', KEYS[1], 0, 'c')", "1", "sd:gs"},
+		{"EVAL", "return {redis.call('psetex', KEYS[1], 100000, 'd'), redis.call('ttl', KEYS[1])}", "1", "sd:gs"},
+		{"EVAL", "return {redis.call('mset', KEYS[1], 'x', KEYS[2], 'y'), redis.call('mget', KEYS[1], KEYS[2])}", "2", "sd:m1", "sd:m2"},
+		{"EVAL", "return redis.pcall('mset', KEYS[1])", "1", "sd:m1"},
+	},
 	{ // conversions both ways
 		{"EVAL", "return {false, true, {ok='x'}, {err='e'}}", "0"},
 		{"EVAL", "return {1, {2, {3}}, 'a'}", "0"},

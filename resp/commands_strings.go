@@ -1,0 +1,221 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// Redis's older string commands, over the state machine's KV commands:
+// GETSET, SETEX, PSETEX, GETEX, MSET and MSETNX.
+
+func init() {
+	wr := func(name string, arity, last, step int, fn func(*conn, [][]byte) plan) *command {
+		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: step, write: true, plan: fn}
+	}
+	register(
+		wr("getset", 3, 1, 1, planGetSet),
+		wr("setex", 4, 1, 1, func(c *conn, a [][]byte) plan { return planSetEx(c, a, "ex") }),
+		wr("psetex", 4, 1, 1, func(c *conn, a [][]byte) plan { return planSetEx(c, a, "px") }),
+		wr("getex", -2, 1, 1, planGetEx),
+		wr("mset", -3, -1, 2, planMSet),
+		wr("msetnx", -3, -1, 2, planMSetNX),
+	)
+}
+
+// planGetSet is GETSET key value: SET key value GET (the lifetime goes).
+func planGetSet(c *conn, a [][]byte) plan {
+	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], ReturnOld: true})
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, true, r) }}
+}
+
+// planSetEx is SETEX key seconds value (opt "ex") or PSETEX key ms value
+// ("px"): Redis's SET key value EX|PX n, with the command's own error.
+func planSetEx(c *conn, a [][]byte, opt string) plan {
+	n, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	d, ok := expiryOf(opt, n, c.now())
+	if !ok {
+		return plan{err: "ERR invalid expire time in '" + map[string]string{"ex": "setex", "px": "psetex"}[opt] + "' command"}
+	}
+	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[3], TTL: d})
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, false, r) }}
+}
+
+// planGetEx is GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]: the value,
+// and the key's lifetime changed in the same command
+// (fsm.FlagExpireGet). As in Redis, an absent key answers nil before its
+// expire time is looked at: a bad time is an error only for a key that
+// exists, so it is a read in the log that answers one or the other.
+func planGetEx(c *conn, a [][]byte) plan {
+	var (
+		opt     string // the expiry option given, the last of its value's
+		val     []byte
+		persist bool
+	)
+	for i := 2; i < len(a); i++ {
+		s := string(a[i])
+		switch {
+		case eq(s, "persist") && opt == "": // PERSIST PERSIST is Redis's PERSIST
+			persist = true
+		case (eq(s, "ex") || eq(s, "px") || eq(s, "exat") || eq(s, "pxat")) && (opt == "" || eq(s, strings.ToLower(opt))) &&
+			!persist && i+1 < len(a): // EX 1 EX 2 is EX 2, as in Redis
+			i++
+			opt, val = s, a[i]
+		default:
+			return plan{err: msgSyntax}
+		}
+	}
+	n, ok := parseInt64(val)
+	if opt != "" && !ok {
+		return planExistsOr(a[1], msgNotInteger)
+	}
+	var op *fsm.Command
+	switch {
+	case persist:
+		op = fsm.KVExpireCommand(a[1], 0, fsm.FlagExpireGet)
+	case opt == "":
+		return plan{ops: []*fsm.Command{fsm.KVReadCommand(a[1], true)}, answer: func(w *writer, r []raftstore.OpResult) {
+			e, ok, err := readOf(r[0])
+			if err != nil {
+				w.errorLine(errorReply(err))
+				return
+			}
+			answerGet(w, e, ok)
+		}}
+	default:
+		now := c.now()
+		d, ok := expiryOf(opt, n, now)
+		if !ok {
+			return planExistsOr(a[1], "ERR invalid expire time in 'getex' command")
+		}
+		flags := fsm.FlagExpireGet
+		if (eq(opt, "exat") && n <= now.Unix()) || (eq(opt, "pxat") && n <= now.UnixMilli()) {
+			flags, d = flags|fsm.FlagExpireNow, 0 // already past: the key goes, as in Redis
+		}
+		op = fsm.KVExpireCommand(a[1], d, flags)
+	}
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(code fsm.Code) {
+			if code == fsm.CodeNotFound {
+				w.null()
+				return
+			}
+			w.bulk(r[0].Res.Value)
+		}, fsm.CodeNotFound, fsm.CodeUnchanged)
+	}}
+}
+
+// planExistsOr answers nil when key is absent and refusal when it
+// exists: a read in the log, so it holds inside a transaction too.
+func planExistsOr(key []byte, refusal string) plan {
+	return plan{ops: []*fsm.Command{fsm.KVReadCommand(key, false)}, answer: func(w *writer, r []raftstore.OpResult) {
+		_, ok, err := readOf(r[0])
+		switch {
+		case err != nil:
+			w.errorLine(errorReply(err))
+		case ok:
+			w.errorLine(refusal)
+		default:
+			w.null()
+		}
+	}}
+}
+
+// msetOps are MSET's writes, one per pair; the refusal of an odd count.
+func msetOps(a [][]byte, name string) ([]*fsm.Command, string) {
+	if len(a)%2 != 1 {
+		return nil, "ERR wrong number of arguments for '" + name + "' command"
+	}
+	ops := make([]*fsm.Command, 0, len(a)/2)
+	for i := 1; i < len(a); i += 2 {
+		ops = append(ops, fsm.KVSetCommand(fsm.KVSetRequest{Key: a[i], Value: a[i+1]}))
+	}
+	return ops, ""
+}
+
+// planMSet is MSET k v [k v ...]: its writes apply together, as one
+// transaction of the state machine (inside MULTI, as part of that one), so
+// no reader sees some of them and not the others.
+func planMSet(c *conn, a [][]byte) plan {
+	ops, refusal := msetOps(a, "mset")
+	if refusal != "" {
+		return plan{err: refusal}
+	}
+	return plan{ops: ops, atomic: true, answer: func(w *writer, r []raftstore.OpResult) {
+		if err := setsFailed(r); err != nil {
+			w.errorLine(errorReply(err))
+			return
+		}
+		w.ok()
+	}}
+}
+
+// setsFailed is the first error among MSET's writes, nil when all applied.
+func setsFailed(r []raftstore.OpResult) error {
+	for _, x := range r {
+		if x.Err != nil {
+			return x.Err
+		}
+		if x.Res.Code != fsm.CodeOK && x.Res.Code != fsm.CodeCreated {
+			return x.Res.Err()
+		}
+	}
+	return nil
+}
+
+// planMSetNX is MSETNX k v [k v ...]: all the keys are set, or none when
+// one of them exists (1 or 0). One transaction of the state machine that
+// watches every key as absent: it applies whole or not at all. It is a
+// transaction of its own, so it cannot be queued in one.
+func planMSetNX(c *conn, a [][]byte) plan {
+	ops, refusal := msetOps(a, "msetnx")
+	if refusal != "" {
+		return plan{err: refusal}
+	}
+	watches := make([]fsm.Watch, len(ops))
+	for i, op := range ops {
+		watches[i] = fsm.Watch{Key: op.Key} // absent
+	}
+	return plan{ops: ops, atomic: true, watches: watches, conflict: func(w *writer) { w.integer(0) },
+		answer: func(w *writer, r []raftstore.OpResult) {
+			if err := setsFailed(r); err != nil {
+				w.errorLine(errorReply(err))
+				return
+			}
+			w.integer(1)
+		}}
+}
+
+// atomically is an atomic plan made to run alone: its ops go to the store
+// as one transaction (fsm.KVTxCommand) under its watches.
+func (c *conn) atomically(p plan) plan {
+	return plan{direct: func(_ context.Context, w *writer) {
+		res, err := c.applyTx(fsm.TxRequest{Watches: p.watches, Commands: p.ops,
+			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(p.ops)})
+		if err == nil && res.Code == fsm.CodeVersionMismatch && p.conflict != nil {
+			p.conflict(w)
+			return
+		}
+		var results fsm.Results
+		if err == nil {
+			if results, err = fsm.TxResults(res); err == nil && len(results) != len(p.ops) {
+				err = fmt.Errorf("%w: %d results for %d commands", fsm.ErrBadCommand, len(results), len(p.ops))
+			}
+		}
+		if err != nil {
+			w.errorLine(errorReply(err))
+			return
+		}
+		rs := make([]raftstore.OpResult, len(results))
+		for i := range rs {
+			rs[i].Res = results[i]
+		}
+		p.answer(w, rs)
+	}}
+}

@@ -1,0 +1,81 @@
+package resp
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// stringStreams are command streams of the string and keyspace commands
+// whose replies must be Redis 7's, byte for byte: "{k}" is the stream's
+// own key prefix. Lifetimes are whole seconds far from a rounding edge, or
+// absolute times, so that both servers answer alike.
+var stringStreams = [][][]string{
+	// GETSET
+	{{"GETSET", "{k}a", "1"}, {"GETSET", "{k}a", "2"}, {"GET", "{k}a"}, {"SET", "{k}t", "x", "EX", "100"},
+		{"GETSET", "{k}t", "y"}, {"TTL", "{k}t"}, {"GETSET", "{k}a"}, {"GETSET", "{k}a", "1", "2"},
+		{"GETSET", "{k}e", ""}, {"GETSET", "{k}e", "\x00\xff\r\n"}, {"GET", "{k}e"}},
+	// SETEX, PSETEX
+	{{"SETEX", "{k}a", "100", "v"}, {"TTL", "{k}a"}, {"GET", "{k}a"}, {"SETEX", "{k}a", "0", "v"}, {"SETEX", "{k}a", "-1", "v"},
+		{"SETEX", "{k}a", "x", "v"}, {"SETEX", "{k}a", "1.5", "v"}, {"SETEX", "{k}a", "9223372036854775808", "v"},
+		{"SETEX", "{k}a", "-9223372036854775808", "v"}, {"SETEX", "{k}a", "100"}, {"SETEX", "{k}a", "100", "v", "NX"},
+		{"GET", "{k}a"}, {"PSETEX", "{k}p", "100000", "w"}, {"TTL", "{k}p"}, {"PSETEX", "{k}p", "0", "w"},
+		{"PSETEX", "{k}p", "-5", "w"}, {"PSETEX", "{k}p", " 5", "w"}, {"PSETEX", "{k}p", "+5", "w"}, {"SETEX", "{k}b", "100", ""},
+		{"STRLEN", "{k}b"}, {"SETEX", "{k}a", "200", "new"}, {"TTL", "{k}a"}, {"GET", "{k}a"}},
+	// GETEX
+	{{"GETEX", "{k}none"}, {"GETEX", "{k}none", "EX", "0"}, {"GETEX", "{k}none", "EX", "x"}, {"GETEX", "{k}none", "FOO"},
+		{"SET", "{k}a", "v"}, {"GETEX", "{k}a"}, {"TTL", "{k}a"}, {"GETEX", "{k}a", "EX", "100"}, {"TTL", "{k}a"},
+		{"GETEX", "{k}a", "PERSIST"}, {"TTL", "{k}a"}, {"GETEX", "{k}a", "PERSIST"}, {"GETEX", "{k}a", "PX", "200000"}, {"TTL", "{k}a"},
+		{"GETEX", "{k}a", "EX", "0"}, {"GETEX", "{k}a", "EX", "-1"}, {"GETEX", "{k}a", "PX", "x"}, {"TTL", "{k}a"},
+		{"GETEX", "{k}a", "EX", "1", "PX", "1"}, {"GETEX", "{k}a", "EX", "1", "PERSIST"}, {"GETEX", "{k}a", "PERSIST", "PERSIST"},
+		{"GETEX", "{k}a", "EX"}, {"GETEX", "{k}a", "EX", "x", "EX", "400"}, {"TTL", "{k}a"}, {"GETEX", "{k}a", "EX", "1", "EX", "x"},
+		{"GETEX", "{k}a", "PX", "1", "PX", "500000"}, {"TTL", "{k}a"}, {"GETEX", "{k}a", "PERSIST", "EX", "1"}, {"GETEX", "{k}a", "ex", "300"}, {"TTL", "{k}a"},
+		{"GETEX", "{k}a", "EXAT", "4102444800"}, {"TTL", "{k}a"}, {"GETEX", "{k}a", "PXAT", "4102444800000"},
+		{"GETEX", "{k}a", "EXAT", "1"}, {"EXISTS", "{k}a"}, {"SET", "{k}b", "w"}, {"GETEX", "{k}b", "PXAT", "1"}, {"GET", "{k}b"},
+		{"GETEX"}, {"SET", "{k}c", "\x00bin\xff"}, {"GETEX", "{k}c", "EX", "50"}, {"GETEX", "{k}c", "EXAT", "0"}, {"EXISTS", "{k}c"}},
+	// MSET, MSETNX
+	{{"MSET", "{k}a", "1", "{k}b", "2"}, {"MGET", "{k}a", "{k}b"}, {"MSET", "{k}a"}, {"MSET", "{k}a", "1", "{k}b"},
+		{"MSET", "{k}a", "1", "{k}a", "3"}, {"GET", "{k}a"}, {"SET", "{k}t", "x", "EX", "100"}, {"MSET", "{k}t", "y"}, {"TTL", "{k}t"},
+		{"MSETNX", "{k}n1", "1", "{k}n2", "2"}, {"MGET", "{k}n1", "{k}n2"}, {"MSETNX", "{k}n3", "3", "{k}n1", "x"},
+		{"MGET", "{k}n1", "{k}n3"}, {"EXISTS", "{k}n3"}, {"MSETNX", "{k}n4", "1", "{k}n4", "2"}, {"GET", "{k}n4"},
+		{"MSETNX", "{k}n5"}, {"MSETNX", "{k}n5", "1", "{k}n6"}, {"MSET", "{k}y", "e", "{k}z", ""}, {"MGET", "{k}y", "{k}z"},
+		{"MSETNX", "{k}n7", "\x00\r\n"}, {"GET", "{k}n7"}},
+	// inside MULTI
+	{{"MULTI"}, {"GETSET", "{k}a", "1"}, {"SETEX", "{k}b", "100", "2"}, {"PSETEX", "{k}c", "100000", "3"}, {"GETEX", "{k}a", "EX", "100"},
+		{"GETEX", "{k}none", "EX", "0"}, {"GETEX", "{k}a", "EX", "0"}, {"MSET", "{k}d", "4", "{k}e", "5"}, {"GETEX", "{k}d", "PERSIST"},
+		{"SETEX", "{k}f", "0", "x"}, {"MSET", "{k}g"}, {"EXEC"}, {"MGET", "{k}a", "{k}b", "{k}c", "{k}d", "{k}e", "{k}f"}, {"TTL", "{k}a"}},
+}
+
+// TestStringsAgainstRedis sends stringStreams to redis-server and to a
+// 3-node cluster's follower, in RESP2 and after HELLO 3, and compares
+// every reply byte for byte.
+func TestStringsAgainstRedis(t *testing.T) {
+	redisAddr := startRedisServer(t)
+	tc := startCluster(t, nil)
+	follower := (tc.rc.WaitLeader(5*time.Second) + 1) % 3
+	for _, proto := range []int{2, 3} {
+		for i, stream := range stringStreams {
+			rc, ic := dialRaw(t, redisAddr), dialRaw(t, tc.addrs[follower])
+			if proto == 3 {
+				for _, c := range []*rawConn{rc, ic} {
+					c.send("HELLO 3\r\n")
+					c.replies(1) // the servers' own
+				}
+			}
+			prefix := fmt.Sprintf("str%d:%d:", proto, i)
+			for _, cmd := range stream {
+				args := make([]string, len(cmd))
+				for j, a := range cmd {
+					args[j] = strings.ReplaceAll(a, "{k}", prefix)
+				}
+				rc.send(array(args...))
+				ic.send(array(args...))
+				want, got := rc.replies(1)[0], ic.replies(1)[0]
+				if got != want {
+					t.Errorf("resp%d stream %d: %q:\n idemgate %q\n redis    %q", proto, i, args, got, want)
+				}
+			}
+		}
+	}
+}
