@@ -51,6 +51,8 @@ const (
 	TypeKVRead
 	TypeKVTx
 	TypeScriptEffects
+	TypeKVSetRange
+	TypeKVIncrFloat
 	typeEnd
 )
 
@@ -166,6 +168,14 @@ var commands = [typeEnd]spec{
 	// every key it read is as it read it (CodeConflict if not).
 	TypeScriptEffects: {name: "script_effects", uses: fBody,
 		remembered: true}, // check and apply read this table: set by script.go's init
+	// Value: the bytes to write; Body: the offset and the longest the
+	// value may become, 8 big-endian bytes each; Flags: FlagRangeAppend
+	// (Redis SETRANGE, APPEND; kv_string.go).
+	TypeKVSetRange: {name: "kv_setrange", uses: fKey | fValue | fFlags | fBody,
+		key: true, remembered: true, tx: true, check: checkKVSetRange, apply: (*applier).kvSetRange, kv: (*applier).kvSetRangeIn},
+	// Value: the increment, as strtold reads it (Redis INCRBYFLOAT).
+	TypeKVIncrFloat: {name: "kv_incrfloat", uses: fKey | fValue,
+		key: true, remembered: true, tx: true, check: checkKVIncrFloat, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.
@@ -535,6 +545,29 @@ func KVExpireCommand(key []byte, lifetime time.Duration, flags byte) *Command {
 	return &Command{Type: TypeKVExpire, Key: key, TTL: lifetime, Flags: flags}
 }
 
+// KVSetRangeCommand writes value into the key's value at offset, padding
+// with zero bytes (Redis SETRANGE); Result.Value is the new length, in
+// decimal; CodeTooLong when the value would pass limit bytes.
+func KVSetRangeCommand(key []byte, offset uint64, value []byte, limit uint64) *Command {
+	return &Command{Type: TypeKVSetRange, Key: key, Value: value,
+		Body: binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, offset), limit)}
+}
+
+// KVAppendCommand appends value to the key's value (Redis APPEND), as
+// KVSetRangeCommand does at the value's end.
+func KVAppendCommand(key, value []byte, limit uint64) *Command {
+	c := KVSetRangeCommand(key, 0, value, limit)
+	c.Flags = FlagRangeAppend
+	return c
+}
+
+// KVIncrFloatCommand adds incr, a number as strtold reads it, to the
+// key's value (absent: 0) as Redis's INCRBYFLOAT does; Result.Value is
+// the new value; CodeNotFloat, CodeNotFinite.
+func KVIncrFloatCommand(key, incr []byte) *Command {
+	return &Command{Type: TypeKVIncrFloat, Key: key, Value: incr}
+}
+
 // ClusterIDCommand gives the cluster its id, if it has none.
 func ClusterIDCommand(id ClusterID) *Command {
 	return &Command{Type: TypeClusterID, Value: append([]byte(nil), id[:]...)}
@@ -608,6 +641,12 @@ const (
 	// (Redis's GETEX), in Result.Value.
 	FlagExpireGet byte = 1 << 5
 	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow | FlagExpireGet
+)
+
+// KVSetRange flags.
+const (
+	// FlagRangeAppend: the offset is the value's length (Redis APPEND).
+	FlagRangeAppend byte = 1 << 0
 )
 
 // Complete flags.

@@ -35,13 +35,15 @@ func TestReservedKeysRefused(t *testing.T) {
 				}
 			}
 			writes := map[string]*fsm.Command{
-				"set":     fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil")}),
-				"set NX":  fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), Mode: fsm.SetNX}),
-				"set GET": fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
-				"getdel":  fsm.KVGetDelCommand(key, 0),
-				"incr":    fsm.KVIncrCommand(key, 1),
-				"expire":  fsm.KVExpireCommand(key, 0, fsm.FlagExpireNow),
-				"delete":  fsm.KVDeleteCommand(key),
+				"set":         fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil")}),
+				"set NX":      fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), Mode: fsm.SetNX}),
+				"set GET":     fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
+				"getdel":      fsm.KVGetDelCommand(key, 0),
+				"incr":        fsm.KVIncrCommand(key, 1),
+				"expire":      fsm.KVExpireCommand(key, 0, fsm.FlagExpireNow),
+				"delete":      fsm.KVDeleteCommand(key),
+				"append":      fsm.KVAppendCommand(key, []byte("evil"), 1024),
+				"incrbyfloat": fsm.KVIncrFloatCommand(key, []byte("1.5")),
 			}
 			for what, c := range writes {
 				if res, err := s.ApplyKV(ctx, c); !errors.Is(err, ErrReservedKey) || res != nil {

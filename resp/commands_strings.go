@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/idemgate/idemgate/fsm"
@@ -10,7 +11,8 @@ import (
 )
 
 // Redis's older string commands, over the state machine's KV commands:
-// GETSET, SETEX, PSETEX, GETEX, MSET and MSETNX.
+// GETSET, SETEX, PSETEX, GETEX, MSET, MSETNX, APPEND, SETRANGE and
+// INCRBYFLOAT.
 
 func init() {
 	wr := func(name string, arity, last, step int, fn func(*conn, [][]byte) plan) *command {
@@ -23,6 +25,9 @@ func init() {
 		wr("getex", -2, 1, 1, planGetEx),
 		wr("mset", -3, -1, 2, planMSet),
 		wr("msetnx", -3, -1, 2, planMSetNX),
+		wr("append", 3, 1, 1, planAppend),
+		wr("setrange", 4, 1, 1, planSetRange),
+		wr("incrbyfloat", 3, 1, 1, planIncrByFloat),
 	)
 }
 
@@ -217,5 +222,45 @@ func (c *conn) atomically(p plan) plan {
 			rs[i].Res = results[i]
 		}
 		p.answer(w, rs)
+	}}
+}
+
+// The edits that depend on the value: one state machine command each
+// (kv_setrange, kv_incrfloat), so racing edits never lose one.
+
+// planAppend is APPEND key value: the value's new length.
+func planAppend(c *conn, a [][]byte) plan {
+	return plan{ops: []*fsm.Command{fsm.KVAppendCommand(a[1], a[2], uint64(c.s.cfg.MaxBulk))}, answer: answerLength}
+}
+
+// planSetRange is SETRANGE key offset value: the value's new length.
+// Values may grow to the listener's bulk bound (Redis's
+// proto-max-bulk-len).
+func planSetRange(c *conn, a [][]byte) plan {
+	off, ok := parseInt64(a[2])
+	switch {
+	case !ok:
+		return plan{err: msgNotInteger}
+	case off < 0:
+		return plan{err: "ERR offset is out of range"}
+	}
+	return plan{ops: []*fsm.Command{fsm.KVSetRangeCommand(a[1], uint64(off), a[3], uint64(c.s.cfg.MaxBulk))}, answer: answerLength}
+}
+
+func answerLength(w *writer, r []raftstore.OpResult) {
+	answerCode(w, r[0], func(fsm.Code) {
+		n, _ := strconv.ParseInt(string(r[0].Res.Value), 10, 64)
+		w.integer(n)
+	}, fsm.CodeCreated)
+}
+
+// planIncrByFloat is INCRBYFLOAT key increment: the new value, as Redis
+// prints it (fsm.KVIncrFloatCommand).
+func planIncrByFloat(c *conn, a [][]byte) plan {
+	if _, err := fsm.ParseLongDouble(a[2]); err != nil {
+		return plan{err: msgNotFloat}
+	}
+	return plan{ops: []*fsm.Command{fsm.KVIncrFloatCommand(a[1], a[2])}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(fsm.Code) { w.bulk(r[0].Res.Value) }, fsm.CodeCreated)
 	}}
 }

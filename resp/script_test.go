@@ -26,6 +26,12 @@ var scriptStreams = [][][]string{
 		{"EVAL", "return {redis.call('psetex', KEYS[1], 100000, 'd'), redis.call('ttl', KEYS[1])}", "1", "sd:gs"},
 		{"EVAL", "return {redis.call('mset', KEYS[1], 'x', KEYS[2], 'y'), redis.call('mget', KEYS[1], KEYS[2])}", "2", "sd:m1", "sd:m2"},
 		{"EVAL", "return redis.pcall('mset', KEYS[1])", "1", "sd:m1"},
+		{"EVAL", "return {redis.call('append', KEYS[1], 'ab'), redis.call('setrange', KEYS[1], 4, 'z'), redis.call('get', KEYS[1])}", "1", "sd:ap"},
+		{"EVAL", "return redis.pcall('setrange', KEYS[1], -1, 'z')", "1", "sd:ap"},
+		{"EVAL", "return {redis.call('incrbyfloat', KEYS[1], '0.1'), redis.call('incrbyfloat', KEYS[1], '0.2')}", "1", "sd:fl"},
+		{"EVAL", "return redis.pcall('incrbyfloat', KEYS[1], 'inf')", "1", "sd:fl"},
+		{"EVAL", "return redis.pcall('incrbyfloat', KEYS[1], 'x')", "1", "sd:fl"},
+		{"EVAL", "redis.call('set', KEYS[1], 'w') return redis.pcall('incrbyfloat', KEYS[1], '1')", "1", "sd:fl"},
 	},
 	{ // conversions both ways
 		{"EVAL", "return {false, true, {ok='x'}, {err='e'}}", "0"},
