@@ -29,6 +29,10 @@ func CheckKVKey(key []byte) error {
 	return nil
 }
 
+// FirstKVKey is where a walk of the KV keyspace that must not show
+// reserved keys begins: they all sort before it.
+var FirstKVKey = []byte{reservedPrefix + 1}
+
 // NodeAPIKey is the reserved key of member id's API address.
 func NodeAPIKey(id string) []byte { return []byte("\x00node/" + id) }
 

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,6 +68,11 @@ func TestReservedKeysRefused(t *testing.T) {
 		}
 		if addr, ok := s.NodeAPI("n9"); !ok || addr != "127.0.0.9:9001" {
 			t.Fatalf("node %d: NodeAPI(n9) = %q, %v", i, addr, ok)
+		}
+		var listed []string
+		if err := s.EachKV(ctx, false, func(k []byte) bool { listed = append(listed, string(k)); return true }); err != nil ||
+			fmt.Sprint(listed) != "[after before]" {
+			t.Fatalf("node %d: EachKV listed %q, %v; want the two plain keys alone", i, listed, err)
 		}
 	}
 	if _, ok := c.Stores[leader].NodeAPI("n8"); ok {

@@ -62,6 +62,9 @@ func TestReservedKeysRefused(t *testing.T) {
 	// A NUL byte inside a key is an ordinary key, as in Redis.
 	c.send(array("SET", "k\x00", "v") + array("GET", "k\x00"))
 	c.expect("a NUL inside a key", []string{"+OK\r\n", "$1\r\nv\r\n"})
+	// The keyspace's listings never show a reserved key.
+	c.send("DEL plainnew\r\nKEYS *\r\nDBSIZE\r\n" + array("KEYS", "\x00*") + array("KEYS", "[\x00]node*"))
+	c.expect("KEYS and DBSIZE", []string{":0\r\n", "*2\r\n$2\r\nk\x00\r\n$5\r\nplain\r\n", ":2\r\n", "*0\r\n", "*0\r\n"})
 }
 
 // array is a request as a RESP array of bulk strings.
