@@ -53,6 +53,7 @@ const (
 	TypeScriptEffects
 	TypeKVSetRange
 	TypeKVIncrFloat
+	TypeKVRename
 	typeEnd
 )
 
@@ -176,6 +177,11 @@ var commands = [typeEnd]spec{
 	// Value: the increment, as strtold reads it (Redis INCRBYFLOAT).
 	TypeKVIncrFloat: {name: "kv_incrfloat", uses: fKey | fValue,
 		key: true, remembered: true, tx: true, check: checkKVIncrFloat, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
+	// Key: the source; Value: the destination; Mode: a RenameMode; Flags:
+	// FlagCopyReplace (Redis RENAME, RENAMENX, COPY; kv_rename.go). Not a
+	// script's: a script's effects name the keys they write by Key alone.
+	TypeKVRename: {name: "kv_rename", uses: fKey | fValue | fMode | fFlags,
+		key: true, remembered: true, tx: true, check: checkKVRename, apply: (*applier).kvRename},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.
@@ -566,6 +572,16 @@ func KVAppendCommand(key, value []byte, limit uint64) *Command {
 // the new value; CodeNotFloat, CodeNotFinite.
 func KVIncrFloatCommand(key, incr []byte) *Command {
 	return &Command{Type: TypeKVIncrFloat, Key: key, Value: incr}
+}
+
+// KVRenameCommand moves (RenamePlain, RenameNX) or copies (RenameCopy)
+// key src's value and lifetime to dst; CodeNotFound, CodeExists.
+func KVRenameCommand(src, dst []byte, mode RenameMode, replace bool) *Command {
+	c := &Command{Type: TypeKVRename, Key: src, Value: dst, Mode: SetMode(mode)}
+	if replace {
+		c.Flags = FlagCopyReplace
+	}
+	return c
 }
 
 // ClusterIDCommand gives the cluster its id, if it has none.

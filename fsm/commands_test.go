@@ -21,7 +21,7 @@ func TestCommandTable(t *testing.T) {
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
-		TypeKVSetRange: true, TypeKVIncrFloat: true}
+		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
 		if typ == typeMarkUnknownRetired {
@@ -145,6 +145,7 @@ func tableSamples() map[Type]*Command {
 		TypeScriptEffects: scriptSample(),
 		TypeKVSetRange:    KVAppendCommand([]byte("n"), []byte("9"), 1024),
 		TypeKVIncrFloat:   KVIncrFloatCommand([]byte("n"), []byte("0.5")),
+		TypeKVRename:      KVRenameCommand([]byte("n"), []byte("short"), RenameCopy, true),
 	}
 }
 

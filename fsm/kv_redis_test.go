@@ -109,6 +109,22 @@ func TestRedisKVCommands(t *testing.T) {
 			{cmd: *KVIncrFloatCommand(k, []byte("1")), code: CodeNotFloat},
 			{cmd: get, code: CodeOK, value: "word"},
 		}},
+		{"rename, renamenx, copy: the value and its lifetime move", []step{
+			{cmd: *KVRenameCommand(k, []byte("d"), RenamePlain, false), code: CodeNotFound},
+			{cmd: set("v", time.Minute, SetPlain, 0), code: CodeCreated},
+			{cmd: *KVRenameCommand(k, k, RenameNX, false), code: CodeExists},
+			{cmd: *KVRenameCommand(k, k, RenamePlain, false), code: CodeOK},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameCopy, false), code: CodeOK},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameCopy, false), code: CodeExists},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameNX, false), code: CodeExists},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameCopy, true), code: CodeOK},
+			{cmd: *KVRenameCommand(k, []byte("e"), RenamePlain, false), code: CodeOK},
+			{cmd: get, code: CodeNotFound},
+			{cmd: *KVRenameCommand([]byte("e"), k, RenameNX, false), code: CodeOK},
+			{cmd: get, code: CodeOK, value: "v"},
+			{advance: 2 * time.Minute, cmd: get, code: CodeNotFound}, // the lifetime moved with it
+			{cmd: *KVRenameCommand([]byte("d"), k, RenamePlain, false), code: CodeNotFound},
+		}},
 		{"expire with the value (GETEX)", []step{
 			{cmd: expire(time.Second, FlagExpireGet), code: CodeNotFound},
 			{cmd: set("v1", 0, SetPlain, 0), code: CodeCreated},
@@ -168,6 +184,14 @@ func TestRedisKVCommandsValidate(t *testing.T) {
 		{Type: TypeKVIncrFloat, Key: k},
 		{Type: TypeKVIncrFloat, Key: k, Value: []byte("1\x00")},
 		{Type: TypeKVIncrFloat, Key: k, Value: []byte("1_0")},
+		*KVRenameCommand(k, []byte("\x00node/n1"), RenamePlain, false),
+		*KVRenameCommand(k, []byte("\x00"), RenameCopy, true),
+		*KVRenameCommand(k, nil, RenameNX, false),
+		*KVRenameCommand(k, make([]byte, MaxStoredKeyLen+1), RenamePlain, false),
+		{Type: TypeKVRename, Key: k, Value: []byte("d"), Mode: 3},
+		{Type: TypeKVRename, Key: k, Value: []byte("d"), Flags: FlagCopyReplace},
+		{Type: TypeKVRename, Key: k, Value: []byte("d"), Mode: SetMode(RenameCopy), Flags: 1 << 1},
+		{Type: TypeKVRename, Value: []byte("d")},
 	}
 	for i, c := range bad {
 		if err := c.Validate(); !errors.Is(err, ErrBadCommand) {

@@ -11,8 +11,8 @@ import (
 )
 
 // Redis's older string commands, over the state machine's KV commands:
-// GETSET, SETEX, PSETEX, GETEX, MSET, MSETNX, APPEND, SETRANGE and
-// INCRBYFLOAT.
+// GETSET, SETEX, PSETEX, GETEX, MSET, MSETNX, APPEND, SETRANGE,
+// INCRBYFLOAT, and RENAME, RENAMENX and COPY.
 
 func init() {
 	wr := func(name string, arity, last, step int, fn func(*conn, [][]byte) plan) *command {
@@ -28,6 +28,9 @@ func init() {
 		wr("append", 3, 1, 1, planAppend),
 		wr("setrange", 4, 1, 1, planSetRange),
 		wr("incrbyfloat", 3, 1, 1, planIncrByFloat),
+		wr("rename", 3, 2, 1, func(c *conn, a [][]byte) plan { return planRename(c, a, fsm.RenamePlain) }),
+		wr("renamenx", 3, 2, 1, func(c *conn, a [][]byte) plan { return planRename(c, a, fsm.RenameNX) }),
+		wr("copy", -3, 2, 1, planCopy),
 	)
 }
 
@@ -262,5 +265,60 @@ func planIncrByFloat(c *conn, a [][]byte) plan {
 	}
 	return plan{ops: []*fsm.Command{fsm.KVIncrFloatCommand(a[1], a[2])}, answer: func(w *writer, r []raftstore.OpResult) {
 		answerCode(w, r[0], func(fsm.Code) { w.bulk(r[0].Res.Value) }, fsm.CodeCreated)
+	}}
+}
+
+// planRename is RENAME src dst (mode fsm.RenamePlain) or RENAMENX
+// (fsm.RenameNX): one command that moves the value and its lifetime.
+func planRename(c *conn, a [][]byte, mode fsm.RenameMode) plan {
+	if err := raftstore.CheckKVKey(a[2]); err != nil {
+		return plan{err: errorReply(err)}
+	}
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], mode, false)}, answer: func(w *writer, r []raftstore.OpResult) {
+		switch {
+		case r[0].Err == nil && r[0].Res.Code == fsm.CodeNotFound:
+			w.errorLine("ERR no such key")
+		case mode == fsm.RenameNX:
+			answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) }, fsm.CodeExists)
+		default:
+			answerCode(w, r[0], func(fsm.Code) { w.ok() })
+		}
+	}}
+}
+
+// planCopy is COPY src dst [DB 0] [REPLACE]: 1 when copied, 0 when the
+// source is absent or the destination exists (without REPLACE). idemgate
+// has one keyspace: DB may only name it.
+func planCopy(c *conn, a [][]byte) plan {
+	replace := false
+	for i := 3; i < len(a); i++ {
+		switch s := string(a[i]); {
+		case eq(s, "replace"):
+			replace = true
+		case eq(s, "db") && i+1 < len(a):
+			i++
+			n, ok := parseInt64(a[i])
+			switch {
+			case !ok:
+				return plan{err: msgNotInteger}
+			case n != int64(int32(n)):
+				return plan{err: "ERR value is out of range, value must between -2147483648 and 2147483647"}
+			case n < 0 || n > 15:
+				return plan{err: msgDBRange}
+			case n != 0:
+				return plan{err: "ERR COPY to another DB is not supported by idemgate: it has one keyspace, DB 0"}
+			}
+		default:
+			return plan{err: msgSyntax}
+		}
+	}
+	if string(a[1]) == string(a[2]) {
+		return plan{err: "ERR source and destination objects are the same"}
+	}
+	if err := raftstore.CheckKVKey(a[2]); err != nil {
+		return plan{err: errorReply(err)}
+	}
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], fsm.RenameCopy, replace)}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) }, fsm.CodeNotFound, fsm.CodeExists)
 	}}
 }

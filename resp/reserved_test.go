@@ -34,7 +34,7 @@ func TestReservedKeysRefused(t *testing.T) {
 		"getset": {rk, "evil"}, "setex": {rk, "100", "evil"}, "psetex": {rk, "100", "evil"}, "getex": {rk, "PERSIST"},
 		"mset": {"plain", "2", rk, "evil"}, "msetnx": {"plainnew", "2", rk, "evil"},
 		"append": {rk, "evil"}, "setrange": {rk, "0", "evil"}, "incrbyfloat": {rk, "1.5"},
-		"expiretime": {rk}, "pexpiretime": {rk}, "type": {rk}, "object": {"ENCODING", rk},
+		"rename": {rk, "plain"}, "renamenx": {"plain", rk}, "copy": {rk, "plain", "REPLACE"}, "expiretime": {rk}, "pexpiretime": {rk}, "type": {rk}, "object": {"ENCODING", rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
@@ -44,7 +44,8 @@ func TestReservedKeysRefused(t *testing.T) {
 	extra := [][]string{{"SET", rk, "evil", "NX", "GET"}, {"SET", rk, "evil", "IFEQ", "127.0.0.1:9001"}, {"DELEX", rk}, {"SET", rk, "evil", "XX", "KEEPTTL"}, {"SET", "\x00", "evil"},
 		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"},
 		{"GETEX", rk}, {"GETEX", rk, "EX", "0"}, {"GETEX", rk, "EX", "x"}, {"GETEX", rk, "EXAT", "1"},
-		{"SETRANGE", rk, "0", ""}, {"APPEND", rk, ""}}
+		{"SETRANGE", rk, "0", ""}, {"APPEND", rk, ""},
+		{"RENAME", "plain", rk}, {"RENAMENX", rk, "plain"}, {"COPY", "plain", rk}, {"COPY", "plain", rk, "REPLACE"}, {"RENAME", "plain", "\x00"}}
 	rows := extra
 	for name, args := range calls {
 		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))
