@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/memstore"
 )
 
 // stringStreams are command streams of the string and keyspace commands
@@ -208,4 +210,55 @@ func sortedArray(t *testing.T, r string) string {
 	}
 	sort.Strings(elems)
 	return fmt.Sprintf("%d:%q", n, elems)
+}
+
+// TestStringsHostile: edits that would pass the value bound, numbers
+// past every range, and commands that cannot be half applied: each
+// answer is exact, and the keys are as before it.
+func TestStringsHostile(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) { c.MaxBulk = 6000 })
+	tooLong := "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n"
+	notFloat := "-ERR value is not a valid float\r\n"
+	tests := []struct {
+		name    string
+		send    []string
+		replies []string
+	}{
+		{"APPEND past the bound", []string{"SET hs:a " + strings.Repeat("x", 5996), "APPEND hs:a 12345", "APPEND hs:a 1234", "STRLEN hs:a"},
+			[]string{"+OK\r\n", tooLong, ":6000\r\n", ":6000\r\n"}},
+		{"SETRANGE past the bound", []string{"SETRANGE hs:b 6000 x", "SETRANGE hs:b 5999 xy", "EXISTS hs:b", "SETRANGE hs:b 5999 x",
+			"SETRANGE hs:b 9223372036854775807 x", "SETRANGE hs:b 9223372036854775807 <empty>", "STRLEN hs:b"},
+			[]string{tooLong, tooLong, ":0\r\n", ":6000\r\n", tooLong, ":6000\r\n", ":6000\r\n"}},
+		{"INCRBYFLOAT of what is no number", []string{"INCRBYFLOAT hs:f " + strings.Repeat("1", 5120), "INCRBYFLOAT hs:f 1" + strings.Repeat("0", 4933), "INCRBYFLOAT hs:f 0x1p99999",
+			"INCRBYFLOAT hs:f 1e-99999", "INCRBYFLOAT hs:f 1e999999999999", "INCRBYFLOAT hs:f 0b11", "EXISTS hs:f",
+			"INCRBYFLOAT hs:f " + strings.Repeat("1", 100), "INCRBYFLOAT hs:f -" + strings.Repeat("1", 100)},
+			[]string{notFloat, notFloat, notFloat, notFloat, notFloat, notFloat, ":0\r\n",
+				// Redis's own answer: a 64-bit mantissa keeps 19 digits of it.
+				"$100\r\n1111111111111111111140245447678044615563042495896997574164459318137788706373851906059943673763725312\r\n", "$1\r\n0\r\n"}},
+		{"MSETNX with one key present sets none", []string{"SET hs:m2 old", "MSETNX hs:m1 a hs:m2 b hs:m3 c", "MGET hs:m1 hs:m2 hs:m3"},
+			[]string{"+OK\r\n", ":0\r\n", "*3\r\n$-1\r\n$3\r\nold\r\n$-1\r\n"}},
+		{"MSET of a reserved key writes none", []string{"MSET hs:r1 a \x00node/x b", "EXISTS hs:r1"},
+			[]string{"-ERR reserved key: keys that begin with a NUL byte are idemgate's own\r\n", ":0\r\n"}},
+		{"RENAME onto a reserved key moves nothing", []string{"SET hs:n v", "RENAME hs:n \x00node/x", "GET hs:n"},
+			[]string{"+OK\r\n", "-ERR reserved key: keys that begin with a NUL byte are idemgate's own\r\n", "$1\r\nv\r\n"}},
+		{"GETEX lifetimes past the bound", []string{"SET hs:g v", "GETEX hs:g EX 9223372036854775807", "GETEX hs:g PXAT 9223372036854775807",
+			"GETEX hs:g EX 9223372036854775808", "TTL hs:g"},
+			[]string{"+OK\r\n", "-ERR invalid expire time in 'getex' command\r\n", "-ERR invalid expire time in 'getex' command\r\n",
+				"-ERR value is not an integer or out of range\r\n", ":-1\r\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dialRaw(t, srv.Addr())
+			for i, cmd := range tt.send {
+				args := strings.Fields(cmd)
+				for j := range args {
+					args[j] = strings.ReplaceAll(args[j], "<empty>", "")
+				}
+				c.send(array(args...))
+				if r := c.replies(1)[0]; r != tt.replies[i] {
+					t.Fatalf("%q = %q, want %q", cmd, r, tt.replies[i])
+				}
+			}
+		})
+	}
 }
