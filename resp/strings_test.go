@@ -101,6 +101,12 @@ var stringStreams = [][][]string{
 		{"SET", "{k}bin", "\x00\xff"}, {"RENAME", "{k}bin", "{k}bin2\x00"}, {"GET", "{k}bin2\x00"},
 		{"MULTI"}, {"SET", "{k}m", "1"}, {"RENAME", "{k}m", "{k}n"}, {"COPY", "{k}n", "{k}o"}, {"RENAMENX", "{k}o", "{k}n"},
 		{"RENAME", "{k}none", "{k}x"}, {"COPY", "{k}n", "{k}n"}, {"EXEC"}, {"MGET", "{k}m", "{k}n", "{k}o"}},
+	// SET's options given again: the last value counts, as in Redis
+	{{"SET", "{k}s", "v", "NX", "NX"}, {"SET", "{k}s", "v", "XX", "XX"}, {"SET", "{k}s", "v", "NX", "XX"}, {"SET", "{k}s", "v", "EX", "x", "EX", "100"},
+		{"TTL", "{k}s"}, {"SET", "{k}s", "v", "EX", "5", "PX", "5"}, {"SET", "{k}s", "v", "KEEPTTL", "KEEPTTL"}, {"TTL", "{k}s"},
+		{"SET", "{k}s", "v", "GET", "GET"}, {"SET", "{k}s", "v", "EX", "5", "EX", "x"}, {"SET", "{k}s", "v", "EX", "0", "EX", "200"},
+		{"TTL", "{k}s"}, {"SET", "{k}s", "v", "EX", "x", "FOO"}, {"SET", "{k}s", "v", "PX", "1", "KEEPTTL"}, {"SET", "{k}s", "v", "KEEPTTL", "PX", "1"},
+		{"SET", "{k}s", "v", "EX", "100", "NX", "EX", "300"}, {"SET", "{k}s", "w", "XX", "PX", "300000", "PX", "400000", "GET"}, {"TTL", "{k}s"}},
 	// inside MULTI
 	{{"MULTI"}, {"GETSET", "{k}a", "1"}, {"SETEX", "{k}b", "100", "2"}, {"PSETEX", "{k}c", "100000", "3"}, {"GETEX", "{k}a", "EX", "100"},
 		{"GETEX", "{k}none", "EX", "0"}, {"GETEX", "{k}a", "EX", "0"}, {"MSET", "{k}d", "4", "{k}e", "5"}, {"GETEX", "{k}d", "PERSIST"},
