@@ -109,7 +109,7 @@ func (s *Store) ApplyMany(cmds []*fsm.Command) (fsm.Results, error) {
 				return nil, err
 			}
 			if c.ReqID.IsZero() {
-				c.ReqID = raftstore.RequestID(context.Background())
+				c.ReqID = storeapi.RequestID(context.Background())
 			}
 			c.Stamp = now
 			enc[i] = c.Encode(nil)
