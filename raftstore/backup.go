@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // A backup is one node's state machine at one applied index, in a file an
@@ -109,7 +110,7 @@ func (s *Store) Backup(ctx context.Context) (*Backup, error) {
 	}
 	if st, err := os.Stat(filepath.Join(s.cfg.DataDir, "fsm.db")); err == nil && s.cfg.MinFreeBytes > 0 {
 		if free, err := freeBytes(s.cfg.DataDir); err == nil && free < uint64(st.Size())+s.cfg.MinFreeBytes {
-			return nil, fmt.Errorf("%w: a backup needs about %d bytes in %s, and %d are free", ErrDiskFull, st.Size(), s.cfg.DataDir, free)
+			return nil, fmt.Errorf("%w: a backup needs about %d bytes in %s, and %d are free", storeapi.ErrDiskFull, st.Size(), s.cfg.DataDir, free)
 		}
 	}
 	if err := s.Barrier(ctx); err != nil {

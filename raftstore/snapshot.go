@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // SnapshotInfo describes the snapshot TakeSnapshot took, or the newest one
@@ -48,7 +50,7 @@ func (s *Store) TakeSnapshot(ctx context.Context) (SnapshotInfo, error) {
 	case errors.Is(err, raft.ErrNothingNewToSnapshot):
 		return s.newestSnapshot()
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return SnapshotInfo{}, ErrShutdown
+		return SnapshotInfo{}, storeapi.ErrShutdown
 	case err != nil:
 		return SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
