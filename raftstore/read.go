@@ -241,7 +241,7 @@ func (s *Store) EachKV(ctx context.Context, local bool, fn func(key []byte) bool
 			return err
 		}
 	}
-	return s.fsm.EachKV(FirstKVKey, time.Now(), fn)
+	return s.fsm.EachKV(storeapi.FirstKVKey, time.Now(), fn)
 }
 
 // LocalTx answers a transaction of reads only (MULTI/EXEC of GETs, WATCH

@@ -15,10 +15,6 @@ import (
 // can write or read them; these records are written and read by the methods
 // below, which name what they hold.
 
-// FirstKVKey is where a walk of the KV keyspace that must not show
-// reserved keys begins: they all sort before it.
-var FirstKVKey = []byte{reservedPrefix + 1}
-
 // NodeAPIKey is the reserved key of member id's API address.
 func NodeAPIKey(id string) []byte { return []byte("\x00node/" + id) }
 

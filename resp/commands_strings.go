@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Redis's older string commands, over the state machine's KV commands:
@@ -37,7 +37,7 @@ func init() {
 // planGetSet is GETSET key value: SET key value GET (the lifetime goes).
 func planGetSet(c *conn, a [][]byte) plan {
 	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], ReturnOld: true})
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, true, r) }}
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) { answerSet(w, true, r) }}
 }
 
 // planSetEx is SETEX key seconds value (opt "ex") or PSETEX key ms value
@@ -52,7 +52,7 @@ func planSetEx(c *conn, a [][]byte, opt string) plan {
 		return plan{err: "ERR invalid expire time in '" + map[string]string{"ex": "setex", "px": "psetex"}[opt] + "' command"}
 	}
 	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[3], TTL: d})
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, false, r) }}
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) { answerSet(w, false, r) }}
 }
 
 // planGetEx is GETEX key [EX s|PX ms|EXAT t|PXAT t|PERSIST]: the value,
@@ -88,7 +88,7 @@ func planGetEx(c *conn, a [][]byte) plan {
 	case persist:
 		op = fsm.KVExpireCommand(a[1], 0, fsm.FlagExpireGet)
 	case opt == "":
-		return plan{ops: []*fsm.Command{fsm.KVReadCommand(a[1], true)}, answer: func(w *writer, r []raftstore.OpResult) {
+		return plan{ops: []*fsm.Command{fsm.KVReadCommand(a[1], true)}, answer: func(w *writer, r []storeapi.OpResult) {
 			e, ok, err := readOf(r[0])
 			if err != nil {
 				w.errorLine(errorReply(err))
@@ -108,7 +108,7 @@ func planGetEx(c *conn, a [][]byte) plan {
 		}
 		op = fsm.KVExpireCommand(a[1], d, flags)
 	}
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) {
 			if code == fsm.CodeNotFound {
 				w.null()
@@ -122,7 +122,7 @@ func planGetEx(c *conn, a [][]byte) plan {
 // planExistsOr answers nil when key is absent and refusal when it
 // exists: a read in the log, so it holds inside a transaction too.
 func planExistsOr(key []byte, refusal string) plan {
-	return plan{ops: []*fsm.Command{fsm.KVReadCommand(key, false)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVReadCommand(key, false)}, answer: func(w *writer, r []storeapi.OpResult) {
 		_, ok, err := readOf(r[0])
 		switch {
 		case err != nil:
@@ -155,7 +155,7 @@ func planMSet(c *conn, a [][]byte) plan {
 	if refusal != "" {
 		return plan{err: refusal}
 	}
-	return plan{ops: ops, atomic: true, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: ops, atomic: true, answer: func(w *writer, r []storeapi.OpResult) {
 		if err := setsFailed(r); err != nil {
 			w.errorLine(errorReply(err))
 			return
@@ -165,7 +165,7 @@ func planMSet(c *conn, a [][]byte) plan {
 }
 
 // setsFailed is the first error among MSET's writes, nil when all applied.
-func setsFailed(r []raftstore.OpResult) error {
+func setsFailed(r []storeapi.OpResult) error {
 	for _, x := range r {
 		if x.Err != nil {
 			return x.Err
@@ -191,7 +191,7 @@ func planMSetNX(c *conn, a [][]byte) plan {
 		watches[i] = fsm.Watch{Key: op.Key} // absent
 	}
 	return plan{ops: ops, atomic: true, watches: watches, conflict: func(w *writer) { w.integer(0) },
-		answer: func(w *writer, r []raftstore.OpResult) {
+		answer: func(w *writer, r []storeapi.OpResult) {
 			if err := setsFailed(r); err != nil {
 				w.errorLine(errorReply(err))
 				return
@@ -220,7 +220,7 @@ func (c *conn) atomically(p plan) plan {
 			w.errorLine(errorReply(err))
 			return
 		}
-		rs := make([]raftstore.OpResult, len(results))
+		rs := make([]storeapi.OpResult, len(results))
 		for i := range rs {
 			rs[i].Res = results[i]
 		}
@@ -250,7 +250,7 @@ func planSetRange(c *conn, a [][]byte) plan {
 	return plan{ops: []*fsm.Command{fsm.KVSetRangeCommand(a[1], uint64(off), a[3], uint64(c.s.cfg.MaxBulk))}, answer: answerLength}
 }
 
-func answerLength(w *writer, r []raftstore.OpResult) {
+func answerLength(w *writer, r []storeapi.OpResult) {
 	answerCode(w, r[0], func(fsm.Code) {
 		n, _ := strconv.ParseInt(string(r[0].Res.Value), 10, 64)
 		w.integer(n)
@@ -263,7 +263,7 @@ func planIncrByFloat(c *conn, a [][]byte) plan {
 	if _, err := fsm.ParseLongDouble(a[2]); err != nil {
 		return plan{err: msgNotFloat}
 	}
-	return plan{ops: []*fsm.Command{fsm.KVIncrFloatCommand(a[1], a[2])}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVIncrFloatCommand(a[1], a[2])}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(fsm.Code) { w.bulk(r[0].Res.Value) }, fsm.CodeCreated)
 	}}
 }
@@ -271,10 +271,10 @@ func planIncrByFloat(c *conn, a [][]byte) plan {
 // planRename is RENAME src dst (mode fsm.RenamePlain) or RENAMENX
 // (fsm.RenameNX): one command that moves the value and its lifetime.
 func planRename(c *conn, a [][]byte, mode fsm.RenameMode) plan {
-	if err := raftstore.CheckKVKey(a[2]); err != nil {
+	if err := storeapi.CheckKVKey(a[2]); err != nil {
 		return plan{err: errorReply(err)}
 	}
-	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], mode, false)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], mode, false)}, answer: func(w *writer, r []storeapi.OpResult) {
 		switch {
 		case r[0].Err == nil && r[0].Res.Code == fsm.CodeNotFound:
 			w.errorLine("ERR no such key")
@@ -315,10 +315,10 @@ func planCopy(c *conn, a [][]byte) plan {
 	if string(a[1]) == string(a[2]) {
 		return plan{err: "ERR source and destination objects are the same"}
 	}
-	if err := raftstore.CheckKVKey(a[2]); err != nil {
+	if err := storeapi.CheckKVKey(a[2]); err != nil {
 		return plan{err: errorReply(err)}
 	}
-	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], fsm.RenameCopy, replace)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], fsm.RenameCopy, replace)}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) }, fsm.CodeNotFound, fsm.CodeExists)
 	}}
 }

@@ -174,7 +174,7 @@ func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 
 // EachKV is raftstore.Store.EachKV.
 func (s *Store) EachKV(_ context.Context, _ bool, fn func(key []byte) bool) error {
-	return s.f.EachKV(raftstore.FirstKVKey, time.Now(), fn)
+	return s.f.EachKV(storeapi.FirstKVKey, time.Now(), fn)
 }
 
 // LocalTx is raftstore.Store.LocalTx.
