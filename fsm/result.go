@@ -30,13 +30,17 @@ const (
 	// CodeOutOfRange: a guarded increment whose result would leave its
 	// bounds; nothing changed (Result.Value is the value kept).
 	CodeOutOfRange
-	CodeConflict // a script's effects whose reads another write changed: nothing applied
+	CodeConflict  // a script's effects whose reads another write changed: nothing applied
+	CodeTooLong   // a string edit that would make the value longer than its bound
+	CodeNotFloat  // a float increment of a value, or by an increment, that is not a number
+	CodeNotFinite // a float increment whose result would be infinite or NaN
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict,
+	ErrTooLong, ErrNotFloat, ErrNotFinite}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

@@ -172,6 +172,11 @@ func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	return s.f.KV(key, time.Now())
 }
 
+// EachKV is raftstore.Store.EachKV.
+func (s *Store) EachKV(_ context.Context, _ bool, fn func(key []byte) bool) error {
+	return s.f.EachKV(storeapi.FirstKVKey, time.Now(), fn)
+}
+
 // LocalTx is raftstore.Store.LocalTx.
 func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
 	if err := raftstore.CheckTxKeys(r); err != nil {
