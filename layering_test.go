@@ -14,7 +14,8 @@ import (
 var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/loopback",
 		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout"},
-	{"fsm"},
+	{"fsm", "datadir"},
+	{"backup"},
 	{"raftstore", "tokens"},
 	{"internal/memstore", "auth", "internal/httpx"},
 	{"gateway", "api", "resp"},

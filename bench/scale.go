@@ -20,9 +20,9 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/loopback"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // The scale scenario: how a group behaves as it grows to millions of keys
@@ -391,8 +391,8 @@ func writeBackup(path, out string) (int64, error) {
 		return 0, err
 	}
 	defer snap.Release()
-	b, err := raftstore.SpoolBackup(filepath.Dir(out), snap, raftstore.BackupMeta{Term: 1, Node: "bulk",
-		Servers: []raftstore.BackupServer{{ID: "bulk", Raft: "127.0.0.1:1", Voter: true}}})
+	b, err := backup.Spool(filepath.Dir(out), snap, backup.Meta{Term: 1, Node: "bulk",
+		Servers: []backup.Server{{ID: "bulk", Raft: "127.0.0.1:1", Voter: true}}})
 	if err != nil {
 		return 0, err
 	}

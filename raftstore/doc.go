@@ -2,9 +2,9 @@
 // exposes the Store the gateway calls.
 //
 // It owns the Raft transport (TCP, multiplexed with leader forwarding on the
-// node's one Raft port), the raft-boltdb/v2 log and stable store, the file
-// snapshot store, bootstrap and membership, and the operations the faces
-// call (Commands, over commands built by fsm's constructors, with the SETNX
+// node's one Raft port), the Raft log, stable and snapshot stores (opened
+// by package datadir), bootstrap and membership, and the operations the
+// faces call (Commands, over commands built by fsm's constructors, with the SETNX
 // shortcut and one source of request ids). Any node accepts writes: a
 // follower forwards the encoded command, with its request id, to the leader
 // over one long-lived pipelined connection, and retries it after a cut
@@ -12,6 +12,10 @@
 // once. Reads are linearizable by the read-index recipe (a current-term entry
 // applied, readIndex = CommitIndex, VerifyLeader, same term, wait until
 // applied) unless the caller asks for the local state.
+//
+// A running node's backup (Store.Backup) is spooled into package backup's
+// file format; restore, recover and compact, which run on a stopped node,
+// are package backup's.
 //
 // It never speaks HTTP and never imports package gateway.
 package raftstore

@@ -28,8 +28,6 @@ var (
 	// ErrClockJump: this leader's clock is far ahead of the cluster's; it
 	// refuses to stamp commands with it and hands leadership on.
 	ErrClockJump = errors.New("clock jumped ahead of the cluster")
-	// ErrDataDirInUse: another process holds the data directory's lock.
-	ErrDataDirInUse = errors.New("data dir in use")
 	// ErrTooLarge: the command is over Config.MaxCommandBytes; nothing
 	// was proposed.
 	ErrTooLarge = errors.New("command too large")
