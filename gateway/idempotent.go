@@ -442,12 +442,13 @@ func recordKeyPart(rk []byte) []byte {
 // election, and giving up then would leave a charged payment in flight
 // until its deadline, then outcome-unknown. Every attempt carries the
 // same request id, so an attempt that committed unseen is not applied
-// twice.
+// twice; that holds for an attempt answered "may or may not have been
+// applied" (ErrTimeout before ctx ended) too.
 func throughElection(ctx context.Context, op func(context.Context) error) error {
 	ctx = raftstore.WithRequestID(ctx, raftstore.RequestID(ctx))
 	for {
 		err := op(ctx)
-		if !errors.Is(err, raftstore.ErrNoLeader) && !errors.Is(err, raftstore.ErrNotLeader) {
+		if !errors.Is(err, raftstore.ErrNoLeader) && !errors.Is(err, raftstore.ErrNotLeader) && !errors.Is(err, raftstore.ErrTimeout) {
 			return err
 		}
 		select {

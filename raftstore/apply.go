@@ -16,6 +16,10 @@ import (
 // that just lost leadership: the same request (same request id) is retried.
 var errRetry = errors.New("retry")
 
+// errNotSent marks a retry whose attempt never left this node (the
+// leader could not be dialled): its fate is known, nothing was done.
+var errNotSent = errors.New("not sent")
+
 // mapRaftErr turns hashicorp/raft's errors into the store's.
 func mapRaftErr(err error) error {
 	switch {
@@ -128,6 +132,10 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 	}
 	backoff := 2 * time.Millisecond
 	sawLeader := false
+	// sent: an attempt may have reached the log (its fate is unknown). A
+	// call that then gives up must say so, not ErrNoLeader ("nothing was
+	// done"): a client that retries a CLUSTERDOWN could apply it twice.
+	sent := false
 	var leaderless time.Time // when this call found no leader; zero while it finds one
 	for {
 		var (
@@ -136,7 +144,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		)
 		select {
 		case <-s.closing:
-			return zero, ErrShutdown
+			return zero, giveUp(sent, ErrShutdown)
 		default:
 		}
 		if s.raft.State() == raft.Leader {
@@ -155,13 +163,14 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 				leaderless = now
 			}
 			if now.Sub(s.leaderlessSince(leaderless)) >= s.cfg.ElectionTimeout {
-				return zero, ErrNoLeader
+				return zero, giveUp(sent, ErrNoLeader)
 			}
 			err = ErrNoLeader
 		}
 		if err == nil {
 			return out, nil
 		}
+		sent = sent || mayHaveApplied(err)
 		retry := errors.Is(err, errRetry) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown)
 		if !retry && ctx.Err() == nil {
 			return zero, err
@@ -170,7 +179,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		select {
 		case <-s.closing:
 			t.Stop()
-			return zero, ErrShutdown
+			return zero, giveUp(sent, ErrShutdown)
 		case <-ctx.Done():
 			t.Stop()
 			if !sawLeader {
@@ -183,6 +192,28 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 			backoff *= 2
 		}
 	}
+}
+
+// mayHaveApplied reports whether an attempt that failed with err may
+// still be applied: it may have reached a leader's log, unless it was
+// refused before (a node that does not lead, none known, never sent). A
+// refusal of the command itself (too large, disk full) is answered as it
+// is, whatever this says.
+func mayHaveApplied(err error) bool {
+	return err != nil && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrNoLeader) && !errors.Is(err, errNotSent)
+}
+
+// giveUp is the error of a call that stops with err. When an earlier
+// attempt may have been applied (sent), an answer saying nothing was done
+// (no leader, shutting down) would be false: a client retrying it, as
+// Redis clients retry CLUSTERDOWN, could apply the command twice. It is
+// ErrTimeout then, whose answers say the command may or may not have been
+// applied.
+func giveUp(sent bool, err error) error {
+	if sent && (errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader)) {
+		return fmt.Errorf("%w: an earlier attempt may have been applied; then: %v", ErrTimeout, err)
+	}
+	return err
 }
 
 // waitFuture waits for a Raft future, for ctx, or for the store to close.

@@ -342,7 +342,7 @@ func (s *Store) forward(ctx context.Context, leaderID, leaderAddr string, kind b
 func (s *Store) forwardSend(ctx context.Context, leaderID, leaderAddr string, kind byte, payload []byte) (func(context.Context) ([]byte, error), error) {
 	c, err := s.fwdClientFor(leaderID, leaderAddr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dial leader %s: %v", errRetry, leaderID, err)
+		return nil, fmt.Errorf("%w: %w: dial leader %s: %v", errRetry, errNotSent, leaderID, err)
 	}
 	call, err := c.send(ctx, kind, payload)
 	if err != nil {

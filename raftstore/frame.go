@@ -193,7 +193,7 @@ func answerErr(status byte, payload []byte, leaderID string) error {
 	case statusRetry:
 		return fmt.Errorf("%w: leader %s: %s", errRetry, leaderID, payload)
 	case statusShutdown:
-		return fmt.Errorf("%w: leader %s is shutting down", errRetry, leaderID)
+		return fmt.Errorf("%w: %w: leader %s is shutting down", errRetry, errNotSent, leaderID)
 	case statusError:
 		if len(payload) > 0 && int(payload[0]) < len(wireErrors) && wireErrors[payload[0]] != nil {
 			known := wireErrors[payload[0]]

@@ -68,8 +68,11 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []OpResult {
 		}
 		if wait == nil || out[i].Err != nil {
 			// Not sent, or its fate unknown: Apply validates it, and
-			// retries it under the same request id.
+			// retries it under the same request id; if that gives up, the
+			// first attempt's fate is still unknown.
+			sent := wait != nil && mayHaveApplied(out[i].Err)
 			out[i].Res, out[i].Err = s.Apply(ctx, &cmds[i])
+			out[i].Err = giveUp(sent, out[i].Err)
 		}
 	}
 	return out
