@@ -27,7 +27,7 @@ import (
 //	magic    8 bytes  "\x89IDGBAK\n" (a high first byte and a newline: a
 //	                  transfer that rewrote text is caught at once)
 //	version  1 byte   1
-//	metalen  4 bytes  big endian, 2..MaxMetaBytes
+//	metalen  4 bytes  big endian, 2..maxMetaBytes
 //	meta     metalen  JSON: Meta
 //	chunks   repeated 4-byte big-endian length (1..chunkBytes), then
 //	                  that many bytes of the state machine's own snapshot
@@ -43,8 +43,8 @@ import (
 // ErrInvalid: a backup file is damaged, truncated or not a backup at all.
 var ErrInvalid = errors.New("not a valid idemgate snapshot file")
 
-// MaxMetaBytes bounds a backup's metadata.
-const MaxMetaBytes = 64 << 10
+// maxMetaBytes bounds a backup's metadata.
+const maxMetaBytes = 64 << 10
 
 const (
 	formatVersion = 1
@@ -184,8 +184,8 @@ func (b *writer) start() error {
 	if err != nil {
 		return err
 	}
-	if len(meta) > MaxMetaBytes {
-		return fmt.Errorf("backup: metadata of %d bytes is over %d", len(meta), MaxMetaBytes)
+	if len(meta) > maxMetaBytes {
+		return fmt.Errorf("backup: metadata of %d bytes is over %d", len(meta), maxMetaBytes)
 	}
 	hdr := append(append([]byte(nil), magic...), formatVersion)
 	hdr = binary.BigEndian.AppendUint32(hdr, uint32(len(meta)))
@@ -246,12 +246,12 @@ func (b *writer) Cancel() error {
 
 func (b *writer) ID() string { return "backup" }
 
-// Reader reads a backup: the metadata, then (Read) the state
+// reader reads a backup: the metadata, then (Read) the state
 // machine's snapshot. Nothing it returns is trusted before Read has
 // returned io.EOF: only then has the whole file's checksum been checked,
 // and the end of the file found where it must be. A damaged file makes
 // Read return an error wrapping ErrInvalid instead.
-type Reader struct {
+type reader struct {
 	Meta Meta
 	r    *bufio.Reader
 	h    hash.Hash
@@ -260,9 +260,9 @@ type Reader struct {
 	err  error
 }
 
-// NewReader reads a backup's header and metadata from r.
-func NewReader(r io.Reader) (*Reader, error) {
-	br := &Reader{r: bufio.NewReaderSize(r, 64<<10), h: sha256.New()}
+// newReader reads a backup's header and metadata from r.
+func newReader(r io.Reader) (*reader, error) {
+	br := &reader{r: bufio.NewReaderSize(r, 64<<10), h: sha256.New()}
 	var hdr [headerLen]byte
 	if err := br.full(hdr[:]); err != nil {
 		return nil, err
@@ -274,8 +274,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("%w: format version %d, this build reads %d", ErrInvalid, hdr[8], formatVersion)
 	}
 	n := binary.BigEndian.Uint32(hdr[9:])
-	if n < 2 || n > MaxMetaBytes {
-		return nil, fmt.Errorf("%w: metadata length %d is outside 2..%d", ErrInvalid, n, MaxMetaBytes)
+	if n < 2 || n > maxMetaBytes {
+		return nil, fmt.Errorf("%w: metadata length %d is outside 2..%d", ErrInvalid, n, maxMetaBytes)
 	}
 	meta := make([]byte, n)
 	if err := br.full(meta); err != nil {
@@ -289,7 +289,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 
 // full reads exactly len(p) bytes into the checksum; a short file is
 // ErrInvalid.
-func (br *Reader) full(p []byte) error {
+func (br *reader) full(p []byte) error {
 	if _, err := io.ReadFull(br.r, p); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return fmt.Errorf("%w: the file ends early (truncated)", ErrInvalid)
@@ -302,7 +302,7 @@ func (br *Reader) full(p []byte) error {
 
 // Read reads the state machine's snapshot; io.EOF only once the whole file
 // checked out.
-func (br *Reader) Read(p []byte) (int, error) {
+func (br *reader) Read(p []byte) (int, error) {
 	if br.err != nil {
 		return 0, br.err
 	}
@@ -329,7 +329,7 @@ func (br *Reader) Read(p []byte) (int, error) {
 
 // next reads a chunk's length, or the end mark, the checksum and the end
 // of the file.
-func (br *Reader) next() error {
+func (br *reader) next() error {
 	var l [4]byte
 	if err := br.full(l[:]); err != nil {
 		return err
@@ -365,7 +365,7 @@ func (br *Reader) next() error {
 // the metadata names. It returns the metadata and the file's size.
 func Verify(r io.Reader) (Meta, int64, error) {
 	cr := &countingReader{r: r}
-	br, err := NewReader(cr)
+	br, err := newReader(cr)
 	if err != nil {
 		return Meta{}, cr.n, err
 	}

@@ -81,7 +81,7 @@ func TestBackupHostile(t *testing.T) {
 		{"wrong version", with(func(b []byte) []byte { b[8] = 2; return b })},
 		{"metadata length 4 GiB", with(func(b []byte) []byte { binary.BigEndian.PutUint32(b[9:], 0xffffffff); return b })},
 		{"metadata length 0", with(func(b []byte) []byte { binary.BigEndian.PutUint32(b[9:], 0); return b })},
-		{"metadata longer than the file", with(func(b []byte) []byte { binary.BigEndian.PutUint32(b[9:], MaxMetaBytes); return b })},
+		{"metadata longer than the file", with(func(b []byte) []byte { binary.BigEndian.PutUint32(b[9:], maxMetaBytes); return b })},
 		{"chunk length 4 GiB", with(func(b []byte) []byte { binary.BigEndian.PutUint32(b[firstChunk:], 0xffffffff); return b })},
 		{"chunk length one short", with(func(b []byte) []byte {
 			binary.BigEndian.PutUint32(b[firstChunk:], binary.BigEndian.Uint32(b[firstChunk:])-1)
@@ -94,7 +94,7 @@ func TestBackupHostile(t *testing.T) {
 		{"a snapshot of the state machine alone", good[firstChunk+4 : len(good)-36]},
 		{"the metadata names another index", func() []byte {
 			// A file whose checksum is right but whose metadata lies.
-			br, _ := NewReader(bytes.NewReader(good))
+			br, _ := newReader(bytes.NewReader(good))
 			payload, _ := io.ReadAll(br)
 			meta := br.Meta
 			meta.Index++
@@ -162,7 +162,7 @@ func encodeBackup(t *testing.T, meta Meta, payload []byte) []byte {
 // back: the reader follows the description, not the writer's habits.
 func TestBackupFormatByHand(t *testing.T) {
 	good := validBackup(t)
-	br, err := NewReader(bytes.NewReader(good))
+	br, err := newReader(bytes.NewReader(good))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -155,7 +155,7 @@ func restoreBackup(f *fsm.FSM, path string) error {
 		return fmt.Errorf("backup: restore: %w", err)
 	}
 	defer file.Close()
-	br, err := NewReader(file)
+	br, err := newReader(file)
 	if err != nil {
 		return err
 	}
