@@ -28,6 +28,7 @@ type benchFlags struct {
 	lock                   bench.LockConfig
 	plot, plotScenario     string
 	httpClient             string
+	breakdown              bool
 }
 
 // jsonFlag is --json. Bare (or =true, =-) it prints the JSON report on
@@ -102,6 +103,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.lock.Hold, "hold", 0, "contention: how long a client holds a lock it took (up to 1s)")
 	fs.StringVar(&f.plot, "plot", "", "sweep --plot-scenario over 1, 4, 16, 64, 256 clients on every system and draw throughput and p99 to this .svg file")
 	fs.StringVar(&f.httpClient, "http-client", "fasthttp", "the HTTP client of every request, to idemgate and the baselines: fasthttp, or std (Go's net/http, kept alive)")
+	fs.BoolVar(&f.breakdown, "breakdown", false, "instead of the scenarios: where a write's time goes, stage by stage, and its cost per operation, for SETNX over HTTP, SET NX over RESP and a gateway first request at 1, 16 and 64 clients (--duration each)")
 	fs.StringVar(&f.plotScenario, "plot-scenario", "contention", "the scenario --plot sweeps: "+strings.Join(bench.PlotScenarios, ", "))
 	if err := fs.Parse(joinJSONFile(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -188,6 +190,9 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout)
 		bench.WriteTable(stdout, rep.Results)
 	}
+	if !f.json.stdout && len(rep.Budgets) > 0 {
+		bench.PrintBudgets(stdout, rep.Budgets)
+	}
 	if jsonOut != nil {
 		if err := bench.WriteJSON(jsonOut, rep); err != nil {
 			fmt.Fprintf(stderr, "idemgate bench: --json: %v\n", err)
@@ -257,6 +262,9 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench
 			}
 		}
 		sweep(sys)
+	}
+	if f.breakdown {
+		return rep, breakdown(f, cfg, &rep)
 	}
 	baselineKV := slices.ContainsFunc(scenarios, needsKV)
 	if f.cpuprofile != "" {
@@ -427,4 +435,33 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// breakdown runs --breakdown: the write budget on a cluster the bench
+// starts, then the same writes' cost on each baseline found.
+func breakdown(f benchFlags, cfg bench.RunConfig, rep *bench.Report) error {
+	err := benchOwnCluster(f, false, cfg.Progress, func(t bench.Target, _ string) {
+		rep.Budgets = bench.Breakdown(t, cfg, bench.BudgetClients)
+	})
+	if err != nil {
+		return err
+	}
+	var r *bench.Redis
+	if bin, why := bench.FindRedis(f.redis); bin == "" {
+		fmt.Fprintf(cfg.Progress, "bench: no redis baseline: %s\n", why)
+	} else if r, err = bench.StartRedis(bin); err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: no redis baseline: %v\n", err)
+	} else {
+		defer r.Stop()
+	}
+	var e *bench.Etcd
+	if bin, why := bench.FindEtcd(f.etcd, cfg.Progress); bin == "" {
+		fmt.Fprintf(cfg.Progress, "bench: no etcd baseline: %s\n", why)
+	} else if e, err = bench.StartEtcd(bin, 3); err != nil {
+		fmt.Fprintf(cfg.Progress, "bench: no etcd baseline: %v\n", err)
+	} else {
+		defer e.Stop()
+	}
+	rep.Budgets = append(rep.Budgets, bench.BaselineBreakdown(r, e, cfg, bench.BudgetClients)...)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -296,5 +297,76 @@ func TestBenchScaleSmall(t *testing.T) {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, stdout.String())
 		}
+	}
+}
+
+// TestBenchBreakdown: --breakdown measures every workload at each client
+// count on a real cluster, and each budget adds up: the Raft stages of a
+// write were seen (a leader log write, AppendEntries to each follower, a
+// commit), every command was queued and woken once, one Raft entry holds
+// at least one command, and the raft.db commits per operation are the
+// batches' on each of the three nodes.
+func TestBenchBreakdown(t *testing.T) {
+	var out, progress bytes.Buffer
+	f := benchFlags{nodes: 3, duration: 300 * time.Millisecond, redis: "off", etcd: "off", breakdown: true, lock: bench.DefaultLockConfig()}
+	cfg := bench.RunConfig{Duration: f.duration, Progress: &progress}
+	var rep bench.Report
+	if err := breakdown(f, cfg, &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, w := range []string{"SETNX over HTTP", "SET NX over RESP", "gateway first request"} {
+		for _, n := range bench.BudgetClients {
+			want[fmt.Sprintf("%s/%d", w, n)] = true
+		}
+	}
+	stage := func(b bench.Budget, name string) bench.StageStat {
+		for _, s := range b.Stages {
+			if strings.TrimSpace(s.Stage) == name {
+				return s
+			}
+		}
+		t.Fatalf("%s: no stage %q", b.Name, name)
+		return bench.StageStat{}
+	}
+	for _, b := range rep.Budgets {
+		delete(want, fmt.Sprintf("%s/%d", b.Name, b.Clients))
+		if b.Ops == 0 || b.Errors != 0 {
+			t.Fatalf("%s at %d clients: %d ops, %d errors (%s)", b.Name, b.Clients, b.Ops, b.Errors, b.Err)
+		}
+		calls := 1.0
+		if b.Name == "gateway first request" {
+			calls = 2 // begin and complete
+		}
+		for _, name := range []string{"wait for the batch in flight (group commit)", "answer → caller running"} {
+			if s := stage(b, name); s.PerOp < calls*0.99 || s.PerOp > calls*1.01 {
+				t.Errorf("%s at %d clients: %q %.3f per op, want %.0f", b.Name, b.Clients, name, s.PerOp, calls)
+			}
+		}
+		batches := stage(b, "Raft: batch hand-off → answer").PerOp
+		if batches <= 0 || batches > calls*1.01 {
+			t.Errorf("%s at %d clients: %.3f Raft entries per op, want (0, %.0f]", b.Name, b.Clients, batches, calls)
+		}
+		for _, name := range []string{"leader log write + fsync", "dispatch → commit (quorum)"} {
+			if s := stage(b, name); s.Count == 0 || s.Mean <= 0 {
+				t.Errorf("%s at %d clients: stage %q unseen: %+v", b.Name, b.Clients, name, s)
+			}
+		}
+		if s := stage(b, "AppendEntries round trip"); s.PerOp < 2*batches*0.9 {
+			t.Errorf("%s at %d clients: %.3f AppendEntries per op for %.3f entries: want one per follower", b.Name, b.Clients, s.PerOp, batches)
+		}
+		if b.LogCommitsPerOp < 3*batches*0.9 {
+			t.Errorf("%s at %d clients: %.3f raft.db commits per op for %.3f entries on 3 nodes", b.Name, b.Clients, b.LogCommitsPerOp, batches)
+		}
+		if b.CPUPerOp <= 0 || b.AllocsPerOp <= 0 {
+			t.Errorf("%s at %d clients: CPU %v, %f allocations per op", b.Name, b.Clients, b.CPUPerOp, b.AllocsPerOp)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("budgets missing: %v", want)
+	}
+	bench.PrintBudgets(&out, rep.Budgets)
+	if !strings.Contains(out.String(), "leader log write + fsync") {
+		t.Errorf("the printed budget lacks its stages:\n%s", out.String())
 	}
 }

@@ -22,6 +22,8 @@ type Report struct {
 	// each of SweepClients clients.
 	SweepScenario string  `json:"sweep_scenario,omitempty"`
 	Sweep         []Stats `json:"sweep,omitempty"`
+	// Budgets is the --breakdown measurement.
+	Budgets []Budget `json:"budgets,omitempty"`
 }
 
 // Machine is what the figures were measured on.

@@ -92,6 +92,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	first := true
+	defer measureSince(stageApply, time.Now())
 	return leaderCall(s, ctx, fwdApply,
 		func() []byte {
 			if first {
@@ -153,7 +154,11 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		} else if addr, id := s.raft.LeaderWithID(); addr != "" {
 			sawLeader, leaderless = true, time.Time{}
 			var raw []byte
+			forwarded := time.Now()
 			raw, err = s.forward(ctx, string(id), string(addr), kind, payload())
+			if kind == fwdApply {
+				measureSince(stageForward, forwarded)
+			}
 			if err == nil {
 				out, err = decode(raw)
 			}

@@ -30,11 +30,12 @@ const maxInFlight = 1
 
 // proposal is one command waiting for its result.
 type proposal struct {
-	data  []byte
-	start time.Time
-	done  chan struct{} // closed once res or err is set
-	res   *fsm.Result
-	err   error
+	data     []byte
+	start    time.Time
+	answered time.Time     // when done was closed
+	done     chan struct{} // closed once res or err is set
+	res      *fsm.Result
+	err      error
 }
 
 type coalescer struct {
@@ -66,6 +67,7 @@ func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, er
 	return func(ctx context.Context) (*fsm.Result, error) {
 		select {
 		case <-p.done:
+			measureSince(stageWake, p.answered)
 			return p.res, p.err
 		case <-c.s.closing:
 			return nil, ErrShutdown
@@ -128,9 +130,14 @@ func (c *coalescer) propose(batch []*proposal, slot bool) {
 		}
 		data = fsm.EncodeBatch(cmds)
 	}
+	proposed := time.Now()
+	for _, p := range batch {
+		measureSince(stageQueued, p.start)
+	}
 	f := c.s.raft.Apply(data, c.s.cfg.ApplyTimeout)
 	go func() {
 		err := mapRaftErr(f.Error())
+		measureSince(stageRaft, proposed)
 		if slot {
 			<-c.slots
 		}
@@ -154,6 +161,7 @@ func (c *coalescer) propose(batch []*proposal, slot bool) {
 				p.res = results[i]
 				c.s.metrics.applyDuration.Observe(now.Sub(p.start).Seconds())
 			}
+			p.answered = now
 			close(p.done)
 		}
 		c.s.metrics.batchSize.Observe(float64(len(batch)))

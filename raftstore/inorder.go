@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -58,6 +59,7 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []OpResult {
 			data[i] = cmds[i].Encode(make([]byte, 0, 64+len(cmds[i].Key)+len(cmds[i].Value)))
 		}
 	}
+	start := time.Now()
 	waits := s.sendInOrder(ctx, data)
 	for i, wait := range waits {
 		if out[i].Err != nil {
@@ -65,6 +67,9 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []OpResult {
 		}
 		if wait != nil {
 			out[i].Res, out[i].Err = wait(ctx)
+			if out[i].Err == nil {
+				measureSince(stageApply, start) // else Apply below measures its own
+			}
 		}
 		if wait == nil || out[i].Err != nil {
 			// Not sent, or its fate unknown: Apply validates it, and
