@@ -39,9 +39,15 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
 			return 2
 		}
+		// The node's store settings, as serve makes them (what depends on
+		// a default or another section is checked there).
+		s := node.Settings{File: file, Node: n, DataDir: file.DataDirFor(n.ID)}
+		if _, err := node.StoreConfig(s); err != nil {
+			fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+			return 2
+		}
 		// The node's certificate and key, where this machine has them
 		// (a workstation holds every node's; a node only its own).
-		s := node.Settings{File: file, Node: n}
 		if file.TLS != nil {
 			if _, err := os.Stat(file.Path(file.TLS.Cert, n.ID)); err != nil {
 				continue
