@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
-	"github.com/idemgate/idemgate/node"
+	"github.com/idemgate/idemgate/internal/democluster"
 )
 
 type benchFlags struct {
@@ -84,8 +84,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return benchScaleCmd(args, stdout, stderr)
 	}
 	f := benchFlags{lock: bench.DefaultLockConfig()}
+	const usage = "idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json [FILE]] [--plot FILE.svg] [--target URLS --api URLS]"
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.target, "target", "", "gateway base URLs of a running cluster, comma-separated (default: start one)")
 	fs.StringVar(&f.api, "api", "", "API base URLs of that cluster, comma-separated (required with --target)")
 	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, resp, comma-separated, or all; or scale alone (see --scenario scale --help)")
@@ -105,15 +105,8 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.httpClient, "http-client", "fasthttp", "the HTTP client of every request, to idemgate and the baselines: fasthttp, or std (Go's net/http, kept alive)")
 	fs.BoolVar(&f.breakdown, "breakdown", false, "instead of the scenarios: where a write's time goes, stage by stage, and its cost per operation, for SETNX over HTTP, SET NX over RESP and a gateway first request at 1, 16 and 64 clients (--duration each)")
 	fs.StringVar(&f.plotScenario, "plot-scenario", "contention", "the scenario --plot sweeps: "+strings.Join(bench.PlotScenarios, ", "))
-	if err := fs.Parse(joinJSONFile(args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json [FILE]] [--plot FILE.svg] [--target URLS --api URLS]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
-		return 2
+	if _, code, ok := commandLine(fs, "bench", usage, "", joinJSONFile(args), stdout, stderr); !ok {
+		return code
 	}
 	scenarioSet := false
 	fs.Visit(func(fl *flag.Flag) { scenarioSet = scenarioSet || fl.Name == "scenario" })
@@ -122,9 +115,6 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		scenarios = nil // --plot alone: only the sweep
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "idemgate bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
 	case err != nil:
 		fmt.Fprintf(stderr, "idemgate bench: --scenario: %v\n", err)
 		return 2
@@ -342,7 +332,7 @@ func benchOwnCluster(f benchFlags, secure bool, progress io.Writer, use func(t b
 		return err
 	}
 	defer pay.Stop()
-	nodes, file, err := node.StartLocal(dir, f.nodes, pay.Addr(), secure)
+	nodes, file, err := democluster.Start(dir, f.nodes, pay.Addr(), secure)
 	if err != nil {
 		return err
 	}

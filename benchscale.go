@@ -12,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/bench"
 )
 
-const scaleUsage = "usage: idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--etcd auto|off|PATH] [--dir DIR [--keep]] [--json [FILE]]"
+const scaleUsage = "idemgate bench --scenario scale --keys N [--clients N] [--duration D] [--due-keys N] [--load bulk|network] [--etcd auto|off|PATH] [--dir DIR [--keep]] [--json [FILE]]"
 
 // maxScaleKeys bounds --keys: 100 million keys of 100 bytes are tens of GB
 // on each of three nodes.
@@ -26,7 +26,6 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	var scenario string
 	var jsonOpt jsonFlag
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&scenario, "scenario", "scale", "scale")
 	fs.IntVar(&cfg.Keys, "keys", 1_000_000, "keys to load (100-byte values, each with a 24h TTL)")
 	fs.IntVar(&cfg.Clients, "clients", 64, "writers in the load phases (one command in flight each)")
@@ -38,20 +37,10 @@ func benchScaleCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Dir, "dir", "", "work directory (default: a new temporary one, removed afterwards)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the work directory (data, logs, cluster file)")
 	fs.Var(&jsonOpt, "json", "bare: print the figures as JSON instead of the report; --json FILE: also write them to FILE")
-	if err := fs.Parse(joinJSONFile(args)); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprintln(stdout, scaleUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate bench: %v\n", err)
-		return 2
+	if _, code, ok := commandLine(fs, "bench", scaleUsage, "", joinJSONFile(args), stdout, stderr); !ok {
+		return code
 	}
 	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "idemgate bench: unexpected argument %q\n", fs.Arg(0))
-		return 2
 	case scenario != "scale":
 		fmt.Fprintln(stderr, "idemgate bench: --scenario: scale runs alone (its own processes, minutes of disk load)")
 		return 2

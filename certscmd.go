@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,24 +19,17 @@ import (
 // certsCmd is `idemgate certs`: the cluster CA (created if absent, reused
 // otherwise) and a certificate per node of the cluster file.
 func certsCmd(args []string, stdout, stderr io.Writer) int {
+	const usage = "idemgate certs --config FILE [--out DIR] [--hosts H,...] [--node ID]"
 	fs := flag.NewFlagSet("certs", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	configPath := fs.String("config", "", "the cluster file (required)")
 	out := fs.String("out", "", "directory for the files (default: the directory of tls.ca in the file, else certs/ beside the file)")
 	hosts := fs.String("hosts", "", "extra host names or IPs for every node's certificate, comma-separated")
 	only := fs.String("node", "", "issue a new certificate for this node only (a node added again after its removal needs one: the old one is refused)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate certs --config FILE [--out DIR] [--hosts H,...] [--node ID]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate certs: %v\n", err)
-		return 2
+	if _, code, ok := commandLine(fs, "certs", usage, "", args, stdout, stderr); !ok {
+		return code
 	}
-	if *configPath == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "idemgate certs: --config: required (usage: idemgate certs --config FILE [--out DIR] [--hosts H,...] [--node ID])")
+	if *configPath == "" {
+		fmt.Fprintf(stderr, "idemgate certs: --config: required (usage: %s)\n", usage)
 		return 2
 	}
 	file, err := config.Load(*configPath)
@@ -133,19 +125,12 @@ const tokenIndent = "    "
 // tokenCmd is `idemgate token`: a new API secret and the config entry that
 // holds its hash (the file never holds the secret).
 func tokenCmd(args []string, stdout, stderr io.Writer) int {
+	const usage = "idemgate token --role admin|app|read [--name N]"
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	role := fs.String("role", "", "admin, app or read (required)")
 	name := fs.String("name", "", "the token's name in logs (default: the role and 4 random hex digits)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate token --role admin|app|read [--name N]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate token: %v\n", err)
-		return 2
+	if _, code, ok := commandLine(fs, "token", usage, "", args, stdout, stderr); !ok {
+		return code
 	}
 	switch *role {
 	case "admin", "app", "read":

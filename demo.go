@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
-	"github.com/idemgate/idemgate/node"
+	"github.com/idemgate/idemgate/internal/democluster"
 )
 
 type demoFlags struct {
@@ -19,22 +18,15 @@ type demoFlags struct {
 
 func demoCmd(args []string, stdout, stderr io.Writer) int {
 	var f demoFlags
+	const usage = "idemgate demo [--users N] [--nodes N] [--no-kill] [--without-idemgate]"
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.IntVar(&f.users, "users", 3700, "users who each pay once (clicking two or three times)")
 	fs.IntVar(&f.nodes, "nodes", 3, "cluster nodes (1-7)")
 	fs.IntVar(&f.concurrency, "concurrency", 128, "users clicking at the same moment")
 	fs.BoolVar(&f.noKill, "no-kill", false, "do not kill the leader partway through")
 	fs.BoolVar(&f.without, "without-idemgate", false, "also send the same clicks straight to the payment service, side by side")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate demo [--users N] [--nodes N] [--no-kill] [--without-idemgate]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		fmt.Fprintf(stderr, "idemgate demo: %v\n", err)
-		return 2
+	if _, code, ok := commandLine(fs, "demo", usage, "", args, stdout, stderr); !ok {
+		return code
 	}
 	switch {
 	case f.users < 1 || f.users > 1_000_000:
@@ -94,7 +86,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		cols = append(cols, bench.IncidentColumn{Title: "without idemgate", Res: res, Charges: pay.Charges()})
 	}
 
-	nodes, file, err := node.StartLocal(dir, f.nodes, pay.Addr(), false)
+	nodes, file, err := democluster.Start(dir, f.nodes, pay.Addr(), false)
 	if err != nil {
 		return false, err
 	}
@@ -133,7 +125,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	col := bench.IncidentColumn{Title: "with idemgate", Res: res, Charges: pay.Charges(), Gateway: true}
 	for _, n := range nodes {
 		if n != nil {
-			col.Waits += node.SumCounter(n, "idemgate_in_flight_waits_total")
+			col.Waits += democluster.SumCounter(n, "idemgate_in_flight_waits_total")
 		}
 	}
 	cols = append(cols, col)

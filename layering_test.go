@@ -20,7 +20,8 @@ var layers = [][]string{
 	{"internal/memstore", "auth", "internal/httpx"},
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
-	{"", "examples/payments"}, // "": the idemgate command itself
+	{"internal/democluster"},
+	{"", "examples/payments", "tests/e2e"}, // "": the idemgate command itself
 }
 
 // testOnly are packages no production package may import.

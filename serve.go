@@ -29,10 +29,13 @@ type serveFlags struct {
 	bootstrap, join               bool
 }
 
-func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
-	var f serveFlags
+// serveUsage is the first line of `idemgate serve -h`.
+const serveUsage = "idemgate serve [--config FILE --node ID] [flags]"
+
+// parseServeFlags parses the command line of `idemgate serve`; ok false
+// means it has answered (-h, or a bad command line) with code.
+func parseServeFlags(args []string, stdout, stderr io.Writer) (f serveFlags, code int, ok bool) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported in one line by the caller
 	fs.StringVar(&f.configPath, "config", "", "cluster file (YAML); without it: the embedded single-node default")
 	fs.StringVar(&f.nodeID, "node", "", "this node's id in the cluster file (required with --config when the file has several nodes)")
 	fs.StringVar(&f.listen, "listen", "", "gateway listener address (overrides the file)")
@@ -44,21 +47,14 @@ func parseServeFlags(args []string, stdout io.Writer) (serveFlags, error) {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text (key=value) or json (one object per line)")
 	fs.BoolVar(&f.bootstrap, "bootstrap", false, "form a new cluster of the file's nodes when this node has no data and every node of the file answers and holds none (a new cluster's first start; ignored once the node holds data)")
 	fs.BoolVar(&f.join, "join", false, "wait to be added to a running cluster (POST /v1/cluster/nodes on a member): what a node with no data does without --bootstrap")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, "usage: idemgate serve [--config FILE --node ID] [flags]")
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-		}
-		return f, err
-	}
-	if fs.NArg() > 0 {
-		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if _, code, ok := commandLine(fs, "serve", serveUsage, "", args, stdout, stderr); !ok {
+		return f, code, false
 	}
 	if f.bootstrap && f.join {
-		return f, errors.New("--bootstrap and --join: a node either forms a new cluster or joins one")
+		fmt.Fprintln(stderr, "idemgate serve: --bootstrap and --join: a node either forms a new cluster or joins one")
+		return f, 2, false
 	}
-	return f, nil
+	return f, 0, true
 }
 
 func resolveNode(f serveFlags) (node.Settings, error) {
@@ -128,13 +124,9 @@ func resolveNode(f serveFlags) (node.Settings, error) {
 }
 
 func serveCmd(args []string, stdout, stderr io.Writer) int {
-	flags, err := parseServeFlags(args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "idemgate serve: %v\n", err)
-		return 2
+	flags, code, ok := parseServeFlags(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	logger, err := newLogger(stderr, flags.logLevel, flags.logFormat)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/idemgate/idemgate/internal/democluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/node"
 )
 
 // The cluster every test and example of this package calls: three nodes
@@ -44,7 +44,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	nodes, _, err := node.StartLocal(dir, 3, upstream.Addr, false)
+	nodes, _, err := democluster.Start(dir, 3, upstream.Addr, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "client tests: start the cluster:", err)
 		return 1

@@ -43,6 +43,8 @@ const (
 	TypeKVExpire
 	TypeClusterID
 	TypeMemberRemoved
+	TypeKVRead
+	TypeKVTx
 	typeEnd
 )
 
@@ -79,6 +81,9 @@ type spec struct {
 	// retry under the id is answered with the first result (reqid.go).
 	// What changes nothing when applied again is not remembered.
 	remembered bool
+	// tx: a transaction (kv_tx.go) may hold it: a command of the KV
+	// keyspace.
+	tx bool
 	// diskLow: proposed even while the disk guard refuses writes
 	// (package raftstore): it frees space, or it is a few bytes, once,
 	// that the cluster's safety needs.
@@ -118,19 +123,19 @@ var commands = [typeEnd]spec{
 		key: true, remembered: true, apply: (*applier).tokenConsume},
 	// Version: the version a SetCAS expects (0: the key must not exist).
 	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags,
-		key: true, remembered: true, check: checkKVSet, apply: (*applier).kvSet},
+		key: true, remembered: true, tx: true, check: checkKVSet, apply: (*applier).kvSet},
 	// Version (0: any): compare-and-delete, for both.
 	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion,
-		key: true, remembered: true, apply: (*applier).kvGetDel},
+		key: true, remembered: true, tx: true, apply: (*applier).kvGetDel},
 	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion,
-		key: true, remembered: true, apply: (*applier).kvDelete},
+		key: true, remembered: true, tx: true, apply: (*applier).kvDelete},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
 	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue,
-		key: true, remembered: true, check: checkKVIncr, apply: (*applier).kvIncr},
+		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr},
 	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
 	// EXPIRE, PERSIST).
 	TypeKVExpire: {name: "kv_expire", uses: fKey | fTTL | fFlags,
-		key: true, remembered: true, check: checkKVExpire, apply: (*applier).kvExpire},
+		key: true, remembered: true, tx: true, check: checkKVExpire, apply: (*applier).kvExpire},
 	// Value: the 16-byte id; applied only while the state holds none
 	// (cluster.go).
 	TypeClusterID: {name: "cluster_id", uses: fValue,
@@ -139,6 +144,13 @@ var commands = [typeEnd]spec{
 	// each (cluster.go).
 	TypeMemberRemoved: {name: "member_removed", uses: fKey | fValue,
 		key: true, diskLow: true, check: checkMemberRemoved, apply: (*applier).memberRemoved},
+	// A read in the log, a transaction's (kv_tx.go); Flags: FlagReadValue.
+	TypeKVRead: {name: "kv_read", uses: fKey | fFlags,
+		key: true, tx: true, check: checkKVRead, apply: (*applier).kvRead},
+	// Value: the watches and the commands (kv_tx.go); Version: the bytes
+	// of values its results may carry.
+	TypeKVTx: {name: "kv_tx", uses: fValue | fVersion,
+		remembered: true, check: checkKVTx, apply: (*applier).kvTx},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -14,11 +14,13 @@ import (
 // properties are the rules the state machine and its proposer followed
 // before they were one table: which commands a request id makes apply once
 // (all but no-ops, sweeps and the cluster's facts), which pass the disk
-// guard (sweeps and the cluster's facts) and which need a key.
+// guard (sweeps and the cluster's facts) and which need a key; a
+// transaction holds the KV keyspace's commands, each of one key.
 func TestCommandTable(t *testing.T) {
-	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
+	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
-	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true}
+	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true}
+	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
 		s := typ.spec()
@@ -40,6 +42,9 @@ func TestCommandTable(t *testing.T) {
 		}
 		if s.key == keyless[typ] {
 			t.Errorf("%s: needs a key = %v", typ, s.key)
+		}
+		if InTx(typ) != inTx[typ] || (s.tx && !s.key) {
+			t.Errorf("%s: a transaction may hold it = %v", typ, InTx(typ))
 		}
 		if s.key && s.uses&fKey == 0 {
 			t.Errorf("%s needs a key it does not use", typ)
@@ -131,6 +136,9 @@ func tableSamples() map[Type]*Command {
 		TypeKVExpire:      KVExpireCommand([]byte("n"), time.Hour, FlagExpireNX),
 		TypeClusterID:     ClusterIDCommand(ClusterID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
 		TypeMemberRemoved: MemberRemovedCommand("n3", []Fingerprint{fp}),
+		TypeKVRead:        KVReadCommand([]byte("short"), true),
+		TypeKVTx: KVTxCommand(TxRequest{Watches: []Watch{{Key: []byte("n"), Version: 2}},
+			Commands: []*Command{KVIncrCommand([]byte("n"), 1), KVReadCommand([]byte("n"), true)}, ReplyBudget: 100}),
 	}
 }
 

@@ -30,6 +30,10 @@ var (
 	// ErrUnchanged: a conditional change (an expire with NX, XX, GT or LT,
 	// removing a lifetime the key does not have) changed nothing.
 	ErrUnchanged = errors.New("condition not met: nothing changed")
+	// ErrReplyTooLarge: a transaction's command was not applied, because
+	// the value it answers would take the transaction's results past the
+	// bytes they may carry (kv_tx.go).
+	ErrReplyTooLarge = errors.New("the transaction's replies are over the bytes they may carry")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

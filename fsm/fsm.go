@@ -372,6 +372,7 @@ type applier struct {
 	gen          *bolt.Bucket // the current generation, once opened
 	genNo        int64
 	clusterSet   ClusterID // the cluster id this batch gave, if it did
+	readOnly     bool      // a read of the applied state (ReadTx), in a read-only transaction
 }
 
 // applyEntry applies one command entry: a command, or a batch of them.

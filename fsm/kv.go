@@ -48,13 +48,17 @@ func decodeKV(v []byte) (KVEntry, bool) {
 }
 
 // liveKV returns the key's entry if it exists at now (Value aliases the
-// transaction's memory); an expired key is deleted on the spot.
+// transaction's memory); an expired key is deleted on the spot, unless the
+// applier only reads (ReadTx).
 func (a *applier) liveKV(tx *bolt.Tx, key []byte) (KVEntry, bool, error) {
 	e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
 	if !ok {
 		return KVEntry{}, false, nil
 	}
 	if e.ExpiresAt != 0 && e.ExpiresAt <= a.now {
+		if a.readOnly {
+			return KVEntry{}, false, nil // the sweeper, or the next write, removes it
+		}
 		if err := a.deleteKV(tx, key, e.ExpiresAt); err != nil {
 			return KVEntry{}, false, err
 		}

@@ -94,7 +94,7 @@ const (
 func noEffect(code Code) bool {
 	switch code {
 	case CodeExists, CodeNotFound, CodeVersionMismatch, CodeFenceMismatch, CodeWrongState,
-		CodeBadCommand, CodeNotInteger, CodeOverflow, CodeUnchanged, codeReread:
+		CodeBadCommand, CodeNotInteger, CodeOverflow, CodeUnchanged, CodeReplyTooLarge, codeReread:
 		return true
 	}
 	return false

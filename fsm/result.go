@@ -24,12 +24,15 @@ const (
 	CodeNotInteger // an increment of a value that is not a decimal integer
 	CodeOverflow   // an increment past the range of a 64-bit integer
 	CodeUnchanged  // a conditional change whose condition did not hold
+	// CodeReplyTooLarge: a transaction's command whose value would take
+	// the transaction's results past its reply budget; not applied.
+	CodeReplyTooLarge
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

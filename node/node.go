@@ -24,7 +24,7 @@ import (
 
 // Node is one running idemgate node: the store, the gateway and API
 // listeners, and the metrics registry. `idemgate serve` runs one; the demo
-// and the bench run several in one process (StartLocal).
+// and the bench run several in one process (internal/democluster).
 type Node struct {
 	ID    string
 	Store *raftstore.Store

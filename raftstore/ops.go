@@ -127,6 +127,34 @@ func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []OpRes
 	return out
 }
 
+// ApplyTx applies a transaction (MULTI/EXEC, fsm.KVTxCommand) as one
+// command under one request id, so a retry applies it once. A reserved
+// key among its commands or watches refuses it whole (ErrReservedKey)
+// before anything is proposed; one over the store's command size is
+// ErrTooLarge, nothing proposed either.
+func (s Commands) ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, error) {
+	if err := CheckTxKeys(r); err != nil {
+		return nil, err
+	}
+	return s.Propose(ctx, fsm.KVTxCommand(r))
+}
+
+// CheckTxKeys refuses a transaction that names a reserved key
+// (ErrReservedKey), among its commands or its watches.
+func CheckTxKeys(r fsm.TxRequest) error {
+	for _, w := range r.Watches {
+		if err := CheckKVKey(w.Key); err != nil {
+			return err
+		}
+	}
+	for _, c := range r.Commands {
+		if err := CheckKVKey(c.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // inOrder applies cmds, in order, into out: through the store's Pipeline,
 // or one after the other.
 func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []OpResult) {

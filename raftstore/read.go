@@ -223,6 +223,17 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 	return s.fsm.KV(key, time.Now())
 }
 
+// LocalTx answers a transaction of reads only (MULTI/EXEC of GETs, WATCH
+// included) from this node's applied state (fsm.FSM.ReadTx): the caller
+// runs the barrier first to make it linearizable, as for local KV reads.
+// A reserved key is refused (ErrReservedKey).
+func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
+	if err := CheckTxKeys(r); err != nil {
+		return nil, err
+	}
+	return s.fsm.ReadTx(r, time.Now())
+}
+
 // Changed returns a channel closed at this node's next apply: a waiter
 // re-reads the local state when it fires.
 func (s *Store) Changed() <-chan struct{} { return s.wrap.changed() }

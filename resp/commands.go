@@ -30,6 +30,9 @@ type command struct {
 	conn                    func(c *conn, args [][]byte)
 	read                    func(c *conn, ctx context.Context, args [][]byte)
 	plan                    func(c *conn, args [][]byte) plan
+	// txRead is a read's plan inside a transaction: reads in the log
+	// (commands_multi.go). A read without one cannot be queued.
+	txRead func(args [][]byte) plan
 }
 
 // commands is the table, by lowercase name; filled in init (commands_*.go
@@ -44,7 +47,7 @@ func register(cmds ...*command) {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"watch", "unwatch", "eval", "evalsha", "eval_ro",
+var unsupported = []string{"eval", "evalsha", "eval_ro",
 	"evalsha_ro", "fcall", "fcall_ro", "function", "script", "subscribe", "psubscribe", "ssubscribe",
 	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
 

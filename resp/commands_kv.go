@@ -13,18 +13,21 @@ import (
 // The KV keyspace's commands: the keys /v1/kv serves.
 
 func init() {
-	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte)) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1, read: fn}
+	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *command {
+		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
+			read: fn, txRead: tx}
 	}
 	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
 		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
 	}
 	register(
-		rd("get", 2, 1, cmdGet),
-		rd("mget", -2, -1, cmdMGet),
-		rd("exists", -2, -1, cmdExists),
-		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) }),
-		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) }),
+		rd("get", 2, 1, cmdGet, txGet),
+		rd("mget", -2, -1, cmdMGet, txMGet),
+		rd("exists", -2, -1, cmdExists, txExists),
+		rd("ttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Second) },
+			func(a [][]byte) plan { return txTTL(a, time.Second) }),
+		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) },
+			func(a [][]byte) plan { return txTTL(a, time.Millisecond) }),
 		wr("set", -3, 1, planSet),
 		wr("setnx", 3, 1, planSetNX),
 		wr("getdel", 2, 1, planGetDel),
@@ -50,36 +53,83 @@ func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error)
 	return e, err == nil, err
 }
 
+// Each read answers from a key's entry, whether read here (after the
+// pipeline's barrier) or inside a transaction, where it is a read in the
+// log (fsm.KVReadCommand) and readOf gives the entry.
+
+// readOf is the entry a transaction's read found.
+func readOf(r raftstore.OpResult) (fsm.KVEntry, bool, error) {
+	switch {
+	case r.Err != nil:
+		return fsm.KVEntry{}, false, r.Err
+	case r.Res.Code == fsm.CodeNotFound:
+		return fsm.KVEntry{}, false, nil
+	case r.Res.Code != fsm.CodeOK:
+		return fsm.KVEntry{}, false, r.Res.Err()
+	}
+	return fsm.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Value: r.Res.Value}, true, nil
+}
+
+// txReads is a plan of one read in the log per key, answered by answer
+// with the entries found.
+func txReads(keys [][]byte, value bool, answer func(w *writer, es []fsm.KVEntry, oks []bool)) plan {
+	ops := make([]*fsm.Command, len(keys))
+	for i, k := range keys {
+		ops[i] = fsm.KVReadCommand(k, value)
+	}
+	return plan{ops: ops, answer: func(w *writer, r []raftstore.OpResult) {
+		es, oks := make([]fsm.KVEntry, len(r)), make([]bool, len(r))
+		for i := range r {
+			var err error
+			if es[i], oks[i], err = readOf(r[i]); err != nil {
+				w.errorLine(errorReply(err))
+				return
+			}
+		}
+		answer(w, es, oks)
+	}}
+}
+
 func cmdGet(c *conn, ctx context.Context, a [][]byte) {
 	e, ok, err := c.local(ctx, a[1])
-	switch {
-	case err != nil:
+	if err != nil {
 		c.w.errorLine(errorReply(err))
-	case !ok:
-		c.w.null()
-	default:
-		c.w.bulk(e.Value)
+		return
 	}
+	answerGet(&c.w, e, ok)
+}
+
+func txGet(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answerGet(w, es[0], oks[0]) })
+}
+
+func answerGet(w *writer, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.null()
+		return
+	}
+	w.bulk(e.Value)
 }
 
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
-	vals := make([][]byte, len(a)-1)
-	found := make([]bool, len(a)-1)
+	es := make([]fsm.KVEntry, len(a)-1)
+	oks := make([]bool, len(a)-1)
 	for i, k := range a[1:] {
-		e, ok, err := c.local(ctx, k)
-		if err != nil {
+		var err error
+		if es[i], oks[i], err = c.local(ctx, k); err != nil {
 			c.w.errorLine(errorReply(err))
 			return
 		}
-		vals[i], found[i] = e.Value, ok
 	}
-	c.w.array(len(vals))
-	for i, v := range vals {
-		if found[i] {
-			c.w.bulk(v)
-		} else {
-			c.w.null()
-		}
+	answerMGet(&c.w, es, oks)
+}
+
+func txMGet(a [][]byte) plan { return txReads(a[1:], true, answerMGet) }
+
+func answerMGet(w *writer, es []fsm.KVEntry, oks []bool) {
+	w.array(len(es))
+	for i, e := range es {
+		answerGet(w, e, oks[i])
 	}
 }
 
@@ -96,20 +146,41 @@ func cmdExists(c *conn, ctx context.Context, a [][]byte) {
 	c.w.integer(int64(n))
 }
 
-// ttl answers TTL (unit second) or PTTL: -2 without the key, -1 without a
-// lifetime, else what is left, rounded as Redis rounds it.
+func txExists(a [][]byte) plan {
+	return txReads(a[1:], false, func(w *writer, _ []fsm.KVEntry, oks []bool) {
+		n := 0
+		for _, ok := range oks {
+			n += boolInt(ok)
+		}
+		w.integer(int64(n))
+	})
+}
+
+// ttl answers TTL (unit second) or PTTL.
 func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
 	e, ok, err := c.local(ctx, key)
-	switch {
-	case err != nil:
+	if err != nil {
 		c.w.errorLine(errorReply(err))
+		return
+	}
+	answerTTL(&c.w, e, ok, unit)
+}
+
+func txTTL(a [][]byte, unit time.Duration) plan {
+	return txReads(a[1:2], false, func(w *writer, es []fsm.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit) })
+}
+
+// answerTTL: -2 without the key, -1 without a lifetime, else what is
+// left, rounded as Redis rounds it.
+func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration) {
+	switch {
 	case !ok:
-		c.w.integer(-2)
+		w.integer(-2)
 	case e.ExpiresAt == 0:
-		c.w.integer(-1)
+		w.integer(-1)
 	default:
 		left := max(time.Until(time.Unix(0, e.ExpiresAt)), 0)
-		c.w.integer(int64((left + unit/2) / unit))
+		w.integer(int64((left + unit/2) / unit))
 	}
 }
 

@@ -1,36 +1,46 @@
 package resp
 
-import "strings"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 
-// MULTI without transactions. idemgate does not run transactions yet, but
-// a client that sends MULTI means the commands behind it to be applied
-// together at EXEC or not at all. Run one by one, they would be applied
-// while the client is told the transaction failed, and a client that then
-// retries applies them twice. So a MULTI opens a transaction that can only
-// be discarded: every command until EXEC or DISCARD is answered with an
-// error and not run (as Redis answers a command that cannot be queued),
-// and EXEC answers EXECABORT, Redis's reply to a transaction with such
-// errors. Nothing between MULTI and EXEC is ever applied.
-//
-// MULTI itself answers +OK, as Redis does: a client reads its reply, each
-// command's and EXEC's in order whatever MULTI answered, only if MULTI
-// succeeded. go-redis's TxPipelined stops reading at a MULTI error and can
-// hand the connection back to its pool with EXEC's reply unread, so the
-// next command would read the wrong reply; after +OK it reads every
-// reply, and reports EXECABORT for each command. redis-py's pipeline
-// raises the first command's error once EXEC answers EXECABORT, and
-// ioredis's multi() rejects with EXEC's error (the others in
-// previousErrors): each reports failure, none applies anything.
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, with Redis 7's
+// semantics. After MULTI each command is checked as it arrives (the
+// command exists, its arity, the grant may run it: Redis's queue-time
+// errors) and answered +QUEUED, or its error, which makes EXEC answer
+// EXECABORT. At EXEC the queued commands are planned (their syntax
+// errors are then errors inside EXEC's reply, as in Redis) and their KV
+// commands, reads included, go to the store as ONE state machine command
+// (fsm.KVTxCommand), with the keys WATCH saw: every replica applies it
+// whole at one point of the log, or, when a watched key changed since
+// WATCH, not at all (EXEC answers a null array). A command that fails
+// when applied (INCR of a word) fails alone; the others apply. The
+// connection's own commands (PING, CLIENT SETNAME, ...) queued among them
+// run at EXEC, in their place. So a client that was told EXEC failed has
+// had none of its writes applied; one told it timed out does not know, as
+// for any write.
 const (
-	msgNotQueued   = "ERR not queued and not run: MULTI/EXEC transactions are not supported by idemgate, so EXEC will discard this one; use SET NX, SET ... GET, GETDEL, INCR or IDEM.CONSUME for atomic steps"
 	msgExecAbort   = "EXECABORT Transaction discarded because of previous errors."
 	msgNestedMulti = "ERR MULTI calls can not be nested"
 	msgWatchInside = "ERR WATCH inside MULTI is not allowed"
+	msgNoTx        = "ERR %s cannot run inside a transaction in idemgate: it is not a command of the KV keyspace; run it before MULTI or after EXEC"
+	msgTxCommands  = "ERR transaction too large: at most %d commands may be queued; EXEC will discard it"
+	msgTxBytes     = "ERR transaction too large: at most %d bytes of arguments may be queued; EXEC will discard it"
+	msgTooMany     = "ERR too many watched keys: at most %d; EXEC, DISCARD or UNWATCH first"
 )
 
 // multiState is an open MULTI's.
 type multiState struct {
-	refused int // commands answered with an error since MULTI
+	queued []request
+	cmds   []*command
+	bytes  int
+	dirty  bool // a command was refused when queued: EXEC aborts
 }
 
 func init() {
@@ -42,32 +52,90 @@ func init() {
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR EXEC without MULTI") }},
 		&command{name: "discard", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR DISCARD without MULTI") }},
+		&command{name: "watch", arity: -2, kind: kindConn, flags: flags, firstKey: 1, lastKey: -1, step: 1, conn: cmdWatch},
+		&command{name: "unwatch", arity: 1, kind: kindConn, flags: flags,
+			conn: func(c *conn, _ [][]byte) { c.unwatch(); c.w.ok() }},
 	)
 }
 
-// inMulti answers a request made while a MULTI is open. Nothing it asks
-// for is run: EXEC and DISCARD end the transaction, QUIT the connection;
-// the rest are refused, as Redis refuses what it cannot queue (a nested
-// MULTI and a WATCH are refused without spoiling an empty transaction,
-// as in Redis; an EXEC that cannot run ends it with Redis's EXECABORT).
+// watched is a connection's watches, in the order given, and their keys.
+type watched struct {
+	list []fsm.Watch
+	keys map[string]struct{}
+}
+
+// cmdWatch reads what it watches after a barrier (unless READONLY), so
+// what it saw is no older than any write acknowledged before it. (Not a
+// read of the pipeline's: COMMAND would list it readonly, which it is not
+// in Redis.)
+func cmdWatch(c *conn, a [][]byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	if !c.readonly && !mutantNoReadBarrier {
+		if err := c.s.store.Barrier(ctx); err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+	}
+	var add []fsm.Watch
+	for _, k := range a[1:] {
+		if _, dup := c.watches.keys[string(k)]; dup {
+			continue // the first WATCH of a key is the one that counts, as in Redis
+		}
+		if err := raftstore.CheckKVKey(k); err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+		e, ok, err := c.local(ctx, k)
+		if err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+		w := fsm.Watch{Key: k}
+		if ok {
+			w.Version, w.ExpiresAt = e.Version, e.ExpiresAt
+		}
+		add = append(add, w)
+	}
+	if len(c.watches.list)+len(add) > c.s.cfg.MaxWatches {
+		c.w.errorLine(fmt.Sprintf(msgTooMany, c.s.cfg.MaxWatches))
+		return
+	}
+	if c.watches.keys == nil {
+		c.watches.keys = map[string]struct{}{}
+	}
+	for _, w := range add {
+		if _, dup := c.watches.keys[string(w.Key)]; !dup { // WATCH k k
+			c.watches.keys[string(w.Key)] = struct{}{}
+			c.watches.list = append(c.watches.list, w)
+		}
+	}
+	c.w.ok()
+}
+
+func (c *conn) unwatch() { c.watches = watched{} }
+
+// inMulti answers a request made while a MULTI is open: EXEC and DISCARD
+// end the transaction, QUIT the connection, a nested MULTI and a WATCH
+// are refused without spoiling it (as in Redis); every other command is
+// queued, or refused and the transaction spoiled.
 func (c *conn) inMulti(r request) {
 	errs := c.w.errors
 	cmd, refusal := c.check(r.args)
 	name := c.lastCmd
 	switch {
 	case name == "exec":
-		switch {
-		case refusal != "":
+		if refusal != "" {
 			c.w.errorLine("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(refusal, "ERR "))
-		case c.multi.refused == 0:
-			c.w.array(0) // an empty transaction: nothing to apply
-		default:
-			c.w.errorLine(msgExecAbort)
+			c.multi = nil
+			c.unwatch()
+			break
 		}
-		c.multi = nil
+		c.exec()
 	case refusal == "" && name == "discard":
 		c.w.ok()
 		c.multi = nil
+		c.unwatch()
 	case refusal == "" && name == "quit":
 		cmd.conn(c, r.args)
 	case refusal == "" && name == "multi":
@@ -76,10 +144,179 @@ func (c *conn) inMulti(r request) {
 		c.w.errorLine(msgWatchInside)
 	default:
 		if refusal == "" {
-			refusal = msgNotQueued
+			refusal = c.queue(cmd, r)
 		}
-		c.w.errorLine(refusal)
-		c.multi.refused++
+		if refusal != "" {
+			c.w.errorLine(refusal)
+			c.multi.dirty = true
+			break
+		}
+		c.w.simple("QUEUED")
 	}
 	c.done(r, name, c.w.errors != errs)
 }
+
+// queue adds a checked command to the transaction; the refusal when it
+// cannot run in one or the transaction is full. A write is planned here
+// once to learn whether its commands are the state machine's KV commands
+// a transaction may hold (a form token is not), and again at EXEC, where
+// its syntax error, if any, is answered as Redis answers it.
+func (c *conn) queue(cmd *command, r request) string {
+	m := c.multi
+	if !c.queueable(cmd, r.args) {
+		return fmt.Sprintf(msgNoTx, strings.ToUpper(cmd.name))
+	}
+	size := 0
+	for _, a := range r.args {
+		size += len(a)
+	}
+	switch {
+	case len(m.queued) >= c.s.cfg.MaxTxCommands:
+		return fmt.Sprintf(msgTxCommands, c.s.cfg.MaxTxCommands)
+	case m.bytes+size > c.s.cfg.MaxTxBytes:
+		return fmt.Sprintf(msgTxBytes, c.s.cfg.MaxTxBytes)
+	}
+	m.queued, m.cmds, m.bytes = append(m.queued, r), append(m.cmds, cmd), m.bytes+size
+	return ""
+}
+
+// queueable reports whether a command can run inside a transaction.
+func (c *conn) queueable(cmd *command, args [][]byte) bool {
+	switch cmd.kind {
+	case kindRead:
+		return cmd.txRead != nil
+	case kindWrite:
+		p := cmd.plan(c, args)
+		if p.direct != nil {
+			return false
+		}
+		for _, op := range p.ops {
+			if !fsm.InTx(op.Type) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// step is one queued command made ready at EXEC.
+type step struct {
+	cmd  *command
+	args [][]byte
+	p    plan // a KV command's: its ops are the transaction's
+}
+
+// exec ends the transaction: it aborts one spoiled when queued, or
+// applies it as one command and answers each queued command in its place.
+// Every KV command is planned before the connection's commands among them
+// run (they run while the replies are written, and not at all when a
+// watch fails): none of those changes how a KV command is planned.
+func (c *conn) exec() {
+	m := c.multi
+	c.multi = nil
+	watches := c.watches.list
+	c.unwatch()
+	if m.dirty {
+		c.w.errorLine(msgExecAbort)
+		return
+	}
+	steps := make([]step, len(m.queued))
+	var ops []*fsm.Command
+	for i, r := range m.queued {
+		s := step{cmd: m.cmds[i], args: r.args}
+		switch s.cmd.kind {
+		case kindRead:
+			s.p = s.cmd.txRead(r.args)
+		case kindWrite:
+			s.p = s.cmd.plan(c, r.args)
+		}
+		for _, op := range s.p.ops {
+			if err := raftstore.CheckKVKey(op.Key); err != nil { // refused whole, as outside a transaction
+				s.p = plan{err: errorReply(err)}
+				break
+			}
+		}
+		ops = append(ops, s.p.ops...)
+		steps[i] = s
+	}
+	var results fsm.Results
+	if len(ops) > 0 || len(watches) > 0 {
+		res, err := c.applyTx(fsm.TxRequest{Watches: watches, Commands: ops,
+			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)})
+		switch {
+		case errors.Is(err, raftstore.ErrTooLarge):
+			c.w.errorLine("EXECABORT Transaction discarded because of: the transaction is too large for the store (" + err.Error() + "); nothing was applied")
+			return
+		case err != nil:
+			c.w.errorLine(errorReply(err))
+			return
+		case res.Code == fsm.CodeVersionMismatch: // a watched key changed
+			c.w.nullArray()
+			return
+		}
+		if results, err = fsm.TxResults(res); err == nil && len(results) != len(ops) {
+			err = fmt.Errorf("%w: %d results for %d commands", fsm.ErrBadCommand, len(results), len(ops))
+		}
+		if err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
+	}
+	c.w.array(len(steps))
+	for _, s := range steps {
+		switch {
+		case s.cmd.kind == kindConn:
+			s.cmd.conn(c, s.args)
+		case s.p.err != "":
+			c.w.errorLine(s.p.err)
+		default:
+			rs := make([]raftstore.OpResult, len(s.p.ops))
+			for i := range rs {
+				rs[i].Res = results[i]
+			}
+			results = results[len(rs):]
+			s.p.answer(&c.w, rs)
+		}
+	}
+}
+
+// applyTx applies a transaction as one command through the log; one of
+// reads only (watches included) is answered from this node's state in one
+// read after a barrier (none after READONLY, as for every read), as the log
+// would answer it: it changes nothing, so it needs no entry.
+func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	if mutantTxOneByOne {
+		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
+	}
+	for _, op := range r.Commands {
+		if op.Type != fsm.TypeKVRead {
+			return c.s.store.ApplyTx(ctx, r)
+		}
+	}
+	if !c.readonly && !mutantNoReadBarrier {
+		if err := c.s.store.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.s.store.LocalTx(r)
+}
+
+// oneByOne is the planted bug's transaction result (mutants.go): the
+// results of commands applied one by one.
+func oneByOne(rs []raftstore.OpResult) (*fsm.Result, error) {
+	out := make(fsm.Results, len(rs))
+	for i, r := range rs {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		out[i] = r.Res
+	}
+	return fsm.EncodeTxResults(out), nil
+}
+
+// txResultOverhead bounds the bytes of a transaction's result per command
+// beside its value (fsm.Result.Encode, and its length): the reply budget
+// leaves room for them, so a result fits in what forwarding carries back.
+const txResultOverhead = 48

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // Config configures the listener.
@@ -36,6 +38,13 @@ type Config struct {
 	IdleTimeout  time.Duration
 	ReadTimeout  time.Duration
 	WriteTimeout time.Duration
+	// MaxTxCommands and MaxTxBytes bound what one connection may queue
+	// between MULTI and EXEC (commands, and bytes of their arguments);
+	// past either the command is refused and EXEC answers EXECABORT.
+	// MaxWatches bounds the keys one connection watches.
+	MaxTxCommands int
+	MaxTxBytes    int
+	MaxWatches    int
 	// MaxConnsPerIP bounds the connections from one client address; more
 	// get "-ERR max number of clients reached" and are closed.
 	MaxConnsPerIP int
@@ -72,6 +81,9 @@ func DefaultConfig() Config {
 		IdleTimeout:      5 * time.Minute,
 		ReadTimeout:      10 * time.Second,
 		WriteTimeout:     10 * time.Second,
+		MaxTxCommands:    10000,
+		MaxTxBytes:       8 << 20,
+		MaxWatches:       10000,
 		MaxConnsPerIP:    1024,
 		OpTimeout:        5 * time.Second,
 	}
@@ -88,6 +100,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: ReadTimeout, WriteTimeout and OpTimeout must be positive, IdleTimeout not negative")
 	case c.MaxConnsPerIP <= 0:
 		return fmt.Errorf("resp: MaxConnsPerIP must be positive")
+	case c.MaxTxCommands <= 0 || c.MaxTxCommands > fsm.MaxTxCommands:
+		return fmt.Errorf("resp: MaxTxCommands must be 1 to %d", fsm.MaxTxCommands)
+	case c.MaxWatches <= 0 || c.MaxWatches > fsm.MaxTxWatches:
+		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
+	case c.MaxTxBytes <= 0:
+		return fmt.Errorf("resp: MaxTxBytes must be positive")
 	}
 	return nil
 }

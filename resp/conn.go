@@ -35,6 +35,7 @@ type conn struct {
 	quit    bool // QUIT: close once the replies so far are written
 	lastCmd string
 	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
+	watches watched     // the keys WATCH saw, until EXEC, DISCARD or UNWATCH
 }
 
 // request is one command as read.

@@ -8,7 +8,9 @@
 // It owns the wire (reader.go parses, writer.go answers), the commands
 // (commands*.go), the order of a connection's pipeline (pipeline.go:
 // replies in request order, effects in request order, the writes of a
-// pipeline handed to the leader together), the connections and their
+// pipeline handed to the leader together), transactions
+// (commands_multi.go: MULTI/EXEC as one state machine command), the
+// connections and their
 // limits (server.go) and its metrics. It never reaches below the store's
 // interface into Raft or the state machine, and it never imports the
 // HTTP listeners: authorization comes in as a function (Config.Auth).

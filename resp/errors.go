@@ -19,7 +19,7 @@ const (
 	msgDBRange      = "ERR DB index is out of range"
 	msgNoProto      = "NOPROTO unsupported protocol version"
 	msgMaxClients   = "ERR max number of clients reached"
-	msgNotSupported = "ERR %s is not supported by idemgate: each command is atomic on its own; use SET NX, SET ... GET, GETDEL, INCR or IDEM.CONSUME for atomic steps"
+	msgNotSupported = "ERR %s is not supported by idemgate: use MULTI/EXEC (with WATCH), SET NX, SET ... GET, GETDEL, INCR or IDEM.CONSUME for atomic steps"
 )
 
 // storeErrors is the one table from the store's errors to replies: the

@@ -18,8 +18,9 @@ import (
 )
 
 // TestLinearizableAcrossLeaderKill: nine go-redis clients, three per node,
-// run SET, SET NX GET, GET and GETDEL on three keys while the leader (its
-// listener and its store) is killed midway; the history, as the clients
+// run SET, SET NX GET, GET and GETDEL on three keys, each alone or as the
+// one command of a MULTI/EXEC transaction (a read then goes through the
+// log), while the leader (its listener and its store) is killed midway; the history, as the clients
 // saw it, must be linearizable (history.ValueModel). A write whose reply
 // never came is "unknown": it may or may not have happened. A read that
 // failed did nothing and is left out.
@@ -63,38 +64,49 @@ func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
 				in := history.Input{Key: fmt.Sprint("k", rng.IntN(3)), Value: fmt.Sprintf("c%d-%d", id, n)}
 				var out history.Output
 				var err error
+				// The command runs alone, or queued in a transaction:
+				// then its result is there once EXEC answered.
+				var cmds redis.Cmdable = c
+				run := func(cmd redis.Cmder) error { return cmd.Err() }
+				if rng.IntN(2) == 0 {
+					tx := c.TxPipeline()
+					cmds = tx
+					run = func(cmd redis.Cmder) error {
+						if _, err := tx.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+							return err
+						}
+						return cmd.Err()
+					}
+				}
 				call := now()
 				switch rng.IntN(4) {
 				case 0:
 					in.Kind = history.Set
-					err = c.Set(ctx, in.Key, in.Value, 0).Err()
+					err = run(cmds.Set(ctx, in.Key, in.Value, 0))
 					out.OK = err == nil
 				case 1:
 					in.Kind = history.SetNX
-					var old string
-					old, err = c.SetArgs(ctx, in.Key, in.Value, redis.SetArgs{Mode: "NX", Get: true}).Result()
-					if errors.Is(err, redis.Nil) {
+					cmd := cmds.SetArgs(ctx, in.Key, in.Value, redis.SetArgs{Mode: "NX", Get: true})
+					if err = run(cmd); errors.Is(err, redis.Nil) {
 						out.OK, err = true, nil
 					} else {
-						out.Value = old
+						out.Value = cmd.Val()
 					}
 				case 2:
 					in.Kind = history.Get
-					var v string
-					v, err = c.Get(ctx, in.Key).Result()
-					if errors.Is(err, redis.Nil) {
+					cmd := cmds.Get(ctx, in.Key)
+					if err = run(cmd); errors.Is(err, redis.Nil) {
 						err = nil
 					} else {
-						out.OK, out.Value = true, v
+						out.OK, out.Value = true, cmd.Val()
 					}
 				default:
 					in.Kind = history.GetDel
-					var v string
-					v, err = c.GetDel(ctx, in.Key).Result()
-					if errors.Is(err, redis.Nil) {
+					cmd := cmds.GetDel(ctx, in.Key)
+					if err = run(cmd); errors.Is(err, redis.Nil) {
 						err = nil
 					} else {
-						out.OK, out.Value = true, v
+						out.OK, out.Value = true, cmd.Val()
 					}
 				}
 				ret := now()

@@ -8,4 +8,7 @@ const (
 	// mutantNoReadBarrier serves reads from this node's applied state
 	// without the barrier: a follower can answer stale.
 	mutantNoReadBarrier = false
+	// mutantTxOneByOne applies a transaction's commands as a pipeline of
+	// commands of their own, not as one: others interleave with them.
+	mutantTxOneByOne = false
 )

@@ -3,4 +3,7 @@
 package resp
 
 // The planted bugs (see mutants.go), settable in this build only.
-var mutantNoReadBarrier bool
+var (
+	mutantNoReadBarrier bool
+	mutantTxOneByOne    bool
+)

@@ -22,3 +22,18 @@ func TestNoReadBarrierIsCaught(t *testing.T) {
 	}
 	t.Fatal("the planted bug (reads without a barrier) was not caught in 5 histories")
 }
+
+// TestPlantedTxOneByOneIsCaught: with the planted bug (a transaction's
+// commands applied one by one), the atomicity test sees a half-applied
+// transaction within a few runs.
+func TestPlantedTxOneByOneIsCaught(t *testing.T) {
+	mutantTxOneByOne = true
+	defer func() { mutantTxOneByOne = false }()
+	for run := 1; run <= 3; run++ {
+		if problem := atomicHistory(t); problem != "" {
+			t.Logf("caught in run %d: %.300s", run, problem)
+			return
+		}
+	}
+	t.Fatal("the planted bug (transactions applied one by one) was not caught in 3 runs")
+}

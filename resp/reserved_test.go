@@ -28,7 +28,7 @@ func TestReservedKeysRefused(t *testing.T) {
 		"get": {rk}, "mget": {"plain", rk}, "exists": {"plain", rk}, "ttl": {rk}, "pttl": {rk},
 		"set": {rk, "evil"}, "setnx": {rk, "evil"}, "getdel": {rk}, "del": {"plain", rk}, "unlink": {rk, "plain"},
 		"incr": {rk}, "decr": {rk}, "incrby": {rk, "5"}, "decrby": {rk, "5"},
-		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk},
+		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk}, "watch": {"plain", rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {

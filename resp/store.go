@@ -24,6 +24,12 @@ type Store interface {
 	// live is answered from a linearizable read, with no log entry: SET NX
 	// on a held lock is a read.
 	ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []raftstore.OpResult
+	// ApplyTx applies a transaction (MULTI/EXEC) as one command of the
+	// state machine (fsm.KVTxCommand); its keys are checked first.
+	ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, error)
+	// LocalTx answers a transaction of reads only from this node's
+	// applied state, in one read (after Barrier, it is linearizable).
+	LocalTx(r fsm.TxRequest) (*fsm.Result, error)
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
 }

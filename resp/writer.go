@@ -67,6 +67,16 @@ func (w *writer) null() {
 
 func (w *writer) array(n int) { w.prefixed('*', int64(n)) }
 
+// nullArray is the absent array (EXEC whose watched key changed): *-1 in
+// RESP2, _ in RESP3.
+func (w *writer) nullArray() {
+	if w.proto >= 3 {
+		w.bw.WriteString("_\r\n")
+		return
+	}
+	w.bw.WriteString("*-1\r\n")
+}
+
 // mapHeader starts a map of n pairs: %n in RESP3, a flat array of 2n in
 // RESP2.
 func (w *writer) mapHeader(n int) {

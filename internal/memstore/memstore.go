@@ -126,6 +126,14 @@ func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	return s.f.KV(key, time.Now())
 }
 
+// LocalTx is raftstore.Store.LocalTx.
+func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
+	if err := raftstore.CheckTxKeys(r); err != nil {
+		return nil, err
+	}
+	return s.f.ReadTx(r, time.Now())
+}
+
 // NodeAPI is raftstore.Store.NodeAPI.
 func (s *Store) NodeAPI(id string) (string, bool) {
 	e, err := s.f.KV(raftstore.NodeAPIKey(id), time.Now())

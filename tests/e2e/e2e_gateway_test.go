@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -32,14 +32,9 @@ func TestE2EGatewayProcesses(t *testing.T) {
 `)
 	ids, apis, gws := c.ids, c.apis, c.gws
 	nodes := startNodes(t, bin, c.path, ids, apis)
-	leader := ""
-	waitFor(t, "a leader", 20*time.Second, func() bool {
-		code, _, body, err := httpDo("GET", "http://"+apis["n1"]+"/v1/cluster", "")
-		var cl struct{ Leader string }
-		json.Unmarshal([]byte(body), &cl)
-		leader = cl.Leader
-		return err == nil && code == 200 && leader != ""
-	})
+	// Every node must know the leader: requests go to random nodes, and a
+	// node that has known no leader for an election timeout answers 503.
+	leader := waitClusterReady(t, c, ids)
 	waitFor(t, "gateways", 10*time.Second, func() bool {
 		for _, id := range ids {
 			if _, _, _, err := httpDo("GET", "http://"+gws[id]+"/_idem/tokens", ""); err != nil {

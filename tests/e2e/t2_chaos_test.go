@@ -1,6 +1,6 @@
 //go:build chaos
 
-package main
+package e2e
 
 import (
 	"context"
@@ -42,13 +42,13 @@ import (
 // -artifacts under -outputdir (kept), otherwise in a directory of their own
 // that a failed run keeps and names.
 //
-//	IDEMGATE_T2=3m go test -tags chaos -count=1 -run TestT2 -v -timeout 30m .
+//	IDEMGATE_T2=3m go test -tags chaos -count=1 -run TestT2 -v -timeout 30m ./tests/e2e/
 func TestT2(t *testing.T) {
 	duration := 2 * time.Minute
 	if d, err := time.ParseDuration(os.Getenv("IDEMGATE_T2")); err == nil && d > 0 {
 		duration = d
 	}
-	bin := chaosBinary(t)
+	bin := idemgateBinary(t, "chaos")
 	up := testsupport.Start(t)
 	up.Delay.Store(int64(2 * time.Millisecond))
 	dir := t.TempDir()
@@ -219,14 +219,6 @@ func t2LogDir(t *testing.T) string {
 		os.RemoveAll(dir)
 	})
 	return dir
-}
-
-func chaosBinary(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "idemgate-chaos")
-	if out, err := exec.Command("go", "build", "-tags", "chaos", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags chaos: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // start runs a node; wrap, if set, prefixes the command (prlimit) and env

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // TestREADME runs the shell examples of README.md and of the docs/ pages it
 // links, as printed, against the processes they start: a reader who copies

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,33 +19,6 @@ import (
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 )
-
-// buildBinary builds the real idemgate binary once per test run.
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-func idemgateBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "idemgate-e2e-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "idemgate")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
 
 // freePorts returns n distinct free loopback addresses (demo.go's helper).
 func freePorts(t *testing.T, n int) []string {

@@ -1,4 +1,9 @@
-package node
+// Package democluster starts a cluster of idemgate nodes inside this
+// process, on free loopback ports: the demo's and the bench's cluster, and
+// the one tests use when they want real nodes without processes. The
+// serve path never uses it: a served node is one node.Node of a cluster
+// file.
+package democluster
 
 import (
 	"errors"
@@ -14,13 +19,14 @@ import (
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/loopback"
+	"github.com/idemgate/idemgate/node"
 )
 
-// StartLocal starts n nodes on free loopback ports, data in dir, in front of
-// upstream: the demo's and the bench's cluster. secure
+// Start starts n nodes on free loopback ports, data in dir, in front of
+// upstream, and waits until every one is ready. secure
 // makes a CA and node certificates in dir/certs and turns TLS on for the
 // Raft ports (mutual), the API and the gateway listeners.
-func StartLocal(dir string, n int, upstream string, secure bool) ([]*Node, *config.File, error) {
+func Start(dir string, n int, upstream string, secure bool) ([]*node.Node, *config.File, error) {
 	ports, err := loopback.FreeAddrs(4 * n)
 	if err != nil {
 		return nil, nil, err
@@ -55,13 +61,13 @@ routes:
 		return nil, nil, err
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var nodes []*Node
+	var nodes []*node.Node
 	for _, cn := range file.Nodes {
-		s := Settings{File: file, Node: cn, DataDir: file.DataDirFor(cn.ID), Bootstrap: true}
+		s := node.Settings{File: file, Node: cn, DataDir: file.DataDirFor(cn.ID), Bootstrap: true}
 		err := s.LoadTLS()
-		var nd *Node
+		var nd *node.Node
 		if err == nil {
-			nd, err = Start(s, quiet)
+			nd, err = node.Start(s, quiet)
 		}
 		if err != nil {
 			for _, x := range nodes {
@@ -88,7 +94,7 @@ routes:
 }
 
 // SumCounter sums every series of the counter name in n's registry.
-func SumCounter(n *Node, name string) float64 {
+func SumCounter(n *node.Node, name string) float64 {
 	families, err := n.Reg.Gather()
 	if err != nil {
 		return 0

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 // The deploy files (deploy/alerts.yaml, deploy/systemd/idemgate.service)
 // kept true: every metric an alert names is one a node registers, and the
@@ -22,8 +22,8 @@ import (
 	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/idemgate/idemgate/internal/democluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/node"
 )
 
 // alertRules is the part of a Prometheus rule file the checks read.
@@ -96,7 +96,7 @@ func TestAlertsNameRegisteredMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	nodes, _, err := node.StartLocal(t.TempDir(), 3, "127.0.0.1:1", false)
+	nodes, _, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestAlertSeriesExistFromStart(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 
-	nodes, file, err := node.StartLocal(t.TempDir(), 3, "127.0.0.1:1", false)
+	nodes, file, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
