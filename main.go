@@ -94,6 +94,9 @@ func versionCmd(args []string, stdout, stderr io.Writer) int {
 
 func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "idemgate %s (%s, %s/%s)\n", version.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if version.Commit != "" { // a release build: what it was stamped with
+		fmt.Fprintf(w, "  commit=%s\n  date=%s\n", version.Commit, version.Date)
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" || s.Key == "vcs.time" || s.Key == "vcs.modified" {

@@ -55,6 +55,11 @@ type API struct {
 	hosts   hostAllowList
 }
 
+// wrapHandler, set only by this package's tests before any listener
+// starts, wraps every API listener's handler: openapi_test.go holds each
+// request and its answer against the OpenAPI document there.
+var wrapHandler func(fasthttp.RequestHandler) fasthttp.RequestHandler
+
 // New builds the API listener over store; gatherer serves /metrics.
 func New(cfg Config, store Store, tok *tokens.Service, gatherer prometheus.Gatherer) *API {
 	if cfg.Logger == nil {
@@ -66,7 +71,11 @@ func New(cfg Config, store Store, tok *tokens.Service, gatherer prometheus.Gathe
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger, hosts: newHostAllowList(cfg.Hosts),
 		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
-	a.Listener = httpx.NewListener("api listener", cfg.Addr, a.Handle, cfg.Limits, cfg.Logger)
+	h := fasthttp.RequestHandler(a.Handle)
+	if wrapHandler != nil {
+		h = wrapHandler(h)
+	}
+	a.Listener = httpx.NewListener("api listener", cfg.Addr, h, cfg.Limits, cfg.Logger)
 	a.bodies = httpx.NewBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return a
 }
@@ -130,21 +139,13 @@ func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 	switch {
 	case path == "/healthz":
-		if !a.store.Alive() {
-			httpx.WriteProblem(ctx, httpx.NotAlive, "this node's Raft or state machine has stopped (see its log); restart it")
-			return
-		}
-		ctx.SetContentType("text/plain; charset=utf-8")
-		ctx.SetBodyString("ok\n")
+		a.only(ctx, method, "GET", a.healthz)
 	case path == "/readyz":
-		if why := a.store.NotReady(); why != "" {
-			httpx.WriteProblem(ctx, httpx.NotReady, why)
-			return
-		}
-		ctx.SetContentType("text/plain; charset=utf-8")
-		ctx.SetBodyString("ready\n")
+		a.only(ctx, method, "GET", a.readyz)
 	case path == "/metrics":
-		a.metrics(ctx)
+		a.only(ctx, method, "GET", a.metrics)
+	case path == openAPIPath:
+		a.only(ctx, method, "GET", a.openAPI)
 	case path == "/v1/tokens":
 		a.only(ctx, method, "POST", a.issueToken)
 	case path == "/v1/tokens/consume":
@@ -177,6 +178,24 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 	default:
 		httpx.WriteProblem(ctx, httpx.NotFound, "no such endpoint: "+path)
 	}
+}
+
+func (a *API) healthz(ctx *fasthttp.RequestCtx) {
+	if !a.store.Alive() {
+		httpx.WriteProblem(ctx, httpx.NotAlive, "this node's Raft or state machine has stopped (see its log); restart it")
+		return
+	}
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.SetBodyString("ok\n")
+}
+
+func (a *API) readyz(ctx *fasthttp.RequestCtx) {
+	if why := a.store.NotReady(); why != "" {
+		httpx.WriteProblem(ctx, httpx.NotReady, why)
+		return
+	}
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.SetBodyString("ready\n")
 }
 
 func (a *API) only(ctx *fasthttp.RequestCtx, method, want string, h fasthttp.RequestHandler) {

@@ -118,6 +118,9 @@ func TestAPIKV(t *testing.T) {
 		{"PUT", u[1] + "/v1/kv/order-1?nx=1&ttl=2562047h", "other", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[1] + "/v1/kv/order-1?nx=1", "again", nil, 409, "charged", "", true},
 		{"PUT", u[2] + "/v1/kv/order-1", "again", []string{"If-None-Match", "*"}, 409, "charged", "", true},
+		// Only * is a condition the store can check: a version would be
+		// ignored, and the key overwritten.
+		{"PUT", u[2] + "/v1/kv/order-1", "again", []string{"If-None-Match", `"1"`}, 400, "", "bad-request", false},
 		{"GET", u[2] + "/v1/kv/order-1", "", nil, 200, "charged", "", true},
 		{"PUT", u[1] + "/v1/kv/order-1", "cas", []string{"If-Match", `"999"`}, 412, "", "version-mismatch", false},
 		{"PUT", u[1] + "/v1/kv/order-1", "cas", []string{"If-Match", "garbage"}, 400, "", "invalid-version", false},

@@ -56,6 +56,9 @@ type clusterJSON struct {
 	Nodes        []nodeJSON `json:"nodes"`
 	CommitIndex  uint64     `json:"commit_index"`
 	AppliedIndex uint64     `json:"applied_index"`
+	// Version is the build the node asked runs (each node's is in its
+	// GET /v1/status): during a rolling upgrade, which node runs what.
+	Version string `json:"version"`
 }
 
 // nodeJSON is one member in clusterJSON.
@@ -88,7 +91,7 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 	leader, _ := a.store.Leader()
 	commit, applied := a.store.Indexes()
 	out := clusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []nodeJSON{},
-		CommitIndex: commit, AppliedIndex: applied}
+		CommitIndex: commit, AppliedIndex: applied, Version: a.cfg.Version}
 	for _, s := range view.Servers {
 		out.Nodes = append(out.Nodes, nodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
 			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Lag: s.Lag, Removed: s.Removed})

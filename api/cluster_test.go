@@ -108,8 +108,8 @@ func TestAPIMethodNotAllowedSaysAllow(t *testing.T) {
 	t.Parallel()
 	ac := startAPIs(t, 1, nil)
 	for path, allow := range map[string]string{
-		"/v1/kv/k":                    "GET, PUT, DELETE",
-		"/v1/records/pay/k":           "GET, DELETE",
+		"/v1/kv/k":                    "GET, HEAD, PUT, DELETE",
+		"/v1/records/pay/k":           "GET, HEAD, DELETE",
 		"/v1/cluster":                 "GET, HEAD",
 		"/v1/cluster/nodes/n1":        "DELETE",
 		"/v1/cluster/nodes/x/promote": "POST",

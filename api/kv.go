@@ -45,8 +45,8 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 	case "DELETE":
 		a.kvDelete(ctx, key)
 	default:
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, PUT or DELETE")
-		ctx.Response.Header.Set("Allow", "GET, PUT, DELETE")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD, PUT or DELETE")
+		ctx.Response.Header.Set("Allow", "GET, HEAD, PUT, DELETE")
 	}
 }
 
@@ -89,8 +89,15 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	if nx {
 		mode = fsm.SetNX
 	}
-	if string(ctx.Request.Header.Peek("If-None-Match")) == "*" {
+	switch inm := ctx.Request.Header.Peek("If-None-Match"); {
+	case string(inm) == "*":
 		mode = fsm.SetNX
+	case len(inm) > 0:
+		// A version here would mean "unless the key is at it", which no
+		// command does: ignoring it would overwrite what the caller meant
+		// to keep.
+		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("If-None-Match: %.64q: only * (set when absent) is supported", inm))
+		return
 	}
 	if v, ok := ifMatch(ctx); !ok {
 		return

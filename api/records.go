@@ -48,48 +48,63 @@ func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
 		return
 	}
 	rk := fsm.RecordKey(scope, tenant, key)
+	switch method {
+	case "GET", "HEAD":
+		a.recordGet(ctx, rk, scope, tenant, key)
+	case "DELETE":
+		a.recordRelease(ctx, rk, scope, tenant, key)
+	default:
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD or DELETE")
+		ctx.Response.Header.Set("Allow", "GET, HEAD, DELETE")
+	}
+}
+
+func (a *API) recordGet(ctx *fasthttp.RequestCtx, rk []byte, scope, tenant, key string) {
+	c, cancel := a.opCtx() // a read: an Idempotency-Key header means nothing here
+	defer cancel()
+	rec, err := a.store.Record(c, rk, false)
+	if recordFailed(ctx, err) {
+		return
+	}
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, recordJSON{
+		Scope: scope, Tenant: tenant, Key: key, State: rec.State.String(),
+		Fingerprint: hex.EncodeToString(rec.Fingerprint), Fence: rec.Fence,
+		CreatedAt: httpx.RFC3339(nsTime(rec.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(rec.UpdatedAt)),
+		ExpiresAt: httpx.RFC3339(nsTime(rec.ExpiresAt)), Deadline: httpx.RFC3339(nsTime(rec.Deadline)),
+		StatusCode: rec.Status, BodyStored: rec.State == fsm.StateCompleted && !rec.BodyDropped,
+		BodyBytes: len(rec.Body), Damaged: rec.Verify() != nil,
+	})
+}
+
+// recordFailed answers err, the store's answer about a record: 404 when
+// there is none; false when err is nil.
+func recordFailed(ctx *fasthttp.RequestCtx, err error) bool {
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		httpx.WriteProblem(ctx, httpx.NotFound, "no such record")
+	case err != nil:
+		httpx.WriteError(ctx, err)
+	default:
+		return false
+	}
+	return true
+}
+
+func (a *API) recordRelease(ctx *fasthttp.RequestCtx, rk []byte, scope, tenant, key string) {
 	c, cancel, ok := a.writeCtx(ctx)
 	if !ok {
 		return
 	}
 	defer cancel()
-	switch method {
-	case "GET":
-		rec, err := a.store.Record(c, rk, false)
-		switch {
-		case errors.Is(err, fsm.ErrNotFound):
-			httpx.WriteProblem(ctx, httpx.NotFound, "no such record")
-		case err != nil:
-			httpx.WriteError(ctx, err)
-		default:
-			httpx.WriteJSON(ctx, fasthttp.StatusOK, recordJSON{
-				Scope: scope, Tenant: tenant, Key: key, State: rec.State.String(),
-				Fingerprint: hex.EncodeToString(rec.Fingerprint), Fence: rec.Fence,
-				CreatedAt: httpx.RFC3339(nsTime(rec.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(rec.UpdatedAt)),
-				ExpiresAt: httpx.RFC3339(nsTime(rec.ExpiresAt)), Deadline: httpx.RFC3339(nsTime(rec.Deadline)),
-				StatusCode: rec.Status, BodyStored: rec.State == fsm.StateCompleted && !rec.BodyDropped,
-				BodyBytes: len(rec.Body), Damaged: rec.Verify() != nil,
-			})
-		}
-	case "DELETE":
-		err := a.store.Release(c, rk, 0)
-		if err == nil {
-			// Replays are served from each node's own state, without Raft
-			// (a completed record changes only by expiry or this call): the
-			// release must be applied here before it is acknowledged, or
-			// the same request sent here next would still be replayed.
-			err = a.store.Barrier(c)
-		}
-		switch {
-		case errors.Is(err, fsm.ErrNotFound):
-			httpx.WriteProblem(ctx, httpx.NotFound, "no such record")
-		case err != nil:
-			httpx.WriteError(ctx, err)
-		default:
-			httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
-		}
-	default:
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET or DELETE")
-		ctx.Response.Header.Set("Allow", "GET, DELETE")
+	err := a.store.Release(c, rk, 0)
+	if err == nil {
+		// Replays are served from each node's own state, without Raft
+		// (a completed record changes only by expiry or this call): the
+		// release must be applied here before it is acknowledged, or
+		// the same request sent here next would still be replayed.
+		err = a.store.Barrier(c)
+	}
+	if !recordFailed(ctx, err) {
+		httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
 	}
 }

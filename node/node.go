@@ -66,7 +66,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		}
 	}()
 	n.Reg = prometheus.NewRegistry()
-	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.Reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	if err := store.Register(n.Reg); err != nil {
 		return nil, err
 	}

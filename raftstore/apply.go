@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // errRetry marks an attempt whose outcome is unknown or that reached a node
@@ -93,7 +94,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 	}
 	first := true
 	defer measureSince(stageApply, time.Now())
-	return leaderCall(s, ctx, fwdApply,
+	return leaderCall(s, ctx, transport.Apply,
 		func() []byte {
 			if first {
 				first = false
@@ -123,7 +124,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 // election timeout it answers ErrNoLeader at once, as etcd does: an
 // election under way ends well within one, and a cluster without a quorum
 // would only make the caller wait for its deadline to say the same.
-func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() []byte,
+func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, payload func() []byte,
 	local func([]byte) (T, error), decode func([]byte) (T, error)) (T, error) {
 	var zero T
 	if _, ok := ctx.Deadline(); !ok {
@@ -154,10 +155,10 @@ func leaderCall[T any](s *Store, ctx context.Context, kind byte, payload func() 
 		} else if addr, id := s.raft.LeaderWithID(); addr != "" {
 			sawLeader, leaderless = true, time.Time{}
 			var raw []byte
-			forwarded := time.Now()
+			forwardStart := time.Now()
 			raw, err = s.forward(ctx, string(id), string(addr), kind, payload())
-			if kind == fwdApply {
-				measureSince(stageForward, forwarded)
+			if kind == transport.Apply {
+				measureSince(stageForward, forwardStart)
 			}
 			if err == nil {
 				out, err = decode(raw)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // A node forms a new cluster only when told to (Config.Bootstrap), and even
@@ -113,14 +114,14 @@ func (s *Store) awaitCluster(ctx context.Context) {
 // bootstrapBlocker says why a node told to bootstrap may not yet ("" when
 // it may); held is set when a peer already holds (or waits for) a cluster,
 // so no new one may ever be formed beside it.
-func bootstrapBlocker(cfg Config, answers map[string]hello, errs map[string]error) (why string, held bool) {
+func bootstrapBlocker(cfg Config, answers map[string]transport.Hello, errs map[string]error) (why string, held bool) {
 	var silent []string
 	for _, p := range cfg.Peers {
 		if p.ID == cfg.NodeID {
 			continue
 		}
 		if h, ok := answers[p.ID]; ok {
-			if h.State != helloEmpty {
+			if h.State != transport.HelloEmpty {
 				c := h.Cluster
 				if c == "" {
 					c = "(id not yet given)"
@@ -139,9 +140,9 @@ func bootstrapBlocker(cfg Config, answers map[string]hello, errs map[string]erro
 
 func stateWords(state string) string {
 	switch state {
-	case helloMember:
+	case transport.HelloMember:
 		return "a member"
-	case helloRemoved:
+	case transport.HelloRemoved:
 		return "a removed member"
 	}
 	return "waiting to join"

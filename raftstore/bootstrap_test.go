@@ -191,7 +191,7 @@ func (l tlsLayer) Accept() (net.Conn, error) { select {} }
 func (l tlsLayer) Close() error              { return nil }
 func (l tlsLayer) Addr() net.Addr            { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 func (l tlsLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialProto(string(a), timeout, protoRaft, l.cluster, l.cfg)
+	return dialPeer(string(a), timeout, wireRaft, l.cluster, l.cfg)
 }
 
 // TestJoiningNodeCannotBePoisoned is the attack on a node waiting to be

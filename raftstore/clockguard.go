@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // The clock guard. Every command carries its leader's wall clock, and the
@@ -81,7 +82,7 @@ func (g *clockGuard) askPeers(ctx context.Context, stamp int64) (agree, asked in
 		}
 		asked++
 		go func(id, addr string) {
-			raw, err := g.s.forward(ctx, id, addr, fwdClock, nil)
+			raw, err := g.s.forward(ctx, id, addr, transport.Clock, nil)
 			ok := false
 			if err == nil && len(raw) == 8 {
 				d := stamp - int64(binary.BigEndian.Uint64(raw))

@@ -1,9 +1,7 @@
 package raftstore
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -152,9 +150,11 @@ func TestNoCoalescing(t *testing.T) {
 	}
 }
 
-// TestForwardedAppliesShareFrames: a follower's concurrent writes go to the
-// leader in batch frames, every one answered under its own request.
-func TestForwardedAppliesShareFrames(t *testing.T) {
+// TestForwardedConcurrentApplies: a follower's concurrent writes, which
+// its connection packs into batch frames (the transport's
+// TestForwardedAppliesShareFrames), each reach the leader once and are
+// answered under their own request.
+func TestForwardedConcurrentApplies(t *testing.T) {
 	c := StartTestCluster(t, 3, nil)
 	ctx := ctxT(t, 30*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
@@ -177,35 +177,12 @@ func TestForwardedAppliesShareFrames(t *testing.T) {
 	if failed.Load() != 0 {
 		t.Fatalf("%d of 3,200 forwarded SETNX failed", failed.Load())
 	}
-	if n := c.Store(leader).fwdBatches.Load(); n == 0 {
-		t.Fatal("64 concurrent clients on a follower never shared a forwarding frame")
-	}
-	t.Logf("leader received %d batch frames", c.Store(leader).fwdBatches.Load())
-}
-
-func TestApplyBatchFrame(t *testing.T) {
-	calls := []*fwdCall{{seq: 7, payload: []byte("one")}, {seq: 9, payload: nil}, {seq: 12, payload: bytes.Repeat([]byte{1}, 300)}}
-	enc := encodeApplyBatch(calls)
-	var got []*fwdCall
-	if err := decodeApplyBatch(enc, func(seq uint64, cmd []byte) { got = append(got, &fwdCall{seq: seq, payload: cmd}) }); err != nil {
-		t.Fatal(err)
-	}
-	for i := range calls {
-		if got[i].seq != calls[i].seq || !bytes.Equal(got[i].payload, calls[i].payload) {
-			t.Fatalf("entry %d: %d %q, want %d %q", i, got[i].seq, got[i].payload, calls[i].seq, calls[i].payload)
-		}
-	}
-	for name, bad := range map[string][]byte{
-		"empty":          nil,
-		"zero count":     {0},
-		"over the bound": binary.AppendUvarint(nil, maxForwardBatch+1),
-		"truncated":      enc[:len(enc)-5],
-		"trailing":       append(append([]byte(nil), enc...), 1),
-		"lying length":   append(binary.AppendUvarint(nil, 1), append(make([]byte, 8), 0xff, 0xff, 0x03)...),
-	} {
-		n := 0
-		if err := decodeApplyBatch(bad, func(uint64, []byte) { n++ }); err == nil || n != 0 {
-			t.Errorf("%s: err %v after %d entries, want an error before any", name, err, n)
+	c.WaitConverged(10 * time.Second)
+	for g := 0; g < 64; g++ {
+		for i := 0; i < 50; i++ {
+			if _, err := c.Store(leader).KV(ctx, []byte(fmt.Sprintf("f%d-%d", g, i)), false); err != nil {
+				t.Fatalf("f%d-%d on the leader: %v", g, i, err)
+			}
 		}
 	}
 }

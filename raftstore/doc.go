@@ -1,10 +1,9 @@
 // Package raftstore wires hashicorp/raft to idemgate's state machine and
 // exposes the Store the gateway calls.
 //
-// It owns the Raft transport (TCP, multiplexed with leader forwarding on the
-// node's one Raft port), the Raft log, stable and snapshot stores (opened
-// by package datadir), bootstrap and membership, and the operations the
-// faces call (Commands, over commands built by fsm's constructors, with the SETNX
+// It owns the Raft log, stable and snapshot stores (opened by package
+// datadir), bootstrap and membership, and the operations the faces call
+// (Commands, over commands built by fsm's constructors, with the SETNX
 // shortcut and one source of request ids). Any node accepts writes: a
 // follower forwards the encoded command, with its request id, to the leader
 // over one long-lived pipelined connection, and retries it after a cut
@@ -12,6 +11,11 @@
 // once. Reads are linearizable by the read-index recipe (a current-term entry
 // applied, readIndex = CommitIndex, VerifyLeader, same term, wait until
 // applied) unless the caller asks for the local state.
+//
+// The Raft port's wire (the protocol byte, frames, TLS admission, caps,
+// the forwarding client and server, hello) is package transport's; this
+// package gives it who may connect (members: its Gate), what a forwarded
+// request does (forwarded: its Handler) and what a hello says.
 //
 // A running node's backup (Store.Backup) is spooled into package backup's
 // file format; restore, recover and compact, which run on a stopped node,

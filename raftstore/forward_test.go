@@ -3,13 +3,17 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // cutForwarding closes this node's forwarding connections, failing every
@@ -19,8 +23,8 @@ func (s *Store) cutForwarding() int {
 	defer s.fwdMu.Unlock()
 	n := 0
 	for _, c := range s.fwd {
-		if c.alive() {
-			c.fail()
+		if c.Alive() {
+			c.Close()
 			n++
 		}
 	}
@@ -100,32 +104,72 @@ func forwardedRetries(t *testing.T) error {
 	return nil
 }
 
+// errorHandler answers each forwarded request with the error its payload's
+// first byte indexes.
+type errorHandler []error
+
+func (h errorHandler) Handle(_ transport.Kind, payload []byte) func() ([]byte, error) {
+	err := h[payload[0]]
+	return func() ([]byte, error) { return nil, err }
+}
+
 // TestWireErrorsKeepTheirIdentity: every error a leader sends back by code
 // is the same sentinel on the follower, message and all; an error without
-// a code keeps its message.
+// a code keeps its message; not-leader, retry and shutdown come back as the
+// store's own. Over a real forwarding connection with this store's table.
 func TestWireErrorsKeepTheirIdentity(t *testing.T) {
-	for code, known := range wireErrors {
-		if known == nil {
-			continue
-		}
-		sent := fmt.Errorf("%w: detail %d", known, code)
-		status, payload := errAnswer(sent)
-		got := answerErr(status, payload, "n1")
-		if status != statusError || !errors.Is(got, known) || got.Error() != sent.Error() {
-			t.Errorf("code %d: %v came back as %v (status %d)", code, sent, got, status)
+	type tc struct {
+		sent, want error
+		text       string // "" : the sent error's
+	}
+	var cases []tc
+	for code, known := range wireErrors.Coded {
+		if known != nil {
+			cases = append(cases, tc{sent: fmt.Errorf("%w: detail %d", known, code), want: known})
 		}
 	}
-	status, payload := errAnswer(errors.New("something else"))
-	if got := answerErr(status, payload, "n1"); got.Error() != "something else" {
-		t.Errorf("an error without a code came back as %q", got)
+	if len(cases) < 9 {
+		t.Fatalf("only %d coded errors: the table lost some", len(cases))
 	}
-	for _, tc := range []struct {
-		err  error
-		want error
-	}{{ErrNotLeader, ErrNotLeader}, {fmt.Errorf("%w: lost", errRetry), errRetry}, {ErrShutdown, errRetry}} {
-		status, payload := errAnswer(tc.err)
-		if got := answerErr(status, payload, "n1"); !errors.Is(got, tc.want) {
-			t.Errorf("%v came back as %v, want %v", tc.err, got, tc.want)
+	cases = append(cases, tc{sent: errors.New("something else")},
+		tc{sent: ErrNotLeader, want: ErrNotLeader},
+		tc{sent: fmt.Errorf("%w: lost", errRetry), want: errRetry, text: "retry: leader n1: retry: lost"},
+		tc{sent: ErrShutdown, want: errNotSent, text: "retry: not sent: leader n1 is shutting down"})
+	var sent errorHandler
+	for _, c := range cases {
+		sent = append(sent, c.sent)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := &transport.Server{Handler: sent, MaxFrame: 1 << 20, Errors: &wireErrors, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if _, err := io.ReadFull(conn, make([]byte, 1+len(fsm.ClusterID{}))); err != nil { // the preamble: the mux's part
+			conn.Close()
+			return
+		}
+		srv.Serve(conn)
+	}()
+	client, err := transport.DialForward(transport.Peer{ID: "n1", Addr: ln.Addr().String(), Timeout: 5 * time.Second}, 1<<20, &wireErrors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := ctxT(t, 30*time.Second)
+	for i, c := range cases {
+		_, got := client.Call(ctx, transport.Apply, []byte{byte(i)})
+		text := c.text
+		if text == "" {
+			text = c.sent.Error()
+		}
+		if got == nil || got.Error() != text || (c.want != nil && !errors.Is(got, c.want)) {
+			t.Errorf("%v came back as %v, want %q (is %v)", c.sent, got, text, c.want)
 		}
 	}
 }

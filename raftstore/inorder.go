@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // Applying a client's pipeline in order. A client that pipelines writes
@@ -117,7 +118,7 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 		if d == nil {
 			continue
 		}
-		wait, err := s.forwardSend(ctx, string(id), string(addr), fwdApply, d)
+		wait, err := s.forwardSend(ctx, string(id), string(addr), transport.Apply, d)
 		if err != nil {
 			break
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // Joining is pulled, not pushed. A node without a Raft configuration (an
@@ -46,7 +47,7 @@ type joiner struct {
 	asked time.Time
 	// answers are the last round's hellos by node id (errors for those
 	// that did not answer).
-	answers map[string]hello
+	answers map[string]transport.Hello
 	errs    map[string]error
 	rounds  atomic.Int64 // rounds of hellos asked (tests wait for a few)
 }
@@ -142,10 +143,10 @@ func (v *joinView) admits(node string, tls bool) bool {
 
 // ask asks the peers for their hello and updates the view. It returns the
 // answers by node id, and the errors of those that did not answer.
-func (j *joiner) ask() (map[string]hello, map[string]error) {
+func (j *joiner) ask() (map[string]transport.Hello, map[string]error) {
 	j.askMu.Lock()
 	defer j.askMu.Unlock()
-	answers, errs := map[string]hello{}, map[string]error{}
+	answers, errs := map[string]transport.Hello{}, map[string]error{}
 	targets := map[string]string{}
 	for _, p := range j.s.cfg.Peers {
 		if p.ID != j.s.cfg.NodeID {
@@ -202,17 +203,17 @@ func (j *joiner) ask() (map[string]hello, map[string]error) {
 // chooseView picks, from the hellos of a node's peers, the configuration
 // most of its own voters report alike; conflict describes a tie between
 // different ones (then there is no view).
-func chooseView(answers map[string]hello) (view *joinView, conflict string) {
+func chooseView(answers map[string]transport.Hello) (view *joinView, conflict string) {
 	type group struct {
-		h    hello
+		h    transport.Hello
 		from []string
 	}
 	groups := map[string]*group{}
 	for id, h := range answers {
-		if (h.State != helloMember && h.State != helloRemoved) || !h.votes() {
+		if (h.State != transport.HelloMember && h.State != transport.HelloRemoved) || !h.Votes() {
 			continue // only a voter speaks for its configuration
 		}
-		k := h.Cluster + " " + h.voterSet()
+		k := h.Cluster + " " + h.VoterSet()
 		g := groups[k]
 		if g == nil {
 			g = &group{h: h}
@@ -236,14 +237,14 @@ func chooseView(answers map[string]hello) (view *joinView, conflict string) {
 		var parts []string
 		for _, g := range best {
 			sort.Strings(g.from)
-			parts = append(parts, fmt.Sprintf("%s say cluster %q with voters %s", strings.Join(g.from, ", "), g.h.Cluster, g.h.voterSet()))
+			parts = append(parts, fmt.Sprintf("%s say cluster %q with voters %s", strings.Join(g.from, ", "), g.h.Cluster, g.h.VoterSet()))
 		}
 		sort.Strings(parts)
 		return nil, strings.Join(parts, "; ")
 	}
 	g := best[0]
 	sort.Strings(g.from)
-	v := &joinView{cluster: g.h.cluster(), voters: map[string]string{}, removed: map[string]map[fsm.Fingerprint]bool{}, from: g.from}
+	v := &joinView{cluster: g.h.ClusterID(), voters: map[string]string{}, removed: map[string]map[fsm.Fingerprint]bool{}, from: g.from}
 	for _, p := range g.h.Voters {
 		v.voters[p.ID] = p.Raft
 	}

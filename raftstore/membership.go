@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // Membership changes. Any node may be asked; the change is made by the
@@ -136,7 +137,7 @@ func (s *Store) addServer(ctx context.Context, id, raftAddr string, voter bool) 
 	if !voter {
 		opt = "nonvoter"
 	}
-	return s.membership(ctx, fwdAddVoter, memberReq(id, raftAddr, opt))
+	return s.membership(ctx, transport.AddVoter, memberReq(id, raftAddr, opt))
 }
 
 // Promote makes non-voter id a voter. Without force it must be reachable
@@ -145,7 +146,7 @@ func (s *Store) Promote(ctx context.Context, id string, force bool) error {
 	if err := checkMemberID(id); err != nil {
 		return err
 	}
-	return s.membership(ctx, fwdPromote, memberReq(id, forceOpt(force)))
+	return s.membership(ctx, transport.Promote, memberReq(id, forceOpt(force)))
 }
 
 // RemoveServer removes a member. Without force a removal that would leave
@@ -155,7 +156,7 @@ func (s *Store) RemoveServer(ctx context.Context, id string, force bool) error {
 	if err := checkMemberID(id); err != nil {
 		return err
 	}
-	return s.membership(ctx, fwdRemove, memberReq(id, forceOpt(force)))
+	return s.membership(ctx, transport.Remove, memberReq(id, forceOpt(force)))
 }
 
 func checkMemberID(id string) error {
@@ -181,7 +182,7 @@ func memberReq(fields ...string) []byte {
 	return []byte(strings.Join(fields, "\x00"))
 }
 
-func (s *Store) membership(ctx context.Context, kind byte, payload []byte) error {
+func (s *Store) membership(ctx context.Context, kind transport.Kind, payload []byte) error {
 	_, err := leaderCall(s, ctx, kind,
 		func() []byte { return payload },
 		func(p []byte) (struct{}, error) { return struct{}{}, s.changeMembershipLocal(ctx, kind, p) },
@@ -215,9 +216,9 @@ func (s *Store) probeNode(ctx context.Context, cfg raft.Configuration, id, addr 
 	// A node holding another cluster's state (its id differs from ours)
 	// would bring that cluster's history along. Ids not yet given cannot
 	// tell: the first leader gives one within a moment.
-	if theirs, mine := h.cluster(), s.clusterID(); !theirs.IsZero() && !mine.IsZero() && theirs != mine {
+	if theirs, mine := h.ClusterID(), s.clusterID(); !theirs.IsZero() && !mine.IsZero() && theirs != mine {
 		what := "holds the data of"
-		if h.State == helloWaiting {
+		if h.State == transport.HelloWaiting {
 			what = "waits to join"
 		}
 		return fmt.Errorf("%w: node %q at %s %s another cluster (id %s): "+
@@ -226,7 +227,7 @@ func (s *Store) probeNode(ctx context.Context, cfg raft.Configuration, id, addr 
 	return nil
 }
 
-func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []byte) error {
+func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, payload []byte) error {
 	if s.raft.State() != raft.Leader {
 		return ErrNotLeader
 	}
@@ -255,7 +256,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []
 		}
 	}
 	switch kind {
-	case fwdAddVoter:
+	case transport.AddVoter:
 		if len(fields) < 2 || fields[1] == "" {
 			return fmt.Errorf("%w: malformed add request", ErrMembership)
 		}
@@ -272,7 +273,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []
 		}
 		s.logger.Info("adding a voter", "member", id, "raft", addr)
 		return s.waitFuture(ctx, s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
-	case fwdPromote:
+	case transport.Promote:
 		if cur == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
 		}
@@ -286,7 +287,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind byte, payload []
 		}
 		s.logger.Info("promoting a non-voter", "member", id)
 		return s.waitFuture(ctx, s.raft.AddVoter(cur.ID, cur.Address, 0, s.cfg.ApplyTimeout))
-	case fwdRemove:
+	case transport.Remove:
 		if cur == nil {
 			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
 		}

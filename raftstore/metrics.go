@@ -8,7 +8,7 @@ import (
 )
 
 // rejectReasons are every reason idemgate_peer_rejected_total counts: the
-// Raft port's own (mux.go), the admission after the preamble and a removed
+// Raft port's own (transport/mux.go), the admission after the preamble and a removed
 // member's connection closed (peers.go, join.go), and the accepting side's
 // certificate checks (certs.PeerError, and peers.go's removed_certificate).
 // Each has a series at 0 from the start, so an alert on increase() fires at
@@ -70,6 +70,10 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Name: "idemgate_raft_state",
 			Help: "This node's Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
 		}, func() float64 { return float64(s.raft.State()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_raft_term",
+			Help: "This node's current Raft term: every election raises it.",
+		}, func() float64 { return float64(s.raft.CurrentTerm()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_raft_commit_index",
 			Help: "The highest log index this node knows to be committed.",

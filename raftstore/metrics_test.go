@@ -17,10 +17,11 @@ import (
 )
 
 // codeRejectReasons reads, from the sources, every reason the Raft port's
-// refusal counter can be given: the string passed to a reject call, the
-// strings rejectReason returns, and the reasons of certs.PeerError on the
-// accepting side (PeerClient's are the dialling side's own check, never
-// counted here).
+// refusal counter can be given: the string passed to a Reject call, the
+// transport mux's refuse calls and the strings its rejectReason returns,
+// the reasons admission returns (members.Admit, joiner.admit), and the
+// reasons of certs.PeerError on the accepting side (PeerClient's are the
+// dialling side's own check, never counted here).
 func codeRejectReasons(t *testing.T) []string {
 	t.Helper()
 	var reasons []string
@@ -35,7 +36,7 @@ func codeRejectReasons(t *testing.T) []string {
 			}
 		}
 	}
-	for _, glob := range []string{"*.go", filepath.Join("..", "certs", "*.go")} {
+	for _, glob := range []string{"*.go", filepath.Join("transport", "*.go"), filepath.Join("..", "certs", "*.go")} {
 		files, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +64,7 @@ func codeRejectReasons(t *testing.T) []string {
 						case *ast.SelectorExpr:
 							name = fn.Sel.Name
 						}
-						if name == "reject" && len(n.Args) == 1 {
+						if (name == "reject" || name == "Reject") && len(n.Args) == 1 {
 							add(n.Args[0])
 						}
 						if name == "refuse" && len(n.Args) == 4 { // mux.refuse(from, node, reason, err)
@@ -73,7 +74,7 @@ func codeRejectReasons(t *testing.T) []string {
 						if fd.Name.Name == "rejectReason" && len(n.Results) == 1 {
 							add(n.Results[0])
 						}
-						if fd.Name.Name == "admit" && len(n.Results) == 2 { // (reason, err)
+						if (fd.Name.Name == "admit" || fd.Name.Name == "Admit") && len(n.Results) == 2 { // (reason, err)
 							add(n.Results[0])
 						}
 					case *ast.CompositeLit:

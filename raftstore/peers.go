@@ -24,13 +24,13 @@ import (
 // certificate, and a certificate the cluster recorded for a removed node is
 // refused there, whoever presents it.
 //
-// After the preamble (admit), Raft and forwarding are let through only
+// After the preamble (Admit), Raft and forwarding are let through only
 // from a node of this cluster: the preamble's cluster id must not be
 // another cluster's, and with TLS the node must be a member of the current
 // Raft configuration, or, on a node that has no configuration yet (it
 // waits to be added, or to bootstrap), a voter of the cluster it learned
 // from its peers (join.go). A certificate of a removed node, of a node
-// nobody added, or of another cluster reaches nothing. Hello (hello.go) is
+// nobody added, or of another cluster reaches nothing. Hello (hello.go, transport/hello.go) is
 // answered to any node the CA vouches for.
 //
 // The configuration is cached (refreshed every members.every, and at once
@@ -147,14 +147,16 @@ func (m *members) setHosts(addrs []string) {
 	m.hosts.Store(&hosts)
 }
 
-// memberHost reports whether ip is the host of a member's Raft address.
-func (m *members) memberHost(ip string) bool {
+// MemberHost reports whether ip is the host of a member's Raft address
+// (transport.Gate).
+func (m *members) MemberHost(ip string) bool {
 	h := m.hosts.Load()
 	return h != nil && (*h)[ip]
 }
 
-// track remembers an authenticated connection from node until it closes.
-func (m *members) track(c net.Conn, node string) func() {
+// Track remembers an authenticated connection from node until it closes
+// (transport.Gate).
+func (m *members) Track(c net.Conn, node string) func() {
 	m.connMu.Lock()
 	m.conns[c] = node
 	m.connMu.Unlock()
@@ -182,7 +184,7 @@ func (m *members) dropRemoved(ids map[string]string) {
 	m.connMu.Unlock()
 	for _, c := range drop {
 		m.s.logger.Warn("closing a connection of a node that is no longer a member", "peer", c.RemoteAddr())
-		m.reject("removed_member")
+		m.Reject("removed_member")
 		c.Close()
 	}
 }
@@ -241,10 +243,10 @@ func (m *members) seenCerts(id string) []fsm.Fingerprint {
 	return append([]fsm.Fingerprint(nil), m.seen[id]...)
 }
 
-// admit decides whether a Raft or forwarding connection from node (the id
+// Admit decides whether a Raft or forwarding connection from node (the id
 // its certificate proved; "" without TLS), whose dialler belongs to
-// cluster, may go on.
-func (m *members) admit(node string, cluster fsm.ClusterID) (reason string, err error) {
+// cluster, may go on (transport.Gate).
+func (m *members) Admit(node string, cluster fsm.ClusterID) (reason string, err error) {
 	select {
 	case <-m.s.started:
 	case <-m.s.closing:
@@ -342,4 +344,6 @@ func (m *members) list() map[string]string {
 	return out
 }
 
-func (m *members) reject(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+// Reject counts a connection refused, or closed, under reason
+// (transport.Gate).
+func (m *members) Reject(reason string) { m.rejected.WithLabelValues(reason).Inc() }

@@ -11,10 +11,12 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // Every node asks each other member for its status once a second
-// (fwdStatus, on a connection of its own so a dead peer never delays
+// (transport.Status, on a connection of its own so a dead peer never delays
 // forwarding to the leader): whether it answers, when it last did, how far
 // its log reaches and its own Raft state. hashicorp/raft keeps the leader's
 // replication state private; like Consul's autopilot, we ask the servers.
@@ -57,7 +59,7 @@ type peerProbe struct {
 	state     string
 	applied   [4]appliedAt // the last answers' applied indexes, newest at next-1
 	next      int
-	client    *fwdClient
+	client    *transport.Client
 	cancel    context.CancelFunc
 }
 
@@ -165,7 +167,7 @@ func (w *peerWatch) probeLoop(ctx context.Context, id, addr string, p *peerProbe
 	defer func() {
 		w.mu.Lock()
 		if p.client != nil {
-			p.client.close()
+			p.client.Close()
 		}
 		w.mu.Unlock()
 	}()
@@ -187,18 +189,18 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 	c := p.client
 	w.mu.Unlock()
 	var err error
-	if c == nil || !c.alive() {
+	if c == nil || !c.Alive() {
 		timeout := min(w.s.cfg.DialTimeout, probeEvery)
-		c, err = dialForward(w.s.dialAddr(id, addr), timeout, w.s.clusterID(), w.s.peerClientTLS(id), w.s.maxFrame())
+		c, err = transport.DialForward(w.s.peer(id, addr, timeout), w.s.maxFrame(), &wireErrors)
 		if err == nil {
 			w.mu.Lock()
 			switch {
 			case ctx.Err() != nil: // stopped while dialling
-				c.close()
+				c.Close()
 				w.mu.Unlock()
 				return
-			case p.client != nil && p.client.alive(): // a recheck dialled at the same time
-				c.close()
+			case p.client != nil && p.client.Alive(): // a recheck dialled at the same time
+				c.Close()
 				c = p.client
 			default:
 				p.client = c
@@ -208,11 +210,9 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 	}
 	var st statusAnswer
 	if err == nil {
-		var r fwdResp
-		if r, err = c.call(ctx, fwdStatus, nil); err == nil {
-			if err = answerErr(r.status, r.payload, id); err == nil {
-				st, err = decodeStatus(r.payload)
-			}
+		var raw []byte
+		if raw, err = c.Call(ctx, transport.Status, nil); err == nil {
+			st, err = decodeStatus(raw)
 		}
 	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
@@ -337,7 +337,7 @@ func (w *peerWatch) peer(id string) (PeerStatus, bool) {
 	return PeerStatus{}, false
 }
 
-// statusAnswer is a node's answer to fwdStatus:
+// statusAnswer is a node's answer to transport.Status:
 //
 //	last log index (8) | applied index (8) | state name
 type statusAnswer struct {
@@ -383,7 +383,7 @@ type ClusterView struct {
 func (s *Store) Cluster(ctx context.Context) (ClusterView, error) {
 	if addr, id := s.raft.LeaderWithID(); addr != "" && string(id) != s.cfg.NodeID && !s.Removed() {
 		ctx, cancel := context.WithTimeout(ctx, probeEvery)
-		raw, err := s.forward(ctx, string(id), string(addr), fwdPeers, nil)
+		raw, err := s.forward(ctx, string(id), string(addr), transport.Peers, nil)
 		cancel()
 		var lv peersAnswer
 		if err == nil && json.Unmarshal(raw, &lv) == nil {
@@ -436,7 +436,7 @@ func withStatuses(servers []Server, statuses []PeerStatus) []Server {
 	return servers
 }
 
-// peersAnswer is a node's answer to fwdPeers: its view of the members.
+// peersAnswer is a node's answer to transport.Peers: its view of the members.
 // Peers is what nodes of earlier versions read; Servers the whole view.
 type peersAnswer struct {
 	LastIndex uint64       `json:"last_index"`

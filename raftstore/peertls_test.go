@@ -2,10 +2,8 @@ package raftstore
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // issueCerts makes a CA in dir and a certificate for each id.
@@ -53,15 +52,6 @@ func startTLSCluster(t *testing.T) (*TestCluster, string) {
 	return c, dir
 }
 
-// forwardFrame is a forwarding request as a follower sends it (seq 1).
-func forwardFrame(kind byte, payload []byte) []byte {
-	var b bytes.Buffer
-	w := bufio.NewWriter(&b)
-	writeFrame(w, kind, 1, payload)
-	w.Flush()
-	return b.Bytes()
-}
-
 // forgedFrames are the forwarding requests of the attacks: plant a KV key, a
 // record for a customer's future key, a forged completed response with a
 // Set-Cookie for a key that exists, a never-expiring token, the reserved
@@ -78,9 +68,9 @@ func forgedFrames(key string) [][]byte {
 	}
 	var frames [][]byte
 	for _, c := range cmds {
-		frames = append(frames, forwardFrame(fwdApply, c.Encode(nil)))
+		frames = append(frames, forwardFrame(transport.Apply, c.Encode(nil)))
 	}
-	frames = append(frames, forwardFrame(fwdAddVoter, []byte("evil\x00127.0.0.1:1")), forwardFrame(fwdRemove, []byte("n1")))
+	frames = append(frames, forwardFrame(transport.AddVoter, []byte("evil\x00127.0.0.1:1")), forwardFrame(transport.Remove, []byte("n1")))
 	return frames
 }
 
@@ -89,7 +79,7 @@ func forgedFrames(key string) [][]byte {
 func attackForward(t *testing.T, conn net.Conn, key string) bool {
 	t.Helper()
 	defer conn.Close()
-	msg := append([]byte{protoForward}, make([]byte, len(fsm.ClusterID{}))...)
+	msg := append([]byte{wireForward}, make([]byte, len(fsm.ClusterID{}))...)
 	for _, f := range forgedFrames(key) {
 		msg = append(msg, f...)
 	}
@@ -97,8 +87,7 @@ func attackForward(t *testing.T, conn net.Conn, key string) bool {
 	if _, err := conn.Write(msg); err != nil {
 		return false
 	}
-	var hdr [13]byte
-	_, err := io.ReadFull(bufio.NewReader(conn), hdr[:])
+	_, _, err := readAnswer(conn)
 	return err == nil
 }
 
@@ -109,7 +98,7 @@ func (l plainLayer) Accept() (net.Conn, error) { select {} }
 func (l plainLayer) Close() error              { return nil }
 func (l plainLayer) Addr() net.Addr            { return l.addr }
 func (l plainLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialProto(string(a), timeout, protoRaft, fsm.ClusterID{}, nil)
+	return dialPeer(string(a), timeout, wireRaft, fsm.ClusterID{}, nil)
 }
 
 func TestPeerTLSRefusesOutsiders(t *testing.T) {
@@ -270,7 +259,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	victim := (leader + 1) % 3
 	id := c.Cfgs[victim].NodeID
 	stolen := loadSource(t, dir, dir, id)
-	conn, err := dialProto(c.Cfgs[leader].RaftBind, time.Second, protoForward, fsm.ClusterID{}, stolen.PeerClient("", nil))
+	conn, err := dialPeer(c.Cfgs[leader].RaftBind, time.Second, wireForward, fsm.ClusterID{}, stolen.PeerClient("", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,13 +269,13 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	answers := bufio.NewReader(conn)
 	for _, fake := range []string{"x1", "x2", "x3"} {
 		conn.SetDeadline(time.Now().Add(5 * time.Second))
-		conn.Write(forwardFrame(fwdAddVoter, []byte(fake+"\x00127.0.0.1:1")))
-		status, _, payload, err := readFrame(conn, answers, 1<<20)
+		conn.Write(forwardFrame(transport.AddVoter, []byte(fake+"\x00127.0.0.1:1")))
+		status, payload, err := readAnswer(answers)
 		if err != nil {
 			t.Fatalf("add-voter %s: no answer: %v", fake, err)
 		}
-		if err := answerErr(status, payload, "leader"); !errors.Is(err, ErrUnreachableNode) {
-			t.Fatalf("add-voter %s = %v, want it refused as unreachable", fake, err)
+		if status != wireStatusError || len(payload) == 0 || int(payload[0]) >= len(wireErrors.Coded) || wireErrors.Coded[payload[0]] != ErrUnreachableNode {
+			t.Fatalf("add-voter %s = status %d %q, want it refused as unreachable", fake, status, payload)
 		}
 	}
 	if servers, _ := c.Store(leader).Servers(); len(servers) != 3 {
@@ -299,7 +288,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	time.Sleep(time.Second) // a few membership refreshes
 	cmd := fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after-removal"), Value: []byte("x")})
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
-	conn.Write(forwardFrame(fwdApply, cmd.Encode(nil)))
+	conn.Write(forwardFrame(transport.Apply, cmd.Encode(nil)))
 	var hdr [13]byte
 	if _, err := io.ReadFull(conn, hdr[:]); err == nil {
 		t.Fatal("a removed node's old connection still had its frame answered")

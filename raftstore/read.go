@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
 // leaderReadIndex is the read-index recipe on the leader (hashicorp/raft has
@@ -47,7 +48,7 @@ func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
 	if s.refuseRemoved() {
 		return 0, ErrRemoved
 	}
-	return leaderCall(s, ctx, fwdReadIndex,
+	return leaderCall(s, ctx, transport.ReadIndex,
 		func() []byte { return nil },
 		func([]byte) (uint64, error) { return s.leaderReadIndex(ctx) },
 		decodeIndex)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -37,7 +38,6 @@ type Store struct {
 	cache *logCache // recent entries in memory: replication and reads skip bbolt and msgpack
 	snaps raft.SnapshotStore
 	trans *guardedTransport
-	mux   *mux
 	// members is who may connect to the Raft port.
 	members *members
 	join    *joiner    // what a node without a configuration learned of its peers
@@ -48,13 +48,12 @@ type Store struct {
 	clock   clockGuard
 
 	fwdMu     sync.Mutex
-	fwd       map[string]*fwdClient
+	fwd       map[string]*transport.Client // by address dialled: this node's connections to leaders
 	fwdClosed bool
-	// fwdBatches counts the apply-batch frames this node received.
-	fwdBatches atomic.Int64
-	fwdConns   sync.WaitGroup
-	connMu     sync.Mutex
-	inbound    map[net.Conn]struct{}
+	fwdServer *transport.Server // answers the requests forwarded to this node
+	fwdConns  sync.WaitGroup
+	connMu    sync.Mutex
+	inbound   map[net.Conn]struct{}
 
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
@@ -100,7 +99,7 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, err
 	}
 	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
-		started: make(chan struct{}), fwd: map[string]*fwdClient{}, inbound: map[net.Conn]struct{}{},
+		started: make(chan struct{}), fwd: map[string]*transport.Client{}, inbound: map[net.Conn]struct{}{},
 		unlock: unlock}
 	s.Commands = Commands{Propose: s.Apply, Read: s.KV, Pipeline: s.pipeline}
 	closers := []io.Closer{closerFunc(unlock)} // closed last
@@ -151,16 +150,14 @@ func Open(cfg Config) (s *Store, err error) {
 	s.peers = newPeerWatch(s)
 	s.coal = newCoalescer(s)
 	s.reads = &readGroup{barrier: s.barrier, timeout: cfg.ApplyTimeout}
-	mc := muxConfig{advertise: adv, forward: s.serveForward, hello: s.serveHello, maxConns: cfg.MaxPeerConns,
-		reject: s.members.reject, admit: s.members.admit, track: s.members.track, memberHost: s.members.memberHost, logger: s.logger}
+	s.fwdServer = &transport.Server{Handler: forwarded{s}, MaxFrame: s.maxFrame(), Errors: &wireErrors, Logger: s.logger}
+	mc := transport.Config{Advertise: adv, MaxConns: cfg.MaxPeerConns, Gate: s.members, Forward: s.serveForward, Hello: s.helloNow,
+		Cluster: s.clusterID, DialTLS: func(addr string) *tls.Config { return s.peerClientTLS(s.members.idAt(addr)) }, Logger: s.logger}
 	if cfg.PeerTLS != nil {
-		mc.tls = cfg.PeerTLS.PeerServer(s.members.handshake)
+		mc.TLS = cfg.PeerTLS.PeerServer(s.members.handshake)
 	}
-	s.mux = newMux(ln, mc)
 	s.trans = &guardedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: &raftLayer{m: s.mux, cluster: s.clusterID, dialTLS: func(addr string) *tls.Config {
-			return s.peerClientTLS(s.members.idAt(addr))
-		}},
+		Stream:                transport.NewMux(ln, mc),
 		MaxPool:               3,
 		Timeout:               10 * time.Second,
 		ServerAddressProvider: cfg.AddressProvider,
@@ -262,7 +259,7 @@ func (s *Store) Close() error {
 		s.fwdMu.Lock()
 		s.fwdClosed = true
 		for _, c := range s.fwd {
-			c.close()
+			c.Close()
 		}
 		s.fwdMu.Unlock()
 		errs = append(errs, s.trans.Close())

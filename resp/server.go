@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idemgate/idemgate/internal/conncap"
 )
 
 // Server is the listener: it accepts connections and serves each on a
@@ -30,7 +32,6 @@ type Server struct {
 	ln      net.Listener
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
-	perIP   map[string]int
 	closed  bool
 	serving sync.WaitGroup
 }
@@ -44,7 +45,7 @@ func New(cfg Config, store Store, tok Tokens, reg prometheus.Registerer) (*Serve
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, store: store, tok: tok, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
-		conns: map[*conn]struct{}{}, perIP: map[string]int{}}
+		conns: map[*conn]struct{}{}}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
 	}
@@ -56,13 +57,19 @@ func New(cfg Config, store Store, tok Tokens, reg prometheus.Registerer) (*Serve
 	return s, nil
 }
 
-// Listen binds the address.
+// Listen binds the address. A connection past MaxConnsPerIP of its address
+// is refused as Redis refuses one past maxclients: an error line, then
+// close.
 func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("resp: listen %s: %w", s.cfg.Addr, err)
 	}
-	s.ln = ln
+	s.ln = conncap.NewListener(ln, s.cfg.MaxConnsPerIP, func(nc net.Conn, _ string) {
+		s.m.refused.Inc()
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		nc.Write([]byte("-" + msgMaxClients + "\r\n"))
+	})
 	return nil
 }
 
@@ -99,24 +106,16 @@ func (s *Server) Serve() error {
 	}
 }
 
-// admit registers a connection, or refuses it over the per-address limit
-// (as Redis refuses one over maxclients: an error line, then close).
+// admit registers a connection the listener let in (within the
+// per-address limit), or closes it once Close has begun.
 func (s *Server) admit(nc net.Conn) (*conn, bool) {
-	ip := remoteIP(nc)
 	s.mu.Lock()
-	if s.closed || s.perIP[ip] >= s.cfg.MaxConnsPerIP {
-		closed := s.closed
+	if s.closed {
 		s.mu.Unlock()
-		if !closed {
-			s.m.refused.Inc()
-			nc.SetWriteDeadline(time.Now().Add(time.Second))
-			nc.Write([]byte("-" + msgMaxClients + "\r\n"))
-		}
 		nc.Close()
 		return nil, false
 	}
-	s.perIP[ip]++
-	c := s.newConn(nc, ip)
+	c := s.newConn(nc, conncap.RemoteIP(nc.RemoteAddr()))
 	s.conns[c] = struct{}{}
 	s.serving.Add(1)
 	s.mu.Unlock()
@@ -128,9 +127,6 @@ func (s *Server) release(c *conn) {
 	c.nc.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
-	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
-		delete(s.perIP, c.ip)
-	}
 	s.mu.Unlock()
 	s.m.conns.Dec()
 }
@@ -170,11 +166,4 @@ func (s *Server) clients() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.conns)
-}
-
-func remoteIP(nc net.Conn) string {
-	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.String()
-	}
-	return nc.RemoteAddr().String()
 }

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/internal/conncap"
 )
 
 // Listener is a fasthttp server on one address; the API and the gateway
@@ -22,11 +25,14 @@ type Listener struct {
 	srv    *fasthttp.Server
 	ln     net.Listener
 	tls    *tls.Config
+	// maxConnsPerIP caps each client address's connections (conncap);
+	// 0: no cap.
+	maxConnsPerIP int
 }
 
 // Limits are the protections a listener applies, so a slowloris or a huge
 // body costs nothing; the API's and the gateway's configs embed them. Zero fields take
-// fasthttp's defaults (Concurrency: 256k).
+// fasthttp's defaults (Concurrency: 256k); MaxConnsPerIP 0 caps nothing.
 type Limits struct {
 	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxRequestBody, MaxHeaderBytes         int
@@ -42,7 +48,7 @@ type Limits struct {
 // documents for what fasthttp refuses before a handler runs, connections
 // closed on shutdown.
 func NewListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger *slog.Logger) Listener {
-	return Listener{name: name, addr: addr, logger: logger, srv: &fasthttp.Server{
+	return Listener{name: name, addr: addr, logger: logger, maxConnsPerIP: l.MaxConnsPerIP, srv: &fasthttp.Server{
 		Handler:              h,
 		Name:                 "idemgate",
 		ReadTimeout:          l.ReadTimeout,
@@ -50,7 +56,6 @@ func NewListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger 
 		IdleTimeout:          l.IdleTimeout,
 		MaxRequestBodySize:   l.MaxRequestBody,
 		ReadBufferSize:       l.MaxHeaderBytes,
-		MaxConnsPerIP:        l.MaxConnsPerIP,
 		Concurrency:          l.Concurrency,
 		NoDefaultContentType: true,
 		StreamRequestBody:    true,
@@ -81,11 +86,45 @@ func (l *Listener) Listen() error {
 		return fmt.Errorf("%s: %w", l.name, err)
 	}
 	ln = &retryListener{Listener: ln, name: l.name, logger: l.logger}
+	if l.maxConnsPerIP > 0 {
+		// Under TLS: a refused connection costs no handshake.
+		r := &capRefusal{name: l.name, logger: l.logger, max: l.maxConnsPerIP, tls: l.tls != nil}
+		ln = conncap.NewListener(ln, l.maxConnsPerIP, r.refuse)
+	}
 	if l.tls != nil {
 		ln = tls.NewListener(ln, l.tls)
 	}
 	l.ln = ln
 	return nil
+}
+
+// capRefusal answers a connection over the per-address cap with a 429
+// problem (over TLS, whose handshake has not begun, it is closed without
+// one) and logs it at most once a minute: a flood is one line.
+type capRefusal struct {
+	name   string
+	logger *slog.Logger
+	max    int
+	tls    bool
+	logged atomic.Int64 // unix ns of the last line
+}
+
+func (r *capRefusal) refuse(c net.Conn, ip string) {
+	if now := time.Now().UnixNano(); now-r.logged.Load() > int64(time.Minute) {
+		r.logged.Store(now)
+		r.logger.Warn(r.name+": refusing connections of an address over max_conns_per_ip", "remote", ip, "max_conns_per_ip", r.max)
+	}
+	if r.tls {
+		return
+	}
+	var resp fasthttp.Response
+	resp.SetStatusCode(TooManyRequests.Status)
+	resp.Header.SetContentType("application/problem+json")
+	resp.Header.SetServer("idemgate")
+	resp.SetConnectionClose()
+	resp.SetBody(problemJSON(TooManyRequests, "too many connections from this address"))
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	resp.WriteTo(c)
 }
 
 // retryListener keeps accepting through a shortage of file descriptors

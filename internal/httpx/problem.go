@@ -76,7 +76,7 @@ var (
 // WriteProblem answers with a problem document of kind k. It resets the
 // response: a header that goes with the problem (Allow, ETag) is set after.
 func WriteProblem(ctx *fasthttp.RequestCtx, k Kind, detail string) {
-	body, _ := json.Marshal(Problem{Type: ProblemBase + k.Slug, Title: k.Title, Status: k.Status, Detail: detail})
+	body := problemJSON(k, detail)
 	ctx.Response.Reset()
 	ctx.SetStatusCode(k.Status)
 	ctx.SetContentType("application/problem+json")
@@ -84,6 +84,12 @@ func WriteProblem(ctx *fasthttp.RequestCtx, k Kind, detail string) {
 		ctx.Response.Header.Set("Retry-After", "1")
 	}
 	ctx.SetBody(body)
+}
+
+// problemJSON is the problem document of kind k.
+func problemJSON(k Kind, detail string) []byte {
+	b, _ := json.Marshal(Problem{Type: ProblemBase + k.Slug, Title: k.Title, Status: k.Status, Detail: detail})
+	return b
 }
 
 // storeErrors maps the store's errors to answers, in order; an error of

@@ -71,8 +71,10 @@ func alertMetrics(t *testing.T, path string) []string {
 				t.Errorf("%s: group %s: a rule without alert or expr: %+v", path, g.Name, r)
 			case r.For != "" && !promDuration.MatchString(r.For):
 				t.Errorf("%s: %s: for %q is not a Prometheus duration", path, r.Alert, r.For)
-			case r.Labels["severity"] == "" || r.Annotations["summary"] == "":
-				t.Errorf("%s: %s: want labels.severity and annotations.summary", path, r.Alert)
+			case !slices.Contains([]string{"page", "warning", "info"}, r.Labels["severity"]):
+				t.Errorf("%s: %s: severity %q, want page, warning or info", path, r.Alert, r.Labels["severity"])
+			case r.Annotations["summary"] == "" || r.Annotations["runbook"] == "":
+				t.Errorf("%s: %s: want annotations.summary and annotations.runbook (what to check, and where the docs say more)", path, r.Alert)
 			}
 			for _, m := range metricName.FindAllString(r.Expr, -1) {
 				if !slices.Contains(names, m) {
@@ -87,25 +89,37 @@ func alertMetrics(t *testing.T, path string) []string {
 	return names
 }
 
-// TestAlertsNameRegisteredMetrics starts a 3-node cluster (the node
-// package's wiring, real Raft on loopback) and checks that every metric
-// deploy/alerts.yaml names is registered on a node's registry: described
-// by its collectors, so labelled counters that have no series yet count.
-func TestAlertsNameRegisteredMetrics(t *testing.T) {
-	names := alertMetrics(t, filepath.Join("deploy", "alerts.yaml"))
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
-	nodes, _, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
+// freshNodeMetrics starts a 3-node cluster (democluster: the node
+// package's wiring, real Raft on loopback; stopped when the test ends) and returns a node's
+// /metrics once it has its peer series, the metric names its registry
+// describes (labelled families with no series yet among them), and the
+// cluster file's route names.
+func freshNodeMetrics(t *testing.T) (families map[string]*dto.MetricFamily, registered map[string]bool, routes []string) {
+	t.Helper()
+	nodes, file, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		for _, n := range nodes {
 			n.Stop(time.Second)
 		}
-	}()
-	registered := map[string]bool{}
+	})
+	// Each node has started a prober per peer (its peer series) within a
+	// quarter of a second of knowing its members.
+	testsupport.WaitFor(t, "a scrape with the peer series", 10*time.Second, func() bool {
+		r, err := testsupport.Do("GET", "http://"+nodes[0].API.Addr()+"/metrics", "")
+		if err != nil || r.Status != 200 {
+			return false
+		}
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		families, err = parser.TextToMetricFamilies(strings.NewReader(r.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(families["idemgate_peer_reachable"].GetMetric()) == 2
+	})
+	registered = map[string]bool{}
 	ch := make(chan *prometheus.Desc)
 	go func() {
 		nodes[0].Reg.Describe(ch)
@@ -116,6 +130,22 @@ func TestAlertsNameRegisteredMetrics(t *testing.T) {
 			registered[m[1]] = true
 		}
 	}
+	for _, r := range file.Routes {
+		routes = append(routes, r.Name)
+	}
+	return families, registered, routes
+}
+
+// TestAlertsNameRegisteredMetrics starts a 3-node cluster (the node
+// package's wiring, real Raft on loopback) and checks that every metric
+// deploy/alerts.yaml names is registered on a node's registry: described
+// by its collectors, so labelled counters that have no series yet count.
+func TestAlertsNameRegisteredMetrics(t *testing.T) {
+	names := alertMetrics(t, filepath.Join("deploy", "alerts.yaml"))
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	_, registered, _ := freshNodeMetrics(t)
 	if len(registered) < 10 {
 		t.Fatalf("a node registers %d metrics: %v", len(registered), registered)
 	}
@@ -196,7 +226,7 @@ func promtoolOrSkip(t *testing.T) string {
 
 // TestAlertRulesPromtool: deploy/alerts.yaml passes promtool check rules,
 // and deploy/alerts_test.yaml, with a test for every alert in which it
-// fires, passes promtool test rules.
+// fires and one in which it stays silent, passes promtool test rules.
 func TestAlertRulesPromtool(t *testing.T) {
 	promtool := promtoolOrSkip(t)
 	for _, args := range [][]string{
@@ -225,11 +255,13 @@ func TestAlertRulesPromtool(t *testing.T) {
 	if err := yaml.Unmarshal(b, &tests); err != nil {
 		t.Fatal(err)
 	}
-	fires := map[string]bool{}
+	fires, silent := map[string]bool{}, map[string]bool{}
 	for _, tc := range tests.Tests {
 		for _, a := range tc.AlertRuleTest {
 			if len(a.ExpAlerts) > 0 {
 				fires[a.Alertname] = true
+			} else {
+				silent[a.Alertname] = true
 			}
 		}
 	}
@@ -237,6 +269,9 @@ func TestAlertRulesPromtool(t *testing.T) {
 		for _, r := range g.Rules {
 			if !fires[r.Alert] {
 				t.Errorf("deploy/alerts_test.yaml has no test in which %s fires", r.Alert)
+			}
+			if !silent[r.Alert] {
+				t.Errorf("deploy/alerts_test.yaml has no test in which %s stays silent (exp_alerts: [])", r.Alert)
 			}
 		}
 	}
@@ -325,34 +360,7 @@ func TestAlertSeriesExistFromStart(t *testing.T) {
 		t.Skip("starts a cluster")
 	}
 
-	nodes, file, err := democluster.Start(t.TempDir(), 3, "127.0.0.1:1", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		for _, n := range nodes {
-			n.Stop(time.Second)
-		}
-	}()
-	// Each node has started a prober per peer (its peer series) within a
-	// quarter of a second of knowing its members.
-	var families map[string]*dto.MetricFamily
-	testsupport.WaitFor(t, "a scrape with the peer series", 10*time.Second, func() bool {
-		r, err := testsupport.Do("GET", "http://"+nodes[0].API.Addr()+"/metrics", "")
-		if err != nil || r.Status != 200 {
-			return false
-		}
-		parser := expfmt.NewTextParser(model.LegacyValidation)
-		families, err = parser.TextToMetricFamilies(strings.NewReader(r.Body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(families["idemgate_peer_reachable"].GetMetric()) == 2
-	})
-	var routes []string
-	for _, r := range file.Routes {
-		routes = append(routes, r.Name)
-	}
+	families, _, routes := freshNodeMetrics(t)
 	for _, sel := range sels {
 		f := families[sel.name]
 		if f == nil {

@@ -1,4 +1,4 @@
-package raftstore
+package transport
 
 import (
 	"bufio"
@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"time"
-
-	"github.com/idemgate/idemgate/fsm"
 )
 
 // The forwarding protocol. After the protocol byte (protoForward, mux.go) a
@@ -19,20 +17,29 @@ import (
 //
 //	tag (1) | seq (8, big endian) | len (4, big endian) | payload (len bytes)
 //
-// A request's tag is its kind (fwdApply, ...), an answer's its status
+// A request's tag is its kind (Apply, ...), an answer's its status
 // (statusOK, ...); seq pairs an answer with its request. A statusError
-// answer's payload is an error code (1 byte, wireErrors) and the message.
-const (
-	fwdApply      byte = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
-	fwdApplyBatch byte = 'M' // frame seq unused; payload: applies (encodeApplyBatch), each answered as an fwdApply under its own seq
-	fwdReadIndex  byte = 'I' // payload: empty; answer: read index (8 bytes)
-	fwdAddVoter   byte = 'V' // payload: id \0 address [\0 "nonvoter"]
-	fwdRemove     byte = 'X' // payload: id [\0 "force"]
-	fwdPromote    byte = 'U' // payload: id [\0 "force"]
-	fwdClock      byte = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
-	fwdStatus     byte = 'S' // payload: empty; answer: statusAnswer (peerstatus.go); any node answers
-	fwdPeers      byte = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
+// answer's payload is an error code (1 byte, Errors.Coded) and the message.
+// What a request's payload and an OK answer's hold is the node's (its
+// Handler's); the comments below say what the store puts there.
 
+// Kind is what a forwarded request asks.
+type Kind byte
+
+// The kinds of request. Their bytes are part of the wire format.
+const (
+	Apply      Kind = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
+	applyBatch Kind = 'M' // frame seq unused; payload: applies (encodeApplyBatch), each answered as an Apply under its own seq
+	ReadIndex  Kind = 'I' // payload: empty; answer: read index (8 bytes)
+	AddVoter   Kind = 'V' // payload: id \0 address [\0 "nonvoter"]
+	Remove     Kind = 'X' // payload: id [\0 "force"]
+	Promote    Kind = 'U' // payload: id [\0 "force"]
+	Clock      Kind = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
+	Status     Kind = 'S' // payload: empty; answer: the node's indexes and state; any node answers
+	Peers      Kind = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
+)
+
+const (
 	statusOK        byte = 0
 	statusNotLeader byte = 1 // retry against the current leader
 	statusRetry     byte = 2 // leadership lost mid-way: retry (same request id)
@@ -40,29 +47,39 @@ const (
 	statusShutdown  byte = 4
 
 	frameHeaderLen = 13
-	// frameOverhead is what a frame may hold besides a command (a result's
-	// fields, an error message).
-	frameOverhead = 64 << 10
+	// FrameOverhead is what a frame may hold besides a command (a result's
+	// fields, an error message): a node's frame limit is its largest
+	// command plus this.
+	FrameOverhead = 64 << 10
 )
 
 // frameTimeout bounds reading one frame's payload once its header came: a
 // peer that stops mid-frame is cut off. A variable for the tests.
 var frameTimeout = 10 * time.Second
 
-// wireErrors are the errors a statusError answer carries by code, so the
-// follower's caller gets the leader's sentinel (errors.Is works across the
-// hop). Append only: codes are part of the wire format.
-var wireErrors = [...]error{
-	0: nil, // any other error: its message only
-	1: ErrUnknownNode,
-	2: ErrUnreachableNode,
-	3: ErrDiskFull,
-	4: ErrTooLarge,
-	5: ErrClockJump,
-	6: fsm.ErrBadCommand,
-	7: ErrMembership,
-	8: ErrQuorumAtRisk,
-	9: ErrNotCaughtUp,
+// Errors are the errors that keep their identity across the forwarding
+// hop: the follower's caller gets the leader's sentinel, and errors.Is
+// works on it. The node gives the same Errors to its Server and to every
+// Client.
+type Errors struct {
+	// NotLeader is the answer of a node that is not the leader; it comes
+	// back as itself.
+	NotLeader error
+	// Retry marks a request whose fate is unknown or that reached a node
+	// losing leadership: the same request (same request id) is sent
+	// again. An error wrapping it is answered as one; a leader shutting
+	// down and a lost connection come back wrapping it.
+	Retry error
+	// Shutdown is the answer of a node that is closing; it comes back
+	// wrapping Retry and NotSent.
+	Shutdown error
+	// NotSent marks a request the peer turned away before acting on it
+	// (it was shutting down): retried, and known to have done nothing.
+	NotSent error
+	// Coded are the final errors sent by code: Coded[i] is code i, and
+	// Coded[0] must be nil (an error of none of them, sent by its message
+	// only). Append only: codes are part of the wire format.
+	Coded []error
 }
 
 // remoteError is a final error the leader reported without a code.
@@ -98,7 +115,7 @@ func encodeApplyBatch(calls []*fwdCall) []byte {
 func decodeApplyBatch(p []byte, each func(seq uint64, cmd []byte)) error {
 	n, k := binary.Uvarint(p)
 	if k <= 0 || n == 0 || n > maxForwardBatch {
-		return errors.New("raftstore: malformed apply batch (count)")
+		return errors.New("transport: malformed apply batch (count)")
 	}
 	p = p[k:]
 	type entry struct {
@@ -108,18 +125,18 @@ func decodeApplyBatch(p []byte, each func(seq uint64, cmd []byte)) error {
 	entries := make([]entry, 0, n)
 	for i := uint64(0); i < n; i++ {
 		if len(p) < 8 {
-			return errors.New("raftstore: malformed apply batch (truncated)")
+			return errors.New("transport: malformed apply batch (truncated)")
 		}
 		seq := binary.BigEndian.Uint64(p)
 		l, k := binary.Uvarint(p[8:])
 		if k <= 0 || l > uint64(len(p)-8-k) {
-			return errors.New("raftstore: malformed apply batch (length)")
+			return errors.New("transport: malformed apply batch (length)")
 		}
 		entries = append(entries, entry{seq, p[8+k : 8+k+int(l)]})
 		p = p[8+k+int(l):]
 	}
 	if len(p) != 0 {
-		return errors.New("raftstore: malformed apply batch (trailing bytes)")
+		return errors.New("transport: malformed apply batch (trailing bytes)")
 	}
 	for _, e := range entries { // checked whole before any is proposed
 		each(e.seq, e.cmd)
@@ -162,18 +179,18 @@ func readFrame(conn net.Conn, r *bufio.Reader, max uint32) (tag byte, seq uint64
 	return hdr[0], binary.BigEndian.Uint64(hdr[1:]), payload, nil
 }
 
-// errAnswer is the answer to a request that failed with err.
-func errAnswer(err error) (byte, []byte) {
+// answer is the answer to a request that failed with err.
+func (e *Errors) answer(err error) (byte, []byte) {
 	switch {
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, e.NotLeader):
 		return statusNotLeader, nil
-	case errors.Is(err, errRetry):
+	case errors.Is(err, e.Retry):
 		return statusRetry, []byte(err.Error())
-	case errors.Is(err, ErrShutdown):
+	case errors.Is(err, e.Shutdown):
 		return statusShutdown, nil
 	}
 	code := byte(0)
-	for i, known := range wireErrors {
+	for i, known := range e.Coded {
 		if known != nil && errors.Is(err, known) {
 			code = byte(i)
 			break
@@ -182,21 +199,21 @@ func errAnswer(err error) (byte, []byte) {
 	return statusError, append([]byte{code}, err.Error()...)
 }
 
-// answerErr is the error an answer with status carries, for the request
-// to leaderID; nil for statusOK.
-func answerErr(status byte, payload []byte, leaderID string) error {
+// err is the error an answer with status carries, for the request to
+// leaderID; nil for statusOK.
+func (e *Errors) err(status byte, payload []byte, leaderID string) error {
 	switch status {
 	case statusOK:
 		return nil
 	case statusNotLeader:
-		return ErrNotLeader
+		return e.NotLeader
 	case statusRetry:
-		return fmt.Errorf("%w: leader %s: %s", errRetry, leaderID, payload)
+		return fmt.Errorf("%w: leader %s: %s", e.Retry, leaderID, payload)
 	case statusShutdown:
-		return fmt.Errorf("%w: %w: leader %s is shutting down", errRetry, errNotSent, leaderID)
+		return fmt.Errorf("%w: %w: leader %s is shutting down", e.Retry, e.NotSent, leaderID)
 	case statusError:
-		if len(payload) > 0 && int(payload[0]) < len(wireErrors) && wireErrors[payload[0]] != nil {
-			known := wireErrors[payload[0]]
+		if len(payload) > 0 && int(payload[0]) < len(e.Coded) && e.Coded[payload[0]] != nil {
+			known := e.Coded[payload[0]]
 			msg := string(payload[1:])
 			if len(msg) >= len(known.Error()) && msg[:len(known.Error())] == known.Error() {
 				msg = msg[len(known.Error()):] // the message starts with the sentinel's own text
@@ -210,5 +227,5 @@ func answerErr(status byte, payload []byte, leaderID string) error {
 		}
 		return &remoteError{msg: string(payload)}
 	}
-	return fmt.Errorf("raftstore: leader %s answered with unknown status %d", leaderID, status)
+	return fmt.Errorf("transport: leader %s answered with unknown status %d", leaderID, status)
 }

@@ -1,4 +1,4 @@
-package raftstore
+package transport
 
 import (
 	"crypto/tls"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/conncap"
 )
 
 // The first byte of every connection to the Raft port says who it is for,
@@ -23,7 +24,7 @@ import (
 //
 // After the protocol byte comes the dialling node's cluster id (16 bytes,
 // zero while it knows none): a node refuses Raft and forwarding from
-// another cluster (admit), whatever certificate the dialler holds. So
+// another cluster (Gate.Admit), whatever certificate the dialler holds. So
 // every connection opens with
 //
 //	proto (1) | cluster id (16)
@@ -46,35 +47,57 @@ const (
 	maxPendingPerIP = 16
 )
 
-// muxConfig is what the mux needs besides its listener.
-type muxConfig struct {
-	advertise net.Addr
-	forward   func(net.Conn)
-	tls       *tls.Config // nil: plaintext
-	maxConns  int         // connections open at once, Raft and forwarding together, from hosts that are not members'
-	// memberHost reports whether ip is the host of a member's address.
-	memberHost func(ip string) bool
-	reject     func(reason string)
-	// admit decides whether a connection for Raft or forwarding from node
+// Gate is what the Mux asks of the node about who connects: membership,
+// which the wire knows nothing of.
+type Gate interface {
+	// MemberHost reports whether ip is the host of a member's address:
+	// its connections are not held to Config.MaxConns.
+	MemberHost(ip string) bool
+	// Admit decides whether a connection for Raft or forwarding from node
 	// (the id its certificate names; "" without TLS), dialled by a member
-	// of cluster, may go on; a refusal names its reason (the metric label).
-	admit func(node string, cluster fsm.ClusterID) (reason string, err error)
-	// hello answers a protoHello connection (and closes it).
-	hello func(net.Conn)
-	// track is told each connection that passed the TLS handshake and the
+	// of cluster, may go on; a refusal names its reason (the metric
+	// label).
+	Admit(node string, cluster fsm.ClusterID) (reason string, err error)
+	// Track is told each connection that passed the TLS handshake and the
 	// node it proved; the returned func is called when it closes.
-	track  func(c net.Conn, node string) (untrack func())
-	logger *slog.Logger
+	Track(c net.Conn, node string) (untrack func())
+	// Reject counts a refused connection under its reason.
+	Reject(reason string)
 }
 
-// mux accepts connections on the Raft port, checks who they are from and
-// routes them by first byte.
-type mux struct {
-	cfg       muxConfig
+// Config is what the Mux needs besides its listener.
+type Config struct {
+	// Advertise is the address Raft gives its peers for this node.
+	Advertise net.Addr
+	// TLS is the server side of mutual TLS; nil: plaintext.
+	TLS *tls.Config
+	// MaxConns bounds the connections open at once, Raft and forwarding
+	// together, from hosts that are not members'.
+	MaxConns int
+	Gate     Gate
+	// Forward serves a forwarding connection past its preamble until it
+	// ends (Server.Serve), and closes it.
+	Forward func(net.Conn)
+	// Hello is this node's hello, for a hello connection; false: none
+	// (the node is closing), the connection is closed unanswered.
+	Hello func() (Hello, bool)
+	// Cluster is this node's cluster id, sent in the preamble of every
+	// Raft connection it dials.
+	Cluster func() fsm.ClusterID
+	// DialTLS is the client side of mutual TLS for dialling a Raft peer at
+	// addr; nil (or a nil result): plaintext.
+	DialTLS func(addr string) *tls.Config
+	Logger  *slog.Logger
+}
+
+// Mux accepts connections on the Raft port, checks who they are from and
+// routes them by first byte. It is hashicorp/raft's StreamLayer: Raft's
+// connections, dialled and accepted, go through it.
+type Mux struct {
+	cfg       Config
 	ln        net.Listener
 	slots     chan struct{}
-	pendingMu sync.Mutex
-	pending   map[string]int // by remote IP: connections not yet past their handshake
+	pending   *conncap.PerIP // connections not yet past their handshake
 	raftConns chan net.Conn
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -84,15 +107,18 @@ type mux struct {
 	logged map[string]refuseLog // by reason: the last line logged (refuse)
 }
 
-func newMux(ln net.Listener, cfg muxConfig) *mux {
-	m := &mux{cfg: cfg, ln: ln, slots: make(chan struct{}, cfg.maxConns), pending: map[string]int{},
+var _ raft.StreamLayer = (*Mux)(nil)
+
+// NewMux serves ln until Close.
+func NewMux(ln net.Listener, cfg Config) *Mux {
+	m := &Mux{cfg: cfg, ln: ln, slots: make(chan struct{}, cfg.MaxConns), pending: conncap.NewPerIP(maxPendingPerIP),
 		raftConns: make(chan net.Conn, 16), closed: make(chan struct{}), logged: map[string]refuseLog{}}
 	m.wg.Add(1)
 	go m.serve()
 	return m
 }
 
-func (m *mux) serve() {
+func (m *Mux) serve() {
 	defer m.wg.Done()
 	backoff := time.Duration(0)
 	for {
@@ -110,7 +136,7 @@ func (m *mux) serve() {
 			// transient failure: wait and accept again, never exit.
 			if backoff == 0 {
 				backoff = 5 * time.Millisecond
-				m.cfg.logger.Warn("raft port: accept failed; retrying", "error", err)
+				m.cfg.Logger.Warn("raft port: accept failed; retrying", "error", err)
 			} else if backoff < time.Second {
 				backoff *= 2
 			}
@@ -122,8 +148,8 @@ func (m *mux) serve() {
 			continue
 		}
 		backoff = 0
-		ip := remoteIP(c)
-		if !m.enter(ip) {
+		ip := conncap.RemoteIP(c.RemoteAddr())
+		if !m.pending.Acquire(ip) {
 			m.refuse(c.RemoteAddr(), "", "too_many_pending", fmt.Errorf("over %d connections of %s in their handshake", maxPendingPerIP, ip))
 			c.Close()
 			continue
@@ -132,70 +158,29 @@ func (m *mux) serve() {
 		// attacker with many addresses could otherwise fill it and keep
 		// the members from making new connections. Their per-address
 		// cap above still holds.
-		release := func() {}
-		if !m.cfg.memberHost(ip) {
+		if !m.cfg.Gate.MemberHost(ip) {
 			select {
 			case m.slots <- struct{}{}:
-				release = func() { <-m.slots }
+				c = conncap.OnClose(c, func() { <-m.slots })
 			default:
-				m.leave(ip)
-				m.refuse(c.RemoteAddr(), "", "too_many_connections", fmt.Errorf("over %d connections from hosts that are not members", m.cfg.maxConns))
+				m.pending.Release(ip)
+				m.refuse(c.RemoteAddr(), "", "too_many_connections", fmt.Errorf("over %d connections from hosts that are not members", m.cfg.MaxConns))
 				c.Close()
 				continue
 			}
 		}
-		go m.route(&slotConn{Conn: c, release: release}, ip)
+		go m.route(c, ip)
 	}
 }
 
-func remoteIP(c net.Conn) string {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
-	}
-	return host
-}
-
-// enter counts a new pending connection from ip, if ip has room.
-func (m *mux) enter(ip string) bool {
-	m.pendingMu.Lock()
-	defer m.pendingMu.Unlock()
-	if m.pending[ip] >= maxPendingPerIP {
-		return false
-	}
-	m.pending[ip]++
-	return true
-}
-
-func (m *mux) leave(ip string) {
-	m.pendingMu.Lock()
-	defer m.pendingMu.Unlock()
-	if m.pending[ip]--; m.pending[ip] <= 0 {
-		delete(m.pending, ip)
-	}
-}
-
-// slotConn gives its slot back when it is closed.
-type slotConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *slotConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
-
-func (m *mux) route(c net.Conn, ip string) {
+func (m *Mux) route(c net.Conn, ip string) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	conn := c
 	node := ""
-	if m.cfg.tls != nil {
-		tc := tls.Server(c, m.cfg.tls)
+	if m.cfg.TLS != nil {
+		tc := tls.Server(c, m.cfg.TLS)
 		if err := tc.Handshake(); err != nil {
-			m.leave(ip)
+			m.pending.Release(ip)
 			m.refuse(c.RemoteAddr(), "", rejectReason(err), err)
 			c.Close()
 			return
@@ -204,12 +189,12 @@ func (m *mux) route(c net.Conn, ip string) {
 			node, _ = certs.NodeIDOf(pcs[0])
 		}
 		stc := &slotTLSConn{Conn: tc, slot: c}
-		stc.untrack = m.cfg.track(stc, node)
+		stc.untrack = m.cfg.Gate.Track(stc, node)
 		conn = stc
 	}
 	var pre [preambleLen]byte
 	_, err := io.ReadFull(conn, pre[:])
-	m.leave(ip)
+	m.pending.Release(ip)
 	if err != nil {
 		conn.Close()
 		return
@@ -217,7 +202,7 @@ func (m *mux) route(c net.Conn, ip string) {
 	proto, cluster := pre[0], fsm.ClusterID(pre[1:])
 	switch proto {
 	case protoRaft, protoForward:
-		if reason, err := m.cfg.admit(node, cluster); err != nil {
+		if reason, err := m.cfg.Gate.Admit(node, cluster); err != nil {
 			m.refuse(c.RemoteAddr(), node, reason, err)
 			conn.Close()
 			return
@@ -237,17 +222,17 @@ func (m *mux) route(c net.Conn, ip string) {
 			conn.Close()
 		}
 	case protoForward:
-		m.cfg.forward(conn)
+		m.cfg.Forward(conn)
 	case protoHello:
-		m.cfg.hello(conn)
+		m.answerHello(conn)
 	}
 }
 
 // refuse counts a refused connection and logs it with its source, at most
 // one line per reason every refuseLogEvery (the rest are counted in the
 // next line's repeated=N): a flood of strangers cannot flood the log.
-func (m *mux) refuse(from net.Addr, node, reason string, err error) {
-	m.cfg.reject(reason)
+func (m *Mux) refuse(from net.Addr, node, reason string, err error) {
+	m.cfg.Gate.Reject(reason)
 	m.logMu.Lock()
 	l := m.logged[reason]
 	now := time.Now()
@@ -266,7 +251,7 @@ func (m *mux) refuse(from net.Addr, node, reason string, err error) {
 	if l.repeated > 0 {
 		attrs = append(attrs, "repeated", l.repeated)
 	}
-	m.cfg.logger.Warn("raft port: refused a connection", attrs...)
+	m.cfg.Logger.Warn("raft port: refused a connection", attrs...)
 }
 
 // refuseLogEvery is how often each reason of a refused connection is
@@ -278,8 +263,8 @@ type refuseLog struct {
 	repeated int
 }
 
-// slotTLSConn is a TLS connection over a slotConn: closing it frees the
-// slot and forgets the peer.
+// slotTLSConn is a TLS connection over one that holds a slot: closing it
+// frees the slot and forgets the peer.
 type slotTLSConn struct {
 	*tls.Conn
 	slot    net.Conn
@@ -310,40 +295,37 @@ func rejectReason(err error) string {
 	return "handshake"
 }
 
-func (m *mux) close() {
+// Accept waits for the next Raft connection (raft.StreamLayer).
+func (m *Mux) Accept() (net.Conn, error) {
+	select {
+	case c := <-m.raftConns:
+		return c, nil
+	case <-m.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting and waits for the accept loop; connections already
+// routed are their owners' to close.
+func (m *Mux) Close() error {
 	m.closeOnce.Do(func() {
 		close(m.closed)
 		m.ln.Close()
 	})
 	m.wg.Wait()
+	return nil
 }
 
-// raftLayer is the raft.StreamLayer over the mux.
-type raftLayer struct {
-	m *mux
-	// dialTLS gives the client config for dialling addr (nil: plaintext).
-	dialTLS func(addr string) *tls.Config
-	// cluster is this node's cluster id, sent in every preamble.
-	cluster func() fsm.ClusterID
-}
+// Addr is the advertised address (raft.StreamLayer).
+func (m *Mux) Addr() net.Addr { return m.cfg.Advertise }
 
-var _ raft.StreamLayer = (*raftLayer)(nil)
-
-func (l *raftLayer) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.m.raftConns:
-		return c, nil
-	case <-l.m.closed:
-		return nil, net.ErrClosed
+// Dial connects to a peer's Raft port for Raft (raft.StreamLayer).
+func (m *Mux) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	var tlsCfg *tls.Config
+	if m.cfg.DialTLS != nil {
+		tlsCfg = m.cfg.DialTLS(string(addr))
 	}
-}
-
-func (l *raftLayer) Close() error { l.m.close(); return nil }
-
-func (l *raftLayer) Addr() net.Addr { return l.m.cfg.advertise }
-
-func (l *raftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialProto(string(addr), timeout, protoRaft, l.cluster(), l.dialTLS(string(addr)))
+	return dialProto(string(addr), timeout, protoRaft, m.cfg.Cluster(), tlsCfg)
 }
 
 // dialProto connects to a Raft port, completes the TLS handshake when

@@ -1,0 +1,345 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+)
+
+// Forwarding (frame.go has the protocol): a follower's calls to the leader
+// (Client), and the leader's side of the connection (Server).
+
+var errConnLost = errors.New("forwarding connection lost")
+
+// Peer is how to reach one node's Raft port.
+type Peer struct {
+	// ID is the node's id: errors name it.
+	ID string
+	// Addr is where to dial.
+	Addr string
+	// TLS is the client side of mutual TLS (it checks the peer proves
+	// ID); nil: plaintext.
+	TLS *tls.Config
+	// Cluster is the dialler's cluster id, sent in the preamble (zero
+	// while it knows none).
+	Cluster fsm.ClusterID
+	// Timeout bounds the dial, the handshake and the preamble.
+	Timeout time.Duration
+}
+
+type fwdCall struct {
+	kind    Kind
+	seq     uint64
+	payload []byte
+	done    chan fwdResp
+}
+
+type fwdResp struct {
+	status  byte
+	payload []byte
+	err     error
+}
+
+// Client is one forwarding connection to a peer: requests are written in
+// the order they are sent, many in flight at once.
+type Client struct {
+	peer     string
+	conn     net.Conn
+	maxFrame uint32
+	errs     *Errors
+	calls    chan *fwdCall
+	mu       sync.Mutex
+	seq      uint64
+	inUse    map[uint64]*fwdCall
+	dead     chan struct{}
+	closed   bool
+}
+
+// DialForward opens a forwarding connection to p; answers are read up to
+// maxFrame bytes and their errors mapped by errs.
+func DialForward(p Peer, maxFrame uint32, errs *Errors) (*Client, error) {
+	conn, err := dialProto(p.Addr, p.Timeout, protoForward, p.Cluster, p.TLS)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{peer: p.ID, conn: conn, maxFrame: maxFrame, errs: errs, calls: make(chan *fwdCall, 1024),
+		inUse: make(map[uint64]*fwdCall), dead: make(chan struct{})}
+	go c.writeLoop()
+	go c.readLoop()
+	return c, nil
+}
+
+// Alive reports whether the connection still stands.
+func (c *Client) Alive() bool {
+	select {
+	case <-c.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// Call sends one request and waits for its answer or ctx: an OK answer's
+// payload, or the error the peer answered with (as Errors map it).
+func (c *Client) Call(ctx context.Context, kind Kind, payload []byte) ([]byte, error) {
+	wait, err := c.Send(ctx, kind, payload)
+	if err != nil {
+		return nil, err
+	}
+	return wait(ctx)
+}
+
+// Send queues one request on the connection without waiting for its
+// answer; the returned func waits for it, as Call does. The connection
+// writes requests in the order they are sent, and the leader proposes
+// them in the order they arrive. A request cut off by a lost connection
+// fails with an error wrapping Errors.Retry: its fate is unknown.
+func (c *Client) Send(ctx context.Context, kind Kind, payload []byte) (wait func(context.Context) ([]byte, error), err error) {
+	call, err := c.send(ctx, kind, payload)
+	if err != nil {
+		return nil, c.connErr(err)
+	}
+	return func(ctx context.Context) ([]byte, error) {
+		r, err := c.await(ctx, call)
+		if err != nil {
+			return nil, c.connErr(err)
+		}
+		if err := c.errs.err(r.status, r.payload, c.peer); err != nil {
+			return nil, err
+		}
+		return r.payload, nil
+	}, nil
+}
+
+// connErr marks a lost connection as a retry (the request's fate is
+// unknown: it is retried under the same request id).
+func (c *Client) connErr(err error) error {
+	if errors.Is(err, errConnLost) {
+		return fmt.Errorf("%w: %v", c.errs.Retry, err)
+	}
+	return err
+}
+
+func (c *Client) send(ctx context.Context, kind Kind, payload []byte) (*fwdCall, error) {
+	call := &fwdCall{kind: kind, payload: payload, done: make(chan fwdResp, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errConnLost
+	}
+	c.seq++
+	call.seq = c.seq
+	c.inUse[call.seq] = call
+	c.mu.Unlock()
+	select {
+	case c.calls <- call:
+		return call, nil
+	case <-c.dead:
+		return nil, errConnLost
+	case <-ctx.Done():
+		c.forget(call.seq)
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) await(ctx context.Context, call *fwdCall) (fwdResp, error) {
+	select {
+	case r := <-call.done:
+		return r, r.err
+	case <-ctx.Done():
+		c.forget(call.seq)
+		return fwdResp{}, ctx.Err()
+	}
+}
+
+func (c *Client) forget(seq uint64) {
+	c.mu.Lock()
+	delete(c.inUse, seq)
+	c.mu.Unlock()
+}
+
+// writeLoop writes the calls in the order they were sent. Applies that
+// queued together go out as one applyBatch frame (the leader's group
+// commit then finds them together too); any other call ends a batch, so
+// the order on the wire is the order sent.
+func (c *Client) writeLoop() {
+	bw := bufio.NewWriterSize(c.conn, 64<<10)
+	var batch []*fwdCall
+	var next *fwdCall // taken from the queue but not part of the batch
+	maxBytes := min(int(c.maxFrame)/2, maxForwardBatchBytes)
+	for {
+		call := next
+		next = nil
+		if call == nil {
+			select {
+			case call = <-c.calls:
+			case <-c.dead:
+				return
+			}
+		}
+		batch = append(batch[:0], call)
+		size := len(call.payload)
+	gather:
+		for call.kind == Apply && len(batch) < maxForwardBatch {
+			select {
+			case more := <-c.calls:
+				if more.kind != Apply || size+len(more.payload) > maxBytes {
+					next = more
+					break gather
+				}
+				batch, size = append(batch, more), size+len(more.payload)
+			default:
+				break gather
+			}
+		}
+		var err error
+		if len(batch) == 1 {
+			err = writeFrame(bw, byte(call.kind), call.seq, call.payload)
+		} else {
+			err = writeFrame(bw, byte(applyBatch), 0, encodeApplyBatch(batch))
+		}
+		if err == nil && next == nil && len(c.calls) == 0 {
+			err = bw.Flush()
+		}
+		if err != nil {
+			c.fail()
+			return
+		}
+	}
+}
+
+func (c *Client) readLoop() {
+	br := bufio.NewReaderSize(c.conn, 64<<10)
+	for {
+		status, seq, payload, err := readFrame(c.conn, br, c.maxFrame)
+		if err != nil {
+			c.fail()
+			return
+		}
+		c.mu.Lock()
+		call := c.inUse[seq]
+		delete(c.inUse, seq)
+		c.mu.Unlock()
+		if call != nil {
+			call.done <- fwdResp{status: status, payload: payload}
+		}
+	}
+}
+
+// fail closes the connection and fails every call in flight: their fate is
+// unknown, and their callers retry with the same request id.
+func (c *Client) fail() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.dead)
+	pending := c.inUse
+	c.inUse = nil
+	c.mu.Unlock()
+	c.conn.Close()
+	for _, call := range pending {
+		call.done <- fwdResp{err: errConnLost}
+	}
+}
+
+// Close closes the connection; the calls in flight fail as on a lost one.
+func (c *Client) Close() { c.fail() }
+
+// Handler is what a forwarded request does on the node that answers it.
+type Handler interface {
+	// Handle starts one request and returns the wait for its answer: an
+	// OK answer's payload, or the error to answer with (Errors say how it
+	// travels). Handle is called in the order the requests arrive and
+	// must not wait for the request's outcome (an apply is handed to Raft
+	// at once, so a connection's requests are batched together there);
+	// the waits are called in the same order, one at a time.
+	Handle(kind Kind, payload []byte) (wait func() ([]byte, error))
+}
+
+// Server is the leader's side of forwarding connections.
+type Server struct {
+	Handler Handler
+	// MaxFrame bounds a request frame: the largest command, and room for
+	// the rest (FrameOverhead).
+	MaxFrame uint32
+	Errors   *Errors
+	Logger   *slog.Logger
+
+	batches atomic.Int64 // apply-batch frames received
+}
+
+// Serve answers the requests of one forwarding connection (past its
+// preamble) until it ends, and closes it.
+func (s *Server) Serve(conn net.Conn) {
+	defer conn.Close()
+	type answer struct {
+		seq  uint64
+		wait func() ([]byte, error)
+	}
+	answers := make(chan answer, 1024)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		bw := bufio.NewWriterSize(conn, 64<<10)
+		broken := false
+		for a := range answers {
+			status, payload := statusOK, []byte(nil)
+			if p, err := a.wait(); err != nil {
+				status, payload = s.Errors.answer(err)
+			} else {
+				payload = p
+			}
+			if broken {
+				continue // drain so the reader never blocks
+			}
+			writeFrame(bw, status, a.seq, payload)
+			if len(answers) == 0 {
+				if err := bw.Flush(); err != nil {
+					broken = true
+					conn.Close()
+				}
+			}
+		}
+		bw.Flush()
+	}()
+	defer func() {
+		close(answers)
+		<-writerDone
+	}()
+
+	br := bufio.NewReaderSize(conn, 64<<10)
+	for {
+		kind, seq, payload, err := readFrame(conn, br, s.MaxFrame)
+		if errors.Is(err, errFrameTooLarge) {
+			s.Logger.Warn("forwarding: closing the connection", "error", err, "peer", conn.RemoteAddr())
+		}
+		if err != nil {
+			return
+		}
+		if Kind(kind) != applyBatch {
+			answers <- answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
+			continue
+		}
+		// Many applies in one frame: each answered under its own seq.
+		s.batches.Add(1)
+		err = decodeApplyBatch(payload, func(seq uint64, cmd []byte) {
+			answers <- answer{seq: seq, wait: s.Handler.Handle(Apply, cmd)}
+		})
+		if err != nil {
+			s.Logger.Warn("forwarding: closing the connection", "error", err, "peer", conn.RemoteAddr())
+			return
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// echo answers every request with its payload, after release is closed
+// (nil: at once).
+type echo struct{ release chan struct{} }
+
+func (e echo) Handle(kind Kind, payload []byte) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if e.release != nil {
+			<-e.release
+		}
+		return append([]byte{byte(kind)}, payload...), nil
+	}
+}
+
+// serveForwarding runs srv behind a plain listener that reads the preamble
+// as the mux does; it returns the address and the server side's
+// connections.
+func serveForwarding(t *testing.T, srv *Server) (string, <-chan net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make(chan net.Conn, 16)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- c
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var pre [preambleLen]byte
+				if _, err := io.ReadFull(c, pre[:]); err != nil || pre[0] != protoForward {
+					c.Close()
+					return
+				}
+				srv.Serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String(), conns
+}
+
+func dialTest(t *testing.T, addr string) *Client {
+	t.Helper()
+	c, err := DialForward(Peer{ID: "leader", Addr: addr, Timeout: 5 * time.Second}, 1<<20, &testErrors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// TestForwardedAppliesShareFrames: concurrent applies on one connection go
+// out in batch frames, and every one is answered under its own request.
+func TestForwardedAppliesShareFrames(t *testing.T) {
+	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				kind := Apply
+				if i%10 == 9 {
+					kind = ReadIndex // another kind between applies ends a batch
+				}
+				p := []byte(fmt.Sprintf("g%d-%d", g, i))
+				got, err := c.Call(ctx, kind, p)
+				if err != nil || !bytes.Equal(got, append([]byte{byte(kind)}, p...)) {
+					wrong.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if wrong.Load() != 0 {
+		t.Fatalf("%d of 3,200 calls got another's answer or none", wrong.Load())
+	}
+	if srv.batches.Load() == 0 {
+		t.Fatal("64 concurrent callers on one connection never shared a frame")
+	}
+	t.Logf("%d batch frames", srv.batches.Load())
+}
+
+// TestForwardFrameLimits: a frame header over the limit closes the
+// connection at once; a frame that stops halfway is cut off after
+// frameTimeout; neither reaches the handler.
+func TestForwardFrameLimits(t *testing.T) {
+	old := frameTimeout
+	t.Cleanup(func() { frameTimeout = old })
+	frameTimeout = 300 * time.Millisecond
+	var handled atomic.Int64
+	srv := &Server{Handler: counting{&handled}, MaxFrame: 1000, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	header := func(n uint32) []byte {
+		b := binary.BigEndian.AppendUint64([]byte{byte(Apply)}, 1)
+		return binary.BigEndian.AppendUint32(b, n)
+	}
+	for _, tc := range []struct {
+		name string
+		send []byte
+	}{
+		{"1 GiB header", header(1 << 30)},
+		{"one byte over", header(1001)},
+		{"stalled halfway", append(header(100), make([]byte, 10)...)},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write(append([]byte{protoForward}, make([]byte, preambleLen-1)...))
+		conn.Write(tc.send)
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound for the test, far over frameTimeout
+		n, err := conn.Read(make([]byte, 1))
+		var ne net.Error
+		if n != 0 || err == nil || errors.As(err, &ne) && ne.Timeout() {
+			t.Errorf("%s: read %d, %v; want the connection closed", tc.name, n, err)
+		}
+		conn.Close()
+	}
+	if handled.Load() != 0 {
+		t.Fatalf("%d requests reached the handler", handled.Load())
+	}
+}
+
+type counting struct{ n *atomic.Int64 }
+
+func (c counting) Handle(Kind, []byte) func() ([]byte, error) {
+	c.n.Add(1)
+	return func() ([]byte, error) { return nil, nil }
+}
+
+// TestLostConnectionIsRetry: calls in flight when the connection breaks
+// fail as a retry (their fate is unknown), the client says it is dead, and
+// a call after that fails at once the same way.
+func TestLostConnectionIsRetry(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	addr, conns := serveForwarding(t, &Server{Handler: echo{release: release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard})
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	wait, err := c.Send(ctx, Apply, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	(<-conns).Close() // the leader's side goes away before answering
+	if _, err := wait(ctx); !errors.Is(err, errRetry) || err.Error() != "retry: forwarding connection lost" {
+		t.Fatalf("a call cut off = %v, want a retry", err)
+	}
+	if c.Alive() { // the calls fail once the connection is marked dead
+		t.Fatal("the client still says it is alive")
+	}
+	if _, err := c.Call(ctx, Apply, []byte("y")); !errors.Is(err, errRetry) {
+		t.Fatalf("a call on a dead connection = %v, want a retry", err)
+	}
+}
