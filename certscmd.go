@@ -34,7 +34,7 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	file, err := config.Load(*configPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate certs: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+		fmt.Fprintf(stderr, "idemgate certs: %s\n", config.Detail(err))
 		return 2
 	}
 	dir := *out
@@ -55,7 +55,7 @@ func certsCmd(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		n, err := file.Node(*only)
 		if err != nil {
-			fmt.Fprintf(stderr, "idemgate certs: --node: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+			fmt.Fprintf(stderr, "idemgate certs: --node: %s\n", config.Detail(err))
 			return 2
 		}
 		nodes = []config.Node{n}

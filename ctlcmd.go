@@ -49,7 +49,7 @@ func (f clusterFlags) client() (*client.Client, *config.File, error) {
 	}
 	file, err := config.Load(f.configPath)
 	if err != nil {
-		return nil, nil, errors.New(strings.TrimPrefix(err.Error(), "config: "))
+		return nil, nil, errors.New(config.Detail(err))
 	}
 	token, err := readToken(f.token, f.tokenFile)
 	if err != nil {

@@ -16,8 +16,8 @@ var layers = [][]string{
 		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout"},
 	{"fsm", "datadir"},
 	{"backup", "raftstore/transport"},
-	{"raftstore", "tokens"},
-	{"internal/memstore", "auth", "internal/httpx"},
+	{"raftstore", "tokens", "internal/localcluster"},
+	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster"},
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
 	{"internal/democluster"},
@@ -25,7 +25,8 @@ var layers = [][]string{
 }
 
 // testOnly are packages no production package may import.
-var testOnly = []string{"internal/testsupport", "internal/history", "internal/faults", "internal/memstore"}
+var testOnly = []string{"internal/testsupport", "internal/history", "internal/faults", "internal/memstore",
+	"internal/localcluster", "internal/testcluster"}
 
 const module = "github.com/idemgate/idemgate"
 

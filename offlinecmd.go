@@ -29,21 +29,21 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	file, err := config.Load(path)
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+		fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 		return 2
 	}
 	var ids []string
 	for _, n := range file.Nodes {
 		ids = append(ids, n.ID)
 		if err := file.CheckExposure(n); err != nil {
-			fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+			fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 			return 2
 		}
 		// The node's store settings, as serve makes them (what depends on
 		// a default or another section is checked there).
 		s := node.Settings{File: file, Node: n, DataDir: file.DataDirFor(n.ID)}
 		if _, err := node.StoreConfig(s); err != nil {
-			fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+			fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 			return 2
 		}
 		// The node's certificate and key, where this machine has them
@@ -54,12 +54,12 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if err := s.LoadTLS(); err != nil {
-			fmt.Fprintf(stderr, "idemgate check-config: node %s: %s\n", n.ID, strings.TrimPrefix(err.Error(), "config: "))
+			fmt.Fprintf(stderr, "idemgate check-config: node %s: %s\n", n.ID, config.Detail(err))
 			return 2
 		}
 	}
 	if _, err := node.APIAccess(file); err != nil {
-		fmt.Fprintf(stderr, "idemgate check-config: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+		fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 		return 2
 	}
 	security := "plaintext (loopback only)"

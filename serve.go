@@ -135,7 +135,7 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	settings, err := resolveNode(flags)
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate serve: %s\n", strings.TrimPrefix(err.Error(), "config: "))
+		fmt.Fprintf(stderr, "idemgate serve: %s\n", config.Detail(err))
 		return 2
 	}
 	// Go's log package, and whatever logs to slog's default, write

@@ -244,11 +244,11 @@ func (n nodeFlags) store() (raftstore.Config, error) {
 	}
 	file, err := config.Load(n.configPath)
 	if err != nil {
-		return raftstore.Config{}, errors.New(strings.TrimPrefix(err.Error(), "config: "))
+		return raftstore.Config{}, errors.New(config.Detail(err))
 	}
 	nd, err := file.Node(n.nodeID)
 	if err != nil {
-		return raftstore.Config{}, errors.New(strings.TrimPrefix(err.Error(), "config: "))
+		return raftstore.Config{}, errors.New(config.Detail(err))
 	}
 	s := node.Settings{File: file, Node: nd, DataDir: file.DataDirFor(nd.ID)}
 	if n.dataDir != "" {
@@ -256,7 +256,7 @@ func (n nodeFlags) store() (raftstore.Config, error) {
 	}
 	cfg, err := node.StoreConfig(s)
 	if err != nil {
-		return raftstore.Config{}, errors.New(strings.TrimPrefix(err.Error(), "config: "))
+		return raftstore.Config{}, errors.New(config.Detail(err))
 	}
 	return cfg, nil
 }

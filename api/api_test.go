@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"net/http"
@@ -38,7 +39,7 @@ type nodeStore interface {
 var _ nodeStore = (*memstore.Store)(nil)
 
 type apiCluster struct {
-	c    *raftstore.TestCluster
+	c    *testcluster.Cluster
 	apis []*API
 	urls []string
 }
@@ -89,7 +90,7 @@ func startAPICluster(t testing.TB, n int) *apiCluster {
 // authorization).
 func startAPIClusterWith(t testing.TB, n int, tweak func(*raftstore.Config), access *auth.Access) *apiCluster {
 	t.Helper()
-	c := raftstore.StartTestCluster(t, n, tweak)
+	c := testcluster.Start(t, n, tweak)
 	ac := &apiCluster{c: c}
 	for _, s := range c.Stores {
 		reg := prometheus.NewRegistry()

@@ -17,8 +17,8 @@ import (
 
 // checkKVKey validates a KV key: 1-255 bytes, no control bytes.
 func checkKVKey(key string) error {
-	if len(key) == 0 || len(key) > httpx.MaxKeyLen {
-		return fmt.Errorf("key must be 1-%d bytes, got %d", httpx.MaxKeyLen, len(key))
+	if len(key) == 0 || len(key) > httpx.MaxClientKeyLen {
+		return fmt.Errorf("key must be 1-%d bytes, got %d", httpx.MaxClientKeyLen, len(key))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] == 0x7f {

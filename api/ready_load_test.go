@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"os"
 	"slices"
 	"sync"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // readyLoadRun is how long TestReadyUnderLoad writes: 60 s, or
@@ -52,7 +52,7 @@ func quantiles[T uint64 | time.Duration](v []T) string {
 }
 
 // sampleLags records node i's lags until ctx ends.
-func sampleLags(ctx context.Context, c *raftstore.TestCluster, i int, out *lagSamples) {
+func sampleLags(ctx context.Context, c *testcluster.Cluster, i int, out *lagSamples) {
 	type seen struct {
 		index uint64
 		at    time.Time

@@ -23,7 +23,7 @@ import (
 // through the HTTP API (with fasthttp's client, and with Go's net/http
 // client as most users run it), each at 1, 16 and 64 concurrent clients, with the
 // leader's group commit on (batch=256, the default) and off (batch=1: one
-// entry per command, as before it). Store and HTTP clients are spread over
+// entry per command). Store and HTTP clients are spread over
 // all three nodes, so two thirds of their writes are forwarded to the
 // leader.
 //

@@ -13,17 +13,17 @@ import (
 
 // File is the cluster file as written.
 type File struct {
-	Nodes    []Node    `yaml:"nodes"`
-	DataDir  string    `yaml:"data_dir"`
-	Upstream string    `yaml:"upstream"`
-	Tokens   Tokens    `yaml:"tokens"`
-	Routes   []Route   `yaml:"routes"`
-	Raft     Raft      `yaml:"raft"`
-	Expiry   Expiry    `yaml:"expiry"`
-	Limits   Limits    `yaml:"limits"`
-	Suspects Reconcile `yaml:"suspects"`
-	TLS      *TLS      `yaml:"tls"`
-	API      API       `yaml:"api"`
+	Nodes    []Node   `yaml:"nodes"`
+	DataDir  string   `yaml:"data_dir"`
+	Upstream string   `yaml:"upstream"`
+	Tokens   Tokens   `yaml:"tokens"`
+	Routes   []Route  `yaml:"routes"`
+	Raft     Raft     `yaml:"raft"`
+	Expiry   Expiry   `yaml:"expiry"`
+	Limits   Limits   `yaml:"limits"`
+	Suspects Suspects `yaml:"suspects"`
+	TLS      *TLS     `yaml:"tls"`
+	API      API      `yaml:"api"`
 	// TrustedProxies are the client addresses (CIDRs, or single addresses)
 	// that may send a route's tenant header (tenant: header:NAME): the
 	// proxy in front of the gateway that sets it from the credential it
@@ -189,8 +189,9 @@ type Limits struct {
 	MaxBodyBuffer Size `yaml:"max_body_buffer"`
 }
 
-// Reconcile configures live detection of suspected duplicates.
-type Reconcile struct {
+// Suspects configures live detection of suspected duplicates (the
+// suspects: section).
+type Suspects struct {
 	Window Duration `yaml:"window"`
 }
 

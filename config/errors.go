@@ -43,6 +43,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// Detail is err as a command prints it after its own name ("idemgate
+// serve: cluster.yaml:20: routes[0].ttl: ..."): without the "config: "
+// this package's errors begin with, which would say where the error came
+// from twice.
+func Detail(err error) string { return strings.TrimPrefix(err.Error(), "config: ") }
+
 // fieldErr is a validation error about field; parse adds the file and the
 // line.
 func fieldErr(field, format string, args ...any) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -166,6 +167,24 @@ func packageDefaults() map[string]int64 {
 		"limits.upstream_conns":            int64(g.UpstreamConns),
 		"limits.max_response_body":         int64(g.MaxResponseBody),
 		"limits.max_response_header_bytes": int64(g.MaxResponseHeaderBytes),
+	}
+}
+
+// TestRedisFaceLimitDefaults: the limits: the Redis face shares with the
+// HTTP listeners default as theirs, as the reference says; node.Start
+// gives it the file's.
+func TestRedisFaceLimitDefaults(t *testing.T) {
+	want, rc := packageDefaults(), resp.DefaultConfig()
+	for path, got := range map[string]int64{
+		"limits.idle_timeout":     int64(rc.IdleTimeout),
+		"limits.read_timeout":     int64(rc.ReadTimeout),
+		"limits.write_timeout":    int64(rc.WriteTimeout),
+		"limits.max_conns_per_ip": int64(rc.MaxConnsPerIP),
+		"limits.max_request_body": int64(rc.MaxBulk),
+	} {
+		if got != want[path] {
+			t.Errorf("resp.DefaultConfig's %s = %d, the other listeners' %d", path, got, want[path])
+		}
 	}
 }
 

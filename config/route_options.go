@@ -11,7 +11,8 @@ import (
 var HopByHopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 	"Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade"}
 
-// MaxKeyLength is the longest idempotency key the gateway takes.
+// MaxKeyLength is the longest key a client names: an idempotency key, a
+// KV key (the listeners' httpx.MaxClientKeyLen).
 const MaxKeyLength = 255
 
 // KeyFormatUUID is the key_format that asks for a UUID (any version, in

@@ -115,16 +115,6 @@ func PeekType(encoded []byte) (Type, error) {
 	return Type(encoded[offType]), nil
 }
 
-// PeekReqID returns the request id of an encoded command without decoding it.
-func PeekReqID(encoded []byte) (ReqID, error) {
-	var id ReqID
-	if !knownVersion(encoded) {
-		return id, ErrBadCommand
-	}
-	copy(id[:], encoded[offReqID:])
-	return id, nil
-}
-
 // Decode parses an encoded command. Byte slices in c alias b. Garbage gives
 // an error wrapping ErrBadCommand, never a panic.
 func Decode(b []byte, c *Command) error {

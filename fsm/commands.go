@@ -32,7 +32,10 @@ const (
 	TypeRecordBegin
 	TypeRecordComplete
 	TypeRecordRelease
-	TypeRecordMarkUnknown
+	// typeMarkUnknownRetired was record_mark_unknown, which no face
+	// proposed: an in-flight record's outcome becomes unknown when its
+	// processing deadline passes (Record.StateAt). Its number stays taken.
+	typeMarkUnknownRetired
 	TypeExpire
 	TypeTokenIssue
 	TypeTokenConsume
@@ -111,8 +114,6 @@ var commands = [typeEnd]spec{
 	// Fence 0: an operator's release of whatever owns the record.
 	TypeRecordRelease: {name: "record_release", uses: fKey | fFence,
 		key: true, remembered: true, apply: (*applier).recordRelease},
-	TypeRecordMarkUnknown: {name: "record_mark_unknown", uses: fKey | fFence,
-		key: true, remembered: true, check: checkFence, apply: (*applier).recordMarkUnknown},
 	// Entries: what a sweeper found due.
 	TypeExpire: {name: "expire", uses: fEntries,
 		diskLow: true, check: checkExpire, apply: (*applier).expire},
@@ -176,9 +177,9 @@ func (t Type) AllowedWhenDiskLow() bool {
 	return s != nil && s.diskLow
 }
 
-// MaxKeyLen bounds a stored key of every keyspace: a record key (scope,
+// MaxStoredKeyLen bounds a stored key of every keyspace: a record key (scope,
 // tenant and the client's key), a token key, a KV key.
-const MaxKeyLen = 1024
+const MaxStoredKeyLen = 1024
 
 // MaxTTL bounds every lifetime and timeout a command carries: an expiry is
 // the state machine's clock plus it, and must never overflow.
@@ -201,8 +202,8 @@ func (c *Command) Validate() error {
 	if c.TTL > MaxTTL || c.Timeout > MaxTTL || c.Window > MaxTTL {
 		return bad(fmt.Sprintf("a lifetime over %s", MaxTTL))
 	}
-	if len(c.Key) > MaxKeyLen {
-		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxKeyLen))
+	if len(c.Key) > MaxStoredKeyLen {
+		return bad(fmt.Sprintf("key of %d bytes, over %d", len(c.Key), MaxStoredKeyLen))
 	}
 	if s.key && len(c.Key) == 0 {
 		return bad("empty key")
@@ -349,12 +350,6 @@ func RecordCompleteCommand(r CompleteRequest) *Command {
 // releases whatever owns it (an operator's release).
 func RecordReleaseCommand(key []byte, fence uint64) *Command {
 	return &Command{Type: TypeRecordRelease, Key: key, Fence: fence}
-}
-
-// RecordMarkUnknownCommand records that the owner cannot know the
-// upstream's outcome.
-func RecordMarkUnknownCommand(key []byte, fence uint64) *Command {
-	return &Command{Type: TypeRecordMarkUnknown, Key: key, Fence: fence}
 }
 
 // ExpireCommand removes the entries a sweeper found due (expire.go).

@@ -46,10 +46,8 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			}
 		case 1:
 			c.Type, c.Fence, c.Status, c.Body = TypeRecordComplete, uint64(rng.IntN(i)+1), 200, []byte("body")
-		case 2:
+		case 2, 3:
 			c.Type, c.Fence = TypeRecordRelease, uint64(rng.IntN(i))
-		case 3:
-			c.Type, c.Fence = TypeRecordMarkUnknown, uint64(rng.IntN(i)+1)
 		case 4:
 			c.Type = TypeTokenIssue
 		case 5:
@@ -165,11 +163,11 @@ func checkDeterminism(t *testing.T, logs []*raft.Log) {
 		}
 		resB = append(resB, resultsOf([]interface{}{b.f.Apply(l)}))
 	}
-	ha, err := a.f.StateHash()
+	ha, err := a.f.stateHash()
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, err := b.f.StateHash()
+	hb, err := b.f.stateHash()
 	if err != nil {
 		t.Fatal(err)
 	}

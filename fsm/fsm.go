@@ -114,7 +114,7 @@ func Open(cfg Config) (*FSM, error) {
 // every open read transaction: a snapshot or a backup of millions of keys
 // holds one for seconds, and every write would wait with it. Mapped
 // address space costs no memory until it is read (etcd maps 10 GB for the
-// same reason); files beyond it still work, remapping as before. A
+// same reason); a file beyond it still works, bbolt remapping it as it grows. A
 // variable only so that a test can make bbolt remap a small file.
 var initialMmapSize = 8 << 30
 
@@ -214,7 +214,7 @@ func (f *FSM) Close() error {
 // reads it instead of rebuilding it by walking every page (seconds per
 // million keys from a cold disk). Every commit of a running node skips it
 // (NoFreelistSync, a write per commit saved) and marks the file's list
-// unsynced, so a file left by a crash is rebuilt as before.
+// unsynced, so the open of a file left by a crash rebuilds the list.
 func writeFreelist(db *bolt.DB) error {
 	db.NoFreelistSync = false
 	defer func() { db.NoFreelistSync = true }()
@@ -395,7 +395,7 @@ func (a *applier) applyEntry(tx *bolt.Tx, l *raft.Log) interface{} {
 // KV version, its record's fencing token, its suspect's id. Unique and
 // increasing: the entry's index when the previous command's revision is
 // below it (always, for entries of one command, so a log of such entries
-// gives every command its index, as before batches), else one more than
+// gives every command its entry's index), else one more than
 // the previous one (the second and later commands of a batch, and the
 // entries after it until the indexes catch up).
 func (a *applier) nextRev(index uint64) uint64 {

@@ -131,7 +131,6 @@ func TestCommands(t *testing.T) {
 			{advance: time.Second, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 2},
 			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeFenceMismatch},
 			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 1}, code: CodeFenceMismatch},
-			{cmd: Command{Type: TypeRecordMarkUnknown, Key: k, Fence: 1}, code: CodeFenceMismatch},
 			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 2, Status: 200}, code: CodeOK},
 		}},
 		{"processing deadline: reject policy reports unknown", []step{
@@ -140,13 +139,6 @@ func TestCommands(t *testing.T) {
 			{advance: 1, cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateUnknown},
 			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeOK}, // late owner still completes
 			{cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateCompleted, status: 200},
-		}},
-		{"mark unknown", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 1},
-			{cmd: Command{Type: TypeRecordMarkUnknown, Key: k, Fence: 1}, code: CodeOK},
-			{cmd: Command{Type: TypeRecordMarkUnknown, Key: k, Fence: 1}, code: CodeWrongState},
-			{cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateUnknown},
-			{cmd: Command{Type: TypeRecordBegin, Key: k, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 5},
 		}},
 		{"release lets the next begin run", []step{
 			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 1},

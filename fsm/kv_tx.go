@@ -168,7 +168,7 @@ func checkKVTx(c *Command) error {
 		return err
 	}
 	for _, w := range t.watches {
-		if len(w.Key) == 0 || len(w.Key) > MaxKeyLen {
+		if len(w.Key) == 0 || len(w.Key) > MaxStoredKeyLen {
 			return errors.New("a watched key is empty or too long")
 		}
 	}

@@ -91,7 +91,7 @@ func TestCleanCloseMarker(t *testing.T) {
 // TestFreelistWrittenAtClose: Close leaves the free list in the file, so the
 // next Open reads it instead of walking every page; the first commit of an
 // open file marks it unsynced again, so a file left by a crash has none to
-// trust, and opens as before (bbolt rebuilds it).
+// trust, and opens all the same (bbolt rebuilds it).
 func TestFreelistWrittenAtClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fsm.db")
 	fillFSM(t, path)
@@ -138,9 +138,9 @@ func syncedFreelist(t *testing.T, path string) bool {
 	return ne.Uint64(m[32:]) != ^uint64(0)
 }
 
-// TestOpenDamagedFile: a damaged data file (the damage a teammate
-// reproduced: bbolt panicked at open or at the first read, a SIGBUS on the
-// truncated file, at every restart) is an error naming the file,
+// TestOpenDamagedFile: a damaged data file (on which bbolt alone panics at
+// open or at the first read, a SIGBUS on the truncated file, at every
+// restart) is an error naming the file,
 // what is wrong and what to do, never a panic or a fault; or, when its last
 // stop was not clean, it is moved aside and rebuilt.
 func TestOpenDamagedFile(t *testing.T) {

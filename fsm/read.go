@@ -76,24 +76,6 @@ func (f *FSM) KV(key []byte, now time.Time) (KVEntry, error) {
 	return out, err
 }
 
-// Token returns a live token's expiry (0: never); ErrNotFound otherwise.
-func (f *FSM) Token(key []byte, now time.Time) (int64, error) {
-	at := f.readNow(now)
-	var exp int64
-	err := f.view(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketTokens).Get(key)
-		if v == nil {
-			return ErrNotFound
-		}
-		exp = int64(getUint64(v))
-		if exp != 0 && exp <= at {
-			return ErrNotFound
-		}
-		return nil
-	})
-	return exp, err
-}
-
 // Due lists up to limit expiry-index entries due at now.
 func (f *FSM) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 	var out []ttl.Entry
@@ -116,13 +98,10 @@ func (f *FSM) CountDue(now time.Time, limit int) (int, error) {
 	return n, err
 }
 
-// StateHash is a SHA-256 over every bucket's keys and values, in order.
-// Replicas that applied the same log have equal hashes.
-func (f *FSM) StateHash() ([32]byte, error) { return f.hashBuckets(allBuckets) }
-
-// DataHash is StateHash without the meta bucket (the applied index, the
-// clock, the cluster id): equal for a backup's state and the same state
-// restored into a new cluster that applied nothing else.
+// DataHash is a SHA-256 over the keys and values of every bucket but the
+// meta bucket (the applied index, the clock, the cluster id), in order:
+// equal for a backup's state and the same state restored into a new
+// cluster that applied nothing else.
 func (f *FSM) DataHash() ([32]byte, error) { return f.hashBuckets(allBuckets[1:]) }
 
 func (f *FSM) hashBuckets(buckets [][]byte) ([32]byte, error) {

@@ -13,7 +13,7 @@ type State byte
 const (
 	StateInFlight  State = 1 // begun; its owner is calling the upstream
 	StateCompleted State = 2 // the response is stored
-	StateUnknown   State = 3 // the owner gave up or its processing deadline passed
+	StateUnknown   State = 3 // its processing deadline passed (StateAt)
 )
 
 func (s State) String() string {
@@ -65,8 +65,8 @@ func (r *Record) ExpiredAt(now int64) bool { return r.ExpiresAt != 0 && r.Expire
 
 // Record encodings. Version 2 is version 1 followed by the 4-byte Sum; a
 // record without a sum (in flight, unknown, or completed by a build before
-// checksums) is still written as version 1, byte for byte as before, and
-// both decode.
+// checksums) is written as version 1, so that a build that knows only
+// version 1 reads it, and both decode.
 const (
 	recordVersion    = 1
 	recordVersionSum = 2

@@ -176,22 +176,3 @@ func (a *applier) recordRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	}
 	return &Result{Code: CodeOK}
 }
-
-// recordMarkUnknown records that the owner cannot tell whether the upstream
-// acted (it timed out after sending).
-func (a *applier) recordMarkUnknown(tx *bolt.Tx, c *Command, _ uint64) *Result {
-	old, res := a.ownedRecord(tx, c)
-	if res != nil {
-		return res
-	}
-	if old.State != StateInFlight {
-		return &Result{Code: CodeWrongState}
-	}
-	rec := *old
-	rec.State = StateUnknown
-	rec.UpdatedAt = a.now
-	if err := a.putRecord(tx, c.Key, old, &rec); err != nil {
-		return &Result{Code: CodeStorage}
-	}
-	return &Result{Code: CodeOK, Fence: rec.Fence, ExpiresAt: rec.ExpiresAt}
-}

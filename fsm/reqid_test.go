@@ -101,10 +101,6 @@ func TestRetryAfterEachCommand(t *testing.T) {
 			first: Command{Type: TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 201}, code: CodeWrongState, retry: CodeWrongState},
 		{name: "release", setup: []Command{begin}, first: release, code: CodeOK, between: []Command{begin}},
 		{name: "release of a missing record", first: release, code: CodeNotFound, between: []Command{begin}, retry: CodeOK},
-		{name: "mark unknown", setup: []Command{begin}, first: Command{Type: TypeRecordMarkUnknown, Key: rk, Fence: fenceOfBegin},
-			code: CodeOK, between: []Command{release, begin}},
-		{name: "mark unknown of a completed record", setup: []Command{begin, {Type: TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 200}},
-			first: Command{Type: TypeRecordMarkUnknown, Key: rk, Fence: fenceOfBegin}, code: CodeWrongState, retry: CodeWrongState},
 		// Tokens
 		{name: "issue", first: issue, code: CodeCreated, between: []Command{consume}},
 		{name: "issue of an issued token", setup: []Command{issue}, first: issue, code: CodeExists,
@@ -167,11 +163,11 @@ func TestRetryAfterEachCommand(t *testing.T) {
 					t.Fatalf("retry = %+v, want code %v value %q, as applying it afresh: %+v", r2, tc.retry, tc.value, rt)
 				}
 			}
-			ha, err := a.f.StateHash()
+			ha, err := a.f.stateHash()
 			if err != nil {
 				t.Fatal(err)
 			}
-			hb, err := twin.f.StateHash()
+			hb, err := twin.f.stateHash()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,9 +62,6 @@ func (r *Result) Err() error {
 	return fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
 }
 
-// Created reports whether the command created what it named.
-func (r *Result) Created() bool { return r.Code == CodeCreated }
-
 func errResult(err error) *Result {
 	for c, e := range codeErrs {
 		if e != nil && e == err {

@@ -26,7 +26,7 @@ func (h *harness) fill(n int, ttl time.Duration) {
 
 func (h *harness) hash() [32]byte {
 	h.t.Helper()
-	sum, err := h.f.StateHash()
+	sum, err := h.f.stateHash()
 	if err != nil {
 		h.t.Fatal(err)
 	}

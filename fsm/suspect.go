@@ -12,7 +12,7 @@ import (
 
 // Suspected duplicates: two begins on one route and tenant with different
 // idempotency keys but the same body digest within a window — a client that
-// made a new key for its retry, as in the incident idemgate was built for.
+// made a new key for its retry, which no key can deduplicate.
 // The begin that creates a record remembers its digest key:
 //
 //	digests: digest key -> expiry (8) | record key

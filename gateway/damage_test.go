@@ -18,7 +18,7 @@ import (
 // changed in fsm.db after it was stored (a flipped byte on disk) is
 // answered 409 replay-unavailable, on every retry: never the damaged body,
 // and never a second call to the upstream. An intact record beside it
-// replays as before, and the API shows the damaged one as such.
+// replays as it should, and the API shows the damaged one as such.
 func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 	gc := startClusterGateways(t, 1, "")
 	tests := []struct {

@@ -56,8 +56,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		SuspectWindow: config.DefaultSuspectWindow, OpTimeout: 5 * time.Second,
-		Limits: httpx.Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
-			MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024},
+		Limits:          httpx.DefaultLimits(),
 		UpstreamTimeout: 30 * time.Second, UpstreamConns: 512, MaxResponseBody: 32 << 20,
 		MaxResponseHeaderBytes: config.DefaultMaxResponseHeaderBytes, CacheBytes: 64 << 20,
 		TokenRate: 10, TokenBurst: 50,
@@ -95,9 +94,9 @@ var errHalted = errors.New("gateway halted: nothing was sent to the upstream")
 // crash would: a request between its record's begin and the upstream call
 // goes no further. For stopping a node inside a process (the demo's killed
 // leader, fault tests): its handler goroutines outlive a listener's
-// Shutdown, and one that called the upstream seconds after the "crash",
-// once its record had turned outcome-unknown and the client had moved on,
-// charged a user twice.
+// Shutdown, and one that called the upstream after the "crash", when its
+// record may have turned outcome-unknown and the client retried elsewhere,
+// would carry the request out twice.
 func (g *Gateway) Halt() { g.halted.Store(true) }
 
 // New builds the gateway listener.

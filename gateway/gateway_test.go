@@ -303,7 +303,7 @@ func TestPassthroughAndSuspects(t *testing.T) {
 	if r := send(t, gc.gwURLs[1]+"/pay", "x", "X-User-Id", "u1"); r.Status != 400 || r.ProblemType(t) != "missing-key" {
 		t.Fatalf("no key = %d %s", r.Status, r.Body)
 	}
-	// The incident: a client that makes a new key for its retry.
+	// A client that makes a new key for its retry: no key can deduplicate it.
 	send(t, gc.gwURLs[0]+"/pay", `{"amount":7}`, "Idempotency-Key", "first-key", "X-User-Id", "carol")
 	send(t, gc.gwURLs[1]+"/pay", `{"amount":7}`, "Idempotency-Key", "second-key", "X-User-Id", "carol")
 	if gc.up.Executions("second-key") != 1 {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"net"
@@ -16,7 +17,6 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -24,7 +24,7 @@ import (
 // one upstream: over one in-memory store (the behaviour tests), or over a
 // real Raft cluster (c set: the wiring tests and benchmarks).
 type gwCluster struct {
-	c        *raftstore.TestCluster
+	c        *testcluster.Cluster
 	up       *testsupport.Upstream
 	gws      []*Gateway
 	gwURLs   []string
@@ -77,7 +77,7 @@ func startGateways(t testing.TB, n int) *gwCluster {
 // upstream when it is empty.
 func startClusterGateways(t testing.TB, n int, upstreamAddr string) *gwCluster {
 	t.Helper()
-	c := raftstore.StartTestCluster(t, n, nil)
+	c := testcluster.Start(t, n, nil)
 	var stores []nodeStore
 	for _, s := range c.Stores {
 		stores = append(stores, s)
@@ -97,7 +97,7 @@ type nodeStore interface {
 // memstore stands in for the store a node holds.
 var _ nodeStore = (*memstore.Store)(nil)
 
-func startGatewaysOver(t testing.TB, c *raftstore.TestCluster, stores []nodeStore, upstreamAddr string, tweak ...func(*Config)) *gwCluster {
+func startGatewaysOver(t testing.TB, c *testcluster.Cluster, stores []nodeStore, upstreamAddr string, tweak ...func(*Config)) *gwCluster {
 	t.Helper()
 	file, err := config.Parse([]byte(testRoutes))
 	if err != nil {

@@ -84,7 +84,7 @@ func FuzzParseKey(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(k) == 0 || len(k) > httpx.MaxKeyLen {
+		if len(k) == 0 || len(k) > httpx.MaxClientKeyLen {
 			t.Fatalf("httpx.ParseKey(%q) = %q: bad length", raw, k)
 		}
 		for _, c := range k {

@@ -67,9 +67,9 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	}
 	var kbuf [512]byte
 	kbufKey := fsm.AppendRecordKey(kbuf[:0], r.scope, tenant, key)
-	if len(kbufKey) > fsm.MaxKeyLen {
+	if len(kbufKey) > fsm.MaxStoredKeyLen {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf(
-			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), fsm.MaxKeyLen))
+			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), fsm.MaxStoredKeyLen))
 		rm.done(outBadRequest, start)
 		return
 	}

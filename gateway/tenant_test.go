@@ -19,7 +19,7 @@ import (
 // bob's stored answer; under untrusted_tenant: ignore her header is
 // dropped (her own record, no tenant, and the upstream never sees it).
 // Without a tenant header, or on a route with no header tenant, a client
-// outside trusted_proxies is served as before.
+// outside trusted_proxies is served: only a tenant header needs the proxy.
 func TestForgedTenant(t *testing.T) {
 	t.Parallel()
 	store := memstore.New(t)

@@ -160,7 +160,6 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	lim := listenerLimits(s.File.Limits)
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
-	rc.Version = version.String()
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
@@ -285,10 +284,10 @@ func (n *Node) Kill() {
 	n.Store.Close()
 }
 
-// listenerLimits are both listeners' limits: gateway's defaults, and what
-// the file sets.
+// listenerLimits are every listener's limits: the defaults, and what the
+// file sets.
 func listenerLimits(l config.Limits) httpx.Limits {
-	out := gateway.DefaultConfig().Limits
+	out := httpx.DefaultLimits()
 	setDuration(&out.ReadTimeout, l.ReadTimeout)
 	setDuration(&out.WriteTimeout, l.WriteTimeout)
 	setDuration(&out.IdleTimeout, l.IdleTimeout)

@@ -403,7 +403,7 @@ func TestInvalidCommandNeverProposed(t *testing.T) {
 	before := s.Raft().LastIndex()
 	for _, cmd := range []*fsm.Command{
 		fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), TTL: 2562047 * time.Hour}),
-		fsm.KVSetCommand(fsm.KVSetRequest{Key: make([]byte, fsm.MaxKeyLen+1)}),
+		fsm.KVSetCommand(fsm.KVSetRequest{Key: make([]byte, fsm.MaxStoredKeyLen+1)}),
 		fsm.RecordBeginCommand(fsm.BeginRequest{}),
 		{Type: 200, Key: []byte("k")}, // forged: no such command
 	} {

@@ -73,7 +73,7 @@ func TestDataFilesArePrivate(t *testing.T) {
 // machine) is an error from Open, with every file it opened closed again.
 func TestOpenFailsCleanly(t *testing.T) {
 	dir := t.TempDir()
-	cfg := TestConfig("n1", "192.0.2.1:7001", dir, []Peer{{ID: "n1", RaftAddr: "192.0.2.1:7001"}})
+	cfg := testConfig("n1", "192.0.2.1:7001", dir, []Peer{{ID: "n1", RaftAddr: "192.0.2.1:7001"}})
 	if s, err := Open(cfg); err == nil {
 		s.Close()
 		t.Skip("this machine has 192.0.2.1 (TEST-NET-1)")

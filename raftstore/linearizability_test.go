@@ -345,7 +345,7 @@ func runT1History(t *testing.T, f fault, d time.Duration) t1Result {
 	wg.Wait()
 	healed := time.Now()
 	res := t1Result{fault: f.name}
-	res.diverged = h.c.converge(10 * time.Second)
+	res.diverged = h.c.Converge(10 * time.Second)
 	res.convergedWithin = time.Since(healed)
 	ops, settled, dropped := h.settle()
 	res.ops, res.settled, res.dropped = len(ops), settled, dropped

@@ -84,7 +84,7 @@ func watchLeaderGaps(c *TestCluster) *leaderGaps {
 			case <-time.After(5 * time.Millisecond):
 			}
 			has := false
-			for _, s := range c.stores() {
+			for _, s := range c.Running() {
 				if s != nil && s.IsLeader() && !s.Removed() {
 					has = true
 				}
@@ -114,7 +114,7 @@ func memberLeader(c *TestCluster, t *testing.T) int {
 	t.Helper()
 	var idx int
 	testsupport.WaitFor(t, "a leader among the members", 10*time.Second, func() bool {
-		for i, s := range c.stores() {
+		for i, s := range c.Running() {
 			if s != nil && s.IsLeader() && !s.Removed() {
 				idx = i
 				return true
@@ -245,7 +245,7 @@ func TestForcedRemoval(t *testing.T) {
 	t.Logf("forced removal with a voter down: %v", err)
 	c.Start(dead)
 	testsupport.WaitFor(t, "a write once the down voter is back", 20*time.Second, func() bool {
-		for _, s := range c.stores() {
+		for _, s := range c.Running() {
 			w, cancel := context.WithTimeout(ctx, time.Second)
 			_, err := s.ApplyKV(w, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 			cancel()

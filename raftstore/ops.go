@@ -55,11 +55,6 @@ func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
 	return s.applyErr(ctx, fsm.RecordReleaseCommand(key, fence))
 }
 
-// MarkUnknown records that the owner cannot know the upstream's outcome.
-func (s Commands) MarkUnknown(ctx context.Context, key []byte, fence uint64) error {
-	return s.applyErr(ctx, fsm.RecordMarkUnknownCommand(key, fence))
-}
-
 // IssueToken stores a new form token; it returns its expiry.
 func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
 	res, err := s.Propose(ctx, fsm.TokenIssueCommand(key, ttl))

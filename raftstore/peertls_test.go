@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
@@ -122,8 +123,8 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	target := c.Cfgs[leader].RaftBind
 	hashes := func() [][32]byte {
 		var out [][32]byte
-		for _, s := range c.stores() {
-			h, err := s.FSM().StateHash()
+		for _, s := range c.Running() {
+			h, err := localcluster.StateHash(s.FSM())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,21 +14,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
 // testCluster is a 3-node cluster over real TCP on loopback, real
 // raft-boltdb and bbolt files, with a listener on each node.
 type testCluster struct {
-	rc    *raftstore.TestCluster
+	rc    *testcluster.Cluster
 	srv   []*Server
 	addrs []string
 }
 
 func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
 	t.Helper()
-	rc := raftstore.StartTestCluster(t, 3, nil)
+	rc := testcluster.Start(t, 3, nil)
 	tc := &testCluster{rc: rc}
 	for i := range rc.Stores {
 		tc.srv = append(tc.srv, startServer(t, rc.Stores[i], rc.Cfgs[i].NodeID, tweak))

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemgate/idemgate/version"
 )
 
 // The commands of the connection and the node: no store involved.
@@ -295,7 +297,7 @@ func cmdInfo(c *conn, a [][]byte) {
 		_, port, _ := strings.Cut(c.s.Addr(), ":")
 		fmt.Fprintf(&b, "# Server\r\nredis_version:%s\r\nidemgate_version:%s\r\nredis_mode:standalone\r\nos:%s %s\r\n"+
 			"process_id:%d\r\ntcp_port:%s\r\nuptime_in_seconds:%d\r\nidemgate_node:%s\r\n\r\n",
-			redisVersion, c.s.cfg.Version, runtime.GOOS, runtime.GOARCH, os.Getpid(), port,
+			redisVersion, version.String(), runtime.GOOS, runtime.GOARCH, os.Getpid(), port,
 			int(time.Since(c.s.start).Seconds()), c.s.cfg.NodeID)
 	}
 	if all || want["clients"] {

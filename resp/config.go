@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // Config configures the listener.
@@ -16,8 +17,6 @@ type Config struct {
 	Addr string
 	// NodeID names this node in INFO.
 	NodeID string
-	// Version is the build's version, in INFO and HELLO.
-	Version string
 	// MaxBulk bounds one argument (a value), as Redis's proto-max-bulk-len;
 	// larger gets "-ERR Protocol error: invalid bulk length". Keep it below
 	// what the store accepts in one command.
@@ -70,21 +69,23 @@ type Grant struct {
 type AuthFunc func(sum [sha256.Size]byte) (Grant, error)
 
 // DefaultConfig is the listener's defaults; Addr is left to the caller.
+// The limits every listener shares (a value as large as a request body,
+// the timeouts, the connections per address) are theirs.
 func DefaultConfig() Config {
+	l := httpx.DefaultLimits()
 	return Config{
-		Version:          "dev",
-		MaxBulk:          4 << 20,
+		MaxBulk:          l.MaxRequestBody,
 		MaxArgs:          64 << 10,
 		MaxInline:        64 << 10,
 		MaxPipeline:      1024,
 		MaxPipelineBytes: 1 << 20,
-		IdleTimeout:      5 * time.Minute,
-		ReadTimeout:      10 * time.Second,
-		WriteTimeout:     10 * time.Second,
+		IdleTimeout:      l.IdleTimeout,
+		ReadTimeout:      l.ReadTimeout,
+		WriteTimeout:     l.WriteTimeout,
 		MaxTxCommands:    10000,
 		MaxTxBytes:       8 << 20,
 		MaxWatches:       10000,
-		MaxConnsPerIP:    1024,
+		MaxConnsPerIP:    l.MaxConnsPerIP,
 		OpTimeout:        5 * time.Second,
 	}
 }

@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 func TestIssueConsume(t *testing.T) {
-	c := raftstore.StartTestCluster(t, 1, nil)
+	c := testcluster.Start(t, 1, nil)
 	svc := New(c.Stores[0], time.Minute)
 	ctx := context.Background()
 	tok, err := svc.Issue(ctx, "pay", 0)
@@ -67,7 +66,7 @@ func TestValidation(t *testing.T) {
 // TestMetricScopesBounded: scopes a caller makes up are counted as
 // "other", however many there are; the named ones keep their label.
 func TestMetricScopesBounded(t *testing.T) {
-	c := raftstore.StartTestCluster(t, 1, nil)
+	c := testcluster.Start(t, 1, nil)
 	svc := New(c.Stores[0], time.Minute)
 	svc.SetNamedScopes([]string{"pay"})
 	ctx := context.Background()

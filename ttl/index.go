@@ -148,12 +148,3 @@ func CountDue(tx *bolt.Tx, now int64, limit int) (int, error) {
 	}
 	return n, nil
 }
-
-// Len returns the number of entries in the index.
-func Len(tx *bolt.Tx) int {
-	b := tx.Bucket(BucketName)
-	if b == nil {
-		return 0
-	}
-	return b.Stats().KeyN
-}

@@ -62,18 +62,6 @@ func Revision() string {
 	return ""
 }
 
-// Built is when that commit was made: the stamped Date, else the time Go
-// recorded, else "".
-func Built() string {
-	if Date != "" {
-		return Date
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		return vcs(bi, "vcs.time")
-	}
-	return ""
-}
-
 func vcs(bi *debug.BuildInfo, key string) string {
 	for _, s := range bi.Settings {
 		if s.Key == key {

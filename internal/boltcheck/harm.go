@@ -6,7 +6,8 @@ import (
 )
 
 // The damage the tests of the packages that open bbolt files (fsm,
-// raftstore, the binary) inflict, as a teammate reproduced it on a node.
+// raftstore, the binary) inflict: what a torn write or a full disk leaves
+// in a data file.
 
 // OverwritePages writes random bytes (from a fixed seed) over every third
 // 4 KiB page of the file at path from page 2, leaving the meta pages.

@@ -1,10 +1,16 @@
 package httpx
 
-import "errors"
+import (
+	"errors"
 
-// MaxKeyLen bounds a key a client names: an idempotency key, a KV key. The
-// stored key (scope, tenant and key together) is bounded by fsm.MaxKeyLen.
-const MaxKeyLen = 255
+	"github.com/idemgate/idemgate/config"
+)
+
+// MaxClientKeyLen bounds a key a client names: an idempotency key, a KV
+// key; the one limit a route's key_min_length is checked against. The
+// stored key (scope, tenant and key together) is bounded by
+// fsm.MaxStoredKeyLen.
+const MaxClientKeyLen = config.MaxKeyLength
 
 // Key errors; a listener answers each with 400 invalid-key.
 var (
@@ -26,12 +32,12 @@ func ParseKey(raw []byte) ([]byte, error) {
 	return CheckKey(raw)
 }
 
-// CheckKey checks a decoded key: 1 to MaxKeyLen visible ASCII bytes.
+// CheckKey checks a decoded key: 1 to MaxClientKeyLen visible ASCII bytes.
 func CheckKey(k []byte) ([]byte, error) {
 	if len(k) == 0 {
 		return nil, errKeyEmpty
 	}
-	if len(k) > MaxKeyLen {
+	if len(k) > MaxClientKeyLen {
 		return nil, errKeyTooLong
 	}
 	for _, c := range k {

@@ -42,6 +42,13 @@ type Limits struct {
 	MaxBodyBuffer int
 }
 
+// DefaultLimits are every listener's limits a cluster file leaves out
+// (limits: in the file): the gateway's, the API's and the Redis face's.
+func DefaultLimits() Limits {
+	return Limits{ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second,
+		MaxRequestBody: 4 << 20, MaxHeaderBytes: 16 << 10, MaxConnsPerIP: 1024, Concurrency: 64 * 1024}
+}
+
 // NewListener builds the server: safe limits, no default Content-Type (a
 // replay without one must stay without one), bodies streamed so a handler
 // reads one only once it wants it, within a budget (body.go), problem

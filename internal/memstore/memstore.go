@@ -144,9 +144,6 @@ func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, e
 	return s.f.Suspects(limit)
 }
 
-// LookupRequest tells what the state machine remembers of a request id.
-func (s *Store) LookupRequest(id fsm.ReqID) (*fsm.Result, bool, error) { return s.f.LookupRequest(id) }
-
 // The cluster: one node, always the leader, always ready.
 
 func (s *Store) Leader() (string, string) { return "mem", "memstore" }
@@ -167,7 +164,6 @@ func (s *Store) ClusterID() string                                 { return "" }
 func (s *Store) SeenRemoved() bool                                 { return false }
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
-func (s *Store) Ready() bool                                       { return true }
 func (s *Store) Alive() bool                                       { return true }
 func (s *Store) Status() raftstore.NodeStatus {
 	commit, applied := s.Indexes()

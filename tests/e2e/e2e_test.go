@@ -17,7 +17,6 @@ import (
 	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // freePorts returns n distinct free loopback addresses (demo.go's helper).
@@ -147,7 +146,7 @@ func TestE2EThreeProcesses(t *testing.T) {
 	nodes[leader].cmd.Wait()
 	// The killed node's data files must pass bbolt's consistency check.
 	for _, name := range []string{"fsm.db", "raft.db"} {
-		if err := raftstore.CheckBolt(filepath.Join(dir, leader, name)); err != nil {
+		if err := boltcheck.Check(filepath.Join(dir, leader, name), true); err != nil {
 			t.Fatalf("%s of the SIGKILLed %s: %v", name, leader, err)
 		}
 	}

@@ -23,9 +23,10 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/history"
+	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // TestT2 is the reliability suite's long run (T2; docs/reliability.md): real `idemgate serve` processes
@@ -160,7 +161,7 @@ func TestT2(t *testing.T) {
 	var first [32]byte
 	for i, id := range ids {
 		for _, name := range []string{"fsm.db", "raft.db"} {
-			if err := raftstore.CheckBolt(filepath.Join(dir, id, name)); err != nil {
+			if err := boltcheck.Check(filepath.Join(dir, id, name), true); err != nil {
 				t.Errorf("bbolt check %s/%s: %v", id, name, err)
 			}
 		}
@@ -168,7 +169,7 @@ func TestT2(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _ := f.StateHash()
+		h, _ := localcluster.StateHash(f)
 		applied := f.AppliedIndex()
 		f.Close()
 		t.Logf("%s: applied %d, state %x", id, applied, h[:8])
@@ -228,7 +229,7 @@ func (c *chaosCluster) start(id string, env []string, wrap ...string) {
 	for _, name := range []string{"fsm.db", "raft.db"} {
 		path := filepath.Join(c.dir, id, name)
 		if _, err := os.Stat(path); err == nil {
-			if err := raftstore.CheckBolt(path); err != nil {
+			if err := boltcheck.Check(path, true); err != nil {
 				c.t.Errorf("bbolt check before restarting %s: %s: %v", id, name, err)
 			}
 		}
