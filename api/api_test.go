@@ -140,7 +140,7 @@ func TestAPIKV(t *testing.T) {
 		{"DELETE", u[2] + "/v1/kv/%00node%2Fn1", "", nil, 400, "", "invalid-key", false},
 		{"PUT", u[0] + "/v1/kv/k?ttl=-1s", "x", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[0] + "/v1/kv/k?nx=maybe", "x", nil, 400, "", "bad-request", false},
-		{"POST", u[0] + "/v1/kv/k", "x", nil, 405, "", "method-not-allowed", false},
+		{"PATCH", u[0] + "/v1/kv/k", "x", nil, 405, "", "method-not-allowed", false},
 		{"GET", u[0] + "/v1/nothing", "", nil, 404, "", "not-found", false},
 	}
 	for i, s := range steps {

@@ -108,7 +108,7 @@ func TestAPIMethodNotAllowedSaysAllow(t *testing.T) {
 	t.Parallel()
 	ac := startAPIs(t, 1, nil)
 	for path, allow := range map[string]string{
-		"/v1/kv/k":                    "GET, HEAD, PUT, DELETE",
+		"/v1/kv/k":                    "GET, HEAD, PUT, POST, DELETE",
 		"/v1/records/pay/k":           "GET, HEAD, DELETE",
 		"/v1/cluster":                 "GET, HEAD",
 		"/v1/cluster/nodes/n1":        "DELETE",

@@ -42,11 +42,13 @@ func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
 		a.kvGet(ctx, key)
 	case "PUT":
 		a.kvPut(ctx, key)
+	case "POST":
+		a.kvIncr(ctx, key)
 	case "DELETE":
 		a.kvDelete(ctx, key)
 	default:
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD, PUT or DELETE")
-		ctx.Response.Header.Set("Allow", "GET, HEAD, PUT, DELETE")
+		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD, PUT, POST (an increment) or DELETE")
+		ctx.Response.Header.Set("Allow", "GET, HEAD, PUT, POST, DELETE")
 	}
 }
 
@@ -108,6 +110,16 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 		}
 		mode, version = fsm.SetCAS, v
 	}
+	// If-Value: the state-transition guard, set only while the key holds
+	// that value (Redis 8.4's SET ... IFEQ, one state machine rule).
+	match := ctx.Request.Header.Peek("If-Value")
+	if match != nil {
+		if mode != fsm.SetPlain {
+			httpx.WriteProblem(ctx, httpx.BadRequest, "If-Value cannot be combined with nx, If-None-Match or If-Match")
+			return
+		}
+		mode, match = fsm.SetIfEq, append([]byte(nil), match...)
+	}
 	value := append([]byte(nil), ctx.PostBody()...)
 	c, cancel, ok := a.writeCtx(ctx)
 	if !ok {
@@ -115,7 +127,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	}
 	defer cancel()
 	res, err := a.store.ApplyKV(c, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
-		Mode: mode, Version: version}))
+		Mode: mode, Version: version, Match: match}))
 	if err != nil {
 		httpx.WriteError(ctx, err)
 		return
@@ -132,10 +144,24 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	case fsm.CodeExists:
 		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt)
 	case fsm.CodeVersionMismatch:
+		if mode == fsm.SetIfEq {
+			valueMismatch(ctx, res.Version)
+			return
+		}
 		versionMismatch(ctx, version, res.Version)
 	default:
 		httpx.WriteError(ctx, res.Err())
 	}
+}
+
+// valueMismatch answers a set whose If-Value was not the key's value.
+func valueMismatch(ctx *fasthttp.RequestCtx, current uint64) {
+	if current == 0 {
+		httpx.WriteProblem(ctx, httpx.ValueMismatch, "the key does not exist: If-Value never creates it")
+		return
+	}
+	httpx.WriteProblem(ctx, httpx.ValueMismatch, "the key's value is not If-Value: nothing was changed")
+	ctx.Response.Header.Set("ETag", etag(current))
 }
 
 // ifMatch reads If-Match: "<version>" (0 when absent); false means it

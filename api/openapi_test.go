@@ -105,7 +105,7 @@ func TestOpenAPIContractBites(t *testing.T) {
 		{"a 405 with the wrong Allow", "PATCH", "/v1/kv/k", "", nil, answer{405, "application/problem+json",
 			`{"type":"https://idemgate.dev/problems/method-not-allowed","title":"t","status":405}`, []string{"Allow", "GET, PUT"}}, false},
 		{"a 405 with the documented Allow", "PATCH", "/v1/kv/k", "", nil, answer{405, "application/problem+json",
-			`{"type":"https://idemgate.dev/problems/method-not-allowed","title":"t","status":405}`, []string{"Allow", "GET, HEAD, PUT, DELETE"}}, true},
+			`{"type":"https://idemgate.dev/problems/method-not-allowed","title":"t","status":405}`, []string{"Allow", "GET, HEAD, PUT, POST, DELETE"}}, true},
 		{"a 200 to a request the document refuses", "PUT", "/v1/kv/k?nx=maybe", "v", nil,
 			answer{200, "application/octet-stream", "", []string{"ETag", `"3"`}}, false},
 		{"a 400 to a request the document refuses", "PUT", "/v1/kv/k?nx=maybe", "v", nil, problem(400, "bad-request"), true},
@@ -325,6 +325,7 @@ var apiKinds = map[string]httpx.Kind{
 	"UnsupportedMediaType": httpx.UnsupportedMediaType, "UntrustedTenant": httpx.UntrustedTenant,
 	"UpstreamResponseTooLarge": httpx.UpstreamResponseTooLarge, "UpstreamTimeout": httpx.UpstreamTimeout,
 	"UpstreamUnreachable": httpx.UpstreamUnreachable, "VersionMismatch": httpx.VersionMismatch,
+	"ValueMismatch": httpx.ValueMismatch, "OutOfRange": httpx.OutOfRange, "NotInteger": httpx.NotInteger,
 }
 
 // kindsNamed reads the httpx.Kind names the files named use (httpx.X in

@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -123,15 +125,17 @@ var commands = [typeEnd]spec{
 	TypeTokenConsume: {name: "token_consume", uses: fKey,
 		key: true, remembered: true, apply: (*applier).tokenConsume},
 	// Version: the version a SetCAS expects (0: the key must not exist).
-	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags,
+	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags | fBody,
 		key: true, remembered: true, tx: true, check: checkKVSet, apply: (*applier).kvSet},
 	// Version (0: any): compare-and-delete, for both.
 	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion,
 		key: true, remembered: true, tx: true, apply: (*applier).kvGetDel},
-	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion,
-		key: true, remembered: true, tx: true, apply: (*applier).kvDelete},
+	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion | fMode | fBody,
+		key: true, remembered: true, tx: true, check: checkKVDelete, apply: (*applier).kvDelete},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
-	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue,
+	// Flags and Body: the bounds of a guarded increment (FlagIncrMin,
+	// FlagIncrMax; Body the two, 8 big-endian bytes each).
+	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue | fFlags | fBody,
 		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr},
 	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
 	// EXPIRE, PERSIST).
@@ -243,8 +247,10 @@ func checkExpire(c *Command) error {
 
 func checkKVSet(c *Command) error {
 	switch {
-	case c.Mode > SetXX:
+	case c.Mode > SetIfDigestNe:
 		return errors.New("unknown set mode")
+	case checkCondition(c) != nil:
+		return checkCondition(c)
 	case c.Flags&^(FlagKeepTTL|FlagReturnOld) != 0:
 		return errors.New("unknown set flags")
 	case c.Flags&FlagKeepTTL != 0 && c.TTL != 0:
@@ -253,9 +259,46 @@ func checkKVSet(c *Command) error {
 	return nil
 }
 
+// checkCondition checks a value condition's comparand (Body): none
+// without one, 8 bytes for a digest.
+func checkCondition(c *Command) error {
+	switch c.Mode {
+	case SetIfEq, SetIfNe:
+	case SetIfDigestEq, SetIfDigestNe:
+		if len(c.Body) != 8 {
+			return errors.New("a digest condition needs an 8-byte digest")
+		}
+	default:
+		if len(c.Body) != 0 {
+			return errors.New("a comparand without a value condition")
+		}
+	}
+	return nil
+}
+
+// checkKVDelete: a delete's condition is a version, or a value condition
+// (SetIfEq...), not both.
+func checkKVDelete(c *Command) error {
+	switch {
+	case c.Mode != SetPlain && (c.Mode < SetIfEq || c.Mode > SetIfDigestNe):
+		return errors.New("a delete's condition is a value condition")
+	case c.Mode != SetPlain && c.Version != 0:
+		return errors.New("a version and a value condition together")
+	}
+	return checkCondition(c)
+}
+
 func checkKVIncr(c *Command) error {
 	if _, ok := parseInt(c.Value); !ok {
 		return errors.New("the increment is not a decimal integer")
+	}
+	switch lo, hi, ok := incrBounds(c); {
+	case c.Flags&^(FlagIncrMin|FlagIncrMax) != 0:
+		return errors.New("unknown increment flags")
+	case !ok:
+		return errors.New("an increment's bounds are 16 bytes, and only with a bound flag")
+	case lo > hi:
+		return errors.New("an increment's min is above its max")
 	}
 	return nil
 }
@@ -369,16 +412,21 @@ func TokenConsumeCommand(key []byte) *Command { return &Command{Type: TypeTokenC
 type KVSetRequest struct {
 	Key, Value []byte
 	TTL        time.Duration // 0: never expires (unless KeepTTL)
-	Mode       SetMode       // SetPlain, SetNX, SetXX, or SetCAS on Version
+	Mode       SetMode       // SetPlain, SetNX, SetXX, SetCAS on Version, or a value condition
 	Version    uint64
 	KeepTTL    bool // keep the key's lifetime (TTL must be 0)
-	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists: there was one)
+	ReturnOld  bool // Result.Value is the value before (CodeOK, CodeExists, CodeVersionMismatch: there was one)
+	// Match is what SetIfEq and SetIfNe compare the value with; Digest
+	// what SetIfDigestEq and SetIfDigestNe compare its digest with.
+	Match  []byte
+	Digest uint64
 }
 
 // KVSetCommand writes a KV key; its refusals are codes: CodeExists (NX,
 // with the current value), CodeNotFound (XX), CodeVersionMismatch (CAS).
 func KVSetCommand(r KVSetRequest) *Command {
-	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version}
+	c := &Command{Type: TypeKVSet, Key: r.Key, Value: r.Value, TTL: r.TTL, Mode: r.Mode, Version: r.Version,
+		Body: comparand(r.Mode, r.Match, r.Digest)}
 	if r.KeepTTL {
 		c.Flags |= FlagKeepTTL
 	}
@@ -399,10 +447,73 @@ func KVGetDelCommand(key []byte, version uint64) *Command {
 // KVDeleteCommand removes a key (CodeNotFound if there is none).
 func KVDeleteCommand(key []byte) *Command { return &Command{Type: TypeKVDelete, Key: key} }
 
+// KVDeleteIfCommand removes a key only while its value meets a value
+// condition (mode SetIfEq, SetIfNe, SetIfDigestEq or SetIfDigestNe, with
+// match or digest as KVSetRequest has them): Redis 8.4's DELEX.
+// CodeNotFound for an absent key, CodeVersionMismatch for one whose value
+// does not meet it.
+func KVDeleteIfCommand(key []byte, mode SetMode, match []byte, digest uint64) *Command {
+	return &Command{Type: TypeKVDelete, Key: key, Mode: mode, Body: comparand(mode, match, digest)}
+}
+
+// comparand is a value condition's Body: the value, or the digest's 8
+// big-endian bytes; nil for the other modes.
+func comparand(mode SetMode, match []byte, digest uint64) []byte {
+	switch mode {
+	case SetIfEq, SetIfNe:
+		if match == nil {
+			return []byte{} // an empty value is a value: Body is sent as given
+		}
+		return match
+	case SetIfDigestEq, SetIfDigestNe:
+		return binary.BigEndian.AppendUint64(nil, digest)
+	}
+	return nil
+}
+
 // KVIncrCommand adds delta to the key's decimal integer value (absent: 0);
 // Result.Value is the new value; CodeNotInteger, CodeOverflow.
 func KVIncrCommand(key []byte, delta int64) *Command {
 	return &Command{Type: TypeKVIncr, Key: key, Value: strconv.AppendInt(nil, delta, 10)}
+}
+
+// KVIncrBoundedCommand is KVIncrCommand refused (CodeOutOfRange, nothing
+// changed) when the result would leave [min, max]; a nil bound is none.
+// The guard of a balance: UPDATE ... SET balance = balance - 100 WHERE
+// balance >= 100 is a delta of -100 with min 0.
+func KVIncrBoundedCommand(key []byte, delta int64, min, max *int64) *Command {
+	c := KVIncrCommand(key, delta)
+	if min == nil && max == nil {
+		return c
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if min != nil {
+		c.Flags, lo = c.Flags|FlagIncrMin, *min
+	}
+	if max != nil {
+		c.Flags, hi = c.Flags|FlagIncrMax, *max
+	}
+	c.Body = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(lo)), uint64(hi))
+	return c
+}
+
+// incrBounds are a guarded increment's bounds (the whole int64 range when
+// it has none); false when Body and Flags disagree.
+func incrBounds(c *Command) (lo, hi int64, ok bool) {
+	if c.Flags&(FlagIncrMin|FlagIncrMax) == 0 {
+		return math.MinInt64, math.MaxInt64, len(c.Body) == 0
+	}
+	if len(c.Body) != 16 {
+		return 0, 0, false
+	}
+	lo, hi = int64(binary.BigEndian.Uint64(c.Body)), int64(binary.BigEndian.Uint64(c.Body[8:]))
+	if c.Flags&FlagIncrMin == 0 {
+		lo = math.MinInt64
+	}
+	if c.Flags&FlagIncrMax == 0 {
+		hi = math.MaxInt64
+	}
+	return lo, hi, true
 }
 
 // KVExpireCommand sets the key's lifetime to lifetime from now (0: none,
@@ -437,6 +548,14 @@ const (
 	SetNX    SetMode = 1 // only if the key does not exist
 	SetCAS   SetMode = 2 // only if the key's version equals Command.Version (0: must not exist)
 	SetXX    SetMode = 3 // only if the key exists (fsm.ErrNotFound if not)
+	// The value conditions of Redis 8.4's SET IFEQ|IFNE|IFDEQ|IFDNE and
+	// DELEX (valueMatches). Command.Body is what they compare with: the
+	// value itself, or the value's digest (Digest) as 8 big-endian bytes.
+	// Refused: CodeVersionMismatch.
+	SetIfEq       SetMode = 4 // only if the key exists and its value is Body
+	SetIfNe       SetMode = 5 // only if the key is absent or its value is not Body
+	SetIfDigestEq SetMode = 6 // only if the key exists and its value's digest is Body
+	SetIfDigestNe SetMode = 7 // only if the key is absent or its value's digest is not Body
 )
 
 // Begin flags.
@@ -458,6 +577,12 @@ const (
 	// or not (Redis SET ... GET), in Result.Value. The code says whether
 	// it had one: CodeOK and CodeExists yes, CodeCreated and CodeNotFound no.
 	FlagReturnOld byte = 1 << 1
+)
+
+// KVIncr flags: the bounds of a guarded increment, in Command.Body.
+const (
+	FlagIncrMin byte = 1 << 0
+	FlagIncrMax byte = 1 << 1
 )
 
 // KVExpire flags: the conditions of Redis 7's EXPIRE, on the lifetime the

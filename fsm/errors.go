@@ -34,6 +34,9 @@ var (
 	// the value it answers would take the transaction's results past the
 	// bytes they may carry (kv_tx.go).
 	ErrReplyTooLarge = errors.New("the transaction's replies are over the bytes they may carry")
+	// ErrOutOfRange: a guarded increment would leave its [min, max];
+	// nothing changed.
+	ErrOutOfRange = errors.New("the result would leave the range allowed")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

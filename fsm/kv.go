@@ -99,6 +99,17 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, rev uint64) *Result {
 			}
 			return r
 		}
+	case SetIfEq, SetIfNe, SetIfDigestEq, SetIfDigestNe:
+		if !valueMatches(c.Mode, c.Body, old, exists) {
+			r := &Result{Code: CodeVersionMismatch}
+			if exists {
+				r.Version, r.ExpiresAt = old.Version, old.ExpiresAt
+				if c.Flags&FlagReturnOld != 0 {
+					r.Value = old.Clone().Value
+				}
+			}
+			return r
+		}
 	}
 	e := KVEntry{Version: rev, Created: rev, ExpiresAt: a.expiry(c.TTL), Value: c.Value}
 	if c.Flags&FlagKeepTTL != 0 && exists {
@@ -162,6 +173,9 @@ func (a *applier) kvRemove(tx *bolt.Tx, c *Command, value bool) *Result {
 		return &Result{Code: CodeNotFound}
 	}
 	if c.Version != 0 && old.Version != c.Version { // compare-and-delete
+		return &Result{Code: CodeVersionMismatch, Version: old.Version}
+	}
+	if !valueMatches(c.Mode, c.Body, old, exists) { // DELEX's value conditions
 		return &Result{Code: CodeVersionMismatch, Version: old.Version}
 	}
 	r := &Result{Code: CodeOK, Version: old.Version}

@@ -30,6 +30,13 @@ func (a *applier) kvIncr(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
 		return &Result{Code: CodeOverflow}
 	}
+	if lo, hi, _ := incrBounds(c); cur+delta < lo || cur+delta > hi {
+		r := &Result{Code: CodeOutOfRange, Value: strconv.AppendInt(nil, cur, 10)}
+		if exists {
+			r.Version, r.ExpiresAt = old.Version, old.ExpiresAt
+		}
+		return r
+	}
 	e := KVEntry{Version: rev, Created: rev, Value: strconv.AppendInt(nil, cur+delta, 10)}
 	if exists {
 		e.ExpiresAt = old.ExpiresAt

@@ -101,7 +101,15 @@ func TestRedisKVCommands(t *testing.T) {
 func TestRedisKVCommandsValidate(t *testing.T) {
 	k := []byte("k")
 	bad := []Command{
-		{Type: TypeKVSet, Key: k, Mode: SetXX + 1},
+		{Type: TypeKVSet, Key: k, Mode: SetIfDigestNe + 1},
+		{Type: TypeKVSet, Key: k, Mode: SetIfDigestEq, Body: []byte("short")},
+		{Type: TypeKVSet, Key: k, Mode: SetIfDigestNe},
+		{Type: TypeKVSet, Key: k, Mode: SetNX, Body: []byte("x")},
+		{Type: TypeKVSet, Key: k, Body: []byte("x")},
+		{Type: TypeKVDelete, Key: k, Mode: SetNX},
+		{Type: TypeKVDelete, Key: k, Mode: SetIfEq, Body: []byte("v"), Version: 3},
+		{Type: TypeKVDelete, Key: k, Mode: SetIfDigestEq, Body: make([]byte, 9)},
+		{Type: TypeKVDelete, Key: k, Body: []byte("x")},
 		{Type: TypeKVSet, Key: k, Flags: 1 << 5},
 		{Type: TypeKVSet, Key: k, TTL: time.Second, Flags: FlagKeepTTL},
 		{Type: TypeKVIncr, Key: k, Value: []byte("1.5")},

@@ -94,7 +94,7 @@ const (
 func noEffect(code Code) bool {
 	switch code {
 	case CodeExists, CodeNotFound, CodeVersionMismatch, CodeFenceMismatch, CodeWrongState,
-		CodeBadCommand, CodeNotInteger, CodeOverflow, CodeUnchanged, CodeReplyTooLarge, codeReread:
+		CodeBadCommand, CodeNotInteger, CodeOverflow, CodeUnchanged, CodeReplyTooLarge, CodeOutOfRange, codeReread:
 		return true
 	}
 	return false

@@ -27,12 +27,15 @@ const (
 	// CodeReplyTooLarge: a transaction's command whose value would take
 	// the transaction's results past its reply budget; not applied.
 	CodeReplyTooLarge
+	// CodeOutOfRange: a guarded increment whose result would leave its
+	// bounds; nothing changed (Result.Value is the value kept).
+	CodeOutOfRange
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

@@ -40,6 +40,8 @@ func init() {
 		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Second) }),
 		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Millisecond) }),
 		wr("persist", 2, 1, planPersist),
+		wr("delex", -2, 1, planDelex),
+		rd("digest", 2, 1, cmdDigest, txDigest),
 	)
 }
 
@@ -187,14 +189,17 @@ func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration) {
 // setOptions is what SET's options came to.
 type setOptions struct {
 	mode      fsm.SetMode
+	match     []byte // IFEQ/IFNE's value
+	digest    uint64 // IFDEQ/IFDNE's digest
 	get       bool
 	keepTTL   bool
 	ttl       time.Duration
 	hasExpiry bool
 }
 
-// parseSet reads SET's options as Redis 7 does: NX|XX, GET, one of
-// EX|PX|EXAT|PXAT|KEEPTTL, in any order; the reply for a refusal.
+// parseSet reads SET's options as Redis 8.4 does: one of NX|XX|IFEQ v|
+// IFNE v|IFDEQ d|IFDNE d, GET, one of EX|PX|EXAT|PXAT|KEEPTTL, in any
+// order; the reply for a refusal.
 func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 	var o setOptions
 	for i := 3; i < len(a); i++ {
@@ -204,6 +209,18 @@ func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 			o.mode = fsm.SetNX
 		case eq(opt, "xx") && o.mode == fsm.SetPlain:
 			o.mode = fsm.SetXX
+		case condition(opt) != fsm.SetPlain && o.mode == fsm.SetPlain && i+1 < len(a):
+			i++
+			o.mode = condition(opt)
+			if o.mode == fsm.SetIfDigestEq || o.mode == fsm.SetIfDigestNe {
+				d, ok := parseDigest(a[i])
+				if !ok {
+					return o, msgBadDigest
+				}
+				o.digest = d
+			} else {
+				o.match = a[i]
+			}
 		case eq(opt, "get"):
 			o.get = true
 		case eq(opt, "keepttl") && !o.hasExpiry:
@@ -265,23 +282,26 @@ func planSet(c *conn, a [][]byte) plan {
 		return plan{err: refusal}
 	}
 	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], TTL: o.ttl, Mode: o.mode,
-		KeepTTL: o.keepTTL, ReturnOld: o.get})
+		KeepTTL: o.keepTTL, ReturnOld: o.get, Match: o.match, Digest: o.digest})
 	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, o.get, r) }}
 }
 
-// answerSet: OK or nil (NX/XX refused), or with GET the old value or nil.
+// answerSet: OK or nil (NX/XX/IF* refused), or with GET the old value or
+// nil, set or not.
 func answerSet(w *writer, get bool, r []raftstore.OpResult) {
 	if r[0].Err != nil {
 		w.errorLine(errorReply(r[0].Err))
 		return
 	}
 	res := r[0].Res
+	refused := res.Code == fsm.CodeExists || res.Code == fsm.CodeNotFound || res.Code == fsm.CodeVersionMismatch
 	switch {
-	case res.Code != fsm.CodeOK && res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists && res.Code != fsm.CodeNotFound:
+	case res.Code != fsm.CodeOK && res.Code != fsm.CodeCreated && !refused:
 		w.errorLine(errorReply(res.Err()))
-	case get && (res.Code == fsm.CodeOK || res.Code == fsm.CodeExists):
+	case get && (res.Code == fsm.CodeOK || res.Code == fsm.CodeExists ||
+		(res.Code == fsm.CodeVersionMismatch && res.Version != 0)): // the key was there
 		w.bulk(res.Value)
-	case get || res.Code == fsm.CodeExists || res.Code == fsm.CodeNotFound:
+	case get || refused:
 		w.null()
 	default:
 		w.ok()

@@ -29,13 +29,14 @@ func TestReservedKeysRefused(t *testing.T) {
 		"set": {rk, "evil"}, "setnx": {rk, "evil"}, "getdel": {rk}, "del": {"plain", rk}, "unlink": {rk, "plain"},
 		"incr": {rk}, "decr": {rk}, "incrby": {rk, "5"}, "decrby": {rk, "5"},
 		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk}, "watch": {"plain", rk},
+		"delex": {rk, "IFEQ", "x"}, "digest": {rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
 			t.Fatalf("%s names a key and has no row here", name)
 		}
 	}
-	extra := [][]string{{"SET", rk, "evil", "NX", "GET"}, {"SET", rk, "evil", "XX", "KEEPTTL"}, {"SET", "\x00", "evil"},
+	extra := [][]string{{"SET", rk, "evil", "NX", "GET"}, {"SET", rk, "evil", "IFEQ", "127.0.0.1:9001"}, {"DELEX", rk}, {"SET", rk, "evil", "XX", "KEEPTTL"}, {"SET", "\x00", "evil"},
 		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"}}
 	rows := extra
 	for name, args := range calls {

@@ -71,6 +71,9 @@ var (
 	UpstreamTimeout          = Kind{fasthttp.StatusGatewayTimeout, "upstream-timeout", "Upstream timed out"}
 	UpstreamUnreachable      = Kind{fasthttp.StatusBadGateway, "upstream-unreachable", "Upstream unreachable"}
 	VersionMismatch          = Kind{fasthttp.StatusPreconditionFailed, "version-mismatch", "Version moved"}
+	ValueMismatch            = Kind{fasthttp.StatusPreconditionFailed, "value-mismatch", "Value differs"}
+	OutOfRange               = Kind{fasthttp.StatusConflict, "out-of-range", "Out of range"}
+	NotInteger               = Kind{fasthttp.StatusConflict, "not-integer", "Not an integer"}
 )
 
 // WriteProblem answers with a problem document of kind k. It resets the

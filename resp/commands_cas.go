@@ -1,0 +1,104 @@
+package resp
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+)
+
+// Redis 8.4's compare-and-set and compare-and-delete: SET's IFEQ, IFNE,
+// IFDEQ and IFDNE (parseSet), DELEX and DIGEST. A state transition guarded
+// by the state the caller saw (SET order:42 PAID IFEQ PROCESSING) and a
+// lock released only by its holder (DELEX lock IFEQ token) need neither
+// a script nor a transaction; the state machine checks the condition in
+// the command's own apply (fsm/condition.go).
+
+// msgBadDigest answers an IFDEQ/IFDNE digest that is not hexadecimal.
+const msgBadDigest = "ERR the digest must be 1 to 16 hexadecimal digits, as DIGEST answers it"
+
+// condition is the value condition an option names, fsm.SetPlain if none.
+func condition(opt string) fsm.SetMode {
+	switch {
+	case eq(opt, "ifeq"):
+		return fsm.SetIfEq
+	case eq(opt, "ifne"):
+		return fsm.SetIfNe
+	case eq(opt, "ifdeq"):
+		return fsm.SetIfDigestEq
+	case eq(opt, "ifdne"):
+		return fsm.SetIfDigestNe
+	}
+	return fsm.SetPlain
+}
+
+// parseDigest reads a digest as DIGEST prints it (16 hex digits; fewer,
+// and either case, are read too).
+func parseDigest(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	d, err := strconv.ParseUint(string(b), 16, 64)
+	return d, err == nil
+}
+
+// formatDigest is DIGEST's answer: 16 lowercase hex digits.
+func formatDigest(value []byte) []byte {
+	const hex = "0123456789abcdef"
+	d := fsm.Digest(value)
+	out := make([]byte, 16)
+	for i := 15; i >= 0; i-- {
+		out[i] = hex[d&0xf]
+		d >>= 4
+	}
+	return out
+}
+
+// planDelex is DELEX key [IFEQ v|IFNE v|IFDEQ d|IFDNE d]: 1 if the key was
+// removed, 0 if it was absent or its value did not meet the condition.
+func planDelex(c *conn, a [][]byte) plan {
+	op := fsm.KVDeleteCommand(a[1])
+	switch {
+	case len(a) == 2:
+	case len(a) == 4 && condition(string(a[2])) != fsm.SetPlain:
+		mode := condition(string(a[2]))
+		if mode == fsm.SetIfDigestEq || mode == fsm.SetIfDigestNe {
+			d, ok := parseDigest(a[3])
+			if !ok {
+				return plan{err: msgBadDigest}
+			}
+			op = fsm.KVDeleteIfCommand(a[1], mode, nil, d)
+		} else {
+			op = fsm.KVDeleteIfCommand(a[1], mode, a[3], 0)
+		}
+	default:
+		return plan{err: msgSyntax}
+	}
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) {
+		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) },
+			fsm.CodeNotFound, fsm.CodeVersionMismatch)
+	}}
+}
+
+// cmdDigest is DIGEST key: the value's digest, or nil.
+func cmdDigest(c *conn, ctx context.Context, a [][]byte) {
+	e, ok, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	answerDigest(&c.w, e, ok)
+}
+
+func txDigest(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answerDigest(w, es[0], oks[0]) })
+}
+
+func answerDigest(w *writer, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.null()
+		return
+	}
+	w.bulk(formatDigest(e.Value))
+}
