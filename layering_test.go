@@ -13,7 +13,7 @@ import (
 // test: adding one means placing it here.
 var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/conncap", "internal/loopback",
-		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout"},
+		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout", "script"},
 	{"fsm", "datadir"},
 	{"backup", "raftstore/transport"},
 	{"raftstore", "tokens", "internal/localcluster"},

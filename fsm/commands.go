@@ -50,6 +50,7 @@ const (
 	TypeMemberRemoved
 	TypeKVRead
 	TypeKVTx
+	TypeScriptEffects
 	typeEnd
 )
 
@@ -99,6 +100,10 @@ type spec struct {
 	// apply applies the command in the batch's transaction; rev is its
 	// revision (applier.nextRev).
 	apply func(a *applier, tx *bolt.Tx, c *Command, rev uint64) *Result
+	// kv, for a command of the KV keyspace that a script may make, applies
+	// it to a kvStore: the batch's transaction or a script's sandbox
+	// (sandbox.go). nil: a script cannot make it.
+	kv func(a *applier, kv kvStore, c *Command, rev uint64) *Result
 }
 
 // commands is the table, by Type. A row's comment says what a field means
@@ -126,21 +131,21 @@ var commands = [typeEnd]spec{
 		key: true, remembered: true, apply: (*applier).tokenConsume},
 	// Version: the version a SetCAS expects (0: the key must not exist).
 	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags | fBody,
-		key: true, remembered: true, tx: true, check: checkKVSet, apply: (*applier).kvSet},
+		key: true, remembered: true, tx: true, check: checkKVSet, apply: (*applier).kvSet, kv: (*applier).kvSetIn},
 	// Version (0: any): compare-and-delete, for both.
 	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion,
-		key: true, remembered: true, tx: true, apply: (*applier).kvGetDel},
+		key: true, remembered: true, tx: true, apply: (*applier).kvGetDel, kv: (*applier).kvGetDelIn},
 	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion | fMode | fBody,
-		key: true, remembered: true, tx: true, check: checkKVDelete, apply: (*applier).kvDelete},
+		key: true, remembered: true, tx: true, check: checkKVDelete, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
 	// Flags and Body: the bounds of a guarded increment (FlagIncrMin,
 	// FlagIncrMax; Body the two, 8 big-endian bytes each).
 	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue | fFlags | fBody,
-		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr},
+		key: true, remembered: true, tx: true, check: checkKVIncr, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
 	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
 	// EXPIRE, PERSIST).
 	TypeKVExpire: {name: "kv_expire", uses: fKey | fTTL | fFlags,
-		key: true, remembered: true, tx: true, check: checkKVExpire, apply: (*applier).kvExpire},
+		key: true, remembered: true, tx: true, check: checkKVExpire, apply: (*applier).kvExpire, kv: (*applier).kvExpireIn},
 	// Value: the 16-byte id; applied only while the state holds none
 	// (cluster.go).
 	TypeClusterID: {name: "cluster_id", uses: fValue,
@@ -156,6 +161,11 @@ var commands = [typeEnd]spec{
 	// of values its results may carry.
 	TypeKVTx: {name: "kv_tx", uses: fValue | fVersion,
 		remembered: true, check: checkKVTx, apply: (*applier).kvTx},
+	// Body: a script's effects (script.go): what it read, at which
+	// versions, and the KV commands it made; applied whole only while
+	// every key it read is as it read it (CodeConflict if not).
+	TypeScriptEffects: {name: "script_effects", uses: fBody,
+		remembered: true}, // check and apply read this table: set by script.go's init
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -19,7 +19,7 @@ import (
 func TestCommandTable(t *testing.T) {
 	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
-	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true}
+	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
@@ -141,7 +141,22 @@ func tableSamples() map[Type]*Command {
 		TypeKVRead:        KVReadCommand([]byte("short"), true),
 		TypeKVTx: KVTxCommand(TxRequest{Watches: []Watch{{Key: []byte("n"), Version: 2}},
 			Commands: []*Command{KVIncrCommand([]byte("n"), 1), KVReadCommand([]byte("n"), true)}, ReplyBudget: 100}),
+		TypeScriptEffects: scriptSample(),
 	}
+}
+
+// scriptSample is a script's INCR of "n", as tableSetup leaves it.
+func scriptSample() *Command {
+	sb := NewSandbox(tableStamp+int64(time.Second), func(key []byte) (KVEntry, bool, error) {
+		if string(key) == "n" {
+			return KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
+		}
+		return KVEntry{}, false, nil
+	})
+	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
+		panic(err)
+	}
+	return sb.Effects()
 }
 
 const tableStamp = int64(1_767_225_600_000_000_000) // 2026-01-01

@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(15) {
+		switch rng.IntN(16) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -73,6 +73,16 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			if c.Flags&FlagKeepTTL != 0 {
 				c.TTL = 0
 			}
+		case 14: // a script's effects: stale reads conflict, blind writes apply
+			var reads []ScriptRead
+			for j := rng.IntN(3); j > 0; j-- {
+				reads = append(reads, ScriptRead{Key: key(), Live: rng.IntN(2) == 0, Version: uint64(rng.IntN(i))})
+			}
+			writes := [][]byte{KVIncrCommand(key(), 1).Encode(nil),
+				KVSetCommand(KVSetRequest{Key: key(), Value: []byte{byte(i)}, TTL: time.Second, Mode: SetMode(rng.IntN(2))}).Encode(nil),
+				KVDeleteCommand(key()).Encode(nil)}[:1+rng.IntN(3)]
+			c = Command{Type: TypeScriptEffects, Stamp: clock, ReqID: c.ReqID,
+				Body: encodeEffects(clock-int64(rng.IntN(500))*int64(time.Millisecond), reads, writes)}
 		case 10:
 			c.Type = TypeExpire
 			c.Key = nil

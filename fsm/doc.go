@@ -15,6 +15,11 @@
 // command gets a revision, unique and increasing, which is its KV version
 // and its record's fencing token.
 //
+// A Lua script is never run here: the node that runs it makes its writes
+// in a Sandbox (sandbox.go) with the KV commands' own apply functions, and
+// its log entry is those effects with the versions the script read,
+// applied whole only while they still hold (script.go).
+//
 // It never talks to Raft itself: package raftstore feeds it committed logs.
 //
 // # What it stores

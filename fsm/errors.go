@@ -37,6 +37,9 @@ var (
 	// ErrOutOfRange: a guarded increment would leave its [min, max];
 	// nothing changed.
 	ErrOutOfRange = errors.New("the result would leave the range allowed")
+	// ErrConflict: a script's effects were not applied: a key the script
+	// read changed between its run and its log entry (script.go).
+	ErrConflict = errors.New("a key the script read has changed")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

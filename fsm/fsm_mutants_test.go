@@ -14,3 +14,14 @@ func TestPlantedNoAppliedIndexSkipIsCaught(t *testing.T) {
 		t.Fatalf("the planted bug went unnoticed: replayed entries were not applied again (%v)", out)
 	}
 }
+
+// TestPlantedScriptNoReadCheckIsCaught: with the planted bug on, a
+// script's effects apply over a write to a key it read, which
+// TestScriptEffectsConflict refuses.
+func TestPlantedScriptNoReadCheckIsCaught(t *testing.T) {
+	mutantScriptNoReadCheck = true
+	defer func() { mutantScriptNoReadCheck = false }()
+	if code, v := effectsAfterConflict(t); code == CodeConflict && v == "10" {
+		t.Fatal("the planted bug went unnoticed: effects over a changed read were refused")
+	}
+}

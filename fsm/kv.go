@@ -47,11 +47,40 @@ func decodeKV(v []byte) (KVEntry, bool) {
 	}, true
 }
 
+// kvStore is where the KV commands' apply functions read and write: the
+// batch's bbolt transaction (boltKV), or a script's sandbox (sandbox.go),
+// so that what a script's writes answer is computed by the code that
+// applies them.
+type kvStore interface {
+	// get returns the key's stored entry, live or not (Value may alias
+	// the store's memory).
+	get(key []byte) (KVEntry, bool)
+	// put stores e under key; old is what get returned (exists: whether
+	// it did), so an index of expiries can move.
+	put(key []byte, e *KVEntry, old KVEntry, exists bool) error
+	// del removes key, which expired at exp (0: never).
+	del(key []byte, exp int64) error
+}
+
+// boltKV is the KV keyspace of a batch's transaction.
+type boltKV struct {
+	a  *applier
+	tx *bolt.Tx
+}
+
+func (b boltKV) get(key []byte) (KVEntry, bool) { return decodeKV(b.tx.Bucket(bucketKV).Get(key)) }
+
+func (b boltKV) put(key []byte, e *KVEntry, old KVEntry, exists bool) error {
+	return b.a.putKV(b.tx, key, e, old, exists)
+}
+
+func (b boltKV) del(key []byte, exp int64) error { return b.a.deleteKV(b.tx, key, exp) }
+
 // liveKV returns the key's entry if it exists at now (Value aliases the
-// transaction's memory); an expired key is deleted on the spot, unless the
+// store's memory); an expired key is deleted on the spot, unless the
 // applier only reads (ReadTx).
-func (a *applier) liveKV(tx *bolt.Tx, key []byte) (KVEntry, bool, error) {
-	e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
+func (a *applier) liveKV(kv kvStore, key []byte) (KVEntry, bool, error) {
+	e, ok := kv.get(key)
 	if !ok {
 		return KVEntry{}, false, nil
 	}
@@ -59,7 +88,7 @@ func (a *applier) liveKV(tx *bolt.Tx, key []byte) (KVEntry, bool, error) {
 		if a.readOnly {
 			return KVEntry{}, false, nil // the sweeper, or the next write, removes it
 		}
-		if err := a.deleteKV(tx, key, e.ExpiresAt); err != nil {
+		if err := kv.del(key, e.ExpiresAt); err != nil {
 			return KVEntry{}, false, err
 		}
 		a.expiredDelta[ttl.KindKV]++
@@ -78,7 +107,11 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
 }
 
 func (a *applier) kvSet(tx *bolt.Tx, c *Command, rev uint64) *Result {
-	old, exists, err := a.liveKV(tx, c.Key)
+	return a.kvSetIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) kvSetIn(kv kvStore, c *Command, rev uint64) *Result {
+	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
@@ -119,7 +152,7 @@ func (a *applier) kvSet(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	if c.Flags&FlagReturnOld != 0 && exists {
 		prev = old.Clone().Value // before the Put below reuses its memory
 	}
-	if err := a.putKV(tx, c.Key, &e, old, exists); err != nil {
+	if err := kv.put(c.Key, &e, old, exists); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	code := CodeOK
@@ -154,18 +187,28 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 }
 
 // kvGetDel is GETDEL: it removes the key and answers the value it had.
-func (a *applier) kvGetDel(tx *bolt.Tx, c *Command, _ uint64) *Result { return a.kvRemove(tx, c, true) }
+func (a *applier) kvGetDel(tx *bolt.Tx, c *Command, _ uint64) *Result {
+	return a.kvRemove(boltKV{a, tx}, c, true)
+}
 
 // kvDelete is DEL.
 func (a *applier) kvDelete(tx *bolt.Tx, c *Command, _ uint64) *Result {
-	return a.kvRemove(tx, c, false)
+	return a.kvRemove(boltKV{a, tx}, c, false)
+}
+
+func (a *applier) kvGetDelIn(kv kvStore, c *Command, _ uint64) *Result {
+	return a.kvRemove(kv, c, true)
+}
+
+func (a *applier) kvDeleteIn(kv kvStore, c *Command, _ uint64) *Result {
+	return a.kvRemove(kv, c, false)
 }
 
 // kvRemove deletes c.Key, answering the removed value if asked; with a
 // Version, only while the key is at that version (compare-and-delete: a
 // lock released by the holder of its fencing token).
-func (a *applier) kvRemove(tx *bolt.Tx, c *Command, value bool) *Result {
-	old, exists, err := a.liveKV(tx, c.Key)
+func (a *applier) kvRemove(kv kvStore, c *Command, value bool) *Result {
+	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
@@ -182,7 +225,7 @@ func (a *applier) kvRemove(tx *bolt.Tx, c *Command, value bool) *Result {
 	if value {
 		r.Value = old.Clone().Value
 	}
-	if err := a.deleteKV(tx, c.Key, old.ExpiresAt); err != nil {
+	if err := kv.del(c.Key, old.ExpiresAt); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	return r

@@ -13,8 +13,12 @@ import (
 // compare-and-delete still matches after it extends its lock.
 // CodeNotFound: no such key; CodeUnchanged: a condition did not hold, or
 // there was no lifetime to remove.
-func (a *applier) kvExpire(tx *bolt.Tx, c *Command, _ uint64) *Result {
-	old, exists, err := a.liveKV(tx, c.Key)
+func (a *applier) kvExpire(tx *bolt.Tx, c *Command, rev uint64) *Result {
+	return a.kvExpireIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) kvExpireIn(kv kvStore, c *Command, _ uint64) *Result {
+	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
@@ -30,14 +34,14 @@ func (a *applier) kvExpire(tx *bolt.Tx, c *Command, _ uint64) *Result {
 		return &Result{Code: CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt}
 	}
 	if now {
-		if err := a.deleteKV(tx, c.Key, old.ExpiresAt); err != nil {
+		if err := kv.del(c.Key, old.ExpiresAt); err != nil {
 			return &Result{Code: CodeStorage}
 		}
 		return &Result{Code: CodeOK, Version: old.Version}
 	}
 	e := old.Clone()
 	e.ExpiresAt = next
-	if err := a.putKV(tx, c.Key, &e, old, true); err != nil {
+	if err := kv.put(c.Key, &e, old, true); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	return &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt}

@@ -13,11 +13,15 @@ import (
 // decimal. One command, so racing increments never lose one. The result
 // carries the new value (decimal) and the key's new version.
 func (a *applier) kvIncr(tx *bolt.Tx, c *Command, rev uint64) *Result {
+	return a.kvIncrIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
 	delta, ok := parseInt(c.Value)
 	if !ok {
 		return &Result{Code: CodeNotInteger}
 	}
-	old, exists, err := a.liveKV(tx, c.Key)
+	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
@@ -41,7 +45,7 @@ func (a *applier) kvIncr(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	if exists {
 		e.ExpiresAt = old.ExpiresAt
 	}
-	if err := a.putKV(tx, c.Key, &e, old, exists); err != nil {
+	if err := kv.put(c.Key, &e, old, exists); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	code := CodeOK

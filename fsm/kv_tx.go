@@ -198,7 +198,7 @@ func checkKVRead(c *Command) error {
 // kvRead is a read in the log: it changes nothing (but the lazy removal of
 // the key, if it expired).
 func (a *applier) kvRead(tx *bolt.Tx, c *Command, _ uint64) *Result {
-	e, ok, err := a.liveKV(tx, c.Key)
+	e, ok, err := a.liveKV(boltKV{a, tx}, c.Key)
 	switch {
 	case err != nil:
 		return &Result{Code: CodeStorage}
@@ -221,7 +221,7 @@ func (a *applier) kvTx(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		return &Result{Code: CodeBadCommand}
 	}
 	for _, w := range t.watches {
-		e, ok, err := a.liveKV(tx, w.Key)
+		e, ok, err := a.liveKV(boltKV{a, tx}, w.Key)
 		if err != nil {
 			return &Result{Code: CodeStorage}
 		}

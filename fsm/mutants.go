@@ -13,4 +13,8 @@ const (
 	// mutantNoAppliedIndexSkip re-applies entries at or below the
 	// persisted applied index after a restart (hashicorp/raft #523, #396).
 	mutantNoAppliedIndexSkip = false
+	// mutantScriptNoReadCheck applies a script's effects without checking
+	// that the keys it read are as it read them: a lock two clients took
+	// at once, a reply that is not true of the state.
+	mutantScriptNoReadCheck = false
 )

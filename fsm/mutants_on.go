@@ -6,9 +6,14 @@ package fsm
 var (
 	mutantWallClockInApply   bool
 	mutantNoAppliedIndexSkip bool
+	mutantScriptNoReadCheck  bool
 )
 
 // PlantWallClockInApply turns the wall-clock planted bug on or off, for the
 // tests of packages above that must catch it (raftstore's T1 histories).
 // It exists only in a build with -tags mutants.
 func PlantWallClockInApply(on bool) { mutantWallClockInApply = on }
+
+// PlantScriptNoReadCheck turns the script planted bug on or off, for
+// resp's lock history, which must catch it.
+func PlantScriptNoReadCheck(on bool) { mutantScriptNoReadCheck = on }

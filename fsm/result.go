@@ -30,12 +30,13 @@ const (
 	// CodeOutOfRange: a guarded increment whose result would leave its
 	// bounds; nothing changed (Result.Value is the value kept).
 	CodeOutOfRange
+	CodeConflict // a script's effects whose reads another write changed: nothing applied
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

@@ -25,7 +25,7 @@ type testCluster struct {
 	addrs []string
 }
 
-func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
+func startCluster(t testing.TB, tweak func(*Config)) *testCluster {
 	t.Helper()
 	rc := testcluster.Start(t, 3, nil)
 	tc := &testCluster{rc: rc}
@@ -37,7 +37,7 @@ func startCluster(t *testing.T, tweak func(*Config)) *testCluster {
 }
 
 // startServer serves store on a free loopback port until the test ends.
-func startServer(t *testing.T, store Store, id string, tweak func(*Config)) *Server {
+func startServer(t testing.TB, store Store, id string, tweak func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Addr, cfg.NodeID = "127.0.0.1:0", id
@@ -231,9 +231,14 @@ func TestGoRedisEveryCommand(t *testing.T) {
 			_, err = w.TxPipelined(ctx, func(p redis.Pipeliner) error { return p.Set(ctx, k("tx"), "1", 0).Err() })
 			c.ok("MULTI/EXEC", err)
 			c.int("EXISTS after a transaction", r.Exists(ctx, k("tx")), 1)
+			src := fmt.Sprintf("return redis.call('INCRBY', KEYS[1], ARGV[1]) -- resp%d", proto)
+			incrBy := redis.NewScript(src)
+			c.int("EVAL", w.Eval(ctx, src, []string{k("ev")}, 7), 7)
+			c.int("EVALSHA after EVAL on that node", w.EvalSha(ctx, incrBy.Hash(), []string{k("ev")}, 1), 8)
+			c.fails("EVALSHA on a node that has not seen it", r.EvalSha(ctx, incrBy.Hash(), []string{k("ev")}, 1).Err(), "NOSCRIPT No matching script. Please use EVAL.")
+			c.int("Script.Run there (EVALSHA, then EVAL on NOSCRIPT)", incrBy.Run(ctx, r, []string{k("ev")}, 1), 9)
 
 			// What is not supported says so.
-			c.fails("EVAL", r.Do(ctx, "EVAL", "return 1", 0).Err(), "ERR EVAL is not supported")
 			c.fails("unknown", r.Do(ctx, "FOO", "bar").Err(), "ERR unknown command 'FOO', with args beginning with: 'bar'")
 		})
 	}

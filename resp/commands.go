@@ -47,9 +47,19 @@ func register(cmds ...*command) {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"eval", "evalsha", "eval_ro",
-	"evalsha_ro", "fcall", "fcall_ro", "function", "script", "subscribe", "psubscribe", "ssubscribe",
+var unsupported = []string{"fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
 	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
+
+// isUnsupported reports whether name is a Redis command idemgate does
+// not run.
+func isUnsupported(name string) bool {
+	for _, u := range unsupported {
+		if name == u {
+			return true
+		}
+	}
+	return false
+}
 
 // check finds the command of a request and says whether this connection
 // may run it now; refusal is the error reply when not. c.lastCmd is set
@@ -63,10 +73,8 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 	cmd, ok := commands[name]
 	if !ok {
 		c.lastCmd = "unknown"
-		for _, u := range unsupported {
-			if name == u {
-				c.lastCmd = u
-			}
+		if isUnsupported(name) {
+			c.lastCmd = name
 		}
 		switch {
 		case c.preAuth(): // before AUTH, nothing is said of commands

@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -28,6 +29,8 @@ func init() {
 			func(a [][]byte) plan { return txTTL(a, time.Second) }),
 		rd("pttl", 2, 1, func(c *conn, ctx context.Context, a [][]byte) { c.ttl(ctx, a[1], time.Millisecond) },
 			func(a [][]byte) plan { return txTTL(a, time.Millisecond) }),
+		rd("getrange", 4, 1, cmdGetRange, txGetRange),
+		rd("strlen", 2, 1, cmdStrlen, txStrlen),
 		wr("set", -3, 1, planSet),
 		wr("setnx", 3, 1, planSetNX),
 		wr("getdel", 2, 1, planGetDel),
@@ -42,12 +45,17 @@ func init() {
 		wr("persist", 2, 1, planPersist),
 		wr("delex", -2, 1, planDelex),
 		rd("digest", 2, 1, cmdDigest, txDigest),
+		wr("expireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Second) }),
+		wr("pexpireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Millisecond) }),
 	)
 }
 
 // local reads a key from this node's applied state: the pipeline ran the
 // barrier that makes it linearizable (or the connection is READONLY).
 func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
+	if c.script != nil {
+		return c.script.sb.KV(key)
+	}
 	e, err := c.s.store.KV(ctx, key, true)
 	if errors.Is(err, fsm.ErrNotFound) {
 		return e, false, nil
@@ -113,6 +121,70 @@ func answerGet(w *writer, e fsm.KVEntry, ok bool) {
 	w.bulk(e.Value)
 }
 
+// cmdGetRange is GETRANGE key start end: the bytes from start to end,
+// both included, counted from the end when negative, as Redis clamps them.
+func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
+	start, end, ok := rangeArgs(a)
+	if !ok {
+		c.w.errorLine(msgNotInteger)
+		return
+	}
+	e, _, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	answerGetRange(&c.w, e.Value, start, end)
+}
+
+func txGetRange(a [][]byte) plan {
+	start, end, ok := rangeArgs(a)
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerGetRange(w, es[0].Value, start, end) })
+}
+
+func rangeArgs(a [][]byte) (start, end int64, ok bool) {
+	start, ok1 := parseInt64(a[2])
+	end, ok2 := parseInt64(a[3])
+	return start, end, ok1 && ok2
+}
+
+func answerGetRange(w *writer, v []byte, start, end int64) {
+	n := int64(len(v))
+	if start < 0 && end < 0 && start > end {
+		w.bulk(nil)
+		return
+	}
+	if start < 0 {
+		start = max(n+start, 0)
+	}
+	if end < 0 {
+		end = max(n+end, 0)
+	}
+	end = min(end, n-1)
+	if start > end || n == 0 {
+		w.bulk(nil)
+		return
+	}
+	w.bulk(v[start : end+1])
+}
+
+// cmdStrlen is STRLEN: the value's length, 0 without the key.
+func cmdStrlen(c *conn, ctx context.Context, a [][]byte) {
+	e, _, err := c.local(ctx, a[1])
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	c.w.integer(int64(len(e.Value)))
+}
+
+func txStrlen(a [][]byte) plan {
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { w.integer(int64(len(es[0].Value))) })
+}
+
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
 	es := make([]fsm.KVEntry, len(a)-1)
 	oks := make([]bool, len(a)-1)
@@ -165,23 +237,23 @@ func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
 		c.w.errorLine(errorReply(err))
 		return
 	}
-	answerTTL(&c.w, e, ok, unit)
+	answerTTL(&c.w, e, ok, unit, c.now())
 }
 
 func txTTL(a [][]byte, unit time.Duration) plan {
-	return txReads(a[1:2], false, func(w *writer, es []fsm.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit) })
+	return txReads(a[1:2], false, func(w *writer, es []fsm.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit, time.Now()) })
 }
 
 // answerTTL: -2 without the key, -1 without a lifetime, else what is
 // left, rounded as Redis rounds it.
-func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration) {
+func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration, now time.Time) {
 	switch {
 	case !ok:
 		w.integer(-2)
 	case e.ExpiresAt == 0:
 		w.integer(-1)
 	default:
-		left := max(time.Until(time.Unix(0, e.ExpiresAt)), 0)
+		left := max(time.Unix(0, e.ExpiresAt).Sub(now), 0)
 		w.integer(int64((left + unit/2) / unit))
 	}
 }
@@ -277,7 +349,7 @@ func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
 }
 
 func planSet(c *conn, a [][]byte) plan {
-	o, refusal := parseSet(a, time.Now())
+	o, refusal := parseSet(a, c.now())
 	if refusal != "" {
 		return plan{err: refusal}
 	}
@@ -381,8 +453,44 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
+	flags, refusal := parseExpireFlags(a[3:])
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case n > int64(fsm.MaxTTL/unit):
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
+	}
+	return planLifetime(a[1], time.Duration(max(n, 0))*unit, flags)
+}
+
+// planExpireAt: EXPIREAT/PEXPIREAT key t [NX|XX|GT|LT], a Unix time in
+// seconds or milliseconds; one already past deletes the key, as Redis
+// does. The lifetime is counted from the command's clock (conn.now), the
+// one the state machine applies a script's writes at.
+func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
+	n, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	flags, refusal := parseExpireFlags(a[3:])
+	now := c.now()
+	nowUnits := now.UnixNano() / int64(unit)
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case n > nowUnits+int64(fsm.MaxTTL/unit), // the store's bound
+		unit == time.Second && (n > math.MaxInt64/1000 || n < math.MinInt64/1000): // Redis's
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
+	case n <= nowUnits:
+		return planLifetime(a[1], 0, flags) // past: the key goes
+	}
+	return planLifetime(a[1], max(time.Unix(0, 0).Add(time.Duration(n)*unit).Sub(now), 0), flags)
+}
+
+// parseExpireFlags reads EXPIRE's conditions; the reply for a refusal.
+func parseExpireFlags(opts [][]byte) (byte, string) {
 	var flags byte
-	for _, opt := range a[3:] {
+	for _, opt := range opts {
 		switch s := string(opt); {
 		case eq(s, "nx"):
 			flags |= fsm.FlagExpireNX
@@ -393,25 +501,26 @@ func planExpire(a [][]byte, unit time.Duration) plan {
 		case eq(s, "lt"):
 			flags |= fsm.FlagExpireLT
 		default:
-			return plan{err: "ERR Unsupported option " + clip(opt)}
+			return 0, "ERR Unsupported option " + clip(opt)
 		}
 	}
 	if flags&fsm.FlagExpireNX != 0 && flags&(fsm.FlagExpireXX|fsm.FlagExpireGT|fsm.FlagExpireLT) != 0 {
-		return plan{err: "ERR NX and XX, GT or LT options at the same time are not compatible"}
+		return 0, "ERR NX and XX, GT or LT options at the same time are not compatible"
 	}
 	if flags&fsm.FlagExpireGT != 0 && flags&fsm.FlagExpireLT != 0 {
-		return plan{err: "ERR GT and LT options at the same time are not compatible"}
+		return 0, "ERR GT and LT options at the same time are not compatible"
 	}
-	var ttl time.Duration
-	switch {
-	case n <= 0:
+	return flags, ""
+}
+
+// planLifetime sets key's lifetime to d (0: the key is deleted) under the
+// conditions of flags.
+func planLifetime(key []byte, d time.Duration, flags byte) plan {
+	if d <= 0 {
 		flags |= fsm.FlagExpireNow
-	case n > int64(fsm.MaxTTL/unit):
-		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
-	default:
-		ttl = time.Duration(n) * unit
+		d = 0
 	}
-	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(a[1], ttl, flags)}, answer: answerChanged}
+	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(key, d, flags)}, answer: answerChanged}
 }
 
 func planPersist(c *conn, a [][]byte) plan {

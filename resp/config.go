@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/script"
 )
 
 // Config configures the listener.
@@ -52,7 +53,11 @@ type Config struct {
 	// Auth, when set, makes clients authenticate (AUTH, HELLO ... AUTH)
 	// before any other command; see AuthFunc. SetAuth replaces it, and
 	// closes the connections whose token it revokes.
-	Auth   AuthFunc
+	Auth AuthFunc
+	// Script bounds one run of a script on this node (EVAL): its time, the
+	// heap it may grow, its call depth. A script stopped by them applies
+	// nothing.
+	Script script.Config
 	Logger *slog.Logger
 }
 
@@ -87,6 +92,7 @@ func DefaultConfig() Config {
 		MaxWatches:       10000,
 		MaxConnsPerIP:    l.MaxConnsPerIP,
 		OpTimeout:        5 * time.Second,
+		Script:           script.DefaultConfig(),
 	}
 }
 
@@ -107,6 +113,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
 	case c.MaxTxBytes <= 0:
 		return fmt.Errorf("resp: MaxTxBytes must be positive")
+	}
+	if err := c.Script.Validate(); err != nil {
+		return fmt.Errorf("resp: Script: %w", err)
 	}
 	return nil
 }

@@ -36,6 +36,19 @@ type conn struct {
 	lastCmd string
 	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
 	watches watched     // the keys WATCH saw, until EXEC, DISCARD or UNWATCH
+	// script is set on the connection a running script's commands run on
+	// (script_call.go): they read and write its sandbox, at its clock.
+	script *scriptCall
+}
+
+// now is the time a command runs at: the script's clock inside a script,
+// so that its TTLs, TIME and absolute expiries agree with the writes the
+// state machine applies at that clock.
+func (c *conn) now() time.Time {
+	if c.script != nil {
+		return c.script.now
+	}
+	return time.Now()
 }
 
 // request is one command as read.

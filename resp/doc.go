@@ -9,8 +9,10 @@
 // (commands*.go), the order of a connection's pipeline (pipeline.go:
 // replies in request order, effects in request order, the writes of a
 // pipeline handed to the leader together), transactions
-// (commands_multi.go: MULTI/EXEC as one state machine command), the
-// connections and their
+// (commands_multi.go: MULTI/EXEC as one state machine command), Lua
+// scripts (commands_script.go, script_call.go: run here, on package
+// script's VM, against the store's reads in a sandbox of package fsm's;
+// what a script wrote is one command), the connections and their
 // limits (server.go) and its metrics. It never reaches below the store's
 // interface into Raft or the state machine, and it never imports the
 // HTTP listeners: authorization comes in as a function (Config.Auth).

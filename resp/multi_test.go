@@ -162,8 +162,10 @@ func TestMultiHostile(t *testing.T) {
 			[]string{"+OK\r\n", q, q, "-ERR unknown command 'NOSUCH', with args beginning with: \r\n", abort}, false},
 		{"a command idemgate cannot queue", "MULTI\r\nSET txk 1\r\nIDEM.TOKEN pay\r\nEXEC\r\n",
 			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNoTx, "IDEM.TOKEN") + "\r\n", abort}, false},
-		{"a script", "MULTI\r\nSET txk 1\r\nEVAL x 0\r\nEXEC\r\n",
-			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNotSupported, "EVAL") + "\r\n", abort}, false},
+		// A script runs alone (its effects are one command of their own):
+		// it spoils the transaction, as a command that cannot queue.
+		{"a script", "MULTI\r\nSET txk 1\r\n" + array("EVAL", "return redis.call('set', KEYS[1], 2)", "1", "txk") + "EXEC\r\n",
+			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNoTx, "EVAL") + "\r\n", abort}, false},
 		{"over the command bound", "MULTI\r\n" + strings.Repeat("SET txk 1\r\n", 101) + "EXEC\r\n",
 			append(append([]string{"+OK\r\n"}, repeat(q, 100)...), "-"+fmt.Sprintf(msgTxCommands, 100)+"\r\n", abort), false},
 		{"over the byte bound", "MULTI\r\nSET txk " + strings.Repeat("v", 1000) + "\r\nSET txk " + strings.Repeat("v", 100) + "\r\nEXEC\r\n",

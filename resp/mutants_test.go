@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // TestNoReadBarrierIsCaught: with the planted bug (reads without the
@@ -36,4 +38,19 @@ func TestPlantedTxOneByOneIsCaught(t *testing.T) {
 		}
 	}
 	t.Fatal("the planted bug (transactions applied one by one) was not caught in 3 runs")
+}
+
+// TestPlantedScriptNoReadCheckIsCaught: with the state machine's check of
+// a script's reads planted away, the script lock's history across a
+// leader kill is not linearizable within a few runs: two clients held it.
+func TestPlantedScriptNoReadCheckIsCaught(t *testing.T) {
+	fsm.PlantScriptNoReadCheck(true)
+	defer fsm.PlantScriptNoReadCheck(false)
+	for run := 1; run <= 3; run++ {
+		if res, path := scriptLockHistory(t); res != porcupine.Ok {
+			t.Logf("caught in run %d: %v (%s)", run, res, path)
+			return
+		}
+	}
+	t.Fatal("the planted bug (script effects applied without their read check) was not caught in 3 runs")
 }

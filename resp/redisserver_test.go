@@ -13,7 +13,7 @@ import (
 // free loopback port, without persistence, until the test ends, and
 // returns its address: the control of the differential tests. Without
 // redis-server the test skips, except under CI, where it fails.
-func startRedisServer(t *testing.T) string {
+func startRedisServer(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {

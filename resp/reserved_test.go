@@ -30,6 +30,7 @@ func TestReservedKeysRefused(t *testing.T) {
 		"incr": {rk}, "decr": {rk}, "incrby": {rk, "5"}, "decrby": {rk, "5"},
 		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk}, "watch": {"plain", rk},
 		"delex": {rk, "IFEQ", "x"}, "digest": {rk},
+		"expireat": {rk, "1"}, "pexpireat": {rk, "1"}, "getrange": {rk, "0", "-1"}, "strlen": {rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {

@@ -28,6 +28,9 @@ type Server struct {
 	authMu sync.RWMutex // orders SetAuth with each AUTH (auth.go)
 	start  time.Time
 	nextID atomic.Int64
+	// scripts are the scripts EVAL and SCRIPT LOAD gave this node
+	// (commands_script.go).
+	scripts scriptCache
 
 	ln      net.Listener
 	mu      sync.Mutex

@@ -1,0 +1,132 @@
+package fsm
+
+import (
+	"fmt"
+)
+
+// Sandbox runs a script's KV commands against a node's applied state
+// without changing it, and turns what they did into one log entry (see
+// script.go). Reads come from base (the node's applied state, already
+// filtered for expiry) the first time a key is touched and are recorded;
+// writes go to an overlay, through the KV commands' own apply functions
+// (the command table's kv column), at the clock the script runs at. One
+// goroutine uses a Sandbox.
+type Sandbox struct {
+	a      applier
+	base   func(key []byte) (KVEntry, bool, error)
+	seen   map[string]*slot
+	reads  []ScriptRead
+	writes [][]byte
+	err    error // base's first error
+}
+
+// slot is a key's entry in the overlay.
+type slot struct {
+	e  KVEntry
+	ok bool
+}
+
+// NewSandbox returns a sandbox over base at now (unix nanoseconds, the
+// script's clock: not later than the time base filters expiry at).
+func NewSandbox(now int64, base func(key []byte) (KVEntry, bool, error)) *Sandbox {
+	s := &Sandbox{base: base, seen: map[string]*slot{}}
+	s.a = applier{now: now, recordDelta: &[4]int64{}, expiredDelta: &[5]int64{}}
+	return s
+}
+
+// get is kvStore's: the overlay, or base the first time (recorded).
+func (s *Sandbox) get(key []byte) (KVEntry, bool) {
+	if sl, ok := s.seen[string(key)]; ok {
+		return sl.e, sl.ok
+	}
+	e, ok, err := s.base(key)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	e = e.Clone()
+	r := ScriptRead{Key: clone(key), Live: ok}
+	if ok {
+		r.Version, r.ExpiresAt = e.Version, e.ExpiresAt
+	}
+	s.reads = append(s.reads, r)
+	s.seen[string(key)] = &slot{e: e, ok: ok}
+	return e, ok
+}
+
+func (s *Sandbox) put(key []byte, e *KVEntry, _ KVEntry, _ bool) error {
+	s.seen[string(key)] = &slot{e: e.Clone(), ok: true}
+	return nil
+}
+
+func (s *Sandbox) del(key []byte, _ int64) error {
+	s.seen[string(key)] = &slot{}
+	return nil
+}
+
+// KV returns the key's entry as the script sees it: its own writes, else
+// the node's state; false when it is not live at the sandbox's clock.
+func (s *Sandbox) KV(key []byte) (KVEntry, bool, error) {
+	e, ok, _ := s.a.liveKV(s, key)
+	if s.err != nil {
+		return KVEntry{}, false, s.err
+	}
+	return e.Clone(), ok, nil
+}
+
+// Apply applies a KV command built by one of the constructors to the
+// overlay and returns its result, as the state machine will answer it
+// when the effects apply. A command a script cannot make, or an invalid
+// one, is an error (ErrBadCommand); so is base's failure to read.
+func (s *Sandbox) Apply(c *Command) (*Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	sp := c.Type.spec()
+	if sp.kv == nil {
+		return nil, fmt.Errorf("%w: a script cannot make a %s", ErrBadCommand, c.Type)
+	}
+	// What the log will carry, decoded: the sandbox applies exactly that.
+	w := c.Encode(nil)
+	var cmd Command
+	if err := Decode(w, &cmd); err != nil {
+		return nil, err
+	}
+	r := sp.kv(&s.a, s, &cmd, 0)
+	if s.err != nil {
+		return nil, s.err
+	}
+	// A refusal changed nothing: the reads recorded hold it.
+	if r.Code == CodeOK || r.Code == CodeCreated {
+		s.writes = append(s.writes, w)
+	}
+	return r.Clone(), nil
+}
+
+// Wrote reports whether a command changed something.
+func (s *Sandbox) Wrote() bool { return len(s.writes) > 0 }
+
+// Unchanged reports whether every key the script read is still as it
+// read it in base: then a script that wrote nothing saw one consistent
+// state (each key unchanged from its first read to now, and versions are
+// never reused), and needs no log entry.
+func (s *Sandbox) Unchanged() (bool, error) {
+	for _, r := range s.reads {
+		e, ok, err := s.base(r.Key)
+		if err != nil {
+			return false, err
+		}
+		if ok != r.Live || (ok && (e.Version != r.Version || e.ExpiresAt != r.ExpiresAt)) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Effects is the log entry of what the script did (TypeScriptEffects); nil
+// when it wrote nothing.
+func (s *Sandbox) Effects() *Command {
+	if !s.Wrote() {
+		return nil
+	}
+	return &Command{Type: TypeScriptEffects, Body: encodeEffects(s.a.now, s.reads, s.writes)}
+}

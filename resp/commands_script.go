@@ -1,0 +1,281 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/script"
+)
+
+// Scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT LOAD|EXISTS|FLUSH.
+//
+// A script runs on the node the client is connected to, never in the
+// state machine: against this node's applied state (after a barrier on a
+// follower, so it starts from every acknowledged write; the leader's
+// holds them), in a sandbox that records
+// the version of every key it touches and computes its writes with the
+// state machine's own code (fsm.Sandbox). What it wrote becomes one log
+// entry, applied whole on every node, and only while every key it
+// touched is as it saw it: that check in the state machine is what makes
+// the script atomic and the reply it computed true. If another write got
+// in between, the entry applies nothing and the script runs again on the
+// newer state, up to maxScriptRuns times. A script that wrote nothing
+// needs no entry: its reads are checked again once it is done, after a
+// barrier, instead.
+// This is Redis 7's effects replication, with optimistic concurrency in
+// place of Redis's single thread; a script that never ends or allocates
+// without bound is stopped here, by this node's limits (script.Config),
+// before anything reaches the log.
+//
+// Like Redis, the writes a script made before it raised an error are
+// kept (in its entry), and its reply is the error. A script stopped by a
+// limit keeps nothing.
+//
+// The scripts EVAL and SCRIPT LOAD were given are kept by this node only,
+// in memory (scriptCache): another node, or this one after a restart,
+// answers NOSCRIPT, and client libraries then send the body with EVAL, as
+// they do after a Redis restart or failover.
+
+// maxScriptRuns bounds the runs of one script whose keys keep changing
+// under it.
+const maxScriptRuns = 8
+
+const (
+	msgNoScript     = "NOSCRIPT No matching script. Please use EVAL."
+	msgScriptsRaced = "ERR the keys this script read kept changing under it (%d runs); nothing it wrote was applied; retry"
+)
+
+func init() {
+	ev := func(name string, bySHA, readOnly bool) *command {
+		flags := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"}
+		if readOnly {
+			flags = []string{"noscript", "stale", "skip_monitor", "no_mandatory_keys", "readonly", "movablekeys"}
+		}
+		return &command{name: name, arity: -3, kind: kindWrite, flags: flags,
+			plan: func(c *conn, a [][]byte) plan { return planEval(c, a, bySHA, readOnly) }}
+	}
+	register(
+		ev("eval", false, false), ev("evalsha", true, false), ev("eval_ro", false, true), ev("evalsha_ro", true, true),
+		&command{name: "script", arity: -2, kind: kindConn, flags: []string{"noscript"}, conn: cmdScript},
+		&command{name: "time", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"}, conn: cmdTime},
+	)
+}
+
+// planEval checks EVAL's arguments as Redis does (the number of keys
+// first, then the script), and runs the script alone, in the pipeline's
+// order.
+func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
+	if bySHA && len(a[1]) != 40 {
+		return plan{err: msgNoScript} // Redis looks no further
+	}
+	n, ok := parseInt64(a[2])
+	switch {
+	case !ok:
+		return plan{err: msgNotInteger}
+	case n < 0:
+		return plan{err: "ERR Number of keys can't be negative"}
+	case n > int64(len(a)-3):
+		return plan{err: "ERR Number of keys can't be greater than number of args"}
+	}
+	var s *script.Script
+	if bySHA {
+		if s = c.s.scripts.get(strings.ToLower(string(a[1]))); s == nil {
+			return plan{err: msgNoScript}
+		}
+	} else {
+		var err error
+		if s, err = c.s.scripts.load(a[1]); err != nil {
+			return plan{err: err.Error()}
+		}
+	}
+	keys, argv := a[3:3+n], a[3+n:]
+	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(w, s, keys, argv, readOnly) }}
+}
+
+// runScript runs s until its effects apply (or it wrote nothing and what
+// it read held), and answers its reply.
+func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readOnly bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
+	defer cancel()
+	barrier := func() bool {
+		if c.readonly {
+			return true
+		}
+		if err := c.s.store.Barrier(ctx); err != nil {
+			w.errorLine(errorReply(err))
+			return false
+		}
+		return true
+	}
+	for run := 1; ; run++ {
+		// The leader's state holds every write it acknowledged: a run
+		// there needs no barrier first (the state machine's check, or
+		// the barrier before a read-only reply, catches what it missed).
+		// A follower's may lag behind the client's own last write.
+		id, _ := c.s.store.Leader()
+		barriered := run > 1 || id != c.s.cfg.NodeID
+		if barriered && !barrier() {
+			return
+		}
+		sc := newScriptCall(ctx, c, time.Now(), readOnly)
+		reply, stopped := s.Run(ctx, c.s.cfg.Script, keys, argv, sc)
+		switch {
+		case sc.storeErr != nil:
+			w.errorLine(errorReply(sc.storeErr))
+			return
+		case stopped != nil:
+			w.scriptReply(reply)
+			return
+		}
+		if eff := sc.sb.Effects(); eff != nil {
+			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
+			switch {
+			case res.Err != nil:
+				w.errorLine(errorReply(res.Err))
+				return
+			case res.Res.Code == fsm.CodeOK:
+				w.scriptReply(reply)
+				return
+			case res.Res.Code != fsm.CodeConflict:
+				w.errorLine(errorReply(res.Res.Err()))
+				return
+			}
+		} else {
+			// What it read must hold after a barrier: then it is the
+			// state of a moment after the call began.
+			if !barriered && !barrier() {
+				return
+			}
+			held, err := sc.sb.Unchanged()
+			switch {
+			case err != nil:
+				w.errorLine(errorReply(err))
+				return
+			case held || c.readonly: // READONLY: this node's state, as its reads
+				w.scriptReply(reply)
+				return
+			}
+		}
+		if run == maxScriptRuns {
+			w.errorLine(fmt.Sprintf(msgScriptsRaced, run))
+			return
+		}
+	}
+}
+
+// cmdScript is SCRIPT LOAD, EXISTS, FLUSH and KILL, on this node's cache.
+func cmdScript(c *conn, a [][]byte) {
+	sub := strings.ToLower(string(a[1]))
+	arity := map[string]int{"load": 3, "exists": -3, "flush": -2, "kill": 2, "help": 2}[sub]
+	switch {
+	case arity == 0:
+		c.w.errorLine(fmt.Sprintf("ERR unknown subcommand '%s'. Try SCRIPT HELP.", clip(a[1])))
+		return
+	case (arity > 0 && len(a) != arity) || (arity < 0 && len(a) < -arity):
+		c.w.errorLine(fmt.Sprintf("ERR wrong number of arguments for 'script|%s' command", sub))
+		return
+	}
+	switch sub {
+	case "load":
+		s, err := c.s.scripts.load(a[2])
+		if err != nil {
+			c.w.errorLine(err.Error())
+			return
+		}
+		c.w.bulkString(s.SHA)
+	case "exists":
+		c.w.array(len(a) - 2)
+		for _, sha := range a[2:] {
+			c.w.integer(int64(boolInt(c.s.scripts.get(strings.ToLower(string(sha))) != nil)))
+		}
+	case "flush":
+		if len(a) > 3 || (len(a) == 3 && !eq(string(a[2]), "sync") && !eq(string(a[2]), "async")) {
+			c.w.errorLine("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+			return
+		}
+		c.s.scripts.flush()
+		c.w.ok()
+	case "kill":
+		c.w.errorLine("NOTBUSY No scripts in execution right now.")
+	case "help":
+		help := []string{"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"EXISTS <sha1> [<sha1> ...]", "    Return information about the existence of the scripts in the script cache.",
+			"FLUSH [ASYNC|SYNC]", "    Flush the Lua scripts cache.",
+			"KILL", "    Kill the currently executing Lua script.",
+			"LOAD <script>", "    Load a script into the scripts cache without executing it.",
+			"HELP", "    Print this help."}
+		c.w.array(len(help))
+		for _, h := range help {
+			c.w.simple(h)
+		}
+	}
+}
+
+// cmdTime is TIME: seconds and microseconds, of the script's clock inside
+// a script.
+func cmdTime(c *conn, _ [][]byte) {
+	now := c.now()
+	c.w.array(2)
+	c.w.bulkString(strconv.FormatInt(now.Unix(), 10))
+	c.w.bulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
+
+// scriptCache is this node's scripts by SHA-1, compiled once. It holds at
+// most maxScripts, dropping the oldest: a client whose script was dropped
+// gets NOSCRIPT and sends it again.
+type scriptCache struct {
+	mu    sync.Mutex
+	m     map[string]*script.Script
+	order []string
+	bytes int
+}
+
+const (
+	maxScripts     = 4096
+	maxScriptBytes = 64 << 20
+)
+
+func (sc *scriptCache) get(sha string) *script.Script {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.m[sha]
+}
+
+// load compiles body (unless known) and keeps it; the error is the reply.
+func (sc *scriptCache) load(body []byte) (*script.Script, error) {
+	sha := script.SHA1(body)
+	if s := sc.get(sha); s != nil {
+		return s, nil
+	}
+	s, err := script.Compile(append([]byte(nil), body...))
+	if err != nil {
+		return nil, err
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.m == nil {
+		sc.m = map[string]*script.Script{}
+	}
+	if _, ok := sc.m[sha]; !ok {
+		sc.m[sha] = s
+		sc.order = append(sc.order, sha)
+		sc.bytes += len(s.Body)
+		for len(sc.order) > maxScripts || (sc.bytes > maxScriptBytes && len(sc.order) > 1) {
+			sc.bytes -= len(sc.m[sc.order[0]].Body)
+			delete(sc.m, sc.order[0])
+			sc.order = sc.order[1:]
+		}
+	}
+	return s, nil
+}
+
+func (sc *scriptCache) flush() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.m, sc.order, sc.bytes = nil, nil, 0
+}

@@ -1,0 +1,177 @@
+package resp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/script"
+)
+
+// scriptCall runs a script's redis.call and redis.pcall: each command is
+// the listener's own (its parsing, its checks, its reply, word for word),
+// run on a connection of its own whose reads and writes go to the
+// script's sandbox (fsm.Sandbox) at the script's clock; its RESP2 reply is
+// read back into the script's value. It implements script.Caller.
+type scriptCall struct {
+	c        *conn // the client's connection
+	sub      *conn // the one the commands run on
+	buf      bytes.Buffer
+	ctx      context.Context
+	sb       *fsm.Sandbox
+	now      time.Time
+	readOnly bool  // EVAL_RO, EVALSHA_RO: no writes
+	storeErr error // the store failed a read: nothing of the run is kept
+}
+
+// scriptable are the commands a script may call: the KV keyspace's, which
+// a sandbox can run, and TIME. Other commands idemgate has are Redis's
+// "not allowed from script"; commands it does not have are "unknown".
+var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "strlen": true, "exists": true, "ttl": true, "pttl": true,
+	"set": true, "setnx": true, "getdel": true, "del": true, "unlink": true, "incr": true, "decr": true,
+	"incrby": true, "decrby": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
+	"persist": true, "time": true, "ping": true, "echo": true, "delex": true, "digest": true}
+
+func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *scriptCall {
+	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly}
+	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
+		e, ok, err := c.local(ctx, key)
+		if err != nil && sc.storeErr == nil {
+			sc.storeErr = err
+		}
+		return e, ok, err
+	})
+	sc.sub = &conn{s: c.s, proto: 2, readonly: c.readonly, script: sc}
+	sc.sub.w = writer{bw: bufio.NewWriter(&sc.buf), proto: 2}
+	sc.sub.sess.Store(c.sess.Load())
+	return sc
+}
+
+// Call runs one command of the script.
+func (sc *scriptCall) Call(args [][]byte) script.Reply {
+	name := strings.ToLower(string(args[0]))
+	cmd, ok := commands[name]
+	switch {
+	case !ok && !isUnsupported(name):
+		return script.ErrorReply("ERR Unknown Redis command called from script")
+	case !scriptable[name]:
+		return script.ErrorReply("ERR This Redis command is not allowed from script")
+	case (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity):
+		return script.ErrorReply("ERR Wrong number of args calling Redis command from script")
+	}
+	if cmd.kind == kindWrite {
+		if sc.readOnly {
+			return script.ErrorReply("ERR Write commands are not allowed from read-only scripts.")
+		}
+		if sess := sc.c.sess.Load(); sess != nil && !sess.grant.Write {
+			return script.ErrorReply("NOPERM User " + sess.grant.Name + " has no permissions to run the '" + cmd.name + "' command")
+		}
+	}
+	if cmd.firstKey > 0 {
+		last := cmd.lastKey
+		if last < 0 {
+			last = len(args) + last
+		}
+		for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
+			if err := raftstore.CheckKVKey(args[i]); err != nil {
+				return script.ErrorReply(errorReply(err))
+			}
+		}
+	}
+	sc.buf.Reset()
+	sub := sc.sub
+	switch cmd.kind {
+	case kindConn:
+		cmd.conn(sub, args)
+	case kindRead:
+		cmd.read(sub, sc.ctx, args)
+	case kindWrite:
+		p := cmd.plan(sub, args)
+		if p.err != "" {
+			sub.w.errorLine(p.err)
+			break
+		}
+		res := make([]raftstore.OpResult, len(p.ops))
+		for i, op := range p.ops {
+			res[i].Res, res[i].Err = sc.sb.Apply(op)
+		}
+		p.answer(&sub.w, res)
+	}
+	sub.w.bw.Flush()
+	r, _, ok := parseReply(sc.buf.Bytes())
+	if !ok {
+		return script.ErrorReply("ERR idemgate could not read its own reply to " + cmd.name)
+	}
+	return r
+}
+
+// parseReply reads one RESP2 reply (as the listener writes them) from b.
+func parseReply(b []byte) (script.Reply, []byte, bool) {
+	line, rest, found := bytes.Cut(b, []byte("\r\n"))
+	if !found || len(line) == 0 {
+		return script.Reply{}, nil, false
+	}
+	body := string(line[1:])
+	switch line[0] {
+	case '+':
+		return script.Reply{Kind: script.Status, Str: body}, rest, true
+	case '-':
+		return script.Reply{Kind: script.Error, Str: body}, rest, true
+	case ':':
+		n, err := strconv.ParseInt(body, 10, 64)
+		return script.Reply{Kind: script.Int, Int: n}, rest, err == nil
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err == nil && n == -1 {
+			return script.Reply{Kind: script.Nil}, rest, true
+		}
+		if err != nil || n < 0 || n > len(rest)-2 {
+			return script.Reply{}, nil, false
+		}
+		return script.Reply{Kind: script.Bulk, Str: string(rest[:n])}, rest[n+2:], true
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return script.Reply{}, nil, false
+		}
+		if n < 0 {
+			return script.Reply{Kind: script.Nil}, rest, true
+		}
+		r := script.Reply{Kind: script.Array, Elems: make([]script.Reply, n)}
+		for i := range r.Elems {
+			var ok bool
+			if r.Elems[i], rest, ok = parseReply(rest); !ok {
+				return script.Reply{}, nil, false
+			}
+		}
+		return r, rest, true
+	}
+	return script.Reply{}, nil, false
+}
+
+// writeReply answers a script's reply in the connection's protocol: a
+// null is RESP3's null to a RESP3 client, as Redis converts it.
+func (w *writer) scriptReply(r script.Reply) {
+	switch r.Kind {
+	case script.Nil:
+		w.null()
+	case script.Int:
+		w.integer(r.Int)
+	case script.Bulk:
+		w.bulkString(r.Str)
+	case script.Status:
+		w.simple(strings.NewReplacer("\r", " ", "\n", " ").Replace(r.Str))
+	case script.Error:
+		w.errorLine(r.Str)
+	case script.Array:
+		w.array(len(r.Elems))
+		for _, e := range r.Elems {
+			w.scriptReply(e)
+		}
+	}
+}

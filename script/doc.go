@@ -1,0 +1,14 @@
+// Package script runs Redis's Lua scripts (EVAL) on gopher-lua, a Lua 5.1
+// VM in pure Go, as Redis 7 runs them: KEYS and ARGV, the redis library
+// (call, pcall, error_reply, status_reply, sha1hex, ...), the conversion
+// of replies between Redis and Lua, and Redis's error texts ("ERR
+// user_script:1: ... script: <sha>, on @user_script:1.").
+//
+// It owns the VM: which libraries a script gets (base, table, string, math;
+// no os, io, debug, package or coroutines), and the limits that keep a
+// script from harming the node it runs on (a wall-clock budget and a cap
+// on the heap it may grow, checked as it runs, a bounded call stack, a
+// bounded string.rep). It never runs a command itself: the caller gives a
+// Caller, which runs one command's argv and answers its Reply, and decides
+// what the commands do and whether the script's work is kept.
+package script

@@ -1,0 +1,260 @@
+package script
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// openLibs gives a VM Redis's environment: the base library without
+// what reaches files or other code (dofile, loadfile, require, module),
+// table, string and math (math.random from a generator seeded the same
+// for every run, as Redis 7 seeds it), and the redis library. Its
+// functions act for the VM's current run (v.cur).
+func openLibs(L *lua.LState, v *vm) {
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{lua.BaseLibName, lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	for _, name := range []string{"dofile", "loadfile", "require", "module", "_printregs", "print"} {
+		L.SetGlobal(name, lua.LNil)
+	}
+	// gopher-lua's collectgarbage runs the process's garbage collector: a
+	// script calling it in a loop would spend the node's CPU on it. The
+	// Lua heap is Go's; there is nothing of the script's own to collect.
+	L.SetGlobal("collectgarbage", L.NewFunction(func(L *lua.LState) int {
+		L.Push(lua.LNumber(0))
+		return 1
+	}))
+	// Lua 5.1 prints numbers with %.14g; gopher-lua with Go's shortest
+	// form. tostring is what scripts call to turn a number into a reply.
+	tostring := L.GetGlobal("tostring").(*lua.LFunction)
+	L.SetGlobal("tostring", L.NewFunction(func(L *lua.LState) int {
+		if n, ok := L.Get(1).(lua.LNumber); ok {
+			L.Push(lua.LString(formatLua(float64(n))))
+			return 1
+		}
+		return callOriginal(L, tostring)
+	}))
+	str := L.GetGlobal("string").(*lua.LTable)
+	rep := str.RawGetString("rep").(*lua.LFunction)
+	str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
+		s, n := L.CheckString(1), L.CheckInt(2)
+		if n > 0 && int64(len(s))*int64(n) > v.cur.cfg.MaxMemory {
+			L.RaiseError("string.rep: a result of %d bytes, over the script memory limit", int64(len(s))*int64(n))
+		}
+		v.cur.b.allocating(int64(len(s)) * int64(max(n, 0)))
+		return callOriginal(L, rep)
+	}))
+	format := str.RawGetString("format").(*lua.LFunction)
+	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
+		if wide(L.CheckString(1)) {
+			L.RaiseError("invalid format (width or precision too long)")
+		}
+		return callOriginal(L, format)
+	}))
+	gsub := str.RawGetString("gsub").(*lua.LFunction)
+	str.RawSetString("gsub", L.NewFunction(func(L *lua.LState) int {
+		// A string replacement can be made at every position: the result
+		// is at most this. (A function's or table's replacements are Lua
+		// values, made by instructions the budget sees.)
+		if repl, ok := L.Get(3).(lua.LString); ok {
+			n := int64(len(L.CheckString(1)))
+			bound := (n+1)*int64(len(repl)) + n
+			if bound > v.cur.cfg.MaxMemory {
+				L.RaiseError("string.gsub: a result that may be %d bytes, over the script memory limit", bound)
+			}
+			v.cur.b.allocating(bound)
+		}
+		return callOriginal(L, gsub)
+	}))
+	tbl := L.GetGlobal("table").(*lua.LTable)
+	concat := tbl.RawGetString("concat").(*lua.LFunction)
+	tbl.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
+		t := L.CheckTable(1)
+		sep := int64(len(L.OptString(2, "")))
+		var n int64
+		for i := 1; i <= t.Len(); i++ {
+			if s, ok := t.RawGetInt(i).(lua.LString); ok {
+				n += int64(len(s)) + sep
+			}
+			if n > v.cur.cfg.MaxMemory {
+				L.RaiseError("table.concat: a result over the script memory limit")
+			}
+		}
+		v.cur.b.allocating(n)
+		return callOriginal(L, concat)
+	}))
+	rng := rand.New(v.pcg)
+	m := L.GetGlobal("math").(*lua.LTable)
+	m.RawSetString("random", L.NewFunction(func(L *lua.LState) int { return random(L, rng) }))
+	m.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
+		v.pcg.Seed(uint64(int64(L.CheckNumber(1))), 0)
+		return 0
+	}))
+	L.SetGlobal("redis", v.redisLib(L))
+}
+
+// callOriginal calls fn with the arguments of the current call and
+// returns what it returns.
+func callOriginal(L *lua.LState, fn *lua.LFunction) int {
+	n := L.GetTop()
+	L.Push(fn)
+	for i := 1; i <= n; i++ {
+		L.Push(L.Get(i))
+	}
+	L.Call(n, lua.MultRet)
+	return L.GetTop() - n
+}
+
+// wide reports whether a format has a width or precision of three digits
+// or more, which Lua 5.1 refuses (and which would make one huge string).
+func wide(f string) bool {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			continue
+		}
+		digits := 0
+		for i++; i < len(f) && strings.IndexByte("-+ #0.123456789", f[i]) >= 0; i++ {
+			if f[i] >= '0' && f[i] <= '9' {
+				if digits++; digits > 2 {
+					return true
+				}
+			} else {
+				digits = 0
+			}
+		}
+	}
+	return false
+}
+
+// random is Lua 5.1's math.random over rng.
+func random(L *lua.LState, rng *rand.Rand) int {
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(rng.Float64()))
+	case 1:
+		n := L.CheckInt(1)
+		if n < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(lua.LNumber(rng.IntN(n) + 1))
+	default:
+		lo, hi := L.CheckInt(1), L.CheckInt(2)
+		if lo > hi {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(lua.LNumber(rng.IntN(hi-lo+1) + lo))
+	}
+	return 1
+}
+
+// redisLib is the redis table: call and pcall over the Caller, the reply
+// helpers, sha1hex, and what Redis 7 keeps for old scripts (log,
+// replicate_commands, set_repl, setresp(2)) as harmless no-ops.
+func (v *vm) redisLib(L *lua.LState) *lua.LTable {
+	t := L.CreateTable(0, 24)
+	fn := func(name string, f lua.LGFunction) { t.RawSetString(name, L.NewFunction(f)) }
+	fn("call", func(L *lua.LState) int { return v.cur.call(L, true) })
+	fn("pcall", func(L *lua.LState) int { return v.cur.call(L, false) })
+	fn("error_reply", func(L *lua.LState) int {
+		L.Push(errorTable(L, pushedError(L.CheckString(1))))
+		return 1
+	})
+	fn("status_reply", func(L *lua.LState) int {
+		s := L.CreateTable(0, 1)
+		s.RawSetString("ok", lua.LString(L.CheckString(1)))
+		L.Push(s)
+		return 1
+	})
+	fn("sha1hex", func(L *lua.LState) int {
+		L.Push(lua.LString(SHA1([]byte(L.CheckString(1)))))
+		return 1
+	})
+	fn("log", func(L *lua.LState) int {
+		if L.GetTop() < 2 {
+			L.RaiseError("redis.log() requires two arguments or more.")
+		}
+		return 0
+	})
+	fn("replicate_commands", func(L *lua.LState) int { L.Push(lua.LTrue); return 1 })
+	fn("set_repl", func(L *lua.LState) int { return 0 })
+	fn("setresp", func(L *lua.LState) int {
+		if n := L.CheckInt(1); n != 2 {
+			L.RaiseError("RESP version must be 2 (idemgate's scripts speak RESP2)")
+		}
+		return 0
+	})
+	fn("breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 })
+	fn("debug", func(L *lua.LState) int { return 0 })
+	for name, v := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_SLAVE": 1, "REPL_REPLICA": 1, "REPL_AOF": 2, "REPL_ALL": 3} {
+		t.RawSetString(name, lua.LNumber(v))
+	}
+	t.RawSetString("REDIS_VERSION", lua.LString("7.0.15"))
+	t.RawSetString("REDIS_VERSION_NUM", lua.LNumber(0x07000f))
+	return t
+}
+
+// call is redis.call (raise) and redis.pcall: the arguments must be
+// strings or numbers; the reply becomes a Lua value, and an error reply
+// is raised by call and returned (as {err=...}) by pcall.
+func (r *run) call(L *lua.LState, raise bool) int {
+	n := L.GetTop()
+	fail := func(msg string) int {
+		t := errorTable(L, msg)
+		if raise {
+			L.Error(t, 0)
+		}
+		L.Push(t)
+		return 1
+	}
+	if n == 0 {
+		return fail("ERR Please specify at least one argument for this redis lib call")
+	}
+	args := make([][]byte, n)
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args[i-1] = []byte(v)
+		case lua.LNumber:
+			args[i-1] = []byte(formatNumber(float64(v)))
+		default:
+			return fail("ERR Lua redis lib command arguments must be strings or integers")
+		}
+	}
+	reply := r.c.Call(args)
+	if reply.Kind == Error {
+		return fail(reply.Str)
+	}
+	L.Push(toLua(L, reply))
+	return 1
+}
+
+// errorTable is {err=msg}.
+func errorTable(L *lua.LState, msg string) *lua.LTable {
+	t := L.CreateTable(0, 1)
+	t.RawSetString("err", lua.LString(msg))
+	return t
+}
+
+// pushedError is redis.error_reply's text as Redis 7 makes it: a message
+// that starts with '-' keeps its first word as its code, any other is
+// "-" + msg, whose first word becomes the code (or ERR if it is one
+// word); a trailing newline goes.
+func pushedError(msg string) string {
+	if !strings.HasPrefix(msg, "-") {
+		msg = "-" + msg
+	}
+	code, rest, ok := strings.Cut(msg[1:], " ")
+	if !ok {
+		code, rest = "ERR", msg[1:]
+	}
+	return fmt.Sprintf("%s %s", code, strings.TrimRight(rest, "\r\n"))
+}

@@ -1,0 +1,423 @@
+package script
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Config bounds what one script may take of the node that runs it. The
+// bounds are the node's own (another node may stop the same script at
+// another point): the caller keeps nothing of a stopped script.
+type Config struct {
+	// Timeout is the wall-clock time a script may run. Redis lets a
+	// script run on (answering BUSY to everyone else); a node that runs
+	// one script per connection stops it instead.
+	Timeout time.Duration
+	// MaxMemory is how far the Go heap may grow while a script runs
+	// before it is stopped; the heap is sampled every millisecond, so a
+	// script can briefly hold a few times this (a string that doubles).
+	// Builtins that make one large value at once (string.rep,
+	// table.concat, string.format) refuse to make one larger than it.
+	MaxMemory int64
+	// CallDepth bounds nested Lua calls (Redis's Lua allows 200 C calls).
+	CallDepth int
+}
+
+// DefaultConfig is Redis's busy-script time and a heap of 128 MiB.
+func DefaultConfig() Config {
+	return Config{Timeout: 5 * time.Second, MaxMemory: 128 << 20, CallDepth: 200}
+}
+
+// Validate checks the config, naming the field.
+func (c Config) Validate() error {
+	switch {
+	case c.Timeout <= 0:
+		return errors.New("script: Timeout must be positive")
+	case c.MaxMemory < 1<<20:
+		return errors.New("script: MaxMemory must be at least 1 MiB")
+	case c.CallDepth < 10 || c.CallDepth > 10000:
+		return errors.New("script: CallDepth must be within [10, 10000]")
+	}
+	return nil
+}
+
+// Errors of a run the caller must not keep: the script was stopped.
+var (
+	// ErrTimeout: the script ran longer than Config.Timeout.
+	ErrTimeout = errors.New("script ran longer than its time limit")
+	// ErrMemory: the heap grew by more than Config.MaxMemory while it ran.
+	ErrMemory = errors.New("script grew the heap past its memory limit")
+)
+
+// Script is a compiled script.
+type Script struct {
+	SHA  string // SHA-1 of the body, lowercase hex: EVALSHA's name
+	Body []byte
+	fn   *lua.FunctionProto
+}
+
+// SHA1 is the name EVALSHA knows a body by.
+func SHA1(body []byte) string {
+	h := sha1.Sum(body)
+	return hex.EncodeToString(h[:])
+}
+
+// chunkName is what Redis 7 names an EVAL's code in its messages.
+const chunkName = "user_script"
+
+// gopher-lua's syntax errors read "user_script line:1(column:9) near 'x':
+// msg"; Redis's Lua says "user_script:1: msg near 'x'".
+var syntaxErr = regexp.MustCompile(`^` + chunkName + ` line:(\d+)\(column:\d+\) near '(.*)': (.*)$`)
+
+// Compile parses body; the error is the reply Redis gives (its text says
+// where and what, in gopher-lua's words).
+func Compile(body []byte) (*Script, error) {
+	chunk, err := parse.Parse(strings.NewReader(string(body)), chunkName)
+	if err == nil {
+		var fn *lua.FunctionProto
+		if fn, err = lua.Compile(chunk, chunkName); err == nil {
+			return &Script{SHA: SHA1(body), Body: body, fn: fn}, nil
+		}
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if m := syntaxErr.FindStringSubmatch(msg); m != nil {
+		near := m[2]
+		if near == "EOF" {
+			near = "<eof>"
+		}
+		msg = fmt.Sprintf("%s:%s: %s near '%s'", chunkName, m[1], m[3], near)
+	}
+	return nil, fmt.Errorf("ERR Error compiling script (new function): %s", msg)
+}
+
+// Caller runs one command for a script (redis.call, redis.pcall): args[0]
+// is its name. It answers the command's reply, an Error reply for a
+// refusal (Redis's text: "ERR Unknown Redis command called from script").
+type Caller interface {
+	Call(args [][]byte) Reply
+}
+
+// Run runs the script with KEYS and ARGV and answers its reply: what it
+// returned, or the error it raised, in Redis's words. A non-nil error
+// (ErrTimeout, ErrMemory, or ctx's) means it was stopped: the reply is
+// then the error to answer, and what it did must not be kept.
+func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Caller) (Reply, error) {
+	v := getVM(cfg)
+	L := v.L
+	b := newBudget(ctx, cfg)
+	defer b.stop()
+	L.SetContext(b)
+	r := &run{s: s, cfg: cfg, c: c, b: b}
+	v.cur = r
+	v.pcg.Seed(0, 0)
+	L.SetGlobal("KEYS", stringTable(L, keys))
+	L.SetGlobal("ARGV", stringTable(L, argv))
+
+	L.Push(L.NewFunctionFromProto(s.fn))
+	err := L.PCall(0, 1, L.NewFunction(r.errorHandler))
+	if stopped := b.reason(); stopped != nil {
+		L.Close() // stopped anywhere: not reused
+		return ErrorReply(fmt.Sprintf("ERR Script killed: %v (%s); nothing it wrote was applied", stopped, b.limit(stopped))), stopped
+	}
+	var reply Reply
+	if err != nil {
+		var ae *lua.ApiError
+		if errors.As(err, &ae) {
+			reply = r.errorReply(ae.Object)
+		} else {
+			reply = ErrorReply("ERR " + err.Error())
+		}
+	} else {
+		reply = fromLua(L.Get(-1), 0)
+	}
+	putVM(v)
+	return reply, nil
+}
+
+// vm is a Lua state with Redis's environment. Opening the libraries is
+// most of a short script's cost, so a state is reused, but only while no
+// run has changed its environment (a global set, a library function
+// replaced, a metatable or environment changed): after each run the
+// environment's tables are compared with what they held when opened, and
+// a state that differs is dropped. So no run sees another's doing, as
+// Redis's read-only globals ensure there.
+type vm struct {
+	L     *lua.LState
+	pcg   *rand.PCG
+	cur   *run
+	depth int
+	snap  []tableSnap
+}
+
+// tableSnap is one of the environment's tables as opened.
+type tableSnap struct {
+	t       *lua.LTable
+	meta    lua.LValue
+	entries map[lua.LValue]lua.LValue
+}
+
+// perRun are the globals each run sets anew.
+var perRun = map[lua.LValue]bool{lua.LString("KEYS"): true, lua.LString("ARGV"): true}
+
+var vms sync.Pool
+
+func getVM(cfg Config) *vm {
+	if v, ok := vms.Get().(*vm); ok && v.depth == cfg.CallDepth {
+		return v
+	}
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: cfg.CallDepth,
+		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, MinimizeStackMemory: true})
+	v := &vm{L: L, pcg: rand.NewPCG(0, 0), depth: cfg.CallDepth}
+	openLibs(L, v)
+	g := L.G.Global
+	tables := []*lua.LTable{g}
+	g.ForEach(func(_, val lua.LValue) {
+		if t, ok := val.(*lua.LTable); ok && t != g {
+			tables = append(tables, t)
+		}
+	})
+	if mt, ok := L.GetMetatable(lua.LString("")).(*lua.LTable); ok {
+		tables = append(tables, mt)
+	}
+	for _, t := range tables {
+		v.snap = append(v.snap, snapshot(L, t))
+	}
+	return v
+}
+
+func snapshot(L *lua.LState, t *lua.LTable) tableSnap {
+	s := tableSnap{t: t, meta: L.GetMetatable(t), entries: map[lua.LValue]lua.LValue{}}
+	t.ForEach(func(k, val lua.LValue) {
+		if t != L.G.Global || !perRun[k] {
+			s.entries[k] = val
+		}
+	})
+	return s
+}
+
+// putVM keeps v for another run if its environment is as opened.
+func putVM(v *vm) {
+	L := v.L
+	L.RemoveContext()
+	L.SetTop(0)
+	v.cur = nil
+	pristine := L.Env == L.G.Global && len(v.snap) > 0 && L.GetMetatable(lua.LString("")) == v.snap[len(v.snap)-1].t
+	for _, s := range v.snap {
+		if !pristine {
+			break
+		}
+		n := 0
+		s.t.ForEach(func(k, val lua.LValue) {
+			if s.t == L.G.Global && perRun[k] {
+				return
+			}
+			n++
+			if old, ok := s.entries[k]; !ok || old != val {
+				pristine = false
+			}
+		})
+		pristine = pristine && n == len(s.entries) && L.GetMetatable(s.t) == s.meta
+	}
+	if !pristine {
+		L.Close()
+		return
+	}
+	vms.Put(v)
+}
+
+// run is one run's state, which the redis library's functions share.
+type run struct {
+	s   *Script
+	cfg Config
+	c   Caller
+	b   *budget
+}
+
+// errorHandler runs where an error was raised (Redis's error handler): it
+// makes the error a table {err, source, line}, prefixing a string error
+// with ERR.
+func (r *run) errorHandler(L *lua.LState) int {
+	v := L.Get(1)
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		t = L.CreateTable(0, 3)
+		t.RawSetString("err", lua.LString("ERR "+lua.LVAsString(v)))
+		if v.Type() != lua.LTString && v.Type() != lua.LTNumber {
+			t.RawSetString("err", lua.LString("ERR "+v.String()))
+		}
+	}
+	for level := 1; ; level++ {
+		dbg, ok := L.GetStack(level)
+		if !ok {
+			break
+		}
+		if _, err := L.GetInfo("Sl", dbg, lua.LNil); err == nil && dbg.CurrentLine > 0 {
+			t.RawSetString("source", lua.LString("@"+chunkName))
+			t.RawSetString("line", lua.LNumber(dbg.CurrentLine))
+			break
+		}
+	}
+	L.Push(t)
+	return 1
+}
+
+// errorReply is the reply for what the error handler made: the message,
+// and where it was raised, as Redis 7 words it.
+func (r *run) errorReply(v lua.LValue) Reply {
+	t, ok := v.(*lua.LTable)
+	if !ok {
+		return ErrorReply("ERR " + v.String())
+	}
+	msg := lua.LVAsString(t.RawGetString("err"))
+	if msg == "" {
+		msg = "ERR unknown error"
+	}
+	src, line := t.RawGetString("source"), t.RawGetString("line")
+	if src != lua.LNil && line != lua.LNil {
+		msg = fmt.Sprintf("%s script: %s, on %s:%s.", msg, r.s.SHA, lua.LVAsString(src), lua.LVAsString(line))
+	}
+	return ErrorReply(msg)
+}
+
+func stringTable(L *lua.LState, vals [][]byte) *lua.LTable {
+	t := L.CreateTable(len(vals), 0)
+	for i, v := range vals {
+		t.RawSetInt(i+1, lua.LString(v))
+	}
+	return t
+}
+
+// budget is the context the VM checks before every instruction: Done is
+// closed once the run is past its time or its heap growth, or ctx is done.
+// Checking one atomic per instruction costs next to nothing; reading the
+// clock and the heap does not, so a watchdog beside the script does it,
+// every millisecond. Most scripts are done in far less (a lock's: a few
+// dozen instructions), so the watchdog starts only once the run has
+// taken a millisecond, as Done sees every 64 instructions.
+type budget struct {
+	context.Context
+	open, closed chan struct{}
+	why          atomic.Pointer[error]
+	quit         chan struct{}
+	cfg          Config
+	start        time.Time
+	n            uint32
+	watching     bool
+	base         uint64 // the heap when the watchdog started
+}
+
+// heapMetric is the bytes of live and not yet swept heap objects.
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+func newBudget(ctx context.Context, cfg Config) *budget {
+	b := &budget{Context: ctx, open: make(chan struct{}), closed: make(chan struct{}), quit: make(chan struct{}),
+		cfg: cfg, start: time.Now()}
+	close(b.closed)
+	return b
+}
+
+// watch starts the watchdog.
+func (b *budget) watch() {
+	b.watching = true
+	sample := []metrics.Sample{{Name: heapMetric}}
+	metrics.Read(sample)
+	base := sample[0].Value.Uint64()
+	b.base = base
+	deadline := b.start.Add(b.cfg.Timeout)
+	go func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.quit:
+				return
+			case <-b.Context.Done():
+				err := b.Context.Err()
+				b.why.CompareAndSwap(nil, &err)
+				return
+			case now := <-t.C:
+				metrics.Read(sample)
+				var err error
+				switch {
+				case now.After(deadline):
+					err = ErrTimeout
+				case int64(sample[0].Value.Uint64())-int64(base) > b.cfg.MaxMemory:
+					err = ErrMemory
+				default:
+					continue
+				}
+				b.why.CompareAndSwap(nil, &err)
+				return
+			}
+		}
+	}()
+}
+
+// allocating is told of a builtin about to make n bytes at once. A few
+// of those make a lot in few instructions, faster than the watchdog
+// samples: the heap is read here, and the run stopped (before its next
+// instruction) once the heap and the new value pass the limit. Garbage
+// not yet collected counts too: a script that makes many large values
+// and drops them may be stopped although it never held them all.
+func (b *budget) allocating(n int64) {
+	if n < 1<<20 {
+		return
+	}
+	if !b.watching {
+		b.watch()
+	}
+	sample := []metrics.Sample{{Name: heapMetric}}
+	metrics.Read(sample)
+	if int64(sample[0].Value.Uint64())-int64(b.base)+n > b.cfg.MaxMemory {
+		err := ErrMemory
+		b.why.CompareAndSwap(nil, &err)
+	}
+}
+
+func (b *budget) Done() <-chan struct{} {
+	if b.n++; b.n&63 == 0 && !b.watching {
+		if err := b.Context.Err(); err != nil {
+			b.why.CompareAndSwap(nil, &err)
+		} else if time.Since(b.start) > time.Millisecond {
+			b.watch()
+		}
+	}
+	if b.why.Load() != nil {
+		return b.closed
+	}
+	return b.open
+}
+
+func (b *budget) Err() error {
+	if p := b.why.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (b *budget) reason() error { return b.Err() }
+
+func (b *budget) stop() { close(b.quit) }
+
+func (b *budget) limit(err error) string {
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return fmt.Sprintf("limit %s", b.cfg.Timeout)
+	case errors.Is(err, ErrMemory):
+		return fmt.Sprintf("limit %d MiB", b.cfg.MaxMemory>>20)
+	}
+	return "the request was cancelled"
+}

@@ -1,0 +1,201 @@
+package script
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echoCaller answers GET with a bulk, INCR with an error, anything else
+// with +OK: enough to see the conversions and the error texts.
+type echoCaller struct{ calls int }
+
+func (c *echoCaller) Call(args [][]byte) Reply {
+	c.calls++
+	switch strings.ToLower(string(args[0])) {
+	case "get":
+		if string(args[1]) == "nokey" {
+			return Reply{Kind: Nil}
+		}
+		return Reply{Kind: Bulk, Str: string(args[1])}
+	case "incr":
+		return ErrorReply("ERR value is not an integer or out of range")
+	}
+	return Reply{Kind: Status, Str: "OK"}
+}
+
+func runBody(t *testing.T, cfg Config, body string, keys ...string) (Reply, error) {
+	t.Helper()
+	s, err := Compile([]byte(body))
+	if err != nil {
+		return ErrorReply(err.Error()), nil
+	}
+	var k [][]byte
+	for _, x := range keys {
+		k = append(k, []byte(x))
+	}
+	return s.Run(context.Background(), cfg, k, [][]byte{[]byte("a1")}, &echoCaller{})
+}
+
+func show(r Reply) string {
+	switch r.Kind {
+	case Nil:
+		return "nil"
+	case Int:
+		return fmt.Sprint(r.Int)
+	case Bulk:
+		return fmt.Sprintf("%q", r.Str)
+	case Status:
+		return "+" + r.Str
+	case Error:
+		return "-" + r.Str
+	}
+	var b []string
+	for _, e := range r.Elems {
+		b = append(b, show(e))
+	}
+	return "[" + strings.Join(b, " ") + "]"
+}
+
+// TestRun: replies and errors as redis-server 7.0.15 gives them for the
+// same scripts (the differential test in package resp runs them against
+// it; these need no server).
+func TestRun(t *testing.T) {
+	sha := func(body string) string { return SHA1([]byte(body)) }
+	tests := []struct{ body, want string }{
+		{"return {false, true, {ok='x'}, {err='e'}}", "[nil 1 +x -e]"},
+		{"return {1, {2, {3}}, 'a'}", `[1 [2 [3]] "a"]`},
+		{"return {1,2,3.7,'x',nil,4}", `[1 2 3 "x"]`},
+		{"return redis.call('get', 'nokey')", "nil"},
+		{"return type(redis.call('get', 'nokey'))", `"boolean"`},
+		{"return redis.call('set', 'k', 'v')", "+OK"},
+		{"return redis.call('set', 'k', 'v').ok", `"OK"`},
+		{"return redis.pcall('incr', 'k')", "-ERR value is not an integer or out of range"},
+		{"return redis.call('incr', 'k')", "-ERR value is not an integer or out of range script: " + sha("return redis.call('incr', 'k')") + ", on @user_script:1."},
+		{"error('boom')", "-ERR user_script:1: boom script: " + sha("error('boom')") + ", on @user_script:1."},
+		{"error({err='boom2'})", "-boom2 script: " + sha("error({err='boom2'})") + ", on @user_script:1."},
+		{"\n\nlocal x = 1\nreturn redis.call('incr', 'k')", "-ERR value is not an integer or out of range script: " + sha("\n\nlocal x = 1\nreturn redis.call('incr', 'k')") + ", on @user_script:4."},
+		{"return redis.error_reply('My Error')", "-My Error"},
+		{"return redis.error_reply('no_space')", "-ERR no_space"},
+		{"return redis.error_reply('-FOO bar baz')", "-FOO bar baz"},
+		{"return {err='-FOO bar'}", "--FOO bar"},
+		{"return redis.status_reply('')", "+"},
+		{"return {ok=5}", "[]"},
+		{"return {}", "[]"},
+		{"return nil", "nil"},
+		{"return", "nil"},
+		{"return 3.99", "3"},
+		{"return -3.99", "-3"},
+		{"return 1e20", "-9223372036854775808"},
+		{"return 0/0", "-9223372036854775808"},
+		{"return redis.call()", "-ERR Please specify at least one argument for this redis lib call script: " + sha("return redis.call()") + ", on @user_script:1."},
+		{"return redis.call('get', {})", "-ERR Lua redis lib command arguments must be strings or integers script: " + sha("return redis.call('get', {})") + ", on @user_script:1."},
+		{"return redis.call('get', 1.5)", `"1.5"`},
+		{"return redis.call('get', 3)", `"3"`},
+		{"return redis.sha1hex('')", `"da39a3ee5e6b4b0d3255bfef95601890afd80709"`},
+		{"return KEYS[1]..ARGV[1]", `"ka1"`},
+		{"return #KEYS + #ARGV", "2"},
+		{"return redis.replicate_commands()", "1"},
+		// Redis nests as deep as its Lua stack allows, then says so.
+		{"local t = {} t[1] = t return t", strings.Repeat("[", maxReplyDepth) + "-ERR reached lua stack limit" + strings.Repeat("]", maxReplyDepth)},
+		{"return x(", "-ERR Error compiling script (new function): user_script at EOF: syntax error"},
+		{"return os", "nil"},
+		{"return io", "nil"},
+		{"return dofile", "nil"},
+		{"return (string.gsub('hello world', 'o', '0'))", `"hell0 w0rld"`},
+		{"return collectgarbage('count')", "0"},
+		{"local a = {} for i = 1, 5 do a[i] = math.random(1000) end math.randomseed(0) for i = 1, 5 do if a[i] ~= math.random(1000) then return 0 end end return 1", "1"},
+	}
+	for _, tt := range tests {
+		r, err := runBody(t, DefaultConfig(), tt.body, "k")
+		if err != nil {
+			t.Fatalf("%q: stopped: %v", tt.body, err)
+		}
+		if got := show(r); got != tt.want {
+			t.Errorf("Run(%q) = %s, want %s", tt.body, got, tt.want)
+		}
+	}
+}
+
+// TestRunStopped: a script that never ends, or that allocates without
+// bound, or recurses without end, is stopped with its error; the caller is
+// told (a non-nil error) so it keeps nothing.
+func TestRunStopped(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Timeout = 300 * time.Millisecond
+	cfg.MaxMemory = 16 << 20
+	mem := cfg
+	mem.Timeout = time.Minute // the memory cap must stop these first
+	tests := []struct {
+		name, body string
+		cfg        Config
+		want       error
+		reply      string
+	}{
+		{"loop", "while true do end", cfg, ErrTimeout, "-ERR Script killed: script ran longer than its time limit (limit 300ms); nothing it wrote was applied"},
+		{"loop in pcall", "while true do pcall(function() while true do end end) end", cfg, ErrTimeout, ""},
+		{"table growth", "local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1000) .. i end", mem, ErrMemory,
+			"-ERR Script killed: script grew the heap past its memory limit (limit 16 MiB); nothing it wrote was applied"},
+		{"doubling", "local s = 'x' while true do s = s .. s end", mem, ErrMemory, ""},
+		{"big reps in few instructions", "local t = {} for i = 1, 12 do t[i] = string.rep('x', 4e6) end return #t", mem, ErrMemory, ""},
+	}
+	for _, tt := range tests {
+		r, err := runBody(t, tt.cfg, tt.body)
+		if !errors.Is(err, tt.want) {
+			t.Errorf("%s: err = %v, reply %s; want %v", tt.name, err, show(r), tt.want)
+			continue
+		}
+		if tt.reply != "" && show(r) != tt.reply {
+			t.Errorf("%s: reply %s, want %s", tt.name, show(r), tt.reply)
+		}
+	}
+	for _, body := range []string{
+		"return string.rep('x', 1e9)",
+		"local s = string.rep('x', 1e6) local t = {} for i = 1, 100 do t[i] = s end return table.concat(t)",
+		"return string.format('%999999999d', 1)",
+		"local s = string.rep('x', 1e6) return #string.gsub(s, '', string.rep('y', 200))",
+		"local function f(n) return f(n + 1) + 1 end return f(1)",
+	} {
+		r, err := runBody(t, cfg, body)
+		if err != nil || r.Kind != Error || !strings.HasPrefix(r.Str, "ERR ") {
+			t.Errorf("%q = %s, %v; want a script error", body, show(r), err)
+		}
+	}
+}
+
+// TestRunIsolated: a run that changes its environment (a global, a
+// library function, a metatable) changes nothing another run sees.
+func TestRunIsolated(t *testing.T) {
+	for _, body := range []string{
+		"leak = 1 return 1",
+		"string.rep = function() return 'hijacked' end return 1",
+		"redis.call = function() return 'hijacked' end return 1",
+		"setmetatable(_G, {__index = function() return 'hijacked' end}) return 1",
+		"getmetatable('').__index = {rep = function() return 'hijacked' end} return 1",
+		"setfenv(0, {redis = {}}) return 1",
+		"KEYS[2] = 'kept' return 1",
+		"math.randomseed(7) return 1",
+	} {
+		for i := 0; i < 3; i++ {
+			if r, err := runBody(t, DefaultConfig(), body, "k"); err != nil || r.Kind != Int {
+				t.Fatalf("%q: %s, %v", body, show(r), err)
+			}
+		}
+		check := "return {type(leak), string.rep('a', 2), redis.call('get', 'x'), tostring(undefined_global), #KEYS, math.random(1000)}"
+		want := fmt.Sprintf(`["nil" "aa" "x" "nil" 1 %d]`, firstRandom(t))
+		if r, _ := runBody(t, DefaultConfig(), check, "k"); show(r) != want {
+			t.Fatalf("after %q: %s, want %s", body, show(r), want)
+		}
+	}
+}
+
+// firstRandom is math.random(1000)'s first value in a fresh VM.
+func firstRandom(t *testing.T) int64 {
+	t.Helper()
+	vms.Get() // the next run opens a VM of its own
+	r, _ := runBody(t, DefaultConfig(), "return math.random(1000)")
+	return r.Int
+}
