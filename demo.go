@@ -1,30 +1,38 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
+	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/democluster"
+	"github.com/idemgate/idemgate/node"
 )
 
 type demoFlags struct {
 	users, nodes, concurrency int
 	noKill, without           bool
+	reconcile                 bool
 }
 
 func demoCmd(args []string, stdout, stderr io.Writer) int {
 	var f demoFlags
-	const usage = "idemgate demo [--users N] [--nodes N] [--no-kill] [--without-idemgate]"
+	const usage = "idemgate demo [--users N] [--nodes N] [--no-kill] [--without-idemgate] [--reconcile]"
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.IntVar(&f.users, "users", 3700, "users who each pay once (clicking two or three times)")
 	fs.IntVar(&f.nodes, "nodes", 3, "cluster nodes (1-7)")
 	fs.IntVar(&f.concurrency, "concurrency", 128, "users clicking at the same moment")
 	fs.BoolVar(&f.noKill, "no-kill", false, "do not kill the leader partway through")
 	fs.BoolVar(&f.without, "without-idemgate", false, "also send the same clicks straight to the payment service, side by side")
+	fs.BoolVar(&f.reconcile, "reconcile", false, "then hold the records export against the payment service's statement, as idemgate reconcile does")
 	if _, code, ok := commandLine(fs, "demo", usage, "", args, stdout, stderr); !ok {
 		return code
 	}
@@ -57,6 +65,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	}
 	defer os.RemoveAll(dir)
 	pay := bench.NewPayments()
+	pay.Ledger = f.reconcile
 	if err := pay.Start(); err != nil {
 		return false, err
 	}
@@ -117,11 +126,18 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 			return ""
 		}
 	}
+	began := time.Now()
 	res, err := bench.RunIncident(withIdem)
 	if err != nil {
 		return false, err
 	}
 	pay.Quiesce(5 * time.Second)
+	var rep *reconcileReport
+	if f.reconcile {
+		if rep, err = demoReconcile(dir, nodes, file, pay, began); err != nil {
+			return false, err
+		}
+	}
 	col := bench.IncidentColumn{Title: "with idemgate", Res: res, Charges: pay.Charges(), Gateway: true}
 	for _, n := range nodes {
 		if n != nil {
@@ -130,5 +146,62 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	}
 	cols = append(cols, col)
 	fmt.Fprintln(out)
-	return bench.WriteIncidentTable(out, f.users, cols), nil
+	ok := bench.WriteIncidentTable(out, f.users, cols)
+	if rep != nil {
+		fmt.Fprintln(out, "\nthe next morning, the records export held against the payment service's statement:")
+		printReport(out, *rep)
+	}
+	return ok, nil
+}
+
+// demoReconcile runs the daily reconciliation over the run with idemgate:
+// the export from a live node's API (GET /v1/records/export), the payment
+// service's statement, and what idemgate reconcile finds in them.
+func demoReconcile(dir string, nodes []*node.Node, file *config.File, pay *bench.Payments, began time.Time) (*reconcileReport, error) {
+	api := ""
+	for i, n := range nodes {
+		if n != nil {
+			api = file.Nodes[i].API
+			break
+		}
+	}
+	u := "http://" + api + "/v1/records/export?scope=pay&since=" + url.QueryEscape(began.Add(-time.Second).UTC().Format(time.RFC3339Nano)) +
+		"&until=" + url.QueryEscape(time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano))
+	resp, err := http.Get(u)
+	if err != nil {
+		return nil, fmt.Errorf("records export: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("records export: %s", resp.Status)
+	}
+	exportPath, ledgerPath := filepath.Join(dir, "export.ndjson"), filepath.Join(dir, "statement.csv")
+	ef, err := os.Create(exportPath)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(ef, resp.Body)
+	if cerr := ef.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("records export: %w", err)
+	}
+	var st bytes.Buffer
+	if err := pay.Statement(&st); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(ledgerPath, st.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	records, err := readExportFile(exportPath)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := readLedgerFile(ledgerPath, "idempotency_key", "charge_id")
+	if err != nil {
+		return nil, err
+	}
+	rep := reconcile(records, rows, true, config.DefaultSuspectWindow)
+	return &rep, nil
 }

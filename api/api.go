@@ -17,7 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -40,6 +40,10 @@ type Config struct {
 	Hosts []string
 	// Version is the build's version, in GET /v1/status.
 	Version string
+	// ReconcileIDs are the routes' reconcile_id options by scope
+	// (json:/pointer, validated): the records export reads them out of
+	// stored responses.
+	ReconcileIDs map[string][]string
 }
 
 // API is the API listener.
@@ -53,6 +57,8 @@ type API struct {
 	access  atomic.Pointer[auth.Access] // swapped whole by SetAccess
 	bodies  *httpx.BodyBudget
 	hosts   hostAllowList
+	// reconcile: scope -> the JSON pointers of its routes' reconcile_id.
+	reconcile map[string][][]string
 }
 
 // wrapHandler, set only by this package's tests before any listener
@@ -69,7 +75,8 @@ func New(cfg Config, store Store, tok *tokens.Service, gatherer prometheus.Gathe
 		cfg.OpTimeout = 5 * time.Second
 	}
 	a := &API{cfg: cfg, store: store, tokens: tok, logger: cfg.Logger, hosts: newHostAllowList(cfg.Hosts),
-		metrics: fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
+		reconcile: reconcilePointers(cfg.ReconcileIDs),
+		metrics:   fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
 	h := fasthttp.RequestHandler(a.Handle)
 	if wrapHandler != nil {
@@ -107,10 +114,10 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 		return nil, nil, false
 	}
 	h := &ctx.Request.Header
-	id := raftstore.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
+	id := storeapi.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
 		h.Peek("If-Match"), h.Peek("If-None-Match"), ctx.PostBody())
 	c, cancel := a.opCtx()
-	return raftstore.WithRequestID(c, id), cancel, true
+	return storeapi.WithRequestID(c, id), cancel, true
 }
 
 // Handle answers one API request: what a web page sent is refused
@@ -152,6 +159,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.only(ctx, method, "POST", a.consumeToken)
 	case strings.HasPrefix(path, "/v1/kv/"):
 		a.kv(ctx, method, strings.TrimPrefix(path, "/v1/kv/"))
+	case path == exportPath:
+		a.only(ctx, method, "GET", a.exportRecords)
 	case strings.HasPrefix(path, "/v1/records/"):
 		a.records(ctx, method, strings.TrimPrefix(path, "/v1/records/"))
 	case path == "/v1/status":

@@ -42,6 +42,8 @@ type apiCluster struct {
 	c    *testcluster.Cluster
 	apis []*API
 	urls []string
+	// reconcile is every listener's Config.ReconcileIDs.
+	reconcile map[string][]string
 }
 
 // startAPIs starts n API listeners over one in-memory store, authorizing by
@@ -65,7 +67,7 @@ func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry,
 	}
 	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access}, s, tok, reg)
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile}, s, tok, reg)
 	if err := api.Listen(); err != nil {
 		t.Fatal(err)
 	}

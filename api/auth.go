@@ -63,6 +63,8 @@ func requiredRole(method, path string) auth.Role {
 	switch {
 	case path == "/v1/snapshot": // a read, but of everything: every stored body and unspent token
 		return auth.RoleAdmin
+	case path == exportPath: // every tenant's keys in bulk, and a member of each stored body
+		return auth.RoleAdmin
 	case method == fasthttp.MethodGet || method == fasthttp.MethodHead:
 		return auth.RoleRead
 	case strings.HasPrefix(path, "/v1/kv/"):

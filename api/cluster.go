@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // statusJSON is GET /v1/status: the node asked, as it sees itself.
@@ -151,9 +151,9 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 // membershipError answers a refused membership change.
 func (a *API) membershipError(ctx *fasthttp.RequestCtx, id string, err error) {
 	switch {
-	case errors.Is(err, raftstore.ErrUnknownNode):
+	case errors.Is(err, storeapi.ErrUnknownNode):
 		httpx.WriteProblem(ctx, httpx.UnknownNode, fmt.Sprintf("no node %q in the cluster", id))
-	case raftstore.Unavailable(err):
+	case storeapi.Unavailable(err):
 		httpx.WriteError(ctx, err)
 	default:
 		httpx.WriteProblem(ctx, httpx.MembershipConflict, err.Error())

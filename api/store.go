@@ -5,12 +5,13 @@ import (
 
 	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
-// Store is what the API listener needs from the replicated store;
-// *raftstore.Store implements it over Raft, internal/memstore in memory for
-// the behaviour tests. Writes are applied wherever they are asked (a
+// Store is what the API listener needs from the replicated store, in
+// package fsm's and storeapi's terms (and raftstore's for backups);
+// *raftstore.Store implements it over Raft (package node wires it in),
+// internal/memstore in memory for the behaviour tests. Writes are applied wherever they are asked (a
 // follower forwards them to the leader); reads are linearizable unless
 // local is set (this node's applied state as it is). Form tokens go through
 // the tokens.Service the API is given, not through this interface.
@@ -23,13 +24,17 @@ type Store interface {
 	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
 	// Release frees a record's key when its fence still holds it (DELETE /v1/records/KEY).
 	Release(ctx context.Context, key []byte, fence uint64) error
+	// ScanRecords visits this node's records under prefix, a chunk of at
+	// most max from the key from on, and says where the next starts
+	// (fsm.FSM.ScanRecords; GET /v1/records/export).
+	ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error)
 	// Suspects lists up to limit suspected duplicates, newest first.
 	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
 
 	// Leader is the leader's id and Raft address as this node knows them ("" when none).
 	Leader() (id, raftAddr string)
 	// Cluster is the membership as the leader sees it, or as this node does when it cannot ask.
-	Cluster(ctx context.Context) (raftstore.ClusterView, error)
+	Cluster(ctx context.Context) (storeapi.ClusterView, error)
 	// ClusterID is the cluster's id ("" before its first leader gave one).
 	ClusterID() string
 	// SetNodeAPI records the API address of a member added at runtime, in the store's reserved keys.
@@ -56,11 +61,9 @@ type Store interface {
 	// Indexes are this node's commit and applied indexes.
 	Indexes() (commit, applied uint64)
 	// Status is the node's role, term, indexes and readiness.
-	Status() raftstore.NodeStatus
+	Status() storeapi.NodeStatus
 	// Backup takes a backup of the state after a linearizable barrier, to be read once and closed (GET /v1/snapshot).
 	Backup(ctx context.Context) (*backup.File, error)
 	// TakeSnapshot takes a Raft snapshot on this node now and compacts its log (POST /v1/snapshot).
 	TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error)
 }
-
-var _ Store = (*raftstore.Store)(nil)

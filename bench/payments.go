@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"encoding/csv"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"strings"
@@ -20,6 +23,9 @@ type Payments struct {
 	// Slow instead. Set before Start.
 	Work, Slow time.Duration
 	SlowEvery  int
+	// Ledger keeps every charge for Statement (the demo's reconciliation);
+	// a load run leaves it off and keeps nothing per charge. Set before Start.
+	Ledger bool
 
 	srv      *fasthttp.Server
 	ln       net.Listener
@@ -27,6 +33,7 @@ type Payments struct {
 	charges  map[string]int
 	pending  map[string]int // charges begun and not yet done, by user
 	byKey    map[string]int
+	ledger   [][3]string // charge id, user, idempotency key: each charge, in order
 	total    atomic.Int64
 	inFlight atomic.Int64
 }
@@ -77,8 +84,12 @@ func (p *Payments) handle(ctx *fasthttp.RequestCtx) {
 	p.mu.Lock()
 	p.pending[user]--
 	p.charges[user]++
-	if k := ctx.Request.Header.Peek("Idempotency-Key"); len(k) > 0 {
-		p.byKey[string(k)]++
+	key := string(ctx.Request.Header.Peek("Idempotency-Key"))
+	if key != "" {
+		p.byKey[key]++
+	}
+	if p.Ledger {
+		p.ledger = append(p.ledger, [3]string{fmt.Sprintf("ch_%d", n), user, key})
 	}
 	p.mu.Unlock()
 	ctx.SetStatusCode(fasthttp.StatusCreated)
@@ -94,8 +105,27 @@ func (p *Payments) Charges() map[string]int {
 	p.charges = map[string]int{}
 	p.pending = map[string]int{}
 	p.byKey = map[string]int{}
+	p.ledger = nil
 	p.total.Store(0)
 	return out
+}
+
+// Statement writes the charges since the last reset as a provider's
+// statement lists them: CSV with a header row (charge_id, user,
+// idempotency_key), one charge per row, in the order they were made.
+func (p *Payments) Statement(w io.Writer) error {
+	if !p.Ledger {
+		return errors.New("payments: no statement: Ledger was off")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"charge_id", "user", "idempotency_key"})
+	for _, r := range p.ledger {
+		cw.Write(r[:])
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // Charged reports whether user has been charged since the last reset, or

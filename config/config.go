@@ -126,6 +126,11 @@ type Route struct {
 	// DropHeaders are upstream response headers never stored: the first
 	// answer carries them, replays do not.
 	DropHeaders []string `yaml:"drop_headers"`
+	// ReconcileID names the member of the upstream's stored response that
+	// identifies what it did (a charge id): "json:/pointer". The records
+	// export (GET /v1/records/export) reads it out, so a reconciliation
+	// can match records with a provider's statement by that id.
+	ReconcileID string `yaml:"reconcile_id"`
 }
 
 // Raft tunes the consensus engine. A field left out keeps the default of

@@ -40,6 +40,12 @@ func (r *Route) validateOptions(at string) error {
 	if r.KeyMinLength < 0 || r.KeyMinLength > MaxKeyLength {
 		return fieldErr(at+".key_min_length", "%d: want 0 to %d", r.KeyMinLength, MaxKeyLength)
 	}
+	if r.ReconcileID != "" {
+		kind, ptr, _ := strings.Cut(r.ReconcileID, ":")
+		if _, err := ParsePointer(ptr); kind != "json" || ptr == "" || err != nil {
+			return fieldErr(at+".reconcile_id", "%q: want json:/pointer, the response member that identifies the upstream's charge, such as json:/id", r.ReconcileID)
+		}
+	}
 	replayed := map[string]bool{}
 	for _, h := range r.ReplayHeaders {
 		replayed[strings.ToLower(h)] = true

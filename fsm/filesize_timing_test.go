@@ -19,7 +19,7 @@ import (
 // BenchmarkFileBytesPerKey measures the state machine's file per key it
 // holds: N writes (IDEMGATE_SIZE_KEYS, default 200,000) applied as a
 // leader applies them — batches of 256 commands an entry (raftstore's
-// group commit), every command with a request id as raftstore's newReqID
+// group commit), every command with a request id as storeapi.NewRequestID
 // makes them (three nodes: a random 8-byte prefix each, then a sequence)
 // and a stamp that advances at IDEMGATE_SIZE_RATE commands a second
 // (default 20,000), so request-id generations turn over once N is above
@@ -90,7 +90,7 @@ type sizeLoad struct {
 	prefixes [3][8]byte
 	seq      uint64
 	// clientIDs: request ids derived from a client's Idempotency-Key
-	// (raftstore.RequestIDFor, a SHA-256): in no order.
+	// (storeapi.RequestIDFor, a SHA-256): in no order.
 	clientIDs bool
 }
 

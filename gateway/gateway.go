@@ -18,7 +18,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -203,7 +203,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 		// A removed node's state no longer follows the cluster's: it
 		// forwards, replays and records nothing (its writes are refused
 		// by the store too).
-		httpx.WriteError(ctx, raftstore.ErrRemoved)
+		httpx.WriteError(ctx, storeapi.ErrRemoved)
 		rm.done(outUnavailable, start)
 	case refused != "":
 		httpx.WriteProblem(ctx, httpx.AmbiguousPath, refused)

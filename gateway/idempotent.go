@@ -12,7 +12,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -445,10 +445,10 @@ func recordKeyPart(rk []byte) []byte {
 // twice; that holds for an attempt answered "may or may not have been
 // applied" (ErrTimeout before ctx ended) too.
 func throughElection(ctx context.Context, op func(context.Context) error) error {
-	ctx = raftstore.WithRequestID(ctx, raftstore.RequestID(ctx))
+	ctx = storeapi.WithRequestID(ctx, storeapi.RequestID(ctx))
 	for {
 		err := op(ctx)
-		if !errors.Is(err, raftstore.ErrNoLeader) && !errors.Is(err, raftstore.ErrNotLeader) && !errors.Is(err, raftstore.ErrTimeout) {
+		if !errors.Is(err, storeapi.ErrNoLeader) && !errors.Is(err, storeapi.ErrNotLeader) && !errors.Is(err, storeapi.ErrTimeout) {
 			return err
 		}
 		select {

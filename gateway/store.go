@@ -4,14 +4,15 @@ import (
 	"context"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // Store is what the proxy needs from the replicated store: the idempotency
-// records and how this node stands. *raftstore.Store implements it over
-// Raft (a follower forwards writes to the leader), internal/memstore in
-// memory for the behaviour tests. Form tokens go through the tokens.Service
-// the gateway is given, not through this interface.
+// records and how this node stands, in package fsm's terms, so the proxy
+// never imports the store's package. *raftstore.Store implements it over
+// Raft (a follower forwards writes to the leader; package node wires it
+// in), internal/memstore in memory for the behaviour tests. Form tokens go
+// through the tokens.Service the gateway is given, not through this
+// interface.
 type Store interface {
 	// Begin claims a key for a request, or answers with what holds it (a stored response, a request in progress).
 	Begin(ctx context.Context, r fsm.BeginRequest) (*fsm.Result, error)
@@ -28,5 +29,3 @@ type Store interface {
 	// SeenRemoved is whether this node was removed from the cluster, as the store last saw it, read without an allocation.
 	SeenRemoved() bool
 }
-
-var _ Store = (*raftstore.Store)(nil)

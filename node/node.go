@@ -72,8 +72,12 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	}
 	tok := tokens.New(store, file.Tokens.TTL.D())
 	var scopes []string
+	reconcile := map[string][]string{}
 	for _, r := range file.Routes {
 		scopes = append(scopes, r.Scope)
+		if r.ReconcileID != "" {
+			reconcile[r.Scope] = append(reconcile[r.Scope], r.ReconcileID)
+		}
 	}
 	tok.SetNamedScopes(scopes)
 	if err := tok.Register(n.Reg); err != nil {
@@ -88,7 +92,8 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		hosts = append(hosts, x.API, x.AdvertiseAPI)
 	}
 	n.API = api.New(api.Config{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
-		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String()}, store, tok, n.Reg)
+		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String(),
+		ReconcileIDs: reconcile}, store, tok, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // errRetry marks an attempt whose outcome is unknown or that reached a node
@@ -27,9 +28,9 @@ func mapRaftErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, raft.ErrNotLeader):
-		return ErrNotLeader
+		return storeapi.ErrNotLeader
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrShutdown
+		return storeapi.ErrShutdown
 	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress),
 		errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrAbortedByRestore):
 		return fmt.Errorf("%w: %v", errRetry, err)
@@ -43,10 +44,10 @@ func mapRaftErr(err error) error {
 // or for the store to close.
 func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, error), error) {
 	if s.raft.State() != raft.Leader {
-		return nil, ErrNotLeader
+		return nil, storeapi.ErrNotLeader
 	}
 	if len(data) > s.cfg.MaxCommandBytes { // a forwarded command is checked here, a local one in Apply too
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", storeapi.ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	if err := s.checkDisk(); err != nil {
 		if t, derr := fsm.PeekType(data); derr != nil || !diskExempt(t) {
@@ -71,26 +72,26 @@ func diskExempt(t fsm.Type) bool { return t.AllowedWhenDiskLow() }
 
 // Apply proposes c (through the leader, wherever it is) and returns its
 // result once applied. A command without a request id gets the one ctx
-// carries (WithRequestID), or a fresh one; every retry
+// carries (storeapi.WithRequestID), or a fresh one; every retry
 // after a cut connection or a leadership change carries the same id, so the
 // state machine applies it once. A nil error means the command was applied;
 // the Result says how it went (Result.Err).
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	if s.refuseRemoved() {
-		return nil, ErrRemoved
+		return nil, storeapi.ErrRemoved
 	}
 	if err := s.checkDisk(); err != nil && !diskExempt(c.Type) {
 		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		c.ReqID = RequestID(ctx)
+		c.ReqID = storeapi.RequestID(ctx)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err // never proposed: bad input costs no round trip
 	}
 	data := c.Encode(make([]byte, 0, 64+len(c.Key)+len(c.Value)+len(c.Body)))
 	if len(data) > s.cfg.MaxCommandBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", storeapi.ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	first := true
 	defer measureSince(stageApply, time.Now())
@@ -101,7 +102,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 				return data
 			}
 			if mutantNewRequestIDOnRetry {
-				c.ReqID = newRequestID()
+				c.ReqID = storeapi.NewRequestID()
 				return c.Encode(nil)
 			}
 			// A retry may race the first attempt still in flight
@@ -121,7 +122,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 // leaderCall runs one request on the leader: locally when this node leads,
 // forwarded otherwise, retried across leader changes until ctx (or the
 // configured ApplyTimeout) ends. When this node has known no leader for an
-// election timeout it answers ErrNoLeader at once, as etcd does: an
+// election timeout it answers storeapi.ErrNoLeader at once, as etcd does: an
 // election under way ends well within one, and a cluster without a quorum
 // would only make the caller wait for its deadline to say the same.
 func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, payload func() []byte,
@@ -135,8 +136,9 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 	backoff := 2 * time.Millisecond
 	sawLeader := false
 	// sent: an attempt may have reached the log (its fate is unknown). A
-	// call that then gives up must say so, not ErrNoLeader ("nothing was
-	// done"): a client that retries a CLUSTERDOWN could apply it twice.
+	// call that then gives up must say so, not storeapi.ErrNoLeader
+	// ("nothing was done"): a client that retries a CLUSTERDOWN could apply
+	// it twice.
 	sent := false
 	var leaderless time.Time // when this call found no leader; zero while it finds one
 	for {
@@ -146,7 +148,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 		)
 		select {
 		case <-s.closing:
-			return zero, giveUp(sent, ErrShutdown)
+			return zero, giveUp(sent, storeapi.ErrShutdown)
 		default:
 		}
 		if s.raft.State() == raft.Leader {
@@ -169,15 +171,15 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 				leaderless = now
 			}
 			if now.Sub(s.leaderlessSince(leaderless)) >= s.cfg.ElectionTimeout {
-				return zero, giveUp(sent, ErrNoLeader)
+				return zero, giveUp(sent, storeapi.ErrNoLeader)
 			}
-			err = ErrNoLeader
+			err = storeapi.ErrNoLeader
 		}
 		if err == nil {
 			return out, nil
 		}
 		sent = sent || mayHaveApplied(err)
-		retry := errors.Is(err, errRetry) || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown)
+		retry := errors.Is(err, errRetry) || errors.Is(err, storeapi.ErrNotLeader) || errors.Is(err, storeapi.ErrNoLeader) || errors.Is(err, storeapi.ErrShutdown)
 		if !retry && ctx.Err() == nil {
 			return zero, err
 		}
@@ -185,13 +187,13 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 		select {
 		case <-s.closing:
 			t.Stop()
-			return zero, giveUp(sent, ErrShutdown)
+			return zero, giveUp(sent, storeapi.ErrShutdown)
 		case <-ctx.Done():
 			t.Stop()
 			if !sawLeader {
-				return zero, ErrNoLeader
+				return zero, storeapi.ErrNoLeader
 			}
-			return zero, fmt.Errorf("%w: %v", ErrTimeout, err)
+			return zero, fmt.Errorf("%w: %v", storeapi.ErrTimeout, err)
 		case <-t.C:
 		}
 		if backoff < 100*time.Millisecond {
@@ -206,18 +208,18 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 // refusal of the command itself (too large, disk full) is answered as it
 // is, whatever this says.
 func mayHaveApplied(err error) bool {
-	return err != nil && !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrNoLeader) && !errors.Is(err, errNotSent)
+	return err != nil && !errors.Is(err, storeapi.ErrNotLeader) && !errors.Is(err, storeapi.ErrNoLeader) && !errors.Is(err, errNotSent)
 }
 
 // giveUp is the error of a call that stops with err. When an earlier
 // attempt may have been applied (sent), an answer saying nothing was done
 // (no leader, shutting down) would be false: a client retrying it, as
 // Redis clients retry CLUSTERDOWN, could apply the command twice. It is
-// ErrTimeout then, whose answers say the command may or may not have been
-// applied.
+// storeapi.ErrTimeout then, whose answers say the command may or may not
+// have been applied.
 func giveUp(sent bool, err error) error {
-	if sent && (errors.Is(err, ErrNoLeader) || errors.Is(err, ErrShutdown) || errors.Is(err, ErrNotLeader)) {
-		return fmt.Errorf("%w: an earlier attempt may have been applied; then: %v", ErrTimeout, err)
+	if sent && (errors.Is(err, storeapi.ErrNoLeader) || errors.Is(err, storeapi.ErrShutdown) || errors.Is(err, storeapi.ErrNotLeader)) {
+		return fmt.Errorf("%w: an earlier attempt may have been applied; then: %v", storeapi.ErrTimeout, err)
 	}
 	return err
 }
@@ -235,9 +237,9 @@ func (s *Store) waitFuture(ctx context.Context, f raft.Future) error {
 	case err := <-done:
 		return mapRaftErr(err)
 	case <-s.closing:
-		return ErrShutdown
+		return storeapi.ErrShutdown
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		return fmt.Errorf("%w: %v", storeapi.ErrTimeout, ctx.Err())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/backup"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Backup takes a backup of this node's state machine after a linearizable
@@ -28,7 +29,7 @@ func (s *Store) Backup(ctx context.Context) (*backup.File, error) {
 	}
 	if st, err := os.Stat(filepath.Join(s.cfg.DataDir, "fsm.db")); err == nil && s.cfg.MinFreeBytes > 0 {
 		if free, err := freeBytes(s.cfg.DataDir); err == nil && free < uint64(st.Size())+s.cfg.MinFreeBytes {
-			return nil, fmt.Errorf("%w: a backup needs about %d bytes in %s, and %d are free", ErrDiskFull, st.Size(), s.cfg.DataDir, free)
+			return nil, fmt.Errorf("%w: a backup needs about %d bytes in %s, and %d are free", storeapi.ErrDiskFull, st.Size(), s.cfg.DataDir, free)
 		}
 	}
 	if err := s.Barrier(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // putKeys writes n keys prefix-i = value-i through node i%len of c and
@@ -24,9 +25,9 @@ func putKeys(t *testing.T, c *TestCluster, prefix string, n int) map[string]uint
 		key := fmt.Sprintf("%s-%d", prefix, i)
 		// As a client does: a 503 (an election under way, answered at
 		// once) is retried, under the same request id.
-		ctx := WithRequestID(ctxT(t, 20*time.Second), RequestID(context.Background()))
+		ctx := storeapi.WithRequestID(ctxT(t, 20*time.Second), storeapi.RequestID(context.Background()))
 		res, err := c.Store(i%len(c.Cfgs)).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
-		for err != nil && Unavailable(err) && ctx.Err() == nil {
+		for err != nil && storeapi.Unavailable(err) && ctx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 			res, err = c.Store(i%len(c.Cfgs)).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
 		}

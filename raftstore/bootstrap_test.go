@@ -20,6 +20,7 @@ import (
 	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // newCluster is a TestCluster whose nodes are configured but not started,
@@ -320,7 +321,7 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 	}
 	err = c.Store(leader).AddVoter(ctx, "n4", addrs[0])
 	n4.Close()
-	if !errors.Is(err, ErrMembership) || !strings.Contains(err.Error(), "new one") {
+	if !errors.Is(err, storeapi.ErrMembership) || !strings.Contains(err.Error(), "new one") {
 		t.Fatalf("re-adding n4 with its old certificate = %v, want it refused (a new certificate is needed)", err)
 	}
 	// With a new one it is a member again.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // The clock guard. Every command carries its leader's wall clock, and the
@@ -21,7 +22,7 @@ import (
 // Config.MaxClockJump it proposes at once (one atomic load); beyond it, it
 // asks the other voters for their clocks. If a quorum's clocks agree with its
 // own (the whole cluster was down for a while) it goes on; otherwise its
-// clock is the odd one out: it refuses to propose (ErrClockJump, a 503),
+// clock is the odd one out: it refuses to propose (storeapi.ErrClockJump, a 503),
 // logs it, and hands leadership to another node.
 //
 // While the cluster runs, the leader proposes an empty command whenever
@@ -49,7 +50,7 @@ func (g *clockGuard) check(ctx context.Context, stamp int64) error {
 		return nil // a quorum agreed with this clock since the last applied stamp
 	}
 	if time.Since(g.refusedAt) < time.Second {
-		return fmt.Errorf("%w: %s ahead of the cluster", ErrClockJump, time.Duration(stamp-base).Round(time.Second))
+		return fmt.Errorf("%w: %s ahead of the cluster", storeapi.ErrClockJump, time.Duration(stamp-base).Round(time.Second))
 	}
 	agree, asked := g.askPeers(ctx, stamp)
 	if 2*(agree+1) > asked+1 { // this node and the agreeing peers are a majority of the voters
@@ -62,7 +63,7 @@ func (g *clockGuard) check(ctx context.Context, stamp int64) error {
 	g.s.logger.Error("clock guard: this node's clock is far ahead of the cluster's; refusing to propose and stepping down",
 		"ahead_of_state_machine", time.Duration(stamp-base).Round(time.Second), "agreeing_peers", agree, "voters", asked+1)
 	go g.s.raft.LeadershipTransfer()
-	return fmt.Errorf("%w: %s ahead of the cluster", ErrClockJump, time.Duration(stamp-base).Round(time.Second))
+	return fmt.Errorf("%w: %s ahead of the cluster", storeapi.ErrClockJump, time.Duration(stamp-base).Round(time.Second))
 }
 
 // askPeers asks every other voter for its clock and counts those within

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // skewedCluster starts 3 nodes whose clocks are time.Now plus a per-node
@@ -41,7 +42,7 @@ func TestClockGuardRefusesAJumpedLeader(t *testing.T) {
 		if c.Store(leader).IsLeader() {
 			t.Fatal("a leader with a clock ten years ahead stamped a write")
 		}
-	} else if !errors.Is(err, ErrClockJump) || !Unavailable(err) {
+	} else if !errors.Is(err, storeapi.ErrClockJump) || !storeapi.Unavailable(err) {
 		t.Fatalf("write on the jumped leader = %v, want ErrClockJump (a 503)", err)
 	}
 	// Leadership moves to a node with a sane clock, and writes go on.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 func ctxT(t *testing.T, d time.Duration) context.Context {
@@ -223,7 +224,7 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 	if err := asker.RemoveServer(ctx, c.Cfgs[victim].NodeID, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := asker.RemoveServer(ctx, "nope", false); !errors.Is(err, ErrUnknownNode) {
+	if err := asker.RemoveServer(ctx, "nope", false); !errors.Is(err, storeapi.ErrUnknownNode) {
 		t.Fatalf("remove of unknown node = %v, want ErrUnknownNode", err)
 	}
 	servers, _ := c.Stores[leader].Servers()
@@ -233,7 +234,7 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 	c.Stop(victim)
 	// A node that does not answer is not added: it would count against
 	// the quorum at once.
-	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); !errors.Is(err, ErrUnreachableNode) {
+	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); !errors.Is(err, storeapi.ErrUnreachableNode) {
 		t.Fatalf("adding a stopped node = %v, want ErrUnreachableNode", err)
 	}
 	c.Start(victim)
@@ -296,7 +297,7 @@ func TestNoQuorumIsUnavailable(t *testing.T) {
 	c.Stop((leader + 2) % 3)
 	start := time.Now()
 	_, err := c.Stores[leader].ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
-	if !Unavailable(err) {
+	if !storeapi.Unavailable(err) {
 		t.Fatalf("write without quorum = %v, want an unavailable error", err)
 	}
 	if time.Since(start) > 10*time.Second {

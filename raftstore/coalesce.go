@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Group commit. Every Raft log entry costs hashicorp/raft the same whatever
@@ -61,7 +62,7 @@ func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, er
 		select {
 		case c.queue <- p:
 		case <-c.s.closing:
-			return nil, ErrShutdown
+			return nil, storeapi.ErrShutdown
 		}
 	}
 	return func(ctx context.Context) (*fsm.Result, error) {
@@ -70,11 +71,11 @@ func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, er
 			measureSince(stageWake, p.answered)
 			return p.res, p.err
 		case <-c.s.closing:
-			return nil, ErrShutdown
+			return nil, storeapi.ErrShutdown
 		case <-ctx.Done():
 			// Its fate is unknown: the caller retries with the same
 			// request id, which the state machine applies once.
-			return nil, fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+			return nil, fmt.Errorf("%w: %v", storeapi.ErrTimeout, ctx.Err())
 		}
 	}, nil
 }

@@ -59,7 +59,7 @@ type Config struct {
 	TrailingLogs       uint64
 
 	// ApplyTimeout bounds a write or linearizable read whose context has
-	// no deadline: past it the caller gets ErrNoLeader or ErrTimeout.
+	// no deadline: past it the caller gets storeapi.ErrNoLeader or storeapi.ErrTimeout.
 	ApplyTimeout time.Duration
 	// DialTimeout bounds dialing a peer.
 	DialTimeout time.Duration

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"syscall"
 	"time"
+
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // A full disk must be caught before Raft's stores see it: raft-boltdb's
@@ -13,7 +15,7 @@ import (
 // the data directory's free space every second:
 //
 //   - below Config.MinFreeBytes the node refuses new writes it would
-//     propose or forward (ErrDiskFull: the gateway's 503, fail closed);
+//     propose or forward (storeapi.ErrDiskFull: the gateway's 503, fail closed);
 //   - below a quarter of that it stops its Raft cleanly (files intact)
 //     rather than let a write fail inside Raft; an operator frees space and
 //     restarts the node, and it catches up from its peers.
@@ -66,7 +68,7 @@ func (s *Store) watchDisk(ctx context.Context) {
 
 func (s *Store) checkDisk() error {
 	if s.diskLow.Load() {
-		return fmt.Errorf("%w: %s has less than %d bytes free", ErrDiskFull, s.cfg.DataDir, s.cfg.MinFreeBytes)
+		return fmt.Errorf("%w: %s has less than %d bytes free", storeapi.ErrDiskFull, s.cfg.DataDir, s.cfg.MinFreeBytes)
 	}
 	return nil
 }

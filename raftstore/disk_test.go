@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // TestDiskGuard: a node short of space refuses writes (its own and those
-// forwarded to it) with ErrDiskFull, and a node nearly out of space stops
+// forwarded to it) with storeapi.ErrDiskFull, and a node nearly out of space stops
 // its Raft cleanly; the others go on.
 func TestDiskGuard(t *testing.T) {
 	var mu sync.Mutex
@@ -43,7 +44,7 @@ func TestDiskGuard(t *testing.T) {
 	}
 
 	setFree(c.Cfgs[follower].DataDir, 512<<10) // low: refuses its clients' writes
-	if err := set(follower, "a"); !errors.Is(err, ErrDiskFull) || !Unavailable(err) {
+	if err := set(follower, "a"); !errors.Is(err, storeapi.ErrDiskFull) || !storeapi.Unavailable(err) {
 		t.Fatalf("write on a low node = %v, want ErrDiskFull (unavailable)", err)
 	}
 	if c.Store(follower).Ready() || !c.Store(follower).Alive() {
@@ -64,7 +65,7 @@ func TestDiskGuard(t *testing.T) {
 	}
 	waitReady(follower)
 	setFree(c.Cfgs[leader].DataDir, 512<<10) // the leader low: forwarded writes refused too
-	if err := set(follower, "c"); !errors.Is(err, ErrDiskFull) {
+	if err := set(follower, "c"); !errors.Is(err, storeapi.ErrDiskFull) {
 		t.Fatalf("write forwarded to a low leader = %v, want ErrDiskFull", err)
 	}
 	setFree(c.Cfgs[leader].DataDir, 1<<40)
@@ -89,7 +90,7 @@ func TestDiskGuard(t *testing.T) {
 	survivor := (leader + 2) % 3
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if _, err = c.Store(survivor).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("e"), Value: []byte("v")})); err == nil || !Unavailable(err) {
+		if _, err = c.Store(survivor).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("e"), Value: []byte("v")})); err == nil || !storeapi.Unavailable(err) {
 			break
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // The flood helper: when the test binary runs with IDEMGATE_FLOOD_TARGET
@@ -130,7 +131,7 @@ func TestForwardFrameLimits(t *testing.T) {
 	conn.Close()
 	// A command over the limit is refused before it is proposed.
 	big := make([]byte, c.Cfgs[leader].MaxCommandBytes)
-	if _, err := c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("big"), Value: big})); err == nil || !strings.Contains(err.Error(), ErrTooLarge.Error()) {
+	if _, err := c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("big"), Value: big})); err == nil || !strings.Contains(err.Error(), storeapi.ErrTooLarge.Error()) {
 		t.Errorf("a command over MaxCommandBytes = %v, want ErrTooLarge", err)
 	}
 	if _, err := c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("v")})); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Forwarding (the transport package has the protocol): what a request
@@ -20,21 +21,21 @@ import (
 // leader's sentinel). Append to Coded only: codes are part of the wire
 // format.
 var wireErrors = transport.Errors{
-	NotLeader: ErrNotLeader,
+	NotLeader: storeapi.ErrNotLeader,
 	Retry:     errRetry,
-	Shutdown:  ErrShutdown,
+	Shutdown:  storeapi.ErrShutdown,
 	NotSent:   errNotSent,
 	Coded: []error{
 		0: nil, // any other error: its message only
-		1: ErrUnknownNode,
-		2: ErrUnreachableNode,
-		3: ErrDiskFull,
-		4: ErrTooLarge,
-		5: ErrClockJump,
+		1: storeapi.ErrUnknownNode,
+		2: storeapi.ErrUnreachableNode,
+		3: storeapi.ErrDiskFull,
+		4: storeapi.ErrTooLarge,
+		5: storeapi.ErrClockJump,
 		6: fsm.ErrBadCommand,
-		7: ErrMembership,
-		8: ErrQuorumAtRisk,
-		9: ErrNotCaughtUp,
+		7: storeapi.ErrMembership,
+		8: storeapi.ErrQuorumAtRisk,
+		9: storeapi.ErrNotCaughtUp,
 	},
 }
 
@@ -72,7 +73,7 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, e
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()
 			res, err := wait(ctx)
-			if errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown) {
+			if errors.Is(err, storeapi.ErrTimeout) || errors.Is(err, storeapi.ErrShutdown) {
 				err = fmt.Errorf("%w: %v", errRetry, err) // fate unknown: the follower retries
 			}
 			if err != nil {
@@ -143,7 +144,7 @@ func (s *Store) fwdClientFor(id, addr string) (*transport.Client, error) {
 	s.fwdMu.Lock()
 	defer s.fwdMu.Unlock()
 	if s.fwdClosed {
-		return nil, ErrShutdown
+		return nil, storeapi.ErrShutdown
 	}
 	if c := s.fwd[target]; c != nil && c.Alive() {
 		return c, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // cutForwarding closes this node's forwarding connections, failing every
@@ -132,9 +133,9 @@ func TestWireErrorsKeepTheirIdentity(t *testing.T) {
 		t.Fatalf("only %d coded errors: the table lost some", len(cases))
 	}
 	cases = append(cases, tc{sent: errors.New("something else")},
-		tc{sent: ErrNotLeader, want: ErrNotLeader},
+		tc{sent: storeapi.ErrNotLeader, want: storeapi.ErrNotLeader},
 		tc{sent: fmt.Errorf("%w: lost", errRetry), want: errRetry, text: "retry: leader n1: retry: lost"},
-		tc{sent: ErrShutdown, want: errNotSent, text: "retry: not sent: leader n1 is shutting down"})
+		tc{sent: storeapi.ErrShutdown, want: errNotSent, text: "retry: not sent: leader n1 is shutting down"})
 	var sent errorHandler
 	for _, c := range cases {
 		sent = append(sent, c.sent)

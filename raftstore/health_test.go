@@ -11,6 +11,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // readyGauge is idemgate_ready as s's registered collectors report it.
@@ -127,7 +128,7 @@ func TestReadyBehindRules(t *testing.T) {
 }
 
 // TestNoLeaderAnswersAtOnce: with two of three nodes stopped, the survivor
-// answers writes, linearizable reads and pipelined writes ErrNoLeader long
+// answers writes, linearizable reads and pipelined writes storeapi.ErrNoLeader long
 // before its apply timeout (a minute here): at most an election timeout
 // after it lost its leader, and at once for every call after that.
 func TestNoLeaderAnswersAtOnce(t *testing.T) {
@@ -159,14 +160,14 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 					for i := 0; i < 5; i++ {
 						ops = append(ops, fsm.KVIncrCommand([]byte(fmt.Sprint("p", i)), 1))
 					}
-					// Each command is ErrNoLeader, or ErrTimeout if it was
-					// logged; the pipeline's answer is its worst.
-					worst := ErrNoLeader
+					// Each command is ErrNoLeader, or ErrTimeout if it
+					// was logged; the pipeline's answer is its worst.
+					worst := storeapi.ErrNoLeader
 					for _, r := range st.ApplyInOrder(ctx, ops) {
 						switch {
-						case errors.Is(r.Err, ErrTimeout):
+						case errors.Is(r.Err, storeapi.ErrTimeout):
 							worst = r.Err
-						case !errors.Is(r.Err, ErrNoLeader):
+						case !errors.Is(r.Err, storeapi.ErrNoLeader):
 							return r.Err
 						}
 					}
@@ -185,9 +186,9 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 					// A write the survivor logged while it still led may yet
 					// be committed: its fate is unknown (ErrTimeout, see
 					// TestLostQuorumMidWriteIsFateUnknown).
-					want := ErrNoLeader
+					want := storeapi.ErrNoLeader
 					if st.Raft().LastIndex() != logged {
-						want = ErrTimeout
+						want = storeapi.ErrTimeout
 					}
 					if !errors.Is(err, want) || !early {
 						t.Errorf("round %d: %s without a quorum = %v (before the test's deadline: %v), want %v before it", round, tc.name, err, early, want)
@@ -202,7 +203,7 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 }
 
 // TestRemovedRefusesAtOnce: a removed node refuses writes, pipelined
-// writes and linearizable reads (ErrRemoved, an unavailable error) from
+// writes and linearizable reads (storeapi.ErrRemoved, an unavailable error) from
 // the moment it sees its removal, and SeenRemoved says so within a few
 // samples; re-added, it serves again.
 func TestRemovedRefusesAtOnce(t *testing.T) {
@@ -225,14 +226,14 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, ErrRemoved) || !Unavailable(err) {
+	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, storeapi.ErrRemoved) || !storeapi.Unavailable(err) {
 		t.Errorf("write on a removed node = %v, want ErrRemoved", err)
 	}
-	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, ErrRemoved) {
+	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, storeapi.ErrRemoved) {
 		t.Errorf("linearizable read on a removed node = %v, want ErrRemoved", err)
 	}
 	for _, res := range r.ApplyInOrder(ctx, []*fsm.Command{fsm.KVIncrCommand([]byte("p"), 1)}) {
-		if !errors.Is(res.Err, ErrRemoved) {
+		if !errors.Is(res.Err, storeapi.ErrRemoved) {
 			t.Errorf("pipelined write on a removed node = %v, want ErrRemoved", res.Err)
 		}
 	}
@@ -252,10 +253,10 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 
 // TestLostQuorumMidWriteIsFateUnknown: a write the leader has logged when
 // it loses its quorum may still be committed by the next leader, so the
-// call that gives up must answer ErrTimeout ("may or may not have been
-// applied"), never ErrNoLeader, which says nothing was done and on which
-// clients (Redis ones on CLUSTERDOWN) retry: an INCR retried there could
-// count twice.
+// call that gives up must answer storeapi.ErrTimeout ("may or may not
+// have been applied"), never storeapi.ErrNoLeader, which says nothing was
+// done and on which clients (Redis ones on CLUSTERDOWN) retry: an INCR
+// retried there could count twice.
 func TestLostQuorumMidWriteIsFateUnknown(t *testing.T) {
 	c := StartTestCluster(t, 3, func(cfg *Config) {
 		cfg.ApplyTimeout = time.Minute
@@ -279,7 +280,7 @@ func TestLostQuorumMidWriteIsFateUnknown(t *testing.T) {
 	if st.Raft().LastIndex() == before {
 		t.Skipf("the leader stepped down before logging the write (%v): nothing to check", err)
 	}
-	if !errors.Is(err, ErrTimeout) || errors.Is(err, ErrNoLeader) || !Unavailable(err) {
+	if !errors.Is(err, storeapi.ErrTimeout) || errors.Is(err, storeapi.ErrNoLeader) || !storeapi.Unavailable(err) {
 		t.Fatalf("write logged by a leader that lost its quorum = %v, want ErrTimeout (fate unknown)", err)
 	}
 	if ctx.Err() != nil {

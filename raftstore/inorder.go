@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Applying a client's pipeline in order. A client that pipelines writes
@@ -27,19 +28,11 @@ import (
 // after commands that followed it in the pipeline (Redis promises nothing
 // of a pipeline cut by a failover either).
 
-// OpResult is what one command of a pipeline came to: the state machine's
-// result (whose Code says how it went), or the error that kept it from
-// being applied.
-type OpResult struct {
-	Res *fsm.Result
-	Err error
-}
-
 // pipeline applies ops in the order given, pipelined to the leader (see
 // the top of this file); it returns when every op has its outcome. It is
 // the Store's Commands.Pipeline: faces call Commands.ApplyInOrder.
-func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []OpResult {
-	out := make([]OpResult, len(ops))
+func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpResult {
+	out := make([]storeapi.OpResult, len(ops))
 	if len(ops) == 0 {
 		return out
 	}
@@ -52,8 +45,8 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []OpResult {
 	data := make([][]byte, len(ops))
 	for i := range ops {
 		cmds[i] = *ops[i]
-		cmds[i].ReqID = newRequestID()
-		if out[i].Err = CheckKVKey(cmds[i].Key); out[i].Err != nil {
+		cmds[i].ReqID = storeapi.NewRequestID()
+		if out[i].Err = storeapi.CheckKVKey(cmds[i].Key); out[i].Err != nil {
 			continue // never sent, nor applied below
 		}
 		if cmds[i].Validate() == nil { // else never sent: Apply below says why

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/faults"
 	"github.com/idemgate/idemgate/internal/history"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // A T1 history (docs/reliability.md): 3 in-process nodes on real raft-boltdb and
@@ -134,7 +135,7 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command
 			return // an unanswered read constrains nothing
 		}
 	} else {
-		cmd.ReqID = newRequestID()
+		cmd.ReqID = storeapi.NewRequestID()
 		var res *fsm.Result
 		res, err = s.Apply(ctx, cmd)
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Membership changes. Any node may be asked; the change is made by the
@@ -19,31 +20,13 @@ import (
 //   - a node is added only once it answers (probeNode): an unreachable
 //     voter counts against the quorum from the moment it is added;
 //   - a removal that would leave fewer reachable voters than a quorum of
-//     the voters that remain is refused (ErrQuorumAtRisk) unless forced;
+//     the voters that remain is refused (storeapi.ErrQuorumAtRisk) unless forced;
 //   - the leader is never removed in place: it hands leadership to the
 //     most up-to-date voter first, and the new leader removes it.
 //
 // A removed node keeps running (Raft's ShutdownOnRemove is off): it does
 // not campaign, reports itself removed (Removed, readyz) and can be added
 // again without a restart.
-
-// Server is one member of the Raft configuration, with what the viewing
-// node knows of it (Cluster fills the probe fields; Servers leaves them).
-type Server struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft"`
-	Voter    bool   `json:"voter"`
-	// State: the member's Raft state as it reported it ("leader",
-	// "follower", "candidate", "removed"), or "unreachable".
-	State string `json:"state"`
-	// Removed is set on the entry of this node when it was removed.
-	Removed bool `json:"removed,omitempty"`
-
-	Reachable     bool   `json:"reachable"`
-	LastContactMS int64  `json:"last_contact_ms"`
-	MatchIndex    uint64 `json:"match_index"`
-	Lag           uint64 `json:"lag"` // behind the viewing node's log at that answer (PeerStatus)
-}
 
 // promoteMaxLag is how far (in log entries) a non-voter may be behind the
 // leader's last index and still be promoted without force: a voter that
@@ -52,13 +35,13 @@ const promoteMaxLag = 1024
 
 // Servers lists the cluster's members as this node knows them, and this
 // node too when it was removed.
-func (s *Store) Servers() ([]Server, error) {
+func (s *Store) Servers() ([]storeapi.Server, error) {
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return nil, mapRaftErr(err)
 	}
 	_, leader := s.raft.LeaderWithID()
-	var out []Server
+	var out []storeapi.Server
 	for _, srv := range f.Configuration().Servers {
 		st := "follower"
 		switch {
@@ -67,11 +50,11 @@ func (s *Store) Servers() ([]Server, error) {
 		case string(srv.ID) == s.cfg.NodeID:
 			st = roleName(s.raft.State())
 		}
-		out = append(out, Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
+		out = append(out, storeapi.Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
 			Voter: srv.Suffrage == raft.Voter, State: st})
 	}
 	if removed(f.Configuration(), s.cfg.NodeID) { // what readyz says too
-		out = append(out, Server{ID: s.cfg.NodeID, RaftAddr: s.cfg.advertise(), State: "removed", Removed: true,
+		out = append(out, storeapi.Server{ID: s.cfg.NodeID, RaftAddr: s.cfg.advertise(), State: "removed", Removed: true,
 			Reachable: true})
 	}
 	return out, nil
@@ -150,7 +133,7 @@ func (s *Store) Promote(ctx context.Context, id string, force bool) error {
 }
 
 // RemoveServer removes a member. Without force a removal that would leave
-// fewer reachable voters than a quorum is refused (ErrQuorumAtRisk).
+// fewer reachable voters than a quorum is refused (storeapi.ErrQuorumAtRisk).
 // Removing the leader hands leadership on first.
 func (s *Store) RemoveServer(ctx context.Context, id string, force bool) error {
 	if err := checkMemberID(id); err != nil {
@@ -209,9 +192,9 @@ func (s *Store) probeNode(ctx context.Context, cfg raft.Configuration, id, addr 
 		var pe *certs.PeerError
 		if errors.As(err, &pe) && pe.Reason == "removed_certificate" {
 			return fmt.Errorf("%w: node %q at %s presents the certificate it had when it was removed: "+
-				"issue it a new one (idemgate certs --config FILE --node %s) before adding it again", ErrMembership, id, addr, id)
+				"issue it a new one (idemgate certs --config FILE --node %s) before adding it again", storeapi.ErrMembership, id, addr, id)
 		}
-		return fmt.Errorf("%w: node %q at %s did not answer (start it before adding it): %v", ErrUnreachableNode, id, addr, err)
+		return fmt.Errorf("%w: node %q at %s did not answer (start it before adding it): %v", storeapi.ErrUnreachableNode, id, addr, err)
 	}
 	// A node holding another cluster's state (its id differs from ours)
 	// would bring that cluster's history along. Ids not yet given cannot
@@ -222,14 +205,14 @@ func (s *Store) probeNode(ctx context.Context, cfg raft.Configuration, id, addr 
 			what = "waits to join"
 		}
 		return fmt.Errorf("%w: node %q at %s %s another cluster (id %s): "+
-			"stop it and empty its data directory before adding it", ErrMembership, id, addr, what, theirs)
+			"stop it and empty its data directory before adding it", storeapi.ErrMembership, id, addr, what, theirs)
 	}
 	return nil
 }
 
 func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, payload []byte) error {
 	if s.raft.State() != raft.Leader {
-		return ErrNotLeader
+		return storeapi.ErrNotLeader
 	}
 	fields := strings.Split(string(payload), "\x00")
 	id := fields[0]
@@ -242,7 +225,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 		return false
 	}
 	if id == "" {
-		return fmt.Errorf("%w: malformed membership request", ErrMembership)
+		return fmt.Errorf("%w: malformed membership request", storeapi.ErrMembership)
 	}
 	f := s.raft.GetConfiguration()
 	if err := s.waitFuture(ctx, f); err != nil {
@@ -258,7 +241,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 	switch kind {
 	case transport.AddVoter:
 		if len(fields) < 2 || fields[1] == "" {
-			return fmt.Errorf("%w: malformed add request", ErrMembership)
+			return fmt.Errorf("%w: malformed add request", storeapi.ErrMembership)
 		}
 		addr := fields[1]
 		if err := s.probeNode(ctx, cfg, id, addr); err != nil {
@@ -266,7 +249,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 		}
 		if opt("nonvoter") {
 			if cur != nil && cur.Suffrage == raft.Voter {
-				return fmt.Errorf("%w: %q is a voter; remove it first to make it a non-voter", ErrMembership, id)
+				return fmt.Errorf("%w: %q is a voter; remove it first to make it a non-voter", storeapi.ErrMembership, id)
 			}
 			s.logger.Info("adding a non-voter", "member", id, "raft", addr)
 			return s.waitFuture(ctx, s.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
@@ -275,7 +258,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 		return s.waitFuture(ctx, s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, s.cfg.ApplyTimeout))
 	case transport.Promote:
 		if cur == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+			return fmt.Errorf("%w: %q", storeapi.ErrUnknownNode, id)
 		}
 		if cur.Suffrage == raft.Voter {
 			return nil // already one: promoting again changes nothing
@@ -289,25 +272,25 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 		return s.waitFuture(ctx, s.raft.AddVoter(cur.ID, cur.Address, 0, s.cfg.ApplyTimeout))
 	case transport.Remove:
 		if cur == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+			return fmt.Errorf("%w: %q", storeapi.ErrUnknownNode, id)
 		}
 		force := opt("force")
 		if cur.Suffrage == raft.Voter {
 			voters, reachable, down := s.peers.reachableVoters(ctx, cfg, cur.ID)
 			if voters == 0 {
-				return fmt.Errorf("%w: %q is the last voter", ErrMembership, id)
+				return fmt.Errorf("%w: %q is the last voter", storeapi.ErrMembership, id)
 			}
 			if quorum := voters/2 + 1; reachable < quorum && !force {
 				return fmt.Errorf("%w: removing %q would leave %d voters, %d of them reachable (down: %s); "+
 					"a quorum needs %d: bring a node back or add one first, or force the removal",
-					ErrQuorumAtRisk, id, voters, reachable, strings.Join(down, ", "), quorum)
+					storeapi.ErrQuorumAtRisk, id, voters, reachable, strings.Join(down, ", "), quorum)
 			}
 		}
 		if id == s.cfg.NodeID && cur.Suffrage == raft.Voter {
 			// The new leader removes this node: the retry is forwarded to it.
 			s.logger.Info("handing leadership on before removing this node", "member", id)
 			if err := s.waitFuture(ctx, s.raft.LeadershipTransfer()); err != nil && !force {
-				return fmt.Errorf("%w: could not hand leadership on before removing the leader: %v", ErrMembership, err)
+				return fmt.Errorf("%w: could not hand leadership on before removing the leader: %v", storeapi.ErrMembership, err)
 			} else if err == nil {
 				return fmt.Errorf("%w: leadership handed on; the new leader removes %q", errRetry, id)
 			}
@@ -325,7 +308,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 		s.logger.Info("removing a member", "member", id, "forced", force, "certificates_refused", len(fps))
 		return s.waitFuture(ctx, s.raft.RemoveServer(cur.ID, 0, s.cfg.ApplyTimeout))
 	}
-	return fmt.Errorf("%w: unknown membership change %q", ErrMembership, kind)
+	return fmt.Errorf("%w: unknown membership change %q", storeapi.ErrMembership, kind)
 }
 
 // caughtUp checks that member id answers this leader's probes and is within
@@ -333,12 +316,12 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 func (s *Store) caughtUp(id string) error {
 	ps, ok := s.peers.peer(id)
 	if !ok || !ps.Reachable {
-		return fmt.Errorf("%w: %q does not answer this leader; it cannot be promoted yet", ErrNotCaughtUp, id)
+		return fmt.Errorf("%w: %q does not answer this leader; it cannot be promoted yet", storeapi.ErrNotCaughtUp, id)
 	}
 	last := s.raft.LastIndex()
 	if ps.MatchIndex+promoteMaxLag < last {
 		return fmt.Errorf("%w: %q is %d entries behind the leader (at most %d to be promoted); try again once it caught up",
-			ErrNotCaughtUp, id, last-ps.MatchIndex, promoteMaxLag)
+			storeapi.ErrNotCaughtUp, id, last-ps.MatchIndex, promoteMaxLag)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // writeLoad writes unique keys through random members until stop is
@@ -204,7 +205,7 @@ func TestRemovalThatWouldLoseQuorumIsRefused(t *testing.T) {
 	dead, live := (leader+1)%3, (leader+2)%3
 	c.Stop(dead)
 	err := c.Store(live).RemoveServer(ctx, c.Cfgs[live].NodeID, false)
-	if !errors.Is(err, ErrQuorumAtRisk) {
+	if !errors.Is(err, storeapi.ErrQuorumAtRisk) {
 		t.Fatalf("removing a live voter while another is down = %v, want ErrQuorumAtRisk", err)
 	}
 	t.Logf("refused: %v", err)
@@ -219,7 +220,7 @@ func TestRemovalThatWouldLoseQuorumIsRefused(t *testing.T) {
 	if err := c.Store(leader).RemoveServer(ctx, c.Cfgs[live].NodeID, false); err != nil {
 		t.Fatalf("removing to a one-node cluster: %v", err)
 	}
-	if err := c.Store(leader).RemoveServer(ctx, c.Cfgs[leader].NodeID, true); !errors.Is(err, ErrMembership) {
+	if err := c.Store(leader).RemoveServer(ctx, c.Cfgs[leader].NodeID, true); !errors.Is(err, storeapi.ErrMembership) {
 		t.Fatalf("removing the last voter = %v, want ErrMembership", err)
 	}
 	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
@@ -239,7 +240,7 @@ func TestForcedRemoval(t *testing.T) {
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	err := c.Store(leader).RemoveServer(fctx, c.Cfgs[live].NodeID, true)
 	cancel()
-	if errors.Is(err, ErrQuorumAtRisk) {
+	if errors.Is(err, storeapi.ErrQuorumAtRisk) {
 		t.Fatalf("forced removal refused by the guard: %v", err)
 	}
 	t.Logf("forced removal with a voter down: %v", err)
@@ -282,13 +283,13 @@ func TestNonvoterAddAndPromote(t *testing.T) {
 		t.Fatal("a node waiting to be added reports itself removed")
 	}
 	asker := c.Store((leader + 1) % 3)
-	if err := asker.Promote(ctx, "n4", false); !errors.Is(err, ErrUnknownNode) {
+	if err := asker.Promote(ctx, "n4", false); !errors.Is(err, storeapi.ErrUnknownNode) {
 		t.Fatalf("promote before add = %v, want ErrUnknownNode", err)
 	}
 	if err := asker.AddNonvoter(ctx, "n4", addrs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := asker.AddNonvoter(ctx, c.Cfgs[leader].NodeID, c.Cfgs[leader].RaftBind); !errors.Is(err, ErrMembership) {
+	if err := asker.AddNonvoter(ctx, c.Cfgs[leader].NodeID, c.Cfgs[leader].RaftBind); !errors.Is(err, storeapi.ErrMembership) {
 		t.Fatalf("making a voter a non-voter = %v, want ErrMembership", err)
 	}
 	if err := asker.Barrier(ctx); err != nil { // the change is applied here too
@@ -308,7 +309,7 @@ func TestNonvoterAddAndPromote(t *testing.T) {
 	})
 	testsupport.WaitFor(t, "the promotion", 10*time.Second, func() bool {
 		err := asker.Promote(ctx, "n4", false)
-		if err != nil && !errors.Is(err, ErrNotCaughtUp) {
+		if err != nil && !errors.Is(err, storeapi.ErrNotCaughtUp) {
 			t.Fatal(err)
 		}
 		return err == nil
@@ -352,7 +353,7 @@ func TestPromoteUnreachableLearner(t *testing.T) {
 		ps, ok := c.Store(leader).peers.peer("n4")
 		return ok && !ps.Reachable
 	})
-	if err := c.Store(leader).Promote(ctx, "n4", false); !errors.Is(err, ErrNotCaughtUp) {
+	if err := c.Store(leader).Promote(ctx, "n4", false); !errors.Is(err, storeapi.ErrNotCaughtUp) {
 		t.Fatalf("promoting a learner that is down = %v, want ErrNotCaughtUp", err)
 	}
 	// Removing the learner never weighs on the quorum.

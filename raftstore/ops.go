@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -14,7 +15,7 @@ import (
 // applies to a state machine in this process. The commands themselves are
 // built by package fsm's constructors (fsm.KVSetCommand, ...). Refusals
 // come back as the state machine's codes or sentinel errors (fsm.ErrExists,
-// ...), failures to run as the proposer's errors (ErrNoLeader, ...).
+// ...), failures to run as the proposer's errors (storeapi.ErrNoLeader, ...).
 type Commands struct {
 	// Propose applies c wherever the state machine is and returns its
 	// result; a nil error means it was applied.
@@ -25,7 +26,7 @@ type Commands struct {
 	// Pipeline applies commands in the order given, each under a fresh
 	// request id of its own, pipelined to the leader (inorder.go); nil
 	// applies them one after the other through Propose.
-	Pipeline func(ctx context.Context, cmds []*fsm.Command) []OpResult
+	Pipeline func(ctx context.Context, cmds []*fsm.Command) []storeapi.OpResult
 }
 
 // Begin either makes the caller the record's owner (Result.Created, with the
@@ -76,17 +77,17 @@ func (s Commands) ConsumeToken(ctx context.Context, key []byte) error {
 // ApplyKV applies one command of the KV keyspace that a face built
 // (fsm.KVSetCommand, fsm.KVGetDelCommand, ...) and returns its result,
 // whose Code carries a refusal (fsm.CodeExists for NX, ...) with a nil
-// error. A reserved key is refused (ErrReservedKey) before anything is
+// error. A reserved key is refused (storeapi.ErrReservedKey) before anything is
 // proposed. A SETNX on a key that is live is answered from a linearizable
 // read (setnx.go), unless the command is to be answered under a caller's
 // request id (an API retry under an Idempotency-Key): that answer must be
 // the first attempt's, which only the state machine's memory of the id
 // gives.
 func (s Commands) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
-	if err := CheckKVKey(c.Key); err != nil {
+	if err := storeapi.CheckKVKey(c.Key); err != nil {
 		return nil, err
 	}
-	if _, retry := RequestIDFrom(ctx); !retry && c.ReqID.IsZero() {
+	if _, retry := storeapi.RequestIDFrom(ctx); !retry && c.ReqID.IsZero() {
 		if res, ok := s.readSetNX(ctx, c); ok {
 			return res, nil
 		}
@@ -98,13 +99,13 @@ func (s Commands) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, err
 // given, each a command of its own with a fresh request id (never ctx's:
 // one id would make them one request), pipelined where the store can
 // (Pipeline); it returns when every command has its outcome. A command
-// with a reserved key is refused alone (ErrReservedKey); a face that
+// with a reserved key is refused alone (storeapi.ErrReservedKey); a face that
 // means to refuse a command of many keys whole checks them first
-// (CheckKVKey). A SETNX whose key is live here when the pipeline reaches
+// (storeapi.CheckKVKey). A SETNX whose key is live here when the pipeline reaches
 // it is answered from a linearizable read (setnx.go), taken once the
 // commands before it have applied, so that it sees them.
-func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []OpResult {
-	out := make([]OpResult, len(cmds))
+func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []storeapi.OpResult {
+	out := make([]storeapi.OpResult, len(cmds))
 	from := 0
 	for i, c := range cmds {
 		if !s.liveSetNX(ctx, c) {
@@ -138,12 +139,12 @@ func (s Commands) ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, er
 // (ErrReservedKey), among its commands or its watches.
 func CheckTxKeys(r fsm.TxRequest) error {
 	for _, w := range r.Watches {
-		if err := CheckKVKey(w.Key); err != nil {
+		if err := storeapi.CheckKVKey(w.Key); err != nil {
 			return err
 		}
 	}
 	for _, c := range r.Commands {
-		if err := CheckKVKey(c.Key); err != nil {
+		if err := storeapi.CheckKVKey(c.Key); err != nil {
 			return err
 		}
 	}
@@ -152,7 +153,7 @@ func CheckTxKeys(r fsm.TxRequest) error {
 
 // inOrder applies cmds, in order, into out: through the store's Pipeline,
 // or one after the other.
-func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []OpResult) {
+func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []storeapi.OpResult) {
 	if len(cmds) == 0 {
 		return
 	}
@@ -162,8 +163,8 @@ func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []OpResu
 	}
 	for i := range cmds {
 		c := *cmds[i]
-		c.ReqID = newRequestID()
-		if out[i].Err = CheckKVKey(c.Key); out[i].Err == nil {
+		c.ReqID = storeapi.NewRequestID()
+		if out[i].Err = storeapi.CheckKVKey(c.Key); out[i].Err == nil {
 			out[i].Res, out[i].Err = s.Propose(ctx, &c)
 		}
 	}
@@ -182,7 +183,7 @@ func (s Commands) applyErr(ctx context.Context, c *fsm.Command) error {
 // VerifyLeader returns nil when this node leads and a quorum confirms it.
 func (s *Store) VerifyLeader(ctx context.Context) error {
 	if !s.IsLeader() {
-		return ErrNotLeader
+		return storeapi.ErrNotLeader
 	}
 	return s.waitFuture(ctx, s.raft.VerifyLeader())
 }

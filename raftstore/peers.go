@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Who may speak on the Raft port, in two steps.
@@ -250,7 +251,7 @@ func (m *members) Admit(node string, cluster fsm.ClusterID) (reason string, err 
 	select {
 	case <-m.s.started:
 	case <-m.s.closing:
-		return "shutdown", ErrShutdown
+		return "shutdown", storeapi.ErrShutdown
 	}
 	if mine := m.s.clusterID(); !mine.IsZero() && !cluster.IsZero() && mine != cluster {
 		return "cluster_mismatch", fmt.Errorf("the peer belongs to cluster %s, this node to %s", cluster, mine)

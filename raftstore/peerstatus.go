@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Every node asks each other member for its status once a second
@@ -363,24 +364,10 @@ func decodeStatus(p []byte) (statusAnswer, error) {
 		state: string(p[16:])}, nil
 }
 
-// ClusterView is the membership as one node sees it: its configuration,
-// its probes of each member and its last log index, all of that node
-// (View), never one node's figures beside another's.
-type ClusterView struct {
-	// View is the node whose view this is: the leader's when it answered,
-	// else the node asked.
-	View string
-	// LastIndex is the viewing node's last log index.
-	LastIndex uint64
-	// Servers are the viewing node's members, each with what its probes
-	// found (reachability, last contact, match index and lag).
-	Servers []Server
-}
-
 // Cluster returns the membership as the leader sees it, or as this node
 // sees it when it is the leader, was removed, or the leader cannot be
 // asked.
-func (s *Store) Cluster(ctx context.Context) (ClusterView, error) {
+func (s *Store) Cluster(ctx context.Context) (storeapi.ClusterView, error) {
 	if addr, id := s.raft.LeaderWithID(); addr != "" && string(id) != s.cfg.NodeID && !s.Removed() {
 		ctx, cancel := context.WithTimeout(ctx, probeEvery)
 		raw, err := s.forward(ctx, string(id), string(addr), transport.Peers, nil)
@@ -388,13 +375,13 @@ func (s *Store) Cluster(ctx context.Context) (ClusterView, error) {
 		var lv peersAnswer
 		if err == nil && json.Unmarshal(raw, &lv) == nil {
 			if lv.Servers != nil {
-				return ClusterView{View: string(id), LastIndex: lv.LastIndex, Servers: lv.Servers}, nil
+				return storeapi.ClusterView{View: string(id), LastIndex: lv.LastIndex, Servers: lv.Servers}, nil
 			}
 			// A leader of an earlier version answers with its probes
 			// only: beside this node's membership, lags from its index.
 			servers, err := s.Servers()
 			if err != nil {
-				return ClusterView{}, err
+				return storeapi.ClusterView{}, err
 			}
 			for i := range lv.Peers {
 				lv.Peers[i].Lag = 0
@@ -402,25 +389,25 @@ func (s *Store) Cluster(ctx context.Context) (ClusterView, error) {
 					lv.Peers[i].Lag = lv.LastIndex - lv.Peers[i].MatchIndex
 				}
 			}
-			return ClusterView{View: string(id), LastIndex: lv.LastIndex, Servers: withStatuses(servers, lv.Peers)}, nil
+			return storeapi.ClusterView{View: string(id), LastIndex: lv.LastIndex, Servers: withStatuses(servers, lv.Peers)}, nil
 		}
 	}
 	return s.ownView()
 }
 
 // ownView is this node's own view of the membership.
-func (s *Store) ownView() (ClusterView, error) {
+func (s *Store) ownView() (storeapi.ClusterView, error) {
 	servers, err := s.Servers()
 	if err != nil {
-		return ClusterView{}, err
+		return storeapi.ClusterView{}, err
 	}
-	return ClusterView{View: s.cfg.NodeID, LastIndex: s.raft.LastIndex(), Servers: withStatuses(servers, s.peers.statuses())}, nil
+	return storeapi.ClusterView{View: s.cfg.NodeID, LastIndex: s.raft.LastIndex(), Servers: withStatuses(servers, s.peers.statuses())}, nil
 }
 
 // withStatuses fills each member's probe fields from statuses; a member
 // with none (not probed yet: just added, or this node was removed and
 // probes nobody) is "unknown", never contacted.
-func withStatuses(servers []Server, statuses []PeerStatus) []Server {
+func withStatuses(servers []storeapi.Server, statuses []PeerStatus) []storeapi.Server {
 	for i := range servers {
 		srv := &servers[i]
 		if srv.Removed {
@@ -439,9 +426,9 @@ func withStatuses(servers []Server, statuses []PeerStatus) []Server {
 // peersAnswer is a node's answer to transport.Peers: its view of the members.
 // Peers is what nodes of earlier versions read; Servers the whole view.
 type peersAnswer struct {
-	LastIndex uint64       `json:"last_index"`
-	Peers     []PeerStatus `json:"peers"`
-	Servers   []Server     `json:"servers,omitempty"`
+	LastIndex uint64            `json:"last_index"`
+	Peers     []PeerStatus      `json:"peers"`
+	Servers   []storeapi.Server `json:"servers,omitempty"`
 }
 
 func (s *Store) peersAnswer() []byte {

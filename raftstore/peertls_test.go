@@ -17,6 +17,7 @@ import (
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // issueCerts makes a CA in dir and a certificate for each id.
@@ -275,7 +276,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 		if err != nil {
 			t.Fatalf("add-voter %s: no answer: %v", fake, err)
 		}
-		if status != wireStatusError || len(payload) == 0 || int(payload[0]) >= len(wireErrors.Coded) || wireErrors.Coded[payload[0]] != ErrUnreachableNode {
+		if status != wireStatusError || len(payload) == 0 || int(payload[0]) >= len(wireErrors.Coded) || wireErrors.Coded[payload[0]] != storeapi.ErrUnreachableNode {
 			t.Fatalf("add-voter %s = status %d %q, want it refused as unreachable", fake, status, payload)
 		}
 	}

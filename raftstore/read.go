@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // leaderReadIndex is the read-index recipe on the leader (hashicorp/raft has
@@ -17,7 +18,7 @@ import (
 // and the term unchanged throughout.
 func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 	if s.raft.State() != raft.Leader {
-		return 0, ErrNotLeader
+		return 0, storeapi.ErrNotLeader
 	}
 	term := s.raft.CurrentTerm()
 	if s.barrierTerm.Load() != term {
@@ -46,7 +47,7 @@ func (s *Store) leaderReadIndex(ctx context.Context) (uint64, error) {
 // state reflects every write acknowledged before the call.
 func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
 	if s.refuseRemoved() {
-		return 0, ErrRemoved
+		return 0, storeapi.ErrRemoved
 	}
 	return leaderCall(s, ctx, transport.ReadIndex,
 		func() []byte { return nil },
@@ -89,7 +90,7 @@ func (s *Store) waitApplied(ctx context.Context, idx uint64) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w: waiting to apply index %d", ErrTimeout, idx)
+			return fmt.Errorf("%w: waiting to apply index %d", storeapi.ErrTimeout, idx)
 		case <-wake:
 			t.Stop()
 		case <-t.C:
@@ -210,10 +211,17 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 	return s.fsm.Record(key, time.Now())
 }
 
+// ScanRecords visits this node's records under prefix as they are, a
+// chunk of at most max from the key from on (fsm.FSM.ScanRecords): a
+// caller that wants every acknowledged write runs Barrier first.
+func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error) {
+	return s.fsm.ScanRecords(prefix, from, time.Now(), max, fn)
+}
+
 // KV returns the value of a KV key (linearizable unless local); a
-// reserved key is refused (ErrReservedKey).
+// reserved key is refused (storeapi.ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
-	if err := CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	if !local && !mutantLocalReads {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // readGroup shares linearizable barriers among all of the node's readers
@@ -50,7 +52,7 @@ func (g *readGroup) wait(ctx context.Context) error {
 	case <-r.done:
 		return r.err
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+		return fmt.Errorf("%w: %v", storeapi.ErrTimeout, ctx.Err())
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // TestReadGroupShares: concurrent readers share barrier rounds, and each
@@ -58,7 +60,7 @@ func TestReadGroupErrorsAndDeadlines(t *testing.T) {
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := g.wait(ctx); !errors.Is(err, ErrTimeout) {
+	if err := g.wait(ctx); !errors.Is(err, storeapi.ErrTimeout) {
 		t.Fatalf("a reader whose context ended = %v, want ErrTimeout", err)
 	}
 	done := make(chan error, 1)

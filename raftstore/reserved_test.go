@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // TestReservedKeysRefused: on a 3-node cluster, from the leader and from a
 // follower, every KV operation a face can call refuses a key that begins
-// with a NUL byte (ErrReservedKey) without proposing it, reads included;
+// with a NUL byte (storeapi.ErrReservedKey) without proposing it, reads included;
 // in a pipeline the reserved op alone is refused and the others apply.
 // idemgate's own record there (a member's API address) is written and read
 // through SetNodeAPI and NodeAPI only, and no attempt changed it.
@@ -30,7 +31,7 @@ func TestReservedKeysRefused(t *testing.T) {
 			_, getErr := s.KV(ctx, key, false)
 			_, localErr := s.KV(ctx, key, true)
 			for what, err := range map[string]error{"KV": getErr, "KV local": localErr} {
-				if !errors.Is(err, ErrReservedKey) {
+				if !errors.Is(err, storeapi.ErrReservedKey) {
 					t.Fatalf("node %d: %s(%q) = %v, want ErrReservedKey", i, what, key, err)
 				}
 			}
@@ -44,14 +45,14 @@ func TestReservedKeysRefused(t *testing.T) {
 				"delete":  fsm.KVDeleteCommand(key),
 			}
 			for what, c := range writes {
-				if res, err := s.ApplyKV(ctx, c); !errors.Is(err, ErrReservedKey) || res != nil {
+				if res, err := s.ApplyKV(ctx, c); !errors.Is(err, storeapi.ErrReservedKey) || res != nil {
 					t.Fatalf("node %d: ApplyKV(%s %q) = %+v, %v; want ErrReservedKey", i, what, key, res, err)
 				}
 			}
 			res := s.ApplyInOrder(ctx, []*fsm.Command{fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("before"), Value: []byte("1")}),
 				fsm.KVDeleteCommand(key), writes["set NX"], fsm.KVIncrCommand([]byte("after"), 1)})
-			if res[0].Err != nil || res[3].Err != nil || !errors.Is(res[1].Err, ErrReservedKey) || res[1].Res != nil ||
-				!errors.Is(res[2].Err, ErrReservedKey) || res[2].Res != nil {
+			if res[0].Err != nil || res[3].Err != nil || !errors.Is(res[1].Err, storeapi.ErrReservedKey) || res[1].Res != nil ||
+				!errors.Is(res[2].Err, storeapi.ErrReservedKey) || res[2].Res != nil {
 				t.Fatalf("node %d: ApplyInOrder = %+v, want the reserved ops alone refused", i, res)
 			}
 		}
@@ -70,7 +71,7 @@ func TestReservedKeysRefused(t *testing.T) {
 	if _, ok := c.Stores[leader].NodeAPI("n8"); ok {
 		t.Fatal("NodeAPI of a member never recorded")
 	}
-	if err := CheckKVKey([]byte("a\x00b")); err != nil {
+	if err := storeapi.CheckKVKey([]byte("a\x00b")); err != nil {
 		t.Fatalf("a NUL inside a key: %v", err)
 	}
 }

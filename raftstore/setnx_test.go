@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // TestRefusedSETNXWritesNothing: a SETNX on a live key is answered from a
@@ -36,7 +37,7 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 		t.Fatalf("10 refused SETNX grew the log from %d to %d", before, after)
 	}
 	// A retry under a request id goes through the state machine.
-	rctx := WithRequestID(ctx, RequestIDFor([]byte("t"), []byte("k")))
+	rctx := storeapi.WithRequestID(ctx, storeapi.RequestIDFor([]byte("t"), []byte("k")))
 	if r, err := f.ApplyKV(rctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: fsm.SetNX})); err != nil || r.Code != fsm.CodeExists {
 		t.Fatalf("SETNX with a request id = %+v, %v", r, err)
 	}

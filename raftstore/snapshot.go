@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/backup"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // TakeSnapshot makes this node take a Raft snapshot now and compact its log
@@ -40,7 +41,7 @@ func (s *Store) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
 	case errors.Is(err, raft.ErrNothingNewToSnapshot):
 		return s.newestSnapshot()
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return backup.SnapshotInfo{}, ErrShutdown
+		return backup.SnapshotInfo{}, storeapi.ErrShutdown
 	case err != nil:
 		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Redis 8.4's compare-and-set and compare-and-delete: SET's IFEQ, IFNE,
@@ -75,7 +75,7 @@ func planDelex(c *conn, a [][]byte) plan {
 	default:
 		return plan{err: msgSyntax}
 	}
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) },
 			fsm.CodeNotFound, fsm.CodeVersionMismatch)
 	}}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // The KV keyspace's commands: the keys /v1/kv serves.
@@ -68,7 +68,7 @@ func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error)
 // log (fsm.KVReadCommand) and readOf gives the entry.
 
 // readOf is the entry a transaction's read found.
-func readOf(r raftstore.OpResult) (fsm.KVEntry, bool, error) {
+func readOf(r storeapi.OpResult) (fsm.KVEntry, bool, error) {
 	switch {
 	case r.Err != nil:
 		return fsm.KVEntry{}, false, r.Err
@@ -87,7 +87,7 @@ func txReads(keys [][]byte, value bool, answer func(w *writer, es []fsm.KVEntry,
 	for i, k := range keys {
 		ops[i] = fsm.KVReadCommand(k, value)
 	}
-	return plan{ops: ops, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: ops, answer: func(w *writer, r []storeapi.OpResult) {
 		es, oks := make([]fsm.KVEntry, len(r)), make([]bool, len(r))
 		for i := range r {
 			var err error
@@ -355,12 +355,12 @@ func planSet(c *conn, a [][]byte) plan {
 	}
 	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], TTL: o.ttl, Mode: o.mode,
 		KeepTTL: o.keepTTL, ReturnOld: o.get, Match: o.match, Digest: o.digest})
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) { answerSet(w, o.get, r) }}
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) { answerSet(w, o.get, r) }}
 }
 
 // answerSet: OK or nil (NX/XX/IF* refused), or with GET the old value or
 // nil, set or not.
-func answerSet(w *writer, get bool, r []raftstore.OpResult) {
+func answerSet(w *writer, get bool, r []storeapi.OpResult) {
 	if r[0].Err != nil {
 		w.errorLine(errorReply(r[0].Err))
 		return
@@ -383,13 +383,13 @@ func answerSet(w *writer, get bool, r []raftstore.OpResult) {
 // planSetNX is the old SETNX key value: 1 if set, 0 if not.
 func planSetNX(c *conn, a [][]byte) plan {
 	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], Mode: fsm.SetNX})
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeCreated))) }, fsm.CodeCreated, fsm.CodeExists)
 	}}
 }
 
 func planGetDel(c *conn, a [][]byte) plan {
-	return plan{ops: []*fsm.Command{fsm.KVGetDelCommand(a[1], 0)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVGetDelCommand(a[1], 0)}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) {
 			if code == fsm.CodeOK {
 				w.bulk(r[0].Res.Value)
@@ -407,7 +407,7 @@ func planDel(c *conn, a [][]byte) plan {
 	for i, k := range a[1:] {
 		ops[i] = fsm.KVDeleteCommand(k)
 	}
-	return plan{ops: ops, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: ops, answer: func(w *writer, r []storeapi.OpResult) {
 		n := 0
 		for _, x := range r {
 			if x.Err == nil && x.Res.Code != fsm.CodeOK && x.Res.Code != fsm.CodeNotFound {
@@ -438,7 +438,7 @@ func planIncrBy(a [][]byte, sign int64) plan {
 }
 
 func planIncr(key []byte, delta int64) plan {
-	return plan{ops: []*fsm.Command{fsm.KVIncrCommand(key, delta)}, answer: func(w *writer, r []raftstore.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVIncrCommand(key, delta)}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(fsm.Code) {
 			n, _ := strconv.ParseInt(string(r[0].Res.Value), 10, 64)
 			w.integer(n)
@@ -529,14 +529,14 @@ func planPersist(c *conn, a [][]byte) plan {
 
 // answerChanged: 1 when the lifetime changed, 0 when the key was missing
 // or a condition did not hold.
-func answerChanged(w *writer, r []raftstore.OpResult) {
+func answerChanged(w *writer, r []storeapi.OpResult) {
 	answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) },
 		fsm.CodeNotFound, fsm.CodeUnchanged)
 }
 
 // answerCode answers an op's result with ok when it applied (CodeOK, or
 // one of also) and with its error otherwise.
-func answerCode(w *writer, r raftstore.OpResult, ok func(fsm.Code), also ...fsm.Code) {
+func answerCode(w *writer, r storeapi.OpResult, ok func(fsm.Code), also ...fsm.Code) {
 	if r.Err != nil {
 		w.errorLine(errorReply(r.Err))
 		return

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, with Redis 7's
@@ -82,7 +82,7 @@ func cmdWatch(c *conn, a [][]byte) {
 		if _, dup := c.watches.keys[string(k)]; dup {
 			continue // the first WATCH of a key is the one that counts, as in Redis
 		}
-		if err := raftstore.CheckKVKey(k); err != nil {
+		if err := storeapi.CheckKVKey(k); err != nil {
 			c.w.errorLine(errorReply(err))
 			return
 		}
@@ -231,7 +231,7 @@ func (c *conn) exec() {
 			s.p = s.cmd.plan(c, r.args)
 		}
 		for _, op := range s.p.ops {
-			if err := raftstore.CheckKVKey(op.Key); err != nil { // refused whole, as outside a transaction
+			if err := storeapi.CheckKVKey(op.Key); err != nil { // refused whole, as outside a transaction
 				s.p = plan{err: errorReply(err)}
 				break
 			}
@@ -244,7 +244,7 @@ func (c *conn) exec() {
 		res, err := c.applyTx(fsm.TxRequest{Watches: watches, Commands: ops,
 			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)})
 		switch {
-		case errors.Is(err, raftstore.ErrTooLarge):
+		case errors.Is(err, storeapi.ErrTooLarge):
 			c.w.errorLine("EXECABORT Transaction discarded because of: the transaction is too large for the store (" + err.Error() + "); nothing was applied")
 			return
 		case err != nil:
@@ -270,7 +270,7 @@ func (c *conn) exec() {
 		case s.p.err != "":
 			c.w.errorLine(s.p.err)
 		default:
-			rs := make([]raftstore.OpResult, len(s.p.ops))
+			rs := make([]storeapi.OpResult, len(s.p.ops))
 			for i := range rs {
 				rs[i].Res = results[i]
 			}
@@ -305,7 +305,7 @@ func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
 
 // oneByOne is the planted bug's transaction result (mutants.go): the
 // results of commands applied one by one.
-func oneByOne(rs []raftstore.OpResult) (*fsm.Result, error) {
+func oneByOne(rs []storeapi.OpResult) (*fsm.Result, error) {
 	out := make(fsm.Results, len(rs))
 	for i, r := range rs {
 		if r.Err != nil {

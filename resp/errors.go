@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -30,15 +30,15 @@ var storeErrors = []struct {
 	err error
 	msg string
 }{
-	{raftstore.ErrNoLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
-	{raftstore.ErrNotLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
-	{raftstore.ErrTimeout, "ERR timeout: the command may or may not have been applied"},
-	{raftstore.ErrRemoved, "ERR this node was removed from the cluster; use another"},
-	{raftstore.ErrShutdown, "ERR this node is shutting down; use another"},
-	{raftstore.ErrDiskFull, "ERR disk nearly full: writes are refused until space is freed"},
-	{raftstore.ErrClockJump, "CLUSTERDOWN the leader's clock jumped ahead; a new leader is being chosen; retry"},
-	{raftstore.ErrTooLarge, "ERR command too large for the store"},
-	{raftstore.ErrReservedKey, ""}, // its own text: which keys are reserved
+	{storeapi.ErrNoLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
+	{storeapi.ErrNotLeader, "CLUSTERDOWN no leader: the cluster has no quorum or is electing one; retry"},
+	{storeapi.ErrTimeout, "ERR timeout: the command may or may not have been applied"},
+	{storeapi.ErrRemoved, "ERR this node was removed from the cluster; use another"},
+	{storeapi.ErrShutdown, "ERR this node is shutting down; use another"},
+	{storeapi.ErrDiskFull, "ERR disk nearly full: writes are refused until space is freed"},
+	{storeapi.ErrClockJump, "CLUSTERDOWN the leader's clock jumped ahead; a new leader is being chosen; retry"},
+	{storeapi.ErrTooLarge, "ERR command too large for the store"},
+	{storeapi.ErrReservedKey, ""}, // its own text: which keys are reserved
 	{fsm.ErrNotInteger, msgNotInteger},
 	{fsm.ErrOverflow, msgOverflow},
 	{fsm.ErrBadCommand, ""}, // its own text: what was wrong with the key or value

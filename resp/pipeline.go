@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // The order of a pipeline. Redis runs a connection's commands one after
@@ -94,7 +94,7 @@ func (c *conn) runReads(batch []request, i int) int {
 // instead runs on its own (it needs more than ops: a form token).
 type plan struct {
 	ops    []*fsm.Command
-	answer func(w *writer, res []raftstore.OpResult)
+	answer func(w *writer, res []storeapi.OpResult)
 	direct func(ctx context.Context, w *writer)
 	err    string // a refusal found while planning (syntax): the reply, no ops
 }
@@ -115,7 +115,7 @@ func (c *conn) runWrites(batch []request, i int) int {
 		}
 		p := cmd.plan(c, batch[j].args)
 		for _, op := range p.ops {
-			if err := raftstore.CheckKVKey(op.Key); err != nil { // refused whole: none of its keys is written
+			if err := storeapi.CheckKVKey(op.Key); err != nil { // refused whole: none of its keys is written
 				p = plan{err: errorReply(err)}
 				break
 			}
@@ -138,7 +138,7 @@ func (c *conn) runWrites(batch []request, i int) int {
 		c.done(batch[i], cmds[0].name, c.w.errors != errs)
 		return j
 	}
-	var res []raftstore.OpResult
+	var res []storeapi.OpResult
 	if len(ops) > 0 {
 		res = c.s.store.ApplyInOrder(ctx, ops)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/script"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // scriptCall runs a script's redis.call and redis.pcall: each command is
@@ -78,7 +78,7 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 			last = len(args) + last
 		}
 		for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
-			if err := raftstore.CheckKVKey(args[i]); err != nil {
+			if err := storeapi.CheckKVKey(args[i]); err != nil {
 				return script.ErrorReply(errorReply(err))
 			}
 		}
@@ -96,7 +96,7 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 			sub.w.errorLine(p.err)
 			break
 		}
-		res := make([]raftstore.OpResult, len(p.ops))
+		res := make([]storeapi.OpResult, len(p.ops))
 		for i, op := range p.ops {
 			res[i].Res, res[i].Err = sc.sb.Apply(op)
 		}

@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
-// Store is what the listener needs from the replicated store;
-// *raftstore.Store implements it over Raft, and internal/memstore in one
-// process for behaviour tests.
+// Store is what the listener needs from the replicated store, in package
+// fsm's and storeapi's terms, so the listener never imports the store's
+// package; *raftstore.Store implements it over Raft (package node wires it
+// in), and internal/memstore in one process for behaviour tests.
 type Store interface {
 	// KV reads a key: linearizable unless local (then this node's
 	// applied state).
@@ -23,7 +24,7 @@ type Store interface {
 	// constructors, in order (see raftstore). A SETNX on a key that is
 	// live is answered from a linearizable read, with no log entry: SET NX
 	// on a held lock is a read.
-	ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []raftstore.OpResult
+	ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []storeapi.OpResult
 	// ApplyTx applies a transaction (MULTI/EXEC) as one command of the
 	// state machine (fsm.KVTxCommand); its keys are checked first.
 	ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, error)

@@ -40,8 +40,8 @@ func Start(dir string, n int, upstream string, secure bool) ([]*node.Node, *conf
 upstream: http://%s
 raft: {heartbeat_timeout: 500ms, election_timeout: 500ms}
 routes:
-  - {name: pay, path: /pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: conflict, on_unknown: reject}
-  - {name: pay-wait, path: /pay-wait, scope: pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: wait, wait_timeout: 3s, on_unknown: reject}
+  - {name: pay, path: /pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: conflict, on_unknown: reject, reconcile_id: "json:/charge"}
+  - {name: pay-wait, path: /pay-wait, scope: pay, tenant: "header:X-User-Id", processing_timeout: 5s, on_in_flight: wait, wait_timeout: 3s, on_unknown: reject, reconcile_id: "json:/charge"}
 `, dir+"/{id}", upstream)
 	if secure {
 		cdir := filepath.Join(dir, "certs")

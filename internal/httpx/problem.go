@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // ProblemBase prefixes every problem type; the slug after it names the case
@@ -101,11 +101,11 @@ var storeErrors = []struct {
 	is   func(error) bool
 	kind Kind
 }{
-	{func(err error) bool { return errors.Is(err, raftstore.ErrRemoved) }, NotReady}, // what its readyz says
-	{raftstore.Unavailable, Unavailable},                                             // no quorum, deadline, shutdown, disk, clock: fail closed
+	{func(err error) bool { return errors.Is(err, storeapi.ErrRemoved) }, NotReady}, // what its readyz says
+	{storeapi.Unavailable, Unavailable},                                             // no quorum, deadline, shutdown, disk, clock: fail closed
 	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, BadRequest},
-	{func(err error) bool { return errors.Is(err, raftstore.ErrTooLarge) }, BodyTooLarge},
-	{func(err error) bool { return errors.Is(err, raftstore.ErrReservedKey) }, InvalidKey},
+	{func(err error) bool { return errors.Is(err, storeapi.ErrTooLarge) }, BodyTooLarge},
+	{func(err error) bool { return errors.Is(err, storeapi.ErrReservedKey) }, InvalidKey},
 }
 
 // WriteError answers an error from the store by storeErrors.

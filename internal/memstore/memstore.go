@@ -11,6 +11,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -68,7 +70,7 @@ func New(tb testing.TB) *Store {
 
 // Apply stamps c with the wall clock and applies it as the next log entry.
 // A command without a request id gets the one ctx carries
-// (raftstore.WithRequestID) or a fresh one, as in a cluster.
+// (storeapi.WithRequestID) or a fresh one, as in a cluster.
 func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -77,7 +79,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, err
 	}
 	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
-		c.ReqID = raftstore.RequestID(ctx)
+		c.ReqID = storeapi.RequestID(ctx)
 	}
 	s.mu.Lock()
 	s.index++
@@ -91,6 +93,47 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 		return nil, errors.New("memstore: the state machine answered no result")
 	}
 	return res, nil
+}
+
+// ApplyMany applies cmds as batches of fsm.MaxBatchCommands (one log
+// entry each, as a leader's group commit makes them), stamped with the wall
+// clock: a test that needs a large state writes it in seconds. It answers
+// each command's result, and fails on the first it refused.
+func (s *Store) ApplyMany(cmds []*fsm.Command) (fsm.Results, error) {
+	var all fsm.Results
+	for len(cmds) > 0 {
+		n := min(len(cmds), fsm.MaxBatchCommands)
+		enc := make([][]byte, n)
+		now := time.Now().UnixNano()
+		for i, c := range cmds[:n] {
+			if err := c.Validate(); err != nil {
+				return nil, err
+			}
+			if c.ReqID.IsZero() {
+				c.ReqID = storeapi.RequestID(context.Background())
+			}
+			c.Stamp = now
+			enc[i] = c.Encode(nil)
+		}
+		s.mu.Lock()
+		s.index++
+		out := s.f.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: fsm.EncodeBatch(enc)}})
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+		res, ok := out[0].(fsm.Results)
+		if !ok || len(res) != n {
+			return nil, fmt.Errorf("memstore: the state machine answered %T for a batch of %d", out[0], n)
+		}
+		for i, r := range res {
+			if r.Code != fsm.CodeOK && r.Code != fsm.CodeCreated {
+				return nil, fmt.Errorf("memstore: command %d of the batch: %w", i, r.Err())
+			}
+		}
+		all = append(all, res...)
+		cmds = cmds[n:]
+	}
+	return all, nil
 }
 
 func (s *Store) removed(keys [][]byte) {
@@ -119,8 +162,12 @@ func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, erro
 	return s.f.Record(key, time.Now())
 }
 
+func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error) {
+	return s.f.ScanRecords(prefix, from, time.Now(), max, fn)
+}
+
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
-	if err := raftstore.CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	return s.f.KV(key, time.Now())
@@ -147,13 +194,13 @@ func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, e
 // The cluster: one node, always the leader, always ready.
 
 func (s *Store) Leader() (string, string) { return "mem", "memstore" }
-func (s *Store) Servers() ([]raftstore.Server, error) {
-	return []raftstore.Server{{ID: "mem", RaftAddr: "memstore", Voter: true, State: "leader"}}, nil
+func (s *Store) Servers() ([]storeapi.Server, error) {
+	return []storeapi.Server{{ID: "mem", RaftAddr: "memstore", Voter: true, State: "leader"}}, nil
 }
-func (s *Store) Cluster(context.Context) (raftstore.ClusterView, error) {
+func (s *Store) Cluster(context.Context) (storeapi.ClusterView, error) {
 	servers, _ := s.Servers()
 	servers[0].Reachable = true
-	return raftstore.ClusterView{View: "mem", Servers: servers}, nil
+	return storeapi.ClusterView{View: "mem", Servers: servers}, nil
 }
 func (s *Store) AddVoter(context.Context, string, string) error    { return ErrNoCluster }
 func (s *Store) AddNonvoter(context.Context, string, string) error { return ErrNoCluster }
@@ -165,9 +212,9 @@ func (s *Store) SeenRemoved() bool                                 { return fals
 func (s *Store) Barrier(ctx context.Context) error                 { return ctx.Err() }
 func (s *Store) NotReady() string                                  { return "" }
 func (s *Store) Alive() bool                                       { return true }
-func (s *Store) Status() raftstore.NodeStatus {
+func (s *Store) Status() storeapi.NodeStatus {
 	commit, applied := s.Indexes()
-	return raftstore.NodeStatus{Node: "mem", Role: "leader", Term: 1, Leader: "mem", LastIndex: commit,
+	return storeapi.NodeStatus{Node: "mem", Role: "leader", Term: 1, Leader: "mem", LastIndex: commit,
 		CommitIndex: commit, AppliedIndex: applied}
 }
 func (s *Store) Indexes() (commit, applied uint64) {

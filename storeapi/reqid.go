@@ -1,4 +1,4 @@
-package raftstore
+package storeapi
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 type reqIDKey struct{}
 
-// WithRequestID returns a context under which Apply proposes its command
-// with request id id instead of a fresh one.
+// WithRequestID returns a context under which the store proposes its
+// command with request id id instead of a fresh one.
 func WithRequestID(ctx context.Context, id fsm.ReqID) context.Context {
 	return context.WithValue(ctx, reqIDKey{}, id)
 }
@@ -48,7 +48,7 @@ func RequestID(ctx context.Context) fsm.ReqID {
 	if id, ok := RequestIDFrom(ctx); ok {
 		return id
 	}
-	return newRequestID()
+	return NewRequestID()
 }
 
 // fresh is the process's one source of fresh request ids: a random prefix
@@ -61,8 +61,9 @@ var fresh struct {
 	seq    atomic.Uint64
 }
 
-// newRequestID is a fresh request id.
-func newRequestID() fsm.ReqID {
+// NewRequestID is a fresh request id, never one a context names: each
+// command of a pipeline gets its own (one id would make them one request).
+func NewRequestID() fsm.ReqID {
 	fresh.once.Do(func() { rand.Read(fresh.prefix[:]) })
 	var id fsm.ReqID
 	copy(id[:8], fresh.prefix[:])

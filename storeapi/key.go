@@ -1,0 +1,20 @@
+package storeapi
+
+// Reserved keys. The KV keyspace is every face's (/v1/kv, the Redis
+// protocol), and idemgate keeps records of its own in it (a member's API
+// address, which /v1/cluster shows). Keys that begin with a NUL byte are
+// idemgate's: the store refuses them in every KV operation a face calls,
+// before anything is proposed or read, whatever the face's own key rules.
+
+// reservedPrefix begins every reserved key.
+const reservedPrefix = 0x00
+
+// CheckKVKey refuses a reserved key (ErrReservedKey). The store checks
+// every KV key a face names with it; a face may call it early, to refuse
+// a command of many keys before any of them is written.
+func CheckKVKey(key []byte) error {
+	if len(key) > 0 && key[0] == reservedPrefix {
+		return ErrReservedKey
+	}
+	return nil
+}
