@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/node"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // The offline operator verbs: they read files, never a running node.
@@ -39,9 +39,15 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 			return 2
 		}
+		// The node's store settings, as serve makes them (what depends on
+		// a default or another section is checked there).
+		s := node.Settings{File: file, Node: n, DataDir: file.DataDirFor(n.ID)}
+		if _, err := node.StoreConfig(s); err != nil {
+			fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
+			return 2
+		}
 		// The node's certificate and key, where this machine has them
 		// (a workstation holds every node's; a node only its own).
-		s := node.Settings{File: file, Node: n}
 		if file.TLS != nil {
 			if _, err := os.Stat(file.Path(file.TLS.Cert, n.ID)); err != nil {
 				continue
@@ -75,15 +81,15 @@ func compactCmd(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := commandLine(fs, "compact", usage, "", args, stdout, stderr); !ok {
 		return code
 	}
-	cfg, _, err := n.store()
+	cfg, err := n.store()
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate compact: %v\n", err)
 		return 2
 	}
 	start := time.Now()
-	info, err := raftstore.Compact(cfg)
+	info, err := backup.Compact(cfg.Offline())
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate compact: %s\n", strings.TrimPrefix(err.Error(), "raftstore: "))
+		fmt.Fprintf(stderr, "idemgate compact: %s\n", offlineError(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "compacted %s/fsm.db: %s -> %s (%.0f%% of it) in %s\n", cfg.DataDir, bytesWord(info.Before), bytesWord(info.After),
@@ -108,15 +114,15 @@ func snapshotStatusCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	sum := sha256.New()
-	meta, size, err := raftstore.VerifyBackup(io.TeeReader(f, sum))
+	meta, size, err := backup.Verify(io.TeeReader(f, sum))
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate snapshot status: %s: %s\n", path, strings.TrimPrefix(err.Error(), "raftstore: "))
+		fmt.Fprintf(stderr, "idemgate snapshot status: %s: %s\n", path, offlineError(err))
 		return 1
 	}
 	digest := hex.EncodeToString(sum.Sum(nil))
 	if *asJSON {
 		json.NewEncoder(stdout).Encode(struct {
-			raftstore.BackupMeta
+			backup.Meta
 			Bytes  int64  `json:"bytes"`
 			SHA256 string `json:"sha256"`
 		}{meta, size, digest})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -23,7 +24,7 @@ func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	if _, code, ok := commandLine(fs, "recover", usage, "", args, stdout, stderr); !ok {
 		return code
 	}
-	cfg, _, err := n.store()
+	cfg, err := n.store()
 	if err == nil {
 		cfg.Peers, err = recoverVoters(*votersFlag, cfg)
 	}
@@ -35,9 +36,9 @@ func recoverCmd(args []string, stdout, stderr io.Writer) int {
 	for i, p := range cfg.Peers {
 		ids[i] = p.ID
 	}
-	info, err := raftstore.Recover(cfg, cfg.Peers)
+	info, err := backup.Recover(cfg.Offline(), raftstore.Voters(cfg.Peers))
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate recover: %s\n", strings.TrimPrefix(err.Error(), "raftstore: "))
+		fmt.Fprintf(stderr, "idemgate recover: %s\n", offlineError(err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "idemgate recover: LAST RESORT done: node %s's cluster is now %s; writes held only by the other nodes are lost for good, "+

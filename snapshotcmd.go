@@ -18,7 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/node"
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -144,19 +146,19 @@ func (f saveFlags) client() (*http.Client, error) {
 // saveSnapshot fetches the snapshot into path: verified while it is written
 // to path.tmp, then fsynced and renamed, so path is a whole, checked backup
 // or untouched.
-func saveSnapshot(ctx context.Context, client *http.Client, req *http.Request, path string) (raftstore.BackupMeta, int64, error) {
+func saveSnapshot(ctx context.Context, client *http.Client, req *http.Request, path string) (backup.Meta, int64, error) {
 	resp, err := client.Do(req)
 	if err != nil {
-		return raftstore.BackupMeta{}, 0, err
+		return backup.Meta{}, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return raftstore.BackupMeta{}, 0, fmt.Errorf("GET %s: %s", req.URL, problemLine(resp))
+		return backup.Meta{}, 0, fmt.Errorf("GET %s: %s", req.URL, problemLine(resp))
 	}
 	tmp := path + ".tmp"
 	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600) // it holds every stored body and token
 	if err != nil {
-		return raftstore.BackupMeta{}, 0, err
+		return backup.Meta{}, 0, err
 	}
 	meta, size, err := writeVerified(out, resp.Body)
 	if err == nil {
@@ -181,10 +183,10 @@ func saveSnapshot(ctx context.Context, client *http.Client, req *http.Request, p
 
 // writeVerified copies a backup from r to out, checking it as it goes,
 // and fsyncs out.
-func writeVerified(out *os.File, r io.Reader) (raftstore.BackupMeta, int64, error) {
+func writeVerified(out *os.File, r io.Reader) (backup.Meta, int64, error) {
 	w := bufio.NewWriterSize(out, 256<<10)
-	meta, size, err := raftstore.VerifyBackup(io.TeeReader(r, w))
-	if errors.Is(err, raftstore.ErrBadBackup) {
+	meta, size, err := backup.Verify(io.TeeReader(r, w))
+	if errors.Is(err, backup.ErrInvalid) {
 		err = fmt.Errorf("the answer was cut off or damaged in transit, nothing saved: %w", err)
 	}
 	if err == nil {
@@ -209,7 +211,7 @@ func problemLine(resp *http.Response) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func serverList(servers []raftstore.BackupServer) string {
+func serverList(servers []backup.Server) string {
 	var ids []string
 	for _, s := range servers {
 		ids = append(ids, s.ID)
@@ -217,7 +219,7 @@ func serverList(servers []raftstore.BackupServer) string {
 	return strings.Join(ids, ", ")
 }
 
-// nodeFlags are what the offline commands (restore, recover) need to find
+// nodeFlags are what the offline commands (restore, recover, compact) need to find
 // a node: the cluster file, the node's id, and the data directory when it
 // is not the file's.
 type nodeFlags struct {
@@ -230,34 +232,43 @@ func (n *nodeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.dataDir, "data-dir", "", "the node's data directory (default: the file's data_dir; give it when serve is given --data-dir)")
 }
 
-// store resolves the node's Raft settings from the cluster file; an error
-// names the flag or field (a bad command line: exit 2).
-func (n nodeFlags) store() (raftstore.Config, *config.File, error) {
+// store resolves the node's store config from the cluster file, as serve
+// does (node.StoreConfig); an error names the flag or field (a bad command
+// line: exit 2).
+func (n nodeFlags) store() (raftstore.Config, error) {
 	switch {
 	case n.configPath == "":
-		return raftstore.Config{}, nil, errors.New("--config: required")
+		return raftstore.Config{}, errors.New("--config: required")
 	case n.nodeID == "":
-		return raftstore.Config{}, nil, errors.New("--node: required")
+		return raftstore.Config{}, errors.New("--node: required")
 	}
 	file, err := config.Load(n.configPath)
 	if err != nil {
-		return raftstore.Config{}, nil, errors.New(config.Detail(err))
+		return raftstore.Config{}, errors.New(config.Detail(err))
 	}
 	nd, err := file.Node(n.nodeID)
 	if err != nil {
-		return raftstore.Config{}, nil, errors.New(config.Detail(err))
+		return raftstore.Config{}, errors.New(config.Detail(err))
 	}
-	cfg := raftstore.DefaultConfig()
-	cfg.NodeID, cfg.RaftBind, cfg.RaftAdvertise = nd.ID, nd.Raft, nd.AdvertiseRaft
-	cfg.DataDir = file.DataDirFor(nd.ID)
+	s := node.Settings{File: file, Node: nd, DataDir: file.DataDirFor(nd.ID)}
 	if n.dataDir != "" {
-		cfg.DataDir = n.dataDir
+		s.DataDir = n.dataDir
 	}
-	cfg.FSMNoSync = !file.Raft.FSMFsync
-	for _, x := range file.Nodes {
-		cfg.Peers = append(cfg.Peers, raftstore.Peer{ID: x.ID, RaftAddr: x.RaftAddr()})
+	cfg, err := node.StoreConfig(s)
+	if err != nil {
+		return raftstore.Config{}, errors.New(config.Detail(err))
 	}
-	return cfg, file, nil
+	return cfg, nil
+}
+
+// offlineError is an offline operation's error in the operator's words:
+// without the package prefix (the command names itself).
+func offlineError(err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"backup: ", "datadir: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
 }
 
 func snapshotRestoreCmd(args []string, stdout, stderr io.Writer) int {
@@ -269,14 +280,14 @@ func snapshotRestoreCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	cfg, _, err := n.store()
+	cfg, err := n.store()
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate snapshot restore: %v\n", err)
 		return 2
 	}
-	meta, err := raftstore.Restore(cfg, file)
+	meta, err := backup.Restore(cfg.Offline(), file, raftstore.Voters(cfg.Peers))
 	if err != nil {
-		fmt.Fprintf(stderr, "idemgate snapshot restore: %s: %s\n", file, strings.TrimPrefix(err.Error(), "raftstore: "))
+		fmt.Fprintf(stderr, "idemgate snapshot restore: %s: %s\n", file, offlineError(err))
 		return 1
 	}
 	var voters []string

@@ -11,8 +11,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/internal/httpx"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // Headers of a snapshot answer: the applied index and term of the state it
@@ -22,7 +22,7 @@ const (
 	headerSnapshotTerm  = "Idemgate-Snapshot-Term"
 )
 
-// snapshot answers a backup file (raftstore/backup.go describes it): taken
+// snapshot answers a backup file (backup/backup.go describes it): taken
 // after a linearizable barrier, so every write acknowledged before the
 // request is in it.
 func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
@@ -43,14 +43,14 @@ func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	// fasthttp closes the stream (the spooled file) once it is sent, or
 	// when the connection fails.
-	ctx.SetBodyStream(&stallGuard{Backup: b, conn: ctx.Conn(), timeout: a.cfg.WriteTimeout}, int(b.Size))
+	ctx.SetBodyStream(&stallGuard{File: b, conn: ctx.Conn(), timeout: a.cfg.WriteTimeout}, int(b.Size))
 }
 
 // stallGuard renews the connection's write deadline at every read of the
 // body: the listener's WriteTimeout bounds a response whole, which a large
 // backup on a slow link would outlast; here it bounds a stall instead.
 type stallGuard struct {
-	*raftstore.Backup
+	*backup.File
 	conn    net.Conn // the request's connection; used only while its response is written
 	timeout time.Duration
 }
@@ -59,7 +59,7 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 	if g.timeout > 0 {
 		g.conn.SetWriteDeadline(time.Now().Add(g.timeout))
 	}
-	return g.Backup.Read(p)
+	return g.File.Read(p)
 }
 
 // snapshotJSON is the answer to POST /v1/snapshot.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/backup"
 )
 
 // TestAPISnapshotAuth: the backup holds every stored body and unspent
@@ -55,7 +55,7 @@ func TestAPISnapshotAuth(t *testing.T) {
 			continue
 		}
 		if tt.status == 200 {
-			if _, _, err := raftstore.VerifyBackup(strings.NewReader(r.Body)); err != nil {
+			if _, _, err := backup.Verify(strings.NewReader(r.Body)); err != nil {
 				t.Errorf("%s: the body is not a valid backup: %v", tt.name, err)
 			}
 		}
@@ -81,7 +81,7 @@ func TestAPISnapshotCluster(t *testing.T) {
 	if r.Status != 200 || r.Header.Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("GET /v1/snapshot = %d %q %s", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
-	meta, size, err := raftstore.VerifyBackup(strings.NewReader(r.Body))
+	meta, size, err := backup.Verify(strings.NewReader(r.Body))
 	if err != nil {
 		t.Fatalf("the body is not a valid backup: %v", err)
 	}

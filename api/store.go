@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -67,7 +67,7 @@ type Store interface {
 	// Status is the node's role, term, indexes and readiness.
 	Status() storeapi.NodeStatus
 	// Backup takes a backup of the state after a linearizable barrier, to be read once and closed (GET /v1/snapshot).
-	Backup(ctx context.Context) (*raftstore.Backup, error)
+	Backup(ctx context.Context) (*backup.File, error)
 	// TakeSnapshot takes a Raft snapshot on this node now and compacts its log (POST /v1/snapshot).
-	TakeSnapshot(ctx context.Context) (raftstore.SnapshotInfo, error)
+	TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error)
 }

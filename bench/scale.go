@@ -20,9 +20,9 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/loopback"
-	"github.com/idemgate/idemgate/raftstore"
 )
 
 // The scale scenario: how a group behaves as it grows to millions of keys
@@ -275,9 +275,9 @@ func seedBulk(cfg ScaleConfig, c *scaleCluster, res *ScaleResult, say func(strin
 		return err
 	}
 	say("bulk: %d keys in %.1f s, fsm.db %s, live pairs %s", cfg.Keys, res.BulkSeconds, mb(res.BulkFileBytes), mb(res.LiveBytes))
-	backup := filepath.Join(cfg.Dir, "bulk.snap")
+	snap := filepath.Join(cfg.Dir, "bulk.snap")
 	start = time.Now()
-	if res.BackupBytes, err = writeBackup(seed, backup); err != nil {
+	if res.BackupBytes, err = writeBackup(seed, snap); err != nil {
 		return err
 	}
 	res.BackupSeconds = time.Since(start).Seconds()
@@ -285,7 +285,7 @@ func seedBulk(cfg ScaleConfig, c *scaleCluster, res *ScaleResult, say func(strin
 	say("backup: %s in %.1f s", mb(res.BackupBytes), res.BackupSeconds)
 	for i := range c.ids {
 		start = time.Now()
-		if out, err := exec.Command(cfg.Bin, "snapshot", "restore", backup, "--config", c.file, "--node", c.ids[i]).CombinedOutput(); err != nil {
+		if out, err := exec.Command(cfg.Bin, "snapshot", "restore", snap, "--config", c.file, "--node", c.ids[i]).CombinedOutput(); err != nil {
 			return fmt.Errorf("bench: scale: restore %s: %v: %s", c.ids[i], err, out)
 		}
 		if i == 0 {
@@ -294,7 +294,7 @@ func seedBulk(cfg ScaleConfig, c *scaleCluster, res *ScaleResult, say func(strin
 		}
 	}
 	say("restore: %.1f s a node, fsm.db %s", res.RestoreSeconds, mb(res.FSMBytes))
-	return os.Remove(backup)
+	return os.Remove(snap)
 }
 
 // scaleExpiry loads the keys due at once over the Redis protocol
@@ -391,8 +391,8 @@ func writeBackup(path, out string) (int64, error) {
 		return 0, err
 	}
 	defer snap.Release()
-	b, err := raftstore.SpoolBackup(filepath.Dir(out), snap, raftstore.BackupMeta{Term: 1, Node: "bulk",
-		Servers: []raftstore.BackupServer{{ID: "bulk", Raft: "127.0.0.1:1", Voter: true}}})
+	b, err := backup.Spool(filepath.Dir(out), snap, backup.Meta{Term: 1, Node: "bulk",
+		Servers: []backup.Server{{ID: "bulk", Raft: "127.0.0.1:1", Voter: true}}})
 	if err != nil {
 		return 0, err
 	}

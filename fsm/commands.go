@@ -51,6 +51,9 @@ const (
 	TypeKVRead
 	TypeKVTx
 	TypeScriptEffects
+	TypeKVSetRange
+	TypeKVIncrFloat
+	TypeKVRename
 	TypeOnceBegin
 	TypeOnceRenew
 	TypeOnceComplete
@@ -170,6 +173,19 @@ var commands = [typeEnd]spec{
 	// every key it read is as it read it (CodeConflict if not).
 	TypeScriptEffects: {name: "script_effects", uses: fBody,
 		remembered: true}, // check and apply read this table: set by script.go's init
+	// Value: the bytes to write; Body: the offset and the longest the
+	// value may become, 8 big-endian bytes each; Flags: FlagRangeAppend
+	// (Redis SETRANGE, APPEND; kv_string.go).
+	TypeKVSetRange: {name: "kv_setrange", uses: fKey | fValue | fFlags | fBody,
+		key: true, remembered: true, tx: true, check: checkKVSetRange, apply: (*applier).kvSetRange, kv: (*applier).kvSetRangeIn},
+	// Value: the increment, as strtold reads it (Redis INCRBYFLOAT).
+	TypeKVIncrFloat: {name: "kv_incrfloat", uses: fKey | fValue,
+		key: true, remembered: true, tx: true, check: checkKVIncrFloat, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
+	// Key: the source; Value: the destination; Mode: a RenameMode; Flags:
+	// FlagCopyReplace (Redis RENAME, RENAMENX, COPY; kv_rename.go). Not a
+	// script's: a script's effects name the keys they write by Key alone.
+	TypeKVRename: {name: "kv_rename", uses: fKey | fValue | fMode | fFlags,
+		key: true, remembered: true, tx: true, check: checkKVRename, apply: (*applier).kvRename},
 	// Key: OnceKey(scope, key). Value: the payload's fingerprint
 	// (OnceFingerprint); Timeout: the lease; TTL: the scope's retention.
 	TypeOnceBegin: {name: "once_begin", uses: fKey | fValue | fTTL | fTimeout,
@@ -570,10 +586,44 @@ func incrBounds(c *Command) (lo, hi int64, ok bool) {
 
 // KVExpireCommand sets the key's lifetime to lifetime from now (0: none,
 // PERSIST) under the conditions of flags (FlagExpireNX, ...; FlagExpireNow
-// deletes the key); CodeNotFound without the key, CodeUnchanged when a
-// condition did not hold or there was no lifetime to remove.
+// deletes the key; FlagExpireGet answers the value too); CodeNotFound
+// without the key, CodeUnchanged when a condition did not hold or there
+// was no lifetime to remove.
 func KVExpireCommand(key []byte, lifetime time.Duration, flags byte) *Command {
 	return &Command{Type: TypeKVExpire, Key: key, TTL: lifetime, Flags: flags}
+}
+
+// KVSetRangeCommand writes value into the key's value at offset, padding
+// with zero bytes (Redis SETRANGE); Result.Value is the new length, in
+// decimal; CodeTooLong when the value would pass limit bytes.
+func KVSetRangeCommand(key []byte, offset uint64, value []byte, limit uint64) *Command {
+	return &Command{Type: TypeKVSetRange, Key: key, Value: value,
+		Body: binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, offset), limit)}
+}
+
+// KVAppendCommand appends value to the key's value (Redis APPEND), as
+// KVSetRangeCommand does at the value's end.
+func KVAppendCommand(key, value []byte, limit uint64) *Command {
+	c := KVSetRangeCommand(key, 0, value, limit)
+	c.Flags = FlagRangeAppend
+	return c
+}
+
+// KVIncrFloatCommand adds incr, a number as strtold reads it, to the
+// key's value (absent: 0) as Redis's INCRBYFLOAT does; Result.Value is
+// the new value; CodeNotFloat, CodeNotFinite.
+func KVIncrFloatCommand(key, incr []byte) *Command {
+	return &Command{Type: TypeKVIncrFloat, Key: key, Value: incr}
+}
+
+// KVRenameCommand moves (RenamePlain, RenameNX) or copies (RenameCopy)
+// key src's value and lifetime to dst; CodeNotFound, CodeExists.
+func KVRenameCommand(src, dst []byte, mode RenameMode, replace bool) *Command {
+	c := &Command{Type: TypeKVRename, Key: src, Value: dst, Mode: SetMode(mode)}
+	if replace {
+		c.Flags = FlagCopyReplace
+	}
+	return c
 }
 
 // ClusterIDCommand gives the cluster its id, if it has none.
@@ -645,7 +695,16 @@ const (
 	FlagExpireGT  byte = 1 << 2 // only if the new expiry is later
 	FlagExpireLT  byte = 1 << 3 // only if the new expiry is earlier
 	FlagExpireNow byte = 1 << 4 // the key expires now: it is deleted (TTL must be zero)
-	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow
+	// FlagExpireGet: the result carries the key's value, changed or not
+	// (Redis's GETEX), in Result.Value.
+	FlagExpireGet byte = 1 << 5
+	expireFlags        = FlagExpireNX | FlagExpireXX | FlagExpireGT | FlagExpireLT | FlagExpireNow | FlagExpireGet
+)
+
+// KVSetRange flags.
+const (
+	// FlagRangeAppend: the offset is the value's length (Redis APPEND).
+	FlagRangeAppend byte = 1 << 0
 )
 
 // Complete flags.

@@ -20,7 +20,8 @@ func TestCommandTable(t *testing.T) {
 	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
 	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true}
-	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true}
+	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
+		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
 		if typ == typeMarkUnknownRetired {
@@ -142,6 +143,9 @@ func tableSamples() map[Type]*Command {
 		TypeKVTx: KVTxCommand(TxRequest{Watches: []Watch{{Key: []byte("n"), Version: 2}},
 			Commands: []*Command{KVIncrCommand([]byte("n"), 1), KVReadCommand([]byte("n"), true)}, ReplyBudget: 100}),
 		TypeScriptEffects: scriptSample(),
+		TypeKVSetRange:    KVAppendCommand([]byte("n"), []byte("9"), 1024),
+		TypeKVIncrFloat:   KVIncrFloatCommand([]byte("n"), []byte("0.5")),
+		TypeKVRename:      KVRenameCommand([]byte("n"), []byte("short"), RenameCopy, true),
 		TypeOnceBegin:     OnceBeginCommand(OnceKey("jobs", "new"), OnceFingerprint([]byte("p")), 30*time.Second, time.Hour),
 		TypeOnceRenew:     OnceRenewCommand(OnceKey("jobs", "held"), tableOnceFence, 30*time.Second),
 		TypeOnceComplete:  OnceCompleteCommand(OnceKey("jobs", "held"), tableOnceFence, []byte("sent"), time.Hour),

@@ -40,6 +40,15 @@ var (
 	// ErrConflict: a script's effects were not applied: a key the script
 	// read changed between its run and its log entry (script.go).
 	ErrConflict = errors.New("a key the script read has changed")
+	// ErrTooLong: a string edit (SETRANGE, APPEND) would make the value
+	// longer than the bound its command carries; nothing changed.
+	ErrTooLong = errors.New("string exceeds maximum allowed size")
+	// ErrNotFloat: a float increment found a value, or was given an
+	// increment, that is not a number.
+	ErrNotFloat = errors.New("value is not a valid float")
+	// ErrNotFinite: a float increment would make the value infinite or
+	// NaN; nothing changed.
+	ErrNotFinite = errors.New("increment would produce NaN or Infinity")
 	// ErrKeyReuse: a once begin's payload fingerprint differs from the
 	// claim's: the same key was used for other work.
 	ErrKeyReuse = errors.New("the key was used with another payload")

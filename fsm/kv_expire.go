@@ -30,21 +30,25 @@ func (a *applier) kvExpireIn(kv kvStore, c *Command, _ uint64) *Result {
 	if now {
 		next = a.now
 	}
+	var value []byte
+	if c.Flags&FlagExpireGet != 0 {
+		value = old.Clone().Value // before a put or delete reuses its memory
+	}
 	if !expireAllowed(c.Flags, old.ExpiresAt, next) || (!now && c.TTL == 0 && old.ExpiresAt == 0) {
-		return &Result{Code: CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt}
+		return &Result{Code: CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: value}
 	}
 	if now {
 		if err := kv.del(c.Key, old.ExpiresAt); err != nil {
 			return &Result{Code: CodeStorage}
 		}
-		return &Result{Code: CodeOK, Version: old.Version}
+		return &Result{Code: CodeOK, Version: old.Version, Value: value}
 	}
 	e := old.Clone()
 	e.ExpiresAt = next
 	if err := kv.put(c.Key, &e, old, true); err != nil {
 		return &Result{Code: CodeStorage}
 	}
-	return &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt}
+	return &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
 }
 
 // expireAllowed applies EXPIRE's conditions to a key expiring at cur (0:

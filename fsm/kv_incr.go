@@ -45,14 +45,21 @@ func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
 	if exists {
 		e.ExpiresAt = old.ExpiresAt
 	}
-	if err := kv.put(c.Key, &e, old, exists); err != nil {
+	return a.storeKV(kv, c.Key, &e, old, exists, e.Value)
+}
+
+// storeKV stores e, the key's new entry (old before it, if it existed),
+// and answers CodeCreated or CodeOK with its version and expiry, and
+// value.
+func (a *applier) storeKV(kv kvStore, key []byte, e *KVEntry, old KVEntry, exists bool, value []byte) *Result {
+	if err := kv.put(key, e, old, exists); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	code := CodeOK
 	if !exists {
 		code = CodeCreated
 	}
-	return &Result{Code: code, Version: rev, ExpiresAt: e.ExpiresAt, Value: e.Value}
+	return &Result{Code: code, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
 }
 
 // parseInt reads a signed decimal 64-bit integer as Redis does: no sign

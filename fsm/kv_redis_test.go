@@ -18,6 +18,7 @@ func TestRedisKVCommands(t *testing.T) {
 		return Command{Type: TypeKVExpire, Key: k, TTL: ttl, Flags: flags}
 	}
 	del := Command{Type: TypeKVGetDel, Key: k}
+	get := Command{Type: TypeKVRead, Key: k, Flags: FlagReadValue}
 	tests := []struct {
 		name  string
 		steps []step
@@ -84,6 +85,56 @@ func TestRedisKVCommands(t *testing.T) {
 			{cmd: expire(0, FlagExpireNow), code: CodeOK},
 			{cmd: del, code: CodeNotFound},
 		}},
+		{"setrange and append: the bound, padding, the lifetime kept", []step{
+			{cmd: *KVSetRangeCommand(k, 3, []byte("ab"), 5), code: CodeCreated, value: "5"},
+			{cmd: *KVAppendCommand(k, []byte("c"), 5), code: CodeTooLong},
+			{cmd: *KVSetRangeCommand(k, 5, []byte("c"), 5), code: CodeTooLong},
+			{cmd: *KVSetRangeCommand(k, 1<<63, []byte("c"), 5), code: CodeTooLong}, // no wrap past the bound
+			{cmd: *KVSetRangeCommand(k, 1<<63, nil, 5), code: CodeOK, value: "5"},  // nothing to write
+			{cmd: get, code: CodeOK, value: "\x00\x00\x00ab"},
+			{cmd: expire(time.Minute, 0), code: CodeOK},
+			{cmd: *KVSetRangeCommand(k, 0, []byte("xyz"), 5), code: CodeOK, value: "5"},
+			{advance: 2 * time.Minute, cmd: get, code: CodeNotFound}, // the lifetime was kept
+			{cmd: *KVAppendCommand(k, nil, 5), code: CodeCreated, value: "0"},
+			{cmd: *KVSetRangeCommand([]byte("other"), 1, nil, 5), code: CodeOK, value: "0"},
+		}},
+		{"incrbyfloat: long double arithmetic, Redis's text", []step{
+			{cmd: *KVIncrFloatCommand(k, []byte("0.1")), code: CodeCreated, value: "0.1"},
+			{cmd: *KVIncrFloatCommand(k, []byte("0.2")), code: CodeOK, value: "0.3"},
+			{cmd: *KVIncrFloatCommand(k, []byte("1e20")), code: CodeOK, value: "100000000000000000000"}, // a 64-bit mantissa: as Redis answers
+			{cmd: *KVIncrFloatCommand(k, []byte("inf")), code: CodeNotFinite},
+			{cmd: *KVIncrFloatCommand(k, []byte("1e4932")), code: CodeOK},
+			{cmd: *KVIncrFloatCommand(k, []byte("1e4932")), code: CodeNotFinite},
+			{cmd: set("word", 0, SetPlain, 0), code: CodeOK},
+			{cmd: *KVIncrFloatCommand(k, []byte("1")), code: CodeNotFloat},
+			{cmd: get, code: CodeOK, value: "word"},
+		}},
+		{"rename, renamenx, copy: the value and its lifetime move", []step{
+			{cmd: *KVRenameCommand(k, []byte("d"), RenamePlain, false), code: CodeNotFound},
+			{cmd: set("v", time.Minute, SetPlain, 0), code: CodeCreated},
+			{cmd: *KVRenameCommand(k, k, RenameNX, false), code: CodeExists},
+			{cmd: *KVRenameCommand(k, k, RenamePlain, false), code: CodeOK},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameCopy, false), code: CodeOK},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameCopy, false), code: CodeExists},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameNX, false), code: CodeExists},
+			{cmd: *KVRenameCommand(k, []byte("d"), RenameCopy, true), code: CodeOK},
+			{cmd: *KVRenameCommand(k, []byte("e"), RenamePlain, false), code: CodeOK},
+			{cmd: get, code: CodeNotFound},
+			{cmd: *KVRenameCommand([]byte("e"), k, RenameNX, false), code: CodeOK},
+			{cmd: get, code: CodeOK, value: "v"},
+			{advance: 2 * time.Minute, cmd: get, code: CodeNotFound}, // the lifetime moved with it
+			{cmd: *KVRenameCommand([]byte("d"), k, RenamePlain, false), code: CodeNotFound},
+		}},
+		{"expire with the value (GETEX)", []step{
+			{cmd: expire(time.Second, FlagExpireGet), code: CodeNotFound},
+			{cmd: set("v1", 0, SetPlain, 0), code: CodeCreated},
+			{cmd: expire(0, FlagExpireGet), code: CodeUnchanged, value: "v1"}, // PERSIST without a lifetime
+			{cmd: expire(time.Minute, FlagExpireGet), code: CodeOK, value: "v1"},
+			{cmd: expire(0, FlagExpireGet), code: CodeOK, value: "v1"},
+			{cmd: expire(time.Minute, FlagExpireGet|FlagExpireXX), code: CodeUnchanged, value: "v1"},
+			{cmd: expire(0, FlagExpireGet|FlagExpireNow), code: CodeOK, value: "v1"},
+			{cmd: del, code: CodeNotFound},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,6 +175,23 @@ func TestRedisKVCommandsValidate(t *testing.T) {
 		{Type: TypeKVExpire, Key: k, Flags: FlagExpireNX | FlagExpireGT},
 		{Type: TypeKVExpire, Key: k, Flags: FlagExpireGT | FlagExpireLT},
 		{Type: TypeKVExpire},
+		{Type: TypeKVSetRange, Key: k, Value: []byte("x")},
+		{Type: TypeKVSetRange, Key: k, Value: []byte("x"), Body: make([]byte, 15)},
+		{Type: TypeKVSetRange, Key: k, Value: []byte("x"), Body: make([]byte, 16), Flags: 1 << 1},
+		{Type: TypeKVSetRange, Value: []byte("x"), Body: make([]byte, 16)},
+		{Type: TypeKVIncrFloat, Key: k, Value: []byte("nan")},
+		{Type: TypeKVIncrFloat, Key: k, Value: []byte(" 1")},
+		{Type: TypeKVIncrFloat, Key: k},
+		{Type: TypeKVIncrFloat, Key: k, Value: []byte("1\x00")},
+		{Type: TypeKVIncrFloat, Key: k, Value: []byte("1_0")},
+		*KVRenameCommand(k, []byte("\x00node/n1"), RenamePlain, false),
+		*KVRenameCommand(k, []byte("\x00"), RenameCopy, true),
+		*KVRenameCommand(k, nil, RenameNX, false),
+		*KVRenameCommand(k, make([]byte, MaxStoredKeyLen+1), RenamePlain, false),
+		{Type: TypeKVRename, Key: k, Value: []byte("d"), Mode: 3},
+		{Type: TypeKVRename, Key: k, Value: []byte("d"), Flags: FlagCopyReplace},
+		{Type: TypeKVRename, Key: k, Value: []byte("d"), Mode: SetMode(RenameCopy), Flags: 1 << 1},
+		{Type: TypeKVRename, Value: []byte("d")},
 	}
 	for i, c := range bad {
 		if err := c.Validate(); !errors.Is(err, ErrBadCommand) {

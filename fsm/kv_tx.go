@@ -263,7 +263,7 @@ func (a *applier) kvTx(tx *bolt.Tx, c *Command, rev uint64) *Result {
 func (a *applier) replyBytes(tx *bolt.Tx, c *Command) uint64 {
 	switch {
 	case c.Type == TypeKVRead && c.Flags&FlagReadValue != 0, c.Type == TypeKVGetDel,
-		c.Type == TypeKVSet && c.Flags&FlagReturnOld != 0:
+		c.Type == TypeKVSet && c.Flags&FlagReturnOld != 0, c.Type == TypeKVExpire && c.Flags&FlagExpireGet != 0:
 	default:
 		return 0
 	}

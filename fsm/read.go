@@ -136,3 +136,23 @@ func (f *FSM) hashBuckets(buckets [][]byte) ([32]byte, error) {
 	})
 	return sum, err
 }
+
+// EachKV calls fn with every live KV key from from on (included), in key
+// order, until fn returns false: one read transaction, so fn sees one
+// state. The key aliases the store's memory only during fn.
+func (f *FSM) EachKV(from []byte, now time.Time, fn func(key []byte) bool) error {
+	at := f.readNow(now)
+	return f.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketKV).Cursor()
+		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
+			e, ok := decodeKV(v)
+			if !ok || (e.ExpiresAt != 0 && e.ExpiresAt <= at) {
+				continue
+			}
+			if !fn(k) {
+				return nil
+			}
+		}
+		return nil
+	})
+}

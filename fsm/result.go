@@ -30,7 +30,10 @@ const (
 	// CodeOutOfRange: a guarded increment whose result would leave its
 	// bounds; nothing changed (Result.Value is the value kept).
 	CodeOutOfRange
-	CodeConflict // a script's effects whose reads another write changed: nothing applied
+	CodeConflict  // a script's effects whose reads another write changed: nothing applied
+	CodeTooLong   // a string edit that would make the value longer than its bound
+	CodeNotFloat  // a float increment of a value, or by an increment, that is not a number
+	CodeNotFinite // a float increment whose result would be infinite or NaN
 	// CodeKeyReuse: a once begin whose payload fingerprint is not the
 	// claim's; nothing changed.
 	CodeKeyReuse
@@ -42,7 +45,8 @@ const (
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
-	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict, ErrKeyReuse, nil}
+	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict,
+	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

@@ -49,36 +49,13 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	if err := checkGateway(file, cn, logger); err != nil {
 		return nil, err
 	}
-	rc := raftstore.DefaultConfig()
-	rc.NodeID, rc.RaftBind, rc.DataDir = cn.ID, cn.Raft, s.DataDir
-	for _, n := range file.Nodes {
-		rc.Peers = append(rc.Peers, raftstore.Peer{ID: n.ID, RaftAddr: n.RaftAddr()})
-	}
-	rc.Bootstrap = s.Bootstrap
-	rc.RaftAdvertise = cn.AdvertiseRaft
-	// raftstore's defaults, and what the file sets (each default is
-	// defined once, by the package that owns it).
-	r := file.Raft
-	setDuration(&rc.HeartbeatTimeout, r.HeartbeatTimeout)
-	setDuration(&rc.ElectionTimeout, r.ElectionTimeout)
-	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout / 2
-	if r.SnapshotThreshold > 0 {
-		rc.SnapshotThreshold = r.SnapshotThreshold
-	}
-	setDuration(&rc.SnapshotInterval, r.SnapshotInterval)
-	setDuration(&rc.ApplyTimeout, r.ApplyTimeout)
-	setDuration(&rc.MaxClockJump, r.MaxClockJump)
-	if r.MinFree > 0 {
-		rc.MinFreeBytes = uint64(r.MinFree)
-	}
-	rc.FSMNoSync = !r.FSMFsync
-	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
-	rc.MaxCommandBytes = commandLimit(file, gw)
-	if rc.Sweeper, err = sweeperConfig(file); err != nil {
+	rc, err := StoreConfig(s)
+	if err != nil {
 		return nil, err
 	}
+	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
+	rc.MaxCommandBytes = commandLimit(file, gw)
 	rc.Logger = logger
-	rc.PeerTLS = s.PeerTLS
 	store, err := raftstore.Open(rc)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/localcluster"
@@ -138,7 +139,7 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 	for i := range c.Cfgs {
 		c.Stop(i)
 	}
-	if _, err := Recover(c.Cfgs[0], c.Cfgs[0].Peers[:1]); err != nil {
+	if _, err := backup.Recover(c.Cfgs[0].Offline(), Voters(c.Cfgs[0].Peers[:1])); err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range []int{1, 2} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/certs"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/ttl"
@@ -194,6 +195,22 @@ func (c Config) Validate() error {
 		return errors.New("raftstore: DiskCheckInterval must be positive when MinFreeBytes is set")
 	}
 	return nil
+}
+
+// Offline is the node's config for the operations on its data directory
+// while it is stopped (package backup: Restore, Recover, Compact).
+func (c Config) Offline() backup.Config {
+	return backup.Config{NodeID: c.NodeID, DataDir: c.DataDir, FSMNoSync: c.FSMNoSync, Logger: c.Logger}
+}
+
+// Voters are peers as the voters of the cluster backup.Restore or
+// backup.Recover makes.
+func Voters(peers []Peer) []backup.Voter {
+	out := make([]backup.Voter, len(peers))
+	for i, p := range peers {
+		out[i] = backup.Voter{ID: p.ID, RaftAddr: p.RaftAddr}
+	}
+	return out
 }
 
 func (c Config) advertise() string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/testsupport"
@@ -207,11 +208,11 @@ func TestDataDirLock(t *testing.T) {
 	c := StartTestCluster(t, 1, nil)
 	cfg := c.Cfgs[0]
 	cfg.RaftBind = "127.0.0.1:0"
-	// ErrDataDirInUse, not bbolt's "timeout": refused before any file
+	// datadir.ErrInUse, not bbolt's "timeout": refused before any file
 	// lock was waited for.
 	_, err := Open(cfg)
-	if !errors.Is(err, ErrDataDirInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
-		t.Fatalf("a second Open on the same data dir = %v, want ErrDataDirInUse naming pid %d", err, os.Getpid())
+	if !errors.Is(err, datadir.ErrInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("a second Open on the same data dir = %v, want datadir.ErrInUse naming pid %d", err, os.Getpid())
 	}
 	c.Stop(0)
 	s, err := Open(cfg)

@@ -243,6 +243,18 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 	return s.fsm.KV(key, time.Now())
 }
 
+// EachKV calls fn with every live KV key of this node's applied state,
+// in key order, until fn returns false (linearizable unless local: a
+// barrier first). Reserved keys, which sort first, are never shown.
+func (s *Store) EachKV(ctx context.Context, local bool, fn func(key []byte) bool) error {
+	if !local && !mutantLocalReads {
+		if err := s.Barrier(ctx); err != nil {
+			return err
+		}
+	}
+	return s.fsm.EachKV(storeapi.FirstKVKey, time.Now(), fn)
+}
+
 // LocalTx answers a transaction of reads only (MULTI/EXEC of GETs, WATCH
 // included) from this node's applied state (fsm.FSM.ReadTx): the caller
 // runs the barrier first to make it linearizable, as for local KV reads.

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,13 +37,15 @@ func TestReservedKeysRefused(t *testing.T) {
 				}
 			}
 			writes := map[string]*fsm.Command{
-				"set":     fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil")}),
-				"set NX":  fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), Mode: fsm.SetNX}),
-				"set GET": fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
-				"getdel":  fsm.KVGetDelCommand(key, 0),
-				"incr":    fsm.KVIncrCommand(key, 1),
-				"expire":  fsm.KVExpireCommand(key, 0, fsm.FlagExpireNow),
-				"delete":  fsm.KVDeleteCommand(key),
+				"set":         fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil")}),
+				"set NX":      fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), Mode: fsm.SetNX}),
+				"set GET":     fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
+				"getdel":      fsm.KVGetDelCommand(key, 0),
+				"incr":        fsm.KVIncrCommand(key, 1),
+				"expire":      fsm.KVExpireCommand(key, 0, fsm.FlagExpireNow),
+				"delete":      fsm.KVDeleteCommand(key),
+				"append":      fsm.KVAppendCommand(key, []byte("evil"), 1024),
+				"incrbyfloat": fsm.KVIncrFloatCommand(key, []byte("1.5")),
 			}
 			for what, c := range writes {
 				if res, err := s.ApplyKV(ctx, c); !errors.Is(err, storeapi.ErrReservedKey) || res != nil {
@@ -66,6 +69,11 @@ func TestReservedKeysRefused(t *testing.T) {
 		}
 		if addr, ok := s.NodeAPI("n9"); !ok || addr != "127.0.0.9:9001" {
 			t.Fatalf("node %d: NodeAPI(n9) = %q, %v", i, addr, ok)
+		}
+		var listed []string
+		if err := s.EachKV(ctx, false, func(k []byte) bool { listed = append(listed, string(k)); return true }); err != nil ||
+			fmt.Sprint(listed) != "[after before]" {
+			t.Fatalf("node %d: EachKV listed %q, %v; want the two plain keys alone", i, listed, err)
 		}
 	}
 	if _, ok := c.Stores[leader].NodeAPI("n8"); ok {

@@ -8,18 +8,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/storeapi"
 )
-
-// SnapshotInfo describes the snapshot TakeSnapshot took, or the newest one
-// when there was nothing new to take.
-type SnapshotInfo struct {
-	Index uint64        // the last log index it covers
-	Term  uint64        // that entry's term
-	Bytes int64         // its size in the snapshot store
-	Took  time.Duration // how long taking it lasted (0 when not new)
-	New   bool          // false: nothing was applied since the newest one, described instead
-}
 
 // TakeSnapshot makes this node take a Raft snapshot now and compact its log
 // (keeping the trailing entries followers may still need), instead of
@@ -27,9 +18,9 @@ type SnapshotInfo struct {
 // shorten a restart's log replay, or to measure what a snapshot costs
 // under load. It blocks until the snapshot is written or ctx ends; applies
 // go on meanwhile (the state machine's snapshot is a read transaction).
-func (s *Store) TakeSnapshot(ctx context.Context) (SnapshotInfo, error) {
+func (s *Store) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
 	if err := s.checkDisk(); err != nil {
-		return SnapshotInfo{}, err
+		return backup.SnapshotInfo{}, err
 	}
 	// Raft takes another snapshot at the same index when asked twice;
 	// one is enough.
@@ -44,33 +35,33 @@ func (s *Store) TakeSnapshot(ctx context.Context) (SnapshotInfo, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		return SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", ctx.Err())
+		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", ctx.Err())
 	}
 	switch {
 	case errors.Is(err, raft.ErrNothingNewToSnapshot):
 		return s.newestSnapshot()
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return SnapshotInfo{}, storeapi.ErrShutdown
+		return backup.SnapshotInfo{}, storeapi.ErrShutdown
 	case err != nil:
-		return SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
+		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
 	took := time.Since(start)
 	meta, rc, err := fut.Open()
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
+		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
 	rc.Close()
-	return SnapshotInfo{Index: meta.Index, Term: meta.Term, Bytes: meta.Size, Took: took, New: true}, nil
+	return backup.SnapshotInfo{Index: meta.Index, Term: meta.Term, Bytes: meta.Size, Took: took, New: true}, nil
 }
 
-func (s *Store) newestSnapshot() (SnapshotInfo, error) {
+func (s *Store) newestSnapshot() (backup.SnapshotInfo, error) {
 	metas, err := s.snaps.List()
 	if err != nil {
-		return SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
+		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
 	if len(metas) == 0 { // nothing applied yet: there is nothing to take
-		return SnapshotInfo{}, nil
+		return backup.SnapshotInfo{}, nil
 	}
 	m := metas[0]
-	return SnapshotInfo{Index: m.Index, Term: m.Term, Bytes: m.Size}, nil
+	return backup.SnapshotInfo{Index: m.Index, Term: m.Term, Bytes: m.Size}, nil
 }

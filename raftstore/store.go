@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/ttl"
@@ -68,7 +69,7 @@ type Store struct {
 	// forwarded requests wait for it.
 	started   chan struct{}
 	closing   chan struct{} // closed when Close starts: waits give up
-	unlock    func()        // gives up the data directory's lock (files.go)
+	unlock    func()        // gives up the data directory's lock (datadir.Lock)
 	stop      context.CancelFunc
 	bg        sync.WaitGroup
 	closeOnce sync.Once
@@ -90,10 +91,10 @@ func Open(cfg Config) (s *Store, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if err := privateDir(cfg.DataDir); err != nil {
+	if err := datadir.Private(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	unlock, err := lockDir(cfg.DataDir)
+	unlock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func Open(cfg Config) (s *Store, err error) {
 	closers = append(closers, s.fsm)
 	s.wrap = newAppliedFSM(s.fsm)
 
-	s.logs, err = openLogStore(filepath.Join(cfg.DataDir, "raft.db"), cfg.LogNoSync)
+	s.logs, err = datadir.OpenLogStore(filepath.Join(cfg.DataDir, "raft.db"), cfg.LogNoSync)
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +128,10 @@ func Open(cfg Config) (s *Store, err error) {
 	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
 
 	hlog := newHclog(s.logger, "raft", nil) // Raft's lines in the node's format, at its level
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	s.snaps, err = datadir.SnapshotStore(cfg.DataDir, hlog)
 	if err != nil {
-		return nil, fmt.Errorf("raftstore: snapshot store: %w", err)
+		return nil, err
 	}
-	s.snaps = privateSnapshots{SnapshotStore: snaps, dir: cfg.DataDir}
 	if err := s.catchUpFromSnapshot(); err != nil {
 		return nil, err
 	}

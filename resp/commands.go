@@ -33,6 +33,10 @@ type command struct {
 	// txRead is a read's plan inside a transaction: reads in the log
 	// (commands_multi.go). A read without one cannot be queued.
 	txRead func(args [][]byte) plan
+	// sub, for a command of subcommands, refuses an unknown one or one of
+	// the wrong arity, as Redis does when it looks the command up (so
+	// MULTI refuses to queue it); nil: none.
+	sub func(args [][]byte) string
 }
 
 // commands is the table, by lowercase name; filled in init (commands_*.go
@@ -48,7 +52,7 @@ func register(cmds ...*command) {
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
 var unsupported = []string{"fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
-	"publish", "keys", "scan", "flushdb", "flushall", "move", "swapdb", "rename", "renamenx", "copy", "wait"}
+	"publish", "scan", "flushdb", "flushall", "move", "swapdb", "wait"}
 
 // isUnsupported reports whether name is a Redis command idemgate does
 // not run.
@@ -90,6 +94,11 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 	}
 	if (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity) {
 		return nil, fmt.Sprintf("ERR wrong number of arguments for '%s' command", cmd.name)
+	}
+	if cmd.sub != nil {
+		if refusal := cmd.sub(args); refusal != "" {
+			return nil, refusal
+		}
 	}
 	if sess := c.sess.Load(); cmd.write && sess != nil && !sess.grant.Write {
 		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", sess.grant.Name, cmd.name)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
@@ -273,13 +274,17 @@ type setOptions struct {
 // IFNE v|IFDEQ d|IFDNE d, GET, one of EX|PX|EXAT|PXAT|KEEPTTL, in any
 // order; the reply for a refusal.
 func parseSet(a [][]byte, now time.Time) (setOptions, string) {
-	var o setOptions
+	var (
+		o      setOptions
+		expOpt string // the expiry option, given once or again (the last value counts, as in Redis)
+		expVal []byte
+	)
 	for i := 3; i < len(a); i++ {
 		opt := string(a[i])
 		switch {
-		case eq(opt, "nx") && o.mode == fsm.SetPlain:
+		case eq(opt, "nx") && (o.mode == fsm.SetPlain || o.mode == fsm.SetNX): // NX NX is NX, as in Redis
 			o.mode = fsm.SetNX
-		case eq(opt, "xx") && o.mode == fsm.SetPlain:
+		case eq(opt, "xx") && (o.mode == fsm.SetPlain || o.mode == fsm.SetXX):
 			o.mode = fsm.SetXX
 		case condition(opt) != fsm.SetPlain && o.mode == fsm.SetPlain && i+1 < len(a):
 			i++
@@ -295,22 +300,26 @@ func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 			}
 		case eq(opt, "get"):
 			o.get = true
-		case eq(opt, "keepttl") && !o.hasExpiry:
+		case eq(opt, "keepttl") && expOpt == "":
 			o.keepTTL = true
-		case (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && !o.hasExpiry && !o.keepTTL && i+1 < len(a):
+		case (eq(opt, "ex") || eq(opt, "px") || eq(opt, "exat") || eq(opt, "pxat")) && (expOpt == "" || eq(opt, strings.ToLower(expOpt))) &&
+			!o.keepTTL && i+1 < len(a):
 			i++
-			n, ok := parseInt64(a[i])
-			if !ok {
-				return o, msgNotInteger
-			}
-			d, ok := expiryOf(opt, n, now)
-			if !ok {
-				return o, "ERR invalid expire time in 'set' command"
-			}
-			o.ttl, o.hasExpiry = d, true
+			expOpt, expVal = opt, a[i]
 		default:
 			return o, msgSyntax
 		}
+	}
+	if expOpt != "" {
+		n, ok := parseInt64(expVal)
+		if !ok {
+			return o, msgNotInteger
+		}
+		d, ok := expiryOf(expOpt, n, now)
+		if !ok {
+			return o, "ERR invalid expire time in 'set' command"
+		}
+		o.ttl, o.hasExpiry = d, true
 	}
 	return o, ""
 }

@@ -30,6 +30,7 @@ const (
 	msgNestedMulti = "ERR MULTI calls can not be nested"
 	msgWatchInside = "ERR WATCH inside MULTI is not allowed"
 	msgNoTx        = "ERR %s cannot run inside a transaction in idemgate: it is not a command of the KV keyspace; run it before MULTI or after EXEC"
+	msgNoTxOwn     = "ERR %s cannot run inside a transaction in idemgate: it is a transaction of its own; run it before MULTI or after EXEC"
 	msgTxCommands  = "ERR transaction too large: at most %d commands may be queued; EXEC will discard it"
 	msgTxBytes     = "ERR transaction too large: at most %d bytes of arguments may be queued; EXEC will discard it"
 	msgTooMany     = "ERR too many watched keys: at most %d; EXEC, DISCARD or UNWATCH first"
@@ -163,8 +164,8 @@ func (c *conn) inMulti(r request) {
 // its syntax error, if any, is answered as Redis answers it.
 func (c *conn) queue(cmd *command, r request) string {
 	m := c.multi
-	if !c.queueable(cmd, r.args) {
-		return fmt.Sprintf(msgNoTx, strings.ToUpper(cmd.name))
+	if refusal := c.queueable(cmd, r.args); refusal != "" {
+		return fmt.Sprintf(refusal, strings.ToUpper(cmd.name))
 	}
 	size := 0
 	for _, a := range r.args {
@@ -180,23 +181,29 @@ func (c *conn) queue(cmd *command, r request) string {
 	return ""
 }
 
-// queueable reports whether a command can run inside a transaction.
-func (c *conn) queueable(cmd *command, args [][]byte) bool {
+// queueable says whether a command can run inside a transaction: "", or
+// the refusal (a format taking the command's name).
+func (c *conn) queueable(cmd *command, args [][]byte) string {
 	switch cmd.kind {
 	case kindRead:
-		return cmd.txRead != nil
+		if cmd.txRead == nil {
+			return msgNoTx
+		}
 	case kindWrite:
 		p := cmd.plan(c, args)
+		if len(p.watches) > 0 {
+			return msgNoTxOwn
+		}
 		if p.direct != nil {
-			return false
+			return msgNoTx
 		}
 		for _, op := range p.ops {
 			if !fsm.InTx(op.Type) {
-				return false
+				return msgNoTx
 			}
 		}
 	}
-	return true
+	return ""
 }
 
 // step is one queued command made ready at EXEC.

@@ -13,6 +13,7 @@ const (
 	msgSyntax       = "ERR syntax error"
 	msgNotInteger   = "ERR value is not an integer or out of range"
 	msgOverflow     = "ERR increment or decrement would overflow"
+	msgNotFloat     = "ERR value is not a valid float"
 	msgNoAuth       = "NOAUTH Authentication required."
 	msgWrongPass    = "WRONGPASS invalid username-password pair or user is disabled."
 	msgNoPassword   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
@@ -41,6 +42,9 @@ var storeErrors = []struct {
 	{storeapi.ErrReservedKey, ""}, // its own text: which keys are reserved
 	{fsm.ErrNotInteger, msgNotInteger},
 	{fsm.ErrOverflow, msgOverflow},
+	{fsm.ErrTooLong, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+	{fsm.ErrNotFloat, msgNotFloat},
+	{fsm.ErrNotFinite, "ERR increment would produce NaN or Infinity"},
 	{fsm.ErrBadCommand, ""}, // its own text: what was wrong with the key or value
 	{tokens.ErrBadScope, ""},
 	{tokens.ErrBadToken, ""},

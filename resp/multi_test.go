@@ -166,6 +166,10 @@ func TestMultiHostile(t *testing.T) {
 		// it spoils the transaction, as a command that cannot queue.
 		{"a script", "MULTI\r\nSET txk 1\r\n" + array("EVAL", "return redis.call('set', KEYS[1], 2)", "1", "txk") + "EXEC\r\n",
 			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNoTx, "EVAL") + "\r\n", abort}, false},
+		// MSETNX is a transaction of its own (its keys watched as absent):
+		// it cannot be part of another, or it would not be all or none.
+		{"MSETNX", "MULTI\r\nSET txk 1\r\nMSETNX txk 2 txn 3\r\nEXEC\r\nEXISTS txn\r\n",
+			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNoTxOwn, "MSETNX") + "\r\n", abort, ":0\r\n"}, false},
 		{"over the command bound", "MULTI\r\n" + strings.Repeat("SET txk 1\r\n", 101) + "EXEC\r\n",
 			append(append([]string{"+OK\r\n"}, repeat(q, 100)...), "-"+fmt.Sprintf(msgTxCommands, 100)+"\r\n", abort), false},
 		{"over the byte bound", "MULTI\r\nSET txk " + strings.Repeat("v", 1000) + "\r\nSET txk " + strings.Repeat("v", 100) + "\r\nEXEC\r\n",
@@ -325,6 +329,11 @@ func TestMultiOneEntry(t *testing.T) {
 		{"WATCH one:a\r\nMULTI\r\nGET one:a\r\nEXISTS one:a one:b\r\nPTTL one:a\r\nEXEC\r\n",
 			[]string{"+OK\r\n", "+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "*3\r\n$1\r\n3\r\n:1\r\n:-1\r\n"}, 0},
 		{"WATCH one:a\r\nMULTI\r\nEXEC\r\n", []string{"+OK\r\n", "+OK\r\n", "*0\r\n"}, 0},
+		// MSET and MSETNX are one transaction of the state machine: no
+		// reader sees some of their keys written and not the others.
+		{"MSET one:x 1 one:y 2 one:z 3\r\n", []string{"+OK\r\n"}, 1},
+		{"MSETNX one:n1 1 one:n2 2\r\n", []string{":1\r\n"}, 1},
+		{"MSETNX one:n3 1 one:n2 2\r\nEXISTS one:n3\r\n", []string{":0\r\n", ":0\r\n"}, 1},
 	}
 	for _, tt := range tests {
 		before, _ := store.Indexes()

@@ -97,6 +97,13 @@ type plan struct {
 	answer func(w *writer, res []storeapi.OpResult)
 	direct func(ctx context.Context, w *writer)
 	err    string // a refusal found while planning (syntax): the reply, no ops
+	// atomic: the ops apply as one transaction of the state machine
+	// (fsm.KVTxCommand), alone, under watches (conflict answers when one
+	// failed and nothing applied). Inside MULTI its ops are the
+	// transaction's; one with watches cannot be queued.
+	atomic   bool
+	watches  []fsm.Watch
+	conflict func(w *writer)
 }
 
 // runWrites runs the writes that start at i, and returns the index after
@@ -119,6 +126,9 @@ func (c *conn) runWrites(batch []request, i int) int {
 				p = plan{err: errorReply(err)}
 				break
 			}
+		}
+		if p.atomic && p.err == "" {
+			p = c.atomically(p)
 		}
 		if p.direct != nil && j > i {
 			break // it runs alone, after these

@@ -31,6 +31,10 @@ func TestReservedKeysRefused(t *testing.T) {
 		"expire": {rk, "0"}, "pexpire": {rk, "1"}, "persist": {rk}, "watch": {"plain", rk},
 		"delex": {rk, "IFEQ", "x"}, "digest": {rk},
 		"expireat": {rk, "1"}, "pexpireat": {rk, "1"}, "getrange": {rk, "0", "-1"}, "strlen": {rk},
+		"getset": {rk, "evil"}, "setex": {rk, "100", "evil"}, "psetex": {rk, "100", "evil"}, "getex": {rk, "PERSIST"},
+		"mset": {"plain", "2", rk, "evil"}, "msetnx": {"plainnew", "2", rk, "evil"},
+		"append": {rk, "evil"}, "setrange": {rk, "0", "evil"}, "incrbyfloat": {rk, "1.5"},
+		"rename": {rk, "plain"}, "renamenx": {"plain", rk}, "copy": {rk, "plain", "REPLACE"}, "expiretime": {rk}, "pexpiretime": {rk}, "type": {rk}, "object": {"ENCODING", rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
@@ -38,7 +42,10 @@ func TestReservedKeysRefused(t *testing.T) {
 		}
 	}
 	extra := [][]string{{"SET", rk, "evil", "NX", "GET"}, {"SET", rk, "evil", "IFEQ", "127.0.0.1:9001"}, {"DELEX", rk}, {"SET", rk, "evil", "XX", "KEEPTTL"}, {"SET", "\x00", "evil"},
-		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"}}
+		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"},
+		{"GETEX", rk}, {"GETEX", rk, "EX", "0"}, {"GETEX", rk, "EX", "x"}, {"GETEX", rk, "EXAT", "1"},
+		{"SETRANGE", rk, "0", ""}, {"APPEND", rk, ""},
+		{"RENAME", "plain", rk}, {"RENAMENX", rk, "plain"}, {"COPY", "plain", rk}, {"COPY", "plain", rk, "REPLACE"}, {"RENAME", "plain", "\x00"}}
 	rows := extra
 	for name, args := range calls {
 		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))
@@ -56,6 +63,9 @@ func TestReservedKeysRefused(t *testing.T) {
 	// A NUL byte inside a key is an ordinary key, as in Redis.
 	c.send(array("SET", "k\x00", "v") + array("GET", "k\x00"))
 	c.expect("a NUL inside a key", []string{"+OK\r\n", "$1\r\nv\r\n"})
+	// The keyspace's listings never show a reserved key.
+	c.send("DEL plainnew\r\nKEYS *\r\nDBSIZE\r\n" + array("KEYS", "\x00*") + array("KEYS", "[\x00]node*"))
+	c.expect("KEYS and DBSIZE", []string{":0\r\n", "*2\r\n$2\r\nk\x00\r\n$5\r\nplain\r\n", ":2\r\n", "*0\r\n", "*0\r\n"})
 }
 
 // array is a request as a RESP array of bulk strings.

@@ -35,7 +35,9 @@ type scriptCall struct {
 var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "strlen": true, "exists": true, "ttl": true, "pttl": true,
 	"set": true, "setnx": true, "getdel": true, "del": true, "unlink": true, "incr": true, "decr": true,
 	"incrby": true, "decrby": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
-	"persist": true, "time": true, "ping": true, "echo": true, "delex": true, "digest": true}
+	"persist": true, "time": true, "ping": true, "echo": true, "delex": true, "digest": true,
+	"getset": true, "setex": true, "psetex": true, "mset": true, "append": true, "setrange": true, "incrbyfloat": true,
+	"type": true, "expiretime": true, "pexpiretime": true, "object": true}
 
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly}

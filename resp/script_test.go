@@ -18,6 +18,21 @@ import (
 // for byte: each stream runs on a fresh connection, in order, against
 // redis-server and a 3-node cluster's follower. Keys are the streams' own.
 var scriptStreams = [][][]string{
+	{ // the older string commands from a script
+		{"EVAL", "return redis.call('getset', KEYS[1], 'a')", "1", "sd:gs"},
+		{"EVAL", "return redis.call('getset', KEYS[1], 'b')", "1", "sd:gs"},
+		{"EVAL", "return {redis.call('setex', KEYS[1], 100, 'c'), redis.call('ttl', KEYS[1])}", "1", "sd:gs"},
+		{"EVAL", "return redis.pcall('setex', KEYS[1], 0, 'c')", "1", "sd:gs"},
+		{"EVAL", "return {redis.call('psetex', KEYS[1], 100000, 'd'), redis.call('ttl', KEYS[1])}", "1", "sd:gs"},
+		{"EVAL", "return {redis.call('mset', KEYS[1], 'x', KEYS[2], 'y'), redis.call('mget', KEYS[1], KEYS[2])}", "2", "sd:m1", "sd:m2"},
+		{"EVAL", "return redis.pcall('mset', KEYS[1])", "1", "sd:m1"},
+		{"EVAL", "return {redis.call('append', KEYS[1], 'ab'), redis.call('setrange', KEYS[1], 4, 'z'), redis.call('get', KEYS[1])}", "1", "sd:ap"},
+		{"EVAL", "return redis.pcall('setrange', KEYS[1], -1, 'z')", "1", "sd:ap"},
+		{"EVAL", "return {redis.call('incrbyfloat', KEYS[1], '0.1'), redis.call('incrbyfloat', KEYS[1], '0.2')}", "1", "sd:fl"},
+		{"EVAL", "return redis.pcall('incrbyfloat', KEYS[1], 'inf')", "1", "sd:fl"},
+		{"EVAL", "return redis.pcall('incrbyfloat', KEYS[1], 'x')", "1", "sd:fl"},
+		{"EVAL", "redis.call('set', KEYS[1], 'w') return redis.pcall('incrbyfloat', KEYS[1], '1')", "1", "sd:fl"},
+	},
 	{ // conversions both ways
 		{"EVAL", "return {false, true, {ok='x'}, {err='e'}}", "0"},
 		{"EVAL", "return {1, {2, {3}}, 'a'}", "0"},

@@ -18,3 +18,7 @@ func CheckKVKey(key []byte) error {
 	}
 	return nil
 }
+
+// FirstKVKey is where a walk of the KV keyspace that must not show
+// reserved keys begins: they all sort before it.
+var FirstKVKey = []byte{reservedPrefix + 1}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/storeapi"
@@ -176,6 +177,11 @@ func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	return s.f.KV(key, time.Now())
 }
 
+// EachKV is raftstore.Store.EachKV.
+func (s *Store) EachKV(_ context.Context, _ bool, fn func(key []byte) bool) error {
+	return s.f.EachKV(storeapi.FirstKVKey, time.Now(), fn)
+}
+
 // LocalTx is raftstore.Store.LocalTx.
 func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
 	if err := raftstore.CheckTxKeys(r); err != nil {
@@ -228,7 +234,7 @@ func (s *Store) Indexes() (commit, applied uint64) {
 
 // Backup is a real backup file of the state machine, as a one-node
 // cluster's at term 1.
-func (s *Store) Backup(ctx context.Context) (*raftstore.Backup, error) {
+func (s *Store) Backup(ctx context.Context) (*backup.File, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -237,21 +243,21 @@ func (s *Store) Backup(ctx context.Context) (*raftstore.Backup, error) {
 		return nil, err
 	}
 	defer snap.Release()
-	return raftstore.SpoolBackup(s.dir, snap, raftstore.BackupMeta{Term: 1, Node: "mem",
-		Servers: []raftstore.BackupServer{{ID: "mem", Raft: "memstore", Voter: true}}})
+	return backup.Spool(s.dir, snap, backup.Meta{Term: 1, Node: "mem",
+		Servers: []backup.Server{{ID: "mem", Raft: "memstore", Voter: true}}})
 }
 
 // TakeSnapshot spools a backup of the state machine (a real snapshot of it)
 // and describes it as a one-node cluster's snapshot at term 1; there is no
 // log to compact.
-func (s *Store) TakeSnapshot(ctx context.Context) (raftstore.SnapshotInfo, error) {
+func (s *Store) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
 	start := time.Now()
 	b, err := s.Backup(ctx)
 	if err != nil {
-		return raftstore.SnapshotInfo{}, err
+		return backup.SnapshotInfo{}, err
 	}
 	defer b.Close()
-	return raftstore.SnapshotInfo{Index: b.Meta.Index, Term: 1, Bytes: b.Size, Took: time.Since(start), New: true}, nil
+	return backup.SnapshotInfo{Index: b.Meta.Index, Term: 1, Bytes: b.Size, Took: time.Since(start), New: true}, nil
 }
 
 // The sweeper's Proposer (package ttl).

@@ -155,6 +155,7 @@ func TestE2EOperatorCLI(t *testing.T) {
 		{"unknown field", "nodes: [{id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2}]\nbogus: 1\n", "bogus"},
 		{"exposed", "nodes: [{id: n1, raft: 10.9.9.9:7001, api: 127.0.0.1:2}]\n", "tls"},
 		{"bad ttl", "nodes: [{id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2}]\nupstream: http://127.0.0.1:3\nroutes: [{name: pay, path: /pay, ttl: 24hours}]\n", "routes[0].ttl"},
+		{"backlog pause over the interval", "nodes: [{id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2}]\nexpiry: {backlog_pause: 2s}\n", "expiry.backlog_pause"},
 	} {
 		path := filepath.Join(dir, bad.name+".yaml")
 		os.WriteFile(path, []byte(bad.yaml), 0o644)

@@ -1,11 +1,10 @@
-package raftstore
+package backup
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"path/filepath"
 
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 )
 
@@ -23,32 +22,27 @@ type CompactInfo struct {
 // root, it leaves the file to the directory's owner.
 func Compact(cfg Config) (CompactInfo, error) {
 	if cfg.DataDir == "" {
-		return CompactInfo{}, fmt.Errorf("raftstore: compact: DataDir is empty")
+		return CompactInfo{}, fmt.Errorf("backup: compact: DataDir is empty")
 	}
-	uid, gid, err := dirOwner(cfg.DataDir)
+	uid, gid, err := datadir.Owner(cfg.DataDir)
 	if err != nil {
 		return CompactInfo{}, err
 	}
-	unlock, err := lockDir(cfg.DataDir)
+	unlock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
 		return CompactInfo{}, err
 	}
 	defer unlock()
-	path := filepath.Join(cfg.DataDir, "fsm.db")
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	f, err := fsm.Open(fsm.Config{Path: path, NoSync: cfg.FSMNoSync, Logger: logger})
+	f, err := cfg.openFSM()
 	if err != nil {
-		return CompactInfo{}, fmt.Errorf("raftstore: compact: %w", err)
+		return CompactInfo{}, fmt.Errorf("backup: compact: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return CompactInfo{}, fmt.Errorf("raftstore: compact: %w", err)
+		return CompactInfo{}, fmt.Errorf("backup: compact: %w", err)
 	}
-	before, after, err := fsm.Compact(path)
+	before, after, err := fsm.Compact(filepath.Join(cfg.DataDir, "fsm.db"))
 	if err != nil {
 		return CompactInfo{}, err
 	}
-	return CompactInfo{Before: before, After: after}, keepOwner(cfg.DataDir, uid, gid)
+	return CompactInfo{Before: before, After: after}, datadir.KeepOwner(cfg.DataDir, uid, gid)
 }

@@ -1,16 +1,16 @@
-package raftstore
+package backup
 
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 )
 
@@ -28,71 +28,71 @@ type RecoverInfo struct {
 // then start them. It is the last resort: writes that only the lost nodes
 // held are gone, and two groups recovered apart would be two clusters.
 //
-// cfg is the node's own (NodeID, DataDir, FSMNoSync); voters must include
-// it. The data directory's lock keeps Recover from running beside the node.
-// Run as root, it leaves the directory's files to the directory's owner.
-func Recover(cfg Config, voters []Peer) (_ RecoverInfo, err error) {
+// cfg is the node's own; voters must include it. The data directory's lock
+// keeps Recover from running beside the node. Run as root, it leaves the
+// directory's files to the directory's owner.
+//
+// It is not Restore: Restore makes a new cluster from a backup file;
+// Recover keeps a node's own state and only rewrites who its voters are.
+func Recover(cfg Config, voters []Voter) (_ RecoverInfo, err error) {
 	if err := cfg.Validate(); err != nil {
 		return RecoverInfo{}, err
 	}
-	uid, gid, err := dirOwner(cfg.DataDir)
+	uid, gid, err := datadir.Owner(cfg.DataDir)
 	if err != nil {
 		return RecoverInfo{}, err
 	}
 	defer func() { // last, once every file is closed
 		if err == nil {
-			err = keepOwner(cfg.DataDir, uid, gid)
+			err = datadir.KeepOwner(cfg.DataDir, uid, gid)
 		}
 	}()
 	if len(voters) == 0 {
-		return RecoverInfo{}, errors.New("raftstore: recover: no voters")
+		return RecoverInfo{}, errors.New("backup: recover: no voters")
 	}
-	var conf raft.Configuration
-	self := false
-	for _, v := range voters {
-		self = self || v.ID == cfg.NodeID
-		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(v.ID), Address: raft.ServerAddress(v.RaftAddr), Suffrage: raft.Voter})
+	conf, err := configuration(voters)
+	if err != nil {
+		return RecoverInfo{}, err
 	}
-	if !self {
-		return RecoverInfo{}, fmt.Errorf("raftstore: recover: the voters must include this node %q", cfg.NodeID)
+	if !slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
+		return RecoverInfo{}, fmt.Errorf("backup: recover: the voters must include this node %q", cfg.NodeID)
 	}
 	for _, name := range []string{"raft.db", "fsm.db"} {
 		if _, err := os.Stat(filepath.Join(cfg.DataDir, name)); err != nil {
-			return RecoverInfo{}, fmt.Errorf("raftstore: recover: %s holds no node's data: %w", cfg.DataDir, err)
+			return RecoverInfo{}, fmt.Errorf("backup: recover: %s holds no node's data: %w", cfg.DataDir, err)
 		}
 	}
-	unlock, err := lockDir(cfg.DataDir)
+	unlock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
 		return RecoverInfo{}, err
 	}
 	defer unlock()
 
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	f, err := fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: logger})
+	f, err := cfg.openFSM()
 	if err != nil {
 		return RecoverInfo{}, err
 	}
 	defer f.Close()
-	logs, err := openLogStore(filepath.Join(cfg.DataDir, "raft.db"), false)
+	logs, err := datadir.OpenLogStore(filepath.Join(cfg.DataDir, "raft.db"), false)
 	if err != nil {
 		return RecoverInfo{}, err
 	}
 	defer logs.Close()
 	hlog := hclog.NewNullLogger()
-	store, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	snaps, err := datadir.SnapshotStore(cfg.DataDir, hlog)
 	if err != nil {
-		return RecoverInfo{}, fmt.Errorf("raftstore: recover: snapshot store: %w", err)
+		return RecoverInfo{}, err
 	}
-	snaps := privateSnapshots{SnapshotStore: store, dir: cfg.DataDir}
-	_, trans := raft.NewInmemTransport(raft.ServerAddress(cfg.advertise())) // encodes peers' addresses into the snapshot's metadata; nothing is sent
+	_, trans := inmemTransport()
 	defer trans.Close()
-	rc := cfg.raftConfig()
+	// RecoverCluster only checks its config (ValidateConfig) and takes
+	// the snapshot format (ProtocolVersion) and the logger from it: the
+	// running node's timeouts and thresholds play no part.
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.Logger = hlog
 	if err := raft.RecoverCluster(rc, releasingFSM{f}, logs, logs, snaps, trans, conf); err != nil {
-		return RecoverInfo{}, fmt.Errorf("raftstore: recover: %w", err)
+		return RecoverInfo{}, fmt.Errorf("backup: recover: %w", err)
 	}
 	return RecoverInfo{Applied: f.AppliedIndex()}, nil
 }

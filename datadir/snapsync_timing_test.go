@@ -1,4 +1,4 @@
-package raftstore
+package datadir
 
 import (
 	"io"
@@ -19,7 +19,7 @@ import (
 // final fsync) and with the node's (written out chunk by chunk), in the
 // same run.
 //
-//	go test -run XXX -bench SnapshotBesideLogFsyncs -benchtime 1x ./raftstore
+//	go test -run XXX -bench SnapshotBesideLogFsyncs -benchtime 1x ./datadir
 func BenchmarkSnapshotBesideLogFsyncs(b *testing.B) {
 	mb := 512
 	if v, err := strconv.Atoi(os.Getenv("IDEMGATE_SNAP_MB")); err == nil && v > 0 {

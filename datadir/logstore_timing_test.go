@@ -1,4 +1,4 @@
-package raftstore
+package datadir
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // restarts, at its largest: SnapshotThreshold + TrailingLogs entries
 // (16,384 + 10,240) of IDEMGATE_LOG_ENTRY_BYTES (default 8 KiB: a batch of
 // some 60 commands), then the 16,384 a snapshot lets go deleted, as Raft
-// compacts. Two ways in one run, each as openLogStore opens it (the check
+// compacts. Two ways in one run, each as OpenLogStore opens it (the check
 // reads the file in order first, then raft-boltdb opens it):
 //
 //   - rebuilt: the file as a node leaves it, no free list in it: bbolt
@@ -31,7 +31,7 @@ import (
 // kind rebuilding it cost no more than reading it (8 KiB entries, 275 MB:
 // 124 ms rebuilt, 191 ms synced; 512 B entries, 51 MB: 33 and 37 ms).
 //
-//	IDEMGATE_LOG_ENTRY_BYTES=512 go test -run XXX -bench LogStoreColdOpen -benchtime 3x ./raftstore
+//	IDEMGATE_LOG_ENTRY_BYTES=512 go test -run XXX -bench LogStoreColdOpen -benchtime 3x ./datadir
 func BenchmarkLogStoreColdOpen(b *testing.B) {
 	size := 8 << 10
 	if v, err := fmt.Sscan(os.Getenv("IDEMGATE_LOG_ENTRY_BYTES"), &size); err != nil || v != 1 {
@@ -92,10 +92,10 @@ func BenchmarkLogStoreColdOpen(b *testing.B) {
 		}
 	}
 	b.Run("rebuilt", func(b *testing.B) {
-		run(b, func() (io.Closer, error) { return openLogStore(legacy, true) })
+		run(b, func() (io.Closer, error) { return OpenLogStore(legacy, true) })
 	})
 	b.Run("synced", func(b *testing.B) {
-		run(b, func() (io.Closer, error) { return openLogStore(synced, true) })
+		run(b, func() (io.Closer, error) { return OpenLogStore(synced, true) })
 	})
 }
 
