@@ -471,3 +471,39 @@ func TestRecordObserverSeesRemovals(t *testing.T) {
 		t.Fatalf("removed after expiry = %q", removed)
 	}
 }
+
+// TestRestoreWhileASnapshotIsOpen: a restore does not wait for a snapshot
+// still being persisted (hashicorp/raft takes one while it installs
+// another, and its snapshot goroutine then waits for the goroutine that
+// waits for the restore). The open snapshot goes on reading the state it
+// captured; the restored state is the snapshot's. Before, Restore closed
+// the data file first, and bbolt's Close waits for every read transaction:
+// this test hung.
+func TestRestoreWhileASnapshotIsOpen(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	a.apply(Command{Type: TypeKVSet, Key: []byte("x"), Value: []byte("1")})
+	b.apply(Command{Type: TypeKVSet, Key: []byte("y"), Value: []byte("2")})
+	open, err := b.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := b.f.KV([]byte("x"), b.now()); err != nil || string(e.Value) != "1" {
+		t.Fatalf("restored key = %q, %v", e.Value, err)
+	}
+	// The snapshot taken before still holds the state it captured.
+	c := newHarness(t)
+	var sink memSink
+	if err := open.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	open.Release()
+	if err := c.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := c.f.KV([]byte("y"), c.now()); err != nil || string(e.Value) != "2" {
+		t.Fatalf("the open snapshot's state = %q, %v; want y=2", e.Value, err)
+	}
+}

@@ -126,20 +126,29 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.db != nil {
-		if err := f.db.Close(); err != nil {
-			return fmt.Errorf("fsm: restore: close: %w", err)
-		}
-		f.db = nil
-	}
+	old := f.db
 	if err := os.Rename(tmp, f.cfg.Path); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
+	f.db = nil
 	db, err := openDB(f.cfg.Path, f.cfg.NoSync)
 	if err != nil {
+		if old != nil {
+			go old.Close()
+		}
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	f.db = db
+	if old != nil {
+		// The old file is closed off the restore: a snapshot being
+		// persisted may still read it through its read transaction, and
+		// bbolt's Close waits for that. hashicorp/raft can take a snapshot
+		// while it installs another: its snapshot goroutine then waits on
+		// the main goroutine (for the configuration), which waits on this
+		// restore. Waiting here closed that circle for good. Renamed over,
+		// the old file lives on until it is closed.
+		go old.Close()
+	}
 	return f.load()
 }
 
