@@ -22,6 +22,7 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -65,9 +66,13 @@ func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry,
 	if err := tok.Register(reg); err != nil {
 		t.Fatal(err)
 	}
+	onceSvc := once.New(s, testRetention)
+	if err := onceSvc.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile}, s, tok, reg)
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile}, s, tok, onceSvc, reg)
 	if err := api.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +85,15 @@ func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry,
 	})
 	ac.apis = append(ac.apis, api)
 	ac.urls = append(ac.urls, "http://"+api.Addr())
+}
+
+// testRetention is the once scopes' retention in the tests: an hour, and
+// a second for the scope "brief".
+func testRetention(scope string) time.Duration {
+	if scope == "brief" {
+		return time.Second
+	}
+	return time.Hour
 }
 
 func startAPICluster(t testing.TB, n int) *apiCluster {

@@ -67,7 +67,7 @@ func requiredRole(method, path string) auth.Role {
 		return auth.RoleAdmin
 	case method == fasthttp.MethodGet || method == fasthttp.MethodHead:
 		return auth.RoleRead
-	case strings.HasPrefix(path, "/v1/kv/"):
+	case strings.HasPrefix(path, "/v1/kv/"), strings.HasPrefix(path, "/v1/once/"):
 		return auth.RoleApp
 	case method == fasthttp.MethodPost && (path == "/v1/tokens" || path == "/v1/tokens/consume"):
 		return auth.RoleApp

@@ -320,7 +320,7 @@ var apiKinds = map[string]httpx.Kind{
 	"MembershipConflict": httpx.MembershipConflict, "Misdirected": httpx.Misdirected, "MethodNotAllowed": httpx.MethodNotAllowed,
 	"MissingKey": httpx.MissingKey, "MissingToken": httpx.MissingToken, "NotFound": httpx.NotFound, "NotReady": httpx.NotReady,
 	"NotAlive": httpx.NotAlive, "OutcomeUnknown": httpx.OutcomeUnknown, "ReplayUnavailable": httpx.ReplayUnavailable,
-	"SuspectedDuplicate": httpx.SuspectedDuplicate, "TokenUsed": httpx.TokenUsed, "TooManyRequests": httpx.TooManyRequests,
+	"StaleFence": httpx.StaleFence, "SuspectedDuplicate": httpx.SuspectedDuplicate, "TokenUsed": httpx.TokenUsed, "TooManyRequests": httpx.TooManyRequests,
 	"Unauthorized": httpx.Unauthorized, "Unavailable": httpx.Unavailable, "UnknownNode": httpx.UnknownNode,
 	"UnsupportedMediaType": httpx.UnsupportedMediaType, "UntrustedTenant": httpx.UntrustedTenant,
 	"UpstreamResponseTooLarge": httpx.UpstreamResponseTooLarge, "UpstreamTimeout": httpx.UpstreamTimeout,

@@ -28,6 +28,10 @@ type Store interface {
 	// most max from the key from on, and says where the next starts
 	// (fsm.FSM.ScanRecords; GET /v1/records/export).
 	ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error)
+	// Claim reads a once claim (GET /v1/once/{scope}/{key}), for package once.
+	Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, error)
+	// Once applies a once command (package once).
+	Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
 	// Suspects lists up to limit suspected duplicates, newest first.
 	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
 

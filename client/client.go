@@ -36,6 +36,9 @@ type Config struct {
 	// MaxBody bounds an answer's body read into a Response (default
 	// 32 MiB, the gateway's own bound).
 	MaxBody int64
+	// OnceLease is the lease Once holds a claim with (default
+	// DefaultOnceLease), renewed at a third of it while its function runs.
+	OnceLease time.Duration
 }
 
 // Client calls an idemgate cluster. It is safe for concurrent use.

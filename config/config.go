@@ -22,6 +22,7 @@ type File struct {
 	Expiry   Expiry   `yaml:"expiry"`
 	Limits   Limits   `yaml:"limits"`
 	Suspects Suspects `yaml:"suspects"`
+	Once     Once     `yaml:"once"`
 	TLS      *TLS     `yaml:"tls"`
 	API      API      `yaml:"api"`
 	// TrustedProxies are the client addresses (CIDRs, or single addresses)
@@ -314,6 +315,9 @@ func (f *File) validate() error {
 	}
 	if f.Suspects.Window == 0 {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)
+	}
+	if err := f.Once.validate(); err != nil {
+		return err
 	}
 	return f.validateSecurity()
 }

@@ -87,6 +87,12 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"reconcile_id bad pointer", base + "routes:\n  - {name: a, path: /a, reconcile_id: 'json:/a~2'}\n", "routes[0].reconcile_id"},
 		{"reconcile_id relative", base + "routes:\n  - {name: a, path: /a, reconcile_id: 'json:charge'}\n", "routes[0].reconcile_id"},
 		{"not yaml", "nodes: [", "config:"},
+		{"once retention too short", base + "once:\n  retention: 1ms\n", "line 5: once.retention: "},
+		{"once retention negative", base + "once:\n  retention: -1h\n", "once.retention"},
+		{"once scope without a name", base + "once:\n  scopes:\n    - {retention: 1h}\n", "once.scopes[0].name"},
+		{"once scope bad name", base + "once:\n  scopes:\n    - {name: 'a b', retention: 1h}\n", "once.scopes[0].name"},
+		{"once scope twice", base + "once:\n  scopes:\n    - {name: sms, retention: 1h}\n    - {name: sms, retention: 2h}\n", "once.scopes[1].name"},
+		{"once scope retention over a year", base + "once:\n  scopes:\n    - {name: sms, retention: 9000h}\n", "once.scopes[0].retention"},
 	}
 	for _, tt := range tests {
 		_, err := Parse([]byte(tt.yaml))
@@ -97,6 +103,27 @@ func TestErrorsNameTheField(t *testing.T) {
 		if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error = %q, want one line containing %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestOnceRetention: a listed scope has its own retention, one listed
+// without inherits once.retention, every other scope has the default.
+func TestOnceRetention(t *testing.T) {
+	f, err := Parse([]byte(base + "once:\n  scopes:\n    - {name: sms, retention: 168h}\n    - {name: jobs}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for scope, want := range map[string]time.Duration{"sms": 168 * time.Hour, "jobs": DefaultOnceRetention, "other": DefaultOnceRetention} {
+		if got := f.Once.RetentionOf(scope); got != want {
+			t.Errorf("RetentionOf(%q) = %s, want %s", scope, got, want)
+		}
+	}
+	f, err = Parse([]byte(base + "once:\n  retention: 1h\n  scopes:\n    - {name: jobs}\n"))
+	if err != nil || f.Once.RetentionOf("jobs") != time.Hour || f.Once.RetentionOf("x") != time.Hour {
+		t.Fatalf("%v %+v", err, f.Once)
+	}
+	if got := (Once{}).RetentionOf("x"); got != DefaultOnceRetention {
+		t.Fatalf("an unvalidated file's retention: %s", got)
 	}
 }
 

@@ -54,6 +54,10 @@ const (
 	TypeKVSetRange
 	TypeKVIncrFloat
 	TypeKVRename
+	TypeOnceBegin
+	TypeOnceRenew
+	TypeOnceComplete
+	TypeOnceRelease
 	typeEnd
 )
 
@@ -182,6 +186,18 @@ var commands = [typeEnd]spec{
 	// script's: a script's effects name the keys they write by Key alone.
 	TypeKVRename: {name: "kv_rename", uses: fKey | fValue | fMode | fFlags,
 		key: true, remembered: true, tx: true, check: checkKVRename, apply: (*applier).kvRename},
+	// Key: OnceKey(scope, key). Value: the payload's fingerprint
+	// (OnceFingerprint); Timeout: the lease; TTL: the scope's retention.
+	TypeOnceBegin: {name: "once_begin", uses: fKey | fValue | fTTL | fTimeout,
+		key: true, remembered: true, check: checkOnceBegin, apply: (*applier).onceBegin},
+	// Timeout: the new lease, from the renew.
+	TypeOnceRenew: {name: "once_renew", uses: fKey | fFence | fTimeout,
+		key: true, remembered: true, check: checkOnceRenew, apply: (*applier).onceRenew},
+	// Body: the result; TTL: the scope's retention, from the complete.
+	TypeOnceComplete: {name: "once_complete", uses: fKey | fFence | fBody | fTTL,
+		key: true, remembered: true, check: checkOnceComplete, apply: (*applier).onceComplete},
+	TypeOnceRelease: {name: "once_release", uses: fKey | fFence,
+		key: true, remembered: true, check: checkFence, apply: (*applier).onceRelease},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.
@@ -260,6 +276,32 @@ func checkFence(c *Command) error {
 		return errors.New("missing fencing token")
 	}
 	return nil
+}
+
+func checkOnceBegin(c *Command) error {
+	switch {
+	case len(c.Value) != 32:
+		return errors.New("a payload fingerprint is 32 bytes")
+	case c.Timeout <= 0:
+		return errors.New("a lease must be positive")
+	case c.TTL <= 0:
+		return errors.New("a retention must be positive")
+	}
+	return nil
+}
+
+func checkOnceRenew(c *Command) error {
+	if c.Timeout <= 0 {
+		return errors.New("a lease must be positive")
+	}
+	return checkFence(c)
+}
+
+func checkOnceComplete(c *Command) error {
+	if c.TTL <= 0 {
+		return errors.New("a retention must be positive")
+	}
+	return checkFence(c)
 }
 
 func checkExpire(c *Command) error {

@@ -146,8 +146,16 @@ func tableSamples() map[Type]*Command {
 		TypeKVSetRange:    KVAppendCommand([]byte("n"), []byte("9"), 1024),
 		TypeKVIncrFloat:   KVIncrFloatCommand([]byte("n"), []byte("0.5")),
 		TypeKVRename:      KVRenameCommand([]byte("n"), []byte("short"), RenameCopy, true),
+		TypeOnceBegin:     OnceBeginCommand(OnceKey("jobs", "new"), OnceFingerprint([]byte("p")), 30*time.Second, time.Hour),
+		TypeOnceRenew:     OnceRenewCommand(OnceKey("jobs", "held"), tableOnceFence, 30*time.Second),
+		TypeOnceComplete:  OnceCompleteCommand(OnceKey("jobs", "held"), tableOnceFence, []byte("sent"), time.Hour),
+		TypeOnceRelease:   OnceReleaseCommand(OnceKey("jobs", "held"), tableOnceFence),
 	}
 }
+
+// tableOnceFence is the fence of the claim tableSetup begins: the revision
+// of its fifth command.
+const tableOnceFence = 5
 
 // scriptSample is a script's INCR of "n", as tableSetup leaves it.
 func scriptSample() *Command {
@@ -166,13 +174,17 @@ func scriptSample() *Command {
 const tableStamp = int64(1_767_225_600_000_000_000) // 2026-01-01
 
 // tableSetup leaves a record owned by fence 1, a KV key "n" = 5 at version
-// 2, a key "short" that expires a millisecond later, and a token.
+// 2, a key "short" that expires a millisecond later, a token, and a once
+// claim begun with a minute's lease.
 func tableSetup(h *harness) {
 	h.clock = tableStamp
 	h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", "held"), Value: []byte("fp"), TTL: time.Hour})
 	h.apply(Command{Type: TypeKVSet, Key: []byte("n"), Value: []byte("5")})
 	h.apply(Command{Type: TypeKVSet, Key: []byte("short"), Value: []byte("x"), TTL: time.Millisecond})
 	h.apply(Command{Type: TypeTokenIssue, Key: TokenKey("form", "held"), TTL: time.Hour})
+	if r := h.apply(*OnceBeginCommand(OnceKey("jobs", "held"), OnceFingerprint([]byte("p")), time.Minute, time.Hour)); r.Fence != tableOnceFence {
+		h.t.Fatalf("the claim's fence is %d, want %d", r.Fence, tableOnceFence)
+	}
 	h.advance(time.Second)
 }
 

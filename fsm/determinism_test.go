@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(16) {
+		switch rng.IntN(20) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -83,11 +83,23 @@ func randomStream(seed uint64, n int) []*raft.Log {
 				KVDeleteCommand(key()).Encode(nil)}[:1+rng.IntN(3)]
 			c = Command{Type: TypeScriptEffects, Stamp: clock, ReqID: c.ReqID,
 				Body: encodeEffects(clock-int64(rng.IntN(500))*int64(time.Millisecond), reads, writes)}
+		case 15:
+			c.Type = TypeOnceBegin
+			c.Value = OnceFingerprint([]byte{byte(rng.IntN(2))}) // a key reused with another payload now and then
+			c.Timeout = time.Duration(rng.IntN(3)+1) * 300 * time.Millisecond
+			c.TTL += time.Second
+		case 16:
+			c.Type, c.Fence, c.Timeout = TypeOnceRenew, uint64(rng.IntN(i)+1), time.Second
+		case 17:
+			c.Type, c.Fence, c.Body = TypeOnceComplete, uint64(rng.IntN(i)+1), []byte{byte(i)}
+			c.TTL += time.Second
+		case 18:
+			c.Type, c.Fence = TypeOnceRelease, uint64(rng.IntN(i)+1)
 		case 10:
 			c.Type = TypeExpire
 			c.Key = nil
 			for j := 0; j < 3; j++ {
-				c.Entries = append(c.Entries, ttl.Entry{Kind: ttl.Kind(rng.IntN(3) + 1), Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
+				c.Entries = append(c.Entries, ttl.Entry{Kind: []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindOnce}[rng.IntN(4)], Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
 			}
 		default:
 			logs = append(logs, &raft.Log{Index: uint64(i), Type: raft.LogCommand, Data: []byte{1, 2, 3}})

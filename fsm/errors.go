@@ -49,6 +49,9 @@ var (
 	// ErrNotFinite: a float increment would make the value infinite or
 	// NaN; nothing changed.
 	ErrNotFinite = errors.New("increment would produce NaN or Infinity")
+	// ErrKeyReuse: a once begin's payload fingerprint differs from the
+	// claim's: the same key was used for other work.
+	ErrKeyReuse = errors.New("the key was used with another payload")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

@@ -63,6 +63,12 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 			return false, nil
 		}
 		return true, tx.Bucket(bucketDigests).Delete(e.Key)
+	case ttl.KindOnce:
+		cl, err := DecodeClaim(tx.Bucket(bucketOnce).Get(e.Key))
+		if err != nil || cl.ExpiresAt != e.At {
+			return false, nil
+		}
+		return true, tx.Bucket(bucketOnce).Delete(e.Key)
 	}
 	return false, nil
 }

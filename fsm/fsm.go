@@ -28,7 +28,8 @@ var (
 	bucketReqIDs  = []byte("reqids")   // one child bucket per generation, see reqid.go
 	bucketDigests = []byte("digests")  // digest key -> expiry (8) | record key, see suspect.go
 	bucketSuspect = []byte("suspects") // revision (8) -> suspect entry, see suspect.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved}
+	bucketOnce    = []byte("once")     // OnceKey(scope, key) -> claim, see once.go
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")
@@ -75,7 +76,7 @@ type FSM struct {
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
-	expired [5]atomic.Int64 // by ttl.Kind
+	expired [6]atomic.Int64 // by ttl.Kind
 
 	// onRemove, if set, is told the keys of records removed by a batch,
 	// after it commits (caches of completed records drop them).
@@ -290,7 +291,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	a := applier{f: f, now: f.now.Load(), applied: f.applied.Load(), rev: f.rev.Load()}
 	var delta [4]int64
-	var expired [5]int64
+	var expired [6]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
 	tx, err := f.db.Begin(true)
 	if err != nil {
@@ -365,7 +366,7 @@ type applier struct {
 	applied      uint64
 	rev          uint64 // the last revision given (nextRev)
 	recordDelta  *[4]int64
-	expiredDelta *[5]int64
+	expiredDelta *[6]int64
 	cmd          Command
 	removed      [][]byte     // keys of records removed in this batch
 	gens         *bolt.Bucket // the request-id generations' parent, once opened

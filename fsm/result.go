@@ -34,13 +34,19 @@ const (
 	CodeTooLong   // a string edit that would make the value longer than its bound
 	CodeNotFloat  // a float increment of a value, or by an increment, that is not a number
 	CodeNotFinite // a float increment whose result would be infinite or NaN
+	// CodeKeyReuse: a once begin whose payload fingerprint is not the
+	// claim's; nothing changed.
+	CodeKeyReuse
+	// CodeTakenOver: a once begin that took a claim over from a holder
+	// whose lease had run out (the new fence in Result.Fence).
+	CodeTakenOver
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
 	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict,
-	ErrTooLong, ErrNotFloat, ErrNotFinite}
+	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

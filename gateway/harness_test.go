@@ -17,6 +17,7 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -134,7 +135,8 @@ func startGatewaysOver(t testing.TB, c *testcluster.Cluster, stores []nodeStore,
 		}
 		go gw.Serve()
 		srv := api.New(api.Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
-			Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok, reg)
+			Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok,
+			once.New(s, func(string) time.Duration { return time.Hour }), reg)
 		if err := srv.Listen(); err != nil {
 			t.Fatal(err)
 		}

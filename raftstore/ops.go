@@ -56,6 +56,14 @@ func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
 	return s.applyErr(ctx, fsm.RecordReleaseCommand(key, fence))
 }
 
+// Once applies a once command (fsm.OnceBeginCommand, ...) and returns its
+// result, whose Code carries a refusal (fsm.CodeExists while another holds
+// the lease, fsm.CodeFenceMismatch, ...) with a nil error. Its keys are in
+// a bucket of their own: no reserved key to check.
+func (s Commands) Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+	return s.Propose(ctx, c)
+}
+
 // IssueToken stores a new form token; it returns its expiry.
 func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
 	res, err := s.Propose(ctx, fsm.TokenIssueCommand(key, ttl))

@@ -218,6 +218,17 @@ func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r 
 	return s.fsm.ScanRecords(prefix, from, time.Now(), max, fn)
 }
 
+// Claim returns the once claim stored under key (fsm.OnceKey),
+// linearizable unless local; fsm.ErrNotFound when there is none.
+func (s *Store) Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.fsm.Claim(key, time.Now())
+}
+
 // KV returns the value of a KV key (linearizable unless local); a
 // reserved key is refused (storeapi.ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {

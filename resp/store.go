@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -36,6 +37,14 @@ type Store interface {
 	LocalTx(r fsm.TxRequest) (*fsm.Result, error)
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
+}
+
+// Once runs once claims (*once.Service).
+type Once interface {
+	Begin(ctx context.Context, scope, key string, payload []byte, lease time.Duration) (once.Outcome, error)
+	Renew(ctx context.Context, scope, key string, fence uint64, lease time.Duration) (time.Time, error)
+	Complete(ctx context.Context, scope, key string, fence uint64, result []byte) error
+	Release(ctx context.Context, scope, key string, fence uint64) error
 }
 
 // Tokens issues and spends form tokens (*tokens.Service).

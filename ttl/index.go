@@ -18,6 +18,7 @@ const (
 	KindToken  Kind = 2 // a form token
 	KindKV     Kind = 3 // a key in the KV keyspace
 	KindDigest Kind = 4 // a body digest remembered for suspect detection
+	KindOnce   Kind = 5 // a once claim (begin / complete with a lease)
 )
 
 // String names the kind as the metrics label does.
@@ -31,12 +32,14 @@ func (k Kind) String() string {
 		return "kv"
 	case KindDigest:
 		return "digest"
+	case KindOnce:
+		return "once"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
 
 // Valid reports whether k is one of the known kinds.
-func (k Kind) Valid() bool { return k >= KindRecord && k <= KindDigest }
+func (k Kind) Valid() bool { return k >= KindRecord && k <= KindOnce }
 
 // Entry is one index entry: the thing of kind Kind stored under Key expires
 // at At (unix nanoseconds).

@@ -166,6 +166,10 @@ func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r 
 	return s.f.ScanRecords(prefix, from, time.Now(), max, fn)
 }
 
+func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*fsm.Claim, error) {
+	return s.f.Claim(key, time.Now())
+}
+
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err

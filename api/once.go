@@ -1,0 +1,254 @@
+package api
+
+// Once claims: POST /v1/once/{scope}/{key}/begin|renew|complete|release and
+// GET /v1/once/{scope}/{key} (package once). The path's segments are
+// percent-decoded one by one, so a key may hold an encoded slash (%2F).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/once"
+	"github.com/idemgate/idemgate/tokens"
+)
+
+// defaultLease is a begin's or a renew's lease without ?lease=.
+const defaultLease = 30 * time.Second
+
+// beginAnswer is a begin's answer: begun (yours) or completed.
+type beginAnswer struct {
+	State          string  `json:"state"`
+	Fence          uint64  `json:"fence"`
+	LeaseExpiresAt string  `json:"lease_expires_at,omitempty"`
+	TakenOver      bool    `json:"taken_over,omitempty"`
+	Result         *[]byte `json:"result,omitempty"` // a pointer: an empty result is sent as ""
+}
+
+// claimAnswer is GET's answer.
+type claimAnswer struct {
+	Scope          string  `json:"scope"`
+	Key            string  `json:"key"`
+	State          string  `json:"state"`
+	Fence          uint64  `json:"fence"`
+	LeaseExpiresAt string  `json:"lease_expires_at,omitempty"`
+	CreatedAt      string  `json:"created_at"`
+	UpdatedAt      string  `json:"updated_at"`
+	ExpiresAt      string  `json:"expires_at"`
+	Result         *[]byte `json:"result,omitempty"`
+}
+
+// fenceRequest is the body of renew, complete and release.
+type fenceRequest struct {
+	Fence  *uint64 `json:"fence"`
+	Result *[]byte `json:"result"`
+}
+
+func (a *API) onceRoute(ctx *fasthttp.RequestCtx, method, rest string) {
+	parts := strings.Split(rest, "/")
+	if len(parts) != 2 && len(parts) != 3 {
+		httpx.WriteProblem(ctx, httpx.NotFound, "want /v1/once/{scope}/{key} or /v1/once/{scope}/{key}/begin|renew|complete|release (a slash in the key is %2F)")
+		return
+	}
+	scope, err := url.PathUnescape(parts[0])
+	if err == nil {
+		err = tokens.CheckScope(scope)
+	}
+	if err != nil {
+		httpx.WriteProblem(ctx, httpx.InvalidScope, "scope: "+err.Error())
+		return
+	}
+	key, err := url.PathUnescape(parts[1])
+	if err == nil {
+		_, err = httpx.CheckKey([]byte(key))
+	}
+	if err != nil {
+		httpx.WriteProblem(ctx, httpx.InvalidKey, "key: "+strings.Replace(err.Error(), "idempotency key", "key", 1))
+		return
+	}
+	if len(parts) == 2 {
+		a.only(ctx, method, "GET", func(ctx *fasthttp.RequestCtx) { a.onceGet(ctx, scope, key) })
+		return
+	}
+	var h func(*fasthttp.RequestCtx, string, string)
+	switch parts[2] {
+	case "begin":
+		h = a.onceBegin
+	case "renew":
+		h = a.onceRenew
+	case "complete":
+		h = a.onceComplete
+	case "release":
+		h = a.onceRelease
+	default:
+		httpx.WriteProblem(ctx, httpx.NotFound, fmt.Sprintf("no such once call %q: begin, renew, complete or release", parts[2]))
+		return
+	}
+	a.only(ctx, method, "POST", func(ctx *fasthttp.RequestCtx) { h(ctx, scope, key) })
+}
+
+// leaseParam reads ?lease= (a Go duration, up to once.MaxLease); false
+// means it answered 400.
+func leaseParam(ctx *fasthttp.RequestCtx) (time.Duration, bool) {
+	raw := string(ctx.QueryArgs().Peek("lease"))
+	if raw == "" {
+		return defaultLease, true
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d <= 0 || d > once.MaxLease {
+		httpx.WriteProblem(ctx, httpx.InvalidTTL, fmt.Sprintf("lease: %q: want a positive Go duration up to %s (30s, 5m)", raw, once.MaxLease))
+		return 0, false
+	}
+	return d, true
+}
+
+func (a *API) onceBegin(ctx *fasthttp.RequestCtx, scope, key string) {
+	lease, ok := leaseParam(ctx)
+	if !ok {
+		return
+	}
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
+	defer cancel()
+	out, err := a.once.Begin(c, scope, key, ctx.PostBody(), lease)
+	switch {
+	case errors.Is(err, once.ErrKeyReuse):
+		httpx.WriteProblem(ctx, httpx.KeyReuse, "the key's claim was begun with another payload (its SHA-256 differs)")
+	case err != nil:
+		writeOnceError(ctx, err)
+	case out.State == fsm.ClaimBegun:
+		httpx.WriteJSON(ctx, fasthttp.StatusCreated, beginAnswer{State: "begun", Fence: out.Fence,
+			LeaseExpiresAt: httpx.RFC3339(out.LeaseEnd), TakenOver: out.TakenOver})
+	case out.State == fsm.ClaimCompleted:
+		httpx.WriteJSON(ctx, fasthttp.StatusOK, beginAnswer{State: "completed", Fence: out.Fence, Result: nonNil(out.Result)})
+	default:
+		httpx.WriteProblem(ctx, httpx.InProgress, fmt.Sprintf("fence %d holds the claim; its lease expires at %s", out.Fence, httpx.RFC3339(out.LeaseEnd)))
+		// Seconds until the holder's lease ends (rounded up, at least 1):
+		// a begin then takes over if the holder neither renewed nor completed.
+		secs := max(1, int64((time.Until(out.LeaseEnd)+time.Second-1)/time.Second))
+		ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+}
+
+// nonNil makes an empty result answer "" rather than leave the field out.
+func nonNil(b []byte) *[]byte {
+	if b == nil {
+		b = []byte{}
+	}
+	return &b
+}
+
+// fenceBody decodes a holder's body; withResult: complete's, which needs a
+// result. false means it answered.
+func fenceBody(ctx *fasthttp.RequestCtx, withResult bool) (fenceRequest, bool) {
+	var req fenceRequest
+	if !decodeJSON(ctx, &req) {
+		return req, false
+	}
+	switch {
+	case req.Fence == nil:
+		httpx.WriteProblem(ctx, httpx.InvalidJSON, `fence: required, the fence a begin answered`)
+	case *req.Fence == 0:
+		httpx.WriteProblem(ctx, httpx.BadRequest, "fence: 0 is never handed out; send the fence a begin answered")
+	case withResult && req.Result == nil:
+		httpx.WriteProblem(ctx, httpx.InvalidJSON, `result: required, the work's result in base64 ("" for none)`)
+	case !withResult && req.Result != nil:
+		httpx.WriteProblem(ctx, httpx.InvalidJSON, `result: only a complete carries one`)
+	default:
+		return req, true
+	}
+	return req, false
+}
+
+func (a *API) onceRenew(ctx *fasthttp.RequestCtx, scope, key string) {
+	lease, ok := leaseParam(ctx)
+	if !ok {
+		return
+	}
+	a.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
+		end, err := a.once.Renew(c, scope, key, fence, lease)
+		return map[string]any{"fence": fence, "lease_expires_at": httpx.RFC3339(end)}, err
+	})
+}
+
+func (a *API) onceComplete(ctx *fasthttp.RequestCtx, scope, key string) {
+	a.holderCall(ctx, true, func(c context.Context, fence uint64, result []byte) (map[string]any, error) {
+		return map[string]any{"state": "completed", "fence": fence}, a.once.Complete(c, scope, key, fence, result)
+	})
+}
+
+func (a *API) onceRelease(ctx *fasthttp.RequestCtx, scope, key string) {
+	a.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
+		return map[string]any{"released": true, "fence": fence}, a.once.Release(c, scope, key, fence)
+	})
+}
+
+// holderCall runs a holder's call (renew, complete, release) on its
+// decoded body and answers 200 with what call returned, or its error.
+func (a *API) holderCall(ctx *fasthttp.RequestCtx, withResult bool, call func(c context.Context, fence uint64, result []byte) (map[string]any, error)) {
+	req, ok := fenceBody(ctx, withResult)
+	if !ok {
+		return
+	}
+	c, cancel, ok := a.writeCtx(ctx)
+	if !ok {
+		return
+	}
+	defer cancel()
+	var result []byte
+	if req.Result != nil {
+		result = *req.Result
+	}
+	ans, err := call(c, *req.Fence, result)
+	if err != nil {
+		writeOnceError(ctx, err)
+		return
+	}
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+func (a *API) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {
+	c, cancel := a.opCtx()
+	defer cancel()
+	cl, err := a.once.Get(c, scope, key)
+	if errors.Is(err, fsm.ErrNotFound) {
+		httpx.WriteProblem(ctx, httpx.NotFound, "no claim for this scope and key (never begun, released, or past its retention)")
+		return
+	}
+	if err != nil {
+		writeOnceError(ctx, err)
+		return
+	}
+	ans := claimAnswer{Scope: scope, Key: key, State: cl.State.String(), Fence: cl.Fence,
+		CreatedAt: httpx.RFC3339(nsTime(cl.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(cl.UpdatedAt)),
+		ExpiresAt: httpx.RFC3339(nsTime(cl.ExpiresAt))}
+	if cl.State == fsm.ClaimBegun {
+		ans.LeaseExpiresAt = httpx.RFC3339(nsTime(cl.LeaseEnd))
+	} else {
+		ans.Result = nonNil(cl.Result)
+	}
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+func writeOnceError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, once.ErrStaleFence):
+		httpx.WriteProblem(ctx, httpx.StaleFence, err.Error())
+	case errors.Is(err, tokens.ErrBadScope):
+		httpx.WriteProblem(ctx, httpx.InvalidScope, "scope: "+err.Error())
+	case errors.Is(err, once.ErrBadLease):
+		httpx.WriteProblem(ctx, httpx.InvalidTTL, "lease: "+err.Error())
+	default:
+		httpx.WriteError(ctx, err)
+	}
+}

@@ -1,0 +1,181 @@
+package fsm
+
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// getClaim returns the live claim under key, or nil. A claim past its
+// retention is deleted on the spot (with its index entry), as the sweeper
+// would.
+func (a *applier) getClaim(tx *bolt.Tx, key []byte) (*Claim, error) {
+	v := tx.Bucket(bucketOnce).Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	stored, err := DecodeClaim(v)
+	if err != nil {
+		return nil, err
+	}
+	c := stored.clone() // it outlives the command; bbolt may move v's page
+	if c.ExpiresAt != 0 && c.ExpiresAt <= a.now {
+		if err := a.deleteClaim(tx, key, c); err != nil {
+			return nil, err
+		}
+		a.expiredDelta[ttl.KindOnce]++
+		return nil, nil
+	}
+	return c, nil
+}
+
+func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *Claim) error {
+	if old != nil && old.ExpiresAt != c.ExpiresAt && old.ExpiresAt != 0 {
+		if err := ttl.Delete(tx, ttl.KindOnce, key, old.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	if c.ExpiresAt != 0 && (old == nil || old.ExpiresAt != c.ExpiresAt) {
+		if err := ttl.Put(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketOnce).Put(key, c.Encode(nil))
+}
+
+func (a *applier) deleteClaim(tx *bolt.Tx, key []byte, c *Claim) error {
+	if c.ExpiresAt != 0 {
+		if err := ttl.Delete(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketOnce).Delete(key)
+}
+
+// claimExpiry is when a claim begun or renewed now is removed: its
+// retention from now, never before its lease ends.
+func (a *applier) claimExpiry(retention int64, leaseEnd int64) int64 {
+	return max(a.now+retention, leaseEnd)
+}
+
+// onceBegin hands the claim to the first caller (CodeCreated) or to the
+// next one after the holder's lease ran out (CodeTakenOver), with a fence
+// that is this command's revision; else it answers the claim: CodeOK with
+// the result once completed, CodeExists (the holder's lease end in
+// ExpiresAt) while a lease is live, CodeKeyReuse for another payload.
+func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
+	old, err := a.getClaim(tx, c.Key)
+	if err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	code := CodeCreated
+	if old != nil {
+		switch {
+		case !bytes.Equal(old.Fingerprint, c.Value):
+			return &Result{Code: CodeKeyReuse, Fence: old.Fence}
+		case old.State == ClaimCompleted:
+			return &Result{Code: CodeOK, Fence: old.Fence, Value: old.Result, ExpiresAt: old.ExpiresAt}
+		case old.LeaseLive(a.now):
+			return &Result{Code: CodeExists, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
+		}
+		code = CodeTakenOver
+	}
+	lease := a.now + int64(c.Timeout)
+	cl := &Claim{State: ClaimBegun, Fence: rev, Fingerprint: c.Value, CreatedAt: a.now, UpdatedAt: a.now,
+		LeaseEnd: lease, ExpiresAt: a.claimExpiry(int64(c.TTL), lease)}
+	if old != nil {
+		cl.CreatedAt = old.CreatedAt
+	}
+	if err := a.putClaim(tx, c.Key, old, cl); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: code, Fence: rev, ExpiresAt: lease}
+}
+
+// heldClaim returns the live claim under c.Key if c.Fence holds it;
+// CodeFenceMismatch (the current fence, 0 for none) if not.
+func (a *applier) heldClaim(tx *bolt.Tx, c *Command) (*Claim, *Result) {
+	cl, err := a.getClaim(tx, c.Key)
+	if err != nil {
+		return nil, &Result{Code: CodeStorage}
+	}
+	if cl == nil {
+		return nil, &Result{Code: CodeFenceMismatch}
+	}
+	if cl.Fence != c.Fence {
+		return nil, &Result{Code: CodeFenceMismatch, Fence: cl.Fence}
+	}
+	return cl, nil
+}
+
+// onceRenew extends the holder's lease by c.Timeout from now, only while
+// the lease is live: a holder whose lease ran out may have been taken over
+// already in another's view of time, so it must begin again.
+func (a *applier) onceRenew(tx *bolt.Tx, c *Command, _ uint64) *Result {
+	old, res := a.heldClaim(tx, c)
+	if res != nil {
+		return res
+	}
+	switch {
+	case old.State == ClaimCompleted:
+		return &Result{Code: CodeWrongState, Fence: old.Fence}
+	case !old.LeaseLive(a.now):
+		return &Result{Code: CodeFenceMismatch, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
+	}
+	cl := *old
+	cl.LeaseEnd = a.now + int64(c.Timeout)
+	cl.UpdatedAt = a.now
+	cl.ExpiresAt = max(old.ExpiresAt, cl.LeaseEnd)
+	if err := a.putClaim(tx, c.Key, old, &cl); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK, Fence: cl.Fence, ExpiresAt: cl.LeaseEnd}
+}
+
+// onceComplete stores the holder's result, kept for c.TTL from now. Only
+// the fence that holds the claim may complete: a holder whose lease ran out
+// still may while nobody took over (a known result is better than work done
+// twice); once another took over, its complete is refused and the stored
+// claim is untouched. A repeated complete of the same result is answered
+// as the first; another result for a completed claim is CodeWrongState.
+func (a *applier) onceComplete(tx *bolt.Tx, c *Command, _ uint64) *Result {
+	old, res := a.heldClaim(tx, c)
+	if res != nil {
+		return res
+	}
+	if old.State == ClaimCompleted {
+		if bytes.Equal(old.Result, c.Body) {
+			return &Result{Code: CodeOK, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
+		}
+		return &Result{Code: CodeWrongState, Fence: old.Fence}
+	}
+	cl := *old
+	cl.State = ClaimCompleted
+	cl.UpdatedAt = a.now
+	cl.LeaseEnd = 0
+	cl.Result = c.Body
+	cl.ExpiresAt = a.now + int64(c.TTL)
+	if err := a.putClaim(tx, c.Key, old, &cl); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK, Fence: cl.Fence, ExpiresAt: cl.ExpiresAt}
+}
+
+// onceRelease drops a begun claim its fence holds: the work failed, and the
+// next begin runs it again (with a higher fence). A completed claim is
+// kept (CodeWrongState).
+func (a *applier) onceRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
+	old, res := a.heldClaim(tx, c)
+	if res != nil {
+		return res
+	}
+	if old.State == ClaimCompleted {
+		return &Result{Code: CodeWrongState, Fence: old.Fence}
+	}
+	if err := a.deleteClaim(tx, c.Key, old); err != nil {
+		return &Result{Code: CodeStorage}
+	}
+	return &Result{Code: CodeOK}
+}

@@ -1,0 +1,238 @@
+package fsm
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/idemgate/idemgate/ttl"
+)
+
+// onceHarness applies once commands to a real state machine on a bbolt file.
+type onceHarness struct {
+	*harness
+	key []byte
+	fp  []byte
+}
+
+func newOnce(t *testing.T) *onceHarness {
+	h := newHarness(t)
+	h.clock = tableStamp
+	return &onceHarness{harness: h, key: OnceKey("jobs", "msg-1"), fp: OnceFingerprint([]byte("payload"))}
+}
+
+func (o *onceHarness) begin(lease time.Duration) *Result {
+	return o.apply(*OnceBeginCommand(o.key, o.fp, lease, time.Hour))
+}
+
+func (o *onceHarness) claim() *Claim {
+	o.t.Helper()
+	c, err := o.f.Claim(o.key, o.now())
+	if err != nil {
+		o.t.Fatalf("Claim: %v", err)
+	}
+	return c
+}
+
+// TestOnceTransitions walks every transition: begin, in progress, complete,
+// replay; takeover after the lease ran out; stale renew and complete; key
+// reuse; release and begin again with a higher fence.
+func TestOnceTransitions(t *testing.T) {
+	o := newOnce(t)
+	r := o.begin(10 * time.Second)
+	if r.Code != CodeCreated || r.Fence == 0 || r.ExpiresAt != o.clock+int64(10*time.Second) {
+		t.Fatalf("first begin: %+v", r)
+	}
+	first := r.Fence
+	o.advance(time.Second)
+	if r := o.begin(10 * time.Second); r.Code != CodeExists || r.Fence != first || r.ExpiresAt != tableStamp+int64(10*time.Second) {
+		t.Fatalf("begin while the lease is live: %+v", r)
+	}
+	if r := o.apply(*OnceBeginCommand(o.key, OnceFingerprint([]byte("other")), time.Second, time.Hour)); r.Code != CodeKeyReuse || r.Err() != ErrKeyReuse {
+		t.Fatalf("begin with another payload: %+v", r)
+	}
+	// Renew moves the lease end from now.
+	if r := o.apply(*OnceRenewCommand(o.key, first, 5*time.Second)); r.Code != CodeOK || r.ExpiresAt != o.clock+int64(5*time.Second) {
+		t.Fatalf("renew: %+v", r)
+	}
+	if r := o.apply(*OnceRenewCommand(o.key, first+1, 5*time.Second)); r.Code != CodeFenceMismatch || r.Fence != first {
+		t.Fatalf("renew with a forged fence: %+v", r)
+	}
+	// The holder pauses past its lease; a renew is refused, the next begin takes over.
+	o.advance(6 * time.Second)
+	if r := o.apply(*OnceRenewCommand(o.key, first, 5*time.Second)); r.Code != CodeFenceMismatch {
+		t.Fatalf("renew after the lease ran out: %+v", r)
+	}
+	r = o.begin(10 * time.Second)
+	if r.Code != CodeTakenOver || r.Fence <= first {
+		t.Fatalf("begin after the lease ran out: %+v", r)
+	}
+	second := r.Fence
+	// The paused holder's late complete is refused; the claim is untouched.
+	if r := o.apply(*OnceCompleteCommand(o.key, first, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch || r.Fence != second {
+		t.Fatalf("complete with the taken-over fence: %+v", r)
+	}
+	if c := o.claim(); c.State != ClaimBegun || c.Fence != second || c.Result != nil {
+		t.Fatalf("claim after a stale complete: %+v", c)
+	}
+	if r := o.apply(*OnceCompleteCommand(o.key, second, []byte("sent"), 2*time.Hour)); r.Code != CodeOK || r.ExpiresAt != o.clock+int64(2*time.Hour) {
+		t.Fatalf("complete: %+v", r)
+	}
+	// Completing again with the same result answers as the first; another result is refused.
+	if r := o.apply(*OnceCompleteCommand(o.key, second, []byte("sent"), 2*time.Hour)); r.Code != CodeOK {
+		t.Fatalf("repeated complete: %+v", r)
+	}
+	if r := o.apply(*OnceCompleteCommand(o.key, second, []byte("else"), 2*time.Hour)); r.Code != CodeWrongState {
+		t.Fatalf("complete with another result: %+v", r)
+	}
+	if r := o.apply(*OnceCompleteCommand(o.key, first, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+		t.Fatalf("stale complete of a completed claim: %+v", r)
+	}
+	o.advance(time.Minute)
+	if r := o.begin(time.Second); r.Code != CodeOK || string(r.Value) != "sent" || r.Fence != second {
+		t.Fatalf("begin of a completed claim: %+v", r)
+	}
+	if r := o.apply(*OnceReleaseCommand(o.key, second)); r.Code != CodeWrongState {
+		t.Fatalf("release of a completed claim: %+v", r)
+	}
+	if r := o.apply(*OnceRenewCommand(o.key, second, time.Second)); r.Code != CodeWrongState {
+		t.Fatalf("renew of a completed claim: %+v", r)
+	}
+	// Retention: two hours after the complete, the claim is gone, and a
+	// begin starts again with a fence above every earlier one.
+	o.advance(2 * time.Hour)
+	if _, err := o.f.Claim(o.key, o.now()); err != ErrNotFound {
+		t.Fatalf("claim past its retention: %v", err)
+	}
+	r = o.begin(time.Second)
+	if r.Code != CodeCreated || r.Fence <= second {
+		t.Fatalf("begin after retention: %+v", r)
+	}
+	third := r.Fence
+	if r := o.apply(*OnceReleaseCommand(o.key, second)); r.Code != CodeFenceMismatch {
+		t.Fatalf("release with an old fence: %+v", r)
+	}
+	if r := o.apply(*OnceReleaseCommand(o.key, third)); r.Code != CodeOK {
+		t.Fatalf("release: %+v", r)
+	}
+	if _, err := o.f.Claim(o.key, o.now()); err != ErrNotFound {
+		t.Fatalf("claim after release: %v", err)
+	}
+	if r := o.apply(*OnceCompleteCommand(o.key, third, []byte("x"), time.Hour)); r.Code != CodeFenceMismatch {
+		t.Fatalf("complete after release: %+v", r)
+	}
+	if r := o.begin(time.Second); r.Code != CodeCreated || r.Fence <= third {
+		t.Fatalf("begin after release: %+v", r)
+	}
+}
+
+// TestOnceRetentionSweep: a claim's index entry is due at its retention's
+// end and the expire command removes it; a claim renewed past its
+// retention keeps living until its lease ends.
+func TestOnceRetentionSweep(t *testing.T) {
+	o := newOnce(t)
+	r := o.apply(*OnceBeginCommand(o.key, o.fp, time.Second, time.Minute))
+	if r.Code != CodeCreated {
+		t.Fatal(r)
+	}
+	o.advance(30 * time.Second)
+	if due, _ := o.f.Due(o.now(), 10); len(due) != 0 {
+		t.Fatalf("due before retention: %v", due)
+	}
+	o.advance(31 * time.Second)
+	due, err := o.f.Due(o.now(), 10)
+	if err != nil || len(due) != 1 || due[0].Kind != ttl.KindOnce || !bytes.Equal(due[0].Key, o.key) {
+		t.Fatalf("due: %v %v", due, err)
+	}
+	before := o.f.ExpiredCount(ttl.KindOnce)
+	o.apply(*ExpireCommand(due))
+	if _, err := o.f.Claim(o.key, o.now()); err != ErrNotFound {
+		t.Fatalf("claim after the sweep: %v", err)
+	}
+	if got := o.f.ExpiredCount(ttl.KindOnce); got != before+1 {
+		t.Fatalf("expired count %d, want %d", got, before+1)
+	}
+
+	// A lease longer than the retention keeps the claim to the lease's end.
+	r = o.apply(*OnceBeginCommand(o.key, o.fp, 10*time.Minute, time.Minute))
+	if c := o.claim(); c.ExpiresAt != r.ExpiresAt {
+		t.Fatalf("claim expires at %d, lease ends %d", c.ExpiresAt, r.ExpiresAt)
+	}
+}
+
+// TestOnceRequestIDRemembered: a begin retried under its request id is
+// answered with the first result, not "in progress".
+func TestOnceRequestIDRemembered(t *testing.T) {
+	o := newOnce(t)
+	c := *OnceBeginCommand(o.key, o.fp, time.Minute, time.Hour)
+	c.ReqID = reqID(1)
+	first := o.apply(c)
+	o.advance(time.Second)
+	again := o.apply(c)
+	if first.Code != CodeCreated || !bytes.Equal(first.Encode(nil), again.Encode(nil)) {
+		t.Fatalf("first %+v, retry %+v", first, again)
+	}
+}
+
+func TestOnceValidate(t *testing.T) {
+	k, fp := OnceKey("s", "k"), OnceFingerprint(nil)
+	for _, c := range []*Command{
+		OnceBeginCommand(k, fp[:31], time.Second, time.Hour),
+		OnceBeginCommand(k, fp, 0, time.Hour),
+		OnceBeginCommand(k, fp, time.Second, 0),
+		OnceBeginCommand(nil, fp, time.Second, time.Hour),
+		OnceRenewCommand(k, 0, time.Second),
+		OnceRenewCommand(k, 1, 0),
+		OnceCompleteCommand(k, 0, nil, time.Hour),
+		OnceCompleteCommand(k, 1, nil, 0),
+		OnceReleaseCommand(k, 0),
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s %+v: valid", c.Type, c)
+		}
+	}
+}
+
+func TestClaimRoundTrip(t *testing.T) {
+	c := &Claim{State: ClaimCompleted, Fence: 42, Fingerprint: OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 2,
+		LeaseEnd: -3, ExpiresAt: 4, Result: []byte("r")}
+	got, err := DecodeClaim(c.Encode(nil))
+	if err != nil || !bytes.Equal(got.Encode(nil), c.Encode(nil)) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	enc := c.Encode(nil)
+	for _, bad := range [][]byte{nil, {2}, {1, 9}, enc[:len(enc)-1], append(enc, 0)} {
+		if _, err := DecodeClaim(bad); err == nil {
+			t.Errorf("DecodeClaim(%x) succeeded", bad)
+		}
+	}
+}
+
+// TestOnceSurvivesRestore: a claim, its index entry and the revision its
+// fences come from travel in a snapshot: on the restored replica a
+// takeover gets a fence above the old holder's, and the old holder's
+// complete is refused there too.
+func TestOnceSurvivesRestore(t *testing.T) {
+	o := newOnce(t)
+	first := o.begin(time.Second)
+	g := newHarness(t)
+	if err := g.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, o.f)))); err != nil {
+		t.Fatal(err)
+	}
+	g.clock, g.index = o.clock+int64(2*time.Second), o.index
+	c, err := g.f.Claim(o.key, g.now())
+	if err != nil || c.Fence != first.Fence || c.State != ClaimBegun {
+		t.Fatalf("restored claim: %+v %v", c, err)
+	}
+	r := g.apply(*OnceBeginCommand(o.key, o.fp, time.Minute, time.Hour))
+	if r.Code != CodeTakenOver || r.Fence <= first.Fence {
+		t.Fatalf("takeover on the restored replica: %+v (first fence %d)", r, first.Fence)
+	}
+	if r := g.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+		t.Fatalf("the old holder's complete on the restored replica: %+v", r)
+	}
+	if due, err := g.f.Due(time.Unix(0, g.clock+int64(2*time.Hour)), 10); err != nil || len(due) != 1 || due[0].Kind != ttl.KindOnce {
+		t.Fatalf("the restored claim's index entry: %v %v", due, err)
+	}
+}
