@@ -117,8 +117,11 @@ type spec struct {
 // where its name does not say it all.
 var commands = [typeEnd]spec{
 	TypeUnknown: {name: "unknown"},
-	// Value: an opaque payload; it changes nothing but the clock.
-	TypeNoop: {name: "noop", uses: fValue, apply: (*applier).noop},
+	// Value: an opaque payload; it changes nothing but the clock. Proposed
+	// while the disk is low: a few bytes, and a linearizable read of a key
+	// past its expiry by the wall clock needs the cluster's clock moved on
+	// (raftstore's read.go).
+	TypeNoop: {name: "noop", uses: fValue, diskLow: true, apply: (*applier).noop},
 	// Value: the request's fingerprint; Timeout: the processing timeout;
 	// DigestKey (empty: none) and Window: suspect detection (suspect.go).
 	TypeRecordBegin: {name: "record_begin", uses: fKey | fValue | fTTL | fTimeout | fFlags | fDigestKey | fWindow,

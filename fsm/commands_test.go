@@ -18,7 +18,7 @@ import (
 // transaction holds the KV keyspace's commands, each of one key.
 func TestCommandTable(t *testing.T) {
 	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
-	diskLow := map[Type]bool{TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
+	diskLow := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true}

@@ -119,6 +119,7 @@ func commandOf(in history.Input) *fsm.Command {
 func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	note := opNote{node: s.NodeID(), leader: s.IsLeader()}
 	call := h.now()
 	var out history.Output
 	var err error
@@ -141,9 +142,11 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command
 		if err == nil {
 			out = outputOf(in.Kind, res)
 		}
+		note.reqID = cmd.ReqID
 		if err != nil {
+			note.err = err.Error()
 			h.record(recorded{op: porcupine.Operation{ClientId: client, Call: call, Return: math.MaxInt64,
-				Input: in, Output: history.Output{Unknown: true}}, reqID: cmd.ReqID, unknown: true})
+				Input: in, Output: history.Output{Unknown: true}, Metadata: note}, reqID: cmd.ReqID, unknown: true})
 			return
 		}
 	}
@@ -154,7 +157,7 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command
 		h.version[in.Key] = out.Version
 		h.mu.Unlock()
 	}
-	h.record(recorded{op: porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}})
+	h.record(recorded{op: porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out, Metadata: note}})
 }
 
 func outputOf(k history.Kind, r *fsm.Result) history.Output {
@@ -351,6 +354,9 @@ func runT1History(t *testing.T, f fault, d time.Duration) t1Result {
 	ops, settled, dropped := h.settle()
 	res.ops, res.settled, res.dropped = len(ops), settled, dropped
 	res.check = history.Check(ops, int64(30*time.Second))
+	if res.check != porcupine.Ok {
+		explainIllegal(t, f.name, ops)
+	}
 	return res
 }
 

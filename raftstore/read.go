@@ -235,12 +235,39 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
-	if !local && !mutantLocalReads {
-		if err := s.Barrier(ctx); err != nil {
-			return fsm.KVEntry{}, err
-		}
+	if local || mutantLocalReads {
+		return s.fsm.KV(key, time.Now())
 	}
-	return s.fsm.KV(key, time.Now())
+	if err := s.Barrier(ctx); err != nil {
+		return fsm.KVEntry{}, err
+	}
+	return s.linearizableKV(ctx, key)
+}
+
+// linearizableKV reads key, after a barrier, judging its expiry by the
+// state machine's clock, not this node's. Every write is judged by its
+// leader's stamp, taken when it was proposed: a write stamped before an
+// expiry may still be in flight when this read runs after it, and will
+// find the key live. A read that called the key expired by the wall clock
+// would then be followed by a compare-and-set that succeeds on the version
+// it said was gone. The state machine's clock never goes back, so what it
+// calls expired stays expired for every later entry. When the key is live
+// by the state machine's clock but past its expiry by this node's (the
+// clock lags real time by the writes in flight, or by up to clockTickEvery
+// when idle), an empty command stamped by the leader now moves the clock
+// on, and the key is judged again once it is applied here.
+func (s *Store) linearizableKV(ctx context.Context, key []byte) (fsm.KVEntry, error) {
+	e, err := s.fsm.KV(key, time.Unix(0, s.fsm.Now()))
+	if err != nil || e.ExpiresAt == 0 || e.ExpiresAt > time.Now().UnixNano() {
+		return e, err
+	}
+	if _, err := s.Apply(ctx, fsm.NoopCommand(nil)); err != nil {
+		return fsm.KVEntry{}, err
+	}
+	if err := s.Barrier(ctx); err != nil {
+		return fsm.KVEntry{}, err
+	}
+	return s.fsm.KV(key, time.Unix(0, s.fsm.Now()))
 }
 
 // EachKV calls fn with every live KV key of this node's applied state,
