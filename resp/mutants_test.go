@@ -15,7 +15,7 @@ import (
 // test has the power to see stale reads.
 func TestNoReadBarrierIsCaught(t *testing.T) {
 	mutantNoReadBarrier = true
-	defer func() { mutantNoReadBarrier = false }()
+	t.Cleanup(func() { mutantNoReadBarrier = false }) // after the histories' listeners close
 	for run := 1; run <= 5; run++ {
 		if res, path := leaderKillHistory(t); res != porcupine.Ok {
 			t.Logf("caught in run %d: %v (%s)", run, res, path)
@@ -30,7 +30,7 @@ func TestNoReadBarrierIsCaught(t *testing.T) {
 // transaction within a few runs.
 func TestPlantedTxOneByOneIsCaught(t *testing.T) {
 	mutantTxOneByOne = true
-	defer func() { mutantTxOneByOne = false }()
+	t.Cleanup(func() { mutantTxOneByOne = false }) // after the histories' listeners close
 	for run := 1; run <= 3; run++ {
 		if problem := atomicHistory(t); problem != "" {
 			t.Logf("caught in run %d: %.300s", run, problem)
@@ -45,7 +45,9 @@ func TestPlantedTxOneByOneIsCaught(t *testing.T) {
 // leader kill is not linearizable within a few runs: two clients held it.
 func TestPlantedScriptNoReadCheckIsCaught(t *testing.T) {
 	fsm.PlantScriptNoReadCheck(true)
-	defer fsm.PlantScriptNoReadCheck(false)
+	// Reset once the histories' clusters are closed (cleanups run last
+	// registered first): their nodes read the flag until then.
+	t.Cleanup(func() { fsm.PlantScriptNoReadCheck(false) })
 	for run := 1; run <= 3; run++ {
 		if res, path := scriptLockHistory(t); res != porcupine.Ok {
 			t.Logf("caught in run %d: %v (%s)", run, res, path)
