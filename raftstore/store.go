@@ -254,7 +254,7 @@ func (s *Store) Close() error {
 		s.stop()
 		s.bg.Wait()
 		s.raft.DeregisterObserver(s.obs)
-		errs := []error{s.raft.Shutdown().Error()}
+		errs := []error{s.shutdownRaft()}
 		s.trans.stopHeartbeats() // before the log store closes under one
 		s.fwdMu.Lock()
 		s.fwdClosed = true
@@ -274,6 +274,26 @@ func (s *Store) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// shutdownStall is how long raft's shutdown may take before Close frees
+// replication goroutines stuck in a pipeline (closePipelines).
+const shutdownStall = 5 * time.Second
+
+// shutdownRaft shuts raft down; past shutdownStall it closes raft's
+// pipelines, which frees a shutdown stalled in one.
+func (s *Store) shutdownRaft() error {
+	done := make(chan error, 1)
+	f := s.raft.Shutdown()
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(shutdownStall):
+		s.logger.Warn("raft shutdown stalled: closing its replication pipelines", "after", shutdownStall)
+		s.trans.closePipelines()
+		return <-done
+	}
 }
 
 func (s *Store) trackConn(c net.Conn, add bool) {
@@ -340,6 +360,55 @@ type guardedTransport struct {
 	mu      sync.RWMutex
 	stopped bool
 	handler func(rpc raft.RPC) // what the transport calls: cb behind the fence
+
+	pipeMu sync.Mutex
+	pipes  map[*trackedPipeline]struct{} // the AppendEntries pipelines raft holds open
+}
+
+// AppendEntriesPipeline opens raft's pipeline and keeps it in pipes, so a
+// shutdown that stalls in one can close it (closePipelines).
+func (t *guardedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	tp := &trackedPipeline{AppendPipeline: p, t: t}
+	t.pipeMu.Lock()
+	if t.pipes == nil {
+		t.pipes = map[*trackedPipeline]struct{}{}
+	}
+	t.pipes[tp] = struct{}{}
+	t.pipeMu.Unlock()
+	return tp, nil
+}
+
+// closePipelines closes every pipeline raft still holds open. hashicorp/raft
+// (v1.7.3) can stall its shutdown in one: a replication goroutine hands a
+// future to a pipeline whose decoder has stopped, and waits for the
+// pipeline to close, which only that goroutine would do.
+func (t *guardedTransport) closePipelines() {
+	t.pipeMu.Lock()
+	ps := make([]*trackedPipeline, 0, len(t.pipes))
+	for p := range t.pipes {
+		ps = append(ps, p)
+	}
+	t.pipeMu.Unlock()
+	for _, p := range ps {
+		p.Close()
+	}
+}
+
+// trackedPipeline is a pipeline of guardedTransport's pipes.
+type trackedPipeline struct {
+	raft.AppendPipeline
+	t *guardedTransport
+}
+
+func (p *trackedPipeline) Close() error {
+	p.t.pipeMu.Lock()
+	delete(p.t.pipes, p)
+	p.t.pipeMu.Unlock()
+	return p.AppendPipeline.Close() // raft's pipelines close once, whoever asks
 }
 
 func (t *guardedTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
