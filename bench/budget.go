@@ -1,13 +1,10 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -147,27 +144,8 @@ func readUsage() usage {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	u.mallocs = ms.Mallocs
-	u.writeBytes = procIO("write_bytes")
+	u.writeBytes = procWriteBytes(os.Getpid())
 	return u
-}
-
-// procIO reads one field of /proc/self/io (-1 where there is none).
-func procIO(field string) int64 {
-	raw, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), ": ")
-		if ok && name == field {
-			n, err := strconv.ParseInt(val, 10, 64)
-			if err == nil {
-				return n
-			}
-		}
-	}
-	return -1
 }
 
 // MeasureBudget runs op under cfg with a fresh Recorder and returns its

@@ -2,6 +2,8 @@ package resp
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 
 	"github.com/idemgate/idemgate/fsm"
@@ -45,14 +47,7 @@ func parseDigest(b []byte) (uint64, bool) {
 
 // formatDigest is DIGEST's answer: 16 lowercase hex digits.
 func formatDigest(value []byte) []byte {
-	const hex = "0123456789abcdef"
-	d := fsm.Digest(value)
-	out := make([]byte, 16)
-	for i := 15; i >= 0; i-- {
-		out[i] = hex[d&0xf]
-		d >>= 4
-	}
-	return out
+	return hex.AppendEncode(nil, binary.BigEndian.AppendUint64(nil, fsm.Digest(value)))
 }
 
 // planDelex is DELEX key [IFEQ v|IFNE v|IFDEQ d|IFDNE d]: 1 if the key was
