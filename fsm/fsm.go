@@ -81,6 +81,10 @@ type FSM struct {
 	// onRemove, if set, is told the keys of records removed by a batch,
 	// after it commits (caches of completed records drop them).
 	onRemove atomic.Pointer[func(keys [][]byte)]
+	// kvObs, if set, is told the KV keys each batch changed (kvfeed.go);
+	// feed is the apply goroutine's buffer of them.
+	kvObs atomic.Pointer[kvObserverBox]
+	feed  kvFeed
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -293,6 +297,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	var delta [4]int64
 	var expired [6]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
+	a.kvStart()
 	tx, err := f.db.Begin(true)
 	if err != nil {
 		f.fail(err)
@@ -334,6 +339,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if fn := f.onRemove.Load(); fn != nil && len(a.removed) > 0 {
 		(*fn)(a.removed)
 	}
+	a.kvFinish()
 	for i := range delta {
 		f.records[i].Add(delta[i])
 	}
@@ -374,6 +380,10 @@ type applier struct {
 	genNo        int64
 	clusterSet   ClusterID // the cluster id this batch gave, if it did
 	readOnly     bool      // a read of the applied state (ReadTx), in a read-only transaction
+	// The KV feed (kvfeed.go): someone listened when the batch began;
+	// every key changed was to be told; how many KV changes it made.
+	kvWatch, kvAll bool
+	kvCount        int
 }
 
 // applyEntry applies one command entry: a command, or a batch of them.

@@ -103,6 +103,7 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
 			return err
 		}
 	}
+	a.kvTouched(key)
 	return tx.Bucket(bucketKV).Delete(key)
 }
 
@@ -183,6 +184,7 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 		last, _ := b.Cursor().Last()
 		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
 	}
+	a.kvTouched(key)
 	return b.Put(key, e.encode())
 }
 
