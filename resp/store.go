@@ -35,6 +35,10 @@ type Store interface {
 	// LocalTx answers a transaction of reads only from this node's
 	// applied state, in one read (after Barrier, it is linearizable).
 	LocalTx(r fsm.TxRequest) (*fsm.Result, error)
+	// OnKVChanged registers the listener to be told the KV keys each
+	// batch this node applies changed (client-side caching's
+	// invalidations).
+	OnKVChanged(o fsm.KVObserver)
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
 }
