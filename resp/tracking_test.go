@@ -63,6 +63,13 @@ var trackCases = []struct {
 		{conn: 0, recv: 1},
 		{conn: 0, send: "PING\r\n"},
 	}},
+	{"default mode: an expiry invalidates", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
+		{conn: 1, send: "SET {k}e 1 PX 200\r\n"},
+		{conn: 0, send: "GET {k}e\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
 	{"optin: only after CLIENT CACHING YES, and through a transaction", []trackStep{
 		{conn: 0, send: "CLIENT TRACKING ON OPTIN\r\n"},
 		{conn: 0, send: "GET {k}a\r\n"},
@@ -160,7 +167,6 @@ var trackCases = []struct {
 		{conn: 2, send: "PING\r\n"},
 	}},
 }
-
 
 // TestTrackingAgainstRedis runs the streams against redis-server and the
 // cluster (conn 0 on one node, the writers on another) and compares every
