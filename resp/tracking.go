@@ -442,10 +442,15 @@ func (c *conn) clientTrackingInfo() {
 	}
 }
 
+// maxPendingBytes bounds the bytes of the keys waiting to be pushed to one
+// connection, beside TrackingMaxPending's count: past it, "everything".
+const maxPendingBytes = 4 << 20
+
 // pushSink is a connection's invalidations waiting to be written.
 type pushSink struct {
 	mu      sync.Mutex
 	keys    [][]byte // copies
+	bytes   int      // their length
 	all     bool     // "everything" is due: it covers keys
 	broken  int64    // a redirection found gone: tracking-redir-broken is due
 	max     int      // pending keys past which "everything" is due instead
@@ -479,11 +484,12 @@ func (p *pushSink) add(key []byte, all bool, broken int64) {
 	case broken != 0:
 		p.broken = broken
 	case all:
-		p.all, p.keys = true, nil
-	case !p.all && len(p.keys) >= p.max:
-		p.all, p.keys = true, nil
+		p.all, p.keys, p.bytes = true, nil, 0
+	case !p.all && (len(p.keys) >= p.max || p.bytes+len(key) > maxPendingBytes):
+		p.all, p.keys, p.bytes = true, nil, 0
 	case !p.all:
 		p.keys = append(p.keys, bytes.Clone(key))
+		p.bytes += len(key)
 	}
 	if !p.started {
 		p.started = true
@@ -507,7 +513,7 @@ func (c *conn) pusher() {
 		}
 		p.mu.Lock()
 		keys, all, broken := p.keys, p.all, p.broken
-		p.keys, p.all, p.broken = nil, false, 0
+		p.keys, p.all, p.broken, p.bytes = nil, false, 0, 0
 		p.mu.Unlock()
 		if err := c.writePushes(keys, all, broken); err != nil {
 			c.nc.Close() // a client that does not read its pushes is dropped
