@@ -190,6 +190,9 @@ func (c *conn) queueable(cmd *command, args [][]byte) string {
 			return msgNoTx
 		}
 	case kindWrite:
+		if isEval(cmd.name) {
+			return "" // the transaction runs as a script does (commands_multi_script.go)
+		}
 		p := cmd.plan(c, args)
 		if len(p.watches) > 0 {
 			return msgNoTxOwn
@@ -225,6 +228,10 @@ func (c *conn) exec() {
 	c.unwatch()
 	if m.dirty {
 		c.w.errorLine(msgExecAbort)
+		return
+	}
+	if hasScript(m.cmds) {
+		c.execScripted(m, watches)
 		return
 	}
 	steps := make([]step, len(m.queued))
