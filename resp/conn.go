@@ -44,9 +44,10 @@ type conn struct {
 	// invalidations waiting to be written to this connection; wmu orders
 	// their writes after the replies: the connection's goroutine holds it
 	// from running a batch until its replies are flushed.
-	track tracking
-	push  pushSink
-	wmu   sync.Mutex
+	track       tracking
+	trackBroken atomic.Bool // the redirection's connection was gone when an invalidation was due
+	push        pushSink
+	wmu         sync.Mutex
 }
 
 // now is the time a command runs at: the script's clock inside a script,

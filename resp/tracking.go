@@ -130,6 +130,7 @@ func (t *tracker) deliver(tc *trackClient, key []byte) {
 	target := tc.c
 	if tc.redirect != 0 {
 		if target = t.s.connByID(tc.redirect); target == nil {
+			tc.c.trackBroken.Store(true)
 			tc.c.push.add(nil, false, tc.redirect) // Redis's tracking-redir-broken
 			return
 		}
@@ -343,6 +344,7 @@ func (c *conn) clientTracking(a [][]byte) {
 		c.w.errorLine(msgSyntax)
 		return
 	}
+	c.trackBroken.Store(false) // as Redis: enabling or disabling clears it
 	c.s.track.set(c, tr)
 	c.w.ok()
 }
@@ -426,6 +428,9 @@ func (c *conn) clientTrackingInfo() {
 	}
 	if tr.noloop {
 		flags = append(flags, "noloop")
+	}
+	if tr.on && c.trackBroken.Load() {
+		flags = append(flags, "broken_redirect")
 	}
 	c.w.mapHeader(3)
 	c.w.bulkString("flags")

@@ -3,6 +3,7 @@ package resp
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,6 +146,27 @@ func TestTrackingHostile(t *testing.T) {
 		if !p.all || p.keys != nil || p.bytes != 0 {
 			t.Fatalf("after 5 MiB of keys: all %v, %d keys, %d bytes queued; want all, none", p.all, len(p.keys), p.bytes)
 		}
+	})
+
+	t.Run("a redirection whose connection closed", func(t *testing.T) {
+		srv := startServer(t, memstore.New(t), "mem", nil)
+		target := dialRaw(t, srv.Addr())
+		target.send("CLIENT ID\r\n")
+		id := strings.TrimSuffix(strings.TrimPrefix(target.replies(1)[0], ":"), "\r\n")
+		c := dialRaw(t, srv.Addr())
+		c.send("HELLO 3\r\nCLIENT TRACKING ON REDIRECT " + id + "\r\nGET redir\r\n")
+		c.replies(3)
+		target.nc.Close()
+		n, _ := strconv.ParseInt(id, 10, 64)
+		waitUntil(t, "the target is gone", func() bool { return srv.connByID(n) == nil })
+		w := dialRaw(t, srv.Addr())
+		w.send("SET redir 1\r\n")
+		w.expect("SET", []string{"+OK\r\n"})
+		// Redis's push to the tracking connection itself (RESP3).
+		c.expect("a write", []string{fmt.Sprintf(">2\r\n$21\r\ntracking-redir-broken\r\n:%s\r\n", id)})
+		c.send("CLIENT GETREDIR\r\nCLIENT TRACKINGINFO\r\n")
+		c.expect("GETREDIR", []string{":" + id + "\r\n", "%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$15\r\nbroken_redirect\r\n" +
+			"$8\r\nredirect\r\n:" + id + "\r\n$8\r\nprefixes\r\n*0\r\n"}) // redis-server 7.0.15's, byte for byte
 	})
 
 	t.Run("a change the feed cannot name invalidates everything", func(t *testing.T) {
