@@ -168,3 +168,29 @@ type countingObserver struct {
 func (o *countingObserver) KVWatching() bool { return o.watching }
 
 func (o *countingObserver) KVChanged(keys [][]byte, _ bool) { o.keys += len(keys) }
+
+// TestKVFeedAllocations: the feed's own work in a batch (start, a changed
+// key, finish) allocates nothing while no one watches, and nothing once
+// its buffers have grown while someone does.
+func TestKVFeedAllocations(t *testing.T) {
+	for _, watching := range []bool{false, true} {
+		f := &FSM{}
+		o := &countingObserver{watching: watching}
+		f.SetKVObserver(o)
+		key := []byte("lock:12345")
+		batch := func() {
+			a := applier{f: f}
+			a.kvStart()
+			a.kvTouched(key)
+			a.kvTouched(key)
+			a.kvFinish()
+		}
+		batch() // grows the buffers once
+		if n := testing.AllocsPerRun(1000, batch); n != 0 {
+			t.Errorf("watching %v: %.1f allocations per batch, want 0", watching, n)
+		}
+		if watching && o.keys != 2*1002 {
+			t.Errorf("told %d keys, want %d", o.keys, 2*1002)
+		}
+	}
+}
