@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	bolt "go.etcd.io/bbolt"
@@ -181,8 +180,10 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 	}
 	b := tx.Bucket(bucketKV)
 	if wantsOrder(b) {
-		last, _ := b.Cursor().Last()
-		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
+		// In order: a new key above every key, that is, none at or above
+		// it (Seek, not Last: see lastKey).
+		above, _ := b.Cursor().Seek(key)
+		noteOrder(b, !exists && above == nil)
 	}
 	a.kvTouched(key)
 	return b.Put(key, e.encode())
