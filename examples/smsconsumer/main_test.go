@@ -36,7 +36,7 @@ import (
 // between two renews.
 const (
 	testAckWait = time.Second
-	testLease   = 3 * time.Second
+	testLease   = 5 * time.Second
 )
 
 // fault is what the service or the API proxy does to a message's first
