@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 )
@@ -67,6 +69,15 @@ func TestStuckWork(t *testing.T) {
 	}
 	if recs, claims, _ := h.f.CountStuck(h.now(), 3); recs+claims != 3 {
 		t.Fatalf("CountStuck bounded at 3 visited %d", recs+claims)
+	}
+	// A snapshot carries the index: a follower rebuilt from it lists the same.
+	other := newHarness(t)
+	other.clock = h.clock
+	if err := other.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, h.f)))); err != nil {
+		t.Fatal(err)
+	}
+	if got := stuckKeys(t, other, 10); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("restored from a snapshot: %v, want %v", got, want)
 	}
 	// Each way out of the list.
 	if r := h.apply(*RecordCompleteCommand(CompleteRequest{Key: []byte("r1"), Fence: r1.Fence, Status: 200})); r.Code != CodeOK {
