@@ -51,6 +51,7 @@ type settings struct {
 	service  string
 	lease    time.Duration
 	ackWait  time.Duration
+	timeout  time.Duration // a side effect's call
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 	flag.StringVar(&s.service, "service", "http://127.0.0.1:3001", "the SMS and points service")
 	flag.DurationVar(&s.lease, "lease", 30*time.Second, "the once claims' lease, renewed at a third of it")
 	flag.DurationVar(&s.ackWait, "ack-wait", 30*time.Second, "JetStream's ack wait: a message not acked in it is delivered again")
+	flag.DurationVar(&s.timeout, "call-timeout", 10*time.Second, "how long a side effect's call to the service may take")
 	flag.Parse()
 	s.apis = strings.Split(apis, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -98,7 +100,7 @@ func run(ctx context.Context, s settings) error {
 	if err != nil {
 		return fmt.Errorf("consumer %s of stream %s: %w", s.consumer, s.stream, err)
 	}
-	h := &handler{idem: idem, service: s.service, http: &http.Client{Timeout: 10 * time.Second, Transport: userAgent(s.name)}}
+	h := &handler{idem: idem, service: s.service, http: &http.Client{Timeout: s.timeout, Transport: userAgent(s.name)}}
 	log.Printf("%s: consuming %s/%s", s.name, s.stream, s.consumer)
 	for ctx.Err() == nil {
 		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -58,6 +59,9 @@ const (
 	// huge: the service answers 2 MiB, more than a claim's result may
 	// hold.
 	huge
+	// pause: the service holds the call and stops its consumer (SIGSTOP),
+	// counting nothing, until the consumer gives the call up.
+	pause
 )
 
 // service is the SMS and points service: it counts every call it takes,
@@ -69,9 +73,18 @@ type service struct {
 	faults map[string]fault          // "sms/id" -> what its first call meets
 	fired  map[string]bool
 	total  atomic.Int64
+	// paused receives the name of a consumer a pause stopped; after
+	// resumed is closed, held receives whether the consumer gave its call
+	// up (uncounted) within 20 s, or the service went on and counted it.
+	paused  chan string
+	resumed chan struct{}
+	held    chan bool
 }
 
 func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Read the body first: only then does the server watch the connection,
+	// and cancel r's context when the caller gives the call up.
+	io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
 	effect := strings.TrimPrefix(r.URL.Path, "/")
 	id := r.Header.Get("X-Message-Id")
 	if r.Method != http.MethodPost || (effect != "sms" && effect != "points") || id == "" ||
@@ -90,6 +103,19 @@ func (s *service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		s.rig.kill(r.UserAgent())
 		return
+	}
+	if f == pause {
+		s.mu.Unlock()
+		s.rig.signal(r.UserAgent(), syscall.SIGSTOP)
+		s.paused <- r.UserAgent()
+		<-s.resumed
+		select {
+		case <-r.Context().Done(): // the consumer, resumed, gave the call up
+			s.held <- true
+			return
+		case <-time.After(20 * time.Second): // it did not: the SMS goes out
+			s.held <- false
+		}
 	}
 	s.mu.Unlock()
 	if f == slow {
@@ -144,7 +170,8 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	r := &rig{t: t, procs: map[string]*proc{}, completes: map[string]bool{}, stopped: map[*node.Node]bool{}}
-	r.svc = &service{rig: r, counts: map[string]map[string]int{"sms": {}, "points": {}}, faults: map[string]fault{}, fired: map[string]bool{}}
+	r.svc = &service{rig: r, counts: map[string]map[string]int{"sms": {}, "points": {}}, faults: map[string]fault{}, fired: map[string]bool{},
+		paused: make(chan string, 1), resumed: make(chan struct{}), held: make(chan bool, 1)}
 	dir := t.TempDir()
 	r.bin = filepath.Join(dir, "smsconsumer")
 	if out, err := exec.Command("go", "build", "-o", r.bin, ".").CombinedOutput(); err != nil {
@@ -250,18 +277,23 @@ func (r *rig) proxy(t *testing.T, target string) string {
 
 // kill SIGKILLs the consumer name (a User-Agent); its supervisor starts it
 // again.
-func (r *rig) kill(name string) {
+func (r *rig) kill(name string) { r.signal(name, syscall.SIGKILL) }
+
+// signal sends sig to the consumer name's process.
+func (r *rig) signal(name string, sig syscall.Signal) {
 	r.mu.Lock()
 	p := r.procs[name]
 	r.mu.Unlock()
 	if p == nil {
-		r.t.Errorf("kill: no consumer %q", name)
+		r.t.Errorf("signal: no consumer %q", name)
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.kills++
-	p.cmd.Process.Kill()
+	if sig == syscall.SIGKILL {
+		p.kills++
+	}
+	p.cmd.Process.Signal(sig)
 }
 
 // startProc starts the consumer name and starts it again whenever it
@@ -273,7 +305,8 @@ func (r *rig) startProc(name, svcURL string) {
 	r.mu.Unlock()
 	run := func() error {
 		cmd := exec.Command(r.bin, "-name", name, "-nats", r.natsURL, "-stream", "SIGNUPS", "-consumer", "welcome",
-			"-apis", strings.Join(r.proxies, ","), "-service", svcURL, "-lease", testLease.String(), "-ack-wait", testAckWait.String())
+			"-apis", strings.Join(r.proxies, ","), "-service", svcURL, "-lease", testLease.String(), "-ack-wait", testAckWait.String(),
+			"-call-timeout", time.Minute.String()) // longer than any pause: a call is given up because the claim was lost
 		p.mu.Lock()
 		cmd.Stdout, cmd.Stderr = &p.log, &p.log
 		p.cmd = cmd
@@ -471,6 +504,47 @@ func TestConsumerHostile(t *testing.T) {
 	}
 	if log := r.procs["c1"].log.String(); !strings.Contains(log, "key reuse, terminated") {
 		t.Errorf("the consumer's log does not say it terminated the reused id:\n%s", log)
+	}
+}
+
+// TestPausedHolder: a consumer stopped (SIGSTOP) in the middle of its SMS
+// call, past its lease, as a long GC pause or a frozen VM would: the
+// message's next delivery takes the claim over and sends the SMS; the
+// paused consumer, resumed, finds its renew refused (the claim is another's
+// now) and gives its call up (its context cancelled) before the SMS service
+// gets to it; a consumer that went on would have its SMS sent, 20 s later.
+// One SMS, the takeover's result stored, and the resumed consumer goes on.
+func TestPausedHolder(t *testing.T) {
+	r := newRig(t)
+	r.svc.faults["sms/paused-1"] = pause
+	r.publish("paused-1", `{"user":"p"}`)
+	r.start("c1")
+	r.start("c2")
+	var stopped string
+	select {
+	case stopped = <-r.svc.paused:
+	case <-time.After(time.Minute):
+		t.Fatal("no consumer took paused-1's SMS")
+	}
+	testsupport.WaitFor(t, "the other consumer to send the SMS and ack", 2*time.Minute, func() bool {
+		return r.svc.count("sms", "paused-1") == 1 && r.svc.count("points", "paused-1") == 1 && r.acked(1)
+	})
+	r.signal(stopped, syscall.SIGCONT)
+	close(r.svc.resumed)
+	if gaveUp := <-r.svc.held; !gaveUp {
+		t.Errorf("%s, resumed, did not give its SMS call up: its renew was refused, yet it went on", stopped)
+	}
+	r.publish("after-1", `{"user":"q"}`)
+	testsupport.WaitFor(t, "the next message", time.Minute, func() bool { return r.acked(2) })
+	r.stop()
+	if got := r.svc.count("sms", "paused-1"); got != 1 {
+		t.Errorf("sms of paused-1: %d calls, want 1", got)
+	}
+	if state, result := r.claim("sms", "paused-1"); state != "completed" || string(result) != "sms sent for paused-1" {
+		t.Errorf("claim sms/paused-1: %q %q", state, result)
+	}
+	if got := r.svc.count("sms", "after-1"); got != 1 {
+		t.Errorf("sms of after-1: %d calls, want 1", got)
 	}
 }
 
