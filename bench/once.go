@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -124,3 +126,74 @@ func (o etcdOncer) pair(c int, key string, payload, result []byte) error {
 }
 
 func (r *Redis) newOncer(int, time.Duration) (oncer, error) { return nil, errNoOnce }
+
+// OnceRESP is Once over the Redis-protocol listeners (IDEM.BEGIN, then
+// IDEM.COMPLETE with the fence), one connection per client spread over the
+// nodes: the same pair without HTTP, and under the store's own request ids.
+func OnceRESP(t Target, cfg RunConfig) Stats {
+	cfg.Name = "once over RESP (begin+complete)"
+	if len(t.Resps) == 0 {
+		return Stats{Name: cfg.Name, Skipped: "the cluster has no Redis-protocol listener (nodes[].resp)"}
+	}
+	conns := make([]*respConn, 0, cfg.Clients)
+	for c := range cfg.Clients {
+		conn, err := dialRESP(t.Resps[c%len(t.Resps)])
+		if err != nil {
+			closeAll(conns)
+			return Stats{Name: cfg.Name, Skipped: err.Error()}
+		}
+		conns = append(conns, conn)
+	}
+	defer closeAll(conns)
+	id := runID()
+	lease := strconv.FormatInt(onceLease.Milliseconds(), 10)
+	payload := `{"to":"+4912345","text":"welcome"}`
+	return Run(cfg, func(c int, seq int64) error {
+		key := fmt.Sprintf("r-%s-%d-%d", id, c, seq)
+		conn := conns[c]
+		conn.c.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.send("IDEM.BEGIN", "bench", key, lease, payload)
+		if err := conn.w.Flush(); err != nil {
+			return err
+		}
+		begun, err := conn.array()
+		switch {
+		case err != nil:
+			return fmt.Errorf("IDEM.BEGIN: %w", err)
+		case len(begun) != 3 || begun[0] != "begun":
+			return fmt.Errorf("IDEM.BEGIN answered %q", begun)
+		}
+		if _, v, err := conn.do("IDEM.COMPLETE", "bench", key, begun[1], fmt.Sprintf("sms-%d-%d", c, seq)); err != nil || v != "OK" {
+			return fmt.Errorf("IDEM.COMPLETE: %q %v", v, err)
+		}
+		return nil
+	})
+}
+
+// array reads an array reply of bulk strings and integers (nil elements
+// as "").
+func (c *respConn) array() ([]string, error) {
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[0] != '*' {
+		if len(line) > 0 && line[0] == '-' {
+			return nil, errors.New(strings.TrimSpace(line[1:]))
+		}
+		return nil, fmt.Errorf("not an array: %q", line)
+	}
+	n, err := strconv.Atoi(line[1 : len(line)-2])
+	if err != nil || n < 0 || n > 16 {
+		return nil, fmt.Errorf("array of %q", line)
+	}
+	out := make([]string, n)
+	for i := range out {
+		_, v, err := c.reply()
+		if err != nil && !errors.Is(err, errNilReply) {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -72,6 +72,9 @@ func RunOn(sys System, scenario string, cfg RunConfig, lc LockConfig) []Stats {
 		out = []Stats{FlashSale(sys, cfg)}
 	case "once":
 		out = []Stats{Once(sys, cfg)}
+		if t, ok := sys.(Target); ok {
+			out = append(out, OnceRESP(t, cfg))
+		}
 	default:
 		panic("bench: RunOn of " + scenario)
 	}
