@@ -5,13 +5,15 @@
 // delivery still runs, or a restart. Each side effect runs under
 // client.Once with a key derived from the message's id, one key per side
 // effect, so a redelivery replays what was done and does only what was
-// not. A team copies it and puts its own side effects in sendSMS and
-// addPoints.
+// not. A team copies it and puts its own side effects where handle calls
+// the service (handler.call).
 //
 // It pulls from a durable consumer of a stream (created or updated with
 // -ack-wait), one message at a time, and acks each once both side effects
 // are done. The side effects go to one HTTP service: POST {service}/sms
-// and POST {service}/points, with the message's id in X-Message-Id.
+// and POST {service}/points, with the message's id in X-Message-Id, each
+// call bounded by -call-timeout; the first 64 KiB of the service's answer
+// is the result the claim stores.
 //
 // One window stays open, as it does for any side effect that cannot join
 // the claim's transaction: a consumer killed after the SMS service took a
