@@ -15,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
@@ -88,6 +89,13 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	if err := onceSvc.Register(n.Reg); err != nil {
 		return nil, err
 	}
+	lockSvc, err := locks.New(store, locks.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := lockSvc.Register(n.Reg); err != nil {
+		return nil, err
+	}
 	nodeAPIs := map[string]string{}
 	// The names clients call the API by: every node's, as the operator
 	// verbs dial them, and the file's api.hosts.
@@ -98,7 +106,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	}
 	n.API = api.New(api.Config{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String(),
-		ReconcileIDs: reconcile}, store, tok, onceSvc, n.Reg)
+		ReconcileIDs: reconcile}, store, tok, onceSvc, lockSvc, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}

@@ -91,7 +91,7 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			ConstLabels: prometheus.Labels{"state": st.String()},
 		}, func() float64 { return float64(s.fsm.RecordCount(st)) }))
 	}
-	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV} {
+	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindLock, ttl.KindLockWait} {
 		k := k
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "idemgate_expired_total",
