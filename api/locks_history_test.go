@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,6 +199,14 @@ func TestLockHistoryAcrossLeaderKill(t *testing.T) {
 		if res != porcupine.Ok {
 			path := t.TempDir() + "/history.html"
 			porcupine.VisualizePath(lockModel.ToModel(), info, path)
+			sort.Slice(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+			for _, op := range h {
+				ret := "?"
+				if op.Return != math.MaxInt64 {
+					ret = fmt.Sprint(time.Duration(op.Return).Milliseconds())
+				}
+				t.Logf("client %d [%d, %s] ms: %s", op.ClientId, time.Duration(op.Call).Milliseconds(), ret, lockModel.DescribeOperation(op.Input, op.Output))
+			}
 			t.Fatalf("lock %s: the history is %v (visualization: %s)", name, res, path)
 		}
 	}

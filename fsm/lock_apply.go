@@ -189,38 +189,44 @@ func (a *applier) lockRelease(tx *bolt.Tx, c *Command, rev uint64) *Result {
 }
 
 // lockLeave takes a waiter that gave up out of the queue, or, when its
-// grant came first, gives the lock back to the next waiter.
+// grant came first, gives the lock back to the next waiter. The queue
+// entry goes first, so that a lapsed holder's lock passed on in this same
+// command never goes to the waiter that is leaving.
 func (a *applier) lockLeave(tx *bolt.Tx, c *Command, rev uint64) *Result {
+	if c.Version != 0 {
+		qk := lockQueueKey(c.Key, c.Version)
+		if v := tx.Bucket(bucketLockQ).Get(qk); v != nil {
+			w, err := DecodeLockWaiter(v)
+			if err != nil {
+				return &Result{Code: CodeStorage}
+			}
+			l, err := a.getLock(tx, c.Key)
+			if err != nil {
+				return &Result{Code: CodeStorage}
+			}
+			switch {
+			case !bytes.Equal(w.Owner, c.Value):
+			case l == nil: // cannot happen (a queue only behind a holder): the entry goes alone
+				if ttl.Delete(tx, ttl.KindLockWait, qk, w.WaitEnd) != nil || tx.Bucket(bucketLockQ).Delete(qk) != nil {
+					return &Result{Code: CodeStorage}
+				}
+				return &Result{Code: CodeOK}
+			default:
+				if err := a.dropWaiter(tx, qk, w, l); err != nil {
+					return &Result{Code: CodeStorage}
+				}
+				return &Result{Code: CodeOK}
+			}
+		}
+	}
 	l, err := a.live(tx, c.Key, rev)
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
-	if l == nil {
+	if l == nil || !bytes.Equal(l.Owner, c.Value) {
 		return &Result{Code: CodeNotFound}
 	}
-	if bytes.Equal(l.Owner, c.Value) {
-		if _, err := a.pass(tx, c.Key, l, rev); err != nil {
-			return &Result{Code: CodeStorage}
-		}
-		return &Result{Code: CodeOK}
-	}
-	if c.Version == 0 {
-		return &Result{Code: CodeNotFound}
-	}
-	q := tx.Bucket(bucketLockQ)
-	qk := lockQueueKey(c.Key, c.Version)
-	v := q.Get(qk)
-	if v == nil {
-		return &Result{Code: CodeNotFound}
-	}
-	w, err := DecodeLockWaiter(v)
-	if err != nil {
-		return &Result{Code: CodeStorage}
-	}
-	if !bytes.Equal(w.Owner, c.Value) {
-		return &Result{Code: CodeNotFound}
-	}
-	if err := a.dropWaiter(tx, qk, w, l); err != nil {
+	if _, err := a.pass(tx, c.Key, l, rev); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	return &Result{Code: CodeOK}

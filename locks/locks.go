@@ -239,7 +239,7 @@ func (s *Service) Acquire(ctx context.Context, name string, ttl, wait time.Durat
 	res, err := s.propose(ctx, c, deadline)
 	if err != nil {
 		if wait > 0 {
-			s.leave(name, owner, 0)
+			_ = s.leave(name, owner, 0) // best effort: err says the outcome is unknown
 		}
 		return Held{}, err
 	}
@@ -268,7 +268,12 @@ func (s *Service) Acquire(ctx context.Context, name string, ttl, wait time.Durat
 	case <-ctx.Done():
 	}
 	s.gaveUp.Inc()
-	s.leave(name, owner, ticket)
+	if err := s.leave(name, owner, ticket); err != nil {
+		// Not out of the queue for sure: it may still be granted, to
+		// nobody, until its wait or lease runs out. The caller must not
+		// take this for "held by another".
+		return Held{}, fmt.Errorf("giving up the wait: %w", err)
+	}
 	if err := ctx.Err(); err != nil {
 		return Held{}, err
 	}
@@ -312,12 +317,13 @@ func retryable(err error) bool {
 // leave takes a waiter that gave up out of the queue, or gives its grant
 // back, by a log entry of its own: a waiter must never block the lock. It
 // runs on a context of its own (the caller's may be what ended).
-func (s *Service) leave(name string, owner [fsm.LockOwnerLen]byte, ticket uint64) {
+func (s *Service) leave(name string, owner [fsm.LockOwnerLen]byte, ticket uint64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
 	c := fsm.LockLeaveCommand([]byte(name), owner[:], ticket)
 	c.ReqID = storeapi.NewRequestID()
-	_, _ = s.propose(ctx, c, time.Now().Add(leaveTimeout))
+	_, err := s.propose(ctx, c, time.Now().Add(leaveTimeout))
+	return err
 }
 
 // Renew extends the lease of the holder of fence to ttl from now and
