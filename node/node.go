@@ -119,7 +119,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		}
 	}
 	if cn.Resp != "" {
-		if err := n.startResp(s, store, tok, onceSvc, rc.ApplyTimeout); err != nil {
+		if err := n.startResp(s, store, tok, onceSvc, lockSvc, rc.ApplyTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -174,14 +174,14 @@ func (n *Node) startGateway(s Settings, gw gateway.Config, store *raftstore.Stor
 // startResp builds the Redis-protocol listener and binds its address. The
 // listeners' limits of the file apply to it: the largest value is the
 // largest request body, as on /v1/kv.
-func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service, onceSvc *once.Service, opTimeout time.Duration) error {
+func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service, onceSvc *once.Service, lockSvc *locks.Service, opTimeout time.Duration) error {
 	lim := listenerLimits(s.File.Limits)
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
-	srv, err := resp.New(rc, store, tok, onceSvc, n.Reg)
+	srv, err := resp.New(rc, store, tok, onceSvc, lockSvc, n.Reg)
 	if err != nil {
 		return err
 	}
