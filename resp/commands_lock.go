@@ -102,22 +102,31 @@ func planIdemLock(c *conn, a [][]byte) plan {
 	}}
 }
 
-func planIdemRenewLock(c *conn, a [][]byte) plan {
+// holderArgs checks a holder's call (RENEWLOCK, UNLOCK): the name and the
+// fence; msg is the refusal, "" when they pass.
+func holderArgs(c *conn, a [][]byte) (name string, fence uint64, msg string) {
 	if c.s.locks == nil {
-		return plan{err: msgNoLocks}
+		return "", 0, msgNoLocks
 	}
 	if msg := lockName(a); msg != "" {
-		return plan{err: msg}
+		return "", 0, msg
 	}
 	fence, ok := parseFence(a[2])
 	if !ok {
-		return plan{err: msgBadFence}
+		return "", 0, msgBadFence
+	}
+	return string(a[1]), fence, ""
+}
+
+func planIdemRenewLock(c *conn, a [][]byte) plan {
+	name, fence, msg := holderArgs(c, a)
+	if msg != "" {
+		return plan{err: msg}
 	}
 	ttl, ok := parseMillis(a[3], time.Millisecond, locks.MaxTTL)
 	if !ok {
 		return plan{err: msgBadLockTTL}
 	}
-	name := string(a[1])
 	return plan{direct: func(ctx context.Context, w *writer) {
 		end, err := c.s.locks.Renew(ctx, name, fence, ttl)
 		if err != nil {
@@ -129,17 +138,10 @@ func planIdemRenewLock(c *conn, a [][]byte) plan {
 }
 
 func planIdemUnlock(c *conn, a [][]byte) plan {
-	if c.s.locks == nil {
-		return plan{err: msgNoLocks}
-	}
-	if msg := lockName(a); msg != "" {
+	name, fence, msg := holderArgs(c, a)
+	if msg != "" {
 		return plan{err: msg}
 	}
-	fence, ok := parseFence(a[2])
-	if !ok {
-		return plan{err: msgBadFence}
-	}
-	name := string(a[1])
 	return plan{direct: func(ctx context.Context, w *writer) {
 		if err := c.s.locks.Release(ctx, name, fence); err != nil {
 			w.errorLine(lockError(err))
