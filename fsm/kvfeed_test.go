@@ -194,3 +194,23 @@ func TestKVFeedAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestKVFeedFlushHook: a command that empties the keyspace calls
+// kvChangedAll in its apply; the observer is then told "all" (and not the
+// keys the batch also named), whether it was watching or not.
+func TestKVFeedFlushHook(t *testing.T) {
+	for _, watching := range []bool{true, false} {
+		f := &FSM{}
+		l := &feedLog{}
+		l.watching.Store(watching)
+		f.SetKVObserver(l)
+		a := applier{f: f}
+		a.kvStart()
+		a.kvTouched([]byte("k"))
+		a.kvChangedAll()
+		a.kvFinish()
+		if got := l.take(); len(got) != 1 || got[0] != nil {
+			t.Fatalf("watching %v: told %q, want one \"all\"", watching, got)
+		}
+	}
+}
