@@ -329,7 +329,8 @@ func parseSelectors(t *testing.T, where, s string) []alertSelector {
 // docs/operations.md's alert table names: a labelled counter an alert counts up from
 // must exist at 0 before its first event, or increase() cannot see that
 // event. idemgate_requests_total{outcome=...} is there for every route;
-// idemgate_peer_rejected_total for every reason docs/security.md lists.
+// idemgate_peer_rejected_total for every reason docs/security.md lists;
+// the token counters for scopes no route names ("other").
 func TestAlertSeriesExistFromStart(t *testing.T) {
 	var sels []alertSelector
 	for _, g := range readAlertRules(t).Groups {
@@ -361,6 +362,10 @@ func TestAlertSeriesExistFromStart(t *testing.T) {
 	for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllSubmatch(reasons[1], -1) {
 		sels = append(sels, alertSelector{name: "idemgate_peer_rejected_total", labels: map[string][]string{"reason": {string(w[1])}}})
 	}
+	// The dashboard's token panels count up from these too.
+	sels = append(sels,
+		alertSelector{name: "idemgate_tokens_issued_total", labels: map[string][]string{"scope": {"other"}}},
+		alertSelector{name: "idemgate_tokens_consumed_total", labels: map[string][]string{"scope": {"other"}, "result": {"ok", "used"}}})
 	if len(sels) < 20 {
 		t.Fatalf("read only %d selectors: %+v", len(sels), sels)
 	}
