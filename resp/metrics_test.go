@@ -17,7 +17,7 @@ func TestCommandSeriesExistFromStart(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	cfg := DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	s, err := New(cfg, nil, nil, nil, reg)
+	s, err := New(cfg, nil, nil, nil, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
