@@ -543,8 +543,8 @@ func oneOf(field, v string, allowed ...string) (string, error) {
 // filled by the package that owns the setting (raftstore.DefaultConfig),
 // so each default is defined once, there.
 func (r *Raft) validate() error {
-	var err error
-	if r.Timing, err = oneOf("raft.timing", r.Timing, "default", "lan"); err != nil {
+	// Checked, not filled in: node.StoreConfig reads "" as the default.
+	if _, err := oneOf("raft.timing", r.Timing, "default", "lan"); err != nil {
 		return err
 	}
 	for _, d := range []struct {

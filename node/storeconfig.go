@@ -29,8 +29,12 @@ func StoreConfig(s Settings) (raftstore.Config, error) {
 	setDuration(&rc.ElectionTimeout, r.ElectionTimeout)
 	if rc.ElectionTimeout < rc.HeartbeatTimeout {
 		// A file that sets one and takes the other from raft.timing.
+		timing := r.Timing
+		if timing == "" {
+			timing = "default"
+		}
 		return raftstore.Config{}, fmt.Errorf("config: raft.election_timeout %s is shorter than raft.heartbeat_timeout %s (raft.timing %s sets what the file leaves out): Raft refuses it; set both",
-			rc.ElectionTimeout, rc.HeartbeatTimeout, r.Timing)
+			rc.ElectionTimeout, rc.HeartbeatTimeout, timing)
 	}
 	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout / 2
 	if r.SnapshotThreshold > 0 {
