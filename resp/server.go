@@ -55,7 +55,9 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}, ids: map[int64]*conn{}}
 	s.track = newTracker(s)
-	store.OnKVChanged(s)
+	if store != nil { // a listener built only for its metrics has none
+		store.OnKVChanged(s)
+	}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
 	}
