@@ -58,6 +58,10 @@ const (
 	TypeOnceRenew
 	TypeOnceComplete
 	TypeOnceRelease
+	TypeListPush
+	TypeListPop
+	TypeListRem
+	TypeListTrim
 	typeEnd
 )
 
@@ -201,6 +205,20 @@ var commands = [typeEnd]spec{
 		key: true, remembered: true, check: checkOnceComplete, apply: (*applier).onceComplete},
 	TypeOnceRelease: {name: "once_release", uses: fKey | fFence,
 		key: true, remembered: true, check: checkFence, apply: (*applier).onceRelease},
+	// The list commands (list.go). Value: the elements, a list's
+	// encoding; Flags: FlagListRight, FlagListExisting.
+	TypeListPush: {name: "list_push", uses: fKey | fValue | fFlags,
+		key: true, remembered: true, tx: true, check: checkListPush, apply: (*applier).listPush, kv: (*applier).listPushIn},
+	// Value: the further keys (BLPOP's), a list's encoding; Body: the
+	// count, with FlagListCount.
+	TypeListPop: {name: "list_pop", uses: fKey | fValue | fFlags | fBody,
+		key: true, remembered: true, tx: true, check: checkListPop, apply: (*applier).listPop, kv: (*applier).listPopIn},
+	// Value: the element; Body: the signed count.
+	TypeListRem: {name: "list_rem", uses: fKey | fValue | fBody,
+		key: true, remembered: true, tx: true, check: checkListRem, apply: (*applier).listRem, kv: (*applier).listRemIn},
+	// Body: start and stop, signed.
+	TypeListTrim: {name: "list_trim", uses: fKey | fBody,
+		key: true, remembered: true, tx: true, check: checkListTrim, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

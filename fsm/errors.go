@@ -52,6 +52,9 @@ var (
 	// ErrKeyReuse: a once begin's payload fingerprint differs from the
 	// claim's: the same key was used for other work.
 	ErrKeyReuse = errors.New("the key was used with another payload")
+	// ErrWrongType: a command of one kind of value (a string's, a list's)
+	// on a key holding the other (Redis's WRONGTYPE); nothing changed.
+	ErrWrongType = errors.New("operation against a key holding the wrong kind of value")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

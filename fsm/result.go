@@ -40,13 +40,16 @@ const (
 	// CodeTakenOver: a once begin that took a claim over from a holder
 	// whose lease had run out (the new fence in Result.Fence).
 	CodeTakenOver
+	// CodeWrongType: a command of one kind of value (a string's, a
+	// list's) on a key holding the other; nothing changed.
+	CodeWrongType
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
 	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict,
-	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil}
+	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil, ErrWrongType}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).
