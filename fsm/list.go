@@ -299,12 +299,13 @@ func checkListPop(c *Command) error {
 		return errors.New("a pop's further keys are a list's encoding")
 	case (c.Flags&FlagListCount != 0) != (len(c.Body) == 8):
 		return errors.New("a pop's count is 8 bytes, and only with the count flag")
-	case c.Flags&FlagListCount != 0 && binary.BigEndian.Uint64(c.Body) > 1<<62:
-		return errors.New("a pop's count is out of range")
 	}
 	for _, k := range keys {
-		if len(k) == 0 || len(k) > MaxStoredKeyLen {
+		switch {
+		case len(k) == 0 || len(k) > MaxStoredKeyLen:
 			return errors.New("a pop's further key is empty or too long")
+		case k[0] == 0:
+			return errors.New("a pop's further key is a reserved key") // idemgate's own, never a list
 		}
 	}
 	return nil

@@ -32,6 +32,8 @@ type Server struct {
 	// scripts are the scripts EVAL and SCRIPT LOAD gave this node
 	// (commands_script.go).
 	scripts scriptCache
+	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
+	blocks *blocker
 
 	ln      net.Listener
 	mu      sync.Mutex
@@ -50,6 +52,7 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, reg prometheus.Regis
 	}
 	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}}
+	s.blocks = newBlocker(s)
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
 	}
