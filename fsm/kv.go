@@ -145,7 +145,11 @@ func (a *applier) kvSetIn(kv kvStore, c *Command, rev uint64) *Result {
 	switch c.Mode {
 	case SetNX:
 		if exists {
-			return &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: old.Clone().Value}
+			r := &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt}
+			if old.Kind == KindString { // a list's encoding is no value to answer
+				r.Value = old.Clone().Value
+			}
+			return r
 		}
 	case SetXX:
 		if !exists {
