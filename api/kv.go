@@ -82,7 +82,6 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 // msgWrongType is the detail for a key that holds a list.
 const msgWrongType = "the key holds a list (written with the Redis protocol's LPUSH or RPUSH); /v1/kv reads and edits strings"
 
-
 func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	args := ctx.QueryArgs()
 	ttl, ok := httpx.ParseTTL(ctx, "ttl", string(args.Peek("ttl")))
