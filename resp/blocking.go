@@ -13,7 +13,8 @@ import (
 
 // Blocking pops (BLPOP, BRPOP). A client blocks on the node it is
 // connected to. Its pop is always a write through the log (never a pop on
-// one node only): first at once; when every key was empty, it waits in
+// one node only): first at once, unless none of its keys exists here
+// after the read barrier; when every key was empty, it waits in
 // each key's queue of this node, in arrival order, as Redis serves its
 // blocked clients. One goroutine per node (the blocker) wakes at each
 // apply of this node's state machine (Store.Changed, no timer) and, for
@@ -155,10 +156,12 @@ func (c *conn) blockingPop(p plan) {
 		defer cancel()
 		return c.s.store.ApplyInOrder(ctx, p.ops)
 	}
-	res := pop()
-	if res[0].Err != nil || res[0].Res.Code != fsm.CodeNotFound {
-		p.answer(&c.w, res)
-		return
+	if !c.allAbsent(p.block.keys) {
+		res := pop()
+		if res[0].Err != nil || res[0].Res.Code != fsm.CodeNotFound {
+			p.answer(&c.w, res)
+			return
+		}
 	}
 	if c.flush() != nil { // the replies before it are not held back while it waits
 		c.quit = true
@@ -199,6 +202,24 @@ func (c *conn) blockingPop(p plan) {
 			// The client sent more: it is read once this pop answers.
 		}
 	}
+}
+
+// allAbsent: after the read barrier, this node holds none of keys, so the
+// pop would find nothing: the client waits without a log entry (a lock's
+// waiters BLPOP a signal list that is usually absent). A push acknowledged
+// before the call is applied here by then; one after wakes the waiter.
+func (c *conn) allAbsent(keys [][]byte) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	if !c.readonly && c.s.store.Barrier(ctx) != nil {
+		return false // the pop answers the store's error
+	}
+	for _, k := range keys {
+		if _, err := c.s.store.KV(ctx, k, true); !errors.Is(err, fsm.ErrNotFound) {
+			return false
+		}
+	}
+	return true
 }
 
 // closeWatch notices a client that disconnects while it waits: a read of
