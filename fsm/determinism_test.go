@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(24) {
+		switch rng.IntN(26) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -95,23 +95,36 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.TTL += time.Second
 		case 18:
 			c.Type, c.Fence = TypeOnceRelease, uint64(rng.IntN(i)+1)
-		case 20: // lists on the same keys as strings: WRONGTYPE both ways
+		case 20: // a lock taken or queued for by one of three owners
+			c.Type, c.Value = TypeLockAcquire, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen)
+			c.Timeout = time.Duration(rng.IntN(3)+1) * 300 * time.Millisecond
+		case 21:
+			switch rng.IntN(3) {
+			case 0:
+				c.Type, c.Fence, c.Timeout = TypeLockRenew, uint64(rng.IntN(i)+1), time.Second
+			case 1:
+				c.Type, c.Fence = TypeLockRelease, uint64(rng.IntN(i)+1)
+			default:
+				c.Type, c.Value, c.Version = TypeLockLeave, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen), uint64(rng.IntN(i))
+			}
+			c.TTL = 0
+		case 22: // lists on the same keys as strings: WRONGTYPE both ways
 			c = *ListPushCommand(c.Key, [][]byte{{byte(i)}, {byte(rng.IntN(3))}}, rng.IntN(2) == 0, rng.IntN(4) == 0)
 			c.Stamp, c.ReqID = clock, ReqID{0: byte(i), 1: byte(i >> 8), 2: 2}
-		case 21:
+		case 23:
 			c = *ListPopCommand([][]byte{c.Key, key()}, rng.IntN(2) == 0, int64(rng.IntN(4))-1)
 			c.Stamp = clock
-		case 22:
+		case 24:
 			c = *ListRemCommand(c.Key, []byte{byte(rng.IntN(3))}, int64(rng.IntN(5))-2)
 			c.Stamp = clock
-		case 23:
+		case 25:
 			c = *ListTrimCommand(c.Key, int64(rng.IntN(5))-2, int64(rng.IntN(5))-2)
 			c.Stamp = clock
 		case 10:
 			c.Type = TypeExpire
 			c.Key = nil
 			for j := 0; j < 3; j++ {
-				c.Entries = append(c.Entries, ttl.Entry{Kind: []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindOnce}[rng.IntN(4)], Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
+				c.Entries = append(c.Entries, ttl.Entry{Kind: []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindOnce, ttl.KindLock}[rng.IntN(5)], Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
 			}
 		default:
 			logs = append(logs, &raft.Log{Index: uint64(i), Type: raft.LogCommand, Data: []byte{1, 2, 3}})

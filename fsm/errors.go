@@ -52,6 +52,8 @@ var (
 	// ErrKeyReuse: a once begin's payload fingerprint differs from the
 	// claim's: the same key was used for other work.
 	ErrKeyReuse = errors.New("the key was used with another payload")
+	// ErrQueueFull: a lock acquire found MaxLockWaiters waiting already.
+	ErrQueueFull = errors.New("too many waiters queued for the lock")
 	// ErrWrongType: a command of one kind of value (a string's, a list's)
 	// on a key holding the other (Redis's WRONGTYPE); nothing changed.
 	ErrWrongType = errors.New("operation against a key holding the wrong kind of value")
