@@ -39,7 +39,7 @@ func lpNewError(pos int, message string, args ...interface{}) *lpError {
 func (e *lpError) Error() string {
 	switch e.Pos {
 	case lpEOS:
-		return fmt.Sprintf("%s at lpEOS", e.Message)
+		return fmt.Sprintf("%s at EOS", e.Message)
 	case lpUNKNOWN:
 		return fmt.Sprintf("%s", e.Message)
 	default:
@@ -336,7 +336,7 @@ func lpParseClass(sc *lpScanner, allowset bool) lpClass {
 	//case '^' '$', '(', ')', ']', '*', '+', '-', '?':
 	//	panic(lpNewError(sc.CurrentPos(), "invalid %c", ch))
 	case lpEOS:
-		panic(lpNewError(sc.CurrentPos(), "unexpected lpEOS"))
+		panic(lpNewError(sc.CurrentPos(), "unexpected EOS"))
 	default:
 		return &lpCharClass{ch}
 	}
@@ -355,7 +355,7 @@ func lpParseClassSet(sc *lpScanner) lpClass {
 		// case '[':
 		// 	panic(lpNewError(sc.CurrentPos(), "'[' can not be nested"))
 		case lpEOS:
-			panic(lpNewError(sc.CurrentPos(), "unexpected lpEOS"))
+			panic(lpNewError(sc.CurrentPos(), "unexpected EOS"))
 		case ']':
 			if len(set.Classes) > 0 {
 				sc.Next()
@@ -538,17 +538,14 @@ func lpCompilePattern(p lpPattern, ps ...*lpIptr) []lpInst {
 
 // Simple recursive virtual machine based on the
 // "Regular Expression Matching: the Virtual Machine Approach" (https://swtch.com/~rsc/regexp/regexp2.html)
-func lpRecursiveVM(st *lpSteps, src []byte, insts []lpInst, pc, sp, recLevel int, ms ...*lpMatchData) (bool, int, *lpMatchData) {
+func lpRecursiveVM(st *lpSteps, src []byte, insts []lpInst, pc, sp, recLevel int, m *lpMatchData) (bool, int, *lpMatchData) {
 	st.step()
 	recLevel++
 	if recLevel > lpMaxRecursionLevel {
-		panic(lpNewError(lpUNKNOWN, "lpPattern/input too complex"))
+		panic(lpNewError(lpUNKNOWN, "pattern/input too complex"))
 	}
-	var m *lpMatchData
-	if len(ms) == 0 {
+	if m == nil { // the variadic parameter upstream: one allocation a call
 		m = lpNewMatchState()
-	} else {
-		m = ms[0]
 	}
 redo:
 	lpInst := insts[pc]
@@ -639,7 +636,7 @@ func lpFind(st *lpSteps, p string, src []byte, offset, limit int) (matches int, 
 	pat := lpParsePattern(lpNewScanner([]byte(p)), true)
 	insts := lpCompilePattern(pat)
 	for sp := offset; sp <= len(src); {
-		ok, nsp, _ := lpRecursiveVM(st, src, insts, 0, sp, 0)
+		ok, nsp, _ := lpRecursiveVM(st, src, insts, 0, sp, 0, nil)
 		sp++
 		if ok {
 			if sp < nsp {
