@@ -3,11 +3,11 @@ package resp
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -169,14 +169,15 @@ func (c *conn) blockingPop(p plan) {
 	}
 	b := c.s.blocks
 	w := b.add(p.block.keys)
-	gone := c.watchClose()
+	gone := make(chan struct{})
+	stop := httpx.WatchClose(c.nc, func() { close(gone) }) // a blocked client is never idle (Redis's timeout spares it too)
+	defer stop()
 	var timeout <-chan time.Time
 	if !p.block.forever {
 		t := time.NewTimer(time.Duration(p.block.wait) * time.Millisecond)
 		defer t.Stop()
 		timeout = t.C
 	}
-	defer func() { c.endWatchClose(gone) }()
 	for {
 		select {
 		case <-w.wake:
@@ -192,14 +193,10 @@ func (c *conn) blockingPop(p plan) {
 			b.remove(w)
 			c.w.nullArray()
 			return
-		case err := <-gone.done:
-			gone.done = nil
-			if err != nil {
-				b.remove(w) // disconnected: nothing popped, nothing answered
-				c.quit = true
-				return
-			}
-			// The client sent more: it is read once this pop answers.
+		case <-gone:
+			b.remove(w) // disconnected: nothing popped, nothing answered
+			c.quit = true
+			return
 		}
 	}
 }
@@ -220,41 +217,4 @@ func (c *conn) allAbsent(keys [][]byte) bool {
 		}
 	}
 	return true
-}
-
-// closeWatch notices a client that disconnects while it waits: a read of
-// one byte, left in the buffer, on a goroutine of its own (the
-// connection's is waiting, so the reader is free).
-type closeWatch struct {
-	done    chan error
-	stopped chan struct{}
-}
-
-func (c *conn) watchClose() *closeWatch {
-	g := &closeWatch{done: make(chan error, 1), stopped: make(chan struct{})}
-	c.nc.SetReadDeadline(time.Time{}) // a blocked client is never idle (Redis's timeout spares it too)
-	go func() {
-		defer close(g.stopped)
-		_, err := c.r.br.Peek(1)
-		g.done <- err
-	}()
-	return g
-}
-
-// endWatchClose stops the read and waits for its goroutine, so the
-// connection's goroutine owns the reader again.
-func (c *conn) endWatchClose(g *closeWatch) {
-	c.nc.SetReadDeadline(time.Unix(1, 0))
-	<-g.stopped
-	if g.done != nil {
-		if err := <-g.done; err != nil && !isTimeout(err) {
-			c.quit = true
-		}
-	}
-	c.nc.SetReadDeadline(time.Time{})
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
