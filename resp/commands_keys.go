@@ -30,6 +30,9 @@ func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 		}
 		return len(keys) <= maxKeysReply
 	})
+	if err == nil && c.script != nil {
+		keys, err = c.scriptKeys(ctx, keys)
+	}
 	switch {
 	case err != nil:
 		c.w.errorLine(errorReply(err))
@@ -41,6 +44,25 @@ func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 			c.w.bulk(k)
 		}
 	}
+}
+
+// scriptKeys is KEYS inside a script (python-redis-lock's reset_all): of
+// the keys this node holds, those the script sees live (it may have
+// deleted some). Each is a read of the script's, so its effects apply
+// only while they are as it saw them; a key another client creates
+// meanwhile, or one the script itself created, is not listed.
+func (c *conn) scriptKeys(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	out := keys[:0]
+	for _, k := range keys {
+		_, ok, err := c.local(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // cmdDBSize counts the live keys.

@@ -20,6 +20,7 @@ const (
 	msgDBRange      = "ERR DB index is out of range"
 	msgNoProto      = "NOPROTO unsupported protocol version"
 	msgMaxClients   = "ERR max number of clients reached"
+	msgWrongType    = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	msgNotSupported = "ERR %s is not supported by idemgate: use MULTI/EXEC (with WATCH), SET NX, SET ... GET, GETDEL, INCR or IDEM.CONSUME for atomic steps"
 )
 
@@ -41,6 +42,7 @@ var storeErrors = []struct {
 	{storeapi.ErrTooLarge, "ERR command too large for the store"},
 	{storeapi.ErrReservedKey, ""}, // its own text: which keys are reserved
 	{fsm.ErrNotInteger, msgNotInteger},
+	{fsm.ErrWrongType, msgWrongType},
 	{fsm.ErrOverflow, msgOverflow},
 	{fsm.ErrTooLong, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
 	{fsm.ErrNotFloat, msgNotFloat},

@@ -33,6 +33,8 @@ type Server struct {
 	// scripts are the scripts EVAL and SCRIPT LOAD gave this node
 	// (commands_script.go).
 	scripts scriptCache
+	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
+	blocks *blocker
 	// track is CLIENT TRACKING's table (tracking.go).
 	track *tracker
 
@@ -54,6 +56,7 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	}
 	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}, ids: map[int64]*conn{}}
+	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
 	if store != nil { // a listener built only for its metrics has none
 		store.OnKVChanged(s)

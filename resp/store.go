@@ -36,6 +36,9 @@ type Store interface {
 	// LocalTx answers a transaction of reads only from this node's
 	// applied state, in one read (after Barrier, it is linearizable).
 	LocalTx(r fsm.TxRequest) (*fsm.Result, error)
+	// Changed returns a channel closed at this node's next apply: a
+	// blocked pop looks at its keys again when it fires.
+	Changed() <-chan struct{}
 	// OnKVChanged registers the listener to be told the KV keys each
 	// batch this node applies changed (client-side caching's
 	// invalidations).
