@@ -63,6 +63,16 @@ var trackCases = []struct {
 		{conn: 0, recv: 1},
 		{conn: 0, send: "PING\r\n"},
 	}},
+	{"default mode: list reads and writes", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
+		{conn: 0, send: "LRANGE {k}l 0 -1\r\n"},
+		{conn: 1, send: "RPUSH {k}l a b\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "LLEN {k}l\r\n"},
+		{conn: 1, send: "LPOP {k}l\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
 	{"default mode: an expiry invalidates", []trackStep{
 		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
 		{conn: 1, send: "SET {k}e 1 PX 200\r\n"},
