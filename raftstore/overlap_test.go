@@ -120,6 +120,11 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 	w := newDiskWatch(keys)
 	c := StartTestCluster(t, 3, func(cfg *Config) {
 		cfg.MaxBatchesInFlight = 4
+		// Followers held at their disk still answer heartbeats (raft's
+		// fast path), but on a loaded machine a short lease can lapse
+		// and depose the leader, and held followers cannot elect one:
+		// timeouts well above the machine's stalls.
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, time.Second
 		node := cfg.NodeID
 		cfg.wrapLogStore = func(s raft.LogStore) raft.LogStore { return &heldLogStore{LogStore: s, node: node, w: w} }
 	})
@@ -174,7 +179,8 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no two batches in flight: the leader stored %d entries of the commands, followers held: %v", leaderEntries, blocked)
+			t.Fatalf("no two batches in flight: the leader stored %d entries of the commands, followers held: %v, still leader: %v",
+				leaderEntries, blocked, ls.IsLeader())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
