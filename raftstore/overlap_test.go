@@ -106,8 +106,9 @@ func (h *heldLogStore) IsMonotonic() bool {
 // (Config.MaxBatchesInFlight), a batch proposed while its predecessor is
 // still replicating is acknowledged only once a quorum has it durably. On
 // a real 3-node cluster, both followers' disks are held before their log
-// writes; commands to the leader make at least two batches that the
-// leader has written while neither follower has: no command is answered.
+// writes; commands to the leader, sent in three waves, make three batches
+// that the leader has written while neither follower has: no command is
+// answered.
 // Then one follower's disk is released: every command is answered
 // Created, and at each answer the command's entry was durable on the
 // leader and on the released follower (the held one still has none).
@@ -148,42 +149,56 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 		quorumOf []string
 	}
 	answers := make(chan answer, commands)
-	for _, k := range keys {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			res, err := ls.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v"), Mode: fsm.SetNX}))
-			a := answer{key: string(k), res: res, err: err}
-			w.mu.Lock()
-			for _, f := range followers {
-				if w.durable[f][string(k)] {
-					a.quorumOf = append(a.quorumOf, f)
+	send := func(keys [][]byte) {
+		for _, k := range keys {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				res, err := ls.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v"), Mode: fsm.SetNX}))
+				a := answer{key: string(k), res: res, err: err}
+				w.mu.Lock()
+				for _, f := range followers {
+					if w.durable[f][string(k)] {
+						a.quorumOf = append(a.quorumOf, f)
+					}
 				}
-			}
-			a.durable = w.durable[leaderID][string(k)] && len(a.quorumOf) > 0
+				a.durable = w.durable[leaderID][string(k)] && len(a.quorumOf) > 0
+				w.mu.Unlock()
+				answers <- a
+			}()
+		}
+	}
+	// waitLeaderEntries waits (bounded) until the leader has durably
+	// written n entries of these commands while both followers are held
+	// at their disks.
+	waitLeaderEntries := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			w.mu.Lock()
+			leaderEntries := len(w.entries[leaderID])
+			blocked := w.waiting[followers[0]] > 0 && w.waiting[followers[1]] > 0
 			w.mu.Unlock()
-			answers <- a
-		}()
-	}
-
-	// Wait (bounded) until the leader has durably written at least two
-	// entries of these commands and both followers are held at their
-	// disks: two batches overlap, neither has a quorum.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		w.mu.Lock()
-		leaderEntries := len(w.entries[leaderID])
-		blocked := w.waiting[followers[0]] > 0 && w.waiting[followers[1]] > 0
-		w.mu.Unlock()
-		if leaderEntries >= 2 && blocked {
-			break
+			if leaderEntries >= n && blocked {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not %d batches in flight: the leader stored %d entries of the commands, followers held: %v, still leader: %v",
+					n, leaderEntries, blocked, ls.IsLeader())
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no two batches in flight: the leader stored %d entries of the commands, followers held: %v, still leader: %v",
-				leaderEntries, blocked, ls.IsLeader())
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	// Three waves, each sent once the leader has stored the one before
+	// (however fast the commands gather, each wave is a batch of its own):
+	// with one batch in flight the second wave would wait for the first
+	// batch's quorum, which the held followers never give.
+	send(keys[:1])
+	waitLeaderEntries(1)
+	send(keys[1:16])
+	waitLeaderEntries(2)
+	send(keys[16:])
+	waitLeaderEntries(3)
 	// A wrong pipeline would answer now; give it the chance (a bound, not
 	// an assertion on time).
 	select {
@@ -211,7 +226,7 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 	w.mu.Lock()
 	leaderEntries, stillHeld := len(w.entries[leaderID]), len(w.entries[followers[1]])
 	w.mu.Unlock()
-	if leaderEntries < 2 || stillHeld != 0 {
-		t.Fatalf("the leader stored %d entries of the commands, the held follower %d; want ≥ 2 and 0", leaderEntries, stillHeld)
+	if leaderEntries < 3 || stillHeld != 0 {
+		t.Fatalf("the leader stored %d entries of the commands, the held follower %d; want ≥ 3 and 0", leaderEntries, stillHeld)
 	}
 }
