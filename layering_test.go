@@ -18,11 +18,11 @@ var layers = [][]string{
 	{"fsm", "datadir"},
 	{"backup", "storeapi", "raftstore/transport"},
 	{"raftstore", "tokens", "internal/localcluster"},
-	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once"},
+	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once", "locks"},
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
 	{"internal/democluster"},
-	{"", "examples/payments", "tests/e2e"}, // "": the idemgate command itself
+	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself
 }
 
 // testOnly are packages no production package may import.

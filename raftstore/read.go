@@ -229,6 +229,23 @@ func (s *Store) Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, 
 	return s.fsm.Claim(key, time.Now())
 }
 
+// LockState returns the lock held under name (fsm.CheckLockName),
+// linearizable unless local; fsm.ErrNotFound when it is free.
+func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*fsm.Lock, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.fsm.LockState(name, time.Now())
+}
+
+// OnLockGrants registers fn to be told, after each applied batch, the
+// locks it granted: the waiters of this node's requests learn of their
+// grant from this node's own apply. fn runs on the apply path and must be
+// quick.
+func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.fsm.SetLockObserver(fn) }
+
 // KV returns the value of a KV key (linearizable unless local); a
 // reserved key is refused (storeapi.ErrReservedKey).
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
@@ -306,6 +323,18 @@ func (s *Store) Suspects(ctx context.Context, limit int, local bool) ([]fsm.Susp
 		}
 	}
 	return s.fsm.Suspects(limit)
+}
+
+// Stuck lists a page of the records and once claims whose holder's
+// deadline passed, earliest first, from the cursor after (fsm.FSM.Stuck);
+// linearizable unless local.
+func (s *Store) Stuck(ctx context.Context, after []byte, limit int, local bool) ([]fsm.Stuck, []byte, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.fsm.Stuck(time.Now(), after, limit)
 }
 
 // Indexes are the commit index this node knows and the index its state

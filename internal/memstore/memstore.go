@@ -170,6 +170,12 @@ func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*fsm.Claim, error)
 	return s.f.Claim(key, time.Now())
 }
 
+func (s *Store) LockState(_ context.Context, name []byte, _ bool) (*fsm.Lock, error) {
+	return s.f.LockState(name, time.Now())
+}
+
+func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.f.SetLockObserver(fn) }
+
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	if err := storeapi.CheckKVKey(key); err != nil {
 		return fsm.KVEntry{}, err
@@ -198,6 +204,10 @@ func (s *Store) NodeAPI(id string) (string, bool) {
 
 func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, error) {
 	return s.f.Suspects(limit)
+}
+
+func (s *Store) Stuck(_ context.Context, after []byte, limit int, _ bool) ([]fsm.Stuck, []byte, error) {
+	return s.f.Stuck(time.Now(), after, limit)
 }
 
 // The cluster: one node, always the leader, always ready.
