@@ -128,7 +128,11 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, err
 	}
 	closers = append(closers, s.logs)
-	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
+	var logs raft.LogStore = s.logs
+	if cfg.wrapLogStore != nil {
+		logs = cfg.wrapLogStore(logs)
+	}
+	s.cache = newLogCache(logs, logCacheSize, cfg.LogCacheBytes)
 
 	hlog := newHclog(s.logger, "raft", nil) // Raft's lines in the node's format, at its level
 	s.snaps, err = datadir.SnapshotStore(cfg.DataDir, hlog)
