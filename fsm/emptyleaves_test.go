@@ -55,7 +55,7 @@ func TestApplyAfterEmptyingTheKeyspace(t *testing.T) {
 				return err
 			}
 		}
-		if p := predecessor(b, []byte("m")); p != nil {
+		if p := predecessor(b.Cursor(), []byte("m")); p != nil {
 			return fmt.Errorf("predecessor of m in an emptied bucket = %q, want none", p)
 		}
 		return nil

@@ -87,7 +87,7 @@ type boltKV struct {
 	tx *bolt.Tx
 }
 
-func (b boltKV) get(key []byte) (KVEntry, bool) { return decodeKV(b.tx.Bucket(bucketKV).Get(key)) }
+func (b boltKV) get(key []byte) (KVEntry, bool) { return decodeKV(b.a.get(b.tx.Bucket(bucketKV), key)) }
 
 func (b boltKV) put(key []byte, e *KVEntry, old KVEntry, exists bool) error {
 	return b.a.putKV(b.tx, key, e, old, exists)
@@ -213,7 +213,7 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 	if wantsOrder(b) {
 		// In order: a new key above every key, that is, none at or above
 		// it (Seek, not Last: see lastKey).
-		above, _ := b.Cursor().Seek(key)
+		above, _ := a.cursor(b).Seek(key)
 		noteOrder(b, !exists && above == nil)
 	}
 	a.kvTouched(key)
