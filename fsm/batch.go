@@ -110,9 +110,23 @@ func noteOrder(b *bolt.Bucket, inOrder bool) {
 // predecessor returns the greatest key of c's bucket below key, or nil.
 func predecessor(c *bolt.Cursor, key []byte) []byte {
 	if k, _ := c.Seek(key); k == nil {
-		k, _ = c.Last()
-		return k
+		return lastKey(c)
 	}
 	k, _ := c.Prev()
+	return k
+}
+
+// lastKey is c.Last's key, without bbolt 1.5's endless loop: inside a
+// write transaction that deleted every key of a bucket of several pages
+// (its leaves are empty until the commit rebalances them), Cursor.Last
+// steps back over the empty leaves, reaches the first, which prev leaves
+// it on, and steps back again, forever. Every node applies the same
+// batch, so every node would spin. First skips empty leaves forward and
+// stops: with a key found, Last meets a leaf that holds one.
+func lastKey(c *bolt.Cursor) []byte {
+	if k, _ := c.First(); k == nil {
+		return nil
+	}
+	k, _ := c.Last()
 	return k
 }

@@ -61,6 +61,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 		if !ok || kv.ExpiresAt != e.At {
 			return false, nil
 		}
+		a.kvTouched(e.Key)
 		return true, tx.Bucket(bucketKV).Delete(e.Key)
 	case ttl.KindDigest:
 		v := tx.Bucket(bucketDigests).Get(e.Key)

@@ -87,6 +87,10 @@ type FSM struct {
 	// onGrant, if set, is told the locks a batch granted, after it commits
 	// (the waiters of this node's requests learn of their grant).
 	onGrant atomic.Pointer[func(grants []LockGrant)]
+	// kvObs, if set, is told the KV keys each batch changed (kvfeed.go);
+	// feed is the apply goroutine's buffer of them.
+	kvObs atomic.Pointer[kvObserverBox]
+	feed  kvFeed
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -299,6 +303,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	var delta [4]int64
 	var expired [8]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
+	a.kvStart()
 	tx, err := f.db.Begin(true)
 	if err != nil {
 		f.fail(err)
@@ -343,6 +348,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if fn := f.onGrant.Load(); fn != nil && len(a.grants) > 0 {
 		(*fn)(a.grants)
 	}
+	a.kvFinish()
 	for i := range delta {
 		f.records[i].Add(delta[i])
 	}
@@ -385,6 +391,10 @@ type applier struct {
 	clusterSet   ClusterID // the cluster id this batch gave, if it did
 	readOnly     bool      // a read of the applied state (ReadTx), in a read-only transaction
 	cursors      []*bolt.Cursor
+	// The KV feed (kvfeed.go): someone listened when the batch began;
+	// every key changed was to be told; how many KV changes it made.
+	kvWatch, kvAll bool
+	kvCount        int
 }
 
 // cursor returns the batch's cursor on b. bbolt gives every Get a cursor

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	bolt "go.etcd.io/bbolt"
@@ -127,6 +126,7 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
 			return err
 		}
 	}
+	a.kvTouched(key)
 	return tx.Bucket(bucketKV).Delete(key)
 }
 
@@ -211,9 +211,12 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 	}
 	b := tx.Bucket(bucketKV)
 	if wantsOrder(b) {
-		last, _ := a.cursor(b).Last()
-		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
+		// In order: a new key above every key, that is, none at or above
+		// it (Seek, not Last: see lastKey).
+		above, _ := a.cursor(b).Seek(key)
+		noteOrder(b, !exists && above == nil)
 	}
+	a.kvTouched(key)
 	return b.Put(key, e.encode())
 }
 

@@ -126,6 +126,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Whatever a listener cached of the old state is dropped, however the
+	// swap below ends.
+	if o := f.kvObserver(); o != nil {
+		defer o.KVChanged(nil, true)
+	}
 	old := f.db
 	if err := os.Rename(tmp, f.cfg.Path); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)

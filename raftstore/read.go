@@ -347,3 +347,9 @@ func (s *Store) Indexes() (commit, applied uint64) {
 // keys of the records it removed (released, expired, taken over): caches of
 // completed records drop them. fn runs on the apply path and must be quick.
 func (s *Store) OnRecordsRemoved(fn func(keys [][]byte)) { s.fsm.SetRecordObserver(fn) }
+
+// OnKVChanged registers o to be told, after each batch this node applies,
+// the KV keys it changed, and "all" when a snapshot replaces the state
+// (fsm.KVObserver): the listener's client-side caching invalidates from
+// it. o runs on the apply path and must be quick.
+func (s *Store) OnKVChanged(o fsm.KVObserver) { s.fsm.SetKVObserver(o) }

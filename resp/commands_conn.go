@@ -191,6 +191,17 @@ func cmdClient(c *conn, a [][]byte) {
 			c.libVer = string(a[3])
 		}
 		c.w.ok()
+	case (sub == "tracking" && len(a) < 3) || (sub == "caching" && len(a) != 3) ||
+		((sub == "getredir" || sub == "trackinginfo") && len(a) != 2):
+		c.w.errorLine(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", sub))
+	case sub == "tracking":
+		c.clientTracking(a)
+	case sub == "caching":
+		c.clientCaching(a[2])
+	case sub == "getredir":
+		c.clientGetRedir()
+	case sub == "trackinginfo":
+		c.clientTrackingInfo()
 	default:
 		c.w.errorLine(fmt.Sprintf("ERR unknown subcommand or wrong number of arguments for '%s'. Try CLIENT HELP.", clip(a[1])))
 	}

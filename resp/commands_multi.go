@@ -190,6 +190,9 @@ func (c *conn) queueable(cmd *command, args [][]byte) string {
 			return msgNoTx
 		}
 	case kindWrite:
+		if isEval(cmd.name) {
+			return "" // the transaction runs as a script does (commands_multi_script.go)
+		}
 		p := cmd.plan(c, args)
 		if len(p.watches) > 0 {
 			return msgNoTxOwn
@@ -227,6 +230,10 @@ func (c *conn) exec() {
 		c.w.errorLine(msgExecAbort)
 		return
 	}
+	if hasScript(m.cmds) {
+		c.execScripted(m, watches)
+		return
+	}
 	steps := make([]step, len(m.queued))
 	var ops []*fsm.Command
 	for i, r := range m.queued {
@@ -246,10 +253,19 @@ func (c *conn) exec() {
 		ops = append(ops, s.p.ops...)
 		steps[i] = s
 	}
+	// The keys a tracking client reads are remembered before the reads
+	// run (tracking.go): after the barrier of a transaction of reads only.
+	track := func() {
+		for _, s := range steps {
+			if s.cmd.kind == kindRead {
+				c.trackRead(s.cmd, s.args)
+			}
+		}
+	}
 	var results fsm.Results
 	if len(ops) > 0 || len(watches) > 0 {
 		res, err := c.applyTx(fsm.TxRequest{Watches: watches, Commands: ops,
-			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)})
+			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)}, track)
 		switch {
 		case errors.Is(err, storeapi.ErrTooLarge):
 			c.w.errorLine("EXECABORT Transaction discarded because of: the transaction is too large for the store (" + err.Error() + "); nothing was applied")
@@ -290,15 +306,18 @@ func (c *conn) exec() {
 // applyTx applies a transaction as one command through the log; one of
 // reads only (watches included) is answered from this node's state in one
 // read after a barrier (none after READONLY, as for every read), as the log
-// would answer it: it changes nothing, so it needs no entry.
-func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
+// would answer it: it changes nothing, so it needs no entry. track runs
+// just before the reads do.
+func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
 	if mutantTxOneByOne {
+		track()
 		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
 	}
 	for _, op := range r.Commands {
 		if op.Type != fsm.TypeKVRead {
+			track()
 			return c.s.store.ApplyTx(ctx, r)
 		}
 	}
@@ -307,6 +326,7 @@ func (c *conn) applyTx(r fsm.TxRequest) (*fsm.Result, error) {
 			return nil, err
 		}
 	}
+	track()
 	return c.s.store.LocalTx(r)
 }
 

@@ -70,31 +70,38 @@ func init() {
 // first, then the script), and runs the script alone, in the pipeline's
 // order.
 func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
+	s, keys, argv, refusal := evalArgs(c, a, bySHA)
+	if refusal != "" {
+		return plan{err: refusal}
+	}
+	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(w, s, keys, argv, readOnly) }}
+}
+
+// evalArgs is EVAL's script, keys and arguments, or the refusal.
+func evalArgs(c *conn, a [][]byte, bySHA bool) (s *script.Script, keys, argv [][]byte, refusal string) {
 	if bySHA && len(a[1]) != 40 {
-		return plan{err: msgNoScript} // Redis looks no further
+		return nil, nil, nil, msgNoScript // Redis looks no further
 	}
 	n, ok := parseInt64(a[2])
 	switch {
 	case !ok:
-		return plan{err: msgNotInteger}
+		return nil, nil, nil, msgNotInteger
 	case n < 0:
-		return plan{err: "ERR Number of keys can't be negative"}
+		return nil, nil, nil, "ERR Number of keys can't be negative"
 	case n > int64(len(a)-3):
-		return plan{err: "ERR Number of keys can't be greater than number of args"}
+		return nil, nil, nil, "ERR Number of keys can't be greater than number of args"
 	}
-	var s *script.Script
 	if bySHA {
 		if s = c.s.scripts.get(strings.ToLower(string(a[1]))); s == nil {
-			return plan{err: msgNoScript}
+			return nil, nil, nil, msgNoScript
 		}
 	} else {
 		var err error
 		if s, err = c.s.scripts.load(a[1]); err != nil {
-			return plan{err: err.Error()}
+			return nil, nil, nil, err.Error()
 		}
 	}
-	keys, argv := a[3:3+n], a[3+n:]
-	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(w, s, keys, argv, readOnly) }}
+	return s, a[3 : 3+n], a[3+n:], ""
 }
 
 // runScript runs s until its effects apply (or it wrote nothing and what

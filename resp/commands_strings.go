@@ -205,7 +205,7 @@ func planMSetNX(c *conn, a [][]byte) plan {
 func (c *conn) atomically(p plan) plan {
 	return plan{direct: func(_ context.Context, w *writer) {
 		res, err := c.applyTx(fsm.TxRequest{Watches: p.watches, Commands: p.ops,
-			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(p.ops)})
+			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(p.ops)}, func() {})
 		if err == nil && res.Code == fsm.CodeVersionMismatch && p.conflict != nil {
 			p.conflict(w)
 			return

@@ -50,6 +50,13 @@ type Config struct {
 	MaxConnsPerIP int
 	// OpTimeout bounds one pipeline step's wait for the store.
 	OpTimeout time.Duration
+	// TrackingMaxKeys bounds the keys CLIENT TRACKING remembers for the
+	// whole node (Redis's tracking-table-max-keys): past it a remembered
+	// key is dropped, and its readers told to invalidate it.
+	// TrackingMaxPending bounds the invalidations waiting to be written
+	// to one connection: past it they become one "invalidate everything".
+	TrackingMaxKeys    int
+	TrackingMaxPending int
 	// Auth, when set, makes clients authenticate (AUTH, HELLO ... AUTH)
 	// before any other command; see AuthFunc. SetAuth replaces it, and
 	// closes the connections whose token it revokes.
@@ -79,20 +86,22 @@ type AuthFunc func(sum [sha256.Size]byte) (Grant, error)
 func DefaultConfig() Config {
 	l := httpx.DefaultLimits()
 	return Config{
-		MaxBulk:          l.MaxRequestBody,
-		MaxArgs:          64 << 10,
-		MaxInline:        64 << 10,
-		MaxPipeline:      1024,
-		MaxPipelineBytes: 1 << 20,
-		IdleTimeout:      l.IdleTimeout,
-		ReadTimeout:      l.ReadTimeout,
-		WriteTimeout:     l.WriteTimeout,
-		MaxTxCommands:    10000,
-		MaxTxBytes:       8 << 20,
-		MaxWatches:       10000,
-		MaxConnsPerIP:    l.MaxConnsPerIP,
-		OpTimeout:        5 * time.Second,
-		Script:           script.DefaultConfig(),
+		MaxBulk:            l.MaxRequestBody,
+		MaxArgs:            64 << 10,
+		MaxInline:          64 << 10,
+		MaxPipeline:        1024,
+		MaxPipelineBytes:   1 << 20,
+		IdleTimeout:        l.IdleTimeout,
+		ReadTimeout:        l.ReadTimeout,
+		WriteTimeout:       l.WriteTimeout,
+		MaxTxCommands:      10000,
+		MaxTxBytes:         8 << 20,
+		MaxWatches:         10000,
+		MaxConnsPerIP:      l.MaxConnsPerIP,
+		OpTimeout:          5 * time.Second,
+		TrackingMaxKeys:    1_000_000,
+		TrackingMaxPending: 10_000,
+		Script:             script.DefaultConfig(),
 	}
 }
 
@@ -113,6 +122,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
 	case c.MaxTxBytes <= 0:
 		return fmt.Errorf("resp: MaxTxBytes must be positive")
+	case c.TrackingMaxKeys <= 0 || c.TrackingMaxPending <= 0:
+		return fmt.Errorf("resp: TrackingMaxKeys and TrackingMaxPending must be positive")
 	}
 	if err := c.Script.Validate(); err != nil {
 		return fmt.Errorf("resp: Script: %w", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -39,6 +40,14 @@ type conn struct {
 	// script is set on the connection a running script's commands run on
 	// (script_call.go): they read and write its sandbox, at its clock.
 	script *scriptCall
+	// track is CLIENT TRACKING's state (tracking.go); push the
+	// invalidations waiting to be written to this connection; wmu orders
+	// their writes after the replies: the connection's goroutine holds it
+	// from running a batch until its replies are flushed.
+	track       tracking
+	trackBroken atomic.Bool // the redirection's connection was gone when an invalidation was due
+	push        pushSink
+	wmu         sync.Mutex
 }
 
 // now is the time a command runs at: the script's clock inside a script,
@@ -68,6 +77,7 @@ const preAuthRefusals = 5
 func (c *conn) serve() {
 	for !c.quit {
 		batch, perr := c.readBatch()
+		c.wmu.Lock()
 		if len(batch) > 0 {
 			errs, pre := c.w.errors, c.preAuth()
 			c.run(batch)
@@ -86,7 +96,9 @@ func (c *conn) serve() {
 			}
 			c.quit = true
 		}
-		if err := c.flush(); err != nil {
+		err := c.flush()
+		c.wmu.Unlock()
+		if err != nil {
 			return
 		}
 	}

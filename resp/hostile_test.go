@@ -101,7 +101,7 @@ func readFrame(br *bufio.Reader, b *strings.Builder) error {
 			return err
 		}
 		b.Write(buf)
-	case '*', '%':
+	case '*', '%', '~', '>':
 		if line[0] == '%' {
 			n *= 2
 		}

@@ -71,6 +71,27 @@ var txCases = []struct {
 	{"empty EXEC of a changed watch", []txStep{{0, "WATCH {k}a\r\n", ""}, {1, "SET {k}a 2\r\n", ""}, {0, "MULTI\r\nEXEC\r\n", ""}}},
 	{"WATCH twice, the first counts", []txStep{{0, "SET {k}a 1\r\nWATCH {k}a\r\n", ""}, {1, "SET {k}a 2\r\n", ""},
 		{0, "WATCH {k}a {k}a\r\nMULTI\r\nSET {k}a 3\r\nEXEC\r\nGET {k}a\r\n", ""}}},
+	// Scripts queued after MULTI run at EXEC, in their place, atomically
+	// with the rest.
+	{"a script among the commands", []txStep{{0, "MULTI\r\nSET {k}a 1\r\nEVAL \"return redis.call('INCR', KEYS[1])\" 1 {k}a\r\n" +
+		"GET {k}a\r\nEVAL \"return {KEYS[1], ARGV[1], redis.call('GET', KEYS[1])}\" 1 {k}a x\r\nEXEC\r\nGET {k}a\r\n", ""}}},
+	{"a script's error mid-way keeps its writes and the rest", []txStep{{0, "MULTI\r\n" +
+		"EVAL \"redis.call('SET', KEYS[1], 'w'); return redis.call('INCR', KEYS[1])\" 1 {k}a\r\nSET {k}b 2\r\n" +
+		"EVAL \"return redis.error_reply('MINE no')\" 0\r\nEXEC\r\nMGET {k}a {k}b\r\n", ""}}},
+	{"scripts by sha, known and not, and bad key counts", []txStep{{0, "SCRIPT LOAD \"return redis.call('INCRBY', KEYS[1], ARGV[1])\"\r\n" +
+		"MULTI\r\nEVALSHA 8cd00688c05c46bde4a2e60658ef20a2e5c0b248 1 {k}c 5\r\nEVALSHA ffffffffffffffffffffffffffffffffffffffff 0\r\n" +
+		"EVALSHA abc 0\r\nEVAL \"return 1\" 2 {k}x\r\nEVAL \"return 1\" -1\r\nEVAL \"return 1\" x\r\nINCR {k}c\r\nEXEC\r\nGET {k}c\r\n", ""}}},
+	{"a read-only script that writes, and nil replies", []txStep{{0, "MULTI\r\nEVAL_RO \"return redis.call('SET', KEYS[1], 1)\" 1 {k}a\r\n" +
+		"EVAL_RO \"return redis.call('GET', KEYS[1])\" 1 {k}a\r\nEVAL \"return nil\" 0\r\nPING\r\nEXEC\r\nEXISTS {k}a\r\n", ""}}},
+	{"a script with a watched key changed", []txStep{
+		{0, "SET {k}a 1\r\nWATCH {k}a\r\n", ""}, {1, "SET {k}a 2\r\n", ""},
+		{0, "MULTI\r\nEVAL \"return redis.call('SET', KEYS[1], 3)\" 1 {k}a\r\nEXEC\r\nGET {k}a\r\n", ""}}},
+	{"a script with a watched key unchanged", []txStep{
+		{0, "SET {k}a 1\r\nWATCH {k}a\r\n", ""}, {1, "SET {k}b 2\r\n", ""},
+		{0, "MULTI\r\nEVAL \"return redis.call('INCR', KEYS[1])\" 1 {k}a\r\nEXEC\r\nGET {k}a\r\n", ""}}},
+	{"a script and a queue-time error", []txStep{{0, "MULTI\r\nEVAL \"return redis.call('SET', KEYS[1], 1)\" 1 {k}a\r\nNOSUCH\r\nEXEC\r\nEXISTS {k}a\r\n", ""}}},
+	{"a script with lifetimes and the connection's commands", []txStep{{0, "MULTI\r\nSET {k}t v EX 100\r\n" +
+		"EVAL \"redis.call('PEXPIRE', KEYS[1], 50000); return redis.call('TTL', KEYS[1])\" 1 {k}t\r\nCLIENT SETNAME scripted\r\nTTL {k}t\r\nCLIENT GETNAME\r\nEXEC\r\n", ""}}},
 }
 
 // TestMultiDifferential sends the same command streams to redis-server
@@ -162,10 +183,13 @@ func TestMultiHostile(t *testing.T) {
 			[]string{"+OK\r\n", q, q, "-ERR unknown command 'NOSUCH', with args beginning with: \r\n", abort}, false},
 		{"a command idemgate cannot queue", "MULTI\r\nSET txk 1\r\nIDEM.TOKEN pay\r\nEXEC\r\n",
 			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNoTx, "IDEM.TOKEN") + "\r\n", abort}, false},
-		// A script runs alone (its effects are one command of their own):
-		// it spoils the transaction, as a command that cannot queue.
-		{"a script", "MULTI\r\nSET txk 1\r\n" + array("EVAL", "return redis.call('set', KEYS[1], 2)", "1", "txk") + "EXEC\r\n",
-			[]string{"+OK\r\n", q, "-" + fmt.Sprintf(msgNoTx, "EVAL") + "\r\n", abort}, false},
+		// A script is queued and runs at EXEC, with the rest.
+		{"a script", "MULTI\r\nSET txq 1\r\n" + array("EVAL", "return redis.call('set', KEYS[1], 2)", "1", "txq") + "EXEC\r\nGET txq\r\n",
+			[]string{"+OK\r\n", q, q, "*2\r\n+OK\r\n+OK\r\n", "$1\r\n2\r\n"}, false},
+		// A command the script sandbox cannot run beside a script aborts
+		// the transaction whole.
+		{"a script beside RENAME", "SET txr 1\r\nMULTI\r\nRENAME txr txs\r\n" + array("EVAL", "return 1", "0") + "EXEC\r\nEXISTS txr\r\n",
+			[]string{"+OK\r\n", "+OK\r\n", q, q, "-" + fmt.Sprintf(msgTxScriptOnly, "RENAME") + "\r\n", ":1\r\n"}, false},
 		// MSETNX is a transaction of its own (its keys watched as absent):
 		// it cannot be part of another, or it would not be all or none.
 		{"MSETNX", "MULTI\r\nSET txk 1\r\nMSETNX txk 2 txn 3\r\nEXEC\r\nEXISTS txn\r\n",

@@ -56,6 +56,7 @@ func (c *conn) run(batch []request) {
 
 // done counts an answered request.
 func (c *conn) done(r request, name string, failed bool) {
+	c.commandDone(name)
 	c.s.m.observe(name, failed, r.start)
 }
 
@@ -82,6 +83,10 @@ func (c *conn) runReads(batch []request, i int) int {
 		if err != nil {
 			c.w.errorLine(errorReply(err))
 		} else {
+			// A tracked key is remembered before it is read: a change
+			// applied after the read began is then invalidated
+			// (tracking.go).
+			c.trackRead(cmd, batch[i+k].args)
 			cmd.read(c, ctx, batch[i+k].args)
 		}
 		c.done(batch[i+k], cmd.name, c.w.errors != errs)

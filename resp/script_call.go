@@ -44,6 +44,7 @@ var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "s
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly}
 	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
+		c.trackKey(key) // a tracking client caches what its script read; remembered before the read
 		e, ok, err := c.local(ctx, key)
 		if err != nil && sc.storeErr == nil {
 			sc.storeErr = err

@@ -35,10 +35,13 @@ type Server struct {
 	scripts scriptCache
 	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
 	blocks *blocker
+	// track is CLIENT TRACKING's table (tracking.go).
+	track *tracker
 
 	ln      net.Listener
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
+	ids     map[int64]*conn // the same, by id (CLIENT TRACKING's REDIRECT)
 	closed  bool
 	serving sync.WaitGroup
 }
@@ -52,8 +55,12 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
-		conns: map[*conn]struct{}{}}
+		conns: map[*conn]struct{}{}, ids: map[int64]*conn{}}
 	s.blocks = newBlocker(s)
+	s.track = newTracker(s)
+	if store != nil { // a listener built only for its metrics has none
+		store.OnKVChanged(s)
+	}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
 	}
@@ -125,6 +132,7 @@ func (s *Server) admit(nc net.Conn) (*conn, bool) {
 	}
 	c := s.newConn(nc, conncap.RemoteIP(nc.RemoteAddr()))
 	s.conns[c] = struct{}{}
+	s.ids[c.id] = c
 	s.serving.Add(1)
 	s.mu.Unlock()
 	s.m.conns.Inc()
@@ -135,8 +143,18 @@ func (s *Server) release(c *conn) {
 	c.nc.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
+	delete(s.ids, c.id)
 	s.mu.Unlock()
+	s.track.set(c, &tracking{})
+	c.push.close()
 	s.m.conns.Dec()
+}
+
+// connByID is the open connection of that id, or nil.
+func (s *Server) connByID(id int64) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[id]
 }
 
 func (s *Server) newConn(nc net.Conn, ip string) *conn {
@@ -144,6 +162,7 @@ func (s *Server) newConn(nc net.Conn, ip string) *conn {
 	c.r = reader{br: bufio.NewReaderSize(nc, 16<<10),
 		lim: readLimits{maxBulk: s.cfg.MaxBulk, maxArgs: s.cfg.MaxArgs, maxInline: s.cfg.MaxInline}}
 	c.w = writer{bw: bufio.NewWriterSize(nc, 16<<10), proto: 2}
+	c.push = pushSink{max: s.cfg.TrackingMaxPending, wake: make(chan struct{}, 1), done: make(chan struct{}), c: c}
 	return c
 }
 

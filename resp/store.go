@@ -39,6 +39,10 @@ type Store interface {
 	// Changed returns a channel closed at this node's next apply: a
 	// blocked pop looks at its keys again when it fires.
 	Changed() <-chan struct{}
+	// OnKVChanged registers the listener to be told the KV keys each
+	// batch this node applies changed (client-side caching's
+	// invalidations).
+	OnKVChanged(o fsm.KVObserver)
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
 }

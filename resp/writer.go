@@ -87,6 +87,18 @@ func (w *writer) mapHeader(n int) {
 	w.prefixed('*', int64(2*n))
 }
 
+// set starts a set of n: ~n in RESP3, an array in RESP2.
+func (w *writer) set(n int) {
+	if w.proto >= 3 {
+		w.prefixed('~', int64(n))
+		return
+	}
+	w.prefixed('*', int64(n))
+}
+
+// push starts a push of n items (RESP3 only: an invalidation).
+func (w *writer) push(n int) { w.prefixed('>', int64(n)) }
+
 // verbatim is text for humans (INFO, CLIENT INFO): =len txt:... in
 // RESP3, a bulk string in RESP2.
 func (w *writer) verbatim(s string) {

@@ -281,3 +281,7 @@ func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 	_, err := s.Apply(ctx, fsm.ExpireCommand(entries))
 	return err
 }
+
+// OnKVChanged registers the state machine's KV observer (one: the last
+// registered).
+func (s *Store) OnKVChanged(o fsm.KVObserver) { s.f.SetKVObserver(o) }

@@ -1,0 +1,66 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestApplyAfterEmptyingTheKeyspace: one batch that deletes every key of a
+// keyspace of several pages and then writes keys returns (before the fix
+// it never did: bbolt's Cursor.Last, asked whether the write went in
+// order, looped forever over the empty leaves, on every node at once; the
+// test then ends only at go test's timeout). The same for the bulk path's
+// predecessor, and the keys written are there after.
+func TestApplyAfterEmptyingTheKeyspace(t *testing.T) {
+	h := newHarness(t)
+	fill := func() {
+		var logs []*raft.Log
+		for i := 0; i < 300; i++ {
+			logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte(strings.Repeat("v", 100))})))
+		}
+		h.f.ApplyBatch(logs)
+	}
+	fill()
+	var logs []*raft.Log
+	for i := 0; i < 300; i++ {
+		logs = append(logs, h.log(*KVDeleteCommand([]byte(fmt.Sprintf("k%04d", i)))))
+	}
+	logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte("z"), Value: []byte("v")})),
+		h.log(*KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("v")})))
+	for i, r := range h.f.ApplyBatch(logs) {
+		if res, ok := r.(*Result); !ok || (res.Code != CodeOK && res.Code != CodeCreated) {
+			t.Fatalf("entry %d: %v", i, r)
+		}
+	}
+	for _, k := range []string{"a", "z"} {
+		if _, err := h.f.KV([]byte(k), h.now()); err != nil {
+			t.Fatalf("KV(%s) after the batch: %v", k, err)
+		}
+	}
+
+	fill()
+	err := h.f.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		for i := 0; i < 300; i++ {
+			if err := b.Delete([]byte(fmt.Sprintf("k%04d", i))); err != nil {
+				return err
+			}
+		}
+		for _, k := range []string{"a", "z"} {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		if p := predecessor(b.Cursor(), []byte("m")); p != nil {
+			return fmt.Errorf("predecessor of m in an emptied bucket = %q, want none", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

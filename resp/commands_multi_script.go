@@ -1,0 +1,204 @@
+package resp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
+)
+
+// A transaction with a script in it (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO
+// queued after MULTI, as Redis queues them) runs the way a script does
+// (commands_script.go): every queued command, the scripts' own commands
+// with them, runs in order in one sandbox on this node's applied state,
+// at one clock, each seeing the writes before it; what they all wrote
+// becomes one log entry that applies only while every key any of them
+// touched is as they saw it (the watched keys among them), else the whole
+// transaction runs again. So the transaction is atomic with its scripts
+// in it, as in Redis, and a client told EXEC failed had nothing applied.
+
+const (
+	msgTxScriptOnly   = "EXECABORT Transaction discarded because of: %s cannot run in a transaction that runs a script in idemgate; nothing was applied"
+	msgTxScriptKilled = "EXECABORT Transaction discarded because of: a script of the transaction was stopped (%s); nothing was applied"
+)
+
+// isEval reports whether a command is one of the script commands.
+func isEval(name string) bool {
+	return name == "eval" || name == "evalsha" || name == "eval_ro" || name == "evalsha_ro"
+}
+
+// hasScript reports whether a transaction's commands hold a script.
+func hasScript(cmds []*command) bool {
+	for _, cmd := range cmds {
+		if isEval(cmd.name) {
+			return true
+		}
+	}
+	return false
+}
+
+// execScripted is exec for a transaction with a script (m is taken,
+// the watches given).
+func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
+	for _, cmd := range m.cmds {
+		if cmd.kind != kindConn && !isEval(cmd.name) && !scriptable[cmd.name] {
+			c.w.errorLine(fmt.Sprintf(msgTxScriptOnly, strings.ToUpper(cmd.name)))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
+	defer cancel()
+	for run := 1; ; run++ {
+		id, _ := c.s.store.Leader()
+		barriered := run > 1 || id != c.s.cfg.NodeID
+		if barriered && !c.readonly {
+			if err := c.s.store.Barrier(ctx); err != nil {
+				c.w.errorLine(errorReply(err))
+				return
+			}
+		}
+		replies, sc, done := c.runTxSandboxed(ctx, m, watches)
+		if done {
+			return // answered: a watch failed, a script was stopped, or the store failed
+		}
+		if eff := sc.sb.Effects(); eff != nil {
+			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
+			switch {
+			case res.Err != nil:
+				c.w.errorLine(errorReply(res.Err))
+				return
+			case res.Res.Code == fsm.CodeOK:
+				c.answerTx(m, replies)
+				return
+			case res.Res.Code != fsm.CodeConflict:
+				c.w.errorLine(errorReply(res.Res.Err()))
+				return
+			}
+		} else {
+			if !barriered && !c.readonly {
+				if err := c.s.store.Barrier(ctx); err != nil {
+					c.w.errorLine(errorReply(err))
+					return
+				}
+			}
+			held, err := sc.sb.Unchanged()
+			switch {
+			case err != nil:
+				c.w.errorLine(errorReply(err))
+				return
+			case held || c.readonly:
+				c.answerTx(m, replies)
+				return
+			}
+		}
+		if run == maxScriptRuns {
+			c.w.errorLine(fmt.Sprintf(msgScriptsRaced, run))
+			return
+		}
+	}
+}
+
+// runTxSandboxed runs the transaction's commands once in a sandbox and
+// returns each one's reply (nil for the connection's own commands, which
+// run when EXEC answers); done when it answered EXEC itself instead.
+func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.Watch) (replies [][]byte, sc *scriptCall, done bool) {
+	sc = newScriptCall(ctx, c, time.Now(), false)
+	for _, w := range watches {
+		e, ok, err := sc.sb.KV(w.Key)
+		if err != nil {
+			c.w.errorLine(errorReply(err))
+			return nil, nil, true
+		}
+		if ok != (w.Version != 0) || (ok && (e.Version != w.Version || e.ExpiresAt != w.ExpiresAt)) {
+			c.w.nullArray()
+			return nil, nil, true
+		}
+	}
+	// The commands run on a connection of the client's protocol whose
+	// reads and writes are the sandbox's.
+	var buf bytes.Buffer
+	sub := &conn{s: c.s, proto: c.proto, readonly: c.readonly, script: sc}
+	sub.w = writer{bw: bufio.NewWriter(&buf), proto: c.proto}
+	sub.sess.Store(c.sess.Load())
+	replies = make([][]byte, len(m.queued))
+	for i, r := range m.queued {
+		cmd, args := m.cmds[i], r.args
+		buf.Reset()
+		switch {
+		case cmd.kind == kindConn:
+			continue
+		case isEval(cmd.name):
+			if stopped := c.txScript(sub, sc, cmd, args); stopped != "" {
+				c.w.errorLine(fmt.Sprintf(msgTxScriptKilled, stopped))
+				return nil, nil, true
+			}
+		case cmd.kind == kindRead:
+			cmd.read(sub, ctx, args)
+		default:
+			p := cmd.plan(sub, args)
+			for _, op := range p.ops {
+				if err := storeapi.CheckKVKey(op.Key); err != nil {
+					p = plan{err: errorReply(err)}
+					break
+				}
+			}
+			if p.err != "" {
+				sub.w.errorLine(p.err)
+				break
+			}
+			res := make([]storeapi.OpResult, len(p.ops))
+			for k, op := range p.ops {
+				res[k].Res, res[k].Err = sc.sb.Apply(op)
+			}
+			p.answer(&sub.w, res)
+		}
+		if sc.storeErr != nil {
+			c.w.errorLine(errorReply(sc.storeErr))
+			return nil, nil, true
+		}
+		sub.w.bw.Flush()
+		replies[i] = bytes.Clone(buf.Bytes())
+	}
+	return replies, sc, false
+}
+
+// txScript runs one queued script in the transaction's sandbox and writes
+// its reply on sub; what stopped it (a limit), if anything.
+func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *command, args [][]byte) (stopped string) {
+	bySHA := cmd.name == "evalsha" || cmd.name == "evalsha_ro"
+	readOnly := strings.HasSuffix(cmd.name, "_ro")
+	s, keys, argv, refusal := evalArgs(c, args, bySHA)
+	if refusal != "" {
+		sub.w.errorLine(refusal)
+		return ""
+	}
+	sc.readOnly = readOnly
+	reply, stop := s.Run(sc.ctx, c.s.cfg.Script, keys, argv, sc)
+	sc.readOnly = false
+	if stop != nil {
+		return stop.Error()
+	}
+	sub.w.scriptReply(reply)
+	return ""
+}
+
+// answerTx writes EXEC's array: each command's reply in its place, the
+// connection's own commands run now.
+func (c *conn) answerTx(m *multiState, replies [][]byte) {
+	c.w.array(len(m.queued))
+	for i, r := range m.queued {
+		if m.cmds[i].kind == kindConn {
+			m.cmds[i].conn(c, r.args)
+			continue
+		}
+		if len(replies[i]) > 0 && replies[i][0] == '-' {
+			c.w.errors++
+		}
+		c.w.raw(replies[i])
+	}
+}

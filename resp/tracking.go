@@ -1,0 +1,557 @@
+package resp
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Client-side caching: CLIENT TRACKING, CLIENT CACHING, CLIENT GETREDIR,
+// CLIENT TRACKINGINFO, and the invalidation pushes, as Redis 6+ sends them
+// (RESP3 ">2 invalidate [keys]", a null key list for "everything").
+//
+// The keys a tracking connection reads (the keys of its read commands, of
+// its transactions' reads and its scripts' reads, in default, OPTIN and
+// OPTOUT mode) are remembered in one table of the node (tracker), before
+// the read runs. Every change of a KV key this node applies, whoever made
+// it, comes up from the state machine's apply (fsm.KVObserver: the
+// Server's KVWatching and KVChanged); a remembered key is then forgotten
+// and its readers told, and a BCAST connection is told of every key under
+// its prefixes. Where the feed cannot say which keys changed (a snapshot
+// restore, a batch that began before anyone tracked), every tracking
+// connection is told to drop everything: an invalidation too many costs a
+// read; one too few serves a stale value.
+//
+// Order: a connection's goroutine holds its write lock (conn.wmu) from
+// reading a batch's first command until its replies are flushed, and a
+// push is written only under that lock, so the invalidation of a key
+// changed after a read reaches the client after that read's reply, never
+// before it (which would leave the client caching what it was just told
+// to drop). The apply never waits for a client: it adds to the
+// connection's pending invalidations (bounded; past the bound they become
+// one "everything"), and the connection's pusher goroutine writes them.
+// A client that does not read its socket is closed when a push's write
+// times out (WriteTimeout), as any slow reader is.
+
+const (
+	msgTrackPrefixNoBcast = "ERR PREFIX option requires BCAST mode to be enabled"
+	msgTrackBcastSwitch   = "ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode."
+	msgTrackBcastOpt      = "ERR OPTIN and OPTOUT are not compatible with BCAST"
+	msgTrackBothOpt       = "ERR You can't specify both OPTIN mode and OPTOUT mode"
+	msgTrackOptSwitch     = "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."
+	msgTrackRedirTwice    = "ERR A client can only redirect to a single other client"
+	msgTrackRedirGone     = "ERR The client ID you want redirect to does not exist"
+	msgCachingNotTracking = "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"
+	msgCachingYes         = "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode."
+	msgCachingNo          = "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode."
+)
+
+// tracking is a connection's CLIENT TRACKING state; its goroutine's own.
+// The tracker keeps a copy of what the apply path needs (trackClient).
+type tracking struct {
+	on, bcast, optin, optout, noloop bool
+	redirect                         int64
+	prefixes                         []string // BCAST's, sorted
+	// caching: CLIENT CACHING YES (OPTIN) or NO (OPTOUT) was given for
+	// the next command (or the next transaction).
+	caching bool
+}
+
+// trackClient is what the tracker knows of a tracking connection.
+type trackClient struct {
+	c        *conn
+	redirect int64
+	bcast    bool
+	prefixes [][]byte
+}
+
+// tracker is the node's table of remembered keys and tracking
+// connections.
+type tracker struct {
+	s      *Server
+	active atomic.Int64 // connections with tracking on: the feed runs while > 0
+
+	mu      sync.Mutex
+	keys    map[string][]int64 // key -> the connections that read it
+	clients map[int64]*trackClient
+	bcast   map[int64]*trackClient
+}
+
+func newTracker(s *Server) *tracker {
+	return &tracker{s: s, keys: map[string][]int64{}, clients: map[int64]*trackClient{}, bcast: map[int64]*trackClient{}}
+}
+
+// KVWatching reports whether a connection tracks keys (fsm.KVObserver):
+// while none does, the state machine collects no changed keys.
+func (s *Server) KVWatching() bool { return s.track.active.Load() > 0 }
+
+// KVChanged is told the KV keys an applied batch changed, or all
+// (fsm.KVObserver); it runs on the apply path and only queues pushes.
+func (s *Server) KVChanged(keys [][]byte, all bool) { s.track.changed(keys, all) }
+
+func (t *tracker) changed(keys [][]byte, all bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if all {
+		clear(t.keys)
+		for _, tc := range t.clients {
+			t.deliver(tc, nil)
+		}
+		return
+	}
+	for _, k := range keys {
+		if ids, ok := t.keys[string(k)]; ok {
+			delete(t.keys, string(k))
+			for _, id := range ids {
+				if tc := t.clients[id]; tc != nil && !tc.bcast {
+					t.deliver(tc, k)
+				}
+			}
+		}
+		for _, tc := range t.bcast {
+			for _, p := range tc.prefixes {
+				if bytes.HasPrefix(k, p) {
+					t.deliver(tc, k)
+					break
+				}
+			}
+		}
+	}
+}
+
+// deliver queues the invalidation of key (nil: everything) for tc, on its
+// redirection's connection if it has one. Under t.mu.
+func (t *tracker) deliver(tc *trackClient, key []byte) {
+	target := tc.c
+	if tc.redirect != 0 {
+		if target = t.s.connByID(tc.redirect); target == nil {
+			tc.c.trackBroken.Store(true)
+			tc.c.push.add(nil, false, tc.redirect) // Redis's tracking-redir-broken
+			return
+		}
+	}
+	target.push.add(key, key == nil, 0)
+}
+
+// remember notes that c read keys, before it reads them. A key past the
+// node's bound makes room by forgetting another, whose readers are told to
+// invalidate it.
+func (t *tracker) remember(c *conn, keys [][]byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		ids, ok := t.keys[string(k)]
+		if ok {
+			if !containsID(ids, c.id) {
+				t.keys[string(k)] = append(ids, c.id)
+			}
+			continue
+		}
+		for len(t.keys) >= t.s.cfg.TrackingMaxKeys {
+			t.evictOne()
+		}
+		t.keys[string(k)] = []int64{c.id}
+	}
+}
+
+// evictOne forgets one remembered key (the map's choice: Redis too evicts
+// at random) and tells its readers. Under t.mu.
+func (t *tracker) evictOne() {
+	for k, ids := range t.keys {
+		delete(t.keys, k)
+		for _, id := range ids {
+			if tc := t.clients[id]; tc != nil && !tc.bcast {
+				t.deliver(tc, []byte(k))
+			}
+		}
+		return
+	}
+}
+
+func containsID(ids []int64, id int64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// set records c's tracking state (on, or off when tr.on is false).
+func (t *tracker) set(c *conn, tr *tracking) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, was := t.clients[c.id]
+	delete(t.bcast, c.id)
+	if !tr.on {
+		if was {
+			delete(t.clients, c.id)
+			t.active.Add(-1)
+		}
+		return
+	}
+	tc := &trackClient{c: c, redirect: tr.redirect, bcast: tr.bcast}
+	for _, p := range tr.prefixes {
+		tc.prefixes = append(tc.prefixes, []byte(p))
+	}
+	t.clients[c.id] = tc
+	if tc.bcast {
+		t.bcast[c.id] = tc
+	}
+	if !was {
+		t.active.Add(1)
+	}
+}
+
+// size is the number of remembered keys.
+func (t *tracker) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.keys)
+}
+
+// trackWanted says whether the command c runs now has its read keys
+// remembered: tracking on, not BCAST, and OPTIN's CLIENT CACHING YES given
+// or OPTOUT's CLIENT CACHING NO not given.
+func (c *conn) trackWanted() bool {
+	tr := &c.track
+	return tr.on && !tr.bcast && !(tr.optin && !tr.caching) && !(tr.optout && tr.caching)
+}
+
+// trackRead remembers the keys of a read command c is about to run.
+func (c *conn) trackRead(cmd *command, args [][]byte) {
+	if cmd.firstKey <= 0 || !c.trackWanted() {
+		return
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last = len(args) + last
+	}
+	var keys [][]byte
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
+		keys = append(keys, args[i])
+	}
+	c.s.track.remember(c, keys)
+}
+
+// trackKey remembers one key a script of c reads.
+func (c *conn) trackKey(key []byte) {
+	if c.trackWanted() {
+		c.s.track.remember(c, [][]byte{key})
+	}
+}
+
+// commandDone ends what CLIENT CACHING gave for one command: it lasts
+// through CLIENT's own commands and, inside MULTI, to EXEC (Redis).
+func (c *conn) commandDone(name string) {
+	if c.track.caching && c.multi == nil && name != "client" {
+		c.track.caching = false
+	}
+}
+
+// clientTracking is CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST]
+// [PREFIX p]... [OPTIN] [OPTOUT] [NOLOOP], with Redis's checks in
+// Redis's order.
+func (c *conn) clientTracking(a [][]byte) {
+	var (
+		redirect                     int64
+		bcast, optin, optout, noloop bool
+		prefixes                     []string
+	)
+	for j := 3; j < len(a); j++ {
+		more := len(a) - 1 - j
+		switch opt := strings.ToLower(string(a[j])); {
+		case opt == "redirect" && more > 0:
+			j++
+			if redirect != 0 {
+				c.w.errorLine(msgTrackRedirTwice)
+				return
+			}
+			id, err := strconv.ParseInt(string(a[j]), 10, 64)
+			if err != nil {
+				c.w.errorLine("ERR value is not an integer or out of range")
+				return
+			}
+			if c.s.connByID(id) == nil {
+				c.w.errorLine(msgTrackRedirGone)
+				return
+			}
+			redirect = id
+		case opt == "bcast":
+			bcast = true
+		case opt == "optin":
+			optin = true
+		case opt == "optout":
+			optout = true
+		case opt == "noloop":
+			noloop = true
+		case opt == "prefix" && more > 0:
+			j++
+			prefixes = append(prefixes, string(a[j]))
+		default:
+			c.w.errorLine(msgSyntax)
+			return
+		}
+	}
+	tr := &c.track
+	switch strings.ToLower(string(a[2])) {
+	case "on":
+		switch {
+		case !bcast && len(prefixes) > 0:
+			c.w.errorLine(msgTrackPrefixNoBcast)
+			return
+		case tr.on && tr.bcast != bcast:
+			c.w.errorLine(msgTrackBcastSwitch)
+			return
+		case bcast && (optin || optout):
+			c.w.errorLine(msgTrackBcastOpt)
+			return
+		case optin && optout:
+			c.w.errorLine(msgTrackBothOpt)
+			return
+		case (optin && tr.optout) || (optout && tr.optin):
+			c.w.errorLine(msgTrackOptSwitch)
+			return
+		}
+		if bcast {
+			if msg := prefixCollision(tr.prefixes, prefixes); msg != "" {
+				c.w.errorLine(msg)
+				return
+			}
+		}
+		// As Redis's enableTracking: the flags are replaced, the prefixes
+		// added to those the connection has ("" when none is given).
+		tr.on, tr.redirect, tr.bcast, tr.optin, tr.optout, tr.noloop = true, redirect, bcast, optin, optout, noloop
+		if bcast {
+			if len(prefixes) == 0 {
+				prefixes = []string{""}
+			}
+			for _, p := range prefixes {
+				if !containsString(tr.prefixes, p) {
+					tr.prefixes = append(tr.prefixes, p)
+				}
+			}
+			sort.Strings(tr.prefixes)
+		}
+	case "off":
+		*tr = tracking{}
+	default:
+		c.w.errorLine(msgSyntax)
+		return
+	}
+	c.trackBroken.Store(false) // as Redis: enabling or disabling clears it
+	c.s.track.set(c, tr)
+	c.w.ok()
+}
+
+// prefixCollision is Redis's refusal of BCAST prefixes of which one is a
+// prefix of another, the connection's or the new ones: "" when none.
+func prefixCollision(have, add []string) string {
+	for i, p := range add {
+		for _, h := range have {
+			if strings.HasPrefix(h, p) || strings.HasPrefix(p, h) {
+				return fmt.Sprintf("ERR Prefix '%s' overlaps with an existing prefix '%s'. Prefixes for a single client must not overlap.", p, h)
+			}
+		}
+		for _, q := range add[i+1:] {
+			if strings.HasPrefix(q, p) || strings.HasPrefix(p, q) {
+				return fmt.Sprintf("ERR Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for a single client must not overlap.", p, q)
+			}
+		}
+	}
+	return ""
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// clientCaching is CLIENT CACHING YES|NO.
+func (c *conn) clientCaching(opt []byte) {
+	tr := &c.track
+	switch o := strings.ToLower(string(opt)); {
+	case !tr.on:
+		c.w.errorLine(msgCachingNotTracking)
+	case o == "yes" && !tr.optin:
+		c.w.errorLine(msgCachingYes)
+	case o == "no" && !tr.optout:
+		c.w.errorLine(msgCachingNo)
+	case o == "yes" || o == "no":
+		tr.caching = true
+		c.w.ok()
+	default:
+		c.w.errorLine(msgSyntax)
+	}
+}
+
+// clientGetRedir is CLIENT GETREDIR: the redirection, 0 for none, -1 when
+// not tracking.
+func (c *conn) clientGetRedir() {
+	if !c.track.on {
+		c.w.integer(-1)
+		return
+	}
+	c.w.integer(c.track.redirect)
+}
+
+// clientTrackingInfo is CLIENT TRACKINGINFO, in Redis's shape.
+func (c *conn) clientTrackingInfo() {
+	tr := &c.track
+	flags := []string{"off"}
+	if tr.on {
+		flags[0] = "on"
+	}
+	if tr.bcast {
+		flags = append(flags, "bcast")
+	}
+	if tr.optin {
+		flags = append(flags, "optin")
+		if tr.caching {
+			flags = append(flags, "caching-yes")
+		}
+	}
+	if tr.optout {
+		flags = append(flags, "optout")
+		if tr.caching {
+			flags = append(flags, "caching-no")
+		}
+	}
+	if tr.noloop {
+		flags = append(flags, "noloop")
+	}
+	if tr.on && c.trackBroken.Load() {
+		flags = append(flags, "broken_redirect")
+	}
+	c.w.mapHeader(3)
+	c.w.bulkString("flags")
+	c.w.set(len(flags))
+	for _, f := range flags {
+		c.w.bulkString(f)
+	}
+	c.w.bulkString("redirect")
+	c.clientGetRedir()
+	c.w.bulkString("prefixes")
+	c.w.array(len(tr.prefixes))
+	for _, p := range tr.prefixes {
+		c.w.bulkString(p)
+	}
+}
+
+// maxPendingBytes bounds the bytes of the keys waiting to be pushed to one
+// connection, beside TrackingMaxPending's count: past it, "everything".
+const maxPendingBytes = 4 << 20
+
+// pushSink is a connection's invalidations waiting to be written.
+type pushSink struct {
+	mu      sync.Mutex
+	keys    [][]byte // copies
+	bytes   int      // their length
+	all     bool     // "everything" is due: it covers keys
+	broken  int64    // a redirection found gone: tracking-redir-broken is due
+	max     int      // pending keys past which "everything" is due instead
+	started bool     // the pusher runs
+	closed  bool     // the connection is gone: nothing more is queued
+	wake    chan struct{}
+	done    chan struct{}
+	c       *conn
+}
+
+// close ends the sink with its connection.
+func (p *pushSink) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		close(p.done)
+	}
+}
+
+// add queues the invalidation of key (all: everything; broken: the
+// redirection that is gone) and wakes c's pusher. It never blocks on the
+// client.
+func (p *pushSink) add(key []byte, all bool, broken int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	switch {
+	case broken != 0:
+		p.broken = broken
+	case all:
+		p.all, p.keys, p.bytes = true, nil, 0
+	case !p.all && (len(p.keys) >= p.max || p.bytes+len(key) > maxPendingBytes):
+		p.all, p.keys, p.bytes = true, nil, 0
+	case !p.all:
+		p.keys = append(p.keys, bytes.Clone(key))
+		p.bytes += len(key)
+	}
+	if !p.started {
+		p.started = true
+		go p.c.pusher()
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// pusher writes c's pending invalidations as they come, until the
+// connection ends.
+func (c *conn) pusher() {
+	p := &c.push
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-p.wake:
+		}
+		p.mu.Lock()
+		keys, all, broken := p.keys, p.all, p.broken
+		p.keys, p.all, p.broken, p.bytes = nil, false, 0, 0
+		p.mu.Unlock()
+		if err := c.writePushes(keys, all, broken); err != nil {
+			c.nc.Close() // a client that does not read its pushes is dropped
+			return
+		}
+	}
+}
+
+// writePushes writes invalidations under the write lock, after any reply
+// being made. A RESP2 connection gets none (Redis sends RESP2 clients
+// invalidations only on a Pub/Sub redirection, which idemgate lacks).
+func (c *conn) writePushes(keys [][]byte, all bool, broken int64) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.proto < 3 {
+		return nil
+	}
+	if broken != 0 {
+		c.w.push(2)
+		c.w.bulkString("tracking-redir-broken")
+		c.w.integer(broken)
+	}
+	if all {
+		c.w.push(2)
+		c.w.bulkString("invalidate")
+		c.w.null()
+	}
+	for _, k := range keys {
+		c.w.push(2)
+		c.w.bulkString("invalidate")
+		c.w.array(1)
+		c.w.bulk(k)
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	return c.w.bw.Flush()
+}
