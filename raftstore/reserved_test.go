@@ -71,7 +71,7 @@ func TestReservedKeysRefused(t *testing.T) {
 			t.Fatalf("node %d: NodeAPI(n9) = %q, %v", i, addr, ok)
 		}
 		var listed []string
-		if err := s.EachKV(ctx, false, func(k []byte) bool { listed = append(listed, string(k)); return true }); err != nil ||
+		if err := s.EachKV(ctx, false, storeapi.FirstKVKey, func(k []byte) bool { listed = append(listed, string(k)); return true }); err != nil ||
 			fmt.Sprint(listed) != "[after before]" {
 			t.Fatalf("node %d: EachKV listed %q, %v; want the two plain keys alone", i, listed, err)
 		}

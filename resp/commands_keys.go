@@ -24,7 +24,7 @@ func init() {
 func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 	var keys [][]byte
 	all := string(a[1]) == "*"
-	err := c.s.store.EachKV(ctx, true, func(k []byte) bool {
+	err := c.eachKey(ctx, func(k []byte) bool {
 		if all || globMatch(a[1], k) {
 			keys = append(keys, append([]byte(nil), k...))
 		}
@@ -46,7 +46,7 @@ func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 // cmdDBSize counts the live keys.
 func cmdDBSize(c *conn, ctx context.Context, _ [][]byte) {
 	n := 0
-	if err := c.s.store.EachKV(ctx, true, func([]byte) bool { n++; return true }); err != nil {
+	if err := c.eachKey(ctx, func([]byte) bool { n++; return true }); err != nil {
 		c.w.errorLine(errorReply(err))
 		return
 	}

@@ -18,9 +18,11 @@ type Store interface {
 	// KV reads a key: linearizable unless local (then this node's
 	// applied state).
 	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
-	// EachKV calls fn with every live key, reserved keys left out, in key
-	// order, until fn returns false (this node's applied state if local).
-	EachKV(ctx context.Context, local bool, fn func(key []byte) bool) error
+	// EachKV calls fn with every live key from from on (storeapi.FirstKVKey:
+	// keyspace 0's, reserved keys left out; fsm.KeyspacePrefix: another
+	// keyspace's, then what follows it), in key order, until fn returns
+	// false (this node's applied state if local).
+	EachKV(ctx context.Context, local bool, from []byte, fn func(key []byte) bool) error
 	// Barrier returns once this node has applied every write acknowledged
 	// before the call: local reads after it are linearizable.
 	Barrier(ctx context.Context) error

@@ -171,15 +171,15 @@ func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*fsm.Claim, error)
 }
 
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
-	if err := storeapi.CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKeyspaceKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	return s.f.KV(key, time.Now())
 }
 
 // EachKV is raftstore.Store.EachKV.
-func (s *Store) EachKV(_ context.Context, _ bool, fn func(key []byte) bool) error {
-	return s.f.EachKV(storeapi.FirstKVKey, time.Now(), fn)
+func (s *Store) EachKV(_ context.Context, _ bool, from []byte, fn func(key []byte) bool) error {
+	return s.f.EachKV(from, time.Now(), fn)
 }
 
 // LocalTx is raftstore.Store.LocalTx.
