@@ -58,6 +58,7 @@ const (
 	TypeOnceRenew
 	TypeOnceComplete
 	TypeOnceRelease
+	TypeKVFlush
 	typeEnd
 )
 
@@ -201,6 +202,12 @@ var commands = [typeEnd]spec{
 		key: true, remembered: true, check: checkOnceComplete, apply: (*applier).onceComplete},
 	TypeOnceRelease: {name: "once_release", uses: fKey | fFence,
 		key: true, remembered: true, check: checkFence, apply: (*applier).onceRelease},
+	// Mode: the keyspace; Flags: FlagFlushAll; Version: the flush's bound
+	// (0: this entry's revision); Value: the stored key it resumes at
+	// (Redis FLUSHDB, FLUSHALL; kv_flush.go). Proposed while the disk is
+	// low: it frees space.
+	TypeKVFlush: {name: "kv_flush", uses: fMode | fFlags | fVersion | fValue,
+		remembered: true, diskLow: true, check: checkKVFlush, apply: (*applier).kvFlush},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

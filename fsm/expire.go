@@ -56,6 +56,9 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 		if !ok || kv.ExpiresAt != e.At {
 			return false, nil
 		}
+		if err := unindexKey(tx, e.Key); err != nil {
+			return false, err
+		}
 		return true, tx.Bucket(bucketKV).Delete(e.Key)
 	case ttl.KindDigest:
 		v := tx.Bucket(bucketDigests).Get(e.Key)

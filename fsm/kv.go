@@ -103,6 +103,9 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
 			return err
 		}
 	}
+	if err := unindexKey(tx, key); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketKV).Delete(key)
 }
 
@@ -182,6 +185,11 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 	if wantsOrder(b) {
 		last, _ := b.Cursor().Last()
 		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
+	}
+	if !exists { // (a key expired but not swept is in the index already: the put is idempotent)
+		if err := indexKey(tx, key); err != nil {
+			return err
+		}
 	}
 	return b.Put(key, e.encode())
 }

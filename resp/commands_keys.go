@@ -3,6 +3,8 @@ package resp
 import (
 	"context"
 	"fmt"
+
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // The keyspace as a whole: KEYS and DBSIZE, over this node's applied
@@ -17,7 +19,49 @@ func init() {
 	register(
 		&command{name: "keys", arity: 2, kind: kindRead, read: cmdKeys},
 		&command{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
+		&command{name: "flushdb", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, false) }},
+		&command{name: "flushall", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, true) }},
 	)
+}
+
+// planFlush is FLUSHDB [ASYNC|SYNC] (the connection's keyspace) or
+// FLUSHALL (every keyspace): the state machine's flush, one bounded step
+// an entry (fsm.KVFlushCommand), proposed until it is done; OK then.
+// ASYNC is SYNC: the reply waits for the flush either way. Only the admin
+// role's token may run them. A keyspace of up to 10,000 keys is flushed
+// by one entry, at once; a larger one by a series, during which the keys
+// not yet reached are still read. Not inside MULTI, nor from a script.
+func planFlush(c *conn, a [][]byte, all bool) plan {
+	if len(a) > 2 || (len(a) == 2 && !eq(string(a[1]), "async") && !eq(string(a[1]), "sync")) {
+		return plan{err: msgSyntax}
+	}
+	db := c.db
+	return plan{direct: func(_ context.Context, w *writer) {
+		var (
+			bound uint64
+			from  []byte
+		)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+			r := c.s.store.ApplyInOrder(ctx, []*fsm.Command{fsm.KVFlushCommand(db, all, bound, from)})[0]
+			cancel()
+			switch {
+			case r.Err != nil:
+				w.errorLine(errorReply(r.Err))
+				return
+			case r.Res.Code != fsm.CodeOK:
+				w.errorLine(errorReply(r.Res.Err()))
+				return
+			}
+			bound, from = r.Res.Version, r.Res.Value
+			if len(from) == 0 {
+				w.ok()
+				return
+			}
+		}
+	}}
 }
 
 // cmdKeys is KEYS pattern, matched as Redis matches it (globMatch).
