@@ -287,6 +287,12 @@ func (s *Store) EachKV(ctx context.Context, local bool, from []byte, fn func(key
 	return s.fsm.EachKV(from, time.Now(), fn)
 }
 
+// ScanKV is a SCAN step over keyspace db from this node's applied state
+// (fsm.FSM.ScanKV); the Redis face runs its barrier first.
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte)) (uint64, error) {
+	return s.fsm.ScanKV(db, cursor, count, time.Now(), fn)
+}
+
 // LocalTx answers a transaction of reads only (MULTI/EXEC of GETs, WATCH
 // included) from this node's applied state (fsm.FSM.ReadTx): the caller
 // runs the barrier first to make it linearizable, as for local KV reads.

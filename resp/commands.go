@@ -53,7 +53,7 @@ func register(cmds ...*command) {
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
 var unsupported = []string{"fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
-	"publish", "scan", "swapdb", "wait"}
+	"publish", "swapdb", "wait"}
 
 // isUnsupported reports whether name is a Redis command idemgate does
 // not run.

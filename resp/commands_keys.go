@@ -3,13 +3,15 @@ package resp
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/idemgate/idemgate/fsm"
 )
 
-// The keyspace as a whole: KEYS and DBSIZE, over this node's applied
-// state after the pipeline's barrier, in key order; reserved keys are
-// never shown. Not inside MULTI (they have no read in the log).
+// The keyspace as a whole: KEYS, SCAN and DBSIZE, over this node's
+// applied state after the pipeline's barrier; reserved keys are never
+// shown. Not inside MULTI (they have no read in the log). FLUSHDB and
+// FLUSHALL empty it.
 
 // maxKeysReply bounds what KEYS answers: a pattern that matches more is
 // refused rather than answered with a reply of unbounded size.
@@ -19,6 +21,7 @@ func init() {
 	register(
 		&command{name: "keys", arity: 2, kind: kindRead, read: cmdKeys},
 		&command{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
+		&command{name: "scan", arity: -2, kind: kindRead, read: cmdScan},
 		&command{name: "flushdb", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
 			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, false) }},
 		&command{name: "flushall", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
@@ -95,4 +98,90 @@ func cmdDBSize(c *conn, ctx context.Context, _ [][]byte) {
 		return
 	}
 	c.w.integer(int64(n))
+}
+
+// cmdScan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type] over the
+// connection's keyspace, in the order of the state machine's scan index
+// (fsm.ScanKV): the cursor is a 64-bit hash, the same on every node and
+// after restarts, and a key present for the whole scan is answered at
+// least once. COUNT bounds the index entries a call looks at (at most
+// fsm.MaxScanLook), so a call may answer fewer keys, or none, and go on.
+// Every key is a string: TYPE string matches all, another type none.
+func cmdScan(c *conn, ctx context.Context, a [][]byte) {
+	cursor, ok := parseCursor(a[1])
+	if !ok {
+		c.w.errorLine("ERR invalid cursor")
+		return
+	}
+	count, match, typ := 10, []byte(nil), ""
+	for i := 2; i < len(a); i += 2 {
+		opt := string(a[i])
+		switch {
+		case eq(opt, "count") && i+1 < len(a):
+			n, ok := parseInt64(a[i+1])
+			switch {
+			case !ok:
+				c.w.errorLine(msgNotInteger)
+				return
+			case n < 1:
+				c.w.errorLine(msgSyntax)
+				return
+			}
+			count = int(min(n, fsm.MaxScanLook))
+		case eq(opt, "match") && i+1 < len(a):
+			match = a[i+1]
+			if string(match) == "*" {
+				match = nil
+			}
+		case eq(opt, "type") && i+1 < len(a):
+			typ = string(a[i+1])
+		default:
+			c.w.errorLine(msgSyntax)
+			return
+		}
+	}
+	var keys [][]byte
+	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte) {
+		if (typ == "" || eq(typ, "string")) && (match == nil || globMatch(match, k)) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	})
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	c.w.array(2)
+	c.w.bulkString(strconv.FormatUint(next, 10))
+	c.w.array(len(keys))
+	for _, k := range keys {
+		c.w.bulk(k)
+	}
+}
+
+// parseCursor reads SCAN's cursor as Redis 7.0 does (strtoul, base 10): an
+// optional sign (a minus negates, modulo 2^64), then digits only; nothing
+// at all is 0; leading space, other bytes, or a number past 2^64-1 are
+// refused.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := false
+	switch b[0] {
+	case '-':
+		neg, b = true, b[1:]
+	case '+':
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] < '0' || b[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

@@ -23,6 +23,10 @@ type Store interface {
 	// keyspace's, then what follows it), in key order, until fn returns
 	// false (this node's applied state if local).
 	EachKV(ctx context.Context, local bool, from []byte, fn func(key []byte) bool) error
+	// ScanKV answers a SCAN step over keyspace db from this node's applied
+	// state (fsm.FSM.ScanKV): the keys of up to count index entries from
+	// cursor on, and the next cursor (0: done).
+	ScanKV(ctx context.Context, db int, cursor uint64, count int, fn func(key []byte)) (uint64, error)
 	// Barrier returns once this node has applied every write acknowledged
 	// before the call: local reads after it are linearizable.
 	Barrier(ctx context.Context) error

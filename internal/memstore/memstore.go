@@ -182,6 +182,11 @@ func (s *Store) EachKV(_ context.Context, _ bool, from []byte, fn func(key []byt
 	return s.f.EachKV(from, time.Now(), fn)
 }
 
+// ScanKV is raftstore.Store.ScanKV.
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte)) (uint64, error) {
+	return s.f.ScanKV(db, cursor, count, time.Now(), fn)
+}
+
 // LocalTx is raftstore.Store.LocalTx.
 func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
 	if err := raftstore.CheckTxKeys(r); err != nil {
