@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -221,5 +223,31 @@ func TestScanIndexBuiltForOldFile(t *testing.T) {
 	if f, err := Open(Config{Path: filepath.Clean(path), NoSync: true}); err == nil {
 		f.Close()
 		t.Fatal("a file of format 3 opened")
+	}
+}
+
+// TestScanIndexBuiltForOldSnapshot: a snapshot of a format 1 file (no scan
+// index) restores into a file with the index built.
+func TestScanIndexBuiltForOldSnapshot(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	for i := 0; i < 500; i++ {
+		a.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(i%2*7, []byte(fmt.Sprintf("k%d", i))), Value: []byte("v")})
+	}
+	if err := a.f.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketKVScan); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(keyFormat, formatNoScan)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
+		t.Fatalf("restoring a format 1 snapshot: %v", err)
+	}
+	b.indexMatchesKV()
+	for _, db := range []int{0, 7} {
+		if got, _ := b.scanAll(db, 64); len(got) != 250 {
+			t.Fatalf("keyspace %d: %d keys after the restore", db, len(got))
+		}
 	}
 }
