@@ -13,7 +13,9 @@ import (
 // Store is what the listener needs from the replicated store, in package
 // fsm's and storeapi's terms, so the listener never imports the store's
 // package; *raftstore.Store implements it over Raft (package node wires it
-// in), and internal/memstore in one process for behaviour tests.
+// in), and internal/memstore in one process for behaviour tests. Keys
+// are named as the state machine stores them, of a keyspace
+// (fsm.KeyspaceKey; the listener maps a client's keys, keyspace.go).
 type Store interface {
 	// KV reads a key: linearizable unless local (then this node's
 	// applied state).
