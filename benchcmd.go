@@ -88,7 +88,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&f.target, "target", "", "gateway base URLs of a running cluster, comma-separated (default: start one)")
 	fs.StringVar(&f.api, "api", "", "API base URLs of that cluster, comma-separated (required with --target)")
-	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, resp, comma-separated, or all; or scale alone (see --scenario scale --help)")
+	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, once, resp, comma-separated, or all; or scale alone (see --scenario scale --help)")
 	fs.IntVar(&f.nodes, "nodes", 3, "nodes of the cluster the bench starts")
 	fs.IntVar(&f.clients, "clients", 64, "concurrent clients")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "bound on each measurement")
@@ -225,7 +225,7 @@ func loadFlagsProblem(clients int, d time.Duration) string {
 // the others run on idemgate only, with the baselines' kv beside them, but
 // for resp, which is its own comparison (redis-benchmark on idemgate and on
 // redis-server).
-var onEveryStore = []string{"contention", "flashsale"}
+var onEveryStore = []string{"contention", "flashsale", "once"}
 
 // needsKV reports whether scenario s is one the baselines' kv stands beside.
 func needsKV(s string) bool { return !slices.Contains(onEveryStore, s) && s != "resp" }
@@ -389,7 +389,7 @@ func runScenarios(t bench.Target, cfg bench.RunConfig, lc bench.LockConfig, scen
 			add(s, bench.HotKey(t, cfg))
 		case "tokens":
 			add(s, bench.Tokens(t, cfg))
-		case "kv", "contention", "flashsale":
+		case "kv", "contention", "flashsale", "once":
 			add(s, bench.RunOn(t, s, cfg, lc)...)
 		case "resp":
 			results = append(results, respOn(t.System(), t.Resps, cfg)...)

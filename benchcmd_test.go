@@ -42,7 +42,7 @@ func TestBenchShort(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"passthrough (baseline)", "unique (first requests)", "replay (completed keys)",
-		"hotkey (one key)", "tokens (consume)", "kv SETNX", "kv GETDEL", "contention", "flashsale"} {
+		"hotkey (one key)", "tokens (consume)", "kv SETNX", "kv GETDEL", "contention", "flashsale", "once (begin+complete)", "once over RESP (begin+complete)"} {
 		if !names[want] {
 			t.Fatalf("no result for %s", want)
 		}

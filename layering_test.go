@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
 	{"internal/democluster"},
-	{"", "examples/payments", "tests/e2e"}, // "": the idemgate command itself
+	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself
 }
 
 // testOnly are packages no production package may import.

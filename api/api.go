@@ -181,6 +181,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.only(ctx, method, "DELETE", func(ctx *fasthttp.RequestCtx) { a.changeNode(ctx, id, a.store.RemoveServer) })
 	case path == "/v1/suspects":
 		a.only(ctx, method, "GET", a.listSuspects)
+	case path == "/v1/stuck":
+		a.only(ctx, method, "GET", a.listStuck)
 	case path == "/v1/snapshot" && method == fasthttp.MethodPost:
 		a.takeSnapshot(ctx)
 	case path == "/v1/snapshot":

@@ -34,6 +34,9 @@ type Store interface {
 	Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
 	// Suspects lists up to limit suspected duplicates, newest first.
 	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
+	// Stuck lists a page of the records and once claims whose holder's
+	// deadline passed, and the cursor of the next (nil when none).
+	Stuck(ctx context.Context, after []byte, limit int, local bool) ([]fsm.Stuck, []byte, error)
 
 	// Leader is the leader's id and Raft address as this node knows them ("" when none).
 	Leader() (id, raftAddr string)

@@ -24,14 +24,9 @@ type suspectJSON struct {
 // default 100, at most 1000). Linearizable like every API read, so every
 // node lists the same suspects; ?consistency=local reads this node as is.
 func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
-	limit := 100
-	if raw := ctx.QueryArgs().Peek("limit"); len(raw) > 0 {
-		n, err := strconv.Atoi(string(raw))
-		if err != nil || n < 1 || n > 1000 {
-			httpx.WriteProblem(ctx, httpx.BadRequest, "limit: want 1-1000")
-			return
-		}
-		limit = n
+	limit, ok := pageLimit(ctx)
+	if !ok {
+		return
 	}
 	c, cancel := a.opCtx()
 	log, err := a.store.Suspects(c, limit, string(ctx.QueryArgs().Peek("consistency")) == "local")
@@ -50,4 +45,19 @@ func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
 		out = append(out, suspectJSON{At: httpx.RFC3339(nsTime(s.At)), Scope: parts[0], Tenant: parts[1], Key: parts[2], EarlierKey: earlier[2]})
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"suspects": out})
+}
+
+// pageLimit is a list's ?limit=N: 1-1000, default 100; false when it
+// answered 400.
+func pageLimit(ctx *fasthttp.RequestCtx) (int, bool) {
+	raw := ctx.QueryArgs().Peek("limit")
+	if len(raw) == 0 {
+		return 100, true
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < 1 || n > 1000 {
+		httpx.WriteProblem(ctx, httpx.BadRequest, "limit: want 1-1000")
+		return 0, false
+	}
+	return n, true
 }

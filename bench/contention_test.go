@@ -97,9 +97,10 @@ func (s memSystem) System() string { return "mem" }
 func (s memSystem) newLocker(int, time.Duration, time.Duration) (locker, error) {
 	return &memLocks{held: map[string]uint64{}, broken: s.broken}, nil
 }
-func (s memSystem) newShop(int) (shop, error) { return s, nil }
-func (s memSystem) kv(RunConfig) []Stats      { return nil }
-func (s memSystem) close()                    {}
+func (s memSystem) newShop(int) (shop, error)                  { return s, nil }
+func (s memSystem) newOncer(int, time.Duration) (oncer, error) { return nil, errNoOnce }
+func (s memSystem) kv(RunConfig) []Stats                       { return nil }
+func (s memSystem) close()                                     {}
 func (s memSystem) issue(n int) ([]string, error) {
 	toks := make([]string, n)
 	for i := range toks {

@@ -15,6 +15,9 @@ type System interface {
 	newLocker(clients int, ttl, run time.Duration) (locker, error)
 	// newShop connects clients consumers of one-shot tokens.
 	newShop(clients int) (shop, error)
+	// newOncer connects clients holders of once claims for a run of run;
+	// errNoOnce when the system has no once protocol the bench measures.
+	newOncer(clients int, run time.Duration) (oncer, error)
 	// kv measures SETNX on fresh keys, then GETDEL of them.
 	kv(cfg RunConfig) []Stats
 }
@@ -57,7 +60,7 @@ func Tag(results []Stats, system, scenario string) []Stats {
 }
 
 // RunOn runs one of the scenarios every System offers (kv, contention,
-// flashsale) on sys; kv gives SETNX then GETDEL.
+// flashsale, once) on sys; kv gives SETNX then GETDEL.
 func RunOn(sys System, scenario string, cfg RunConfig, lc LockConfig) []Stats {
 	var out []Stats
 	switch scenario {
@@ -67,6 +70,11 @@ func RunOn(sys System, scenario string, cfg RunConfig, lc LockConfig) []Stats {
 		out = []Stats{Contention(sys, cfg, lc)}
 	case "flashsale":
 		out = []Stats{FlashSale(sys, cfg)}
+	case "once":
+		out = []Stats{Once(sys, cfg)}
+		if t, ok := sys.(Target); ok {
+			out = append(out, OnceRESP(t, cfg))
+		}
 	default:
 		panic("bench: RunOn of " + scenario)
 	}

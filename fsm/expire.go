@@ -44,6 +44,9 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 		}
 		a.recordDelta[rec.State]--
 		a.removed = append(a.removed, clone(e.Key))
+		if err := setLapse(tx, ttl.KindRecord, e.Key, recordLapse(rec), 0); err != nil {
+			return false, err
+		}
 		return true, tx.Bucket(bucketRecords).Delete(e.Key)
 	case ttl.KindToken:
 		v := tx.Bucket(bucketTokens).Get(e.Key)
@@ -70,6 +73,9 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 		cl, err := DecodeClaim(tx.Bucket(bucketOnce).Get(e.Key))
 		if err != nil || cl.ExpiresAt != e.At {
 			return false, nil
+		}
+		if err := setLapse(tx, ttl.KindOnce, e.Key, claimLapse(cl), 0); err != nil {
+			return false, err
 		}
 		return true, tx.Bucket(bucketOnce).Delete(e.Key)
 	}

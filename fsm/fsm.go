@@ -29,7 +29,7 @@ var (
 	bucketDigests = []byte("digests")  // digest key -> expiry (8) | record key, see suspect.go
 	bucketSuspect = []byte("suspects") // revision (8) -> suspect entry, see suspect.go
 	bucketOnce    = []byte("once")     // OnceKey(scope, key) -> claim, see once.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketKVScan}
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketKVScan}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")

@@ -42,6 +42,9 @@ func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *Claim) error {
 			return err
 		}
 	}
+	if err := setLapse(tx, ttl.KindOnce, key, claimLapse(old), claimLapse(c)); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketOnce).Put(key, c.Encode(nil))
 }
 
@@ -50,6 +53,9 @@ func (a *applier) deleteClaim(tx *bolt.Tx, key []byte, c *Claim) error {
 		if err := ttl.Delete(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
 			return err
 		}
+	}
+	if err := setLapse(tx, ttl.KindOnce, key, claimLapse(c), 0); err != nil {
+		return err
 	}
 	return tx.Bucket(bucketOnce).Delete(key)
 }

@@ -48,6 +48,9 @@ func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *Record) error {
 		}
 	}
 	a.recordDelta[rec.State]++
+	if err := setLapse(tx, ttl.KindRecord, key, recordLapse(old), recordLapse(rec)); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketRecords).Put(key, rec.Encode(nil))
 }
 
@@ -59,6 +62,9 @@ func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *Record) error {
 	}
 	a.recordDelta[rec.State]--
 	a.removed = append(a.removed, clone(key))
+	if err := setLapse(tx, ttl.KindRecord, key, recordLapse(rec), 0); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketRecords).Delete(key)
 }
 

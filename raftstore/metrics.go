@@ -1,6 +1,8 @@
 package raftstore
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/fsm"
@@ -19,6 +21,10 @@ var rejectReasons = []string{
 	"no_identity", "not_member", "plaintext", "removed_certificate", "removed_member", "shutdown",
 	"too_many_connections", "too_many_pending", "unknown_ca",
 }
+
+// stuckCountCap bounds the index entries one scrape of idemgate_stuck
+// visits: bounded work, whatever was left behind.
+const stuckCountCap = 10000
 
 type metrics struct {
 	leaderChanges prometheus.Counter
@@ -90,6 +96,23 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Help:        "Idempotency records stored on this node, by state.",
 			ConstLabels: prometheus.Labels{"state": st.String()},
 		}, func() float64 { return float64(s.fsm.RecordCount(st)) }))
+	}
+	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindOnce} {
+		k := k
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "idemgate_stuck",
+			Help:        "Work left behind, on this node's state: gateway records in flight past their processing deadline (kind record) and once claims begun past their lease that nobody took over or completed (kind once), counted up to 10000 between them. GET /v1/stuck lists them.",
+			ConstLabels: prometheus.Labels{"kind": k.String()},
+		}, func() float64 {
+			recs, claims, err := s.fsm.CountStuck(time.Now(), stuckCountCap)
+			if err != nil {
+				return 0
+			}
+			if k == ttl.KindOnce {
+				return float64(claims)
+			}
+			return float64(recs)
+		}))
 	}
 	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV} {
 		k := k

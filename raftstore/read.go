@@ -319,6 +319,18 @@ func (s *Store) Suspects(ctx context.Context, limit int, local bool) ([]fsm.Susp
 	return s.fsm.Suspects(limit)
 }
 
+// Stuck lists a page of the records and once claims whose holder's
+// deadline passed, earliest first, from the cursor after (fsm.FSM.Stuck);
+// linearizable unless local.
+func (s *Store) Stuck(ctx context.Context, after []byte, limit int, local bool) ([]fsm.Stuck, []byte, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	return s.fsm.Stuck(time.Now(), after, limit)
+}
+
 // Indexes are the commit index this node knows and the index its state
 // machine has applied.
 func (s *Store) Indexes() (commit, applied uint64) {

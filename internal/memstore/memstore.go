@@ -205,6 +205,10 @@ func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, e
 	return s.f.Suspects(limit)
 }
 
+func (s *Store) Stuck(_ context.Context, after []byte, limit int, _ bool) ([]fsm.Stuck, []byte, error) {
+	return s.f.Stuck(time.Now(), after, limit)
+}
+
 // The cluster: one node, always the leader, always ready.
 
 func (s *Store) Leader() (string, string) { return "mem", "memstore" }
