@@ -225,8 +225,8 @@ func (c *conn) info() string {
 	if c.readonly {
 		flags = "r" // Redis's flag of a READONLY connection
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d flags=%s db=0 cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), flags, user, c.proto,
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d flags=%s db=%d cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), flags, c.db, user, c.proto,
 		c.libName, c.libVer)
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/idemgate/idemgate/internal/memstore"
@@ -178,6 +179,10 @@ func TestKeyspacesHostile(t *testing.T) {
 	}
 	c.send(array("SELECT", "2") + array("FLUSHDB") + array("DBSIZE") + array("SELECT", "3") + array("DBSIZE"))
 	c.expect("a large FLUSHDB", []string{"+OK\r\n", "+OK\r\n", ":0\r\n", "+OK\r\n", fmt.Sprintf(":%d\r\n", n)})
+	c.send(array("CLIENT", "INFO"))
+	if r := c.replies(1)[0]; !strings.Contains(r, " db=3 ") {
+		t.Fatalf("CLIENT INFO in keyspace 3: %q", r)
+	}
 }
 
 func sha1hex(s string) string { sum := sha1.Sum([]byte(s)); return hex.EncodeToString(sum[:]) }
