@@ -80,15 +80,18 @@ func joinJSONFile(args []string) []string {
 }
 
 func benchCmd(args []string, stdout, stderr io.Writer) int {
-	if scaleScenario(args) {
+	if soloScenario(args, "scale") {
 		return benchScaleCmd(args, stdout, stderr)
+	}
+	if soloScenario(args, "failover") {
+		return benchFailoverCmd(args, stdout, stderr)
 	}
 	f := benchFlags{lock: bench.DefaultLockConfig()}
 	const usage = "idemgate bench [--scenario LIST] [--clients N] [--duration D] [--requests N] [--json [FILE]] [--plot FILE.svg] [--target URLS --api URLS]"
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&f.target, "target", "", "gateway base URLs of a running cluster, comma-separated (default: start one)")
 	fs.StringVar(&f.api, "api", "", "API base URLs of that cluster, comma-separated (required with --target)")
-	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, once, resp, comma-separated, or all; or scale alone (see --scenario scale --help)")
+	fs.StringVar(&f.scenarios, "scenario", "all", "unique, replay, hotkey, tokens, kv, contention, flashsale, once, resp, comma-separated, or all; or scale or failover alone (see --scenario scale --help, --scenario failover --help)")
 	fs.IntVar(&f.nodes, "nodes", 3, "nodes of the cluster the bench starts")
 	fs.IntVar(&f.clients, "clients", 64, "concurrent clients")
 	fs.DurationVar(&f.duration, "duration", 5*time.Second, "bound on each measurement")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/bench"
+	"github.com/idemgate/idemgate/raftstore"
 )
 
 // TestBenchShort runs every scenario briefly against a cluster the bench
@@ -244,6 +245,46 @@ func TestBenchScaleFlags(t *testing.T) {
 		if code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tt.says) {
 			t.Errorf("bench %v = exit %d, stderr %q; want exit 2, one line naming %s", tt.args, code, stderr.String(), tt.says)
 		}
+	}
+}
+
+// TestBenchFailoverFlags: the failover scenario's own flags, each bad
+// value one line naming the flag, before anything is started.
+func TestBenchFailoverFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--scenario", "failover", "--kills", "0"}, "--kills"},
+		{[]string{"--scenario=failover", "--kills", "1001"}, "--kills"},
+		{[]string{"--scenario", "failover", "--kills", "ten"}, "-kills"},
+		{[]string{"--scenario", "failover", "--load", "-1s"}, "--load"},
+		{[]string{"--scenario", "failover", "--load", "2h"}, "--load"},
+		{[]string{"--scenario", "failover", "--clients", "0"}, "--clients"},
+		{[]string{"--scenario", "failover", "--keep"}, "--keep"},
+		{[]string{"--scenario", "failover", "--profiles", "wan"}, `--profiles: "wan": want default, lan or NAME=HEARTBEAT/ELECTION`},
+		{[]string{"--scenario", "failover", "--profiles", "x=300ms"}, "want NAME=HEARTBEAT/ELECTION"},
+		{[]string{"--scenario", "failover", "--profiles", "x=300ms/soon"}, "want NAME=HEARTBEAT/ELECTION"},
+		{[]string{"--scenario", "failover", "--profiles", "=300ms/300ms"}, "want NAME=HEARTBEAT/ELECTION"},
+		{[]string{"--scenario", "failover", "--profiles", "x=1ms/300ms"}, "timeouts from 10ms to 1m"},
+		{[]string{"--scenario", "failover", "--profiles", "x=300ms/2h"}, "timeouts from 10ms to 1m"},
+		{[]string{"--scenario", "failover", "--profiles", "lan,lan"}, `"lan" named twice`},
+		{[]string{"--scenario", "failover", "--profiles", ""}, "--profiles"},
+		{[]string{"--scenario", "failover", "--target", "http://127.0.0.1:1"}, "-target"},
+		{[]string{"--scenario", "failover", "extra"}, "unexpected argument"},
+		{[]string{"--scenario", "failover", "--json", filepath.Join(t.TempDir(), "no", "r.json")}, "--json"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := benchCmd(tt.args, &stdout, &stderr)
+		if code != 2 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), tt.says) {
+			t.Errorf("bench %v = exit %d, stderr %q; want exit 2, one line naming %s", tt.args, code, stderr.String(), tt.says)
+		}
+	}
+	// The profiles it knows and the ones given.
+	got, err := parseFailoverProfiles("default, lan,wan=2s/2s")
+	if err != nil || len(got) != 3 || got[0].Heartbeat != time.Second || got[0].Election != time.Second ||
+		got[1].Heartbeat != raftstore.LANHeartbeatTimeout || got[2] != (bench.FailoverProfile{Name: "wan", Heartbeat: 2 * time.Second, Election: 2 * time.Second}) {
+		t.Errorf("profiles %+v, %v", got, err)
 	}
 }
 

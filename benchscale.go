@@ -106,12 +106,12 @@ func writeScaleJSON(w io.Writer, res bench.ScaleResult) error {
 	return enc.Encode(res)
 }
 
-// scaleScenario reports whether args ask for the scale scenario, which has
-// flags of its own.
-func scaleScenario(args []string) bool {
+// soloScenario reports whether args ask for name, a scenario with flags
+// of its own (scale, failover).
+func soloScenario(args []string, name string) bool {
 	for i, a := range args {
 		a = strings.TrimLeft(a, "-")
-		if a == "scenario=scale" || (a == "scenario" && i+1 < len(args) && args[i+1] == "scale") {
+		if a == "scenario="+name || (a == "scenario" && i+1 < len(args) && args[i+1] == name) {
 			return true
 		}
 	}

@@ -18,7 +18,7 @@ var layers = [][]string{
 	{"fsm", "datadir"},
 	{"backup", "storeapi", "raftstore/transport"},
 	{"raftstore", "tokens", "internal/localcluster"},
-	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once"},
+	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once", "locks"},
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
 	{"internal/democluster"},

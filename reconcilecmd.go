@@ -79,7 +79,7 @@ type suspectedDupPair struct {
 
 // reconcileCmd is `idemgate reconcile`.
 func reconcileCmd(args []string, stdout, stderr io.Writer) int {
-	const usage = "idemgate reconcile --export FILE --ledger FILE.csv --ledger-key COLUMN [--ledger-id COLUMN] [--window D] [--json]"
+	const usage = "idemgate reconcile --export FILE --ledger FILE.csv --ledger-key COLUMN [--ledger-id COLUMN] [--window D] [--json] [--metrics-file FILE.prom]"
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
 	exportPath := fs.String("export", "", "the records export: the body of GET /v1/records/export (NDJSON)")
 	ledgerPath := fs.String("ledger", "", "the payment provider's statement: CSV with a header row, one charge per row")
@@ -87,11 +87,26 @@ func reconcileCmd(args []string, stdout, stderr io.Writer) int {
 	idCol := fs.String("ledger-id", "", "the statement's column holding the charge id, matched with the records' reconcile_id (optional)")
 	window := fs.Duration("window", config.DefaultSuspectWindow, "two records with one fingerprint under different keys this close together are suspected duplicates")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	metricsPath := fs.String("metrics-file", "", "write the run's gauges (findings by kind, counts, last run and last success) to this file for node_exporter's textfile collector, replaced atomically")
 	if _, code, ok := commandLine(fs, "reconcile", usage, "", args, stdout, stderr); !ok {
 		return code
 	}
+	if *metricsPath != "" {
+		if err := checkMetricsPath(*metricsPath); err != nil {
+			fmt.Fprintf(stderr, "idemgate reconcile: %v\n", err)
+			return 2
+		}
+	}
+	now := time.Now()
+	// fail reports input reconcile cannot trust; with --metrics-file, the
+	// failed run is recorded too (its time, not a report).
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "idemgate reconcile: %v\n", err)
+		if *metricsPath != "" {
+			if err := writeReconcileMetrics(*metricsPath, nil, now); err != nil {
+				fmt.Fprintf(stderr, "idemgate reconcile: %v\n", err)
+			}
+		}
 		return 2
 	}
 	switch {
@@ -113,6 +128,14 @@ func reconcileCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	rep := reconcile(records, rows, *idCol != "", *window)
+	if *metricsPath != "" {
+		// Before the report: a report whose metrics were not written
+		// would leave the alerts on the day before's.
+		if err := writeReconcileMetrics(*metricsPath, &rep, now); err != nil {
+			fmt.Fprintf(stderr, "idemgate reconcile: %v\n", err)
+			return 2
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
@@ -54,6 +55,7 @@ type API struct {
 	store   Store
 	tokens  *tokens.Service
 	once    *once.Service
+	locks   *locks.Service
 	metrics fasthttp.RequestHandler
 	logger  *slog.Logger
 	access  atomic.Pointer[auth.Access] // swapped whole by SetAccess
@@ -69,14 +71,14 @@ type API struct {
 var wrapHandler func(fasthttp.RequestHandler) fasthttp.RequestHandler
 
 // New builds the API listener over store; gatherer serves /metrics.
-func New(cfg Config, store Store, tok *tokens.Service, onceSvc *once.Service, gatherer prometheus.Gatherer) *API {
+func New(cfg Config, store Store, tok *tokens.Service, onceSvc *once.Service, lockSvc *locks.Service, gatherer prometheus.Gatherer) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.OpTimeout <= 0 {
 		cfg.OpTimeout = 5 * time.Second
 	}
-	a := &API{cfg: cfg, store: store, tokens: tok, once: onceSvc, logger: cfg.Logger, hosts: newHostAllowList(cfg.Hosts),
+	a := &API{cfg: cfg, store: store, tokens: tok, once: onceSvc, locks: lockSvc, logger: cfg.Logger, hosts: newHostAllowList(cfg.Hosts),
 		reconcile: reconcilePointers(cfg.ReconcileIDs),
 		metrics:   fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))}
 	a.access.Store(cfg.Access)
@@ -161,6 +163,8 @@ func (a *API) route(ctx *fasthttp.RequestCtx, method, path string) {
 		a.only(ctx, method, "POST", a.consumeToken)
 	case strings.HasPrefix(path, "/v1/kv/"):
 		a.kv(ctx, method, strings.TrimPrefix(path, "/v1/kv/"))
+	case strings.HasPrefix(path, "/v1/locks/"):
+		a.locksRoute(ctx, method, strings.TrimPrefix(path, "/v1/locks/"))
 	case strings.HasPrefix(path, "/v1/once/"):
 		a.onceRoute(ctx, method, strings.TrimPrefix(path, "/v1/once/"))
 	case path == exportPath:

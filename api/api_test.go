@@ -22,6 +22,7 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
@@ -34,6 +35,7 @@ import (
 type nodeStore interface {
 	Store
 	tokens.Store
+	locks.Store
 }
 
 // memstore stands in for the store a node holds.
@@ -45,6 +47,9 @@ type apiCluster struct {
 	urls []string
 	// reconcile is every listener's Config.ReconcileIDs.
 	reconcile map[string][]string
+	// locks is each store's lock service: one per store, as a node has
+	// (the store tells one observer its grants).
+	locks map[nodeStore]*locks.Service
 }
 
 // startAPIs starts n API listeners over one in-memory store, authorizing by
@@ -70,9 +75,20 @@ func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry,
 	if err := onceSvc.Register(reg); err != nil {
 		t.Fatal(err)
 	}
+	lockSvc := ac.locks[s]
+	if lockSvc == nil {
+		lockSvc = newLocks(t, s)
+		if ac.locks == nil {
+			ac.locks = map[nodeStore]*locks.Service{}
+		}
+		ac.locks[s] = lockSvc
+	}
+	if err := lockSvc.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile}, s, tok, onceSvc, reg)
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile}, s, tok, onceSvc, lockSvc, reg)
 	if err := api.Listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +101,16 @@ func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry,
 	})
 	ac.apis = append(ac.apis, api)
 	ac.urls = append(ac.urls, "http://"+api.Addr())
+}
+
+// newLocks is the lock service over s.
+func newLocks(t testing.TB, s locks.Store) *locks.Service {
+	t.Helper()
+	svc, err := locks.New(s, locks.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
 }
 
 // testRetention is the once scopes' retention in the tests: an hour, and

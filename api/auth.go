@@ -56,7 +56,7 @@ func (a *API) authorize(ctx *fasthttp.RequestCtx, method, path string) bool {
 }
 
 // requiredRole is the least role that may send method to path. Reads are
-// every role's but the backup's; an application writes the KV API and form tokens; every
+// every role's but the backup's; an application writes the KV API, form tokens, once claims and locks; every
 // other change (releasing records, membership, and any endpoint added
 // later) is an administrator's until a rule here says otherwise.
 func requiredRole(method, path string) auth.Role {
@@ -67,7 +67,7 @@ func requiredRole(method, path string) auth.Role {
 		return auth.RoleAdmin
 	case method == fasthttp.MethodGet || method == fasthttp.MethodHead:
 		return auth.RoleRead
-	case strings.HasPrefix(path, "/v1/kv/"), strings.HasPrefix(path, "/v1/once/"):
+	case strings.HasPrefix(path, "/v1/kv/"), strings.HasPrefix(path, "/v1/once/"), strings.HasPrefix(path, "/v1/locks/"):
 		return auth.RoleApp
 	case method == fasthttp.MethodPost && (path == "/v1/tokens" || path == "/v1/tokens/consume"):
 		return auth.RoleApp

@@ -101,7 +101,7 @@ func startWatchedAPI(t *testing.T, tlsCfg *tls.Config, hosts ...string) (*watche
 	ws := &watchedStore{nodeStore: memstore.New(t)}
 	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Hosts: hosts}, ws, tokens.New(ws, 30*time.Minute), once.New(ws, testRetention), prometheus.NewRegistry())
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Hosts: hosts}, ws, tokens.New(ws, 30*time.Minute), once.New(ws, testRetention), newLocks(t, ws), prometheus.NewRegistry())
 	if tlsCfg != nil {
 		api.UseTLS(tlsCfg)
 	}

@@ -317,6 +317,7 @@ var apiKinds = map[string]httpx.Kind{
 	"Forbidden": httpx.Forbidden, "InProgress": httpx.InProgress, "Internal": httpx.Internal, "InvalidJSON": httpx.InvalidJSON,
 	"InvalidKey": httpx.InvalidKey, "InvalidScope": httpx.InvalidScope, "InvalidToken": httpx.InvalidToken,
 	"InvalidTTL": httpx.InvalidTTL, "InvalidVersion": httpx.InvalidVersion, "KeyReuse": httpx.KeyReuse,
+	"Locked": httpx.Locked, "InvalidLockName": httpx.InvalidLockName,
 	"MembershipConflict": httpx.MembershipConflict, "Misdirected": httpx.Misdirected, "MethodNotAllowed": httpx.MethodNotAllowed,
 	"MissingKey": httpx.MissingKey, "MissingToken": httpx.MissingToken, "NotFound": httpx.NotFound, "NotReady": httpx.NotReady,
 	"NotAlive": httpx.NotAlive, "OutcomeUnknown": httpx.OutcomeUnknown, "ReplayUnavailable": httpx.ReplayUnavailable,

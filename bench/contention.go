@@ -4,6 +4,7 @@ package bench
 // few hot keys, and the history of who held what proves mutual exclusion.
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -264,53 +265,62 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 	return s
 }
 
-// kvLocker takes locks through idemgate's KV API: SETNX with a TTL, whose
-// ETag (the key's version) is the fencing token, released by
-// compare-and-delete (DELETE with If-Match: 412 when the lock is no longer
-// the caller's).
-type kvLocker struct {
-	apis []string
-	ttl  string
+// fairLocker takes locks through idemgate's fair locks: an acquire waits
+// in the lock's FIFO queue (up to maxLockWait, and never past the run's
+// end) and is granted the moment the holder before it releases; its fence
+// is the fencing version, and the release is by fence (409 stale-fence
+// when the lock is no longer the caller's).
+type fairLocker struct {
+	apis     []string
+	ttl      string
+	deadline time.Time
 }
 
-func (t Target) newLocker(_ int, ttl, _ time.Duration) (locker, error) {
-	return kvLocker{apis: t.APIs, ttl: ttl.String()}, nil
+// maxLockWait bounds one acquire's wait: below the bench client's timeout
+// of a request.
+const maxLockWait = 5 * time.Second
+
+func (t Target) newLocker(_ int, ttl, run time.Duration) (locker, error) {
+	return fairLocker{apis: t.APIs, ttl: ttl.String(), deadline: time.Now().Add(run)}, nil
 }
 
-func (l kvLocker) close() {}
+func (l fairLocker) close() {}
 
-func (l kvLocker) acquire(c int, key, val string) (bool, uint64, error) {
-	return l.write("PUT", l.apis[c%len(l.apis)]+"/v1/kv/"+key+"?nx=1&ttl="+l.ttl, []byte(val), 201, 409)
-}
-
-// release deletes the key only at the acquired version; a delete makes no
-// version of its own (0).
-func (l kvLocker) release(c int, key, _ string, version uint64) (bool, uint64, error) {
-	ok, _, err := l.write("DELETE", l.apis[c%len(l.apis)]+"/v1/kv/"+key, nil, 200, 412,
-		"If-Match", `"`+strconv.FormatUint(version, 10)+`"`)
-	return ok, 0, err
-}
-
-// write sends body to url: ok with the version the answer names when it is
-// won, not ok when it is lost (the lock was someone else's).
-func (l kvLocker) write(method, url string, body []byte, won, lost int, hdr ...string) (bool, uint64, error) {
-	st, tag, resp, err := exchange(method, url, "", "ETag", body, hdr...)
+func (l fairLocker) acquire(c int, key, _ string) (bool, uint64, error) {
+	wait := min(maxLockWait, time.Until(l.deadline)).Truncate(time.Millisecond)
+	q := "?ttl=" + l.ttl
+	if wait > 0 {
+		q += "&wait=" + wait.String()
+	}
+	st, _, resp, err := exchange("POST", l.apis[c%len(l.apis)]+"/v1/locks/"+key+q, "", "", nil)
 	switch {
 	case err != nil:
 		return false, 0, err
-	case st == lost:
+	case st == 409:
 		return false, 0, nil
-	case st != won:
-		return false, 0, fmt.Errorf("%s: status %d: %s", method, st, resp)
+	case st != 201:
+		return false, 0, fmt.Errorf("acquire: status %d: %s", st, resp)
 	}
-	v, err := parseETag(tag)
-	return err == nil, v, err
+	var ans struct {
+		Fence uint64 `json:"fence"`
+	}
+	if err := json.Unmarshal(resp, &ans); err != nil || ans.Fence == 0 {
+		return false, 0, fmt.Errorf("acquire: answer %s: %v", resp, err)
+	}
+	return true, ans.Fence, nil
 }
 
-func parseETag(tag string) (uint64, error) {
-	v, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(tag, "W/"), `"`), 10, 64)
-	if err != nil || v == 0 {
-		return 0, fmt.Errorf("ETag %q is not a version", tag)
+// release frees the lock by its fence; a release makes no version of its
+// own (0).
+func (l fairLocker) release(c int, key, _ string, version uint64) (bool, uint64, error) {
+	st, _, resp, err := exchange("DELETE", l.apis[c%len(l.apis)]+"/v1/locks/"+key+"?fence="+strconv.FormatUint(version, 10), "", "", nil)
+	switch {
+	case err != nil:
+		return false, 0, err
+	case st == 409:
+		return false, 0, nil
+	case st != 200:
+		return false, 0, fmt.Errorf("release: status %d: %s", st, resp)
 	}
-	return v, nil
+	return true, 0, nil
 }

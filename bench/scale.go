@@ -118,20 +118,15 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	if cfg.Dir == "" {
-		if cfg.Dir, err = os.MkdirTemp("", "idemgate-scale-"); err != nil {
-			return res, err
-		}
-	} else if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+	var done func()
+	if cfg.Dir, done, err = workDir(cfg.Dir, cfg.Keep, "idemgate-scale-"); err != nil {
 		return res, err
 	}
-	if !cfg.Keep {
-		defer os.RemoveAll(cfg.Dir)
-	}
+	defer done()
 	res.Keys, res.Network = cfg.Keys, cfg.Network
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, "scale: "+format+"\n", args...) }
 
-	c, err := newScaleCluster(cfg.Dir, cfg.Bin)
+	c, err := newScaleCluster(cfg.Dir, cfg.Bin, "")
 	if err != nil {
 		return res, err
 	}
@@ -254,6 +249,24 @@ func Scale(cfg ScaleConfig) (res ScaleResult, err error) {
 		say("etcd: %s", strings.TrimSpace(e.String()))
 	}
 	return res, nil
+}
+
+// workDir makes dir (a new temporary one named prefix… when empty), and
+// returns it with what removes it afterwards (nothing when keep).
+func workDir(dir string, keep bool, prefix string) (string, func(), error) {
+	var err error
+	if dir == "" {
+		dir, err = os.MkdirTemp("", prefix)
+	} else {
+		err = os.MkdirAll(dir, 0o700)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if keep {
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
 // EtcdMaxKeys bounds the keys the scale scenario loads into etcd: its JSON
@@ -442,7 +455,9 @@ type scaleCluster struct {
 	http           *http.Client
 }
 
-func newScaleCluster(dir, bin string) (*scaleCluster, error) {
+// newScaleCluster writes the cluster file of three nodes, with extra (a
+// top-level YAML line, such as a raft: section) appended.
+func newScaleCluster(dir, bin, extra string) (*scaleCluster, error) {
 	addrs, err := loopback.FreeAddrs(9)
 	if err != nil {
 		return nil, err
@@ -459,6 +474,7 @@ func newScaleCluster(dir, bin string) (*scaleCluster, error) {
 		fmt.Fprintf(&y, "  - {id: %s, raft: %q, api: %q, resp: %q}\n", id, addrs[3*i], addrs[3*i+1], addrs[3*i+2])
 	}
 	fmt.Fprintf(&y, "data_dir: %q\n", filepath.Join(dir, "{id}"))
+	y.WriteString(extra)
 	return c, os.WriteFile(c.file, []byte(y.String()), 0o600)
 }
 

@@ -100,3 +100,25 @@ func ExampleKV_CAS() {
 	// true
 	// 9
 }
+
+// A fair lock: a second caller waits in the lock's queue and is granted it
+// the moment the first unlocks, with a higher fence to pass on to what the
+// lock protects.
+func ExampleClient_Lock() {
+	c, _ := client.New(client.Config{APIs: apis})
+	ctx := context.Background()
+	first, err := c.Lock(ctx, "nightly-report", 30*time.Second)
+	fmt.Println(err)
+	got := make(chan *client.Lock)
+	go func() {
+		second, _ := c.Lock(ctx, "nightly-report", 30*time.Second) // waits its turn
+		got <- second
+	}()
+	fmt.Println(first.Unlock(ctx))
+	second := <-got
+	fmt.Println(second.Fence > first.Fence, second.Unlock(ctx))
+	// Output:
+	// <nil>
+	// <nil>
+	// true <nil>
+}

@@ -137,6 +137,12 @@ type Route struct {
 // Raft tunes the consensus engine. A field left out keeps the default of
 // raftstore.DefaultConfig.
 type Raft struct {
+	// Timing picks the heartbeat and election timeouts, for a network
+	// like the cluster's: "default" (hashicorp/raft's, any network), or
+	// "lan" (raftstore.LANHeartbeatTimeout and LANElectionTimeout: a
+	// failover within a second); heartbeat_timeout and election_timeout
+	// override it.
+	Timing            string   `yaml:"timing"`
 	HeartbeatTimeout  Duration `yaml:"heartbeat_timeout"`
 	ElectionTimeout   Duration `yaml:"election_timeout"`
 	SnapshotThreshold uint64   `yaml:"snapshot_threshold"`
@@ -537,11 +543,30 @@ func oneOf(field, v string, allowed ...string) (string, error) {
 // filled by the package that owns the setting (raftstore.DefaultConfig),
 // so each default is defined once, there.
 func (r *Raft) validate() error {
+	// Checked, not filled in: node.StoreConfig reads "" as the default.
+	if _, err := oneOf("raft.timing", r.Timing, "default", "lan"); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		field string
+		v     Duration
+	}{{"raft.heartbeat_timeout", r.HeartbeatTimeout}, {"raft.election_timeout", r.ElectionTimeout}} {
+		if d.v != 0 && d.v.D() < minRaftTimeout {
+			return fieldErr(d.field, "%s is too small (minimum %s)", d.v.D(), minRaftTimeout)
+		}
+	}
+	if r.HeartbeatTimeout != 0 && r.ElectionTimeout != 0 && r.ElectionTimeout < r.HeartbeatTimeout {
+		return fieldErr("raft.election_timeout", "%s is shorter than raft.heartbeat_timeout %s (Raft refuses it)", r.ElectionTimeout.D(), r.HeartbeatTimeout.D())
+	}
 	if r.MaxClockJump != 0 && r.MaxClockJump.D() < time.Minute {
 		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", r.MaxClockJump.D())
 	}
 	return nil
 }
+
+// minRaftTimeout is raftstore.MinRaftTimeout, the shortest heartbeat or
+// election timeout.
+const minRaftTimeout = 10 * time.Millisecond
 
 // The bounds of the expiry fields, as ttl.SweeperConfig.Validate has them.
 const (

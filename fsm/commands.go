@@ -58,6 +58,10 @@ const (
 	TypeOnceRenew
 	TypeOnceComplete
 	TypeOnceRelease
+	TypeLockAcquire
+	TypeLockRenew
+	TypeLockRelease
+	TypeLockLeave
 	TypeKVFlush
 	typeEnd
 )
@@ -202,6 +206,20 @@ var commands = [typeEnd]spec{
 		key: true, remembered: true, check: checkOnceComplete, apply: (*applier).onceComplete},
 	TypeOnceRelease: {name: "once_release", uses: fKey | fFence,
 		key: true, remembered: true, check: checkFence, apply: (*applier).onceRelease},
+	// Key: the lock's name (CheckLockName). Value: the owner token the
+	// waiting request chose; Timeout: the lease; TTL: how long to wait
+	// in the queue (0: not at all).
+	TypeLockAcquire: {name: "lock_acquire", uses: fKey | fValue | fTTL | fTimeout,
+		key: true, remembered: true, check: checkLockAcquire, apply: (*applier).lockAcquire},
+	// Timeout: the new lease, from the renew.
+	TypeLockRenew: {name: "lock_renew", uses: fKey | fFence | fTimeout,
+		key: true, remembered: true, check: checkLockRenew, apply: (*applier).lockRenew},
+	TypeLockRelease: {name: "lock_release", uses: fKey | fFence,
+		key: true, remembered: true, check: checkLockFence, apply: (*applier).lockRelease},
+	// Value: the waiter's owner token; Version: its ticket (0: unknown,
+	// only a grant it holds is given back).
+	TypeLockLeave: {name: "lock_leave", uses: fKey | fValue | fVersion,
+		key: true, remembered: true, check: checkLockLeave, apply: (*applier).lockLeave},
 	// Mode: the keyspace; Flags: FlagFlushAll; Version: the flush's bound
 	// (0: this entry's revision); Value: the stored key it resumes at
 	// (Redis FLUSHDB, FLUSHALL; kv_flush.go). Proposed while the disk is

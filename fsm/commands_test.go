@@ -150,6 +150,10 @@ func tableSamples() map[Type]*Command {
 		TypeOnceRenew:     OnceRenewCommand(OnceKey("jobs", "held"), tableOnceFence, 30*time.Second),
 		TypeOnceComplete:  OnceCompleteCommand(OnceKey("jobs", "held"), tableOnceFence, []byte("sent"), time.Hour),
 		TypeOnceRelease:   OnceReleaseCommand(OnceKey("jobs", "held"), tableOnceFence),
+		TypeLockAcquire:   LockAcquireCommand([]byte("held"), tableLockOwner(2), 10*time.Second, 5*time.Second),
+		TypeLockRenew:     LockRenewCommand([]byte("held"), tableLockFence, 10*time.Second),
+		TypeLockRelease:   LockReleaseCommand([]byte("held"), tableLockFence),
+		TypeLockLeave:     LockLeaveCommand([]byte("held"), tableLockOwner(1), 0),
 		TypeKVFlush:       KVFlushCommand(0, false, 0, nil),
 	}
 }
@@ -157,6 +161,12 @@ func tableSamples() map[Type]*Command {
 // tableOnceFence is the fence of the claim tableSetup begins: the revision
 // of its fifth command.
 const tableOnceFence = 5
+
+// tableLockFence is the fence of the lock "held" tableSetup takes (owner
+// tableLockOwner(1)): the revision of its sixth command.
+const tableLockFence = 6
+
+func tableLockOwner(n byte) []byte { return bytes.Repeat([]byte{n}, LockOwnerLen) }
 
 // scriptSample is a script's INCR of "n", as tableSetup leaves it.
 func scriptSample() *Command {
@@ -185,6 +195,9 @@ func tableSetup(h *harness) {
 	h.apply(Command{Type: TypeTokenIssue, Key: TokenKey("form", "held"), TTL: time.Hour})
 	if r := h.apply(*OnceBeginCommand(OnceKey("jobs", "held"), OnceFingerprint([]byte("p")), time.Minute, time.Hour)); r.Fence != tableOnceFence {
 		h.t.Fatalf("the claim's fence is %d, want %d", r.Fence, tableOnceFence)
+	}
+	if r := h.apply(*LockAcquireCommand([]byte("held"), tableLockOwner(1), time.Minute, 0)); r.Fence != tableLockFence {
+		h.t.Fatalf("the lock's fence is %d, want %d", r.Fence, tableLockFence)
 	}
 	h.advance(time.Second)
 }

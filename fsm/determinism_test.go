@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(20) {
+		switch rng.IntN(22) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -95,11 +95,24 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.TTL += time.Second
 		case 18:
 			c.Type, c.Fence = TypeOnceRelease, uint64(rng.IntN(i)+1)
+		case 20: // a lock taken or queued for by one of three owners
+			c.Type, c.Value = TypeLockAcquire, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen)
+			c.Timeout = time.Duration(rng.IntN(3)+1) * 300 * time.Millisecond
+		case 21:
+			switch rng.IntN(3) {
+			case 0:
+				c.Type, c.Fence, c.Timeout = TypeLockRenew, uint64(rng.IntN(i)+1), time.Second
+			case 1:
+				c.Type, c.Fence = TypeLockRelease, uint64(rng.IntN(i)+1)
+			default:
+				c.Type, c.Value, c.Version = TypeLockLeave, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen), uint64(rng.IntN(i))
+			}
+			c.TTL = 0
 		case 10:
 			c.Type = TypeExpire
 			c.Key = nil
 			for j := 0; j < 3; j++ {
-				c.Entries = append(c.Entries, ttl.Entry{Kind: []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindOnce}[rng.IntN(4)], Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
+				c.Entries = append(c.Entries, ttl.Entry{Kind: []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindOnce, ttl.KindLock}[rng.IntN(5)], Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
 			}
 		default:
 			logs = append(logs, &raft.Log{Index: uint64(i), Type: raft.LogCommand, Data: []byte{1, 2, 3}})

@@ -52,6 +52,8 @@ var (
 	// ErrKeyReuse: a once begin's payload fingerprint differs from the
 	// claim's: the same key was used for other work.
 	ErrKeyReuse = errors.New("the key was used with another payload")
+	// ErrQueueFull: a lock acquire found MaxLockWaiters waiting already.
+	ErrQueueFull = errors.New("too many waiters queued for the lock")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

@@ -12,7 +12,7 @@ import (
 // Stale index entries are dropped either way. Re-proposing the same batch
 // is harmless. What was removed is counted by kind (ExpiredCount), not in
 // the result: no result field means something else for an expire.
-func (a *applier) expire(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) expire(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	for _, e := range c.Entries {
 		if e.At > a.now {
 			continue
@@ -20,7 +20,7 @@ func (a *applier) expire(tx *bolt.Tx, c *Command, _ uint64) *Result {
 		if err := ttl.Delete(tx, e.Kind, e.Key, e.At); err != nil {
 			return &Result{Code: CodeStorage}
 		}
-		removed, err := a.expireOne(tx, e)
+		removed, err := a.expireOne(tx, e, rev)
 		if err != nil {
 			return &Result{Code: CodeStorage}
 		}
@@ -31,7 +31,9 @@ func (a *applier) expire(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	return &Result{Code: CodeOK}
 }
 
-func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
+// expireOne removes one due entry; rev is the expire's revision, the fence
+// of a lock it passes to a waiter.
+func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) {
 	switch e.Kind {
 	case ttl.KindRecord:
 		v := tx.Bucket(bucketRecords).Get(e.Key)
@@ -78,6 +80,10 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 			return false, err
 		}
 		return true, tx.Bucket(bucketOnce).Delete(e.Key)
+	case ttl.KindLock:
+		return a.expireLock(tx, e, rev)
+	case ttl.KindLockWait:
+		return a.expireLockWaiter(tx, e)
 	}
 	return false, nil
 }

@@ -29,7 +29,9 @@ var (
 	bucketDigests = []byte("digests")  // digest key -> expiry (8) | record key, see suspect.go
 	bucketSuspect = []byte("suspects") // revision (8) -> suspect entry, see suspect.go
 	bucketOnce    = []byte("once")     // OnceKey(scope, key) -> claim, see once.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketKVScan}
+	bucketLocks   = []byte("locks")    // lock name -> held lock, see lock.go
+	bucketLockQ   = []byte("lockq")    // lock name, NUL, ticket (8) -> waiter, see lock.go
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ, bucketKVScan}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")
@@ -79,11 +81,14 @@ type FSM struct {
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
-	expired [6]atomic.Int64 // by ttl.Kind
+	expired [8]atomic.Int64 // by ttl.Kind
 
 	// onRemove, if set, is told the keys of records removed by a batch,
 	// after it commits (caches of completed records drop them).
 	onRemove atomic.Pointer[func(keys [][]byte)]
+	// onGrant, if set, is told the locks a batch granted, after it commits
+	// (the waiters of this node's requests learn of their grant).
+	onGrant atomic.Pointer[func(grants []LockGrant)]
 
 	failOnce sync.Once
 	failed   chan struct{}
@@ -301,7 +306,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	a := applier{f: f, now: f.now.Load(), applied: f.applied.Load(), rev: f.rev.Load()}
 	var delta [4]int64
-	var expired [6]int64
+	var expired [8]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
 	tx, err := f.db.Begin(true)
 	if err != nil {
@@ -344,6 +349,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	if fn := f.onRemove.Load(); fn != nil && len(a.removed) > 0 {
 		(*fn)(a.removed)
 	}
+	if fn := f.onGrant.Load(); fn != nil && len(a.grants) > 0 {
+		(*fn)(a.grants)
+	}
 	for i := range delta {
 		f.records[i].Add(delta[i])
 	}
@@ -376,9 +384,10 @@ type applier struct {
 	applied      uint64
 	rev          uint64 // the last revision given (nextRev)
 	recordDelta  *[4]int64
-	expiredDelta *[6]int64
+	expiredDelta *[8]int64
 	cmd          Command
 	removed      [][]byte     // keys of records removed in this batch
+	grants       []LockGrant  // locks granted in this batch
 	gens         *bolt.Bucket // the request-id generations' parent, once opened
 	gen          *bolt.Bucket // the current generation, once opened
 	genNo        int64

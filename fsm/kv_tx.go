@@ -324,7 +324,7 @@ func (f *FSM) ReadTx(r TxRequest, now time.Time) (*Result, error) {
 	}
 	var res *Result
 	err := f.view(func(tx *bolt.Tx) error {
-		var expired [6]int64
+		var expired [8]int64
 		a := applier{f: f, now: f.readNow(now), rev: f.rev.Load(), readOnly: true, expiredDelta: &expired}
 		res = a.kvTx(tx, c, a.nextRev(0))
 		if res.Code == CodeStorage {

@@ -40,13 +40,19 @@ const (
 	// CodeTakenOver: a once begin that took a claim over from a holder
 	// whose lease had run out (the new fence in Result.Fence).
 	CodeTakenOver
+	// CodeQueued: a lock acquire queued behind the holder (its ticket in
+	// Result.Version); the grant comes later, through the lock observer.
+	CodeQueued
+	// CodeQueueFull: a lock acquire refused because MaxLockWaiters wait
+	// already.
+	CodeQueueFull
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
 	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict,
-	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil}
+	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil, nil, ErrQueueFull}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

@@ -30,7 +30,7 @@ type slot struct {
 // script's clock: not later than the time base filters expiry at).
 func NewSandbox(now int64, base func(key []byte) (KVEntry, bool, error)) *Sandbox {
 	s := &Sandbox{base: base, seen: map[string]*slot{}}
-	s.a = applier{now: now, recordDelta: &[4]int64{}, expiredDelta: &[6]int64{}}
+	s.a = applier{now: now, recordDelta: &[4]int64{}, expiredDelta: &[8]int64{}}
 	return s
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -93,6 +94,7 @@ type nodeStore interface {
 	Store
 	api.Store
 	tokens.Store
+	locks.Store
 }
 
 // memstore stands in for the store a node holds.
@@ -134,9 +136,13 @@ func startGatewaysOver(t testing.TB, c *testcluster.Cluster, stores []nodeStore,
 			t.Fatal(err)
 		}
 		go gw.Serve()
+		lockSvc, err := locks.New(s, locks.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
 		srv := api.New(api.Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 			Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10}, Logger: cfg.Logger}, s, tok,
-			once.New(s, func(string) time.Duration { return time.Hour }), reg)
+			once.New(s, func(string) time.Duration { return time.Hour }), lockSvc, reg)
 		if err := srv.Listen(); err != nil {
 			t.Fatal(err)
 		}

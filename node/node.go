@@ -15,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
@@ -88,6 +89,13 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	if err := onceSvc.Register(n.Reg); err != nil {
 		return nil, err
 	}
+	lockSvc, err := locks.New(store, locks.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := lockSvc.Register(n.Reg); err != nil {
+		return nil, err
+	}
 	nodeAPIs := map[string]string{}
 	// The names clients call the API by: every node's, as the operator
 	// verbs dial them, and the file's api.hosts.
@@ -98,7 +106,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	}
 	n.API = api.New(api.Config{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String(),
-		ReconcileIDs: reconcile}, store, tok, onceSvc, n.Reg)
+		ReconcileIDs: reconcile}, store, tok, onceSvc, lockSvc, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}
@@ -111,7 +119,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		}
 	}
 	if cn.Resp != "" {
-		if err := n.startResp(s, store, tok, onceSvc, rc.ApplyTimeout); err != nil {
+		if err := n.startResp(s, store, tok, onceSvc, lockSvc, rc.ApplyTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -166,14 +174,14 @@ func (n *Node) startGateway(s Settings, gw gateway.Config, store *raftstore.Stor
 // startResp builds the Redis-protocol listener and binds its address. The
 // listeners' limits of the file apply to it: the largest value is the
 // largest request body, as on /v1/kv.
-func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service, onceSvc *once.Service, opTimeout time.Duration) error {
+func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service, onceSvc *once.Service, lockSvc *locks.Service, opTimeout time.Duration) error {
 	lim := listenerLimits(s.File.Limits)
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
-	srv, err := resp.New(rc, store, tok, onceSvc, n.Reg)
+	srv, err := resp.New(rc, store, tok, onceSvc, lockSvc, n.Reg)
 	if err != nil {
 		return err
 	}

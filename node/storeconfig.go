@@ -1,6 +1,8 @@
 package node
 
 import (
+	"fmt"
+
 	"github.com/idemgate/idemgate/raftstore"
 )
 
@@ -20,8 +22,20 @@ func StoreConfig(s Settings) (raftstore.Config, error) {
 	rc.Bootstrap = s.Bootstrap
 	rc.RaftAdvertise = cn.AdvertiseRaft
 	r := file.Raft
+	if r.Timing == "lan" {
+		rc.HeartbeatTimeout, rc.ElectionTimeout = raftstore.LANHeartbeatTimeout, raftstore.LANElectionTimeout
+	}
 	setDuration(&rc.HeartbeatTimeout, r.HeartbeatTimeout)
 	setDuration(&rc.ElectionTimeout, r.ElectionTimeout)
+	if rc.ElectionTimeout < rc.HeartbeatTimeout {
+		// A file that sets one and takes the other from raft.timing.
+		timing := r.Timing
+		if timing == "" {
+			timing = "default"
+		}
+		return raftstore.Config{}, fmt.Errorf("config: raft.election_timeout %s is shorter than raft.heartbeat_timeout %s (raft.timing %s sets what the file leaves out): Raft refuses it; set both",
+			rc.ElectionTimeout, rc.HeartbeatTimeout, timing)
+	}
 	rc.LeaderLeaseTimeout = rc.HeartbeatTimeout / 2
 	if r.SnapshotThreshold > 0 {
 		rc.SnapshotThreshold = r.SnapshotThreshold

@@ -54,3 +54,47 @@ raft: {election_timeout: 3s, snapshot_threshold: 100, min_free: 1MiB, fsm_fsync:
 		t.Fatalf("a file serve refuses: StoreConfig = %v, want an error naming expiry.backlog_pause", err)
 	}
 }
+
+// TestStoreConfigTiming: raft.timing picks the heartbeat and election
+// timeouts (the leader's lease half the heartbeat), each overridden by the
+// file's own field; a file whose election timeout would end up shorter
+// than its heartbeat timeout is refused naming both fields, as Raft would
+// refuse it at start.
+func TestStoreConfigTiming(t *testing.T) {
+	def := raftstore.DefaultConfig()
+	for _, tc := range []struct {
+		raft                string
+		heartbeat, election time.Duration
+		wantErr             string
+	}{
+		{"{}", def.HeartbeatTimeout, def.ElectionTimeout, ""},
+		{"{timing: default}", def.HeartbeatTimeout, def.ElectionTimeout, ""},
+		{"{timing: lan}", raftstore.LANHeartbeatTimeout, raftstore.LANElectionTimeout, ""},
+		{"{timing: lan, election_timeout: 2s}", raftstore.LANHeartbeatTimeout, 2 * time.Second, ""},
+		{"{timing: lan, heartbeat_timeout: 100ms, election_timeout: 100ms}", 100 * time.Millisecond, 100 * time.Millisecond, ""},
+		{"{timing: lan, heartbeat_timeout: 1s}", 0, 0, "raft.election_timeout 300ms is shorter than raft.heartbeat_timeout 1s (raft.timing lan sets"},
+		{"{heartbeat_timeout: 3s}", 0, 0, "raft.election_timeout 1s is shorter than raft.heartbeat_timeout 3s (raft.timing default sets"},
+	} {
+		f, err := config.Parse([]byte("nodes: [{id: n1, raft: '127.0.0.1:1', api: '127.0.0.1:2'}]\nraft: " + tc.raft + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raft, err)
+		}
+		rc, err := StoreConfig(Settings{File: f, Node: f.Nodes[0], DataDir: t.TempDir()})
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("raft: %s: StoreConfig = %v, want an error containing %q", tc.raft, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("raft: %s: %v", tc.raft, err)
+		}
+		if rc.HeartbeatTimeout != tc.heartbeat || rc.ElectionTimeout != tc.election || rc.LeaderLeaseTimeout != tc.heartbeat/2 {
+			t.Errorf("raft: %s: heartbeat %s, election %s, lease %s; want %s, %s, %s", tc.raft, rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout,
+				tc.heartbeat, tc.election, tc.heartbeat/2)
+		}
+		if err := rc.Validate(); err != nil {
+			t.Errorf("raft: %s: Validate: %v", tc.raft, err)
+		}
+	}
+}

@@ -133,7 +133,10 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ApplyTimeout)
 		defer cancel()
 	}
-	backoff := 2 * time.Millisecond
+	backoff := time.Duration(s.firstBackoff.Load())
+	if backoff == 0 {
+		backoff = leaderBackoffFirst
+	}
 	sawLeader := false
 	// sent: an attempt may have reached the log (its fate is unknown). A
 	// call that then gives up must say so, not storeapi.ErrNoLeader
@@ -151,6 +154,7 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 			return zero, giveUp(sent, storeapi.ErrShutdown)
 		default:
 		}
+		woken := s.leaderWake.wait() // before the look at the leader
 		if s.raft.State() == raft.Leader {
 			sawLeader, leaderless = true, time.Time{}
 			out, err = local(payload())
@@ -194,9 +198,11 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 				return zero, storeapi.ErrNoLeader
 			}
 			return zero, fmt.Errorf("%w: %v", storeapi.ErrTimeout, err)
+		case <-woken: // the leader changed: try it now
+			t.Stop()
 		case <-t.C:
 		}
-		if backoff < 100*time.Millisecond {
+		if backoff < leaderBackoffCap {
 			backoff *= 2
 		}
 	}

@@ -111,6 +111,25 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// The LAN timing profile (the cluster file's raft.timing: lan), chosen
+// with idemgate bench --scenario failover (docs/operations.md, "Failover
+// timing"): a follower calls an election after one to three heartbeat
+// timeouts without its leader (hashicorp/raft looks at random intervals
+// of one to two), and a candidate the other follower refused, because it
+// still had the leader, tries again after one to two election timeouts,
+// which hashicorp/raft wants no shorter than the heartbeat timeout. So a
+// leader's death stops writes for two to five heartbeat timeouts. Shorter
+// timeouts failed over faster and elected more often under load on a
+// starved machine; a node paused for a heartbeat timeout is taken for dead.
+const (
+	LANHeartbeatTimeout = 300 * time.Millisecond
+	LANElectionTimeout  = 300 * time.Millisecond
+)
+
+// MinRaftTimeout is the shortest heartbeat or election timeout a Config
+// may have: below it a node on a busy machine elects without a failure.
+const MinRaftTimeout = 10 * time.Millisecond
+
 // DefaultConfig returns the settings idemgate serve uses.
 func DefaultConfig() Config {
 	rc := raft.DefaultConfig()
@@ -169,6 +188,13 @@ func (c Config) Validate() error {
 	}
 	if c.Bootstrap && !seen[c.NodeID] {
 		return fmt.Errorf("raftstore: Peers does not include this node %q: it cannot bootstrap a cluster without it", c.NodeID)
+	}
+	if c.HeartbeatTimeout < MinRaftTimeout || c.ElectionTimeout < c.HeartbeatTimeout {
+		return fmt.Errorf("raftstore: HeartbeatTimeout %s, ElectionTimeout %s: want the heartbeat timeout at least %s and the election timeout at least the heartbeat timeout (hashicorp/raft refuses less)",
+			c.HeartbeatTimeout, c.ElectionTimeout, MinRaftTimeout)
+	}
+	if c.LeaderLeaseTimeout < MinRaftTimeout/2 || c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		return fmt.Errorf("raftstore: LeaderLeaseTimeout %s: want %s to the heartbeat timeout %s", c.LeaderLeaseTimeout, MinRaftTimeout/2, c.HeartbeatTimeout)
 	}
 	if c.ApplyTimeout <= 0 || c.DialTimeout <= 0 {
 		return errors.New("raftstore: ApplyTimeout and DialTimeout must be positive")

@@ -50,6 +50,7 @@ func (s *Store) watchEvents(ctx context.Context) {
 			case raft.LeaderObservation:
 				addr, _ := s.raft.LeaderWithID() // now, not as observed: the observation may be late
 				s.noteLeader(addr != "", time.Now())
+				s.leaderWake.wake()
 				s.metrics.leaderChanges.Inc()
 				s.logger.Info("leader changed", "leader", string(d.LeaderID), "leader_addr", string(d.LeaderAddr))
 			case raft.PeerObservation:

@@ -114,7 +114,7 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			return float64(recs)
 		}))
 	}
-	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV} {
+	for _, k := range []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindLock, ttl.KindLockWait} {
 		k := k
 		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name:        "idemgate_expired_total",

@@ -64,6 +64,14 @@ func (s Commands) Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
 	return s.Propose(ctx, c)
 }
 
+// Lock applies a lock command (fsm.LockAcquireCommand, ...) and returns
+// its result, whose Code carries a refusal (fsm.CodeExists while another
+// holds it, fsm.CodeFenceMismatch, ...) with a nil error. Locks are in a
+// bucket of their own: no reserved key to check.
+func (s Commands) Lock(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+	return s.Propose(ctx, c)
+}
+
 // IssueToken stores a new form token; it returns its expiry.
 func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
 	res, err := s.Propose(ctx, fsm.TokenIssueCommand(key, ttl))

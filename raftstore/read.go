@@ -229,6 +229,23 @@ func (s *Store) Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, 
 	return s.fsm.Claim(key, time.Now())
 }
 
+// LockState returns the lock held under name (fsm.CheckLockName),
+// linearizable unless local; fsm.ErrNotFound when it is free.
+func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*fsm.Lock, error) {
+	if !local {
+		if err := s.Barrier(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.fsm.LockState(name, time.Now())
+}
+
+// OnLockGrants registers fn to be told, after each applied batch, the
+// locks it granted: the waiters of this node's requests learn of their
+// grant from this node's own apply. fn runs on the apply path and must be
+// quick.
+func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.fsm.SetLockObserver(fn) }
+
 // KV returns the value of a KV key of any keyspace (fsm.KeyspaceKey;
 // linearizable unless local); a reserved key is refused
 // (storeapi.ErrReservedKey). A face that has keyspace 0 only checks its

@@ -59,6 +59,9 @@ type Store struct {
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
 	diskFree    atomic.Uint64 // the data directory's free bytes, last measured
 	health      health        // sampled for readiness and the no-leader answer (ready.go)
+	leaderWake  leaderWake    // wakes calls waiting for a leader when it changes (leaderwake.go)
+	// firstBackoff, when set (tests), replaces leaderBackoffFirst (ns).
+	firstBackoff atomic.Int64
 
 	metrics *metrics
 	obsCh   chan raft.Observation

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgate/idemgate/internal/testsupport"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -50,7 +51,15 @@ func startServer(t testing.TB, store Store, id string, tweak func(*Config)) *Ser
 	if os, ok := store.(once.Store); ok { // the real stores; a wrapper of one in a test has none
 		onceSvc = once.New(os, func(string) time.Duration { return time.Hour })
 	}
-	srv, err := New(cfg, store, tokens.New(tokStore{store}, time.Minute), onceSvc, nil)
+	var lockSvc Locks
+	if ls, ok := store.(locks.Store); ok {
+		svc, err := locks.New(ls, locks.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		lockSvc = svc
+	}
+	srv, err := New(cfg, store, tokens.New(tokStore{store}, time.Minute), onceSvc, lockSvc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ type metrics struct {
 }
 
 func newMetrics() *metrics {
-	return &metrics{
+	m := &metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgate_resp_commands_total",
 			Help: "Redis-protocol commands answered, by command and result (ok, error).",
@@ -33,6 +33,24 @@ func newMetrics() *metrics {
 			Name: "idemgate_resp_connections_refused_total",
 			Help: "Redis-protocol connections refused: over the per-address limit.",
 		}),
+	}
+	m.initSeries()
+	return m
+}
+
+// initSeries makes every command's series exist at 0 before its first
+// use, as client_golang advises for known label values: an alert on
+// increase() of a series that does not exist yet never sees its first
+// event. The names are those observe is given: the table's, the
+// unsupported commands', "unknown" and "protocol".
+func (m *metrics) initSeries() {
+	for name := range commands {
+		m.commands.WithLabelValues(name, "ok")
+		m.commands.WithLabelValues(name, "error")
+	}
+	// These are refused, never run: only "error".
+	for _, name := range append([]string{"unknown", "protocol"}, unsupported...) {
+		m.commands.WithLabelValues(name, "error")
 	}
 }
 

@@ -23,6 +23,7 @@ type Server struct {
 	store  Store
 	tok    Tokens
 	once   Once
+	locks  Locks
 	m      *metrics
 	logger *slog.Logger
 	auth   atomic.Pointer[AuthFunc]
@@ -41,14 +42,14 @@ type Server struct {
 }
 
 // New builds a Server; it listens once Listen is called.
-func New(cfg Config, store Store, tok Tokens, onceSvc Once, reg prometheus.Registerer) (*Server, error) {
+func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
+	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)

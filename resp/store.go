@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
@@ -53,6 +54,13 @@ type Once interface {
 	Renew(ctx context.Context, scope, key string, fence uint64, lease time.Duration) (time.Time, error)
 	Complete(ctx context.Context, scope, key string, fence uint64, result []byte) error
 	Release(ctx context.Context, scope, key string, fence uint64) error
+}
+
+// Locks runs fair locks (*locks.Service).
+type Locks interface {
+	Acquire(ctx context.Context, name string, ttl, wait time.Duration) (locks.Held, error)
+	Renew(ctx context.Context, name string, fence uint64, ttl time.Duration) (time.Time, error)
+	Release(ctx context.Context, name string, fence uint64) error
 }
 
 // Tokens issues and spends form tokens (*tokens.Service).

@@ -65,6 +65,20 @@ func (s *Service) SetNamedScopes(scopes []string) {
 	s.named = map[string]bool{}
 	for _, sc := range scopes {
 		s.named[sc] = true
+		s.initSeries(sc)
+	}
+}
+
+// consumeResults are the result label's values of the consumed counter.
+var consumeResults = []string{"ok", "used"}
+
+// initSeries makes scope's series exist at 0 before its first event, as
+// client_golang advises for known label values: an alert on increase()
+// sees no first event of a series that does not exist yet.
+func (s *Service) initSeries(scope string) {
+	s.issued.WithLabelValues(scope)
+	for _, r := range consumeResults {
+		s.consumed.WithLabelValues(scope, r)
 	}
 }
 
@@ -78,7 +92,7 @@ func (s *Service) label(scope string) string {
 
 // New returns a Service; defaultTTL applies when Issue gets ttl 0.
 func New(store Store, defaultTTL time.Duration) *Service {
-	return &Service{
+	s := &Service{
 		store:      store,
 		defaultTTL: defaultTTL,
 		issued: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -88,6 +102,8 @@ func New(store Store, defaultTTL time.Duration) *Service {
 			Name: "idemgate_tokens_consumed_total", Help: "Form token consume attempts, by scope and result (ok, used).",
 		}, []string{"scope", "result"}),
 	}
+	s.initSeries(OtherScope)
+	return s
 }
 
 // DefaultTTL is the lifetime of a token issued without one.
@@ -145,10 +161,10 @@ func (s *Service) Consume(ctx context.Context, scope, token string) error {
 	err := s.store.ConsumeToken(ctx, fsm.TokenKey(scope, token))
 	switch {
 	case err == nil:
-		s.consumed.WithLabelValues(s.label(scope), "ok").Inc()
+		s.consumed.WithLabelValues(s.label(scope), consumeResults[0]).Inc()
 		return nil
 	case errors.Is(err, fsm.ErrNotFound):
-		s.consumed.WithLabelValues(s.label(scope), "used").Inc()
+		s.consumed.WithLabelValues(s.label(scope), consumeResults[1]).Inc()
 		return ErrUsed
 	}
 	return fmt.Errorf("consume token: %w", err)

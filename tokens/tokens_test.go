@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idemgate/idemgate/internal/testcluster"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/idemgate/idemgate/internal/testcluster"
 )
 
 func TestIssueConsume(t *testing.T) {
@@ -91,5 +95,47 @@ func TestMetricScopesBounded(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(svc.consumed.WithLabelValues("pay", "ok")); got != 1 {
 		t.Fatalf("pay consumed ok = %v, want 1", got)
+	}
+}
+
+// TestMetricSeriesExistFromStart: before any token is issued, the issued
+// counter has a series at 0 for every named scope and "other", and the
+// consumed counter one for each of those with each result (ok, used), so
+// an alert or panel on increase() sees the first event.
+func TestMetricSeriesExistFromStart(t *testing.T) {
+	svc := New(nil, time.Minute) // never reaches the store
+	svc.SetNamedScopes([]string{"pay", "signup"})
+	reg := prometheus.NewPedanticRegistry()
+	if err := svc.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			if v := m.GetCounter().GetValue(); v != 0 {
+				t.Errorf("%s{%s} = %v before any event", f.GetName(), strings.Join(ls, ","), v)
+			}
+			got[f.GetName()] = append(got[f.GetName()], strings.Join(ls, ","))
+		}
+	}
+	want := map[string][]string{
+		"idemgate_tokens_issued_total": {"scope=other", "scope=pay", "scope=signup"},
+		"idemgate_tokens_consumed_total": {"result=ok,scope=other", "result=ok,scope=pay", "result=ok,scope=signup",
+			"result=used,scope=other", "result=used,scope=pay", "result=used,scope=signup"},
+	}
+	for name, w := range want {
+		g := got[name]
+		slices.Sort(g)
+		if !slices.Equal(g, w) {
+			t.Errorf("%s: series %v, want %v", name, g, w)
+		}
 	}
 }

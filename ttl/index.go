@@ -14,11 +14,13 @@ type Kind byte
 // The kinds of expiring entries. Values are part of the on-disk and on-wire
 // format: never renumber them.
 const (
-	KindRecord Kind = 1 // an idempotency record
-	KindToken  Kind = 2 // a form token
-	KindKV     Kind = 3 // a key in the KV keyspace
-	KindDigest Kind = 4 // a body digest remembered for suspect detection
-	KindOnce   Kind = 5 // a once claim (begin / complete with a lease)
+	KindRecord   Kind = 1 // an idempotency record
+	KindToken    Kind = 2 // a form token
+	KindKV       Kind = 3 // a key in the KV keyspace
+	KindDigest   Kind = 4 // a body digest remembered for suspect detection
+	KindOnce     Kind = 5 // a once claim (begin / complete with a lease)
+	KindLock     Kind = 6 // a held lock's lease
+	KindLockWait Kind = 7 // a queued lock waiter's give-up time
 )
 
 // String names the kind as the metrics label does.
@@ -34,12 +36,16 @@ func (k Kind) String() string {
 		return "digest"
 	case KindOnce:
 		return "once"
+	case KindLock:
+		return "lock"
+	case KindLockWait:
+		return "lock_wait"
 	}
 	return fmt.Sprintf("kind(%d)", byte(k))
 }
 
 // Valid reports whether k is one of the known kinds.
-func (k Kind) Valid() bool { return k >= KindRecord && k <= KindOnce }
+func (k Kind) Valid() bool { return k >= KindRecord && k <= KindLockWait }
 
 // Entry is one index entry: the thing of kind Kind stored under Key expires
 // at At (unix nanoseconds).

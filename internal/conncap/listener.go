@@ -59,3 +59,8 @@ func (c *conn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// NetConn returns the connection c wraps (as tls.Conn's does): how a
+// handler that waits long reaches the socket to watch for its client going
+// away (httpx.WatchClose).
+func (c *conn) NetConn() net.Conn { return c.Conn }

@@ -48,6 +48,8 @@ var (
 	InvalidToken             = Kind{fasthttp.StatusBadRequest, "invalid-token", "Invalid token"}
 	InvalidTTL               = Kind{fasthttp.StatusBadRequest, "invalid-ttl", "Invalid TTL"}
 	InvalidVersion           = Kind{fasthttp.StatusBadRequest, "invalid-version", "Invalid If-Match version"}
+	Locked                   = Kind{fasthttp.StatusConflict, "locked", "Lock held by another"}
+	InvalidLockName          = Kind{fasthttp.StatusBadRequest, "invalid-lock-name", "Invalid lock name"}
 	KeyReuse                 = Kind{fasthttp.StatusUnprocessableEntity, "key-reuse", "Idempotency key reused"}
 	MembershipConflict       = Kind{fasthttp.StatusConflict, "membership-conflict", "Membership change refused"}
 	Misdirected              = Kind{fasthttp.StatusMisdirectedRequest, "misdirected-request", "Host not served here"}

@@ -170,6 +170,12 @@ func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*fsm.Claim, error)
 	return s.f.Claim(key, time.Now())
 }
 
+func (s *Store) LockState(_ context.Context, name []byte, _ bool) (*fsm.Lock, error) {
+	return s.f.LockState(name, time.Now())
+}
+
+func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.f.SetLockObserver(fn) }
+
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	if err := storeapi.CheckKeyspaceKey(key); err != nil {
 		return fsm.KVEntry{}, err

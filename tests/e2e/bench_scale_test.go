@@ -22,28 +22,9 @@ func TestBenchScaleSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three processes and loads them for seconds")
 	}
-	bin := idemgateBinary(t)
-	out := filepath.Join(t.TempDir(), "scale.json")
-	cmd := exec.Command(bin, "bench", "--scenario", "scale", "--keys", "3000", "--due-keys", "3000",
-		"--clients", "8", "--duration", "1s", "--etcd", "off", "--json", out)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() }) // bounded, whatever happens
-	defer timer.Stop()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("idemgate bench --scenario scale: %v\n%s", err, stderr.String())
-	}
 	var r bench.ScaleResult
-	b, err := os.ReadFile(out)
-	if err == nil {
-		err = json.Unmarshal(b, &r)
-	}
-	if err != nil {
-		t.Fatalf("the JSON report: %v", err)
-	}
+	stdout := runBenchJSON(t, &r, "--scenario", "scale", "--keys", "3000", "--due-keys", "3000",
+		"--clients", "8", "--duration", "1s", "--etcd", "off")
 	switch {
 	case r.Keys != 3000 || r.DueKeys != 3000:
 		t.Errorf("keys %d, due keys %d; want 3000 each", r.Keys, r.DueKeys)
@@ -59,8 +40,35 @@ func TestBenchScaleSmall(t *testing.T) {
 		t.Errorf("cold restart %.2f s, data dirs %v, fsm.db %v", r.ColdRestart, r.DataDirBytes, r.FinalFSMBytes)
 	}
 	for _, want := range []string{"follower rebuilt", "cold restart", "expiry", "snapshot (leader)"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("the report lacks %q:\n%s", want, stdout.String())
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// runBenchJSON runs `idemgate bench ARGS --json FILE` (killed after five
+// minutes, whatever happens), decodes FILE into res, and returns the
+// report it printed.
+func runBenchJSON(t *testing.T, res any, args ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(idemgateBinary(t), append(append([]string{"bench"}, args...), "--json", out)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("idemgate bench %v: %v\n%s", args, err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err == nil {
+		err = json.Unmarshal(b, res)
+	}
+	if err != nil {
+		t.Fatalf("the JSON report: %v", err)
+	}
+	return stdout.String()
 }

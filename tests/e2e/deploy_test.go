@@ -199,7 +199,12 @@ func TestSystemdUnitVerifies(t *testing.T) {
 // readAlertRules reads deploy/alerts.yaml.
 func readAlertRules(t *testing.T) alertRules {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("deploy", "alerts.yaml"))
+	return readRuleFile(t, filepath.Join("deploy", "alerts.yaml"))
+}
+
+func readRuleFile(t *testing.T, path string) alertRules {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,54 +229,57 @@ func promtoolOrSkip(t *testing.T) string {
 	return p
 }
 
-// TestAlertRulesPromtool: deploy/alerts.yaml passes promtool check rules,
-// and deploy/alerts_test.yaml, with a test for every alert in which it
-// fires and one in which it stays silent, passes promtool test rules.
+// TestAlertRulesPromtool: each rule file (deploy/alerts.yaml, the node's;
+// deploy/reconcile-alerts.yaml, the reconcile job's textfile metrics)
+// passes promtool check rules, and its _test.yaml, with a test for every
+// alert in which it fires and one in which it stays silent, passes
+// promtool test rules. Every rule is complete (severity, summary, runbook).
 func TestAlertRulesPromtool(t *testing.T) {
 	promtool := promtoolOrSkip(t)
-	for _, args := range [][]string{
-		{"check", "rules", filepath.Join("deploy", "alerts.yaml")},
-		{"test", "rules", filepath.Join("deploy", "alerts_test.yaml")},
-	} {
-		if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
-			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+	for _, name := range []string{"alerts", "reconcile-alerts"} {
+		rulesPath := filepath.Join("deploy", name+".yaml")
+		testsPath := filepath.Join("deploy", name+"_test.yaml")
+		alertMetrics(t, rulesPath)
+		for _, args := range [][]string{{"check", "rules", rulesPath}, {"test", "rules", testsPath}} {
+			if out, err := exec.Command(promtool, args...).CombinedOutput(); err != nil {
+				t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
 		}
-	}
 
-	rules := readAlertRules(t)
-	var tests struct {
-		Tests []struct {
-			Name          string `yaml:"name"`
-			AlertRuleTest []struct {
-				Alertname string           `yaml:"alertname"`
-				ExpAlerts []map[string]any `yaml:"exp_alerts"`
-			} `yaml:"alert_rule_test"`
-		} `yaml:"tests"`
-	}
-	b, err := os.ReadFile(filepath.Join("deploy", "alerts_test.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(b, &tests); err != nil {
-		t.Fatal(err)
-	}
-	fires, silent := map[string]bool{}, map[string]bool{}
-	for _, tc := range tests.Tests {
-		for _, a := range tc.AlertRuleTest {
-			if len(a.ExpAlerts) > 0 {
-				fires[a.Alertname] = true
-			} else {
-				silent[a.Alertname] = true
+		var tests struct {
+			Tests []struct {
+				Name          string `yaml:"name"`
+				AlertRuleTest []struct {
+					Alertname string           `yaml:"alertname"`
+					ExpAlerts []map[string]any `yaml:"exp_alerts"`
+				} `yaml:"alert_rule_test"`
+			} `yaml:"tests"`
+		}
+		b, err := os.ReadFile(testsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, &tests); err != nil {
+			t.Fatal(err)
+		}
+		fires, silent := map[string]bool{}, map[string]bool{}
+		for _, tc := range tests.Tests {
+			for _, a := range tc.AlertRuleTest {
+				if len(a.ExpAlerts) > 0 {
+					fires[a.Alertname] = true
+				} else {
+					silent[a.Alertname] = true
+				}
 			}
 		}
-	}
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			if !fires[r.Alert] {
-				t.Errorf("deploy/alerts_test.yaml has no test in which %s fires", r.Alert)
-			}
-			if !silent[r.Alert] {
-				t.Errorf("deploy/alerts_test.yaml has no test in which %s stays silent (exp_alerts: [])", r.Alert)
+		for _, g := range readRuleFile(t, rulesPath).Groups {
+			for _, r := range g.Rules {
+				if !fires[r.Alert] {
+					t.Errorf("%s has no test in which %s fires", testsPath, r.Alert)
+				}
+				if !silent[r.Alert] {
+					t.Errorf("%s has no test in which %s stays silent (exp_alerts: [])", testsPath, r.Alert)
+				}
 			}
 		}
 	}
@@ -321,7 +329,8 @@ func parseSelectors(t *testing.T, where, s string) []alertSelector {
 // docs/operations.md's alert table names: a labelled counter an alert counts up from
 // must exist at 0 before its first event, or increase() cannot see that
 // event. idemgate_requests_total{outcome=...} is there for every route;
-// idemgate_peer_rejected_total for every reason docs/security.md lists.
+// idemgate_peer_rejected_total for every reason docs/security.md lists;
+// the token counters for scopes no route names ("other").
 func TestAlertSeriesExistFromStart(t *testing.T) {
 	var sels []alertSelector
 	for _, g := range readAlertRules(t).Groups {
@@ -353,6 +362,10 @@ func TestAlertSeriesExistFromStart(t *testing.T) {
 	for _, w := range regexp.MustCompile("`([a-z_]+)`").FindAllSubmatch(reasons[1], -1) {
 		sels = append(sels, alertSelector{name: "idemgate_peer_rejected_total", labels: map[string][]string{"reason": {string(w[1])}}})
 	}
+	// The dashboard's token panels count up from these too.
+	sels = append(sels,
+		alertSelector{name: "idemgate_tokens_issued_total", labels: map[string][]string{"scope": {"other"}}},
+		alertSelector{name: "idemgate_tokens_consumed_total", labels: map[string][]string{"scope": {"other"}, "result": {"ok", "used"}}})
 	if len(sels) < 20 {
 		t.Fatalf("read only %d selectors: %+v", len(sels), sels)
 	}

@@ -1,0 +1,201 @@
+package api
+
+// Fair locks: POST /v1/locks/{name}?ttl=10s&wait=5s acquires (waiting FIFO
+// among waiters up to wait), POST /v1/locks/{name}/renew {"fence":N}
+// renews, DELETE /v1/locks/{name}?fence=N releases, GET reads (package
+// locks).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/locks"
+)
+
+// defaultLockTTL is an acquire's or a renew's lease without ?ttl=.
+const defaultLockTTL = 10 * time.Second
+
+// lockAnswer is an acquire's and a renew's answer.
+type lockAnswer struct {
+	Name      string `json:"name"`
+	Fence     uint64 `json:"fence"`
+	ExpiresAt string `json:"expires_at"`
+	WaitedMS  *int64 `json:"waited_ms,omitempty"`
+}
+
+// lockState is GET's answer. The holder's fence is not shown: a fence
+// is what releases the lock.
+type lockState struct {
+	Name       string `json:"name"`
+	Held       bool   `json:"held"`
+	AcquiredAt string `json:"acquired_at"`
+	ExpiresAt  string `json:"expires_at"`
+	Waiters    uint64 `json:"waiters"`
+}
+
+func (a *API) locksRoute(ctx *fasthttp.RequestCtx, method, rest string) {
+	name, renew := strings.CutSuffix(rest, "/renew")
+	// The method first: a wrong one is 405 whatever the name.
+	named := func(h func(*fasthttp.RequestCtx, string)) func(*fasthttp.RequestCtx) {
+		return func(ctx *fasthttp.RequestCtx) {
+			if err := locks.CheckName(name); err != nil {
+				httpx.WriteProblem(ctx, httpx.InvalidLockName, "name: "+err.Error())
+				return
+			}
+			h(ctx, name)
+		}
+	}
+	switch {
+	case renew:
+		a.only(ctx, method, "POST", named(a.lockRenew))
+	case method == fasthttp.MethodPost:
+		named(a.lockAcquire)(ctx)
+	case method == fasthttp.MethodDelete:
+		named(a.lockRelease)(ctx)
+	default:
+		a.only(ctx, method, "GET", named(a.lockGet))
+		if ctx.Response.StatusCode() == fasthttp.StatusMethodNotAllowed {
+			ctx.Response.Header.Set("Allow", "GET, HEAD, POST, DELETE")
+		}
+	}
+}
+
+// durationParam reads the query parameter name (a Go duration in [lo,
+// hi], def when absent); false means it answered 400.
+func durationParam(ctx *fasthttp.RequestCtx, name string, def, lo, hi time.Duration) (time.Duration, bool) {
+	raw := string(ctx.QueryArgs().Peek(name))
+	if raw == "" {
+		return def, true
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < lo || d > hi || (lo == 0 && d < 0) {
+		httpx.WriteProblem(ctx, httpx.InvalidTTL, fmt.Sprintf("%s: %q: want a Go duration from %s to %s (10s, 2m)", name, raw, lo, hi))
+		return 0, false
+	}
+	return d, true
+}
+
+func (a *API) lockAcquire(ctx *fasthttp.RequestCtx, name string) {
+	ttl, ok := durationParam(ctx, "ttl", defaultLockTTL, time.Millisecond, locks.MaxTTL)
+	if !ok {
+		return
+	}
+	wait, ok := durationParam(ctx, "wait", 0, 0, locks.MaxWait)
+	if !ok {
+		return
+	}
+	// The wait, and the store's time to answer after it; a client that
+	// goes away ends it at once, and its place in the queue with it.
+	c, cancel := context.WithTimeout(context.Background(), wait+a.cfg.OpTimeout)
+	defer cancel()
+	if wait > 0 {
+		stop := httpx.WatchClose(ctx.Conn(), cancel)
+		defer stop()
+	}
+	held, err := a.locks.Acquire(c, name, ttl, wait)
+	var locked *locks.LockedError
+	switch {
+	case errors.As(err, &locked):
+		detail := "another holds the lock"
+		if !locked.Until.IsZero() {
+			detail += "; its lease expires at " + httpx.RFC3339(locked.Until)
+		}
+		if wait > 0 {
+			detail += fmt.Sprintf(" (waited %s in its queue)", wait)
+		}
+		httpx.WriteProblem(ctx, httpx.Locked, detail)
+		if !locked.Until.IsZero() {
+			// Seconds until the holder's lease ends (rounded up, at
+			// least 1): the lock is free then unless it renews.
+			secs := max(1, int64((time.Until(locked.Until)+time.Second-1)/time.Second))
+			ctx.Response.Header.Set("Retry-After", strconv.FormatInt(secs, 10))
+		}
+	case err != nil:
+		writeLockError(ctx, err)
+	default:
+		ms := held.Waited.Milliseconds()
+		httpx.WriteJSON(ctx, fasthttp.StatusCreated, lockAnswer{Name: name, Fence: held.Fence,
+			ExpiresAt: httpx.RFC3339(held.ExpiresAt), WaitedMS: &ms})
+	}
+}
+
+func (a *API) lockRenew(ctx *fasthttp.RequestCtx, name string) {
+	ttl, ok := durationParam(ctx, "ttl", defaultLockTTL, time.Millisecond, locks.MaxTTL)
+	if !ok {
+		return
+	}
+	req, ok := fenceBody(ctx, false)
+	if !ok {
+		return
+	}
+	c, cancel := a.opCtx()
+	defer cancel()
+	end, err := a.locks.Renew(c, name, *req.Fence, ttl)
+	if err != nil {
+		writeLockError(ctx, err)
+		return
+	}
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, lockAnswer{Name: name, Fence: *req.Fence, ExpiresAt: httpx.RFC3339(end)})
+}
+
+func (a *API) lockRelease(ctx *fasthttp.RequestCtx, name string) {
+	raw := string(ctx.QueryArgs().Peek("fence"))
+	fence, err := strconv.ParseUint(raw, 10, 64)
+	switch {
+	case raw == "":
+		httpx.WriteProblem(ctx, httpx.BadRequest, "fence: required (?fence=N, the fence the acquire answered)")
+		return
+	case err != nil || fence == 0:
+		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("fence: %q: want the positive integer the acquire answered", raw))
+		return
+	}
+	c, cancel := a.opCtx()
+	defer cancel()
+	if err := a.locks.Release(c, name, fence); err != nil {
+		writeLockError(ctx, err)
+		return
+	}
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"name": name, "released": true, "fence": fence})
+}
+
+func (a *API) lockGet(ctx *fasthttp.RequestCtx, name string) {
+	c, cancel := a.opCtx()
+	defer cancel()
+	l, err := a.locks.Get(c, name)
+	if errors.Is(err, fsm.ErrNotFound) {
+		httpx.WriteProblem(ctx, httpx.NotFound, "the lock is free (never taken, released, or its lease ran out with nobody waiting)")
+		return
+	}
+	if err != nil {
+		writeLockError(ctx, err)
+		return
+	}
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, lockState{Name: name, Held: true, AcquiredAt: httpx.RFC3339(nsTime(l.AcquiredAt)),
+		ExpiresAt: httpx.RFC3339(nsTime(l.LeaseEnd)), Waiters: l.Waiters})
+}
+
+func writeLockError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, locks.ErrStaleFence):
+		httpx.WriteProblem(ctx, httpx.StaleFence, err.Error())
+	case errors.Is(err, locks.ErrQueueFull):
+		httpx.WriteProblem(ctx, httpx.TooManyRequests, err.Error())
+	case errors.Is(err, locks.ErrBadName):
+		httpx.WriteProblem(ctx, httpx.InvalidLockName, "name: "+err.Error())
+	case errors.Is(err, locks.ErrBadTTL), errors.Is(err, locks.ErrBadWait):
+		httpx.WriteProblem(ctx, httpx.InvalidTTL, err.Error())
+	case errors.Is(err, context.Canceled):
+		// The client went away while it waited: nobody reads this.
+		httpx.WriteProblem(ctx, httpx.Locked, "the client went away while it waited")
+	default:
+		httpx.WriteError(ctx, err)
+	}
+}
