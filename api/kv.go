@@ -79,10 +79,15 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 		httpx.WriteProblem(ctx, httpx.NotFound, "no such key")
 	case err != nil:
 		httpx.WriteError(ctx, err)
+	case e.Kind != fsm.KindString:
+		httpx.WriteProblem(ctx, httpx.WrongType, msgWrongType)
 	default:
 		writeValue(ctx, fasthttp.StatusOK, e.Value, e.Version, e.ExpiresAt)
 	}
 }
+
+// msgWrongType is the detail for a key that holds a list.
+const msgWrongType = "the key holds a list (written with the Redis protocol's LPUSH or RPUSH); /v1/kv reads and edits strings"
 
 func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	args := ctx.QueryArgs()
@@ -149,7 +154,7 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	case fsm.CodeOK:
 		writeValue(ctx, fasthttp.StatusOK, nil, res.Version, res.ExpiresAt)
 	case fsm.CodeExists:
-		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt)
+		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt) // a list's is none (fsm)
 	case fsm.CodeVersionMismatch:
 		if mode == fsm.SetIfEq {
 			valueMismatch(ctx, res.Version)

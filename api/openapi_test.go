@@ -327,6 +327,7 @@ var apiKinds = map[string]httpx.Kind{
 	"UpstreamResponseTooLarge": httpx.UpstreamResponseTooLarge, "UpstreamTimeout": httpx.UpstreamTimeout,
 	"UpstreamUnreachable": httpx.UpstreamUnreachable, "VersionMismatch": httpx.VersionMismatch,
 	"ValueMismatch": httpx.ValueMismatch, "OutOfRange": httpx.OutOfRange, "NotInteger": httpx.NotInteger,
+	"WrongType": httpx.WrongType,
 }
 
 // kindsNamed reads the httpx.Kind names the files named use (httpx.X in

@@ -62,6 +62,10 @@ const (
 	TypeLockRenew
 	TypeLockRelease
 	TypeLockLeave
+	TypeListPush
+	TypeListPop
+	TypeListRem
+	TypeListTrim
 	TypeKVFlush
 	typeEnd
 )
@@ -220,6 +224,20 @@ var commands = [typeEnd]spec{
 	// only a grant it holds is given back).
 	TypeLockLeave: {name: "lock_leave", uses: fKey | fValue | fVersion,
 		key: true, remembered: true, check: checkLockLeave, apply: (*applier).lockLeave},
+	// The list commands (list.go). Value: the elements, a list's
+	// encoding; Flags: FlagListRight, FlagListExisting.
+	TypeListPush: {name: "list_push", uses: fKey | fValue | fFlags,
+		key: true, remembered: true, tx: true, check: checkListPush, apply: (*applier).listPush, kv: (*applier).listPushIn},
+	// Value: the further keys (BLPOP's), a list's encoding; Body: the
+	// count, with FlagListCount.
+	TypeListPop: {name: "list_pop", uses: fKey | fValue | fFlags | fBody,
+		key: true, remembered: true, tx: true, check: checkListPop, apply: (*applier).listPop, kv: (*applier).listPopIn},
+	// Value: the element; Body: the signed count.
+	TypeListRem: {name: "list_rem", uses: fKey | fValue | fBody,
+		key: true, remembered: true, tx: true, check: checkListRem, apply: (*applier).listRem, kv: (*applier).listRemIn},
+	// Body: start and stop, signed.
+	TypeListTrim: {name: "list_trim", uses: fKey | fBody,
+		key: true, remembered: true, tx: true, check: checkListTrim, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
 	// Mode: the keyspace; Flags: FlagFlushAll; Version: the flush's bound
 	// (0: this entry's revision); Value: the stored key it resumes at
 	// (Redis FLUSHDB, FLUSHALL; kv_flush.go). Proposed while the disk is

@@ -21,7 +21,8 @@ func TestCommandTable(t *testing.T) {
 	diskLow := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVFlush: true}
 	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true, TypeKVFlush: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
-		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true}
+		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
+		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
 		if typ == typeMarkUnknownRetired {
@@ -154,6 +155,10 @@ func tableSamples() map[Type]*Command {
 		TypeLockRenew:     LockRenewCommand([]byte("held"), tableLockFence, 10*time.Second),
 		TypeLockRelease:   LockReleaseCommand([]byte("held"), tableLockFence),
 		TypeLockLeave:     LockLeaveCommand([]byte("held"), tableLockOwner(1), 0),
+		TypeListPush:      ListPushCommand([]byte("l"), [][]byte{[]byte("x"), []byte("y")}, true, true),
+		TypeListPop:       ListPopCommand([][]byte{[]byte("none"), []byte("l")}, true, 2),
+		TypeListRem:       ListRemCommand([]byte("l"), []byte("a"), -1),
+		TypeListTrim:      ListTrimCommand([]byte("l"), 1, -2),
 		TypeKVFlush:       KVFlushCommand(0, false, 0, nil),
 	}
 }
@@ -185,8 +190,8 @@ func scriptSample() *Command {
 const tableStamp = int64(1_767_225_600_000_000_000) // 2026-01-01
 
 // tableSetup leaves a record owned by fence 1, a KV key "n" = 5 at version
-// 2, a key "short" that expires a millisecond later, a token, and a once
-// claim begun with a minute's lease.
+// 2, a key "short" that expires a millisecond later, a token, a once
+// claim begun with a minute's lease, and a list "l" of a, b, c, a.
 func tableSetup(h *harness) {
 	h.clock = tableStamp
 	h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", "held"), Value: []byte("fp"), TTL: time.Hour})
@@ -199,6 +204,7 @@ func tableSetup(h *harness) {
 	if r := h.apply(*LockAcquireCommand([]byte("held"), tableLockOwner(1), time.Minute, 0)); r.Fence != tableLockFence {
 		h.t.Fatalf("the lock's fence is %d, want %d", r.Fence, tableLockFence)
 	}
+	h.apply(*ListPushCommand([]byte("l"), [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("a")}, true, false))
 	h.advance(time.Second)
 }
 

@@ -35,7 +35,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(22) {
+		switch rng.IntN(26) {
 		case 0:
 			c.Type = TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -108,6 +108,18 @@ func randomStream(seed uint64, n int) []*raft.Log {
 				c.Type, c.Value, c.Version = TypeLockLeave, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen), uint64(rng.IntN(i))
 			}
 			c.TTL = 0
+		case 22: // lists on the same keys as strings: WRONGTYPE both ways
+			c = *ListPushCommand(c.Key, [][]byte{{byte(i)}, {byte(rng.IntN(3))}}, rng.IntN(2) == 0, rng.IntN(4) == 0)
+			c.Stamp, c.ReqID = clock, ReqID{0: byte(i), 1: byte(i >> 8), 2: 2}
+		case 23:
+			c = *ListPopCommand([][]byte{c.Key, key()}, rng.IntN(2) == 0, int64(rng.IntN(4))-1)
+			c.Stamp = clock
+		case 24:
+			c = *ListRemCommand(c.Key, []byte{byte(rng.IntN(3))}, int64(rng.IntN(5))-2)
+			c.Stamp = clock
+		case 25:
+			c = *ListTrimCommand(c.Key, int64(rng.IntN(5))-2, int64(rng.IntN(5))-2)
+			c.Stamp = clock
 		case 10:
 			c.Type = TypeExpire
 			c.Key = nil

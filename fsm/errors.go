@@ -54,6 +54,9 @@ var (
 	ErrKeyReuse = errors.New("the key was used with another payload")
 	// ErrQueueFull: a lock acquire found MaxLockWaiters waiting already.
 	ErrQueueFull = errors.New("too many waiters queued for the lock")
+	// ErrWrongType: a command of one kind of value (a string's, a list's)
+	// on a key holding the other (Redis's WRONGTYPE); nothing changed.
+	ErrWrongType = errors.New("operation against a key holding the wrong kind of value")
 	// ErrStorage: the state machine could not write to its data file. The
 	// state machine stops applying; the node must be restarted.
 	ErrStorage = errors.New("state machine storage failure")

@@ -11,25 +11,43 @@ import (
 
 // KVEntry is a key of the KV keyspace as stored:
 //
-//	version (8) | created (8) | expires (8) | value
+//	version (8) | kind (1) created (7) | expires (8) | value
 //
 // Version is the revision of the last write (like etcd's mod revision),
 // Created the revision of the write that created the key. A revision is
 // unique and increasing across the whole keyspace; for a command that had
 // a log entry of its own it is that entry's index (see applier.nextRev).
+// Kind is Redis's type of the value (a string, or a list: list.go); it
+// takes the top byte of Created, which a revision never reaches (2^56
+// entries), so a string is stored as it always was and reads cost the
+// same.
 type KVEntry struct {
 	Version   uint64
 	Created   uint64
 	ExpiresAt int64 // unix nanoseconds, 0 = never
+	Kind      Kind
 	Value     []byte
 }
 
-const kvHeaderLen = 24
+// Kind is the type of a key's value, as Redis's TYPE names it.
+type Kind byte
+
+// The kinds. Values are part of the stored format: append only.
+const (
+	KindString Kind = 0
+	KindList   Kind = 1 // Value is a list's encoding (list.go)
+)
+
+const (
+	kvHeaderLen = 24
+	kindShift   = 56
+	createdMask = 1<<kindShift - 1
+)
 
 func (e *KVEntry) encode() []byte {
 	b := make([]byte, kvHeaderLen, kvHeaderLen+len(e.Value))
 	binary.BigEndian.PutUint64(b, e.Version)
-	binary.BigEndian.PutUint64(b[8:], e.Created)
+	binary.BigEndian.PutUint64(b[8:], e.Created&createdMask|uint64(e.Kind)<<kindShift)
 	binary.BigEndian.PutUint64(b[16:], uint64(e.ExpiresAt))
 	return append(b, e.Value...)
 }
@@ -39,10 +57,12 @@ func decodeKV(v []byte) (KVEntry, bool) {
 	if len(v) < kvHeaderLen {
 		return KVEntry{}, false
 	}
+	created := binary.BigEndian.Uint64(v[8:])
 	return KVEntry{
 		Version:   binary.BigEndian.Uint64(v),
-		Created:   binary.BigEndian.Uint64(v[8:]),
+		Created:   created & createdMask,
 		ExpiresAt: int64(binary.BigEndian.Uint64(v[16:])),
+		Kind:      Kind(created >> kindShift),
 		Value:     v[kvHeaderLen:],
 	}, true
 }
@@ -75,6 +95,10 @@ func (b boltKV) put(key []byte, e *KVEntry, old KVEntry, exists bool) error {
 }
 
 func (b boltKV) del(key []byte, exp int64) error { return b.a.deleteKV(b.tx, key, exp) }
+
+// notString: the key exists and holds another kind than a string: the
+// commands that read or edit a string's value answer CodeWrongType.
+func notString(e KVEntry, exists bool) bool { return exists && e.Kind != KindString }
 
 // liveKV returns the key's entry if it exists at now (Value aliases the
 // store's memory); an expired key is deleted on the spot, unless the
@@ -118,10 +142,17 @@ func (a *applier) kvSetIn(kv kvStore, c *Command, rev uint64) *Result {
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
+	if notString(old, exists) && (c.Flags&FlagReturnOld != 0 || c.Mode >= SetIfEq) {
+		return &Result{Code: CodeWrongType} // SET replaces any kind, but GET and IFEQ read a string
+	}
 	switch c.Mode {
 	case SetNX:
 		if exists {
-			return &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: old.Clone().Value}
+			r := &Result{Code: CodeExists, Version: old.Version, ExpiresAt: old.ExpiresAt}
+			if old.Kind == KindString { // a list's encoding is no value to answer
+				r.Value = old.Clone().Value
+			}
+			return r
 		}
 	case SetXX:
 		if !exists {
@@ -222,6 +253,9 @@ func (a *applier) kvRemove(kv kvStore, c *Command, value bool) *Result {
 	}
 	if !exists {
 		return &Result{Code: CodeNotFound}
+	}
+	if notString(old, exists) && (value || c.Mode != SetPlain) { // GETDEL, DELEX's conditions read a string
+		return &Result{Code: CodeWrongType}
 	}
 	if c.Version != 0 && old.Version != c.Version { // compare-and-delete
 		return &Result{Code: CodeVersionMismatch, Version: old.Version}

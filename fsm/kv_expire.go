@@ -30,6 +30,9 @@ func (a *applier) kvExpireIn(kv kvStore, c *Command, _ uint64) *Result {
 	if now {
 		next = a.now
 	}
+	if c.Flags&FlagExpireGet != 0 && notString(old, exists) {
+		return &Result{Code: CodeWrongType} // GETEX; a lifetime alone fits any kind
+	}
 	var value []byte
 	if c.Flags&FlagExpireGet != 0 {
 		value = old.Clone().Value // before a put or delete reuses its memory

@@ -25,6 +25,9 @@ func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
+	if notString(old, exists) {
+		return &Result{Code: CodeWrongType}
+	}
 	var cur int64
 	if exists {
 		if cur, ok = parseInt(old.Value); !ok {

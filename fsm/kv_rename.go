@@ -36,7 +36,7 @@ func (a *applier) kvRename(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	if exists && (RenameMode(c.Mode) == RenameNX || (RenameMode(c.Mode) == RenameCopy && c.Flags&FlagCopyReplace == 0)) {
 		return &Result{Code: CodeExists}
 	}
-	e := KVEntry{Version: rev, Created: rev, ExpiresAt: src.ExpiresAt, Value: src.Value}
+	e := KVEntry{Version: rev, Created: rev, ExpiresAt: src.ExpiresAt, Kind: src.Kind, Value: src.Value}
 	if err := kv.put(c.Value, &e, dst, exists); err != nil {
 		return &Result{Code: CodeStorage}
 	}

@@ -65,10 +65,10 @@ const MaxScanLook = 100000
 
 // ScanKV looks at up to count entries (at most MaxScanLook) of keyspace
 // db's scan index from cursor on, and then at the rest of the last one's
-// hash, calling fn with the client's key of each live one; it returns the
-// next cursor, 0 when the keyspace's index is done. The key aliases the
-// store's memory only during fn.
-func (f *FSM) ScanKV(db int, cursor uint64, count int, now time.Time, fn func(key []byte)) (uint64, error) {
+// hash, calling fn with the client's key of each live one and its kind;
+// it returns the next cursor, 0 when the keyspace's index is done. The key
+// aliases the store's memory only during fn.
+func (f *FSM) ScanKV(db int, cursor uint64, count int, now time.Time, fn func(key []byte, kind Kind)) (uint64, error) {
 	at := f.readNow(now)
 	count = min(max(count, 1), MaxScanLook)
 	var next uint64
@@ -87,7 +87,7 @@ func (f *FSM) ScanKV(db int, cursor uint64, count int, now time.Time, fn func(ke
 			stored := k[9:]
 			if e, ok := decodeKV(kv.Get(stored)); ok && (e.ExpiresAt == 0 || e.ExpiresAt > at) {
 				_, key, _ := KeyspaceOf(stored)
-				fn(key)
+				fn(key, e.Kind)
 			}
 		}
 		return nil

@@ -20,7 +20,7 @@ func (h *harness) scanAll(db, count int) ([]string, int) {
 	var keys []string
 	cursor, calls := uint64(0), 0
 	for {
-		next, err := h.f.ScanKV(db, cursor, count, h.now(), func(k []byte) { keys = append(keys, string(k)) })
+		next, err := h.f.ScanKV(db, cursor, count, h.now(), func(k []byte, _ Kind) { keys = append(keys, string(k)) })
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -153,12 +153,12 @@ func TestScanKVSharedHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	next, err := h.f.ScanKV(2, 0, 1, h.now(), func(k []byte) { got = append(got, string(k)) })
+	next, err := h.f.ScanKV(2, 0, 1, h.now(), func(k []byte, _ Kind) { got = append(got, string(k)) })
 	if err != nil || next != 9 || fmt.Sprint(got) != "[a b]" {
 		t.Fatalf("the first call: %q, next %d, %v; want [a b] and cursor 9", got, next, err)
 	}
 	got = nil
-	next, _ = h.f.ScanKV(2, 6, 1, h.now(), func(k []byte) { got = append(got, string(k)) })
+	next, _ = h.f.ScanKV(2, 6, 1, h.now(), func(k []byte, _ Kind) { got = append(got, string(k)) })
 	if next != 0 || fmt.Sprint(got) != "[c d]" {
 		t.Fatalf("from cursor 6: %q, next %d; want [c d] and 0", got, next)
 	}

@@ -34,6 +34,9 @@ func (a *applier) kvSetRangeIn(kv kvStore, c *Command, rev uint64) *Result {
 	if err != nil {
 		return &Result{Code: CodeStorage}
 	}
+	if notString(old, exists) {
+		return &Result{Code: CodeWrongType}
+	}
 	n := uint64(len(old.Value))
 	if c.Flags&FlagRangeAppend != 0 {
 		off = n
@@ -71,6 +74,9 @@ func (a *applier) kvIncrFloatIn(kv kvStore, c *Command, rev uint64) *Result {
 	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
+	}
+	if notString(old, exists) {
+		return &Result{Code: CodeWrongType}
 	}
 	cur := new(big.Float).SetPrec(longDoublePrec)
 	if exists {

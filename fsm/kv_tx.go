@@ -109,7 +109,8 @@ func KVTxCommand(r TxRequest) *Command {
 }
 
 // KVReadCommand reads a key inside a transaction: CodeOK with its
-// version and expiry (and its value, with value), or CodeNotFound.
+// version, expiry and kind (in Result.Fence: a read has no fence) and,
+// with value, its value; or CodeNotFound.
 func KVReadCommand(key []byte, value bool) *Command {
 	c := &Command{Type: TypeKVRead, Key: key}
 	if value {
@@ -205,7 +206,7 @@ func (a *applier) kvRead(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	case !ok:
 		return &Result{Code: CodeNotFound}
 	}
-	r := &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt}
+	r := &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt, Fence: uint64(e.Kind)}
 	if c.Flags&FlagReadValue != 0 {
 		r.Value = e.Clone().Value
 	}

@@ -46,13 +46,16 @@ const (
 	// CodeQueueFull: a lock acquire refused because MaxLockWaiters wait
 	// already.
 	CodeQueueFull
+	// CodeWrongType: a command of one kind of value (a string's, a
+	// list's) on a key holding the other; nothing changed.
+	CodeWrongType
 	codeEnd
 )
 
 var codeErrs = [...]error{nil, nil, ErrExists, ErrNotFound, ErrVersionMismatch,
 	ErrFenceMismatch, ErrWrongState, ErrBadCommand, ErrStorage, ErrSuspect,
 	ErrNotInteger, ErrOverflow, ErrUnchanged, ErrReplyTooLarge, ErrOutOfRange, ErrConflict,
-	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil, nil, ErrQueueFull}
+	ErrTooLong, ErrNotFloat, ErrNotFinite, ErrKeyReuse, nil, nil, ErrQueueFull, ErrWrongType}
 
 // Result is what applying one command produced. Apply returns it as the
 // future's response; callers always read it (Err says whether it failed).

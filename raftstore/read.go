@@ -306,7 +306,7 @@ func (s *Store) EachKV(ctx context.Context, local bool, from []byte, fn func(key
 
 // ScanKV is a SCAN step over keyspace db from this node's applied state
 // (fsm.FSM.ScanKV); the Redis face runs its barrier first.
-func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte)) (uint64, error) {
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error) {
 	return s.fsm.ScanKV(db, cursor, count, time.Now(), fn)
 }
 

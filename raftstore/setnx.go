@@ -39,5 +39,9 @@ func (s Commands) readSetNX(ctx context.Context, c *fsm.Command) (*fsm.Result, b
 	if err != nil {
 		return nil, false
 	}
-	return &fsm.Result{Code: fsm.CodeExists, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: e.Value}, true
+	r := &fsm.Result{Code: fsm.CodeExists, Version: e.Version, ExpiresAt: e.ExpiresAt}
+	if e.Kind == fsm.KindString { // a list's encoding is no value to answer (as the state machine answers)
+		r.Value = e.Value
+	}
+	return r, true
 }

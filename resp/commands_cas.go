@@ -91,8 +91,12 @@ func txDigest(a [][]byte) plan {
 }
 
 func answerDigest(w *writer, e fsm.KVEntry, ok bool) {
-	if !ok {
+	switch {
+	case !ok:
 		w.null()
+		return
+	case e.Kind != fsm.KindString:
+		w.errorLine(msgWrongType)
 		return
 	}
 	w.bulk(formatDigest(e.Value))

@@ -40,6 +40,10 @@ func init() {
 			w.null()
 			return
 		}
+		if e.Kind == fsm.KindList {
+			w.bulkString("quicklist") // Redis 7.0's only list encoding (7.2 added listpack for small lists)
+			return
+		}
 		w.bulkString(encoding(e.Value))
 	}})
 	object.sub = checkObject
@@ -47,8 +51,15 @@ func init() {
 		object,
 		rd("expiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Second) }}),
 		rd("pexpiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Millisecond) }}),
-		rd("type", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, _ fsm.KVEntry, ok bool) {
-			w.simple(map[bool]string{true: "string", false: "none"}[ok])
+		rd("type", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) {
+			switch {
+			case !ok:
+				w.simple("none")
+			case e.Kind == fsm.KindList:
+				w.simple("list")
+			default:
+				w.simple("string")
+			}
 		}}),
 	)
 }

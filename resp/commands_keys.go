@@ -77,6 +77,9 @@ func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 		}
 		return len(keys) <= maxKeysReply
 	})
+	if err == nil && c.script != nil {
+		keys, err = c.scriptKeys(ctx, keys)
+	}
 	switch {
 	case err != nil:
 		c.w.errorLine(errorReply(err))
@@ -88,6 +91,25 @@ func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 			c.w.bulk(k)
 		}
 	}
+}
+
+// scriptKeys is KEYS inside a script (python-redis-lock's reset_all): of
+// the keys this node holds, those the script sees live (it may have
+// deleted some). Each is a read of the script's, so its effects apply
+// only while they are as it saw them; a key another client creates
+// meanwhile, or one the script itself created, is not listed.
+func (c *conn) scriptKeys(ctx context.Context, keys [][]byte) ([][]byte, error) {
+	out := keys[:0]
+	for _, k := range keys {
+		_, ok, err := c.local(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // cmdDBSize counts the live keys.
@@ -106,7 +128,7 @@ func cmdDBSize(c *conn, ctx context.Context, _ [][]byte) {
 // after restarts, and a key present for the whole scan is answered at
 // least once. COUNT bounds the index entries a call looks at (at most
 // fsm.MaxScanLook), so a call may answer fewer keys, or none, and go on.
-// Every key is a string: TYPE string matches all, another type none.
+// TYPE string and TYPE list keep the keys of that type, another type none.
 func cmdScan(c *conn, ctx context.Context, a [][]byte) {
 	cursor, ok := parseCursor(a[1])
 	if !ok {
@@ -141,8 +163,9 @@ func cmdScan(c *conn, ctx context.Context, a [][]byte) {
 		}
 	}
 	var keys [][]byte
-	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte) {
-		if (typ == "" || eq(typ, "string")) && (match == nil || globMatch(match, k)) {
+	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte, kind fsm.Kind) {
+		if (typ == "" || eq(typ, map[fsm.Kind]string{fsm.KindString: "string", fsm.KindList: "list"}[kind])) &&
+			(match == nil || globMatch(match, k)) {
 			keys = append(keys, append([]byte(nil), k...))
 		}
 	})

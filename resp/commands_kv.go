@@ -87,7 +87,7 @@ func readOf(r storeapi.OpResult) (fsm.KVEntry, bool, error) {
 	case r.Res.Code != fsm.CodeOK:
 		return fsm.KVEntry{}, false, r.Res.Err()
 	}
-	return fsm.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Value: r.Res.Value}, true, nil
+	return fsm.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Kind: fsm.Kind(r.Res.Fence), Value: r.Res.Value}, true, nil
 }
 
 // txReads is a plan of one read in the log per key, answered by answer
@@ -124,11 +124,14 @@ func txGet(a [][]byte) plan {
 }
 
 func answerGet(w *writer, e fsm.KVEntry, ok bool) {
-	if !ok {
+	switch {
+	case !ok:
 		w.null()
-		return
+	case e.Kind != fsm.KindString:
+		w.errorLine(msgWrongType)
+	default:
+		w.bulk(e.Value)
 	}
-	w.bulk(e.Value)
 }
 
 // cmdGetRange is GETRANGE key start end: the bytes from start to end,
@@ -144,7 +147,7 @@ func cmdGetRange(c *conn, ctx context.Context, a [][]byte) {
 		c.w.errorLine(errorReply(err))
 		return
 	}
-	answerGetRange(&c.w, e.Value, start, end)
+	answerGetRange(&c.w, e, start, end)
 }
 
 func txGetRange(a [][]byte) plan {
@@ -152,7 +155,7 @@ func txGetRange(a [][]byte) plan {
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
-	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerGetRange(w, es[0].Value, start, end) })
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerGetRange(w, es[0], start, end) })
 }
 
 func rangeArgs(a [][]byte) (start, end int64, ok bool) {
@@ -161,7 +164,12 @@ func rangeArgs(a [][]byte) (start, end int64, ok bool) {
 	return start, end, ok1 && ok2
 }
 
-func answerGetRange(w *writer, v []byte, start, end int64) {
+func answerGetRange(w *writer, e fsm.KVEntry, start, end int64) {
+	if e.Kind != fsm.KindString {
+		w.errorLine(msgWrongType)
+		return
+	}
+	v := e.Value
 	n := int64(len(v))
 	if start < 0 && end < 0 && start > end {
 		w.bulk(nil)
@@ -188,11 +196,19 @@ func cmdStrlen(c *conn, ctx context.Context, a [][]byte) {
 		c.w.errorLine(errorReply(err))
 		return
 	}
-	c.w.integer(int64(len(e.Value)))
+	answerStrlen(&c.w, e)
 }
 
 func txStrlen(a [][]byte) plan {
-	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { w.integer(int64(len(es[0].Value))) })
+	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerStrlen(w, es[0]) })
+}
+
+func answerStrlen(w *writer, e fsm.KVEntry) {
+	if e.Kind != fsm.KindString {
+		w.errorLine(msgWrongType)
+		return
+	}
+	w.integer(int64(len(e.Value)))
 }
 
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
@@ -213,7 +229,7 @@ func txMGet(a [][]byte) plan { return txReads(a[1:], true, answerMGet) }
 func answerMGet(w *writer, es []fsm.KVEntry, oks []bool) {
 	w.array(len(es))
 	for i, e := range es {
-		answerGet(w, e, oks[i])
+		answerGet(w, e, oks[i] && e.Kind == fsm.KindString) // MGET answers nil for another kind
 	}
 }
 

@@ -22,6 +22,7 @@ const (
 	msgIntRange     = "ERR value is out of range, value must between -2147483648 and 2147483647"
 	msgNoProto      = "NOPROTO unsupported protocol version"
 	msgMaxClients   = "ERR max number of clients reached"
+	msgWrongType    = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	msgNotSupported = "ERR %s is not supported by idemgate: use MULTI/EXEC (with WATCH), SET NX, SET ... GET, GETDEL, INCR or IDEM.CONSUME for atomic steps"
 )
 
@@ -43,6 +44,7 @@ var storeErrors = []struct {
 	{storeapi.ErrTooLarge, "ERR command too large for the store"},
 	{storeapi.ErrReservedKey, ""}, // its own text: which keys are reserved
 	{fsm.ErrNotInteger, msgNotInteger},
+	{fsm.ErrWrongType, msgWrongType},
 	{fsm.ErrOverflow, msgOverflow},
 	{fsm.ErrTooLong, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
 	{fsm.ErrNotFloat, msgNotFloat},

@@ -25,7 +25,7 @@ func (c *conn) key(k []byte) []byte { return fsm.KeyspaceKey(c.db, k) }
 // is written). A rename's destination (Value) is mapped by its planner,
 // which knows its keyspace (COPY ... DB n, MOVE).
 func (c *conn) inKeyspace(p plan) plan {
-	if p.err != "" || (len(p.ops) == 0 && len(p.watches) == 0) {
+	if p.err != "" || (len(p.ops) == 0 && len(p.watches) == 0 && p.block == nil) {
 		return p
 	}
 	ops := make([]*fsm.Command, len(p.ops))
@@ -39,9 +39,34 @@ func (c *conn) inKeyspace(p plan) plan {
 		}
 		m := *op
 		m.Key = c.key(op.Key)
+		if op.Type == fsm.TypeListPop { // BLPOP's further keys, a list's encoding
+			more, err := fsm.DecodeList(op.Value)
+			if err != nil {
+				return plan{err: errorReply(err)}
+			}
+			stored := make([][]byte, len(more))
+			for j, k := range more {
+				if err := storeapi.CheckKVKey(k); err != nil {
+					return plan{err: errorReply(err)}
+				}
+				stored[j] = c.key(k)
+			}
+			m.Value = fsm.EncodeList(stored)
+		}
 		ops[i] = &m
 	}
 	p.ops = ops
+	if p.block != nil { // a blocking pop waits on its keys as stored
+		b := *p.block
+		b.keys = make([][]byte, len(p.block.keys))
+		for i, k := range p.block.keys {
+			if err := storeapi.CheckKVKey(k); err != nil {
+				return plan{err: errorReply(err)}
+			}
+			b.keys[i] = c.key(k)
+		}
+		p.block = &b
+	}
 	if len(p.watches) > 0 {
 		ws := make([]fsm.Watch, len(p.watches))
 		for i, w := range p.watches {

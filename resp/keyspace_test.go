@@ -68,6 +68,12 @@ var keyspaceStreams = [][][]string{
 		{"EXPIRE", "{k}f", "-9223372036854775"}, {"EXISTS", "{k}f"}, {"SET", "{k}f", "bar"}, {"PEXPIRE", "{k}f", "-9223372036854775808"},
 		{"EXISTS", "{k}f"}, {"SET", "{k}g", "bar"}, {"PEXPIREAT", "{k}g", "-9223372036854775808"}, {"EXISTS", "{k}g"},
 		{"SET", "{k}g", "bar"}, {"EXPIREAT", "{k}g", "-9223372036854775"}, {"EXISTS", "{k}g"}},
+	// lists per keyspace: a pop names the client's key
+	{{"SELECT", "3"}, {"RPUSH", "{k}l", "a", "b", "c"}, {"LPOP", "{k}l"}, {"SELECT", "0"}, {"LLEN", "{k}l"}, {"LPUSH", "{k}l", "zero"},
+		{"SELECT", "3"}, {"BLPOP", "{k}none", "{k}l", "1"}, {"BRPOP", "{k}l", "{k}none", "0"}, {"LLEN", "{k}l"}, {"TYPE", "{k}l"},
+		{"BLPOP", "{k}none", "0.01"}, {"RPUSH", "", "e"}, {"BLPOP", "{k}none", "", "1"}, {"MULTI"}, {"RPUSH", "{k}m", "1"}, {"BLPOP", "{k}m", "1"},
+		{"EXEC"}, {"EVAL", "return redis.call('lpop', KEYS[1])", "1", "{k}l"}, {"MOVE", "{k}l", "4"}, {"SELECT", "4"}, {"LRANGE", "{k}l", "0", "-1"},
+		{"SELECT", "0"}, {"LRANGE", "{k}l", "0", "-1"}, {"DEL", "{k}l"}},
 	// FLUSHDB, FLUSHALL (last: they empty what the streams before left)
 	{{"SELECT", "14"}, {"MSET", "{k}a", "1", "{k}b", "2"}, {"SET", "{k}t", "x", "EX", "100"}, {"SET", "", "e"}, {"DBSIZE"},
 		{"SELECT", "13"}, {"SET", "{k}a", "13"}, {"SELECT", "14"}, {"FLUSHDB"}, {"DBSIZE"}, {"GET", "{k}a"}, {"GET", ""}, {"TTL", "{k}t"},
@@ -179,6 +185,21 @@ func TestKeyspacesHostile(t *testing.T) {
 	}
 	c.send(array("SELECT", "2") + array("FLUSHDB") + array("DBSIZE") + array("SELECT", "3") + array("DBSIZE"))
 	c.expect("a large FLUSHDB", []string{"+OK\r\n", "+OK\r\n", ":0\r\n", "+OK\r\n", fmt.Sprintf(":%d\r\n", n)})
+	// A client blocked in keyspace 3 is woken by a push there, not by one
+	// to the same key in keyspace 0, and answers the key as it named it.
+	blocked, pusher := dialRaw(t, srv.Addr()), dialRaw(t, srv.Addr())
+	for _, cc := range []*rawConn{blocked, pusher} {
+		cc.send(array("AUTH", "app-secret") + array("SELECT", "3"))
+		cc.expect("AUTH, SELECT", []string{"+OK\r\n", "+OK\r\n"})
+	}
+	blocked.send(array("BLPOP", "q", "0.3"))
+	pusher.send(array("SELECT", "0") + array("RPUSH", "q", "zero"))
+	pusher.expect("a push in keyspace 0", []string{"+OK\r\n", ":1\r\n"})
+	blocked.expect("BLPOP in keyspace 3 past a push in keyspace 0", []string{"*-1\r\n"})
+	blocked.send(array("BLPOP", "q", "0"))
+	pusher.send(array("SELECT", "3") + array("RPUSH", "q", "three"))
+	pusher.expect("a push in keyspace 3", []string{"+OK\r\n", ":1\r\n"})
+	blocked.expect("BLPOP in keyspace 3", []string{"*2\r\n$1\r\nq\r\n$5\r\nthree\r\n"})
 	c.send(array("CLIENT", "INFO"))
 	if r := c.replies(1)[0]; !strings.Contains(r, " db=3 ") {
 		t.Fatalf("CLIENT INFO in keyspace 3: %q", r)

@@ -104,6 +104,10 @@ type plan struct {
 	atomic   bool
 	watches  []fsm.Watch
 	conflict func(w *writer)
+	// block: the command waits, when its ops found nothing, for a push
+	// (BLPOP, blocking.go); it runs alone. Inside MULTI its ops run as
+	// they are.
+	block *blockSpec
 }
 
 // runWrites runs the writes that start at i, and returns the index after
@@ -124,15 +128,22 @@ func (c *conn) runWrites(batch []request, i int) int {
 		if p.atomic && p.err == "" {
 			p = c.atomically(p)
 		}
-		if p.direct != nil && j > i {
+		alone := p.direct != nil || (p.block != nil && p.err == "")
+		if alone && j > i {
 			break // it runs alone, after these
 		}
 		cmds, plans = append(cmds, cmd), append(plans, p)
 		ops = append(ops, p.ops...)
-		if p.direct != nil {
+		if alone {
 			j++
 			break
 		}
+	}
+	if len(plans) == 1 && plans[0].block != nil && plans[0].err == "" {
+		errs := c.w.errors
+		c.blockingPop(plans[0])
+		c.done(batch[i], cmds[0].name, c.w.errors != errs)
+		return j
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()

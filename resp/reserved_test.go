@@ -35,6 +35,9 @@ func TestReservedKeysRefused(t *testing.T) {
 		"mset": {"plain", "2", rk, "evil"}, "msetnx": {"plainnew", "2", rk, "evil"},
 		"append": {rk, "evil"}, "setrange": {rk, "0", "evil"}, "incrbyfloat": {rk, "1.5"},
 		"rename": {rk, "plain"}, "renamenx": {"plain", rk}, "copy": {rk, "plain", "REPLACE"}, "move": {rk, "1"}, "expiretime": {rk}, "pexpiretime": {rk}, "type": {rk}, "object": {"ENCODING", rk},
+		"llen": {rk}, "lrange": {rk, "0", "-1"}, "lindex": {rk, "0"}, "lpush": {rk, "evil"}, "rpush": {rk, "evil"},
+		"lpushx": {rk, "evil"}, "rpushx": {rk, "evil"}, "lpop": {rk}, "rpop": {rk, "2"}, "lrem": {rk, "0", "x"},
+		"ltrim": {rk, "0", "1"}, "blpop": {"plain", rk, "1"}, "brpop": {rk, "plain", "0"},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {

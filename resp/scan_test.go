@@ -54,6 +54,9 @@ func TestScanAgainstRedis(t *testing.T) {
 			if err := c.MSet(ctx, kv...).Err(); err != nil {
 				t.Fatal(err)
 			}
+			if err := c.RPush(ctx, fmt.Sprintf("db%d:list", db), "x").Err(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, db := range []int{0, 3} {
@@ -61,7 +64,7 @@ func TestScanAgainstRedis(t *testing.T) {
 			match, typ string
 			count      int64
 		}{{"", "", 0}, {"", "", 7}, {"*", "", 1000}, {"db?:user:1*", "", 13}, {"*:5?", "", 1}, {"nomatch*", "", 50},
-			{"", "string", 30}, {"", "STRING", 30}, {"", "hash", 30}, {"*0", "string", 3}} {
+			{"", "string", 30}, {"", "STRING", 30}, {"", "hash", 30}, {"*0", "string", 3}, {"", "list", 20}, {"*list", "LIST", 1}} {
 			want := fullScan(t, client(t, redisAddr, func(o *redis.Options) { o.DB = db }), scan.match, scan.typ, scan.count)
 			for _, node := range []int{leader, (leader + 1) % 3} {
 				got := fullScan(t, client(t, tc.addrs[node], func(o *redis.Options) { o.DB = db }), scan.match, scan.typ, scan.count)

@@ -37,7 +37,9 @@ var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "s
 	"incrby": true, "decrby": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
 	"persist": true, "time": true, "ping": true, "echo": true, "delex": true, "digest": true,
 	"getset": true, "setex": true, "psetex": true, "mset": true, "append": true, "setrange": true, "incrbyfloat": true,
-	"type": true, "expiretime": true, "pexpiretime": true, "object": true}
+	"type": true, "expiretime": true, "pexpiretime": true, "object": true,
+	"llen": true, "lrange": true, "lindex": true, "lpush": true, "rpush": true, "lpushx": true, "rpushx": true,
+	"lpop": true, "rpop": true, "lrem": true, "ltrim": true, "keys": true}
 
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly}

@@ -33,6 +33,8 @@ type Server struct {
 	// scripts are the scripts EVAL and SCRIPT LOAD gave this node
 	// (commands_script.go).
 	scripts scriptCache
+	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
+	blocks *blocker
 
 	ln      net.Listener
 	mu      sync.Mutex
@@ -51,6 +53,7 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	}
 	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}}
+	s.blocks = newBlocker(s)
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
 	}

@@ -29,7 +29,7 @@ type Store interface {
 	// ScanKV answers a SCAN step over keyspace db from this node's applied
 	// state (fsm.FSM.ScanKV): the keys of up to count index entries from
 	// cursor on, and the next cursor (0: done).
-	ScanKV(ctx context.Context, db int, cursor uint64, count int, fn func(key []byte)) (uint64, error)
+	ScanKV(ctx context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error)
 	// Barrier returns once this node has applied every write acknowledged
 	// before the call: local reads after it are linearizable.
 	Barrier(ctx context.Context) error
@@ -44,6 +44,9 @@ type Store interface {
 	// LocalTx answers a transaction of reads only from this node's
 	// applied state, in one read (after Barrier, it is linearizable).
 	LocalTx(r fsm.TxRequest) (*fsm.Result, error)
+	// Changed returns a channel closed at this node's next apply: a
+	// blocked pop looks at its keys again when it fires.
+	Changed() <-chan struct{}
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
 }

@@ -43,6 +43,7 @@ func openLibs(L *lua.LState, v *vm) {
 		return callOriginal(L, tostring)
 	}))
 	str := L.GetGlobal("string").(*lua.LTable)
+	guardPatterns(L, str, func() *budget { return v.cur.b }) // innermost: the bounds below refuse first
 	rep := str.RawGetString("rep").(*lua.LFunction)
 	str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
 		s, n := L.CheckString(1), L.CheckInt(2)

@@ -141,6 +141,14 @@ func TestRunStopped(t *testing.T) {
 			"-ERR Script killed: script grew the heap past its memory limit (limit 16 MiB); nothing it wrote was applied"},
 		{"doubling", "local s = 'x' while true do s = s .. s end", mem, ErrMemory, ""},
 		{"big reps in few instructions", "local t = {} for i = 1, 12 do t[i] = string.rep('x', 4e6) end return #t", mem, ErrMemory, ""},
+		// Exponential patterns (2^40 ways to place the optional a's): one
+		// call into the matcher each, which the budget now reaches too.
+		{"find", "return string.find(string.rep('a', 40), string.rep('a?', 40) .. string.rep('a', 40))", cfg, ErrTimeout,
+			"-ERR Script killed: script ran longer than its time limit (limit 300ms); nothing it wrote was applied"},
+		{"match", "return string.match(string.rep('a', 40), string.rep('a?', 40) .. string.rep('a', 40))", cfg, ErrTimeout, ""},
+		{"gmatch", "for w in string.gmatch(string.rep('a', 40), string.rep('a?', 40) .. string.rep('a', 40)) do end", cfg, ErrTimeout, ""},
+		{"gsub", "return string.gsub(string.rep('a', 40), string.rep('a?', 40) .. string.rep('a', 40), 'x')", cfg, ErrTimeout, ""},
+		{"find in pcall", "return pcall(string.find, string.rep('a', 40), string.rep('a?', 40) .. string.rep('a', 40))", cfg, ErrTimeout, ""},
 	}
 	for _, tt := range tests {
 		r, err := runBody(t, tt.cfg, tt.body)

@@ -77,6 +77,9 @@ var (
 	ValueMismatch            = Kind{fasthttp.StatusPreconditionFailed, "value-mismatch", "Value differs"}
 	OutOfRange               = Kind{fasthttp.StatusConflict, "out-of-range", "Out of range"}
 	NotInteger               = Kind{fasthttp.StatusConflict, "not-integer", "Not an integer"}
+	// WrongType: a key that holds a list (the Redis protocol's LPUSH):
+	// /v1/kv reads and edits strings.
+	WrongType = Kind{fasthttp.StatusConflict, "wrong-type", "Wrong kind of value"}
 )
 
 // WriteProblem answers with a problem document of kind k. It resets the
@@ -109,6 +112,7 @@ var storeErrors = []struct {
 	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, BadRequest},
 	{func(err error) bool { return errors.Is(err, storeapi.ErrTooLarge) }, BodyTooLarge},
 	{func(err error) bool { return errors.Is(err, storeapi.ErrReservedKey) }, InvalidKey},
+	{func(err error) bool { return errors.Is(err, fsm.ErrWrongType) }, WrongType},
 }
 
 // WriteError answers an error from the store by storeErrors.

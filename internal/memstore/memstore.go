@@ -189,7 +189,7 @@ func (s *Store) EachKV(_ context.Context, _ bool, from []byte, fn func(key []byt
 }
 
 // ScanKV is raftstore.Store.ScanKV.
-func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte)) (uint64, error) {
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error) {
 	return s.f.ScanKV(db, cursor, count, time.Now(), fn)
 }
 

@@ -1,0 +1,327 @@
+package resp
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+
+	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/storeapi"
+)
+
+// The list commands, with Redis 7.0's replies. A list is a KV key of the
+// list kind (package fsm's list.go): reads answer from the key's entry,
+// writes are the state machine's list commands. BLPOP and BRPOP block
+// here (blocking.go); inside MULTI they are LPOP and RPOP of the first
+// non-empty key, and scripts may not call them, as in Redis 7.0.
+
+const (
+	msgNotPositive = "ERR value is out of range, must be positive"
+	msgTimeoutNaN  = "ERR timeout is not a float or out of range"
+	msgTimeoutNeg  = "ERR timeout is negative"
+)
+
+func init() {
+	rd := func(name string, arity int, fn func(w *writer, a [][]byte, e fsm.KVEntry, ok bool), args func(a [][]byte) string) *command {
+		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
+			read: func(c *conn, ctx context.Context, a [][]byte) {
+				if args != nil {
+					if refusal := args(a); refusal != "" {
+						c.w.errorLine(refusal)
+						return
+					}
+				}
+				e, ok, err := c.local(ctx, a[1])
+				if err != nil {
+					c.w.errorLine(errorReply(err))
+					return
+				}
+				fn(&c.w, a, e, ok)
+			},
+			txRead: func(a [][]byte) plan {
+				if args != nil {
+					if refusal := args(a); refusal != "" {
+						return plan{err: refusal}
+					}
+				}
+				return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { fn(w, a, es[0], oks[0]) })
+			}}
+	}
+	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
+		return &command{name: name, arity: arity, kind: kindWrite, flags: []string{"write"}, firstKey: 1, lastKey: last, step: 1,
+			write: true, plan: fn}
+	}
+	register(
+		rd("llen", 2, answerLLen, nil),
+		rd("lrange", 4, answerLRange, func(a [][]byte) string { return intArgs(a[2:4]) }),
+		rd("lindex", 3, answerLIndex, nil),
+		wr("lpush", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, false, false) }),
+		wr("rpush", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, true, false) }),
+		wr("lpushx", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, false, true) }),
+		wr("rpushx", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, true, true) }),
+		wr("lpop", -2, 1, func(c *conn, a [][]byte) plan { return planPop(a, false) }),
+		wr("rpop", -2, 1, func(c *conn, a [][]byte) plan { return planPop(a, true) }),
+		wr("lrem", 4, 1, planLRem),
+		wr("ltrim", 4, 1, planLTrim),
+		wr("blpop", -3, -2, func(c *conn, a [][]byte) plan { return planBlockingPop(a, false) }),
+		wr("brpop", -3, -2, func(c *conn, a [][]byte) plan { return planBlockingPop(a, true) }),
+	)
+}
+
+// intArgs: each is an integer, or Redis's refusal.
+func intArgs(a [][]byte) string {
+	for _, b := range a {
+		if _, ok := parseInt64(b); !ok {
+			return msgNotInteger
+		}
+	}
+	return ""
+}
+
+// listElems is the key's list: false (and the reply written) when the
+// key holds another kind or a list that does not decode.
+func listElems(w *writer, e fsm.KVEntry) ([][]byte, bool) {
+	if e.Kind != fsm.KindList {
+		w.errorLine(msgWrongType)
+		return nil, false
+	}
+	elems, err := fsm.DecodeList(e.Value)
+	if err != nil {
+		w.errorLine(errorReply(err))
+		return nil, false
+	}
+	return elems, true
+}
+
+func answerLLen(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.integer(0)
+		return
+	}
+	if elems, ok := listElems(w, e); ok {
+		w.integer(int64(len(elems)))
+	}
+}
+
+func answerLRange(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.array(0)
+		return
+	}
+	elems, ok := listElems(w, e)
+	if !ok {
+		return
+	}
+	start, _ := parseInt64(a[2])
+	stop, _ := parseInt64(a[3])
+	lo, hi, ok := fsm.ListRange(len(elems), start, stop)
+	if !ok {
+		w.array(0)
+		return
+	}
+	w.array(hi - lo)
+	for _, el := range elems[lo:hi] {
+		w.bulk(el)
+	}
+}
+
+// answerLIndex: Redis reads the key before the index, so an absent key
+// answers nil whatever the index.
+func answerLIndex(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
+	if !ok {
+		w.null()
+		return
+	}
+	elems, ok := listElems(w, e)
+	if !ok {
+		return
+	}
+	i, ok := parseInt64(a[2])
+	if !ok {
+		w.errorLine(msgNotInteger)
+		return
+	}
+	if i < 0 {
+		i += int64(len(elems))
+	}
+	if i < 0 || i >= int64(len(elems)) {
+		w.null()
+		return
+	}
+	w.bulk(elems[i])
+}
+
+// answerList answers a list command's result: ok writes the success.
+func answerList(w *writer, r storeapi.OpResult, ok func(res *fsm.Result)) {
+	switch {
+	case r.Err != nil:
+		w.errorLine(errorReply(r.Err))
+	case r.Res.Code == fsm.CodeTooLong:
+		w.errorLine("ERR " + fsm.ErrListTooLong.Error())
+	case r.Res.Code == fsm.CodeOK || r.Res.Code == fsm.CodeCreated || r.Res.Code == fsm.CodeNotFound:
+		ok(r.Res)
+	default:
+		w.errorLine(errorReply(r.Res.Err()))
+	}
+}
+
+// decimal is a result's decimal count.
+func decimal(res *fsm.Result) int64 {
+	n, _ := parseInt64(res.Value)
+	return n
+}
+
+func planPush(a [][]byte, right, existing bool) plan {
+	op := fsm.ListPushCommand(a[1], a[2:], right, existing)
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(res *fsm.Result) { w.integer(decimal(res)) })
+	}}
+}
+
+// planPop is LPOP key [count] and RPOP: one element (nil without the
+// key), or with a count an array of up to count (a null array without
+// the key).
+func planPop(a [][]byte, right bool) plan {
+	if len(a) > 3 {
+		return plan{err: fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower(a[0]))}
+	}
+	count := int64(-1)
+	if len(a) == 3 {
+		n, ok := parseInt64(a[2])
+		if !ok || n < 0 {
+			return plan{err: msgNotPositive}
+		}
+		count = n
+	}
+	op := fsm.ListPopCommand(a[1:2], right, count)
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(res *fsm.Result) {
+			if res.Code == fsm.CodeNotFound {
+				if count >= 0 {
+					w.nullArray()
+				} else {
+					w.null()
+				}
+				return
+			}
+			_, elems, err := fsm.ListPopped(res)
+			switch {
+			case err != nil:
+				w.errorLine(errorReply(err))
+			case count < 0:
+				w.bulk(elems[0])
+			default:
+				w.array(len(elems))
+				for _, el := range elems {
+					w.bulk(el)
+				}
+			}
+		})
+	}}
+}
+
+func planLRem(_ *conn, a [][]byte) plan {
+	count, ok := parseInt64(a[2])
+	if !ok {
+		return plan{err: msgNotInteger}
+	}
+	op := fsm.ListRemCommand(a[1], a[3], count)
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(res *fsm.Result) { w.integer(decimal(res)) })
+	}}
+}
+
+func planLTrim(_ *conn, a [][]byte) plan {
+	if refusal := intArgs(a[2:4]); refusal != "" {
+		return plan{err: refusal}
+	}
+	start, _ := parseInt64(a[2])
+	stop, _ := parseInt64(a[3])
+	op := fsm.ListTrimCommand(a[1], start, stop)
+	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(*fsm.Result) { w.ok() })
+	}}
+}
+
+// planBlockingPop is BLPOP key [key ...] timeout and BRPOP: a pop from
+// the first key that exists, answered [key, element]; when none does, the
+// connection waits (blocking.go) up to the timeout (seconds, 0: for
+// ever) for a push, and answers a null array if none came. The plan's
+// ops are the pop, which MULTI runs as it is: there an empty list answers
+// the null array at once, as in Redis.
+func planBlockingPop(a [][]byte, right bool) plan {
+	wait, forever, refusal := parseTimeout(a[len(a)-1])
+	if refusal != "" {
+		return plan{err: refusal}
+	}
+	keys := a[1 : len(a)-1]
+	for _, k := range keys[1:] { // the pipeline checks the first, the op's key
+		if err := storeapi.CheckKVKey(k); err != nil {
+			return plan{err: errorReply(err)}
+		}
+	}
+	op := fsm.ListPopCommand(keys, right, -1)
+	p := plan{ops: []*fsm.Command{op}, answer: answerBlockingPop}
+	p.block = &blockSpec{keys: keys, wait: wait, forever: forever}
+	return p
+}
+
+// answerBlockingPop: [key, element], or a null array when no key had one.
+func answerBlockingPop(w *writer, r []storeapi.OpResult) {
+	answerList(w, r[0], func(res *fsm.Result) {
+		if res.Code == fsm.CodeNotFound {
+			w.nullArray()
+			return
+		}
+		key, elems, err := fsm.ListPopped(res)
+		if err != nil {
+			w.errorLine(errorReply(err))
+			return
+		}
+		_, key, _ = fsm.KeyspaceOf(key) // the client's key, not as stored
+		w.array(2)
+		w.bulk(key)
+		w.bulk(elems[0])
+	})
+}
+
+// maxWait is the longest wait a timer is set for; a longer timeout (Redis
+// takes up to about 292 million years) waits for ever.
+const maxWait = 100 * 365 * 24 * 3600 * 1000 // milliseconds
+
+// parseTimeout reads a blocking timeout as Redis 7.0 does: a number as
+// strtold reads it (NaN refused), in seconds, made milliseconds and
+// truncated toward zero (so -0.0001 is 0: for ever); a negative one, an
+// infinite one or one whose milliseconds overflow a 64-bit integer (which
+// C's conversion makes negative) is "negative".
+func parseTimeout(b []byte) (ms int64, forever bool, refusal string) {
+	f, err := fsm.ParseLongDouble(b)
+	if err != nil {
+		return 0, false, msgTimeoutNaN
+	}
+	if f.IsInf() {
+		return 0, false, msgTimeoutNeg
+	}
+	f.Mul(f, big.NewFloat(1000))
+	i, _ := f.Int(nil) // truncated toward zero
+	if !i.IsInt64() || i.Int64() < 0 {
+		return 0, false, msgTimeoutNeg
+	}
+	ms = i.Int64()
+	if ms == 0 || ms > maxWait {
+		return 0, true, ""
+	}
+	return ms, false, ""
+}
+
+// lower is an ASCII lowercase copy of a command name.
+func lower(b []byte) string {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return string(out)
+}
