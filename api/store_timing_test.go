@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/bench"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
@@ -61,19 +63,7 @@ func BenchmarkClusterSETNX(b *testing.B) {
 				return err
 			}},
 			{"http-setnx", func(client int) error {
-				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-				defer fasthttp.ReleaseRequest(req)
-				defer fasthttp.ReleaseResponse(resp)
-				req.SetRequestURI(fmt.Sprintf("%s/v1/kv/h-%d?nx=1", ac.urls[client%3], seq.Add(1)))
-				req.Header.SetMethod("PUT")
-				req.SetBodyString("v")
-				if err := clientsFor[client%3].Do(req, resp); err != nil {
-					return err
-				}
-				if resp.StatusCode() != 201 {
-					return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
-				}
-				return nil
+				return putNX(clientsFor[client%3], fmt.Sprintf("%s/v1/kv/h-%d?nx=1", ac.urls[client%3], seq.Add(1)), 0)
 			}},
 			{"nethttp-setnx", func(client int) error {
 				req, err := http.NewRequest("PUT", fmt.Sprintf("%s/v1/kv/n-%d?nx=1", ac.urls[client%3], seq.Add(1)), strings.NewReader("v"))
@@ -103,5 +93,92 @@ func BenchmarkClusterSETNX(b *testing.B) {
 			}
 		}
 		ac.c.Close()
+	}
+}
+
+// putNX is one SETNX over the HTTP API with fasthttp's client, which must
+// answer 201. A 503 (an election on a loaded machine) is retried up to
+// retries times: nx on a fresh key creates it once, so a retry's 409 says
+// an earlier attempt did.
+func putNX(hc *fasthttp.HostClient, url string, retries int) error {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod("PUT")
+	req.SetBodyString("v")
+	for try := 0; ; try++ {
+		if err := hc.Do(req, resp); err != nil {
+			return err
+		}
+		if resp.StatusCode() == 201 || (try > 0 && resp.StatusCode() == 409) {
+			return nil
+		}
+		if resp.StatusCode() != 503 || try >= retries {
+			return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// BenchmarkBatchesInFlight is the A/B of the coalescer's batches in flight
+// (raftstore.Config.MaxBatchesInFlight): SETNX over the HTTP API at 64
+// clients spread over a 3-node loopback cluster, with 1 (the default), 2
+// and 4 batches in flight, each on a fresh cluster, measured by the write
+// budget of idemgate bench --breakdown (bench.MeasureBudget: the stage
+// timers, CPU, fsyncs when perf can count them, commands per entry),
+// printed per run. Three rounds, each running the three settings one after
+// the other, so a noisy machine's swings fall on all of them alike:
+// compare medians.
+//
+//	go test -run XXX -bench BatchesInFlight -benchtime 1x ./api
+func BenchmarkBatchesInFlight(b *testing.B) {
+	for round := 1; round <= 3; round++ {
+		for _, inflight := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("round=%d/inflight=%d/clients=64", round, inflight), func(b *testing.B) {
+				benchInFlight(b, inflight)
+			})
+		}
+	}
+}
+
+// benchInFlight is one run of BenchmarkBatchesInFlight, on a fresh
+// cluster with inflight batches in flight.
+func benchInFlight(b *testing.B, inflight int) {
+	ac := startAPIClusterWith(b, 3, func(c *raftstore.Config) { c.MaxBatchesInFlight = inflight }, nil)
+	defer ac.c.Close()
+	ac.c.WaitLeader(5 * time.Second)
+	clients := make([]*fasthttp.HostClient, 3)
+	for i, u := range ac.urls {
+		clients[i] = &fasthttp.HostClient{Addr: strings.TrimPrefix(u, "http://"), MaxConns: 128}
+	}
+	op := func(c int, seq int64) error {
+		return putNX(clients[c%3], fmt.Sprintf("%s/v1/kv/f-%d?nx=1", ac.urls[c%3], seq), 50)
+	}
+	for i := 0; i < 500; i++ { // warm up: connections, the log's first pages
+		if err := op(i, -int64(i)-1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	budget := bench.MeasureBudget(fmt.Sprintf("SETNX over HTTP, %d in flight", inflight),
+		bench.RunConfig{Clients: 64, Duration: 4 * time.Second}, op)
+	b.StopTimer()
+	if budget.Err != "" || budget.Errors > 0 {
+		b.Fatalf("%d errors: %s", budget.Errors, budget.Err)
+	}
+	bench.PrintBudgets(os.Stdout, []bench.Budget{budget})
+	b.ReportMetric(budget.OpsPerSec, "ops/s")
+	b.ReportMetric(float64(budget.P99)/float64(time.Millisecond), "p99-ms")
+	b.ReportMetric(budget.CommandsPerRaftEntry, "cmds/entry")
+	b.ReportMetric(float64(budget.CPUPerOp)/float64(time.Microsecond), "cpu-µs/op")
+	b.ReportMetric(budget.FsyncsPerOp, "fsyncs/op")
+	for _, s := range budget.Stages {
+		switch s.Stage {
+		case "wait for the batch in flight (group commit)":
+			b.ReportMetric(float64(s.Mean)/float64(time.Microsecond), "queued-µs")
+		case "  leader log write + fsync":
+			b.ReportMetric(float64(s.Mean)/float64(time.Microsecond), "leaderlog-µs")
+		}
 	}
 }

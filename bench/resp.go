@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -78,6 +79,12 @@ func RespBench(bin, system, addr string, cfg RunConfig) []Stats {
 		start := time.Now()
 		raw, err := exec.Command(bin, args...).Output()
 		st.Elapsed = time.Since(start)
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+			// What redis-benchmark said, not only that it failed (Output
+			// keeps the end of its stderr).
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(exit.Stderr)))
+		}
 		if err == nil {
 			err = parseRedisBenchmarkCSV(raw, &st)
 		}

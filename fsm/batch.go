@@ -107,9 +107,8 @@ func noteOrder(b *bolt.Bucket, inOrder bool) {
 	}
 }
 
-// predecessor returns the greatest key of b below key, or nil.
-func predecessor(b *bolt.Bucket, key []byte) []byte {
-	c := b.Cursor()
+// predecessor returns the greatest key of c's bucket below key, or nil.
+func predecessor(c *bolt.Cursor, key []byte) []byte {
 	if k, _ := c.Seek(key); k == nil {
 		k, _ = c.Last()
 		return k

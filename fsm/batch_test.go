@@ -119,3 +119,46 @@ func TestBatchMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchReadsItsOwnWrites: a batch's reads go through one cursor per
+// bucket (applier.cursor), repositioned for every read, so a command sees
+// what the commands before it in the same entry wrote, removed or
+// remembered: keys (among many, so the tree has branches), records, and a
+// request id's answer.
+func TestBatchReadsItsOwnWrites(t *testing.T) {
+	h := newHarness(t)
+	var fill []Command
+	for i := 0; i < 2000; i++ {
+		fill = append(fill, Command{Type: TypeKVSet, Key: binary.BigEndian.AppendUint32([]byte("fill-"), uint32(i)), Value: bytes.Repeat([]byte{'f'}, 100)})
+	}
+	h.applyBatch(fill...)
+	k, rk := []byte("fill-m"), RecordKey("pay", "", "x")
+	var id ReqID
+	id[0], id[15] = 7, 1
+	rs := h.applyBatch(
+		Command{Type: TypeKVSet, Key: k, Value: []byte("v1"), Mode: SetNX},
+		Command{Type: TypeKVSet, Key: k, Value: []byte("v2"), Mode: SetNX}, // sees v1
+		Command{Type: TypeKVGetDel, Key: k},                                // removes v1
+		Command{Type: TypeKVSet, Key: k, Value: []byte("v3"), Mode: SetNX}, // sees it gone
+		Command{Type: TypeRecordBegin, Key: rk, Value: make([]byte, 32), TTL: time.Hour, Timeout: time.Minute},
+		Command{Type: TypeRecordBegin, Key: rk, Value: make([]byte, 32), TTL: time.Hour, Timeout: time.Minute}, // sees the first
+		Command{Type: TypeKVSet, Key: []byte("once"), Value: []byte("a"), Mode: SetNX, ReqID: id},
+		Command{Type: TypeKVSet, Key: []byte("once"), Value: []byte("a"), Mode: SetNX, ReqID: id}, // a retry: its answer remembered
+	)
+	want := []Code{CodeCreated, CodeExists, CodeOK, CodeCreated, CodeCreated, CodeExists, CodeCreated, CodeCreated}
+	for i, r := range rs {
+		if r.Code != want[i] {
+			t.Errorf("command %d answered %v, want %v", i, r.Code, want[i])
+		}
+	}
+	if string(rs[1].Value) != "v1" || string(rs[2].Value) != "v1" {
+		t.Errorf("the second SETNX saw %q and GETDEL removed %q, want v1 both", rs[1].Value, rs[2].Value)
+	}
+	if rs[7].Version != rs[6].Version {
+		t.Errorf("the retry answered version %d, the first attempt %d: applied twice", rs[7].Version, rs[6].Version)
+	}
+	e, err := h.f.KV(k, h.now())
+	if err != nil || string(e.Value) != "v3" {
+		t.Fatalf("after the batch %s = %q (%v), want v3", k, e.Value, err)
+	}
+}

@@ -45,7 +45,7 @@ func TestFillState(t *testing.T) {
 			}
 		}
 		for key, want := range map[string]string{"a": "", "c": "b", "d": "b", "e": "d"} {
-			if got := string(predecessor(b, []byte(key))); got != want {
+			if got := string(predecessor(b.Cursor(), []byte(key))); got != want {
 				t.Errorf("predecessor(%q) = %q, want %q", key, got, want)
 			}
 		}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -393,6 +394,33 @@ type applier struct {
 	genNo        int64
 	clusterSet   ClusterID // the cluster id this batch gave, if it did
 	readOnly     bool      // a read of the applied state (ReadTx), in a read-only transaction
+	cursors      []*bolt.Cursor
+}
+
+// cursor returns the batch's cursor on b. bbolt gives every Get a cursor
+// of its own, whose stack grows from nothing on every descent: an
+// allocation or two per level of the tree, for each read of each command.
+// One cursor per bucket, repositioned by Seek (which restarts from the
+// bucket's root, so it sees the batch's own writes), reuses its stack.
+func (a *applier) cursor(b *bolt.Bucket) *bolt.Cursor {
+	for _, c := range a.cursors {
+		if c.Bucket() == b {
+			return c
+		}
+	}
+	c := b.Cursor()
+	a.cursors = append(a.cursors, c)
+	return c
+}
+
+// get is b.Get(key) through the batch's cursor on b: the value under key,
+// or nil (no such key, or a nested bucket's).
+func (a *applier) get(b *bolt.Bucket, key []byte) []byte {
+	k, v := a.cursor(b).Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
 }
 
 // applyEntry applies one command entry: a command, or a batch of them.

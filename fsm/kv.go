@@ -88,7 +88,7 @@ type boltKV struct {
 	tx *bolt.Tx
 }
 
-func (b boltKV) get(key []byte) (KVEntry, bool) { return decodeKV(b.tx.Bucket(bucketKV).Get(key)) }
+func (b boltKV) get(key []byte) (KVEntry, bool) { return decodeKV(b.a.get(b.tx.Bucket(bucketKV), key)) }
 
 func (b boltKV) put(key []byte, e *KVEntry, old KVEntry, exists bool) error {
 	return b.a.putKV(b.tx, key, e, old, exists)
@@ -214,7 +214,7 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 	}
 	b := tx.Bucket(bucketKV)
 	if wantsOrder(b) {
-		last, _ := b.Cursor().Last()
+		last, _ := a.cursor(b).Last()
 		noteOrder(b, !exists && bytes.Compare(key, last) > 0)
 	}
 	if !exists { // (a key expired but not swept is in the index already: the put is idempotent)

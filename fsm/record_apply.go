@@ -9,7 +9,7 @@ import (
 // getRecord returns the live record under key, or nil. An expired record is
 // deleted on the spot (with its index entry), exactly as the sweeper would.
 func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*Record, error) {
-	v := tx.Bucket(bucketRecords).Get(key)
+	v := a.get(tx.Bucket(bucketRecords), key)
 	if v == nil {
 		return nil, nil
 	}

@@ -103,15 +103,16 @@ func noEffect(code Code) bool {
 func generationName(g int64) []byte { return strconv.AppendInt(nil, g, 10) }
 
 // lookup returns the answer remembered for id in the current or the
-// previous generation at now, or nil. Its slices alias the transaction.
-func lookup(gens *bolt.Bucket, now int64, id ReqID) (*Result, error) {
+// previous generation at now, or nil, reading with get (a bucket's Get).
+// Its slices alias the transaction.
+func lookup(gens *bolt.Bucket, get func(*bolt.Bucket, []byte) []byte, now int64, id ReqID) (*Result, error) {
 	g := now / int64(RequestIDRetention)
 	for _, gen := range []int64{g, g - 1} {
 		b := gens.Bucket(generationName(gen))
 		if b == nil {
 			continue
 		}
-		if v := b.Get(id[:]); v != nil {
+		if v := get(b, id[:]); v != nil {
 			r, err := decodeRemembered(v)
 			if err != nil || noEffect(r.Code) {
 				return nil, err
@@ -129,7 +130,7 @@ func (a *applier) recall(tx *bolt.Tx, id ReqID) *Result {
 	}
 	// An entry that does not decode is damage of this replica's file; the
 	// command is applied again rather than answered with garbage.
-	r, _ := lookup(a.gens, a.now, id)
+	r, _ := lookup(a.gens, a.get, a.now, id)
 	// r is answered after this batch commits, and the commit may remap
 	// the file: it must not alias the transaction's memory.
 	return r.Clone()
@@ -164,7 +165,7 @@ func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
 		// A proposer's ids are its random prefix and a sequence (raftstore's
 		// newReqID): in order when the id before it has its prefix. Ids
 		// derived from a client's key (RequestIDFor) land anywhere.
-		k := predecessor(a.gen, id[:])
+		k := predecessor(a.cursor(a.gen), id[:])
 		noteOrder(a.gen, len(k) == len(id) && bytes.Equal(k[:8], id[:8]))
 	}
 	// A fresh buffer each time: bbolt keeps referring to a value until the
@@ -289,7 +290,7 @@ func (a *applier) dropGenerationsBefore(g int64) error {
 func (f *FSM) LookupRequest(id ReqID) (*Result, bool, error) {
 	var out *Result
 	err := f.view(func(tx *bolt.Tx) error {
-		r, err := lookup(tx.Bucket(bucketReqIDs), f.now.Load(), id)
+		r, err := lookup(tx.Bucket(bucketReqIDs), (*bolt.Bucket).Get, f.now.Load(), id)
 		out = r.Clone()
 		return err
 	})

@@ -21,13 +21,18 @@ import (
 // batch's commands in order, each with its own request id, stamp and
 // revision, and the coalescer hands each caller its own result.
 
-// maxInFlight is how many batches may be between raft.Apply and their
-// application at once. One is pure group commit: while a batch commits,
-// everything proposed meanwhile gathers into the next. Measured with 64
-// clients on a 3-node loopback cluster (BenchmarkClusterSETNX), more slots
-// made smaller batches and fewer operations per second (1: ~21k/s, 2:
-// ~15-18k/s, 8: ~14k/s): the log fsyncs, not the CPU, bound the pipeline.
-const maxInFlight = 1
+// Config.MaxBatchesInFlight is how many batches may be between raft.Apply
+// and their answer at once; maxBatchesInFlight bounds it (hashicorp/raft
+// keeps at most 128 AppendEntries in flight per follower, and every slot
+// is a goroutine waiting). One is pure group commit: while a batch
+// commits, everything proposed meanwhile gathers into the next. More lets
+// the leader write the next batch while the previous one replicates, but
+// the batches are smaller: more log entries, more fsyncs and more CPU per
+// command. On two shared cores that cost more than the overlap saved
+// (docs/performance.md, BenchmarkBatchesInFlight), so 1 is the default.
+// Raft acknowledges each batch only once a quorum has stored it, however
+// many are in flight (TestOverlappingBatchWaitsForQuorum).
+const maxBatchesInFlight = 64
 
 // proposal is one command waiting for its result.
 type proposal struct {
@@ -48,7 +53,7 @@ type coalescer struct {
 }
 
 func newCoalescer(s *Store) *coalescer {
-	return &coalescer{s: s, queue: make(chan *proposal, 4096), slots: make(chan struct{}, maxInFlight),
+	return &coalescer{s: s, queue: make(chan *proposal, 4096), slots: make(chan struct{}, s.cfg.MaxBatchesInFlight),
 		maxCmds: s.cfg.MaxBatchCommands, maxBytes: s.cfg.MaxBatchBytes}
 }
 

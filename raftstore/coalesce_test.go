@@ -186,3 +186,22 @@ func TestForwardedConcurrentApplies(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxBatchesInFlightBounds: a config outside 1..maxBatchesInFlight is
+// refused, naming the field; the bounds themselves pass.
+func TestMaxBatchesInFlightBounds(t *testing.T) {
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{-1, false}, {0, false}, {1, true}, {4, true}, {maxBatchesInFlight, true}, {maxBatchesInFlight + 1, false}, {1 << 30, false}} {
+		c := testConfig("n1", "127.0.0.1:0", t.TempDir(), []Peer{{ID: "n1", RaftAddr: "127.0.0.1:0"}})
+		c.MaxBatchesInFlight = tc.n
+		err := c.Validate()
+		if tc.ok && err != nil {
+			t.Errorf("MaxBatchesInFlight %d: %v", tc.n, err)
+		}
+		if !tc.ok && (err == nil || err.Error() != "raftstore: MaxBatchesInFlight must be 1 to 64") {
+			t.Errorf("MaxBatchesInFlight %d: got %v, want the bounds named", tc.n, err)
+		}
+	}
+}

@@ -93,6 +93,12 @@ type Config struct {
 	// command alone.
 	MaxBatchCommands int
 	MaxBatchBytes    int
+	// MaxBatchesInFlight is how many batches may be between raft.Apply
+	// and their answer at once (coalesce.go). 1, the default, is pure
+	// group commit: everything proposed while a batch commits gathers
+	// into the next. More lets the next batch's leader log write overlap
+	// the previous one's replication, at the price of smaller batches.
+	MaxBatchesInFlight int
 	// LogCacheBytes bounds the recent log entries kept in memory.
 	LogCacheBytes int
 	// MaxPeerConns caps the connections open on the Raft port at once
@@ -104,6 +110,10 @@ type Config struct {
 	// dials for it (Raft and forwarding): the fault tests route links
 	// through proxies with it.
 	AddressProvider raft.ServerAddressProvider
+
+	// wrapLogStore, set only by this package's tests, wraps the node's
+	// log store before Raft gets it: a follower whose disk write is held.
+	wrapLogStore func(raft.LogStore) raft.LogStore
 
 	// Logger receives every line of the node, hashicorp/raft's included
 	// (through an hclog adapter, hclog.go); its handler's level decides
@@ -149,6 +159,7 @@ func DefaultConfig() Config {
 		MaxCommandBytes:    8 << 20,
 		MaxBatchCommands:   256,
 		MaxBatchBytes:      1 << 20,
+		MaxBatchesInFlight: 1,
 		MaxClockJump:       time.Hour,
 		Sweeper:            ttl.DefaultSweeperConfig(),
 		MinFreeBytes:       64 << 20,
@@ -207,6 +218,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatchCommands < 1 || c.MaxBatchCommands > fsm.MaxBatchCommands || c.MaxBatchBytes < 1 {
 		return fmt.Errorf("raftstore: MaxBatchCommands must be 1 to %d and MaxBatchBytes positive", fsm.MaxBatchCommands)
+	}
+	if c.MaxBatchesInFlight < 1 || c.MaxBatchesInFlight > maxBatchesInFlight {
+		return fmt.Errorf("raftstore: MaxBatchesInFlight must be 1 to %d", maxBatchesInFlight)
 	}
 	if c.LogCacheBytes <= 0 {
 		return errors.New("raftstore: LogCacheBytes must be positive")

@@ -87,7 +87,7 @@ const logCacheSize = 4096
 // Open opens the node's data and starts Raft. A node without Raft state
 // forms a new cluster of cfg.Peers only with cfg.Bootstrap, once all of
 // them answer and hold none (bootstrap.go); else it waits to be added.
-func Open(cfg Config) (s *Store, err error) {
+func Open(cfg Config) (_ *Store, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -101,12 +101,14 @@ func Open(cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
+	// s is Open's own variable, not its named result: the goroutines and
+	// closures below read it while the return statement writes the result.
+	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		started: make(chan struct{}), fwd: map[string]*transport.Client{}, inbound: map[net.Conn]struct{}{},
 		unlock: unlock}
 	s.Commands = Commands{Propose: s.Apply, Read: s.KV, Pipeline: s.pipeline}
 	closers := []io.Closer{closerFunc(unlock)} // closed last
-	closing := s.closing                       // s is nil once an error is returned
+	closing := s.closing                       // what the deferred cleanup closes
 	defer func() {
 		if err != nil {
 			close(closing) // what waits for started gives up
@@ -128,7 +130,11 @@ func Open(cfg Config) (s *Store, err error) {
 		return nil, err
 	}
 	closers = append(closers, s.logs)
-	s.cache = newLogCache(s.logs, logCacheSize, cfg.LogCacheBytes)
+	var logs raft.LogStore = s.logs
+	if cfg.wrapLogStore != nil {
+		logs = cfg.wrapLogStore(logs)
+	}
+	s.cache = newLogCache(logs, logCacheSize, cfg.LogCacheBytes)
 
 	hlog := newHclog(s.logger, "raft", nil) // Raft's lines in the node's format, at its level
 	s.snaps, err = datadir.SnapshotStore(cfg.DataDir, hlog)
