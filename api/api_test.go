@@ -179,6 +179,7 @@ func TestAPIKV(t *testing.T) {
 		{"PUT", u[0] + "/v1/kv/%00node%2Fn1", "evil", nil, 400, "", "invalid-key", false},
 		{"PUT", u[0] + "/v1/kv/%00node%2Fn1?nx=1", "evil", nil, 400, "", "invalid-key", false},
 		{"GET", u[1] + "/v1/kv/%00node%2Fn1", "", nil, 400, "", "invalid-key", false},
+		{"GET", u[1] + "/v1/kv/%00db%01a", "", nil, 400, "", "invalid-key", false}, // another keyspace's stored key
 		{"DELETE", u[2] + "/v1/kv/%00node%2Fn1", "", nil, 400, "", "invalid-key", false},
 		{"PUT", u[0] + "/v1/kv/k?ttl=-1s", "x", nil, 400, "", "invalid-ttl", false},
 		{"PUT", u[0] + "/v1/kv/k?nx=maybe", "x", nil, 400, "", "bad-request", false},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // checkKVKey validates a KV key: 1-255 bytes, no control bytes.
@@ -66,7 +67,13 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 	c, cancel := a.opCtx()
 	defer cancel()
 	local := string(ctx.QueryArgs().Peek("consistency")) == "local"
-	e, err := a.store.KV(c, []byte(key), local)
+	// The store reads a key of any keyspace (the Redis face's SELECT); the
+	// API's are keyspace 0's, stored as named.
+	var e fsm.KVEntry
+	err := storeapi.CheckKVKey([]byte(key))
+	if err == nil {
+		e, err = a.store.KV(c, []byte(key), local)
+	}
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		httpx.WriteProblem(ctx, httpx.NotFound, "no such key")

@@ -66,6 +66,7 @@ const (
 	TypeListPop
 	TypeListRem
 	TypeListTrim
+	TypeKVFlush
 	typeEnd
 )
 
@@ -237,6 +238,12 @@ var commands = [typeEnd]spec{
 	// Body: start and stop, signed.
 	TypeListTrim: {name: "list_trim", uses: fKey | fBody,
 		key: true, remembered: true, tx: true, check: checkListTrim, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
+	// Mode: the keyspace; Flags: FlagFlushAll; Version: the flush's bound
+	// (0: this entry's revision); Value: the stored key it resumes at
+	// (Redis FLUSHDB, FLUSHALL; kv_flush.go). Proposed while the disk is
+	// low: it frees space.
+	TypeKVFlush: {name: "kv_flush", uses: fMode | fFlags | fVersion | fValue,
+		remembered: true, diskLow: true, check: checkKVFlush, apply: (*applier).kvFlush},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -18,8 +18,8 @@ import (
 // transaction holds the KV keyspace's commands, each of one key.
 func TestCommandTable(t *testing.T) {
 	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
-	diskLow := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
-	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true}
+	diskLow := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVFlush: true}
+	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true, TypeKVFlush: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
 		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true}
@@ -159,6 +159,7 @@ func tableSamples() map[Type]*Command {
 		TypeListPop:       ListPopCommand([][]byte{[]byte("none"), []byte("l")}, true, 2),
 		TypeListRem:       ListRemCommand([]byte("l"), []byte("a"), -1),
 		TypeListTrim:      ListTrimCommand([]byte("l"), 1, -2),
+		TypeKVFlush:       KVFlushCommand(0, false, 0, nil),
 	}
 }
 

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -62,5 +63,45 @@ func TestApplyAfterEmptyingTheKeyspace(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFlushThenWriteInOneBatch: a FLUSHDB step that empties a keyspace of
+// several pages, then writes in the same batch (a client writing right
+// after its flush), must apply: an emptied bucket's leaves stay empty
+// until the commit, where a cursor's Last would spin on every node.
+func TestFlushThenWriteInOneBatch(t *testing.T) {
+	h := newHarness(t)
+	var logs []*raft.Log
+	for i := 0; i < 300; i++ {
+		logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte(strings.Repeat("v", 100))})))
+	}
+	h.f.ApplyBatch(logs)
+	feed := &feedLog{}
+	feed.watching.Store(true)
+	h.f.SetKVObserver(feed)
+	logs = []*raft.Log{h.log(*KVFlushCommand(0, false, 0, nil)),
+		h.log(*KVSetCommand(KVSetRequest{Key: []byte("z"), Value: []byte("v")})),
+		h.log(*KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("v")}))}
+	rs := h.f.ApplyBatch(logs)
+	if res, ok := rs[0].(*Result); !ok || res.Code != CodeOK || res.Fence != 300 || len(res.Value) != 0 {
+		t.Fatalf("flush step: %+v, want 300 keys deleted in one step", rs[0])
+	}
+	for i, r := range rs[1:] {
+		if res, ok := r.(*Result); !ok || res.Code != CodeCreated {
+			t.Fatalf("write %d after the flush: %v", i, r)
+		}
+	}
+	for _, k := range []string{"a", "z"} {
+		if _, err := h.f.KV([]byte(k), h.now()); err != nil {
+			t.Fatalf("KV(%s) after the batch: %v", k, err)
+		}
+	}
+	if _, err := h.f.KV([]byte("k0000"), h.now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a flushed key: %v, want not found", err)
+	}
+	// A cache of any key is dropped: the observer hears "all".
+	if got := feed.take(); len(got) != 1 || got[0] != nil {
+		t.Fatalf("the feed after a flush: %q, want one \"all\"", got)
 	}
 }

@@ -62,6 +62,9 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 			return false, nil
 		}
 		a.kvTouched(e.Key)
+		if err := unindexKey(tx, e.Key); err != nil {
+			return false, err
+		}
 		return true, tx.Bucket(bucketKV).Delete(e.Key)
 	case ttl.KindDigest:
 		v := tx.Bucket(bucketDigests).Get(e.Key)

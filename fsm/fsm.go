@@ -32,12 +32,15 @@ var (
 	bucketOnce    = []byte("once")     // OnceKey(scope, key) -> claim, see once.go
 	bucketLocks   = []byte("locks")    // lock name -> held lock, see lock.go
 	bucketLockQ   = []byte("lockq")    // lock name, NUL, ticket (8) -> waiter, see lock.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ}
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ, bucketKVScan}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")
 	keyFormat     = []byte("format")
-	currentFormat = []byte{1}
+	// currentFormat is the data file's format: 2 has the scan index
+	// (kv_scan.go), which opening a file of format 1 builds.
+	currentFormat = []byte{2}
+	formatNoScan  = []byte{1}
 )
 
 // Config configures the state machine's data file.
@@ -153,6 +156,7 @@ func openDB(path string, noSync bool) (_ *bolt.DB, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
 	}
+	old := false
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -160,13 +164,19 @@ func openDB(path string, noSync bool) (_ *bolt.DB, err error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if f := meta.Get(keyFormat); f == nil {
+		switch f := meta.Get(keyFormat); {
+		case f == nil:
 			return meta.Put(keyFormat, currentFormat)
-		} else if string(f) != string(currentFormat) {
-			return fmt.Errorf("data format %v, this build reads %v", f, currentFormat)
+		case string(f) == string(formatNoScan):
+			old = true
+		case string(f) != string(currentFormat):
+			return fmt.Errorf("data format %v, this build reads %v and %v", f, formatNoScan, currentFormat)
 		}
 		return nil
 	})
+	if err == nil && old {
+		err = buildScanIndex(db)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("fsm: open %s: %w", path, err)

@@ -127,6 +127,9 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
 		}
 	}
 	a.kvTouched(key)
+	if err := unindexKey(tx, key); err != nil {
+		return err
+	}
 	return tx.Bucket(bucketKV).Delete(key)
 }
 
@@ -217,6 +220,11 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 		noteOrder(b, !exists && above == nil)
 	}
 	a.kvTouched(key)
+	if !exists { // (a key expired but not swept is in the index already: the put is idempotent)
+		if err := indexKey(tx, key); err != nil {
+			return err
+		}
+	}
 	return b.Put(key, e.encode())
 }
 

@@ -59,7 +59,7 @@ func checkKVRename(c *Command) error {
 		return errors.New("unknown rename flags")
 	case len(c.Value) == 0 || len(c.Value) > MaxStoredKeyLen:
 		return errors.New("the destination is empty or too long")
-	case c.Value[0] == 0:
+	case c.Value[0] == 0 && !isKeyspaceKey(c.Value):
 		return errors.New("the destination is a reserved key")
 	}
 	return nil

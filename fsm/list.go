@@ -304,7 +304,7 @@ func checkListPop(c *Command) error {
 		switch {
 		case len(k) == 0 || len(k) > MaxStoredKeyLen:
 			return errors.New("a pop's further key is empty or too long")
-		case k[0] == 0:
+		case k[0] == 0 && !isKeyspaceKey(k):
 			return errors.New("a pop's further key is a reserved key") // idemgate's own, never a list
 		}
 	}

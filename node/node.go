@@ -204,7 +204,7 @@ func RespAuth(ac *auth.Access) resp.AuthFunc {
 		if err != nil {
 			return resp.Grant{}, err
 		}
-		return resp.Grant{Name: name, Write: role >= auth.RoleApp}, nil
+		return resp.Grant{Name: name, Write: role >= auth.RoleApp, Admin: role >= auth.RoleAdmin}, nil
 	}
 }
 

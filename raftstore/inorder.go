@@ -46,7 +46,7 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpR
 	for i := range ops {
 		cmds[i] = *ops[i]
 		cmds[i].ReqID = storeapi.NewRequestID()
-		if out[i].Err = storeapi.CheckKVKey(cmds[i].Key); out[i].Err != nil {
+		if out[i].Err = storeapi.CheckKeyspaceKey(cmds[i].Key); out[i].Err != nil {
 			continue // never sent, nor applied below
 		}
 		if cmds[i].Validate() == nil { // else never sent: Apply below says why

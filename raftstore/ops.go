@@ -114,8 +114,9 @@ func (s Commands) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, err
 // ApplyInOrder applies a client's pipelined KV commands in the order
 // given, each a command of its own with a fresh request id (never ctx's:
 // one id would make them one request), pipelined where the store can
-// (Pipeline); it returns when every command has its outcome. A command
-// with a reserved key is refused alone (storeapi.ErrReservedKey); a face that
+// (Pipeline); it returns when every command has its outcome. Keys are
+// the Redis face's, of any keyspace (fsm.KeyspaceKey). A command with a
+// reserved key is refused alone (storeapi.ErrReservedKey); a face that
 // means to refuse a command of many keys whole checks them first
 // (storeapi.CheckKVKey). A SETNX whose key is live here when the pipeline reaches
 // it is answered from a linearizable read (setnx.go), taken once the
@@ -152,15 +153,16 @@ func (s Commands) ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, er
 }
 
 // CheckTxKeys refuses a transaction that names a reserved key
-// (ErrReservedKey), among its commands or its watches.
+// (ErrReservedKey), among its commands or its watches; keys of every
+// keyspace (fsm.KeyspaceKey) are the Redis face's.
 func CheckTxKeys(r fsm.TxRequest) error {
 	for _, w := range r.Watches {
-		if err := storeapi.CheckKVKey(w.Key); err != nil {
+		if err := storeapi.CheckKeyspaceKey(w.Key); err != nil {
 			return err
 		}
 	}
 	for _, c := range r.Commands {
-		if err := storeapi.CheckKVKey(c.Key); err != nil {
+		if err := storeapi.CheckKeyspaceKey(c.Key); err != nil {
 			return err
 		}
 	}
@@ -180,7 +182,7 @@ func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []storea
 	for i := range cmds {
 		c := *cmds[i]
 		c.ReqID = storeapi.NewRequestID()
-		if out[i].Err = storeapi.CheckKVKey(c.Key); out[i].Err == nil {
+		if out[i].Err = storeapi.CheckKeyspaceKey(c.Key); out[i].Err == nil {
 			out[i].Res, out[i].Err = s.Propose(ctx, &c)
 		}
 	}

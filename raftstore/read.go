@@ -246,10 +246,12 @@ func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*fsm.Lo
 // quick.
 func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.fsm.SetLockObserver(fn) }
 
-// KV returns the value of a KV key (linearizable unless local); a
-// reserved key is refused (storeapi.ErrReservedKey).
+// KV returns the value of a KV key of any keyspace (fsm.KeyspaceKey;
+// linearizable unless local); a reserved key is refused
+// (storeapi.ErrReservedKey). A face that has keyspace 0 only checks its
+// keys with storeapi.CheckKVKey first.
 func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
-	if err := storeapi.CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKeyspaceKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	if local || mutantLocalReads {
@@ -287,16 +289,25 @@ func (s *Store) linearizableKV(ctx context.Context, key []byte) (fsm.KVEntry, er
 	return s.fsm.KV(key, time.Unix(0, s.fsm.Now()))
 }
 
-// EachKV calls fn with every live KV key of this node's applied state,
-// in key order, until fn returns false (linearizable unless local: a
-// barrier first). Reserved keys, which sort first, are never shown.
-func (s *Store) EachKV(ctx context.Context, local bool, fn func(key []byte) bool) error {
+// EachKV calls fn with every live KV key of this node's applied state
+// from from on (included; storeapi.FirstKVKey, or a keyspace's
+// fsm.KeyspacePrefix), in key order, until fn returns false (linearizable
+// unless local: a barrier first). from must not name a reserved key's
+// range: fn may see them if it does (a keyspace's prefix is a range of
+// client keys).
+func (s *Store) EachKV(ctx context.Context, local bool, from []byte, fn func(key []byte) bool) error {
 	if !local && !mutantLocalReads {
 		if err := s.Barrier(ctx); err != nil {
 			return err
 		}
 	}
-	return s.fsm.EachKV(storeapi.FirstKVKey, time.Now(), fn)
+	return s.fsm.EachKV(from, time.Now(), fn)
+}
+
+// ScanKV is a SCAN step over keyspace db from this node's applied state
+// (fsm.FSM.ScanKV); the Redis face runs its barrier first.
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error) {
+	return s.fsm.ScanKV(db, cursor, count, time.Now(), fn)
 }
 
 // LocalTx answers a transaction of reads only (MULTI/EXEC of GETs, WATCH

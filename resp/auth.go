@@ -38,12 +38,15 @@ func (s *Server) SetAuth(fn AuthFunc) {
 			continue
 		}
 		g, err := fn(sess.sum)
-		if err == nil && (g.Write || !sess.grant.Write) {
+		if err == nil && (g.Write || !sess.grant.Write) && (g.Admin || !sess.grant.Admin) {
 			continue
 		}
 		why := "its token is gone"
-		if err == nil {
+		switch {
+		case err == nil && sess.grant.Write && !g.Write:
 			why = "its token may no longer write"
+		case err == nil:
+			why = "its token is no longer the admin role's"
 		}
 		s.logger.Info("resp: a reload revoked a connection's token; closing it", "remote", c.ip, "id", c.id,
 			"token", sess.grant.Name, "reason", why)

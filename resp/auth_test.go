@@ -86,17 +86,18 @@ func TestAuth(t *testing.T) {
 }
 
 // TestReloadRevokes: a reload (SetAuth) closes, before it returns, every
-// open connection whose token it removed or took writing from, and such a
-// connection runs nothing it sent after; connections whose token stays
+// open connection whose token it removed or took writing or the admin
+// role from, and such a connection runs nothing it sent after; connections
+// whose token stays
 // (with as much or more) are untouched and keep what they had, and so do
 // unauthenticated ones, which stay unauthenticated.
 func TestReloadRevokes(t *testing.T) {
 	srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
 		c.Auth = authOf(map[string]Grant{"gone": {Name: "gone", Write: true}, "stays": {Name: "stays", Write: true},
-			"shrinks": {Name: "shrinks", Write: true}, "grows": {Name: "grows"}})
+			"shrinks": {Name: "shrinks", Write: true}, "grows": {Name: "grows"}, "demoted": {Name: "demoted", Write: true, Admin: true}})
 	})
 	conns := map[string]*rawConn{}
-	for _, secret := range []string{"gone", "stays", "shrinks", "grows", ""} {
+	for _, secret := range []string{"gone", "stays", "shrinks", "grows", "demoted", ""} {
 		c := dialRaw(t, srv.Addr())
 		if secret != "" {
 			c.send("AUTH " + secret + "\r\n")
@@ -116,9 +117,9 @@ func TestReloadRevokes(t *testing.T) {
 	}
 
 	srv.SetAuth(authOf(map[string]Grant{"stays": {Name: "stays", Write: true}, "shrinks": {Name: "shrinks"},
-		"grows": {Name: "grows", Write: true}, "new": {Name: "new", Write: true}}))
+		"grows": {Name: "grows", Write: true}, "new": {Name: "new", Write: true}, "demoted": {Name: "demoted", Write: true}}))
 
-	for _, secret := range []string{"gone", "shrinks"} {
+	for _, secret := range []string{"gone", "shrinks", "demoted"} { // demoted: no longer admin, so no FLUSHALL
 		c := conns[secret]
 		c.send("SET after-" + secret + " 1\r\n") // never run: the server closed the connection
 		if !c.closed() {

@@ -125,7 +125,7 @@ func TestGoRedisEveryCommand(t *testing.T) {
 			c.str("PING", r.Ping(ctx), "PONG")
 			c.str("ECHO", r.Echo(ctx, "hi\r\nthere"), "hi\r\nthere")
 			c.ok("SELECT 0", r.Do(ctx, "SELECT", 0).Err())
-			c.fails("SELECT 1", r.Do(ctx, "SELECT", 1).Err(), "ERR DB index is out of range")
+			c.fails("SELECT 16", r.Do(ctx, "SELECT", 16).Err(), "ERR DB index is out of range")
 			c.ok("CLIENT SETNAME", r.Do(ctx, "CLIENT", "SETNAME", "tester").Err())
 			c.str("CLIENT GETNAME", r.ClientGetName(ctx), "tester")
 			id, err := r.ClientID(ctx).Result()

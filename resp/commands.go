@@ -26,6 +26,7 @@ type command struct {
 	flags                   []string
 	firstKey, lastKey, step int
 	write                   bool // needs a grant that may write
+	admin                   bool // needs the admin role's grant (FLUSHDB, FLUSHALL)
 	preAuth                 bool // allowed before AUTH
 	conn                    func(c *conn, args [][]byte)
 	read                    func(c *conn, ctx context.Context, args [][]byte)
@@ -52,7 +53,7 @@ func register(cmds ...*command) {
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
 var unsupported = []string{"fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
-	"publish", "scan", "flushdb", "flushall", "move", "swapdb", "wait"}
+	"publish", "swapdb", "wait"}
 
 // isUnsupported reports whether name is a Redis command idemgate does
 // not run.
@@ -100,7 +101,7 @@ func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
 			return nil, refusal
 		}
 	}
-	if sess := c.sess.Load(); cmd.write && sess != nil && !sess.grant.Write {
+	if sess := c.sess.Load(); sess != nil && ((cmd.write && !sess.grant.Write) || (cmd.admin && !sess.grant.Admin)) {
 		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", sess.grant.Name, cmd.name)
 	}
 	return cmd, ""

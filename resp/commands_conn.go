@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/version"
 )
 
@@ -49,16 +50,33 @@ func cmdPing(c *conn, a [][]byte) {
 	}
 }
 
+// cmdSelect moves the connection to keyspace n (keyspace.go). Inside
+// MULTI it runs in its place at EXEC, and the commands queued after it
+// were planned in its keyspace (exec).
 func cmdSelect(c *conn, a [][]byte) {
-	n, err := strconv.Atoi(string(a[1]))
-	switch {
-	case err != nil:
-		c.w.errorLine(msgNotInteger)
-	case n != 0:
-		c.w.errorLine(msgDBRange)
-	default:
-		c.w.ok()
+	db, refusal := parseDB(a[1])
+	if refusal != "" {
+		c.w.errorLine(refusal)
+		return
 	}
+	c.db = db
+	c.w.ok()
+}
+
+// parseDB reads a keyspace number as Redis reads one (SELECT, COPY ...
+// DB, MOVE): a canonical decimal int, 0 to 15; else the refusal, word for
+// word Redis's.
+func parseDB(b []byte) (int, string) {
+	n, ok := parseInt64(b)
+	switch {
+	case !ok || strconv.FormatInt(n, 10) != string(b):
+		return 0, msgNotInteger
+	case n != int64(int32(n)):
+		return 0, msgIntRange
+	case n < 0 || n >= fsm.Keyspaces:
+		return 0, msgDBRange
+	}
+	return int(n), ""
 }
 
 // cmdAuth: AUTH secret, or AUTH user secret where user is "default" or
@@ -218,8 +236,8 @@ func (c *conn) info() string {
 	if c.readonly {
 		flags = "r" // Redis's flag of a READONLY connection
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d flags=%s db=0 cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), flags, user, c.proto,
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d flags=%s db=%d cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), flags, c.db, user, c.proto,
 		c.libName, c.libVer)
 }
 

@@ -3,11 +3,15 @@ package resp
 import (
 	"context"
 	"fmt"
+	"strconv"
+
+	"github.com/idemgate/idemgate/fsm"
 )
 
-// The keyspace as a whole: KEYS and DBSIZE, over this node's applied
-// state after the pipeline's barrier, in key order; reserved keys are
-// never shown. Not inside MULTI (they have no read in the log).
+// The keyspace as a whole: KEYS, SCAN and DBSIZE, over this node's
+// applied state after the pipeline's barrier; reserved keys are never
+// shown. Not inside MULTI (they have no read in the log). FLUSHDB and
+// FLUSHALL empty it.
 
 // maxKeysReply bounds what KEYS answers: a pattern that matches more is
 // refused rather than answered with a reply of unbounded size.
@@ -17,14 +21,57 @@ func init() {
 	register(
 		&command{name: "keys", arity: 2, kind: kindRead, read: cmdKeys},
 		&command{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
+		&command{name: "scan", arity: -2, kind: kindRead, read: cmdScan},
+		&command{name: "flushdb", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, false) }},
+		&command{name: "flushall", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, true) }},
 	)
+}
+
+// planFlush is FLUSHDB [ASYNC|SYNC] (the connection's keyspace) or
+// FLUSHALL (every keyspace): the state machine's flush, one bounded step
+// an entry (fsm.KVFlushCommand), proposed until it is done; OK then.
+// ASYNC is SYNC: the reply waits for the flush either way. Only the admin
+// role's token may run them. A keyspace of up to 10,000 keys is flushed
+// by one entry, at once; a larger one by a series, during which the keys
+// not yet reached are still read. Not inside MULTI, nor from a script.
+func planFlush(c *conn, a [][]byte, all bool) plan {
+	if len(a) > 2 || (len(a) == 2 && !eq(string(a[1]), "async") && !eq(string(a[1]), "sync")) {
+		return plan{err: msgSyntax}
+	}
+	db := c.db
+	return plan{direct: func(_ context.Context, w *writer) {
+		var (
+			bound uint64
+			from  []byte
+		)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+			r := c.s.store.ApplyInOrder(ctx, []*fsm.Command{fsm.KVFlushCommand(db, all, bound, from)})[0]
+			cancel()
+			switch {
+			case r.Err != nil:
+				w.errorLine(errorReply(r.Err))
+				return
+			case r.Res.Code != fsm.CodeOK:
+				w.errorLine(errorReply(r.Res.Err()))
+				return
+			}
+			bound, from = r.Res.Version, r.Res.Value
+			if len(from) == 0 {
+				w.ok()
+				return
+			}
+		}
+	}}
 }
 
 // cmdKeys is KEYS pattern, matched as Redis matches it (globMatch).
 func cmdKeys(c *conn, ctx context.Context, a [][]byte) {
 	var keys [][]byte
 	all := string(a[1]) == "*"
-	err := c.s.store.EachKV(ctx, true, func(k []byte) bool {
+	err := c.eachKey(ctx, func(k []byte) bool {
 		if all || globMatch(a[1], k) {
 			keys = append(keys, append([]byte(nil), k...))
 		}
@@ -68,9 +115,96 @@ func (c *conn) scriptKeys(ctx context.Context, keys [][]byte) ([][]byte, error) 
 // cmdDBSize counts the live keys.
 func cmdDBSize(c *conn, ctx context.Context, _ [][]byte) {
 	n := 0
-	if err := c.s.store.EachKV(ctx, true, func([]byte) bool { n++; return true }); err != nil {
+	if err := c.eachKey(ctx, func([]byte) bool { n++; return true }); err != nil {
 		c.w.errorLine(errorReply(err))
 		return
 	}
 	c.w.integer(int64(n))
+}
+
+// cmdScan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type] over the
+// connection's keyspace, in the order of the state machine's scan index
+// (fsm.ScanKV): the cursor is a 64-bit hash, the same on every node and
+// after restarts, and a key present for the whole scan is answered at
+// least once. COUNT bounds the index entries a call looks at (at most
+// fsm.MaxScanLook), so a call may answer fewer keys, or none, and go on.
+// TYPE string and TYPE list keep the keys of that type, another type none.
+func cmdScan(c *conn, ctx context.Context, a [][]byte) {
+	cursor, ok := parseCursor(a[1])
+	if !ok {
+		c.w.errorLine("ERR invalid cursor")
+		return
+	}
+	count, match, typ := 10, []byte(nil), ""
+	for i := 2; i < len(a); i += 2 {
+		opt := string(a[i])
+		switch {
+		case eq(opt, "count") && i+1 < len(a):
+			n, ok := parseInt64(a[i+1])
+			switch {
+			case !ok:
+				c.w.errorLine(msgNotInteger)
+				return
+			case n < 1:
+				c.w.errorLine(msgSyntax)
+				return
+			}
+			count = int(min(n, fsm.MaxScanLook))
+		case eq(opt, "match") && i+1 < len(a):
+			match = a[i+1]
+			if string(match) == "*" {
+				match = nil
+			}
+		case eq(opt, "type") && i+1 < len(a):
+			typ = string(a[i+1])
+		default:
+			c.w.errorLine(msgSyntax)
+			return
+		}
+	}
+	var keys [][]byte
+	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte, kind fsm.Kind) {
+		if (typ == "" || eq(typ, map[fsm.Kind]string{fsm.KindString: "string", fsm.KindList: "list"}[kind])) &&
+			(match == nil || globMatch(match, k)) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	})
+	if err != nil {
+		c.w.errorLine(errorReply(err))
+		return
+	}
+	c.w.array(2)
+	c.w.bulkString(strconv.FormatUint(next, 10))
+	c.w.array(len(keys))
+	for _, k := range keys {
+		c.w.bulk(k)
+	}
+}
+
+// parseCursor reads SCAN's cursor as Redis 7.0 does (strtoul, base 10): an
+// optional sign (a minus negates, modulo 2^64), then digits only; nothing
+// at all is 0; leading space, other bytes, or a number past 2^64-1 are
+// refused.
+func parseCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	neg := false
+	switch b[0] {
+	case '-':
+		neg, b = true, b[1:]
+	case '+':
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] < '0' || b[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

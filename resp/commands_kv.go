@@ -41,8 +41,8 @@ func init() {
 		wr("decr", 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], -1) }),
 		wr("incrby", 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, 1) }),
 		wr("decrby", 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, -1) }),
-		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Second) }),
-		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(a, time.Millisecond) }),
+		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(c, a, time.Second) }),
+		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(c, a, time.Millisecond) }),
 		wr("persist", 2, 1, planPersist),
 		wr("delex", -2, 1, planDelex),
 		rd("digest", 2, 1, cmdDigest, txDigest),
@@ -51,12 +51,21 @@ func init() {
 	)
 }
 
-// local reads a key from this node's applied state: the pipeline ran the
-// barrier that makes it linearizable (or the connection is READONLY).
+// local reads a key of the connection's keyspace from this node's
+// applied state: the pipeline ran the barrier that makes it linearizable
+// (or the connection is READONLY).
 func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
-	if c.script != nil {
-		return c.script.sb.KV(key)
+	if err := storeapi.CheckKVKey(key); err != nil {
+		return fsm.KVEntry{}, false, err
 	}
+	if c.script != nil {
+		return c.script.sb.KV(c.key(key))
+	}
+	return c.localStored(ctx, c.key(key))
+}
+
+// localStored is local of a key as stored (fsm.KeyspaceKey).
+func (c *conn) localStored(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
 	e, err := c.s.store.KV(ctx, key, true)
 	if errors.Is(err, fsm.ErrNotFound) {
 		return e, false, nil
@@ -340,37 +349,69 @@ func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 	return o, ""
 }
 
-// expiryOf turns EX/PX/EXAT/PXAT n into a lifetime from now. An absolute
-// time already past is a lifetime of 1ns: the key is set and gone, as in
-// Redis.
+// expiryOf turns EX/PX/EXAT/PXAT n into a lifetime from now, refusing
+// (false) exactly what Redis 7 refuses (getExpireMillisecondsOrReply: not
+// positive, or past a 64-bit count of milliseconds once made absolute). An
+// absolute time already past is a lifetime of 1ns: the key is set and
+// gone, as in Redis. A lifetime Redis takes that is longer than the
+// store's bound (fsm.MaxTTL, 100 years) is that bound.
 func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
-	if n <= 0 {
+	seconds, relative := eq(opt, "ex") || eq(opt, "exat"), eq(opt, "ex") || eq(opt, "px")
+	if n <= 0 || (seconds && n > math.MaxInt64/1000) {
+		return 0, false
+	}
+	ms := n
+	if seconds {
+		ms *= 1000
+	}
+	nowMs := now.UnixMilli()
+	if relative && ms > math.MaxInt64-nowMs {
 		return 0, false
 	}
 	var d time.Duration
 	switch {
-	case eq(opt, "ex"):
-		if n > int64(fsm.MaxTTL/time.Second) {
-			return 0, false
-		}
-		d = time.Duration(n) * time.Second
-	case eq(opt, "px"):
-		if n > int64(fsm.MaxTTL/time.Millisecond) {
-			return 0, false
-		}
-		d = time.Duration(n) * time.Millisecond
-	case eq(opt, "exat"):
-		if n > now.Unix()+int64(fsm.MaxTTL/time.Second) {
-			return 0, false
-		}
-		d = time.Unix(n, 0).Sub(now)
-	default: // pxat
-		if n > now.UnixMilli()+int64(fsm.MaxTTL/time.Millisecond) {
-			return 0, false
-		}
-		d = time.UnixMilli(n).Sub(now)
+	case relative && ms <= int64(fsm.MaxTTL/time.Millisecond):
+		d = time.Duration(ms) * time.Millisecond
+	case relative:
+		d = fsm.MaxTTL
+	case ms-nowMs > int64(fsm.MaxTTL/time.Millisecond):
+		d = fsm.MaxTTL
+	default:
+		d = time.UnixMilli(ms).Sub(now)
 	}
-	return max(d, 1), d <= fsm.MaxTTL
+	return max(d, 1), true
+}
+
+// lifetimeOf is EXPIRE's arithmetic (Redis's expireGenericCommand): n
+// units from base (the Unix epoch for EXPIREAT, now for EXPIRE) as a
+// lifetime from now, 0 when that is already past (the key goes); false
+// where Redis answers "invalid expire time": n seconds past a 64-bit count
+// of milliseconds, or past it once base is added. A lifetime longer than
+// the store's bound (fsm.MaxTTL) is that bound.
+func lifetimeOf(n int64, unit time.Duration, relative bool, now time.Time) (time.Duration, bool) {
+	ms := n
+	if unit == time.Second {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			return 0, false
+		}
+		ms *= 1000
+	}
+	nowMs := now.UnixMilli()
+	if relative {
+		if ms > math.MaxInt64-nowMs {
+			return 0, false
+		}
+		ms += nowMs
+	}
+	switch left := ms - nowMs; {
+	case ms <= nowMs: // (left is read only below, where ms is past now: no overflow)
+		return 0, true
+	case left > int64(fsm.MaxTTL/time.Millisecond):
+		return fsm.MaxTTL, true
+	case relative:
+		return time.Duration(left) * time.Millisecond, true
+	}
+	return max(time.UnixMilli(ms).Sub(now), 0), true
 }
 
 func planSet(c *conn, a [][]byte) plan {
@@ -473,19 +514,20 @@ func planIncr(key []byte, delta int64) plan {
 
 // planExpire: EXPIRE/PEXPIRE key n [NX|XX|GT|LT]; n <= 0 deletes the key
 // (once the condition holds), as Redis does.
-func planExpire(a [][]byte, unit time.Duration) plan {
+func planExpire(c *conn, a [][]byte, unit time.Duration) plan {
 	n, ok := parseInt64(a[2])
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
 	flags, refusal := parseExpireFlags(a[3:])
-	switch {
-	case refusal != "":
+	if refusal != "" {
 		return plan{err: refusal}
-	case n > int64(fsm.MaxTTL/unit):
+	}
+	d, ok := lifetimeOf(n, unit, true, c.now())
+	if !ok {
 		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
 	}
-	return planLifetime(a[1], time.Duration(max(n, 0))*unit, flags)
+	return planLifetime(a[1], d, flags)
 }
 
 // planExpireAt: EXPIREAT/PEXPIREAT key t [NX|XX|GT|LT], a Unix time in
@@ -498,18 +540,14 @@ func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
 		return plan{err: msgNotInteger}
 	}
 	flags, refusal := parseExpireFlags(a[3:])
-	now := c.now()
-	nowUnits := now.UnixNano() / int64(unit)
-	switch {
-	case refusal != "":
+	if refusal != "" {
 		return plan{err: refusal}
-	case n > nowUnits+int64(fsm.MaxTTL/unit), // the store's bound
-		unit == time.Second && (n > math.MaxInt64/1000 || n < math.MinInt64/1000): // Redis's
-		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
-	case n <= nowUnits:
-		return planLifetime(a[1], 0, flags) // past: the key goes
 	}
-	return planLifetime(a[1], max(time.Unix(0, 0).Add(time.Duration(n)*unit).Sub(now), 0), flags)
+	d, ok := lifetimeOf(n, unit, false, c.now())
+	if !ok {
+		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
+	}
+	return planLifetime(a[1], d, flags) // 0: past, the key goes
 }
 
 // parseExpireFlags reads EXPIRE's conditions; the reply for a refusal.

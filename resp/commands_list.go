@@ -278,6 +278,7 @@ func answerBlockingPop(w *writer, r []storeapi.OpResult) {
 			w.errorLine(errorReply(err))
 			return
 		}
+		_, key, _ = fsm.KeyspaceOf(key) // the client's key, not as stored
 		w.array(2)
 		w.bulk(key)
 		w.bulk(elems[0])

@@ -80,19 +80,21 @@ func cmdWatch(c *conn, a [][]byte) {
 	}
 	var add []fsm.Watch
 	for _, k := range a[1:] {
-		if _, dup := c.watches.keys[string(k)]; dup {
-			continue // the first WATCH of a key is the one that counts, as in Redis
-		}
 		if err := storeapi.CheckKVKey(k); err != nil {
 			c.w.errorLine(errorReply(err))
 			return
+		}
+		if _, dup := c.watches.keys[string(c.key(k))]; dup {
+			continue // the first WATCH of a key is the one that counts, as in Redis
 		}
 		e, ok, err := c.local(ctx, k)
 		if err != nil {
 			c.w.errorLine(errorReply(err))
 			return
 		}
-		w := fsm.Watch{Key: k}
+		// Watched in the keyspace it is watched in, whatever SELECT
+		// follows, as in Redis.
+		w := fsm.Watch{Key: c.key(k)}
 		if ok {
 			w.Version, w.ExpiresAt = e.Version, e.ExpiresAt
 		}
@@ -236,23 +238,29 @@ func (c *conn) exec() {
 	}
 	steps := make([]step, len(m.queued))
 	var ops []*fsm.Command
+	// A SELECT among them moves the keyspace the commands after it are
+	// planned in; it runs (and moves the connection) in its place below,
+	// once the transaction applied.
+	db := c.db
 	for i, r := range m.queued {
 		s := step{cmd: m.cmds[i], args: r.args}
 		switch s.cmd.kind {
+		case kindConn:
+			if s.cmd.name == "select" {
+				if n, refusal := parseDB(r.args[1]); refusal == "" {
+					c.db = n
+				}
+			}
 		case kindRead:
 			s.p = s.cmd.txRead(r.args)
 		case kindWrite:
 			s.p = s.cmd.plan(c, r.args)
 		}
-		for _, op := range s.p.ops {
-			if err := storeapi.CheckKVKey(op.Key); err != nil { // refused whole, as outside a transaction
-				s.p = plan{err: errorReply(err)}
-				break
-			}
-		}
+		s.p = c.inKeyspace(s.p) // a reserved key refuses it whole, as outside a transaction
 		ops = append(ops, s.p.ops...)
 		steps[i] = s
 	}
+	c.db = db
 	// The keys a tracking client reads are remembered before the reads
 	// run (tracking.go): after the barrier of a transaction of reads only.
 	track := func() {

@@ -122,7 +122,7 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 	// The commands run on a connection of the client's protocol whose
 	// reads and writes are the sandbox's.
 	var buf bytes.Buffer
-	sub := &conn{s: c.s, proto: c.proto, readonly: c.readonly, script: sc}
+	sub := &conn{s: c.s, proto: c.proto, readonly: c.readonly, db: c.db, script: sc}
 	sub.w = writer{bw: bufio.NewWriter(&buf), proto: c.proto}
 	sub.sess.Store(c.sess.Load())
 	replies = make([][]byte, len(m.queued))
@@ -131,8 +131,16 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 		buf.Reset()
 		switch {
 		case cmd.kind == kindConn:
+			// A SELECT moves the keyspace of the commands after it; it
+			// runs on the connection in its place when EXEC answers.
+			if cmd.name == "select" {
+				if n, refusal := parseDB(args[1]); refusal == "" {
+					sub.db = n
+				}
+			}
 			continue
 		case isEval(cmd.name):
+			sc.sub.db = sub.db // the script runs in the keyspace it was queued in
 			if stopped := c.txScript(sub, sc, cmd, args); stopped != "" {
 				c.w.errorLine(fmt.Sprintf(msgTxScriptKilled, stopped))
 				return nil, nil, true
@@ -140,13 +148,7 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 		case cmd.kind == kindRead:
 			cmd.read(sub, ctx, args)
 		default:
-			p := cmd.plan(sub, args)
-			for _, op := range p.ops {
-				if err := storeapi.CheckKVKey(op.Key); err != nil {
-					p = plan{err: errorReply(err)}
-					break
-				}
-			}
+			p := sub.inKeyspace(cmd.plan(sub, args)) // a reserved key refuses it whole
 			if p.err != "" {
 				sub.w.errorLine(p.err)
 				break

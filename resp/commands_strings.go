@@ -31,6 +31,7 @@ func init() {
 		wr("rename", 3, 2, 1, func(c *conn, a [][]byte) plan { return planRename(c, a, fsm.RenamePlain) }),
 		wr("renamenx", 3, 2, 1, func(c *conn, a [][]byte) plan { return planRename(c, a, fsm.RenameNX) }),
 		wr("copy", -3, 2, 1, planCopy),
+		wr("move", 3, 1, 1, planMove),
 	)
 }
 
@@ -274,7 +275,7 @@ func planRename(c *conn, a [][]byte, mode fsm.RenameMode) plan {
 	if err := storeapi.CheckKVKey(a[2]); err != nil {
 		return plan{err: errorReply(err)}
 	}
-	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], mode, false)}, answer: func(w *writer, r []storeapi.OpResult) {
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], c.key(a[2]), mode, false)}, answer: func(w *writer, r []storeapi.OpResult) {
 		switch {
 		case r[0].Err == nil && r[0].Res.Code == fsm.CodeNotFound:
 			w.errorLine("ERR no such key")
@@ -286,39 +287,50 @@ func planRename(c *conn, a [][]byte, mode fsm.RenameMode) plan {
 	}}
 }
 
-// planCopy is COPY src dst [DB 0] [REPLACE]: 1 when copied, 0 when the
-// source is absent or the destination exists (without REPLACE). idemgate
-// has one keyspace: DB may only name it.
+// planCopy is COPY src dst [DB n] [REPLACE]: 1 when copied, 0 when the
+// source is absent or the destination exists (without REPLACE); DB names
+// the destination's keyspace (the connection's by default).
 func planCopy(c *conn, a [][]byte) plan {
-	replace := false
+	replace, db := false, c.db
 	for i := 3; i < len(a); i++ {
 		switch s := string(a[i]); {
 		case eq(s, "replace"):
 			replace = true
 		case eq(s, "db") && i+1 < len(a):
 			i++
-			n, ok := parseInt64(a[i])
-			switch {
-			case !ok:
-				return plan{err: msgNotInteger}
-			case n != int64(int32(n)):
-				return plan{err: "ERR value is out of range, value must between -2147483648 and 2147483647"}
-			case n < 0 || n > 15:
-				return plan{err: msgDBRange}
-			case n != 0:
-				return plan{err: "ERR COPY to another DB is not supported by idemgate: it has one keyspace, DB 0"}
+			var refusal string
+			if db, refusal = parseDB(a[i]); refusal != "" {
+				return plan{err: refusal}
 			}
 		default:
 			return plan{err: msgSyntax}
 		}
 	}
-	if string(a[1]) == string(a[2]) {
-		return plan{err: "ERR source and destination objects are the same"}
+	if string(a[1]) == string(a[2]) && db == c.db {
+		return plan{err: msgSameObject}
 	}
 	if err := storeapi.CheckKVKey(a[2]); err != nil {
 		return plan{err: errorReply(err)}
 	}
-	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], a[2], fsm.RenameCopy, replace)}, answer: func(w *writer, r []storeapi.OpResult) {
+	dst := fsm.KeyspaceKey(db, a[2])
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], dst, fsm.RenameCopy, replace)}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) }, fsm.CodeNotFound, fsm.CodeExists)
+	}}
+}
+
+// planMove is MOVE key db: 1 when the key moved, with its lifetime, to
+// keyspace db; 0 when it is absent or db holds the key already (RENAMENX
+// across keyspaces, one command).
+func planMove(c *conn, a [][]byte) plan {
+	db, refusal := parseDB(a[2])
+	switch {
+	case refusal != "":
+		return plan{err: refusal}
+	case db == c.db:
+		return plan{err: msgSameObject}
+	}
+	dst := fsm.KeyspaceKey(db, a[1])
+	return plan{ops: []*fsm.Command{fsm.KVRenameCommand(a[1], dst, fsm.RenameNX, false)}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) }, fsm.CodeNotFound, fsm.CodeExists)
 	}}
 }

@@ -72,6 +72,7 @@ type Config struct {
 type Grant struct {
 	Name  string // the token's name, for CLIENT INFO and NOPERM errors
 	Write bool   // may write KV keys and spend and issue form tokens; else reads only
+	Admin bool   // may also flush keyspaces (FLUSHDB, FLUSHALL): the admin role's
 }
 
 // AuthFunc tells what the secret whose SHA-256 is sum grants (AUTH

@@ -26,6 +26,7 @@ type conn struct {
 	libName  string
 	libVer   string
 	readonly bool // READONLY: reads are this node's applied state, not linearized
+	db       int  // SELECT: the keyspace (keyspace.go)
 	// sess is what AUTH granted (nil before); revoked is set when a
 	// reload took it away (auth.go). Both are read by SetAuth's goroutine.
 	sess    atomic.Pointer[session]

@@ -18,6 +18,8 @@ const (
 	msgWrongPass    = "WRONGPASS invalid username-password pair or user is disabled."
 	msgNoPassword   = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
 	msgDBRange      = "ERR DB index is out of range"
+	msgSameObject   = "ERR source and destination objects are the same"
+	msgIntRange     = "ERR value is out of range, value must between -2147483648 and 2147483647"
 	msgNoProto      = "NOPROTO unsupported protocol version"
 	msgMaxClients   = "ERR max number of clients reached"
 	msgWrongType    = "WRONGTYPE Operation against a key holding the wrong kind of value"

@@ -150,7 +150,7 @@ func TestHostileInput(t *testing.T) {
 			[]string{"+OK\r\n", "$1\r\nv\r\n"}, false},
 		{"key over the store's limit", "SET " + strings.Repeat("k", 2000) + " v\r\nPING\r\n",
 			[]string{"-ERR malformed command: kv_set: key of 2000 bytes, over 1024\r\n", "+PONG\r\n"}, false},
-		{"empty key", "*3\r\n$3\r\nSET\r\n$0\r\n\r\n$1\r\nv\r\n", []string{"-ERR malformed command: kv_set: empty key\r\n"}, false},
+		{"empty key (Redis has one)", "*3\r\n$3\r\nSET\r\n$0\r\n\r\n$1\r\nv\r\n*2\r\n$3\r\nGET\r\n$0\r\n\r\n*2\r\n$3\r\nDEL\r\n$0\r\n\r\n", []string{"+OK\r\n", "$1\r\nv\r\n", ":1\r\n"}, false},
 		{"unknown command", "FLY me to\r\n", []string{"-ERR unknown command 'FLY', with args beginning with: 'me' 'to' \r\n"}, false},
 		{"wrong arity", "GET\r\nGET a b\r\n", []string{"-ERR wrong number of arguments for 'get' command\r\n",
 			"-ERR wrong number of arguments for 'get' command\r\n"}, false},

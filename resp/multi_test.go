@@ -92,6 +92,9 @@ var txCases = []struct {
 	{"a script and a queue-time error", []txStep{{0, "MULTI\r\nEVAL \"return redis.call('SET', KEYS[1], 1)\" 1 {k}a\r\nNOSUCH\r\nEXEC\r\nEXISTS {k}a\r\n", ""}}},
 	{"a script with lifetimes and the connection's commands", []txStep{{0, "MULTI\r\nSET {k}t v EX 100\r\n" +
 		"EVAL \"redis.call('PEXPIRE', KEYS[1], 50000); return redis.call('TTL', KEYS[1])\" 1 {k}t\r\nCLIENT SETNAME scripted\r\nTTL {k}t\r\nCLIENT GETNAME\r\nEXEC\r\n", ""}}},
+	{"a script in the keyspace a SELECT queued before it moved to", []txStep{{0, "SELECT 4\r\nSET {k}a 1\r\nMULTI\r\n" +
+		"SET {k}b 1\r\nSELECT 5\r\nEVAL \"redis.call('SET', KEYS[1], 'five'); return redis.call('GET', KEYS[2])\" 2 {k}a {k}b\r\nINCR {k}b\r\nEXEC\r\n" +
+		"MGET {k}a {k}b\r\nSELECT 4\r\nMGET {k}a {k}b\r\nSELECT 0\r\nMGET {k}a {k}b\r\n", ""}}},
 }
 
 // TestMultiDifferential sends the same command streams to redis-server

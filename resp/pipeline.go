@@ -129,13 +129,7 @@ func (c *conn) runWrites(batch []request, i int) int {
 		if refusal != "" || cmd.kind != kindWrite {
 			break
 		}
-		p := cmd.plan(c, batch[j].args)
-		for _, op := range p.ops {
-			if err := storeapi.CheckKVKey(op.Key); err != nil { // refused whole: none of its keys is written
-				p = plan{err: errorReply(err)}
-				break
-			}
-		}
+		p := c.inKeyspace(cmd.plan(c, batch[j].args))
 		if p.atomic && p.err == "" {
 			p = c.atomically(p)
 		}

@@ -34,7 +34,7 @@ func TestReservedKeysRefused(t *testing.T) {
 		"getset": {rk, "evil"}, "setex": {rk, "100", "evil"}, "psetex": {rk, "100", "evil"}, "getex": {rk, "PERSIST"},
 		"mset": {"plain", "2", rk, "evil"}, "msetnx": {"plainnew", "2", rk, "evil"},
 		"append": {rk, "evil"}, "setrange": {rk, "0", "evil"}, "incrbyfloat": {rk, "1.5"},
-		"rename": {rk, "plain"}, "renamenx": {"plain", rk}, "copy": {rk, "plain", "REPLACE"}, "expiretime": {rk}, "pexpiretime": {rk}, "type": {rk}, "object": {"ENCODING", rk},
+		"rename": {rk, "plain"}, "renamenx": {"plain", rk}, "copy": {rk, "plain", "REPLACE"}, "move": {rk, "1"}, "expiretime": {rk}, "pexpiretime": {rk}, "type": {rk}, "object": {"ENCODING", rk},
 		"llen": {rk}, "lrange": {rk, "0", "-1"}, "lindex": {rk, "0"}, "lpush": {rk, "evil"}, "rpush": {rk, "evil"},
 		"lpushx": {rk, "evil"}, "rpushx": {rk, "evil"}, "lpop": {rk}, "rpop": {rk, "2"}, "lrem": {rk, "0", "x"},
 		"ltrim": {rk, "0", "1"}, "blpop": {"plain", rk, "1"}, "brpop": {rk, "plain", "0"},

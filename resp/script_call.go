@@ -44,14 +44,14 @@ var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "s
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly}
 	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
-		c.trackKey(key) // a tracking client caches what its script read; remembered before the read
-		e, ok, err := c.local(ctx, key)
+		c.trackStored(key)                    // a tracking client caches what its script read; remembered before the read
+		e, ok, err := c.localStored(ctx, key) // the sandbox's keys are as stored (inKeyspace)
 		if err != nil && sc.storeErr == nil {
 			sc.storeErr = err
 		}
 		return e, ok, err
 	})
-	sc.sub = &conn{s: c.s, proto: 2, readonly: c.readonly, script: sc}
+	sc.sub = &conn{s: c.s, proto: 2, readonly: c.readonly, db: c.db, script: sc}
 	sc.sub.w = writer{bw: bufio.NewWriter(&sc.buf), proto: 2}
 	sc.sub.sess.Store(c.sess.Load())
 	return sc
@@ -96,7 +96,7 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 	case kindRead:
 		cmd.read(sub, sc.ctx, args)
 	case kindWrite:
-		p := cmd.plan(sub, args)
+		p := sub.inKeyspace(cmd.plan(sub, args))
 		if p.err != "" {
 			sub.w.errorLine(p.err)
 			break

@@ -14,14 +14,22 @@ import (
 // Store is what the listener needs from the replicated store, in package
 // fsm's and storeapi's terms, so the listener never imports the store's
 // package; *raftstore.Store implements it over Raft (package node wires it
-// in), and internal/memstore in one process for behaviour tests.
+// in), and internal/memstore in one process for behaviour tests. Keys
+// are named as the state machine stores them, of a keyspace
+// (fsm.KeyspaceKey; the listener maps a client's keys, keyspace.go).
 type Store interface {
 	// KV reads a key: linearizable unless local (then this node's
 	// applied state).
 	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
-	// EachKV calls fn with every live key, reserved keys left out, in key
-	// order, until fn returns false (this node's applied state if local).
-	EachKV(ctx context.Context, local bool, fn func(key []byte) bool) error
+	// EachKV calls fn with every live key from from on (storeapi.FirstKVKey:
+	// keyspace 0's, reserved keys left out; fsm.KeyspacePrefix: another
+	// keyspace's, then what follows it), in key order, until fn returns
+	// false (this node's applied state if local).
+	EachKV(ctx context.Context, local bool, from []byte, fn func(key []byte) bool) error
+	// ScanKV answers a SCAN step over keyspace db from this node's applied
+	// state (fsm.FSM.ScanKV): the keys of up to count index entries from
+	// cursor on, and the next cursor (0: done).
+	ScanKV(ctx context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error)
 	// Barrier returns once this node has applied every write acknowledged
 	// before the call: local reads after it are linearizable.
 	Barrier(ctx context.Context) error

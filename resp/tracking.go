@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/idemgate/idemgate/fsm"
 )
 
 // Client-side caching: CLIENT TRACKING, CLIENT CACHING, CLIENT GETREDIR,
@@ -104,7 +106,15 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 		}
 		return
 	}
-	for _, k := range keys {
+	for _, stored := range keys {
+		// Keys are tracked by the client's name, whatever its keyspace,
+		// as Redis tracks them: a write in one keyspace invalidates a
+		// reader of the same name in another (more than needed, never
+		// less). Reserved keys are no client's.
+		_, k, ok := fsm.KeyspaceOf(stored)
+		if !ok {
+			continue
+		}
 		if ids, ok := t.keys[string(k)]; ok {
 			delete(t.keys, string(k))
 			for _, id := range ids {
@@ -239,9 +249,10 @@ func (c *conn) trackRead(cmd *command, args [][]byte) {
 	c.s.track.remember(c, keys)
 }
 
-// trackKey remembers one key a script of c reads.
-func (c *conn) trackKey(key []byte) {
-	if c.trackWanted() {
+// trackStored remembers one key a script of c reads, named as stored (in
+// its keyspace): remembered, as every tracked key, by the client's name.
+func (c *conn) trackStored(stored []byte) {
+	if _, key, ok := fsm.KeyspaceOf(stored); ok && c.trackWanted() {
 		c.s.track.remember(c, [][]byte{key})
 	}
 }

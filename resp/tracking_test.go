@@ -176,6 +176,30 @@ var trackCases = []struct {
 		{conn: 1, send: "SET {k}a 1\r\n"},
 		{conn: 2, send: "PING\r\n"},
 	}},
+	{"keyspaces: a key is tracked by its name, in its keyspace and in another", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
+		{conn: 0, send: "SELECT 1\r\n"},
+		{conn: 0, send: "GET {k}a\r\n"},
+		{conn: 1, send: "SELECT 1\r\n"},
+		{conn: 1, send: "SET {k}a 1\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "GET {k}b\r\n"},
+		{conn: 1, send: "SELECT 0\r\n"},
+		{conn: 1, send: "SET {k}b 1\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
+	{"flush: FLUSHDB of another keyspace tells every tracking client to drop everything", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
+		{conn: 0, send: "GET {k}a\r\n"},
+		{conn: 1, send: "SELECT 3\r\n"},
+		{conn: 1, send: "SET {k}x 1\r\n"},
+		{conn: 1, send: "FLUSHDB\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 1, send: "FLUSHDB\r\n"}, // an empty keyspace too
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
 }
 
 // TestTrackingAgainstRedis runs the streams against redis-server and the

@@ -1,5 +1,7 @@
 package storeapi
 
+import "github.com/idemgate/idemgate/fsm"
+
 // Reserved keys. The KV keyspace is every face's (/v1/kv, the Redis
 // protocol), and idemgate keeps records of its own in it (a member's API
 // address, which /v1/cluster shows). Keys that begin with a NUL byte are
@@ -22,3 +24,15 @@ func CheckKVKey(key []byte) error {
 // FirstKVKey is where a walk of the KV keyspace that must not show
 // reserved keys begins: they all sort before it.
 var FirstKVKey = []byte{reservedPrefix + 1}
+
+// CheckKeyspaceKey refuses a reserved key (ErrReservedKey) but takes a
+// key of any keyspace (fsm.KeyspaceKey): the store checks with it the keys
+// of the Redis face, which names a key of its connection's keyspace as
+// fsm.KeyspaceKey stores it, having checked the client's key with
+// CheckKVKey first.
+func CheckKeyspaceKey(key []byte) error {
+	if _, _, ok := fsm.KeyspaceOf(key); !ok && len(key) > 0 {
+		return ErrReservedKey
+	}
+	return nil
+}

@@ -177,15 +177,20 @@ func (s *Store) LockState(_ context.Context, name []byte, _ bool) (*fsm.Lock, er
 func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.f.SetLockObserver(fn) }
 
 func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
-	if err := storeapi.CheckKVKey(key); err != nil {
+	if err := storeapi.CheckKeyspaceKey(key); err != nil {
 		return fsm.KVEntry{}, err
 	}
 	return s.f.KV(key, time.Now())
 }
 
 // EachKV is raftstore.Store.EachKV.
-func (s *Store) EachKV(_ context.Context, _ bool, fn func(key []byte) bool) error {
-	return s.f.EachKV(storeapi.FirstKVKey, time.Now(), fn)
+func (s *Store) EachKV(_ context.Context, _ bool, from []byte, fn func(key []byte) bool) error {
+	return s.f.EachKV(from, time.Now(), fn)
+}
+
+// ScanKV is raftstore.Store.ScanKV.
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error) {
+	return s.f.ScanKV(db, cursor, count, time.Now(), fn)
 }
 
 // LocalTx is raftstore.Store.LocalTx.
