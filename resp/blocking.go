@@ -197,6 +197,10 @@ func (c *conn) blockingPop(p plan) {
 			b.remove(w) // disconnected: nothing popped, nothing answered
 			c.quit = true
 			return
+		case <-c.s.stopping:
+			b.remove(w) // the listener is closing: nothing popped
+			c.quit = true
+			return
 		}
 	}
 }

@@ -3,6 +3,7 @@ package resp
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -121,8 +123,11 @@ func TestTenThousandBlockedClients(t *testing.T) {
 	_, port, _ := strings.Cut(tc.addrs[node], ":")
 	const clients, keys = 10000, 100
 	script := `
-import socket, sys
+import resource, socket, sys
 port, n, keys = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if soft != resource.RLIM_INFINITY and soft < n + 64:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (n + 64, hard))
 socks = []
 for i in range(n):
     s = socket.create_connection(("127.0.0.1", port))
@@ -152,13 +157,17 @@ print("served", served, flush=True)
 	cmd := exec.Command(py, "-c", script, port, strconv.Itoa(clients), strconv.Itoa(keys))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr // a child that fails says why
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	out := bufio.NewReader(stdout)
 	if line, err := out.ReadString('\n'); line != "blocked\n" {
-		t.Fatalf("the clients: %q %v", line, err)
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the clients: %q %v; their stderr: %s", line, err, stderr.String())
 	}
 	var w, k int
 	for deadline := time.Now().Add(180 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -214,5 +223,35 @@ print("served", served, flush=True)
 	}
 	if got := retry(tc.addrs[node], "LRANGE", "tk:8", "0", "-1"); got != "*1\r\n$4\r\nkept\r\n" {
 		t.Fatalf("after the blocked clients left, the list is %q", got)
+	}
+}
+
+// TestCloseEndsBlockedPops: a listener closing ends its clients' BLPOPs
+// with no timeout, both the one whose client sent nothing more and the
+// one whose client pipelined a command after it (the watch for the
+// client's close stops at its first byte): Close returns, nothing popped.
+func TestCloseEndsBlockedPops(t *testing.T) {
+	store := memstore.New(t)
+	srv := startServer(t, store, "mem", nil)
+	quiet, pipelined := dialRaw(t, srv.Addr()), dialRaw(t, srv.Addr())
+	quiet.send("BLPOP cl:a 0\r\n")
+	pipelined.send("BLPOP cl:b 0\r\n")
+	waitBlocked(t, srv, 2)
+	pipelined.send("PING\r\n")         // read by nobody while it blocks: its watch sees a byte and ends
+	time.Sleep(100 * time.Millisecond) // (for the watch to see it; not a timing claim)
+	closed := make(chan error, 1)
+	go func() { closed <- srv.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(60 * time.Second): // a hang, not a timing claim
+		t.Fatal("Close did not return while clients were blocked in BLPOP")
+	}
+	for _, c := range []*rawConn{quiet, pipelined} {
+		if b, err := io.ReadAll(c.br); len(b) != 0 {
+			t.Errorf("a blocked client was answered %q (%v), want the connection closed", b, err)
+		}
+	}
+	if w, k := blocked(srv); w != 0 || k != 0 {
+		t.Errorf("%d waiters on %d keys left after Close", w, k)
 	}
 }

@@ -38,12 +38,15 @@ type Server struct {
 	// track is CLIENT TRACKING's table (tracking.go).
 	track *tracker
 
-	ln      net.Listener
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	ids     map[int64]*conn // the same, by id (CLIENT TRACKING's REDIRECT)
-	closed  bool
-	serving sync.WaitGroup
+	ln     net.Listener
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	ids    map[int64]*conn // the same, by id (CLIENT TRACKING's REDIRECT)
+	closed bool
+	// stopping is closed when Close begins: what waits without a bound
+	// (a BLPOP with no timeout) ends on it.
+	stopping chan struct{}
+	serving  sync.WaitGroup
 }
 
 // New builds a Server; it listens once Listen is called.
@@ -54,7 +57,7 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
+	s := &Server{stopping: make(chan struct{}), cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}, ids: map[int64]*conn{}}
 	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
@@ -176,6 +179,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stopping)
 	var err error
 	if s.ln != nil {
 		err = s.ln.Close()

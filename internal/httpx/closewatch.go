@@ -11,7 +11,8 @@ import (
 // connection c while a handler still holds its request (a lock acquire
 // waiting in its queue): the kernel's readiness wakes it, nothing polls,
 // and the read is a peek, so no byte of a next request is taken from the
-// server. The handler calls the returned stop before it answers. A
+// server. It calls gone too when the server closes c itself (shutting
+// down). The handler calls the returned stop before it answers. A
 // connection that is not a socket underneath is not watched.
 func WatchClose(c net.Conn, gone func()) (stop func()) {
 	for {
@@ -34,7 +35,7 @@ func WatchClose(c net.Conn, gone func()) (stop func()) {
 		defer close(done)
 		closed := false
 		var buf [1]byte
-		_ = rc.Read(func(fd uintptr) bool {
+		err := rc.Read(func(fd uintptr) bool {
 			n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 			switch {
 			case errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EINTR):
@@ -44,7 +45,10 @@ func WatchClose(c net.Conn, gone func()) (stop func()) {
 			}
 			return true // data (a pipelined request): the client is there
 		})
-		if closed {
+		// A connection the server closed itself (shutting down) is gone
+		// too: what waits on the client would otherwise wait forever. The
+		// stop below ends the read with a deadline instead.
+		if closed || errors.Is(err, net.ErrClosed) {
 			gone()
 		}
 	}()
