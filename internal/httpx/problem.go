@@ -61,7 +61,7 @@ var (
 	NotAlive                 = Kind{fasthttp.StatusServiceUnavailable, "not-alive", "Node stopped"}
 	OutcomeUnknown           = Kind{fasthttp.StatusConflict, "outcome-unknown", "Outcome unknown"}
 	ReplayUnavailable        = Kind{fasthttp.StatusConflict, "replay-unavailable", "Stored response unavailable"}
-	StaleFence               = Kind{fasthttp.StatusConflict, "stale-fence", "Fence no longer holds the claim"}
+	StaleFence               = Kind{fasthttp.StatusConflict, "stale-fence", "Fence no longer holds the claim or lock"}
 	SuspectedDuplicate       = Kind{fasthttp.StatusConflict, "suspected-duplicate", "Suspected duplicate"}
 	TokenUsed                = Kind{fasthttp.StatusConflict, "token-used", "Token already used"}
 	TooManyRequests          = Kind{fasthttp.StatusTooManyRequests, "too-many-requests", "Too many requests"}
