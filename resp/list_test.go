@@ -1,11 +1,6 @@
 package resp
 
-import (
-	"fmt"
-	"strings"
-	"testing"
-	"time"
-)
+import "testing"
 
 // listStreams are command streams of the list commands whose replies must
 // be Redis 7.0's, byte for byte ("{k}" is the stream's own key prefix):
@@ -87,32 +82,4 @@ var listStreams = [][][]string{
 
 // TestListsAgainstRedis: listStreams, in RESP2 and RESP3, answered as
 // redis-server answers them, through a follower.
-func TestListsAgainstRedis(t *testing.T) {
-	redisAddr := startRedisServer(t)
-	tc := startCluster(t, nil)
-	follower := (tc.rc.WaitLeader(5*time.Second) + 1) % 3
-	for _, proto := range []int{2, 3} {
-		for i, stream := range listStreams {
-			rc, ic := dialRaw(t, redisAddr), dialRaw(t, tc.addrs[follower])
-			if proto == 3 {
-				for _, c := range []*rawConn{rc, ic} {
-					c.send("HELLO 3\r\n")
-					c.replies(1)
-				}
-			}
-			prefix := fmt.Sprintf("list%d:%d:", proto, i)
-			for _, cmd := range stream {
-				args := make([]string, len(cmd))
-				for j, a := range cmd {
-					args[j] = strings.ReplaceAll(a, "{k}", prefix)
-				}
-				rc.send(array(args...))
-				ic.send(array(args...))
-				want, got := rc.replies(1)[0], ic.replies(1)[0]
-				if got != want {
-					t.Errorf("resp%d stream %d: %q:\n idemgate %q\n redis    %q", proto, i, args, got, want)
-				}
-			}
-		}
-	}
-}
+func TestListsAgainstRedis(t *testing.T) { againstRedis(t, "list", listStreams) }
