@@ -515,19 +515,7 @@ func planIncr(key []byte, delta int64) plan {
 // planExpire: EXPIRE/PEXPIRE key n [NX|XX|GT|LT]; n <= 0 deletes the key
 // (once the condition holds), as Redis does.
 func planExpire(c *conn, a [][]byte, unit time.Duration) plan {
-	n, ok := parseInt64(a[2])
-	if !ok {
-		return plan{err: msgNotInteger}
-	}
-	flags, refusal := parseExpireFlags(a[3:])
-	if refusal != "" {
-		return plan{err: refusal}
-	}
-	d, ok := lifetimeOf(n, unit, true, c.now())
-	if !ok {
-		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit] + "' command"}
-	}
-	return planLifetime(a[1], d, flags)
+	return planExpiry(c, a, unit, true, map[time.Duration]string{time.Second: "expire", time.Millisecond: "pexpire"}[unit])
 }
 
 // planExpireAt: EXPIREAT/PEXPIREAT key t [NX|XX|GT|LT], a Unix time in
@@ -535,6 +523,13 @@ func planExpire(c *conn, a [][]byte, unit time.Duration) plan {
 // does. The lifetime is counted from the command's clock (conn.now), the
 // one the state machine applies a script's writes at.
 func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
+	return planExpiry(c, a, unit, false, map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit])
+}
+
+// planExpiry is the EXPIRE family's plan: n in unit, relative to the
+// command's clock or an absolute Unix time; name is the command's, for
+// Redis's error. A lifetime of 0 (past) deletes the key.
+func planExpiry(c *conn, a [][]byte, unit time.Duration, relative bool, name string) plan {
 	n, ok := parseInt64(a[2])
 	if !ok {
 		return plan{err: msgNotInteger}
@@ -543,11 +538,11 @@ func planExpireAt(c *conn, a [][]byte, unit time.Duration) plan {
 	if refusal != "" {
 		return plan{err: refusal}
 	}
-	d, ok := lifetimeOf(n, unit, false, c.now())
+	d, ok := lifetimeOf(n, unit, relative, c.now())
 	if !ok {
-		return plan{err: "ERR invalid expire time in '" + map[time.Duration]string{time.Second: "expireat", time.Millisecond: "pexpireat"}[unit] + "' command"}
+		return plan{err: "ERR invalid expire time in '" + name + "' command"}
 	}
-	return planLifetime(a[1], d, flags) // 0: past, the key goes
+	return planLifetime(a[1], d, flags)
 }
 
 // parseExpireFlags reads EXPIRE's conditions; the reply for a refusal.
