@@ -25,7 +25,7 @@ func (c *conn) key(k []byte) []byte { return fsm.KeyspaceKey(c.db, k) }
 // is written). A rename's destination (Value) is mapped by its planner,
 // which knows its keyspace (COPY ... DB n, MOVE).
 func (c *conn) inKeyspace(p plan) plan {
-	if p.err != "" || (len(p.ops) == 0 && len(p.watches) == 0 && p.block == nil) {
+	if p.err != "" || (len(p.ops) == 0 && len(p.watches) == 0 && p.block == nil) || c.storedAsNamed(p) {
 		return p
 	}
 	ops := make([]*fsm.Command, len(p.ops))
@@ -79,6 +79,27 @@ func (c *conn) inKeyspace(p plan) plan {
 		p.watches = ws
 	}
 	return p
+}
+
+// storedAsNamed reports whether every key of p is stored as the client
+// named it, so inKeyspace has nothing to map or copy: keyspace 0, no empty
+// key (stored under the keyspace prefix), no reserved key (refused), no
+// blocking pop (its further keys are in its value). Most writes take it.
+func (c *conn) storedAsNamed(p plan) bool {
+	if c.db != 0 || p.block != nil {
+		return false
+	}
+	for _, op := range p.ops {
+		if fsm.InTx(op.Type) && (op.Type == fsm.TypeListPop || len(op.Key) == 0 || storeapi.CheckKVKey(op.Key) != nil) {
+			return false
+		}
+	}
+	for _, w := range p.watches {
+		if len(w.Key) == 0 || storeapi.CheckKVKey(w.Key) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // eachKey calls fn with every live key of the connection's keyspace (the
