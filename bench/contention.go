@@ -185,6 +185,7 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 		pick[c] = rand.NewZipf(rand.New(rand.NewPCG(seed, uint64(c))), lc.ZipfS, 1, uint64(lc.Keys-1))
 	}
 	deadline := time.Now().Add(cfg.Duration)
+	cpu := startCPU(sys)
 	s := Run(cfg, func(c int, seq int64) error {
 		key := keys[pick[c].Uint64()]
 		val := fmt.Sprintf("c%d-%d-%s", c, seq, id)
@@ -249,6 +250,7 @@ func Contention(sys System, cfg RunConfig, lc LockConfig) Stats {
 	ls.Acquisitions = int64(len(all))
 	ls.AcquisitionsPerSec, ls.FailedPerSec = float64(ls.Acquisitions)/secs, float64(ls.FailedAttempts)/secs
 	s.Ops, s.OpsPerSec = ls.Acquisitions, ls.AcquisitionsPerSec
+	s.CPU = cpu.per(ls.Acquisitions)
 	s.P50, s.P90, s.P99, s.Max = acq.Percentile(0.50), acq.Percentile(0.90), acq.Percentile(0.99), acq.Max()
 	var msgs []string
 	ls.Violations, msgs = checkHolds(all)

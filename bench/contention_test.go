@@ -100,6 +100,7 @@ func (s memSystem) newLocker(int, time.Duration, time.Duration) (locker, error) 
 func (s memSystem) newShop(int) (shop, error)                  { return s, nil }
 func (s memSystem) newOncer(int, time.Duration) (oncer, error) { return nil, errNoOnce }
 func (s memSystem) kv(RunConfig) []Stats                       { return nil }
+func (s memSystem) serverPIDs() []int                          { return nil }
 func (s memSystem) close()                                     {}
 func (s memSystem) issue(n int) ([]string, error) {
 	toks := make([]string, n)

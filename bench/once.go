@@ -46,9 +46,11 @@ func Once(sys System, cfg RunConfig) Stats {
 	defer o.close()
 	id := runID()
 	payload := []byte(`{"to":"+4912345","text":"welcome"}`)
+	cpu := startCPU(sys)
 	s := Run(cfg, func(c int, seq int64) error {
 		return o.pair(c, fmt.Sprintf("o-%s-%d-%d", id, c, seq), payload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
 	})
+	s.CPU = cpu.per(s.Ops)
 	s.Baseline = baseline
 	return s
 }
@@ -148,7 +150,8 @@ func OnceRESP(t Target, cfg RunConfig) Stats {
 	id := runID()
 	lease := strconv.FormatInt(onceLease.Milliseconds(), 10)
 	payload := `{"to":"+4912345","text":"welcome"}`
-	return Run(cfg, func(c int, seq int64) error {
+	cpu := startCPU(t)
+	s := Run(cfg, func(c int, seq int64) error {
 		key := fmt.Sprintf("r-%s-%d-%d", id, c, seq)
 		conn := conns[c]
 		conn.c.SetDeadline(time.Now().Add(10 * time.Second))
@@ -168,6 +171,8 @@ func OnceRESP(t Target, cfg RunConfig) Stats {
 		}
 		return nil
 	})
+	s.CPU = cpu.per(s.Ops)
+	return s
 }
 
 // array reads an array reply of bulk strings and integers (nil elements

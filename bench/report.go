@@ -36,6 +36,10 @@ func WriteTable(w io.Writer, all []Stats) {
 			fmt.Fprintf(w, "%-28s %d tokens %s; %d consumes, up to %d racers on a token; per consumer %d-%d tokens won\n",
 				"", sale.Tokens, soldOut, sale.Consumes, sale.MaxRacers, sale.MinWins, sale.MaxWins)
 		}
+		if c := s.CPU; c != nil {
+			fmt.Fprintf(w, "%-28s CPU per op: %s in the bench process (clients%s)%s\n", "", us(time.Duration(c.ProcessNS)),
+				map[bool]string{true: "", false: " and idemgate's nodes"}[s.Baseline], map[bool]string{true: fmt.Sprintf(", %s in the servers", us(time.Duration(c.ServersNS))), false: ""}[s.Baseline])
+		}
 		if s.FirstError != "" {
 			fmt.Fprintf(w, "%-28s first error: %s\n", "", s.FirstError)
 		}

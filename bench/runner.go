@@ -55,6 +55,9 @@ type Stats struct {
 	// consume.
 	Lock *LockStats `json:"lock,omitempty"`
 	Sale *SaleStats `json:"sale,omitempty"`
+	// CPU is the CPU per operation (contention: per acquisition; once: per
+	// pair), where the scenario measures it.
+	CPU *CPUCost `json:"cpu_per_op,omitempty"`
 }
 
 // Run measures op under cfg.

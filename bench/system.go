@@ -20,6 +20,9 @@ type System interface {
 	newOncer(clients int, run time.Duration) (oncer, error)
 	// kv measures SETNX on fresh keys, then GETDEL of them.
 	kv(cfg RunConfig) []Stats
+	// serverPIDs are its server processes apart from the bench's (none
+	// for a cluster the bench runs in its own process).
+	serverPIDs() []int
 }
 
 // System is "idemgate", or the name the target was given (a TLS run's).
