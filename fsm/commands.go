@@ -103,6 +103,11 @@ type spec struct {
 	// retry under the id is answered with the first result (reqid.go).
 	// What changes nothing when applied again is not remembered.
 	remembered bool
+	// settled, where set, reports that a remembered command needs no
+	// memory after all: the state it leaves answers its retry as the
+	// first attempt was answered for longer than the memory would
+	// (reqid.go), so its id is neither looked up nor stored.
+	settled func(c *Command) bool
 	// tx: a transaction (kv_tx.go) may hold it: a command of the KV
 	// keyspace.
 	tx bool
@@ -207,7 +212,7 @@ var commands = [typeEnd]spec{
 		key: true, remembered: true, check: checkOnceRenew, apply: (*applier).onceRenew},
 	// Body: the result; TTL: the scope's retention, from the complete.
 	TypeOnceComplete: {name: "once_complete", uses: fKey | fFence | fBody | fTTL,
-		key: true, remembered: true, check: checkOnceComplete, apply: (*applier).onceComplete},
+		key: true, remembered: true, settled: onceCompleteSettled, check: checkOnceComplete, apply: (*applier).onceComplete},
 	TypeOnceRelease: {name: "once_release", uses: fKey | fFence,
 		key: true, remembered: true, check: checkFence, apply: (*applier).onceRelease},
 	// Key: the lock's name (CheckLockName). Value: the owner token the

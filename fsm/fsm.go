@@ -474,13 +474,14 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	}
 	// What changes nothing when applied twice is not remembered (the
 	// command table says which).
-	dedup := !c.ReqID.IsZero() && commands[c.Type].remembered
+	spec := &commands[c.Type]
+	dedup := !c.ReqID.IsZero() && spec.remembered && (spec.settled == nil || !spec.settled(c))
 	if dedup {
 		if r := a.recall(tx, c.ReqID); r != nil {
 			return r
 		}
 	}
-	r := commands[c.Type].apply(a, tx, c, rev)
+	r := spec.apply(a, tx, c, rev)
 	if dedup {
 		if err := a.remember(tx, c.ReqID, r); err != nil {
 			return &Result{Code: CodeStorage}

@@ -169,6 +169,17 @@ func (a *applier) onceComplete(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	return &Result{Code: CodeOK, Fence: cl.Fence, ExpiresAt: cl.ExpiresAt}
 }
 
+// onceCompleteSettled: a complete whose claim is kept at least as long
+// as a request id is remembered (2 × RequestIDRetention) needs no memory
+// of its id. Applied again, it finds the claim it completed (nothing but
+// the sweep at the claim's expiry removes a completed claim, and no
+// caller can change it) and answers as the first attempt did: CodeOK, the
+// fence, the same expiry. Its refusals change nothing and are never
+// remembered anyway. Every HTTP complete carries a caller's key, hashed
+// into an id that lands anywhere in the memory's index: this halves a
+// once pair's inserts there.
+func onceCompleteSettled(c *Command) bool { return c.TTL >= 2*RequestIDRetention }
+
 // onceRelease drops a begun claim its fence holds: the work failed, and the
 // next begin runs it again (with a higher fence). A completed claim is
 // kept (CodeWrongState).

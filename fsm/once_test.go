@@ -175,6 +175,56 @@ func TestOnceRequestIDRemembered(t *testing.T) {
 	}
 }
 
+// TestOnceCompleteRetrySettled: a complete retried under its request id,
+// across the memory's whole span, is answered as the first attempt was;
+// with a retention at least twice RequestIDRetention the claim answers it
+// and the id is not remembered, with a shorter one the memory does (the
+// claim may be gone before the memory is).
+func TestOnceCompleteRetrySettled(t *testing.T) {
+	for _, tc := range []struct {
+		retention  time.Duration
+		remembered bool
+	}{
+		{2 * RequestIDRetention, false},
+		{time.Hour, false},
+		{2*RequestIDRetention - time.Nanosecond, true},
+		{time.Minute, true},
+	} {
+		o := newOnce(t)
+		fence := o.begin(time.Minute).Fence
+		c := *OnceCompleteCommand(o.key, fence, []byte("sent"), tc.retention)
+		c.ReqID = reqID(7)
+		first := o.apply(c)
+		if first.Code != CodeOK || first.Fence != fence {
+			t.Fatalf("retention %s: complete %+v", tc.retention, first)
+		}
+		if _, ok, err := o.f.LookupRequest(c.ReqID); err != nil || ok != tc.remembered {
+			t.Fatalf("retention %s: remembered %v (%v), want %v", tc.retention, ok, err, tc.remembered)
+		}
+		// Retries while the memory certainly holds the id (RequestIDRetention)
+		// and, where the claim answers them, up to just before the claim's
+		// own expiry at the shortest retention settled.
+		at := []time.Duration{time.Second, time.Minute, RequestIDRetention - time.Second}
+		if !tc.remembered {
+			at = append(at, 2*RequestIDRetention-time.Second)
+		}
+		start := o.clock
+		for _, d := range at {
+			o.clock = start + int64(d)
+			if again := o.apply(c); !bytes.Equal(first.Encode(nil), again.Encode(nil)) {
+				t.Fatalf("retention %s, retry %s after: first %+v, retry %+v", tc.retention, d, first, again)
+			}
+		}
+		if _, ok, _ := o.f.LookupRequest(c.ReqID); !tc.remembered && ok {
+			t.Fatalf("retention %s: a retry was remembered", tc.retention)
+		}
+		// Another result under the same fence is still refused.
+		if r := o.apply(*OnceCompleteCommand(o.key, fence, []byte("other"), tc.retention)); !tc.remembered && r.Code != CodeWrongState {
+			t.Fatalf("retention %s: another result: %+v", tc.retention, r)
+		}
+	}
+}
+
 func TestOnceValidate(t *testing.T) {
 	k, fp := OnceKey("s", "k"), OnceFingerprint(nil)
 	for _, c := range []*Command{

@@ -59,7 +59,10 @@ const RequestIDRetention = 2 * time.Minute
 //
 // No-ops, sweeps (TypeExpire) and the cluster's own facts are never
 // remembered (the command table says so; applyOne does not look their ids
-// up): each may be applied any number of times.
+// up): each may be applied any number of times. Nor is a command whose
+// row's settled says the state it leaves answers its retry as the first
+// attempt was, for longer than this memory would: a once complete whose
+// claim is kept at least 2 × RequestIDRetention.
 //
 // The remembered answer's encoding, one flag bit per present field:
 //
