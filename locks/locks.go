@@ -62,6 +62,24 @@ type Store interface {
 	OnLockGrants(fn func(grants []fsm.LockGrant))
 }
 
+// LeaderGrants is what a store that replicates offers besides Store: the
+// grants the leader applies, told before this node applies them (a
+// follower learns of a commit only with the leader's next AppendEntries).
+// A Service whose store has it watches the feed while requests wait here.
+type LeaderGrants interface {
+	// LeaderLockGrants returns the grants applied after cursor (zero: the
+	// newest held), waiting a while for some, and the next cursor.
+	LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.LockGrant, [16]byte, error)
+}
+
+// watchTimeout bounds one call to the leader's feed (which holds a call
+// for a second at most); watchRetry is the pause after a failed one
+// (no leader, an election): the node's own apply still tells meanwhile.
+const (
+	watchTimeout = 5 * time.Second
+	watchRetry   = 100 * time.Millisecond
+)
+
 // Config is a Service's settings.
 type Config struct {
 	// MaxWaiters bounds the acquires that wait on this node at once:
@@ -92,8 +110,9 @@ type Service struct {
 	store Store
 	cfg   Config
 
-	mu      sync.Mutex
-	waiting map[[fsm.LockOwnerLen]byte]chan fsm.LockGrant
+	mu       sync.Mutex
+	waiting  map[[fsm.LockOwnerLen]byte]chan fsm.LockGrant
+	watching bool // a watch of the leader's grants runs (while requests wait)
 
 	acquired prometheus.Counter
 	waited   prometheus.Histogram
@@ -165,7 +184,41 @@ func (s *Service) wait(owner [fsm.LockOwnerLen]byte) (chan fsm.LockGrant, error)
 	}
 	ch := make(chan fsm.LockGrant, 1)
 	s.waiting[owner] = ch
+	if lg, ok := s.store.(LeaderGrants); ok && !s.watching {
+		s.watching = true
+		go s.watch(lg)
+	}
 	return ch, nil
+}
+
+// watch tells the waiters here of the grants the leader applies, while
+// any wait: a grant reaches a waiter on a follower without waiting for the
+// follower's own apply, which comes only with the leader's next log write.
+// Duplicates (the same grant from the node's apply) find the request
+// answered and are ignored. It ends once nobody waits.
+func (s *Service) watch(lg LeaderGrants) {
+	var cursor [16]byte
+	for {
+		s.mu.Lock()
+		if len(s.waiting) == 0 {
+			s.watching = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), watchTimeout)
+		grants, next, err := lg.LeaderLockGrants(ctx, cursor)
+		cancel()
+		if err != nil {
+			cursor = [16]byte{}
+			time.Sleep(watchRetry)
+			continue
+		}
+		cursor = next
+		if len(grants) > 0 {
+			s.granted(grants)
+		}
+	}
 }
 
 func (s *Service) done(owner [fsm.LockOwnerLen]byte) {

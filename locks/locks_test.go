@@ -72,3 +72,93 @@ func waiters(t *testing.T, m *memstore.Store) int {
 	}
 	return int(l.Waiters)
 }
+
+// laggingStore is a node whose own apply never tells its waiters of their
+// grants (a follower that has not yet learned the commit), with the
+// leader's feed of the grants it applied (LeaderGrants) beside it.
+type laggingStore struct {
+	*memstore.Store
+	feed chan []fsm.LockGrant
+}
+
+func newLaggingStore(t *testing.T) *laggingStore {
+	l := &laggingStore{Store: memstore.New(t), feed: make(chan []fsm.LockGrant, 64)}
+	l.Store.OnLockGrants(func(grants []fsm.LockGrant) {
+		own := make([]fsm.LockGrant, len(grants))
+		for i, g := range grants {
+			own[i] = fsm.LockGrant{Name: append([]byte(nil), g.Name...), Owner: append([]byte(nil), g.Owner...), Fence: g.Fence, LeaseEnd: g.LeaseEnd}
+		}
+		l.feed <- own
+	})
+	return l
+}
+
+// OnLockGrants drops the Service's observer: this node's apply tells
+// nobody.
+func (l *laggingStore) OnLockGrants(func([]fsm.LockGrant)) {}
+
+func (l *laggingStore) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.LockGrant, [16]byte, error) {
+	select {
+	case g := <-l.feed:
+		cursor[15]++
+		return g, cursor, nil
+	case <-time.After(100 * time.Millisecond):
+		return nil, cursor, nil
+	case <-ctx.Done():
+		return nil, cursor, ctx.Err()
+	}
+}
+
+// TestGrantFromLeaderFeed: a waiter whose node has not applied its grant
+// yet is granted from the leader's feed, with the grant's fence, and the
+// watch of the feed ends once nobody waits.
+func TestGrantFromLeaderFeed(t *testing.T) {
+	l := newLaggingStore(t)
+	s, err := New(l, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := s.Acquire(ctx, "hot", time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		held Held
+		err  error
+	}
+	got := make(chan outcome, 1)
+	go func() {
+		h, err := s.Acquire(ctx, "hot", time.Hour, 5*time.Second)
+		got <- outcome{h, err}
+	}()
+	for i := 0; waiters(t, l.Store) < 1; i++ {
+		if i > 2000 {
+			t.Fatal("the waiter never queued")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := s.Release(ctx, "hot", first.Fence); err != nil {
+		t.Fatal(err)
+	}
+	o := <-got
+	if o.err != nil {
+		t.Fatalf("the waiter: %v (its node's apply tells nobody: only the leader's feed could)", o.err)
+	}
+	st, err := s.Get(ctx, "hot")
+	if err != nil || o.held.Fence <= first.Fence || st.Fence != o.held.Fence || o.held.ExpiresAt.UnixNano() != st.LeaseEnd {
+		t.Fatalf("granted %+v after fence %d; the lock %+v %v", o.held, first.Fence, st, err)
+	}
+	for i := 0; ; i++ {
+		s.mu.Lock()
+		watching := s.watching
+		s.mu.Unlock()
+		if !watching {
+			break
+		}
+		if i > 2000 {
+			t.Fatal("the watch of the feed runs on with nobody waiting")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

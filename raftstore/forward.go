@@ -91,6 +91,9 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, e
 			}
 			return binary.BigEndian.AppendUint64(nil, idx), nil
 		}
+	case transport.Grants:
+		cursor := append([]byte(nil), payload...)
+		return func() ([]byte, error) { return s.grants.wait(cursor, grantsHold, s.closing), nil }
 	case transport.Clock:
 		now := s.stampNow()
 		return func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil }

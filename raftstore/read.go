@@ -242,9 +242,9 @@ func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*fsm.Lo
 
 // OnLockGrants registers fn to be told, after each applied batch, the
 // locks it granted: the waiters of this node's requests learn of their
-// grant from this node's own apply. fn runs on the apply path and must be
-// quick.
-func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.fsm.SetLockObserver(fn) }
+// grant from this node's own apply (and sooner from the leader's,
+// LeaderLockGrants). fn runs on the apply path and must be quick.
+func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.onGrants.Store(&fn) }
 
 // KV returns the value of a KV key of any keyspace (fsm.KeyspaceKey;
 // linearizable unless local); a reserved key is refused
