@@ -106,7 +106,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.lock.Hold, "hold", 0, "contention: how long a client holds a lock it took (up to 1s)")
 	fs.StringVar(&f.plot, "plot", "", "sweep --plot-scenario over 1, 4, 16, 64, 256 clients on every system and draw throughput and p99 to this .svg file")
 	fs.StringVar(&f.httpClient, "http-client", "fasthttp", "the HTTP client of every request, to idemgate and the baselines: fasthttp, or std (Go's net/http, kept alive)")
-	fs.BoolVar(&f.breakdown, "breakdown", false, "instead of the scenarios: where a write's time goes, stage by stage, and its cost per operation, for SETNX over HTTP, SET NX over RESP and a gateway first request at 1, 16 and 64 clients (--duration each)")
+	fs.BoolVar(&f.breakdown, "breakdown", false, "instead of the scenarios: where a write's time goes, stage by stage, and its cost per operation, for SETNX over HTTP, SET NX over RESP and a gateway first request at 1, 16 and 64 clients (--duration each); with --scenario once, for a once pair beside etcd's")
 	fs.StringVar(&f.plotScenario, "plot-scenario", "contention", "the scenario --plot sweeps: "+strings.Join(bench.PlotScenarios, ", "))
 	if _, code, ok := commandLine(fs, "bench", usage, "", joinJSONFile(args), stdout, stderr); !ok {
 		return code
@@ -257,7 +257,7 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench
 		sweep(sys)
 	}
 	if f.breakdown {
-		return rep, breakdown(f, cfg, &rep)
+		return rep, breakdown(f, slices.Equal(scenarios, []string{"once"}), cfg, &rep)
 	}
 	baselineKV := slices.ContainsFunc(scenarios, needsKV)
 	if f.cpuprofile != "" {
@@ -431,13 +431,29 @@ func splitList(s string) []string {
 }
 
 // breakdown runs --breakdown: the write budget on a cluster the bench
-// starts, then the same writes' cost on each baseline found.
-func breakdown(f benchFlags, cfg bench.RunConfig, rep *bench.Report) error {
+// starts, then the same writes' cost on each baseline found; with once
+// (--scenario once), the once pair's, beside etcd's.
+func breakdown(f benchFlags, once bool, cfg bench.RunConfig, rep *bench.Report) error {
 	err := benchOwnCluster(f, false, cfg.Progress, func(t bench.Target, _ string) {
-		rep.Budgets = bench.Breakdown(t, cfg, bench.BudgetClients)
+		if once {
+			rep.Budgets = bench.BreakdownOnce(t, cfg, bench.BudgetClients)
+		} else {
+			rep.Budgets = bench.Breakdown(t, cfg, bench.BudgetClients)
+		}
 	})
 	if err != nil {
 		return err
+	}
+	if once {
+		if bin, why := bench.FindEtcd(f.etcd, cfg.Progress); bin == "" {
+			fmt.Fprintf(cfg.Progress, "bench: no etcd baseline: %s\n", why)
+		} else if e, err := bench.StartEtcd(bin, 3); err != nil {
+			fmt.Fprintf(cfg.Progress, "bench: no etcd baseline: %v\n", err)
+		} else {
+			defer e.Stop()
+			rep.Budgets = append(rep.Budgets, bench.BaselineOnceBreakdown(e, cfg, bench.BudgetClients)...)
+		}
+		return nil
 	}
 	var r *bench.Redis
 	if bin, why := bench.FindRedis(f.redis); bin == "" {

@@ -293,17 +293,28 @@ func TestBenchFailoverFlags(t *testing.T) {
 // write were seen (a leader log write, AppendEntries to each follower, a
 // commit), every command was queued and woken once, one Raft entry holds
 // at least one command, and the raft.db commits per operation are the
-// batches' on each of the three nodes.
+// batches' on each of the three nodes. With --scenario once, the same for
+// the once pair's two store calls.
 func TestBenchBreakdown(t *testing.T) {
+	for _, once := range []bool{false, true} {
+		t.Run(map[bool]string{false: "writes", true: "once"}[once], func(t *testing.T) { testBreakdown(t, once) })
+	}
+}
+
+func testBreakdown(t *testing.T, once bool) {
 	var out, progress bytes.Buffer
 	f := benchFlags{nodes: 3, duration: 300 * time.Millisecond, redis: "off", etcd: "off", breakdown: true, lock: bench.DefaultLockConfig()}
 	cfg := bench.RunConfig{Duration: f.duration, Progress: &progress}
 	var rep bench.Report
-	if err := breakdown(f, cfg, &rep); err != nil {
+	if err := breakdown(f, once, cfg, &rep); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
-	for _, w := range []string{"SETNX over HTTP", "SET NX over RESP", "gateway first request"} {
+	workloads := []string{"SETNX over HTTP", "SET NX over RESP", "gateway first request"}
+	if once {
+		workloads = []string{"once pair over HTTP", "once pair over RESP"}
+	}
+	for _, w := range workloads {
 		for _, n := range bench.BudgetClients {
 			want[fmt.Sprintf("%s/%d", w, n)] = true
 		}
@@ -323,7 +334,7 @@ func TestBenchBreakdown(t *testing.T) {
 			t.Fatalf("%s at %d clients: %d ops, %d errors (%s)", b.Name, b.Clients, b.Ops, b.Errors, b.Err)
 		}
 		calls := 1.0
-		if b.Name == "gateway first request" {
+		if b.Name == "gateway first request" || strings.HasPrefix(b.Name, "once pair") {
 			calls = 2 // begin and complete
 		}
 		// The cluster's own writes (its id, expiry sweeps) run beside the

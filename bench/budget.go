@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -280,6 +281,41 @@ func Breakdown(t Target, cfg RunConfig, clients []int) []Budget {
 			st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("b-%s-%d-%d", id, n, seq), payBody)
 			return expect(st, err, 201)
 		}))
+	}
+	return out
+}
+
+// BreakdownOnce measures the budget of a once pair on t (begin, then
+// complete), at each of clients: over the HTTP API as client.Once sends
+// it (spread over the nodes, as the once scenario) and over the Redis
+// protocol (IDEM.BEGIN and IDEM.COMPLETE on the first of t.Resps, the
+// leader). Each pair is two store calls.
+func BreakdownOnce(t Target, cfg RunConfig, clients []int) []Budget {
+	var out []Budget
+	id := runID()
+	payload := []byte(`{"to":"+4912345","text":"welcome"}`)
+	o := targetOncer{t}
+	for _, n := range clients {
+		cfg.Clients = n
+		out = append(out, MeasureBudget("once pair over HTTP", cfg, func(c int, seq int64) error {
+			return o.pair(c, fmt.Sprintf("b-%s-%d-%d-%d", id, n, c, seq), payload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
+		}))
+	}
+	if len(t.Resps) == 0 {
+		return out
+	}
+	lease := strconv.FormatInt(onceLease.Milliseconds(), 10)
+	for _, n := range clients {
+		cfg.Clients = n
+		conns, err := dialRESPs(t.Resps[0], n)
+		if err != nil {
+			out = append(out, Budget{Name: "once pair over RESP", Clients: n, Err: err.Error()})
+			continue
+		}
+		out = append(out, MeasureBudget("once pair over RESP", cfg, func(c int, seq int64) error {
+			return respOncePair(conns[c], fmt.Sprintf("r-%s-%d-%d-%d", id, n, c, seq), lease, string(payload), fmt.Sprintf("sms-%d-%d", c, seq))
+		}))
+		closeAll(conns)
 	}
 	return out
 }

@@ -228,3 +228,25 @@ func BaselineBreakdown(r *Redis, e *Etcd, cfg RunConfig, clients []int) []Budget
 	}
 	return out
 }
+
+// BaselineOnceBreakdown measures etcd's cost of the once pair of
+// BreakdownOnce (its two transactions, as the once scenario), at each of
+// clients.
+func BaselineOnceBreakdown(e *Etcd, cfg RunConfig, clients []int) []Budget {
+	var out []Budget
+	id := runID()
+	payload := []byte(`{"to":"+4912345","text":"welcome"}`)
+	for _, n := range clients {
+		cfg.Clients = n
+		o, err := e.newOncer(n, cfg.Duration)
+		if err != nil {
+			out = append(out, Budget{Name: "etcd once pair (baseline)", Clients: n, Err: err.Error()})
+			continue
+		}
+		out = append(out, MeasureProcBudget("etcd once pair (baseline)", e.serverPIDs(), cfg, func(c int, seq int64) error {
+			return o.pair(c, fmt.Sprintf("e-%s-%d-%d-%d", id, n, c, seq), payload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
+		}))
+		o.close()
+	}
+	return out
+}

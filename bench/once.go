@@ -155,27 +155,30 @@ func OnceRESP(t Target, cfg RunConfig) Stats {
 	payload := `{"to":"+4912345","text":"welcome"}`
 	cpu := startCPU(t)
 	s := Run(cfg, func(c int, seq int64) error {
-		key := fmt.Sprintf("r-%s-%d-%d", id, c, seq)
-		conn := conns[c]
-		conn.c.SetDeadline(time.Now().Add(10 * time.Second))
-		conn.send("IDEM.BEGIN", "bench", key, lease, payload)
-		if err := conn.w.Flush(); err != nil {
-			return err
-		}
-		begun, err := conn.array()
-		switch {
-		case err != nil:
-			return fmt.Errorf("IDEM.BEGIN: %w", err)
-		case len(begun) != 3 || begun[0] != "begun":
-			return fmt.Errorf("IDEM.BEGIN answered %q", begun)
-		}
-		if _, v, err := conn.do("IDEM.COMPLETE", "bench", key, begun[1], fmt.Sprintf("sms-%d-%d", c, seq)); err != nil || v != "OK" {
-			return fmt.Errorf("IDEM.COMPLETE: %q %v", v, err)
-		}
-		return nil
+		return respOncePair(conns[c], fmt.Sprintf("r-%s-%d-%d", id, c, seq), lease, payload, fmt.Sprintf("sms-%d-%d", c, seq))
 	})
 	s.CPU = cpu.per(s.Ops)
 	return s
+}
+
+// respOncePair begins key's claim on conn and completes it with result.
+func respOncePair(conn *respConn, key, lease, payload, result string) error {
+	conn.c.SetDeadline(time.Now().Add(10 * time.Second))
+	conn.send("IDEM.BEGIN", "bench", key, lease, payload)
+	if err := conn.w.Flush(); err != nil {
+		return err
+	}
+	begun, err := conn.array()
+	switch {
+	case err != nil:
+		return fmt.Errorf("IDEM.BEGIN: %w", err)
+	case len(begun) != 3 || begun[0] != "begun":
+		return fmt.Errorf("IDEM.BEGIN answered %q", begun)
+	}
+	if _, v, err := conn.do("IDEM.COMPLETE", "bench", key, begun[1], result); err != nil || v != "OK" {
+		return fmt.Errorf("IDEM.COMPLETE: %q %v", v, err)
+	}
+	return nil
 }
 
 // array reads an array reply of bulk strings and integers (nil elements
