@@ -131,6 +131,11 @@ func TestContentionCatchesOverlaps(t *testing.T) {
 	if good.Lock.MinPerClient > good.Lock.MaxPerClient || good.Lock.MaxPerClient == 0 {
 		t.Fatalf("fairness min %d max %d", good.Lock.MinPerClient, good.Lock.MaxPerClient)
 	}
+	// The hottest key has at least its share of the acquisitions and at
+	// most all; the run's CPU was read.
+	if l := good.Lock; l.HotKeyAcquisitions*int64(lc.Keys) < l.Acquisitions || l.HotKeyAcquisitions > l.Acquisitions || good.CPU == nil {
+		t.Fatalf("hottest key %d of %d acquisitions over %d keys; CPU %+v", l.HotKeyAcquisitions, l.Acquisitions, lc.Keys, good.CPU)
+	}
 	bad := Contention(memSystem{broken: true}, cfg, lc)
 	if bad.CheckOK || bad.Lock.Violations == 0 || !strings.Contains(bad.Check, "while client") {
 		t.Fatalf("a lock granted twice: check %v %q", bad.CheckOK, bad.Check)

@@ -27,6 +27,10 @@ func WriteTable(w io.Writer, all []Stats) {
 		if l := s.Lock; l != nil {
 			fmt.Fprintf(w, "%-28s %.0f acquisitions/s, %.0f failed attempts/s; time to acquire p50 %s, p99 %s (%d clients still waiting at the end); per client %d-%d acquisitions\n",
 				"", l.AcquisitionsPerSec, l.FailedPerSec, ms(s.P50), ms(s.P99), l.StillWaiting, l.MinPerClient, l.MaxPerClient)
+			if l.HotKeyAcquisitions > 0 {
+				fmt.Fprintf(w, "%-28s the hottest key: %d acquisitions (%.0f%%), one per %s\n", "", l.HotKeyAcquisitions,
+					100*float64(l.HotKeyAcquisitions)/float64(l.Acquisitions), ms(s.Elapsed/time.Duration(l.HotKeyAcquisitions)))
+			}
 		}
 		if sale := s.Sale; sale != nil {
 			soldOut := "not sold out"
