@@ -80,21 +80,21 @@ func (g *grantFeed) publish(grants []fsm.LockGrant) {
 	g.mu.Unlock()
 }
 
-// after returns the grants published after seq (all it holds when seq is
-// 0 or of another feed), newest last, and the sequence they reach. ok is
-// false when none are there yet; changed is then closed at the next
-// publish.
-func (g *grantFeed) after(seq uint64) (grants []fsm.LockGrant, upTo uint64, changed <-chan struct{}, ok bool) {
+// after returns the grants published after seq (all it holds when fresh:
+// a watcher with no cursor of this feed), oldest first, and the sequence
+// they reach. ok is false when none are there yet; changed is then closed
+// at the next publish.
+func (g *grantFeed) after(seq uint64, fresh bool) (grants []fsm.LockGrant, upTo uint64, changed <-chan struct{}, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if seq >= g.seq && seq != 0 {
+	if !fresh && seq >= g.seq {
 		return nil, seq, g.changed, false
 	}
 	from := uint64(1)
 	if g.seq > grantsRing {
 		from = g.seq - grantsRing + 1
 	}
-	if seq != 0 && seq+1 > from {
+	if !fresh && seq+1 > from {
 		from = seq + 1
 	}
 	size := 0
@@ -119,13 +119,14 @@ func (g *grantFeed) after(seq uint64) (grants []fsm.LockGrant, upTo uint64, chan
 // hold for the next batch that has some.
 func (g *grantFeed) wait(cursor []byte, hold time.Duration, closing <-chan struct{}) []byte {
 	var seq uint64
-	if len(cursor) == 16 && binary.BigEndian.Uint64(cursor[:8]) == g.id {
+	fresh := len(cursor) != 16 || binary.BigEndian.Uint64(cursor[:8]) != g.id
+	if !fresh {
 		seq = binary.BigEndian.Uint64(cursor[8:])
 	}
 	t := time.NewTimer(hold)
 	defer t.Stop()
 	for {
-		grants, upTo, changed, ok := g.after(seq)
+		grants, upTo, changed, ok := g.after(seq, fresh)
 		if ok {
 			return encodeGrants(g.id, upTo, grants)
 		}

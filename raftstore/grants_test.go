@@ -104,3 +104,51 @@ func TestDecodeGrantsHostile(t *testing.T) {
 		t.Fatalf("a cursor alone: %+v %v", g, err)
 	}
 }
+
+// TestGrantFeed: a watcher with no cursor of the feed gets what it holds
+// at once; with the cursor it got, nothing is there until the next
+// publish (its call is held: not answered empty again and again), then
+// exactly the batches after it; a cursor older than the ring gets the
+// ring; a cursor of another feed starts over; the slices the apply path
+// passed are not kept.
+func TestGrantFeed(t *testing.T) {
+	g := newGrantFeed()
+	cursor := func(seq uint64) []byte {
+		var c [16]byte
+		copy(c[:], encodeGrants(g.id, seq, nil))
+		return c[:]
+	}
+	if _, upTo, _, ok := g.after(0, true); !ok || upTo != 0 {
+		t.Fatalf("fresh on an empty feed: ok %v, up to %d", ok, upTo)
+	}
+	_, _, changed, ok := g.after(0, false)
+	if ok {
+		t.Fatal("nothing published: a watcher with the cursor is answered at once")
+	}
+	name, owner := []byte("hot"), []byte("owner-1")
+	g.publish([]fsm.LockGrant{{Name: name, Owner: owner, Fence: 5, LeaseEnd: 9}})
+	name[0], owner[0] = 'X', 'X' // the apply path's memory, reused
+	select {
+	case <-changed:
+	default:
+		t.Fatal("a publish did not wake the held call")
+	}
+	_, grants, err := decodeGrants(g.wait(cursor(0), time.Hour, nil))
+	if err != nil || len(grants) != 1 || string(grants[0].Name) != "hot" || string(grants[0].Owner) != "owner-1" || grants[0].Fence != 5 {
+		t.Fatalf("after the publish: %+v %v", grants, err)
+	}
+	for i := range 2 * grantsRing {
+		g.publish([]fsm.LockGrant{{Name: []byte("k"), Owner: []byte("o"), Fence: uint64(10 + i)}})
+	}
+	got, upTo, _, ok := g.after(1, false)
+	if !ok || upTo != 1+2*grantsRing || len(got) != grantsRing || got[0].Fence != 10+grantsRing || got[len(got)-1].Fence != 10+2*grantsRing-1 {
+		t.Fatalf("a cursor older than the ring: %d grants up to %d, first %+v", len(got), upTo, got[0])
+	}
+	if got, _, _, _ := g.after(upTo-2, false); len(got) != 2 || got[0].Fence != 10+2*grantsRing-2 {
+		t.Fatalf("two batches behind: %+v", got)
+	}
+	other := newGrantFeed()
+	if _, grants, err := decodeGrants(other.wait(cursor(upTo), time.Hour, nil)); err != nil || len(grants) != 0 {
+		t.Fatalf("another feed's cursor on an empty feed: %+v %v", grants, err)
+	}
+}
