@@ -13,6 +13,7 @@
 #   setnx-leader    SETNX to the leader's API
 #   gw              first requests (POST /pay, fresh key) to a follower's gateway
 #   gw-leader       first requests to the leader's gateway
+#   pass            pass-through (POST /pay-direct, no route) to a follower's gateway
 # One JSON line per run is appended to OUT (per-op figures keyed by role:
 # L the leader, F* the node the clients call when it is a follower, F the
 # other follower, client); show.py OUT prints the medians per LABEL and
@@ -23,7 +24,7 @@ set -eu
 BIN=$1 MODE=$2 CL=$3 DUR=$4 OUT=$5 LABEL=${6:-$(basename "$1")}
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=$(mktemp -d /tmp/idemgate-pernode.XXXXXX)
-trap 'kill ${PIDS[@]:-} ${UP:-} 2>/dev/null || true; rm -rf "$D"' EXIT
+trap 'kill ${PIDS[@]:-} ${UP:-} 2>/dev/null; wait ${PIDS[@]:-} ${UP:-} 2>/dev/null; rm -rf "$D"' EXIT
 go build -o "$D/load" "$HERE/load.go"
 go build -o "$D/upstream" "$HERE/upstream.go"
 B=$((27100 + RANDOM % 400 * 10))
@@ -59,7 +60,8 @@ setnx-follower) URL=${API[$FOL]} M=setnx ;;
 setnx-leader) URL=${API[$LEAD]} M=setnx FOL=$LEAD ;;
 gw) URL=${GW[$FOL]} M=gw ;;
 gw-leader) URL=${GW[$LEAD]} M=gw FOL=$LEAD ;;
-*) echo "run.sh: MODE: $MODE: want setnx-follower, setnx-leader, gw or gw-leader" >&2; exit 2 ;;
+pass) URL=${GW[$FOL]} M=pass ;;
+*) echo "run.sh: MODE: $MODE: want setnx-follower, setnx-leader, gw, gw-leader or pass" >&2; exit 2 ;;
 esac
 "$D/load" $M "$URL" "$CL" 1s >/dev/null # warm-up
 EV=task-clock,context-switches,raw_syscalls:sys_enter
