@@ -294,6 +294,7 @@ type Server struct {
 	Logger   *slog.Logger
 
 	batches atomic.Int64 // apply-batch frames received
+	frames  atomic.Int64 // frames received, of every kind
 }
 
 // Serve answers the requests of one forwarding connection (past its
@@ -344,6 +345,7 @@ func (s *Server) Serve(conn net.Conn) {
 		if err != nil {
 			return
 		}
+		s.frames.Add(1)
 		if Kind(kind) != applyBatch {
 			answers <- answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
 			continue
