@@ -77,14 +77,21 @@ func dialTest(t *testing.T, addr string) *Client {
 	return c
 }
 
+// echoConnection is a forwarding connection to an echo server, and a
+// context that bounds the test's calls.
+func echoConnection(t *testing.T) (*Server, *Client, context.Context) {
+	t.Helper()
+	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return srv, dialTest(t, addr), ctx
+}
+
 // TestForwardedAppliesShareFrames: concurrent applies on one connection go
 // out in batch frames, and every one is answered under its own request.
 func TestForwardedAppliesShareFrames(t *testing.T) {
-	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, c, ctx := echoConnection(t)
 	var wg sync.WaitGroup
 	var wrong atomic.Int64
 	for g := 0; g < 64; g++ {
@@ -195,11 +202,7 @@ func TestLostConnectionIsRetry(t *testing.T) {
 // empty queue, so their calls join its batch. Without the yield each
 // call goes out in a frame (and a socket write) of its own.
 func TestForwardedCallsReleasedTogetherShareAWrite(t *testing.T) {
-	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, c, ctx := echoConnection(t)
 	if _, err := c.Call(ctx, Apply, []byte("warm")); err != nil { // the connection's goroutines are running
 		t.Fatal(err)
 	}
