@@ -118,8 +118,8 @@ func (a *API) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Cance
 		return nil, nil, false
 	}
 	h := &ctx.Request.Header
-	id := storeapi.TimeOrdered(key, storeapi.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
-		h.Peek("If-Match"), h.Peek("If-None-Match"), ctx.PostBody()))
+	id := storeapi.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
+		h.Peek("If-Match"), h.Peek("If-None-Match"), ctx.PostBody())
 	c, cancel := a.opCtx()
 	return storeapi.WithRequestID(c, id), cancel, true
 }

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // onceLease is the lease every begin asks for: longer than any pair, so
@@ -58,9 +56,8 @@ func Once(sys System, cfg RunConfig) Stats {
 }
 
 // targetOncer is idemgate's once claims over the HTTP API, as client.Once
-// sends them: each call under an Idempotency-Key of its own (a UUID v7),
-// so that a retry after a lost answer is answered as the first attempt
-// was.
+// sends them: each call under an Idempotency-Key of its own, so that a
+// retry after a lost answer is answered as the first attempt was.
 type targetOncer struct{ t Target }
 
 func (t Target) newOncer(int, time.Duration) (oncer, error) { return targetOncer{t}, nil }
@@ -69,7 +66,7 @@ func (targetOncer) close() {}
 
 func (o targetOncer) pair(c int, key string, payload, result []byte) error {
 	base := o.t.APIs[c%len(o.t.APIs)] + "/v1/once/bench/" + url.PathEscape(key)
-	st, _, body, err := call("POST", base+"/begin?lease="+onceLease.String(), uuid.Must(uuid.NewV7()).String(), payload)
+	st, _, body, err := call("POST", base+"/begin?lease="+onceLease.String(), key+"-b", payload)
 	if err := expect(st, err, 201); err != nil {
 		return fmt.Errorf("begin: %w: %s", err, body)
 	}
@@ -80,7 +77,7 @@ func (o targetOncer) pair(c int, key string, payload, result []byte) error {
 		return fmt.Errorf("begin: %s", body)
 	}
 	complete := fmt.Sprintf(`{"fence":%d,"result":%q}`, b.Fence, base64.StdEncoding.EncodeToString(result))
-	st, _, body, err = callJSON(base+"/complete", uuid.Must(uuid.NewV7()).String(), []byte(complete))
+	st, _, body, err = callJSON(base+"/complete", key+"-c", []byte(complete))
 	if err := expect(st, err, 200); err != nil {
 		return fmt.Errorf("complete: %w: %s", err, body)
 	}

@@ -16,10 +16,8 @@ type Request struct {
 	Path   string // with its query: "/pay?currency=eur"
 	Header http.Header
 	Body   []byte
-	// Key is the idempotency key; empty: a new UUID v7 for this call (its
-	// time first: the cluster files keys made one after another near each
-	// other). One key is one intent: reuse it only to retry the same
-	// request.
+	// Key is the idempotency key; empty: a new UUID v4 for this call. One
+	// key is one intent: reuse it only to retry the same request.
 	Key string
 	// KeyHeader is the header the route reads the key from (default
 	// Idempotency-Key).
@@ -66,7 +64,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		req.Method = http.MethodPost
 	}
 	if req.Key == "" {
-		req.Key = uuid.Must(uuid.NewV7()).String()
+		req.Key = uuid.NewString()
 	}
 	if req.KeyHeader == "" {
 		req.KeyHeader = "Idempotency-Key"

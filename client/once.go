@@ -151,11 +151,8 @@ func (c *Client) fenced(ctx context.Context, path string, fence uint64, result [
 
 // onceCall sends a once call under an Idempotency-Key of its own, so that
 // a retry after a lost answer (on another node) is answered as the first
-// attempt was: a begin that took the claim is not taken for another's. The
-// key is a UUID v7: the request id the cluster derives from it keeps its
-// time first (storeapi.TimeOrdered), and its memory of ids takes those in
-// order.
+// attempt was: a begin that took the claim is not taken for another's.
 func (c *Client) onceCall(ctx context.Context, path string, header http.Header, body []byte) (*answer, error) {
-	header.Set("Idempotency-Key", uuid.Must(uuid.NewV7()).String())
+	header.Set("Idempotency-Key", uuid.NewString())
 	return c.api(ctx, safe, http.MethodPost, path, header, body)
 }

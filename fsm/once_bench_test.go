@@ -17,12 +17,10 @@ import (
 // of 32 begins and 32 completes (the pairs of 32 clients, as the proposer
 // coalesces them): "http" has the ids the HTTP API derives from a
 // caller's Idempotency-Key (a SHA-256: anywhere in the memory's index),
-// "v7" those it derives from a UUID v7 key (storeapi.TimeOrdered: the
-// key's millisecond first), "store" the ids the store makes (a prefix and
-// a sequence: in order).
+// "store" the ids the store makes (a prefix and a sequence: in order).
 // Not a timed test: the figures go in the commit that changes the path.
 func BenchmarkOncePairApply(b *testing.B) {
-	for _, ids := range []string{"http", "v7", "store"} {
+	for _, ids := range []string{"http", "store"} {
 		b.Run(ids, func(b *testing.B) {
 			f, err := Open(Config{Path: filepath.Join(b.TempDir(), "fsm.db"), NoSync: true})
 			if err != nil {
@@ -35,16 +33,9 @@ func BenchmarkOncePairApply(b *testing.B) {
 			id := func() ReqID {
 				seq++
 				var r ReqID
-				switch ids {
-				case "http":
+				if ids == "http" {
 					h := sha256.Sum256(binary.BigEndian.AppendUint64(nil, seq))
 					copy(r[:], h[:])
-					return r
-				case "v7":
-					h := sha256.Sum256(binary.BigEndian.AppendUint64(nil, seq))
-					copy(r[:], h[:])
-					ms := uint64(stamp / int64(time.Millisecond))
-					copy(r[:6], binary.BigEndian.AppendUint64(nil, ms<<16)[:6])
 					return r
 				}
 				copy(r[:8], "proposer")

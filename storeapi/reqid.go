@@ -42,61 +42,6 @@ func RequestIDFor(parts ...[]byte) fsm.ReqID {
 	return id
 }
 
-// TimeOrdered returns id with its first 6 bytes replaced by the
-// millisecond time of key when key is a UUIDv7 in its text form (RFC
-// 9562: 8-4-4-4-12 hex digits, version 7, variant 10); any other key
-// leaves id as it is. A request id derived from a key lands anywhere in
-// the state machine's memory of ids (a B+tree): one insert, one page
-// written, per write. Ids of v7 keys, as the Go client makes them, follow
-// their keys' times instead, so a batch's ids go in near the end, on a few
-// pages. The other 10 bytes are still the hash's: two requests under one
-// key, or two keys of one millisecond, still differ.
-func TimeOrdered(key []byte, id fsm.ReqID) fsm.ReqID {
-	if len(key) != 36 || key[8] != '-' || key[13] != '-' || key[18] != '-' || key[23] != '-' ||
-		key[14] != '7' || !variant10(key[19]) {
-		return id
-	}
-	var ms uint64
-	for i, c := range key {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			continue
-		}
-		v, ok := hexDigit(c)
-		if !ok {
-			return id
-		}
-		if i < 13 { // the first 12 digits: unix_ts_ms
-			ms = ms<<4 | uint64(v)
-		}
-	}
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], ms)
-	copy(id[:6], b[2:])
-	return id
-}
-
-func hexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
-}
-
-// variant10 reports whether a UUID's 17th hex digit has the RFC 9562
-// variant (its top bits 10).
-func variant10(c byte) bool {
-	switch c {
-	case '8', '9', 'a', 'b', 'A', 'B':
-		return true
-	}
-	return false
-}
-
 // RequestID is the request id a command proposed under ctx carries: the
 // one ctx names (WithRequestID), or a fresh one.
 func RequestID(ctx context.Context) fsm.ReqID {
