@@ -91,6 +91,8 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, e
 			}
 			return binary.BigEndian.AppendUint64(nil, idx), nil
 		}
+	case transport.LeaderKV:
+		return func() ([]byte, error) { return s.serveLeaderKV(payload) }
 	case transport.Clock:
 		now := s.stampNow()
 		return func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil }

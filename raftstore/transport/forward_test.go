@@ -186,3 +186,50 @@ func TestLostConnectionIsRetry(t *testing.T) {
 		t.Fatalf("a call on a dead connection = %v, want a retry", err)
 	}
 }
+
+// heldApplies holds every Apply's answer until release is closed and
+// answers a LeaderKV at once.
+type heldApplies struct{ release chan struct{} }
+
+func (h heldApplies) Handle(kind Kind, payload []byte) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if kind == Apply {
+			<-h.release
+		}
+		return append([]byte{byte(kind)}, payload...), nil
+	}
+}
+
+// TestLeaderReadSkipsTheQueue: a LeaderKV sent behind applies still
+// waiting for their commit is answered before them (its answer is ready;
+// theirs are not), each answer under its own request; the applies are
+// then answered in order. The old server, answering strictly in order,
+// held the read until the applies were released: this test would wait
+// for that until its context ended.
+func TestLeaderReadSkipsTheQueue(t *testing.T) {
+	release := make(chan struct{})
+	srv := &Server{Handler: heldApplies{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var waits []func(context.Context) ([]byte, error)
+	for i := 0; i < 3; i++ {
+		w, err := c.Send(ctx, Apply, []byte{byte('0' + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	got, err := c.Call(ctx, LeaderKV, []byte("key"))
+	if err != nil || string(got) != "Kkey" {
+		close(release)
+		t.Fatalf("a leader read behind held applies = %q, %v; want its own answer, before theirs", got, err)
+	}
+	close(release)
+	for i, w := range waits {
+		if got, err := w(ctx); err != nil || string(got) != string([]byte{'A', byte('0' + i)}) {
+			t.Fatalf("apply %d = %q, %v", i, got, err)
+		}
+	}
+}
