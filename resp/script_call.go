@@ -67,7 +67,7 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 		return e, ok, err
 	})
 	sc.sub = &conn{s: c.s, proto: 2, readonly: c.readonly, db: c.db, script: sc}
-	sc.sub.w = writer{bw: bufio.NewWriter(&sc.buf), proto: 2}
+	sc.sub.w = writer{bw: bufio.NewWriterSize(&sc.buf, 256), proto: 2} // into buf: a reply larger than this goes there directly; the default 4 KiB was an allocation per run
 	sc.sub.sess.Store(c.sess.Load())
 	return sc
 }

@@ -92,6 +92,12 @@ func Compile(body []byte) (*Script, error) {
 	if err == nil {
 		var fn *lua.FunctionProto
 		if fn, err = lua.Compile(chunk, chunkName); err == nil {
+			// gopher-lua's Lua 5.0 compatibility gives every call of a
+			// vararg function a table of its arguments, arg; the main
+			// chunk is vararg but has no local arg to hold it (arg there
+			// is a global, as in Lua 5.1): a table and a map made per
+			// run, unreachable.
+			fn.IsVarArg &^= lua.VarArgNeedsArg
 			return &Script{SHA: SHA1(body), Body: body, fn: fn, stores: storesIntoTables(fn)}, nil
 		}
 	}

@@ -243,3 +243,19 @@ func TestStoresIntoTables(t *testing.T) {
 		}
 	}
 }
+
+// TestMainChunkArg: the main chunk has no arg of its own (a global, nil
+// unless set); a vararg function inside it still has Lua 5.0's arg
+// table, as Redis's Lua 5.1 gives it.
+func TestMainChunkArg(t *testing.T) {
+	for body, want := range map[string]string{
+		"return type(arg)":        `"nil"`,
+		"return select('#', ...)": "0",
+		"local function f(...) return arg.n end return f('a', 'b')":  "2",
+		"local function f(...) return arg[2] end return f('a', 'b')": `"b"`,
+	} {
+		if r, err := runBody(t, DefaultConfig(), body); err != nil || show(r) != want {
+			t.Errorf("%q = %s, %v; want %s", body, show(r), err, want)
+		}
+	}
+}
