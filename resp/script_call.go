@@ -35,7 +35,15 @@ type scriptCall struct {
 	// keys): nothing of it is kept, and it runs again from this node's
 	// state, after a barrier.
 	fromLeader, redoHere bool
+	leaderReads          int // keys read from the leader so far
 }
+
+// maxLeaderReads is how many keys a run reads from the leader, a round
+// trip each, before it takes a barrier here (one round, however many keys
+// follow) and reads the rest from this node's state: a script that reads
+// many keys would wait longer for them than for the barrier. Mixing the
+// two is safe: the log checks every key read, wherever it was read.
+const maxLeaderReads = 4
 
 // scriptable are the commands a script may call: the KV keyspace's, which
 // a sandbox can run, and TIME. Other commands idemgate has are Redis's
@@ -53,7 +61,15 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly, fromLeader: fromLeader}
 	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
 		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
+		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
+			if err := c.s.store.Barrier(ctx); err != nil {
+				sc.redoHere = true
+				return fsm.KVEntry{}, false, err
+			}
+			sc.fromLeader = false
+		}
 		if sc.fromLeader {
+			sc.leaderReads++
 			e, ok, err := c.s.store.LeaderKV(ctx, key, time.Now()) // judged as a local read would be: now, not earlier than the script's clock
 			if err != nil {
 				sc.redoHere = true

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,28 @@ func TestFollowerScriptReadsLeader(t *testing.T) {
 	}
 	if n, err := follower.Eval(ctx, release, []string{"held:lock"}, "token-2").Int(); err != nil || n != 0 {
 		t.Fatalf("release by another owner = %d, %v; want 0", n, err)
+	}
+	// More keys than a run reads from the leader: the rest are read here,
+	// after a barrier, and the values are the leader's all the same.
+	var names []string
+	for i := 0; i < 2*maxLeaderReads; i++ {
+		names = append(names, fmt.Sprintf("held:many:%d", i))
+		if err := leader.Set(ctx, names[i], i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	many := `local out = redis.call("mget", unpack(KEYS)) redis.call("set", "held:many:sum", #out) return out`
+	vals, err := follower.Eval(ctx, many, names).StringSlice()
+	if err != nil || len(vals) != len(names) {
+		t.Fatalf("MGET of %d keys in a script on the follower = %q, %v", len(names), vals, err)
+	}
+	for i, v := range vals {
+		if v != fmt.Sprint(i) {
+			t.Fatalf("MGET of %d keys in a script on the follower = %q; want 0 to %d", len(names), vals, len(names)-1)
+		}
+	}
+	if err := leader.Del(ctx, append(names, "held:many:sum")...).Err(); err != nil {
+		t.Fatal(err)
 	}
 	keys := `return redis.call("keys", "held:*")`
 	got, err := follower.Eval(ctx, keys, nil).StringSlice()
