@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -12,6 +13,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgate/idemgate/bench"
 )
 
 // The speed table (benchmarks, not timed tests): 64 go-redis
@@ -107,6 +110,70 @@ func BenchmarkScriptLock(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkScriptLockBudget is BenchmarkScriptLock's idemgate half
+// measured by the write budget of idemgate bench --breakdown
+// (bench.MeasureBudget: the stage timers, CPU and allocations per round,
+// fsyncs when perf can count them, commands per Raft entry), printed.
+//
+//	go test -run '^$' -bench BenchmarkScriptLockBudget -benchtime 1x ./resp/
+func BenchmarkScriptLockBudget(b *testing.B) {
+	tc := startCluster(b, nil)
+	tc.rc.WaitLeader(5 * time.Second)
+	var mutexes []*redsync.Mutex
+	for i := 0; i < benchClients; i++ {
+		c := redis.NewClient(&redis.Options{Addr: tc.addrs[i%len(tc.addrs)], PoolSize: 1})
+		b.Cleanup(func() { c.Close() })
+		mutexes = append(mutexes, redsync.New(goredis.NewPool(c)).NewMutex(fmt.Sprintf("bench:lock:%d", i), redsync.WithTries(1), redsync.WithTimeoutFactor(0.5)))
+	}
+	ctx := context.Background()
+	budget := bench.MeasureBudget("redsync lock + unlock", bench.RunConfig{Clients: benchClients, Requests: 3000, Duration: time.Minute},
+		func(c int, _ int64) error {
+			if err := mutexes[c].LockContext(ctx); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+			if ok, err := mutexes[c].UnlockContext(ctx); !ok || err != nil {
+				return fmt.Errorf("unlock: %v %v", ok, err)
+			}
+			return nil
+		})
+	if budget.Err != "" || budget.Errors > 0 {
+		b.Fatalf("%d errors: %s", budget.Errors, budget.Err)
+	}
+	bench.PrintBudgets(os.Stdout, []bench.Budget{budget})
+}
+
+// BenchmarkScriptLockOneClient: one client alone on each node takes and
+// releases its redsync mutex 300 times; it prints each half's mean time,
+// on the leader and on the followers (where a node's state lags the
+// leader's by a batch).
+//
+//	go test -run '^$' -bench BenchmarkScriptLockOneClient -benchtime 1x ./resp/
+func BenchmarkScriptLockOneClient(b *testing.B) {
+	tc := startCluster(b, nil)
+	leader := tc.rc.WaitLeader(5 * time.Second)
+	ctx := context.Background()
+	const rounds = 300
+	for i, addr := range tc.addrs {
+		role := map[bool]string{true: "leader", false: "follower"}[i == leader]
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+		b.Cleanup(func() { c.Close() })
+		m := redsync.New(goredis.NewPool(c)).NewMutex(fmt.Sprintf("bench:one:%d", i), redsync.WithTries(1))
+		var lock, unlock time.Duration
+		for j := 0; j < rounds; j++ {
+			t0 := time.Now()
+			if err := m.LockContext(ctx); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if ok, err := m.UnlockContext(ctx); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			lock, unlock = lock+t1.Sub(t0), unlock+time.Since(t1)
+		}
+		fmt.Printf("node %d (%s): lock %v, unlock %v (means of %d rounds)\n", i, role, lock/rounds, unlock/rounds, rounds)
 	}
 }
 
