@@ -54,7 +54,9 @@ func (b *BodyBudget) give(n int) {
 // returns the function that gives the bytes back (call it when the request
 // is answered), or false when it answered: 413 for a body over limit, 503
 // when the budget is spent (the client retries), 400 for a body that broke
-// off. A body that came whole with the headers costs nothing here.
+// off. A body that came whole with the headers costs nothing here. A
+// refusal closes the connection after a lingering read (linger.go), so a
+// client still sending the body reads its answer instead of a reset.
 func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release func(), ok bool) {
 	if !ctx.Request.IsBodyStream() {
 		return func() {}, true
@@ -65,7 +67,7 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 	n := ctx.Request.Header.ContentLength()
 	if n > limit {
 		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
-		ctx.SetConnectionClose()
+		closeAfterAnswer(ctx)
 		return nil, false
 	}
 	if n < 0 { // chunked: the size is known once read
@@ -73,7 +75,7 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 	}
 	if !budget.take(n) {
 		WriteProblem(ctx, Unavailable, "too many request bodies in flight on this node; retry")
-		ctx.SetConnectionClose()
+		closeAfterAnswer(ctx)
 		return nil, false
 	}
 	body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
@@ -82,13 +84,14 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 		// Not err's text: a bad trailer's is quoted in it (refused.go).
 		r := classifyRefusal(err)
 		WriteProblem(ctx, r.kind, r.detail)
+		ctx.SetConnectionClose()
 	case len(body) > limit:
 		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
+		closeAfterAnswer(ctx)
 	default:
 		ctx.Request.SetBody(body)
 		return func() { budget.give(n) }, true
 	}
 	budget.give(n)
-	ctx.SetConnectionClose()
 	return nil, false
 }
