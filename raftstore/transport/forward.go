@@ -328,6 +328,7 @@ func (s *Server) Serve(conn net.Conn) {
 		}
 	}
 	var atOnce sync.WaitGroup
+	slots := make(chan struct{}, cap(answers))
 	go func() {
 		defer close(writerDone)
 		for a := range answers {
@@ -353,10 +354,11 @@ func (s *Server) Serve(conn net.Conn) {
 			return
 		}
 		if answeredAtOnce(Kind(kind)) {
+			slots <- struct{}{} // as many as the queue holds: a peer that sends more waits, as it does for applies
 			a := answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
 			atOnce.Add(1)
 			go func() {
-				defer atOnce.Done()
+				defer func() { <-slots; atOnce.Done() }()
 				write(a, true)
 			}()
 			continue
