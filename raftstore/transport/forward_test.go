@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,14 +77,21 @@ func dialTest(t *testing.T, addr string) *Client {
 	return c
 }
 
+// echoConnection is a forwarding connection to an echo server, and a
+// context that bounds the test's calls.
+func echoConnection(t *testing.T) (*Server, *Client, context.Context) {
+	t.Helper()
+	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return srv, dialTest(t, addr), ctx
+}
+
 // TestForwardedAppliesShareFrames: concurrent applies on one connection go
 // out in batch frames, and every one is answered under its own request.
 func TestForwardedAppliesShareFrames(t *testing.T) {
-	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, c, ctx := echoConnection(t)
 	var wg sync.WaitGroup
 	var wrong atomic.Int64
 	for g := 0; g < 64; g++ {
@@ -284,5 +292,46 @@ func TestLeaderReadsBounded(t *testing.T) {
 	}
 	if m := h.maxWait.Load(); m > bound {
 		t.Fatalf("%d leader reads were handled at once; want at most %d", m, bound)
+	}
+}
+
+// TestForwardedCallsReleasedTogetherShareAWrite: 64 callers released at
+// once on one P (as request handlers runnable together are) reach the
+// leader in a few frames, not one each. A Send wakes the writer at once,
+// and it runs before the other callers; it yields before it flushes an
+// empty queue, so their calls join its batch. Without the yield each
+// call goes out in a frame (and a socket write) of its own.
+func TestForwardedCallsReleasedTogetherShareAWrite(t *testing.T) {
+	srv, c, ctx := echoConnection(t)
+	if _, err := c.Call(ctx, Apply, []byte("warm")); err != nil { // the connection's goroutines are running
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	before := srv.frames.Load()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	const callers = 64
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			p := []byte(fmt.Sprintf("g%d", g))
+			got, err := c.Call(ctx, Apply, p)
+			if err != nil || !bytes.Equal(got, append([]byte{byte(Apply)}, p...)) {
+				wrong.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if wrong.Load() != 0 {
+		t.Fatalf("%d of %d calls got another's answer or none", wrong.Load(), callers)
+	}
+	if frames := srv.frames.Load() - before; frames > callers/4 {
+		t.Fatalf("%d callers released together went out in %d frames; want at most %d", callers, frames, callers/4)
+	} else {
+		t.Logf("%d callers, %d frames", callers, frames)
 	}
 }
