@@ -94,6 +94,8 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, e
 	case transport.Grants:
 		cursor := append([]byte(nil), payload...)
 		return func() ([]byte, error) { return s.grants.wait(cursor, grantsHold, s.closing), nil }
+	case transport.LeaderKV:
+		return func() ([]byte, error) { return s.serveLeaderKV(payload) }
 	case transport.Clock:
 		now := s.stampNow()
 		return func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil }

@@ -27,6 +27,10 @@ type Commands struct {
 	// request id of its own, pipelined to the leader (inorder.go); nil
 	// applies them one after the other through Propose.
 	Pipeline func(ctx context.Context, cmds []*fsm.Command) []storeapi.OpResult
+	// GoneOnLeader reports whether a key this node holds live is absent
+	// from the leader's state (setnx.go); nil where this node's state is
+	// the leader's.
+	GoneOnLeader func(ctx context.Context, key []byte) bool
 }
 
 // Begin either makes the caller the record's owner (Result.Created, with the

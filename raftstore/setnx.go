@@ -2,6 +2,9 @@ package raftstore
 
 import (
 	"context"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/fsm"
 )
@@ -17,6 +20,16 @@ import (
 // at once: the state machine decides. "Live" is judged on the later of this
 // node's clock and the state machine's, so a key is never reported live
 // past the expiry the cluster's clock has reached.
+//
+// A follower's state lags the leader's by a batch: a key it holds live
+// may already be gone, the client's own lock released through this node a
+// moment ago (its DEL is applied here only once the leader's next batch
+// tells this node it committed). So a follower asks the leader's state
+// first (Store.LeaderKV, one round trip, answered at once): a key absent
+// there is proposed at once, without the read index and the wait to
+// apply it; a key live there is confirmed by the linearizable read as
+// before. Either way a SETNX answered "exists" was confirmed by a
+// linearizable read, and one proposed is decided by the state machine.
 
 // liveSetNX reports whether c is a SETNX whose key this node holds live.
 func (s Commands) liveSetNX(ctx context.Context, c *fsm.Command) bool {
@@ -32,7 +45,7 @@ func (s Commands) liveSetNX(ctx context.Context, c *fsm.Command) bool {
 // expiry); false when it must be proposed instead: the key is not live
 // here, or the read did not confirm it.
 func (s Commands) readSetNX(ctx context.Context, c *fsm.Command) (*fsm.Result, bool) {
-	if !s.liveSetNX(ctx, c) {
+	if !s.liveSetNX(ctx, c) || (s.GoneOnLeader != nil && s.GoneOnLeader(ctx, c.Key)) {
 		return nil, false
 	}
 	e, err := s.Read(ctx, c.Key, false)
@@ -44,4 +57,15 @@ func (s Commands) readSetNX(ctx context.Context, c *fsm.Command) (*fsm.Result, b
 		r.Value = e.Value
 	}
 	return r, true
+}
+
+// goneOnLeader is Commands.GoneOnLeader: false on the leader (its state
+// is the one asked), and when the leader cannot be asked (the read index
+// then decides).
+func (s *Store) goneOnLeader(ctx context.Context, key []byte) bool {
+	if s.raft.State() == raft.Leader {
+		return false
+	}
+	_, live, err := s.LeaderKV(ctx, key, time.Now())
+	return err == nil && !live
 }

@@ -1,6 +1,8 @@
 package raftstore
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,4 +98,57 @@ func TestPipelinedSETNXIsARead(t *testing.T) {
 			t.Fatalf("round %d: DEL = %+v, %v", round, r, err)
 		}
 	}
+}
+
+// TestSETNXAfterDeleteElsewhere: a SETNX on a follower whose state still
+// holds the key live (its apply held: the DEL that freed it applied on the
+// leader only, as a lock released a moment ago through this node) is
+// proposed on the leader's word and creates the key; the old shortcut
+// waited instead for this node to apply the read index, which it cannot
+// do while held, until the barrier's own time ran out.
+func TestSETNXAfterDeleteElsewhere(t *testing.T) {
+	c := StartTestCluster(t, 3, nil)
+	ctx := ctxT(t, 30*time.Second)
+	li := c.WaitLeader(5 * time.Second)
+	l, f := c.Store(li), c.Store((li+1)%3)
+	setnx := func(v string) *fsm.Command {
+		return fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte(v), TTL: time.Minute, Mode: fsm.SetNX})
+	}
+	if r, err := f.ApplyKV(ctx, setnx("a")); err != nil || r.Code != fsm.CodeCreated {
+		t.Fatalf("first SETNX = %+v, %v", r, err)
+	}
+	st := holdApply(ctx, t, l, f)
+	if r, err := l.ApplyKV(ctx, fsm.KVDeleteCommand([]byte("lock"))); err != nil || r.Code != fsm.CodeOK {
+		t.Fatalf("DEL = %+v, %v", r, err)
+	}
+	barriers := countBarriers(f)
+	if r, err := f.ApplyKV(ctx, setnx("b")); err != nil || r.Code != fsm.CodeCreated {
+		t.Fatalf("SETNX on the held follower = %+v, %v; want created", r, err)
+	}
+	if n := barriers.Load(); n != 0 {
+		t.Fatalf("the SETNX took %d read indexes on a follower that cannot apply them; want none", n)
+	}
+	if e, err := f.fsm.KV([]byte("lock"), time.Now()); err != nil || string(e.Value) != "a" {
+		t.Fatalf("the held follower's own state = %q, %v; want the lock it still holds", e.Value, err)
+	}
+	// Live on the leader too: "exists" is confirmed by the read index,
+	// which needs this node's apply.
+	st.free()
+	out := f.ApplyInOrder(ctx, []*fsm.Command{setnx("c")})
+	if r := out[0]; r.Err != nil || r.Res.Code != fsm.CodeExists || string(r.Res.Value) != "b" {
+		t.Fatalf("SETNX of the key taken = %+v; want exists with b", r)
+	}
+}
+
+// countBarriers counts the read-index rounds s runs from now on.
+func countBarriers(s *Store) *atomic.Int64 {
+	var n atomic.Int64
+	s.reads.mu.Lock()
+	defer s.reads.mu.Unlock()
+	barrier := s.reads.barrier
+	s.reads.barrier = func(ctx context.Context) error {
+		n.Add(1)
+		return barrier(ctx)
+	}
+	return &n
 }

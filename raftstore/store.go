@@ -111,7 +111,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		started: make(chan struct{}), fwd: map[string]*transport.Client{}, inbound: map[net.Conn]struct{}{},
 		unlock: unlock}
-	s.Commands = Commands{Propose: s.Apply, Read: s.KV, Pipeline: s.pipeline}
+	s.Commands = Commands{Propose: s.Apply, Read: s.KV, Pipeline: s.pipeline, GoneOnLeader: s.goneOnLeader}
 	closers := []io.Closer{closerFunc(unlock)} // closed last
 	closing := s.closing                       // what the deferred cleanup closes
 	defer func() {

@@ -107,7 +107,7 @@ func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
 // returns each one's reply (nil for the connection's own commands, which
 // run when EXEC answers); done when it answered EXEC itself instead.
 func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.Watch) (replies [][]byte, sc *scriptCall, done bool) {
-	sc = newScriptCall(ctx, c, time.Now(), false)
+	sc = newScriptCall(ctx, c, time.Now(), false, false)
 	for _, w := range watches {
 		e, ok, err := sc.sb.KV(w.Key)
 		if err != nil {

@@ -119,19 +119,32 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 		}
 		return true
 	}
+	redoHere := false
 	for run := 1; ; run++ {
 		// The leader's state holds every write it acknowledged: a run
 		// there needs no barrier first (the state machine's check, or
 		// the barrier before a read-only reply, catches what it missed).
-		// A follower's may lag behind the client's own last write.
+		// A follower's may lag behind the client's own last write (it
+		// learns a commit with the leader's next batch): its first run
+		// reads the leader's state instead, as the leader's own would,
+		// unless the script is read-only (its reply needs this node's
+		// state after a barrier anyway) or the connection reads this
+		// node's state (READONLY). Later runs, and a first one that
+		// could not read the leader, start from a barrier here.
 		id, _ := c.s.store.Leader()
-		barriered := run > 1 || id != c.s.cfg.NodeID
+		onLeader := id == c.s.cfg.NodeID
+		fromLeader := run == 1 && !onLeader && !readOnly && !c.readonly && !redoHere
+		barriered := (run > 1 || !onLeader) && !fromLeader
 		if barriered && !barrier() {
 			return
 		}
-		sc := newScriptCall(ctx, c, time.Now(), readOnly)
+		sc := newScriptCall(ctx, c, time.Now(), readOnly, fromLeader)
 		reply, stopped := s.Run(ctx, c.s.cfg.Script, keys, argv, sc)
 		switch {
+		case sc.redoHere && stopped == nil:
+			redoHere = true
+			run-- // not counted: it was no race
+			continue
 		case sc.storeErr != nil:
 			w.errorLine(errorReply(sc.storeErr))
 			return
@@ -158,6 +171,7 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 			if !barriered && !barrier() {
 				return
 			}
+			sc.fromLeader = false // checked against this node's state, which the barrier brought up to date
 			held, err := sc.sb.Unchanged()
 			switch {
 			case err != nil:

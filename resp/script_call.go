@@ -27,7 +27,23 @@ type scriptCall struct {
 	now      time.Time
 	readOnly bool  // EVAL_RO, EVALSHA_RO: no writes
 	storeErr error // the store failed a read: nothing of the run is kept
+	// fromLeader: the run reads the leader's state (Store.LeaderKV), not
+	// this follower's, which may not yet hold the client's own last
+	// write; its effects are checked in the log as any run's are.
+	// redoHere: such a run could not be finished that way (the leader
+	// read failed, or the script called KEYS, which lists this node's
+	// keys): nothing of it is kept, and it runs again from this node's
+	// state, after a barrier.
+	fromLeader, redoHere bool
+	leaderReads          int // keys read from the leader so far
 }
+
+// maxLeaderReads is how many keys a run reads from the leader, a round
+// trip each, before it takes a barrier here (one round, however many keys
+// follow) and reads the rest from this node's state: a script that reads
+// many keys would wait longer for them than for the barrier. Mixing the
+// two is safe: the log checks every key read, wherever it was read.
+const maxLeaderReads = 4
 
 // scriptable are the commands a script may call: the KV keyspace's, which
 // a sandbox can run, and TIME. Other commands idemgate has are Redis's
@@ -41,10 +57,25 @@ var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "s
 	"llen": true, "lrange": true, "lindex": true, "lpush": true, "rpush": true, "lpushx": true, "rpushx": true,
 	"lpop": true, "rpop": true, "lrem": true, "ltrim": true, "keys": true}
 
-func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *scriptCall {
-	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly}
+func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLeader bool) *scriptCall {
+	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly, fromLeader: fromLeader}
 	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
-		c.trackStored(key)                    // a tracking client caches what its script read; remembered before the read
+		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
+		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
+			if err := c.s.store.Barrier(ctx); err != nil {
+				sc.redoHere = true
+				return fsm.KVEntry{}, false, err
+			}
+			sc.fromLeader = false
+		}
+		if sc.fromLeader {
+			sc.leaderReads++
+			e, ok, err := c.s.store.LeaderKV(ctx, key, time.Now()) // judged as a local read would be: now, not earlier than the script's clock
+			if err != nil {
+				sc.redoHere = true
+			}
+			return e, ok, err
+		}
 		e, ok, err := c.localStored(ctx, key) // the sandbox's keys are as stored (inKeyspace)
 		if err != nil && sc.storeErr == nil {
 			sc.storeErr = err
@@ -52,7 +83,7 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly bool) *
 		return e, ok, err
 	})
 	sc.sub = &conn{s: c.s, proto: 2, readonly: c.readonly, db: c.db, script: sc}
-	sc.sub.w = writer{bw: bufio.NewWriter(&sc.buf), proto: 2}
+	sc.sub.w = writer{bw: bufio.NewWriterSize(&sc.buf, 256), proto: 2} // into buf: a reply larger than this goes there directly; the default 4 KiB was an allocation per run
 	sc.sub.sess.Store(c.sess.Load())
 	return sc
 }
@@ -87,6 +118,10 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 				return script.ErrorReply(errorReply(err))
 			}
 		}
+	}
+	if name == "keys" && sc.fromLeader {
+		sc.redoHere = true // KEYS lists this node's keys: the run is redone from its state, after a barrier
+		return script.ErrorReply("ERR KEYS runs from this node's state")
 	}
 	sc.buf.Reset()
 	sub := sc.sub

@@ -3,14 +3,18 @@ package resp
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgate/idemgate/bench"
 )
 
 // The speed table (benchmarks, not timed tests): 64 go-redis
@@ -46,7 +50,10 @@ type benchTarget struct {
 
 // runRounds runs b.N rounds over benchClients clients, each with a
 // connection of its own: round(i, c) is client i's round; a failed round
-// fails the benchmark.
+// fails the benchmark. Beside ns/op it reports the process's CPU per
+// round (cpu-µs/op, getrusage: the clients', and for idemgate the three
+// nodes' as well; redis-server's own is another process's), the figure
+// to compare when the machine is shared and the rates swing.
 func runRounds(b *testing.B, t benchTarget, setup func(i int, c *redis.Client) func(ctx context.Context) error) {
 	var rounds []func(ctx context.Context) error
 	for i := 0; i < benchClients; i++ {
@@ -59,6 +66,7 @@ func runRounds(b *testing.B, t benchTarget, setup func(i int, c *redis.Client) f
 	var firstErr atomic.Value
 	ctx := context.Background()
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	b.ResetTimer()
 	for _, round := range rounds {
 		wg.Add(1)
@@ -74,6 +82,7 @@ func runRounds(b *testing.B, t benchTarget, setup func(i int, c *redis.Client) f
 	}
 	wg.Wait()
 	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 	if n := failed.Load(); n > 0 {
 		b.Fatalf("%d of %d rounds failed; the first: %v", n, b.N, firstErr.Load())
 	}
@@ -101,6 +110,70 @@ func BenchmarkScriptLock(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkScriptLockBudget is BenchmarkScriptLock's idemgate half
+// measured by the write budget of idemgate bench --breakdown
+// (bench.MeasureBudget: the stage timers, CPU and allocations per round,
+// fsyncs when perf can count them, commands per Raft entry), printed.
+//
+//	go test -run '^$' -bench BenchmarkScriptLockBudget -benchtime 1x ./resp/
+func BenchmarkScriptLockBudget(b *testing.B) {
+	tc := startCluster(b, nil)
+	tc.rc.WaitLeader(5 * time.Second)
+	var mutexes []*redsync.Mutex
+	for i := 0; i < benchClients; i++ {
+		c := redis.NewClient(&redis.Options{Addr: tc.addrs[i%len(tc.addrs)], PoolSize: 1})
+		b.Cleanup(func() { c.Close() })
+		mutexes = append(mutexes, redsync.New(goredis.NewPool(c)).NewMutex(fmt.Sprintf("bench:lock:%d", i), redsync.WithTries(1), redsync.WithTimeoutFactor(0.5)))
+	}
+	ctx := context.Background()
+	budget := bench.MeasureBudget("redsync lock + unlock", bench.RunConfig{Clients: benchClients, Requests: 3000, Duration: time.Minute},
+		func(c int, _ int64) error {
+			if err := mutexes[c].LockContext(ctx); err != nil {
+				return fmt.Errorf("lock: %w", err)
+			}
+			if ok, err := mutexes[c].UnlockContext(ctx); !ok || err != nil {
+				return fmt.Errorf("unlock: %v %v", ok, err)
+			}
+			return nil
+		})
+	if budget.Err != "" || budget.Errors > 0 {
+		b.Fatalf("%d errors: %s", budget.Errors, budget.Err)
+	}
+	bench.PrintBudgets(os.Stdout, []bench.Budget{budget})
+}
+
+// BenchmarkScriptLockOneClient: one client alone on each node takes and
+// releases its redsync mutex 300 times; it prints each half's mean time,
+// on the leader and on the followers (where a node's state lags the
+// leader's by a batch).
+//
+//	go test -run '^$' -bench BenchmarkScriptLockOneClient -benchtime 1x ./resp/
+func BenchmarkScriptLockOneClient(b *testing.B) {
+	tc := startCluster(b, nil)
+	leader := tc.rc.WaitLeader(5 * time.Second)
+	ctx := context.Background()
+	const rounds = 300
+	for i, addr := range tc.addrs {
+		role := map[bool]string{true: "leader", false: "follower"}[i == leader]
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+		b.Cleanup(func() { c.Close() })
+		m := redsync.New(goredis.NewPool(c)).NewMutex(fmt.Sprintf("bench:one:%d", i), redsync.WithTries(1))
+		var lock, unlock time.Duration
+		for j := 0; j < rounds; j++ {
+			t0 := time.Now()
+			if err := m.LockContext(ctx); err != nil {
+				b.Fatal(err)
+			}
+			t1 := time.Now()
+			if ok, err := m.UnlockContext(ctx); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			lock, unlock = lock+t1.Sub(t0), unlock+time.Since(t1)
+		}
+		fmt.Printf("node %d (%s): lock %v, unlock %v (means of %d rounds)\n", i, role, lock/rounds, unlock/rounds, rounds)
 	}
 }
 
@@ -157,4 +230,13 @@ func BenchmarkMultiFourWrites(b *testing.B) {
 			})
 		})
 	}
+}
+
+// processCPU is the user and system time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

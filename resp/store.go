@@ -21,6 +21,12 @@ type Store interface {
 	// KV reads a key: linearizable unless local (then this node's
 	// applied state).
 	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	// LeaderKV reads a key from the leader's applied state (forwarded
+	// from a follower), its expiry judged at now; false when absent. It
+	// holds every write the leader acknowledged but is no linearizable
+	// read: a script's first run on a follower reads through it, and its
+	// effects apply only while what it read is unchanged.
+	LeaderKV(ctx context.Context, key []byte, now time.Time) (fsm.KVEntry, bool, error)
 	// EachKV calls fn with every live key from from on (storeapi.FirstKVKey:
 	// keyspace 0's, reserved keys left out; fsm.KeyspacePrefix: another
 	// keyspace's, then what follows it), in key order, until fn returns

@@ -67,6 +67,9 @@ type Script struct {
 	SHA  string // SHA-1 of the body, lowercase hex: EVALSHA's name
 	Body []byte
 	fn   *lua.FunctionProto
+	// stores: some function of it stores into a table or a global; its
+	// runs' states are compared before reuse (pristine.go).
+	stores bool
 }
 
 // SHA1 is the name EVALSHA knows a body by.
@@ -89,7 +92,13 @@ func Compile(body []byte) (*Script, error) {
 	if err == nil {
 		var fn *lua.FunctionProto
 		if fn, err = lua.Compile(chunk, chunkName); err == nil {
-			return &Script{SHA: SHA1(body), Body: body, fn: fn}, nil
+			// gopher-lua's Lua 5.0 compatibility gives every call of a
+			// vararg function a table of its arguments, arg; the main
+			// chunk is vararg but has no local arg to hold it (arg there
+			// is a global, as in Lua 5.1): a table and a map made per
+			// run, unreachable.
+			fn.IsVarArg &^= lua.VarArgNeedsArg
+			return &Script{SHA: SHA1(body), Body: body, fn: fn, stores: storesIntoTables(fn)}, nil
 		}
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
@@ -143,7 +152,7 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 	} else {
 		reply = fromLua(L.Get(-1), 0)
 	}
-	putVM(v)
+	putVM(v, s.stores)
 	return reply, nil
 }
 
@@ -160,6 +169,9 @@ type vm struct {
 	cur   *run
 	depth int
 	snap  []tableSnap
+	// changed: the run called a builtin that may change the environment
+	// (pristine.go).
+	changed bool
 }
 
 // tableSnap is one of the environment's tables as opened.
@@ -182,6 +194,7 @@ func getVM(cfg Config) *vm {
 		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, MinimizeStackMemory: true})
 	v := &vm{L: L, pcg: rand.NewPCG(0, 0), depth: cfg.CallDepth}
 	openLibs(L, v)
+	watchChangingBuiltins(L, v)
 	g := L.G.Global
 	tables := []*lua.LTable{g}
 	g.ForEach(func(_, val lua.LValue) {
@@ -208,12 +221,19 @@ func snapshot(L *lua.LState, t *lua.LTable) tableSnap {
 	return s
 }
 
-// putVM keeps v for another run if its environment is as opened.
-func putVM(v *vm) {
+// putVM keeps v for another run if its environment is as opened: known
+// without a look when the run could not change it (pristine.go), else
+// compared.
+func putVM(v *vm, stores bool) {
 	L := v.L
 	L.RemoveContext()
 	L.SetTop(0)
 	v.cur = nil
+	if !stores && !v.changed {
+		vms.Put(v)
+		return
+	}
+	v.changed = false
 	pristine := L.Env == L.G.Global && len(v.snap) > 0 && L.GetMetatable(lua.LString("")) == v.snap[len(v.snap)-1].t
 	for _, s := range v.snap {
 		if !pristine {

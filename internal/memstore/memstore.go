@@ -183,6 +183,18 @@ func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
 	return s.f.KV(key, time.Now())
 }
 
+// LeaderKV is raftstore.Store.LeaderKV: one node is its own leader.
+func (s *Store) LeaderKV(_ context.Context, key []byte, now time.Time) (fsm.KVEntry, bool, error) {
+	if err := storeapi.CheckKeyspaceKey(key); err != nil {
+		return fsm.KVEntry{}, false, err
+	}
+	e, err := s.f.KV(key, now)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return fsm.KVEntry{}, false, nil
+	}
+	return e, err == nil, err
+}
+
 // EachKV is raftstore.Store.EachKV.
 func (s *Store) EachKV(_ context.Context, _ bool, from []byte, fn func(key []byte) bool) error {
 	return s.f.EachKV(from, time.Now(), fn)

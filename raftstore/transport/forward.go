@@ -273,6 +273,14 @@ func (c *Client) fail() {
 // Close closes the connection; the calls in flight fail as on a lost one.
 func (c *Client) Close() { c.fail() }
 
+// answeredAtOnce are the kinds answered as soon as their answer is
+// ready, not after the answers of the requests before them: a read of
+// the leader's state, which an apply queued ahead of it (waiting for its
+// commit, the length of a log write on two nodes) would otherwise hold
+// back. The client pairs answers with requests by seq; only requests
+// are kept in order.
+func answeredAtOnce(k Kind) bool { return k == LeaderKV }
+
 // Handler is what a forwarded request does on the node that answers it.
 type Handler interface {
 	// Handle starts one request and returns the wait for its answer: an
@@ -280,7 +288,8 @@ type Handler interface {
 	// travels). Handle is called in the order the requests arrive and
 	// must not wait for the request's outcome (an apply is handed to Raft
 	// at once, so a connection's requests are batched together there);
-	// the waits are called in the same order, one at a time.
+	// the waits are called in the same order, one at a time, but those of
+	// the kinds answeredAtOnce, each on a goroutine of its own.
 	Handle(kind Kind, payload []byte) (wait func() ([]byte, error))
 }
 
@@ -307,31 +316,47 @@ func (s *Server) Serve(conn net.Conn) {
 	}
 	answers := make(chan answer, 1024)
 	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		bw := bufio.NewWriterSize(conn, 64<<10)
-		broken := false
-		for a := range answers {
-			status, payload := statusOK, []byte(nil)
-			if p, err := a.wait(); err != nil {
-				status, payload = s.Errors.answer(err)
-			} else {
-				payload = p
-			}
-			if broken {
-				continue // drain so the reader never blocks
-			}
-			writeFrame(bw, status, a.seq, payload)
-			if len(answers) == 0 {
-				if err := bw.Flush(); err != nil {
-					broken = true
-					conn.Close()
-				}
+	// The writer answers in the order the requests came, and the reads
+	// that skip the queue (answeredAtOnce) write beside it: wmu keeps
+	// their frames whole.
+	var (
+		wmu    sync.Mutex
+		bw     = bufio.NewWriterSize(conn, 64<<10)
+		broken bool
+	)
+	write := func(a answer, flush bool) {
+		status, payload := statusOK, []byte(nil)
+		if p, err := a.wait(); err != nil {
+			status, payload = s.Errors.answer(err)
+		} else {
+			payload = p
+		}
+		wmu.Lock()
+		defer wmu.Unlock()
+		if broken {
+			return // drain so the reader never blocks
+		}
+		writeFrame(bw, status, a.seq, payload)
+		if flush {
+			if err := bw.Flush(); err != nil {
+				broken = true
+				conn.Close()
 			}
 		}
+	}
+	var atOnce sync.WaitGroup
+	slots := make(chan struct{}, cap(answers))
+	go func() {
+		defer close(writerDone)
+		for a := range answers {
+			write(a, len(answers) == 0)
+		}
+		wmu.Lock()
 		bw.Flush()
+		wmu.Unlock()
 	}()
 	defer func() {
+		atOnce.Wait()
 		close(answers)
 		<-writerDone
 	}()
@@ -346,6 +371,16 @@ func (s *Server) Serve(conn net.Conn) {
 			return
 		}
 		s.frames.Add(1)
+		if answeredAtOnce(Kind(kind)) {
+			slots <- struct{}{} // as many as the queue holds: a peer that sends more waits, as it does for applies
+			a := answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
+			atOnce.Add(1)
+			go func() {
+				defer func() { <-slots; atOnce.Done() }()
+				write(a, true)
+			}()
+			continue
+		}
 		if Kind(kind) != applyBatch {
 			answers <- answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
 			continue

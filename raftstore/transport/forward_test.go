@@ -195,6 +195,106 @@ func TestLostConnectionIsRetry(t *testing.T) {
 	}
 }
 
+// heldApplies holds every Apply's answer until release is closed and
+// answers a LeaderKV at once.
+type heldApplies struct{ release chan struct{} }
+
+func (h heldApplies) Handle(kind Kind, payload []byte) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if kind == Apply {
+			<-h.release
+		}
+		return append([]byte{byte(kind)}, payload...), nil
+	}
+}
+
+// TestLeaderReadSkipsTheQueue: a LeaderKV sent behind applies still
+// waiting for their commit is answered before them (its answer is ready;
+// theirs are not), each answer under its own request; the applies are
+// then answered in order. The old server, answering strictly in order,
+// held the read until the applies were released: this test would wait
+// for that until its context ended.
+func TestLeaderReadSkipsTheQueue(t *testing.T) {
+	release := make(chan struct{})
+	srv := &Server{Handler: heldApplies{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var waits []func(context.Context) ([]byte, error)
+	for i := 0; i < 3; i++ {
+		w, err := c.Send(ctx, Apply, []byte{byte('0' + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	got, err := c.Call(ctx, LeaderKV, []byte("key"))
+	if err != nil || string(got) != "Kkey" {
+		close(release)
+		t.Fatalf("a leader read behind held applies = %q, %v; want its own answer, before theirs", got, err)
+	}
+	close(release)
+	for i, w := range waits {
+		if got, err := w(ctx); err != nil || string(got) != string([]byte{'A', byte('0' + i)}) {
+			t.Fatalf("apply %d = %q, %v", i, got, err)
+		}
+	}
+}
+
+// heldReads holds every LeaderKV's answer until release is closed,
+// counting those handled and waiting at once.
+type heldReads struct {
+	release          chan struct{}
+	waiting, maxWait atomic.Int64
+}
+
+func (h *heldReads) Handle(kind Kind, payload []byte) func() ([]byte, error) {
+	n := h.waiting.Add(1)
+	for m := h.maxWait.Load(); n > m && !h.maxWait.CompareAndSwap(m, n); m = h.maxWait.Load() {
+	}
+	return func() ([]byte, error) {
+		<-h.release
+		h.waiting.Add(-1)
+		return payload, nil
+	}
+}
+
+// TestLeaderReadsBounded: a peer that sends more leader reads than the
+// queue holds while none can be answered gets no more than that many
+// handled at once (each holds a goroutine); the rest wait in its
+// connection, and every one is answered once they can be.
+func TestLeaderReadsBounded(t *testing.T) {
+	h := &heldReads{release: make(chan struct{})}
+	srv := &Server{Handler: h, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const sent, bound = 1500, 1024 // bound: the answer queue's size
+	var waits []func(context.Context) ([]byte, error)
+	for i := 0; i < sent; i++ {
+		w, err := c.Send(ctx, LeaderKV, []byte(fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, w)
+	}
+	for h.waiting.Load() < bound && ctx.Err() == nil { // the server reads them all, or stops at the bound
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // room for reads past the bound, if the server took them
+	close(h.release)
+	for i, w := range waits {
+		if got, err := w(ctx); err != nil || string(got) != fmt.Sprint(i) {
+			t.Fatalf("read %d = %q, %v", i, got, err)
+		}
+	}
+	if m := h.maxWait.Load(); m > bound {
+		t.Fatalf("%d leader reads were handled at once; want at most %d", m, bound)
+	}
+}
+
 // TestForwardedCallsReleasedTogetherShareAWrite: 64 callers released at
 // once on one P (as request handlers runnable together are) reach the
 // leader in a few frames, not one each. A Send wakes the writer at once,
