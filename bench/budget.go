@@ -278,7 +278,7 @@ func Breakdown(t Target, cfg RunConfig, clients []int) []Budget {
 	for _, n := range clients {
 		cfg.Clients = n
 		out = append(out, MeasureBudget("gateway first request", cfg, func(c int, seq int64) error {
-			st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("b-%s-%d-%d", id, n, seq), payBody)
+			st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("b-%s-%d-%d", id, n, seq), orderBody(seq))
 			return expect(st, err, 201)
 		}))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -153,14 +154,24 @@ func callJSON(url, key string, body []byte) (int, bool, []byte, error) {
 
 var payBody = []byte(`{"amount":100,"currency":"eur"}`)
 
+// orderBody is a first request's body: payBody's fields and an order
+// number of its own, as two real payments differ. One body under every
+// fresh key would make the gateway flag (and log) each first request as a
+// suspected duplicate of the one before, which real traffic does not cost
+// it. The pass-through baseline sends the same shape.
+func orderBody(seq int64) []byte {
+	b := strconv.AppendInt([]byte(`{"amount":100,"currency":"eur","order":`), seq, 10)
+	return append(b, '}')
+}
+
 func runID() string { return fmt.Sprintf("%08x", rand.Uint32()) }
 
 // Passthrough is the baseline of the gateway scenarios: the same request
 // proxied without idempotency.
 func Passthrough(t Target, cfg RunConfig) Stats {
 	cfg.Name = "passthrough (baseline)"
-	s := Run(cfg, func(c int, _ int64) error {
-		st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PassPath, "", payBody)
+	s := Run(cfg, func(c int, seq int64) error {
+		st, _, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PassPath, "", orderBody(seq))
 		return expect(st, err, 201)
 	})
 	s.Baseline = true
@@ -186,7 +197,7 @@ func Unique(t Target, cfg RunConfig) Stats {
 	var issued atomicMax
 	s := Run(cfg, func(c int, seq int64) error {
 		issued.set(seq + 1)
-		st, replayed, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("u-%s-%d", id, seq), payBody)
+		st, replayed, _, err := call("POST", t.Gateways[c%len(t.Gateways)]+t.PayPath, fmt.Sprintf("u-%s-%d", id, seq), orderBody(seq))
 		if err == nil && replayed {
 			return fmt.Errorf("a fresh key was answered as a replay")
 		}
