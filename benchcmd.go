@@ -329,9 +329,6 @@ func benchOwnCluster(f benchFlags, secure bool, progress io.Writer, use func(t b
 		return err
 	}
 	defer os.RemoveAll(dir)
-	// The nodes run in this process: at the collector's pace serve runs
-	// them at (the bench's own clients share it).
-	setServeGC(os.LookupEnv)
 	pay := bench.NewPayments()
 	pay.Work, pay.SlowEvery = 0, 0 // a trivial upstream: the bench measures idemgate
 	if err := pay.Start(); err != nil {

@@ -141,10 +141,9 @@ func serveCmd(args []string, stdout, stderr io.Writer) int {
 	// Go's log package, and whatever logs to slog's default, write
 	// through the node's logger too: one format on stderr.
 	slog.SetDefault(logger)
-	gcPercent := setServeGC(os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, settings, logger, stdout, gcPercent); err != nil {
+	if err := serve(ctx, settings, logger, stdout); err != nil {
 		var start startError
 		if errors.As(err, &start) {
 			// One plain line, as for a bad config: a node that cannot
@@ -187,8 +186,7 @@ func (e startError) Unwrap() error { return e.error }
 
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
-// gcPercent is the collector's pace in force (setServeGC), for the log.
-func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer, gcPercent int) error {
+func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer) error {
 	n, err := node.Start(s, logger)
 	if err != nil {
 		return startError{err}
@@ -208,7 +206,7 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	}
 	logger.Info("serving", "version", version.String(), "node", s.Node.ID, "gateway", gw,
 		"upstream", s.File.Upstream, "api", n.API.Scheme()+"://"+n.API.Addr(), "raft", s.Node.Raft, "raft_security", raftSecurity,
-		"data_dir", s.DataDir, "gc_percent", gcPercent)
+		"data_dir", s.DataDir)
 	if s.File.Insecure {
 		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.Node.ID)
 	}
