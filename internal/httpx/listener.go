@@ -57,7 +57,7 @@ func DefaultLimits() Limits {
 func NewListener(name, addr string, h fasthttp.RequestHandler, l Limits, logger *slog.Logger) Listener {
 	return Listener{name: name, addr: addr, logger: logger, maxConnsPerIP: l.MaxConnsPerIP, srv: &fasthttp.Server{
 		Handler:              h,
-		Name:                 "idemgate",
+		Name:                 serverName,
 		ReadTimeout:          l.ReadTimeout,
 		WriteTimeout:         l.WriteTimeout,
 		IdleTimeout:          l.IdleTimeout,
