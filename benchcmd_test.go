@@ -359,8 +359,12 @@ func testBreakdown(t *testing.T, once bool) {
 		if s := stage(b, "AppendEntries round trip"); s.PerOp < 2*batches*0.9 {
 			t.Errorf("%s at %d clients: %.3f AppendEntries per op for %.3f entries: want one per follower", b.Name, b.Clients, s.PerOp, batches)
 		}
-		if b.LogCommitsPerOp < 3*batches*0.9 {
-			t.Errorf("%s at %d clients: %.3f raft.db commits per op for %.3f entries on 3 nodes", b.Name, b.Clients, b.LogCommitsPerOp, batches)
+		// A write is answered once a quorum stored it: the leader and one
+		// follower. The other follower's commit of the last entries may
+		// come after the run's counts were read, so two per entry is
+		// what every run must show.
+		if b.LogCommitsPerOp < 2*batches {
+			t.Errorf("%s at %d clients: %.3f raft.db commits per op for %.3f entries on 3 nodes, want at least the quorum's 2 each", b.Name, b.Clients, b.LogCommitsPerOp, batches)
 		}
 		if b.CPUPerOp <= 0 || b.AllocsPerOp <= 0 {
 			t.Errorf("%s at %d clients: CPU %v, %f allocations per op", b.Name, b.Clients, b.CPUPerOp, b.AllocsPerOp)
