@@ -21,8 +21,10 @@ import (
 // after the leader's next log write: on a hot lock, a waiter on a follower
 // waited that long on every hand-over. So a node whose requests wait asks
 // the leader for the grants it applies (LeaderLockGrants): one call held
-// open on a connection of its own until the leader applies a batch that
-// granted a lock, or for grantsHold. What it tells is committed (a node
+// open until the leader applies a batch that granted a lock, or for
+// grantsHold, on the node's forwarding connection, whose writes it does
+// not delay (the leader answers it beside them: transport's
+// answeredAtOnce). What it tells is committed (a node
 // applies only committed entries), so a waiter may act on it at once; the
 // waiter's own node applies the same grant later and finds the request
 // answered. A feed that is missed (an error, a batch the ring no longer
@@ -202,9 +204,9 @@ func decodeGrants(b []byte) (cursor [16]byte, grants []fsm.LockGrant, err error)
 
 // LeaderLockGrants returns the grants the leader applied after cursor (the
 // zero cursor: the newest it holds), waiting up to a second for some, and
-// the cursor of its next call. It is held on a connection of its own to
-// the leader, so it never delays forwarded writes; on the leader it reads
-// this node's own feed.
+// the cursor of its next call. Forwarded, it is answered beside the
+// connection's writes, never ahead of or behind them; on the leader it
+// reads this node's own feed.
 func (s *Store) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.LockGrant, [16]byte, error) {
 	addr, id := s.raft.LeaderWithID()
 	if addr == "" {
@@ -214,11 +216,8 @@ func (s *Store) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.Lo
 	if string(id) == s.cfg.NodeID {
 		answer = s.grants.wait(cursor[:], grantsHold, s.closing)
 	} else {
-		c, err := s.grantsClientFor(string(id), string(addr))
-		if err != nil {
-			return nil, cursor, err
-		}
-		if answer, err = c.Call(ctx, transport.Grants, cursor[:]); err != nil {
+		var err error
+		if answer, err = s.forward(ctx, string(id), string(addr), transport.Grants, cursor[:]); err != nil {
 			return nil, cursor, err
 		}
 	}
@@ -227,28 +226,4 @@ func (s *Store) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.Lo
 		return nil, cursor, fmt.Errorf("%w from %s", err, id)
 	}
 	return grants, next, nil
-}
-
-// grantsClientFor is the connection to the leader at addr that carries
-// LeaderLockGrants alone: the forwarding connection answers its requests
-// in order, and a held call there would hold up every write behind it.
-func (s *Store) grantsClientFor(id, addr string) (*transport.Client, error) {
-	target := s.dialAddr(id, addr)
-	s.fwdMu.Lock()
-	defer s.fwdMu.Unlock()
-	if s.fwdClosed {
-		return nil, storeapi.ErrShutdown
-	}
-	if c := s.grantsConn; c != nil && c.Alive() && s.grantsTarget == target {
-		return c, nil
-	}
-	if s.grantsConn != nil {
-		s.grantsConn.Close()
-	}
-	c, err := transport.DialForward(s.peer(id, addr, s.cfg.DialTimeout), s.maxFrame(), &wireErrors)
-	if err != nil {
-		return nil, fmt.Errorf("%w: dial leader %s: %v", errRetry, id, err)
-	}
-	s.grantsConn, s.grantsTarget = c, target
-	return c, nil
 }

@@ -51,14 +51,11 @@ type Store struct {
 	fwd       map[string]*transport.Client // by address dialled: this node's connections to leaders
 	fwdClosed bool
 	fwdServer *transport.Server // answers the requests forwarded to this node
-	// grantsConn carries LeaderLockGrants to grantsTarget (under fwdMu).
-	grantsConn   *transport.Client
-	grantsTarget string
-	grants       *grantFeed // the grants this node applied, for others' waiters (grants.go)
-	onGrants     atomic.Pointer[func(grants []fsm.LockGrant)]
-	fwdConns     sync.WaitGroup
-	connMu       sync.Mutex
-	inbound      map[net.Conn]struct{}
+	grants    *grantFeed        // the grants this node applied, for others' waiters (grants.go)
+	onGrants  atomic.Pointer[func(grants []fsm.LockGrant)]
+	fwdConns  sync.WaitGroup
+	connMu    sync.Mutex
+	inbound   map[net.Conn]struct{}
 
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
@@ -281,9 +278,6 @@ func (s *Store) Close() error {
 		s.fwdClosed = true
 		for _, c := range s.fwd {
 			c.Close()
-		}
-		if s.grantsConn != nil {
-			s.grantsConn.Close()
 		}
 		s.fwdMu.Unlock()
 		errs = append(errs, s.trans.Close())

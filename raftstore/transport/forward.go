@@ -277,9 +277,11 @@ func (c *Client) Close() { c.fail() }
 // ready, not after the answers of the requests before them: a read of
 // the leader's state, which an apply queued ahead of it (waiting for its
 // commit, the length of a log write on two nodes) would otherwise hold
-// back. The client pairs answers with requests by seq; only requests
-// are kept in order.
-func answeredAtOnce(k Kind) bool { return k == LeaderKV }
+// back, and the grants feed's call, which the leader holds until it has
+// grants to tell and which would otherwise hold back every write behind
+// it. The client pairs answers with requests by seq; only requests are
+// kept in order.
+func answeredAtOnce(k Kind) bool { return k == LeaderKV || k == Grants }
 
 // Handler is what a forwarded request does on the node that answers it.
 type Handler interface {

@@ -242,6 +242,48 @@ func TestLeaderReadSkipsTheQueue(t *testing.T) {
 	}
 }
 
+// heldGrants holds every Grants call's answer until release is closed,
+// as a leader holds the feed's call until it has grants to tell; every
+// other request is answered at once.
+type heldGrants struct{ release chan struct{} }
+
+func (h heldGrants) Handle(kind Kind, payload []byte) func() ([]byte, error) {
+	return func() ([]byte, error) {
+		if kind == Grants {
+			<-h.release
+		}
+		return append([]byte{byte(kind)}, payload...), nil
+	}
+}
+
+// TestHeldGrantsCallHoldsNoWrite: the grants feed's call rides the
+// forwarding connection, and the leader holds it for up to a second; the
+// applies sent behind it are answered meanwhile, and the held call gets
+// its own answer once released. Answered in order, as before Grants was
+// answered at once, the applies would wait for it until the context ended.
+func TestHeldGrantsCallHoldsNoWrite(t *testing.T) {
+	release := make(chan struct{})
+	srv := &Server{Handler: heldGrants{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held, err := c.Send(ctx, Grants, []byte("cursor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if got, err := c.Call(ctx, Apply, []byte{byte('0' + i)}); err != nil || string(got) != string([]byte{'A', byte('0' + i)}) {
+			close(release)
+			t.Fatalf("apply %d behind a held grants call = %q, %v; want its own answer at once", i, got, err)
+		}
+	}
+	close(release)
+	if got, err := held(ctx); err != nil || string(got) != "Gcursor" {
+		t.Fatalf("the held grants call = %q, %v", got, err)
+	}
+}
+
 // heldReads holds every LeaderKV's answer until release is closed,
 // counting those handled and waiting at once.
 type heldReads struct {

@@ -37,7 +37,7 @@ const (
 	Clock      Kind = 'T' // payload: empty; answer: the node's wall clock (8 bytes, unix ns); any node answers
 	Status     Kind = 'S' // payload: empty; answer: the node's indexes and state; any node answers
 	Peers      Kind = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
-	Grants     Kind = 'G' // payload: a cursor (16 bytes); answer: the lock grants the node applied after it, held up to a second for some; any node answers
+	Grants     Kind = 'G' // payload: a cursor (16 bytes); answer: the lock grants the node applied after it, held up to a second for some, answered beside the queue (answeredAtOnce); any node answers
 	LeaderKV   Kind = 'K' // payload: unix ns (8) | a stored KV key; answer: the leader's entry of it, or empty when absent
 )
 
