@@ -293,12 +293,11 @@ func Breakdown(t Target, cfg RunConfig, clients []int) []Budget {
 func BreakdownOnce(t Target, cfg RunConfig, clients []int) []Budget {
 	var out []Budget
 	id := runID()
-	payload := []byte(`{"to":"+4912345","text":"welcome"}`)
 	o := targetOncer{t}
 	for _, n := range clients {
 		cfg.Clients = n
 		out = append(out, MeasureBudget("once pair over HTTP", cfg, func(c int, seq int64) error {
-			return o.pair(c, fmt.Sprintf("b-%s-%d-%d-%d", id, n, c, seq), payload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
+			return o.pair(c, fmt.Sprintf("b-%s-%d-%d-%d", id, n, c, seq), oncePayload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
 		}))
 	}
 	if len(t.Resps) == 0 {
@@ -313,7 +312,7 @@ func BreakdownOnce(t Target, cfg RunConfig, clients []int) []Budget {
 			continue
 		}
 		out = append(out, MeasureBudget("once pair over RESP", cfg, func(c int, seq int64) error {
-			return respOncePair(conns[c], fmt.Sprintf("r-%s-%d-%d-%d", id, n, c, seq), lease, string(payload), fmt.Sprintf("sms-%d-%d", c, seq))
+			return respOncePair(conns[c], fmt.Sprintf("r-%s-%d-%d-%d", id, n, c, seq), lease, string(oncePayload), fmt.Sprintf("sms-%d-%d", c, seq))
 		}))
 		closeAll(conns)
 	}

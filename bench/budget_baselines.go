@@ -235,7 +235,6 @@ func BaselineBreakdown(r *Redis, e *Etcd, cfg RunConfig, clients []int) []Budget
 func BaselineOnceBreakdown(e *Etcd, cfg RunConfig, clients []int) []Budget {
 	var out []Budget
 	id := runID()
-	payload := []byte(`{"to":"+4912345","text":"welcome"}`)
 	for _, n := range clients {
 		cfg.Clients = n
 		o, err := e.newOncer(n, cfg.Duration)
@@ -244,7 +243,7 @@ func BaselineOnceBreakdown(e *Etcd, cfg RunConfig, clients []int) []Budget {
 			continue
 		}
 		out = append(out, MeasureProcBudget("etcd once pair (baseline)", e.serverPIDs(), cfg, func(c int, seq int64) error {
-			return o.pair(c, fmt.Sprintf("e-%s-%d-%d-%d", id, n, c, seq), payload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
+			return o.pair(c, fmt.Sprintf("e-%s-%d-%d-%d", id, n, c, seq), oncePayload, []byte(fmt.Sprintf("sms-%d-%d", c, seq)))
 		}))
 		o.close()
 	}
