@@ -7,7 +7,8 @@ package api
 // describe (a status, a header, a body, each line of an NDJSON body, a
 // problem type it does not list for that operation, or any answer on a
 // path it does not list) fails the package's run, with every such pair
-// named; so does a request the document refuses that the API answered 2xx.
+// named; so does a request the document refuses that the API answered 2xx,
+// or one with a query parameter the operation does not name.
 
 import (
 	"bytes"
@@ -161,6 +162,11 @@ func (c *contract) checkPair(ctx *fasthttp.RequestCtx, status int) (op string, _
 	if reqErr != nil && (status < 400 || (status >= 500 && status != 503)) {
 		return op, fmt.Errorf("the document refuses the request (%v), yet the API answered %d", reqErr, status)
 	}
+	if name := undocumentedQuery(route, u.Query()); name != "" && status < 300 {
+		// kin-openapi lets a query parameter the operation does not
+		// name pass: one the code reads and the document lacks would.
+		return op, fmt.Errorf("query parameter %q is none of the operation's, yet the API answered %d", name, status)
+	}
 	if head {
 		if route.Operation.Responses.Status(status) == nil {
 			return op, fmt.Errorf("HEAD: status %d is not documented for GET", status)
@@ -217,6 +223,30 @@ func (c *contract) checkItems(op *openapi3.Operation, status int, ctype string, 
 		}
 	}
 	return nil
+}
+
+// undocumentedQuery is the first query parameter of q that neither the
+// operation nor its path names, or "".
+func undocumentedQuery(route *routers.Route, q url.Values) string {
+	var names []string
+	for _, params := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
+		for _, p := range params {
+			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+				names = append(names, p.Value.Name)
+			}
+		}
+	}
+	var out []string
+	for name := range q {
+		if !slices.Contains(names, name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return ""
+	}
+	return out[0]
 }
 
 // allowed is what Allow must say for req's path: the methods the document

@@ -91,6 +91,8 @@ func TestOpenAPIContractBites(t *testing.T) {
 		{"a documented problem", "GET", "/v1/kv/k", "", nil, problem(404, "not-found"), true},
 		{"a status not documented", "GET", "/v1/kv/k", "", nil, problem(418, "not-found"), false},
 		{"a problem type not listed for the status", "GET", "/v1/kv/k", "", nil, problem(404, "unknown-node"), false},
+		{"a 200 to a query parameter the document does not name", "GET", "/v1/kv/k?verbose=1", "", nil, answer{200, "application/octet-stream", "v", []string{"ETag", `"3"`}}, false},
+		{"a 400 to a query parameter the document does not name", "GET", "/v1/kv/k?verbose=1", "", nil, problem(400, "bad-request"), true},
 		{"a value without its ETag", "GET", "/v1/kv/k", "", nil, answer{200, "application/octet-stream", "v", nil}, false},
 		{"a problem as JSON", "GET", "/v1/kv/k", "", nil, answer{404, "application/json", `{"type":"x"}`, nil}, false},
 		{"a field the document does not name", "GET", "/v1/status", "", nil, answer{200, "application/json",
