@@ -91,6 +91,8 @@ func TestOpenAPIContractBites(t *testing.T) {
 		{"a documented problem", "GET", "/v1/kv/k", "", nil, problem(404, "not-found"), true},
 		{"a status not documented", "GET", "/v1/kv/k", "", nil, problem(418, "not-found"), false},
 		{"a problem type not listed for the status", "GET", "/v1/kv/k", "", nil, problem(404, "unknown-node"), false},
+		{"a 200 to a query parameter the document does not name", "GET", "/v1/kv/k?verbose=1", "", nil, answer{200, "application/octet-stream", "v", []string{"ETag", `"3"`}}, false},
+		{"a 400 to a query parameter the document does not name", "GET", "/v1/kv/k?verbose=1", "", nil, problem(400, "bad-request"), true},
 		{"a value without its ETag", "GET", "/v1/kv/k", "", nil, answer{200, "application/octet-stream", "v", nil}, false},
 		{"a problem as JSON", "GET", "/v1/kv/k", "", nil, answer{404, "application/json", `{"type":"x"}`, nil}, false},
 		{"a field the document does not name", "GET", "/v1/status", "", nil, answer{200, "application/json",
@@ -109,6 +111,13 @@ func TestOpenAPIContractBites(t *testing.T) {
 		{"a 200 to a request the document refuses", "PUT", "/v1/kv/k?nx=maybe", "v", nil,
 			answer{200, "application/octet-stream", "", []string{"ETag", `"3"`}}, false},
 		{"a 400 to a request the document refuses", "PUT", "/v1/kv/k?nx=maybe", "v", nil, problem(400, "bad-request"), true},
+		{"export lines as documented", "GET", exportURI, "", nil, answer{200, "application/x-ndjson", exportRecordLine + "\n" + `{"end":true,"records":1}` + "\n", nil}, true},
+		{"an export that stopped on an error", "GET", exportURI, "", nil, answer{200, "application/x-ndjson", `{"end":false,"records":0,"error":"damaged"}` + "\n", nil}, true},
+		{"an export line with a field the document does not name", "GET", exportURI, "", nil, answer{200, "application/x-ndjson",
+			strings.Replace(exportRecordLine, `"key":"k1"`, `"key":"k1","body":"secret"`, 1) + "\n" + `{"end":true,"records":1}` + "\n", nil}, false},
+		{"an export line without its fingerprint", "GET", exportURI, "", nil, answer{200, "application/x-ndjson",
+			strings.Replace(exportRecordLine, `"fingerprint":"9f86d0",`, "", 1) + "\n" + `{"end":true,"records":1}` + "\n", nil}, false},
+		{"an export line that is no JSON", "GET", exportURI, "", nil, answer{200, "application/x-ndjson", "scope,key\n", nil}, false},
 		{"a body the document refuses, answered 201", "POST", "/v1/tokens", `{"scope":"pay","extra":1}`,
 			[]string{"Content-Type", "application/json"},
 			answer{201, "application/json", `{"token":"6f1c1b2e-1111-4222-8333-444455556666","scope":"pay","expires_at":"2026-01-01T00:00:00Z"}`, nil}, false},
@@ -133,6 +142,13 @@ func TestOpenAPIContractBites(t *testing.T) {
 		}
 	}
 }
+
+// An export request and a record line as the document describes them.
+const (
+	exportURI        = "/v1/records/export?since=2026-01-02T00:00:00Z&until=2026-01-03T00:00:00Z"
+	exportRecordLine = `{"scope":"pay","tenant":"","key":"k1","state":"completed","status_code":201,"fingerprint":"9f86d0",` +
+		`"created_at":"2026-01-02T10:00:00Z","completed_at":"2026-01-02T10:00:01Z","reconcile_id":"ch_1"}`
+)
 
 // routerPaths reads the paths route (api.go) tells apart: those it
 // compares path with, and the prefixes and suffixes it matches, each

@@ -1,8 +1,8 @@
 package e2e
 
 // The deploy files (deploy/alerts.yaml, deploy/systemd/idemgate.service)
-// kept true: every metric an alert names is one a node registers, and the
-// unit is one systemd accepts.
+// kept true: every metric an alert names is one a node registers, every
+// docs/ section a runbook names exists, and the unit is one systemd accepts.
 
 import (
 	"bytes"
@@ -433,4 +433,35 @@ func hasSeries(f *dto.MetricFamily, want map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// TestDeployDocLinks: every docs/ page a rule's runbook or a dashboard panel
+// points to exists, and so does the heading its #fragment names: an operator
+// paged at night follows the link, and a heading renamed since would leave
+// the runbook pointing nowhere.
+func TestDeployDocLinks(t *testing.T) {
+	link := regexp.MustCompile(`\bdocs/[a-z0-9-]+\.md(#[a-z0-9_-]+)?`)
+	headings := map[string]map[string]bool{}
+	n := 0
+	for _, name := range []string{"alerts.yaml", "reconcile-alerts.yaml", "grafana-dashboard.json"} {
+		b, err := os.ReadFile(filepath.Join("deploy", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range link.FindAllString(string(b), -1) {
+			n++
+			page, _, _ := strings.Cut(l, "#")
+			if headings[page] == nil {
+				if text, err := os.ReadFile(filepath.FromSlash(page)); err == nil {
+					headings[page] = headingAnchors(string(text))
+				}
+			}
+			for _, problem := range checkLink("README.md", l, headings) {
+				t.Errorf("deploy/%s: %s: %s", name, l, problem)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("deploy/ names only %d docs/ links: the scan is broken", n)
+	}
 }
