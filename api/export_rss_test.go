@@ -192,11 +192,18 @@ func TestRecordsExportRSS(t *testing.T) {
 	grew := peak.rssAnon - base.rssAnon
 	t.Logf("export of %d records, %.0f MiB, from a child process: RssAnon %.1f -> peak %.1f MiB (grew %.1f); RssFile %.1f -> %.1f MiB (the mmapped bbolt file); VmRSS %.1f -> %.1f MiB; VmHWM %.1f MiB (loading included)",
 		n, mib(size), mib(base.rssAnon), mib(peak.rssAnon), mib(grew), mib(base.rssFile), mib(peak.rssFile), mib(base.vmRSS), mib(peak.vmRSS), mib(peak.vmHWM))
-	const bound = 24 << 20
-	if size < 2*bound {
+	// The bound: 24 MiB, or a sixth of the export when that is more. An
+	// export built whole would grow by its size; a streamed one grows by
+	// its buffers and by the garbage a collector running behind has not
+	// yet returned, which a longer export (more samples, more GC cycles)
+	// peaks higher on: 12-13.5 MiB at a million, once 23.3 with gctrace
+	// on, against 24 MiB.
+	const floor = 24 << 20
+	if size < 2*floor {
 		t.Fatalf("the export is %d bytes: too small to tell streaming from building it whole", size)
 	}
+	bound := max(int64(floor), size/6)
 	if grew > bound {
-		t.Errorf("the serving process's anonymous RSS grew by %.1f MiB during an export of %.0f MiB, want under %d MiB", mib(grew), mib(size), bound>>20)
+		t.Errorf("the serving process's anonymous RSS grew by %.1f MiB during an export of %.0f MiB, want under %.0f MiB", mib(grew), mib(size), mib(bound))
 	}
 }
