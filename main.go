@@ -53,8 +53,12 @@ var commands = []command{
 func usage() string {
 	var b strings.Builder
 	b.WriteString("usage: idemgate <command> [flags]\n\ncommands:\n")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-*s%s\n", max(10, len(c.name)+2), c.name, c.summary)
+		width = max(width, len(c.name)+2)
+	}
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-*s%s\n", width, c.name, c.summary)
 	}
 	b.WriteString("\nrun \"idemgate serve -h\" for the serve flags.\n")
 	return b.String()
