@@ -154,9 +154,16 @@ func nonNil(b []byte) *[]byte {
 // fenceBody decodes a holder's body; withResult: complete's, which needs a
 // result. false means it answered.
 func fenceBody(ctx *fasthttp.RequestCtx, withResult bool) (fenceRequest, bool) {
-	var req fenceRequest
-	if !decodeJSON(ctx, &req) {
-		return req, false
+	if !jsonContentType(ctx) {
+		return fenceRequest{}, false
+	}
+	req, ok := parseFenceBody(ctx.PostBody())
+	if !ok {
+		var decoded fenceRequest // on the heap only here: the decoder takes its address
+		if !decodeJSONBody(ctx, &decoded) {
+			return decoded, false
+		}
+		req = decoded
 	}
 	switch {
 	case req.Fence == nil:
