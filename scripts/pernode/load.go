@@ -3,14 +3,16 @@
 // load is run.sh's client: CLIENTS closed-loop clients of Go's net/http
 // (kept alive, an idle connection each) sending to one node for DURATION:
 //
-//	go run load.go setnx|gw|pass|once BASE_URL CLIENTS DURATION
+//	go run load.go setnx|gw|pass|once|once-nokey BASE_URL CLIENTS DURATION
 //	go run load.go once-resp HOST:PORT CLIENTS DURATION
 //
 // setnx: PUT /v1/kv/{fresh key}?nx=1 (201); gw: POST /pay with a fresh
 // Idempotency-Key and a body of its own (201); pass: POST /pay-direct;
 // once: a once pair as idemgate bench sends it, POST
 // /v1/once/bench/{fresh key}/begin?lease=30s (201), then .../complete with
-// its fence, each under an Idempotency-Key of its own; once-resp: the same
+// its fence, each under an Idempotency-Key of its own; once-nokey: the
+// same pair without the keys, so under request ids the store makes (what
+// the memory of the hashed keys costs is the difference); once-resp: the same
 // pair over the Redis protocol (IDEM.BEGIN, IDEM.COMPLETE), a connection
 // per client. An op is a request, or a pair.
 // It prints "ops N errors N ops/s N [first error]".
@@ -53,10 +55,10 @@ func main() {
 				var req *http.Request
 				want := 201
 				key := fmt.Sprintf("%s-%d-%d", tag, c, seq)
-				if mode == "once" || mode == "once-resp" {
+				if mode == "once" || mode == "once-nokey" || mode == "once-resp" {
 					var err error
-					if mode == "once" {
-						err = oncePair(cl, base, key)
+					if mode != "once-resp" {
+						err = oncePair(cl, base, key, mode == "once")
 					} else {
 						err = respPair(&conns[c], base, key)
 					}
@@ -102,10 +104,15 @@ func main() {
 
 var oncePayload = []byte(`{"to":"+4912345","text":"welcome"}`)
 
-// oncePair begins key's claim over the HTTP API and completes it.
-func oncePair(cl *http.Client, base, key string) error {
+// oncePair begins key's claim over the HTTP API and completes it, each
+// call under an Idempotency-Key of its own when withKeys.
+func oncePair(cl *http.Client, base, key string, withKeys bool) error {
 	u := base + "/v1/once/bench/" + key
-	body, err := post(cl, u+"/begin?lease=30s", key+"-b", "", oncePayload, 201)
+	kb, kc := key+"-b", key+"-c"
+	if !withKeys {
+		kb, kc = "", ""
+	}
+	body, err := post(cl, u+"/begin?lease=30s", kb, "", oncePayload, 201)
 	if err != nil {
 		return err
 	}
@@ -116,13 +123,15 @@ func oncePair(cl *http.Client, base, key string) error {
 		return fmt.Errorf("begin: %s", body)
 	}
 	complete := fmt.Sprintf(`{"fence":%d,"result":%q}`, b.Fence, base64.StdEncoding.EncodeToString([]byte("sms-"+key)))
-	_, err = post(cl, u+"/complete", key+"-c", "application/json", []byte(complete), 200)
+	_, err = post(cl, u+"/complete", kc, "application/json", []byte(complete), 200)
 	return err
 }
 
 func post(cl *http.Client, url, key, contentType string, body []byte, want int) ([]byte, error) {
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-	req.Header.Set("Idempotency-Key", key)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

@@ -17,6 +17,7 @@
 #   once-follower   once pairs (begin, then complete, each with an Idempotency-Key)
 #                   to a follower's API; an op is a pair
 #   once-leader     once pairs to the leader's API
+#   once-nokey-follower  once pairs to a follower's API without the keys
 #   resp-once-follower, resp-once-leader  the same pairs over the Redis protocol
 # One JSON line per run is appended to OUT (per-op figures keyed by role:
 # L the leader, F* the node the clients call when it is a follower, F the
@@ -68,9 +69,10 @@ gw-leader) URL=${GW[$LEAD]} M=gw FOL=$LEAD ;;
 pass) URL=${GW[$FOL]} M=pass ;;
 once-follower) URL=${API[$FOL]} M=once ;;
 once-leader) URL=${API[$LEAD]} M=once FOL=$LEAD ;;
+once-nokey-follower) URL=${API[$FOL]} M=once-nokey ;;
 resp-once-follower) URL=${RESP[$FOL]} M=once-resp ;;
 resp-once-leader) URL=${RESP[$LEAD]} M=once-resp FOL=$LEAD ;;
-*) echo "run.sh: MODE: $MODE: want setnx-follower, setnx-leader, gw, gw-leader, pass, once-follower, once-leader, resp-once-follower or resp-once-leader" >&2; exit 2 ;;
+*) echo "run.sh: MODE: $MODE: want setnx-follower, setnx-leader, gw, gw-leader, pass, once-follower, once-leader, once-nokey-follower, resp-once-follower or resp-once-leader" >&2; exit 2 ;;
 esac
 "$D/load" $M "$URL" "$CL" 1s >/dev/null # warm-up
 EV=task-clock,context-switches,raw_syscalls:sys_enter
