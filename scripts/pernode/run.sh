@@ -29,7 +29,7 @@ set -eu
 BIN=$1 MODE=$2 CL=$3 DUR=$4 OUT=$5 LABEL=${6:-$(basename "$1")}
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=$(mktemp -d /tmp/idemgate-pernode.XXXXXX)
-trap 'kill ${PIDS[@]:-} ${UP:-} 2>/dev/null; wait ${PIDS[@]:-} ${UP:-} 2>/dev/null; rm -rf "$D"' EXIT
+trap 'kill ${PIDS[@]:-} ${UP:-} 2>/dev/null; wait ${PIDS[@]:-} ${UP:-} 2>/dev/null || true; rm -rf "$D"' EXIT
 go build -o "$D/load" "$HERE/load.go"
 go build -o "$D/upstream" "$HERE/upstream.go"
 B=$((27100 + RANDOM % 400 * 10)) R=$((B - 4000)) # R: the Redis-protocol listeners
