@@ -78,7 +78,10 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 		closeAfterAnswer(ctx)
 		return nil, false
 	}
-	body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
+	buf := bodyBuffers.Get().(*[]byte)
+	defer putBodyBuffer(buf)
+	body, err := readUpTo(ctx.RequestBodyStream(), (*buf)[:0], limit+1)
+	*buf = body
 	switch {
 	case err != nil:
 		// Not err's text: a bad trailer's is quoted in it (refused.go).
@@ -89,9 +92,44 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
 		closeAfterAnswer(ctx)
 	default:
-		ctx.Request.SetBody(body)
+		ctx.Request.SetBody(body) // a copy: the buffer goes back to the pool
 		return func() { budget.give(n) }, true
 	}
 	budget.give(n)
 	return nil, false
+}
+
+// bodyBuffers are the buffers ReadBody reads a streamed body into before
+// the request takes a copy: io.ReadAll made a buffer (and a LimitReader)
+// for every request, and the API's are a hundred bytes or so.
+var bodyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxPooledBody is the largest buffer put back: a rare big body's is left
+// to the collector rather than held by the pool.
+const maxPooledBody = 64 << 10
+
+func putBodyBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledBody {
+		*b = (*b)[:0]
+		bodyBuffers.Put(b)
+	}
+}
+
+// readUpTo appends r's bytes to b until r ends (io.EOF, not an error) or
+// max bytes are in b, as io.ReadAll of an io.LimitReader does.
+func readUpTo(r io.Reader, b []byte, max int) ([]byte, error) {
+	for len(b) < max {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append pick the next size
+		}
+		n, err := r.Read(b[len(b):min(cap(b), max)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }

@@ -14,6 +14,11 @@
 #   gw              first requests (POST /pay, fresh key) to a follower's gateway
 #   gw-leader       first requests to the leader's gateway
 #   pass            pass-through (POST /pay-direct, no route) to a follower's gateway
+#   once-follower   once pairs (begin, then complete, each with an Idempotency-Key)
+#                   to a follower's API; an op is a pair
+#   once-leader     once pairs to the leader's API
+#   once-nokey-follower  once pairs to a follower's API without the keys
+#   resp-once-follower, resp-once-leader  the same pairs over the Redis protocol
 # One JSON line per run is appended to OUT (per-op figures keyed by role:
 # L the leader, F* the node the clients call when it is a follower, F the
 # other follower, client); show.py OUT prints the medians per LABEL and
@@ -24,15 +29,15 @@ set -eu
 BIN=$1 MODE=$2 CL=$3 DUR=$4 OUT=$5 LABEL=${6:-$(basename "$1")}
 HERE=$(cd "$(dirname "$0")" && pwd)
 D=$(mktemp -d /tmp/idemgate-pernode.XXXXXX)
-trap 'kill ${PIDS[@]:-} ${UP:-} 2>/dev/null; wait ${PIDS[@]:-} ${UP:-} 2>/dev/null; rm -rf "$D"' EXIT
+trap 'kill ${PIDS[@]:-} ${UP:-} 2>/dev/null; wait ${PIDS[@]:-} ${UP:-} 2>/dev/null || true; rm -rf "$D"' EXIT
 go build -o "$D/load" "$HERE/load.go"
 go build -o "$D/upstream" "$HERE/upstream.go"
-B=$((27100 + RANDOM % 400 * 10))
+B=$((27100 + RANDOM % 400 * 10)) R=$((B - 4000)) # R: the Redis-protocol listeners
 cat > "$D/cluster.yaml" <<Y
 nodes:
-  - {id: n1, raft: 127.0.0.1:$((B+1)), api: 127.0.0.1:$((B+2)), listen: 127.0.0.1:$((B+3))}
-  - {id: n2, raft: 127.0.0.1:$((B+4)), api: 127.0.0.1:$((B+5)), listen: 127.0.0.1:$((B+6))}
-  - {id: n3, raft: 127.0.0.1:$((B+7)), api: 127.0.0.1:$((B+8)), listen: 127.0.0.1:$((B+9))}
+  - {id: n1, raft: 127.0.0.1:$((B+1)), api: 127.0.0.1:$((B+2)), listen: 127.0.0.1:$((B+3)), resp: 127.0.0.1:$((R+1))}
+  - {id: n2, raft: 127.0.0.1:$((B+4)), api: 127.0.0.1:$((B+5)), listen: 127.0.0.1:$((B+6)), resp: 127.0.0.1:$((R+2))}
+  - {id: n3, raft: 127.0.0.1:$((B+7)), api: 127.0.0.1:$((B+8)), listen: 127.0.0.1:$((B+9)), resp: 127.0.0.1:$((R+3))}
 data_dir: $D/{id}
 upstream: http://127.0.0.1:$B
 routes:
@@ -45,6 +50,7 @@ for n in n1 n2 n3; do
 done
 API=(http://127.0.0.1:$((B+2)) http://127.0.0.1:$((B+5)) http://127.0.0.1:$((B+8)))
 GW=(http://127.0.0.1:$((B+3)) http://127.0.0.1:$((B+6)) http://127.0.0.1:$((B+9)))
+RESP=(127.0.0.1:$((R+1)) 127.0.0.1:$((R+2)) 127.0.0.1:$((R+3)))
 for _ in $(seq 1 150); do
 	ok=0
 	for a in "${API[@]}"; do curl -sf "$a/readyz" >/dev/null && ok=$((ok+1)); done
@@ -61,7 +67,12 @@ setnx-leader) URL=${API[$LEAD]} M=setnx FOL=$LEAD ;;
 gw) URL=${GW[$FOL]} M=gw ;;
 gw-leader) URL=${GW[$LEAD]} M=gw FOL=$LEAD ;;
 pass) URL=${GW[$FOL]} M=pass ;;
-*) echo "run.sh: MODE: $MODE: want setnx-follower, setnx-leader, gw, gw-leader or pass" >&2; exit 2 ;;
+once-follower) URL=${API[$FOL]} M=once ;;
+once-leader) URL=${API[$LEAD]} M=once FOL=$LEAD ;;
+once-nokey-follower) URL=${API[$FOL]} M=once-nokey ;;
+resp-once-follower) URL=${RESP[$FOL]} M=once-resp ;;
+resp-once-leader) URL=${RESP[$LEAD]} M=once-resp FOL=$LEAD ;;
+*) echo "run.sh: MODE: $MODE: want setnx-follower, setnx-leader, gw, gw-leader, pass, once-follower, once-leader, once-nokey-follower, resp-once-follower or resp-once-leader" >&2; exit 2 ;;
 esac
 "$D/load" $M "$URL" "$CL" 1s >/dev/null # warm-up
 EV=task-clock,context-switches,raw_syscalls:sys_enter
