@@ -221,6 +221,10 @@ func checkDeterminism(t *testing.T, logs []*raft.Log) {
 	if ha != hb {
 		t.Fatalf("state hashes differ: %x vs %x", ha, hb)
 	}
+	// Whatever the commands did to keys, the scan index still holds
+	// exactly the keys there are, each under its creation.
+	a.indexMatchesKV()
+	b.indexMatchesKV()
 	if got, want := resultsOf(nil)+joinAll(resB), joinAll(resA); got != want {
 		t.Fatalf("results differ between batched and single applies")
 	}

@@ -62,7 +62,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 			return false, nil
 		}
 		a.kvTouched(e.Key)
-		if err := unindexKey(tx, e.Key); err != nil {
+		if err := unindexKey(tx, e.Key, kv.Created); err != nil {
 			return false, err
 		}
 		return true, tx.Bucket(bucketKV).Delete(e.Key)

@@ -37,10 +37,12 @@ var (
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")
 	keyFormat     = []byte("format")
-	// currentFormat is the data file's format: 2 has the scan index
-	// (kv_scan.go), which opening a file of format 1 builds.
-	currentFormat = []byte{2}
+	// currentFormat is the data file's format: 3 has the scan index ordered
+	// by creation (kv_scan.go), which opening a file of format 1 (no index)
+	// or 2 (an index ordered by hash) builds.
+	currentFormat = []byte{3}
 	formatNoScan  = []byte{1}
+	formatHashed  = []byte{2}
 )
 
 // Config configures the state machine's data file.
@@ -169,8 +171,19 @@ func openDB(path string, noSync bool) (_ *bolt.DB, err error) {
 			return meta.Put(keyFormat, currentFormat)
 		case string(f) == string(formatNoScan):
 			old = true
+		case string(f) == string(formatHashed):
+			// Its index is in another order: emptied, and marked to be
+			// built, at once (buildScanIndex).
+			old = true
+			if err := tx.DeleteBucket(bucketKVScan); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(bucketKVScan); err != nil {
+				return err
+			}
+			return meta.Put(keyFormat, formatNoScan)
 		case string(f) != string(currentFormat):
-			return fmt.Errorf("data format %v, this build reads %v and %v", f, formatNoScan, currentFormat)
+			return fmt.Errorf("data format %v, and this build reads formats 1 to %d: a newer build wrote this file", f, currentFormat[0])
 		}
 		return nil
 	})

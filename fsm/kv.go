@@ -77,8 +77,9 @@ type kvStore interface {
 	// put stores e under key; old is what get returned (exists: whether
 	// it did), so an index of expiries can move.
 	put(key []byte, e *KVEntry, old KVEntry, exists bool) error
-	// del removes key, which expired at exp (0: never).
-	del(key []byte, exp int64) error
+	// del removes key; old is its entry (its expiry and its creation's
+	// revision find its entries in the expiry and scan indexes).
+	del(key []byte, old KVEntry) error
 }
 
 // boltKV is the KV keyspace of a batch's transaction.
@@ -93,7 +94,7 @@ func (b boltKV) put(key []byte, e *KVEntry, old KVEntry, exists bool) error {
 	return b.a.putKV(b.tx, key, e, old, exists)
 }
 
-func (b boltKV) del(key []byte, exp int64) error { return b.a.deleteKV(b.tx, key, exp) }
+func (b boltKV) del(key []byte, old KVEntry) error { return b.a.deleteKV(b.tx, key, old) }
 
 // notString: the key exists and holds another kind than a string: the
 // commands that read or edit a string's value answer CodeWrongType.
@@ -111,7 +112,7 @@ func (a *applier) liveKV(kv kvStore, key []byte) (KVEntry, bool, error) {
 		if a.readOnly {
 			return KVEntry{}, false, nil // the sweeper, or the next write, removes it
 		}
-		if err := kv.del(key, e.ExpiresAt); err != nil {
+		if err := kv.del(key, e); err != nil {
 			return KVEntry{}, false, err
 		}
 		a.expiredDelta[ttl.KindKV]++
@@ -120,14 +121,15 @@ func (a *applier) liveKV(kv kvStore, key []byte) (KVEntry, bool, error) {
 	return e, true, nil
 }
 
-func (a *applier) deleteKV(tx *bolt.Tx, key []byte, exp int64) error {
-	if exp != 0 {
-		if err := ttl.Delete(tx, ttl.KindKV, key, exp); err != nil {
+// deleteKV removes key, whose stored entry is old.
+func (a *applier) deleteKV(tx *bolt.Tx, key []byte, old KVEntry) error {
+	if old.ExpiresAt != 0 {
+		if err := ttl.Delete(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
 			return err
 		}
 	}
 	a.kvTouched(key)
-	if err := unindexKey(tx, key); err != nil {
+	if err := unindexKey(tx, key, old.Created); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketKV).Delete(key)
@@ -197,7 +199,8 @@ func (a *applier) kvSetIn(kv kvStore, c *Command, rev uint64) *Result {
 }
 
 // putKV stores e under key, moving the key's expiry-index entry from the
-// old entry's expiry to e's. Created is kept from old when the key exists.
+// old entry's expiry to e's. Created is kept from old when the key exists;
+// a new key's Created places it in the scan index (kv_scan.go).
 func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists bool) error {
 	if exists {
 		e.Created = old.Created
@@ -220,8 +223,8 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 		noteOrder(b, !exists && above == nil)
 	}
 	a.kvTouched(key)
-	if !exists { // (a key expired but not swept is in the index already: the put is idempotent)
-		if err := indexKey(tx, key); err != nil {
+	if !exists { // (every write deletes an expired key before it puts a new one: liveKV)
+		if err := a.indexKey(tx, key, e.Created); err != nil {
 			return err
 		}
 	}
@@ -270,7 +273,7 @@ func (a *applier) kvRemove(kv kvStore, c *Command, value bool) *Result {
 	if value {
 		r.Value = old.Clone().Value
 	}
-	if err := kv.del(c.Key, old.ExpiresAt); err != nil {
+	if err := kv.del(c.Key, old); err != nil {
 		return &Result{Code: CodeStorage}
 	}
 	return r

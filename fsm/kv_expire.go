@@ -41,7 +41,7 @@ func (a *applier) kvExpireIn(kv kvStore, c *Command, _ uint64) *Result {
 		return &Result{Code: CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: value}
 	}
 	if now {
-		if err := kv.del(c.Key, old.ExpiresAt); err != nil {
+		if err := kv.del(c.Key, old); err != nil {
 			return &Result{Code: CodeStorage}
 		}
 		return &Result{Code: CodeOK, Version: old.Version, Value: value}

@@ -28,7 +28,7 @@ func (a *applier) kvFlush(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	}
 	type doomed struct {
 		key []byte
-		exp int64
+		old KVEntry // its expiry and creation (deleteKV)
 	}
 	var (
 		gone   []doomed
@@ -49,12 +49,12 @@ scan:
 			}
 			seen++
 			if e, ok := decodeKV(v); ok && e.Version < bound && isKeyspaceKey(k) {
-				gone = append(gone, doomed{append([]byte(nil), k...), e.ExpiresAt})
+				gone = append(gone, doomed{append([]byte(nil), k...), KVEntry{ExpiresAt: e.ExpiresAt, Created: e.Created}})
 			}
 		}
 	}
 	for _, d := range gone {
-		if err := a.deleteKV(tx, d.key, d.exp); err != nil {
+		if err := a.deleteKV(tx, d.key, d.old); err != nil {
 			return &Result{Code: CodeStorage}
 		}
 	}

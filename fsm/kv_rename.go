@@ -41,7 +41,7 @@ func (a *applier) kvRename(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		return &Result{Code: CodeStorage}
 	}
 	if RenameMode(c.Mode) != RenameCopy {
-		if err := kv.del(c.Key, src.ExpiresAt); err != nil {
+		if err := kv.del(c.Key, src); err != nil {
 			return &Result{Code: CodeStorage}
 		}
 	}

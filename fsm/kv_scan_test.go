@@ -5,11 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/zeebo/xxh3"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -36,14 +37,14 @@ func (h *harness) scanAll(db, count int) ([]string, int) {
 }
 
 // indexMatchesKV: the scan index holds exactly the keyspace keys of the KV
-// bucket, each once.
+// bucket, each once, under its creation's revision.
 func (h *harness) indexMatchesKV() {
 	h.t.Helper()
 	err := h.f.view(func(tx *bolt.Tx) error {
 		want := map[string]bool{}
-		tx.Bucket(bucketKV).ForEach(func(k, _ []byte) error {
-			if e := scanEntry(k); e != nil {
-				want[string(e)] = true
+		tx.Bucket(bucketKV).ForEach(func(k, v []byte) error {
+			if e, ok := decodeKV(v); ok && isKeyspaceKey(k) {
+				want[string(scanEntry(k, e.Created))] = true
 			}
 			return nil
 		})
@@ -123,131 +124,285 @@ func TestScanKV(t *testing.T) {
 	}
 }
 
-// TestScanKVSharedHash: keys that share a hash are answered by one call,
-// whatever COUNT: a call stops only between two hashes, so a cursor (a
-// hash) never splits them. (XXH3 collisions cannot be made to order: the
-// entries are planted.)
-func TestScanKVSharedHash(t *testing.T) {
+// TestScanKVSharedRevision: keys that share a revision are answered by one
+// call whatever COUNT: a call stops only between two revisions, so a
+// cursor never splits them. (Every write has a revision of its own, so the
+// shared ones are planted, in a file of format 1 whose index the open
+// builds.) A key written again keeps its place; a key created during the
+// scan is answered after the rest.
+func TestScanKVSharedRevision(t *testing.T) {
 	h := newHarness(t)
-	for _, k := range []string{"a", "b", "c", "d"} {
-		h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(2, []byte(k)), Value: []byte("v")})
+	set := func(k string) Command {
+		return Command{Type: TypeKVSet, Key: KeyspaceKey(2, []byte(k)), Value: []byte("v")}
 	}
-	// a and b share hash 5, c and d hash 9.
-	err := h.f.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketKVScan)
-		for _, k := range []string{"a", "b", "c", "d"} {
-			if err := b.Delete(scanEntry(KeyspaceKey(2, []byte(k)))); err != nil {
-				return err
-			}
-			h := uint64(5)
-			if k > "b" {
-				h = 9
-			}
-			if err := b.Put(append(binary.BigEndian.AppendUint64([]byte{2}, h), KeyspaceKey(2, []byte(k))...), nil); err != nil {
-				return err
-			}
+	for _, k := range []string{"z", "a", "b", "c", "d", "e"} {
+		h.apply(set(k))
+	}
+	a, _ := h.kv(string(KeyspaceKey(2, []byte("a"))))
+	c, _ := h.kv(string(KeyspaceKey(2, []byte("c"))))
+	h.plantCreated(map[string]uint64{"a": a.Created, "b": a.Created, "c": c.Created, "d": c.Created, "e": c.Created}, 2)
+	h.indexMatchesKV()
+	scan := func(cursor uint64) ([]string, uint64) {
+		var got []string
+		next, err := h.f.ScanKV(2, cursor, 1, h.now(), func(k []byte, _ Kind) { got = append(got, string(k)) })
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		return got, next
 	}
-	var got []string
-	next, err := h.f.ScanKV(2, 0, 1, h.now(), func(k []byte, _ Kind) { got = append(got, string(k)) })
-	if err != nil || next != 9 || fmt.Sprint(got) != "[a b]" {
-		t.Fatalf("the first call: %q, next %d, %v; want [a b] and cursor 9", got, next, err)
+	got, next := scan(0)
+	if fmt.Sprint(got) != "[z]" || next == 0 {
+		t.Fatalf("the first call: %q, next %d; want [z] and a cursor", got, next)
 	}
-	got = nil
-	next, _ = h.f.ScanKV(2, 6, 1, h.now(), func(k []byte, _ Kind) { got = append(got, string(k)) })
-	if next != 0 || fmt.Sprint(got) != "[c d]" {
-		t.Fatalf("from cursor 6: %q, next %d; want [c d] and 0", got, next)
+	h.apply(set("z")) // written again: still where it was
+	h.apply(set("y")) // created during the scan
+	got, next = scan(next)
+	if fmt.Sprint(got) != "[a b]" || next == 0 {
+		t.Fatalf("the second call: %q, next %d; want [a b] and a cursor", got, next)
 	}
+	got, next = scan(next)
+	if fmt.Sprint(got) != "[c d e]" || next == 0 {
+		t.Fatalf("the third call: %q, next %d; want [c d e] and a cursor", got, next)
+	}
+	if got, next = scan(next); fmt.Sprint(got) != "[y]" || next != 0 {
+		t.Fatalf("the last call: %q, next %d; want [y] and 0", got, next)
+	}
+	// A cursor between two revisions goes on from the next one.
+	if got, _ := scan(1); fmt.Sprint(got) != "[z]" {
+		t.Fatalf("from cursor 1: %q", got)
+	}
+	h.indexMatchesKV()
 }
 
-// TestScanIndexBuiltForOldFile: a data file of format 1, written before the
-// scan index, opens: the index is built from its keys, the format becomes
-// 2, and the state is the one a file written with the index from the start
-// holds (same data hash).
-func TestScanIndexBuiltForOldFile(t *testing.T) {
-	h := newHarness(t)
-	fresh := newHarness(t)
-	for _, hh := range []*harness{h, fresh} {
-		for i := 0; i < 2000; i++ {
-			hh.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(i%3, []byte(fmt.Sprintf("k%d", i))), Value: []byte("v")})
+// plantCreated sets the Created of keyspace db's keys (client key ->
+// revision) in the KV bucket and reopens the file as one of format 1, whose
+// index the open builds.
+func (h *harness) plantCreated(created map[string]uint64, db int) {
+	h.t.Helper()
+	err := h.f.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKV)
+		for k, rev := range created {
+			stored := KeyspaceKey(db, []byte(k))
+			e, ok := decodeKV(b.Get(stored))
+			if !ok {
+				return fmt.Errorf("no key %q", k)
+			}
+			e = e.Clone()
+			e.Created = rev
+			if err := b.Put(stored, e.encode()); err != nil {
+				return err
+			}
 		}
-		hh.apply(Command{Type: TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
+		return h.makeFormat(tx, formatNoScan)
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
-	path := h.f.cfg.Path
-	// Made old: no index bucket, format 1.
-	if err := h.f.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketKVScan); err != nil {
+	h.reopen()
+}
+
+// makeFormat makes tx's file one of an earlier data format, as those
+// builds wrote it: 1 has no scan index, 2 an index ordered by a hash of
+// the client's key (keyspace | XXH3-64 of the key | stored key).
+func (h *harness) makeFormat(tx *bolt.Tx, format []byte) error {
+	if err := tx.DeleteBucket(bucketKVScan); err != nil {
+		return err
+	}
+	if string(format) == string(formatHashed) {
+		idx, err := tx.CreateBucket(bucketKVScan)
+		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketMeta).Put(keyFormat, formatNoScan)
-	}); err != nil {
-		t.Fatal(err)
+		err = tx.Bucket(bucketKV).ForEach(func(k, _ []byte) error {
+			db, key, ok := KeyspaceOf(k)
+			if !ok {
+				return nil
+			}
+			e := binary.BigEndian.AppendUint64([]byte{byte(db)}, xxh3.Hash(key))
+			return idx.Put(append(e, k...), nil)
+		})
+		if err != nil {
+			return err
+		}
 	}
+	return tx.Bucket(bucketMeta).Put(keyFormat, format)
+}
+
+// reopen closes the harness's file and opens it again.
+func (h *harness) reopen() {
+	h.t.Helper()
+	path := h.f.cfg.Path
 	if err := h.f.Close(); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	f, err := Open(Config{Path: path, NoSync: true})
 	if err != nil {
-		t.Fatalf("opening a format 1 file: %v", err)
+		h.t.Fatalf("reopening: %v", err)
 	}
-	defer f.Close()
+	h.t.Cleanup(func() { f.Close() })
 	h.f = f
-	h.indexMatchesKV()
-	for db := 0; db < 3; db++ {
-		if got, _ := h.scanAll(db, 100); len(got) != 667-boolInt(db == 2) {
-			t.Fatalf("keyspace %d: %d keys after the index was built", db, len(got))
+}
+
+// hostileKeys writes into h keys a migration could get wrong: the empty key
+// of keyspace 0 and of keyspace 15, keys of every keyspace, keys of the
+// longest length, idemgate's own keys, a key expired but not swept, a
+// list, a key written again after its creation and a key renamed (its
+// Created is the rename's), and n plain keys.
+func (h *harness) hostileKeys(n int) {
+	set := func(db int, k string, ttl time.Duration) {
+		if r := h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(db, []byte(k)), Value: []byte("v"), TTL: ttl}); r.Code != CodeCreated && r.Code != CodeOK {
+			h.t.Fatalf("set %d %q: %v", db, k, r.Code)
 		}
 	}
-	var format []byte
-	f.view(func(tx *bolt.Tx) error { format = append(format, tx.Bucket(bucketMeta).Get(keyFormat)...); return nil })
-	if string(format) != string(currentFormat) {
-		t.Fatalf("format %v after the build", format)
+	for i := 0; i < n; i++ {
+		set(i%Keyspaces, fmt.Sprintf("k%d", i), 0)
 	}
-	a, errA := h.f.DataHash()
-	b, errB := fresh.f.DataHash()
-	if errA != nil || errB != nil || a != b {
-		t.Fatalf("the built file's data hash differs from a fresh one's (%v, %v)", errA, errB)
+	set(0, "", 0)
+	set(15, "", time.Hour)
+	set(0, strings.Repeat("x", MaxStoredKeyLen), 0)
+	set(15, strings.Repeat("y", MaxStoredKeyLen-len(KeyspacePrefix(15))), 0)
+	set(3, "short", time.Millisecond)
+	set(0, "k0", time.Hour) // written again
+	h.apply(*KVRenameCommand(KeyspaceKey(0, []byte("k16")), KeyspaceKey(9, []byte("renamed")), RenamePlain, false))
+	h.apply(*ListPushCommand(KeyspaceKey(5, []byte("list")), [][]byte{[]byte("e")}, true, false))
+	h.apply(Command{Type: TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
+	h.apply(Command{Type: TypeKVSet, Key: []byte("\x00db\x10not-a-keyspace"), Value: []byte("own")})
+	h.advance(time.Second) // "short" is expired, not swept
+}
+
+// TestScanIndexBuiltForOldFile: a data file of format 1 (written before the
+// scan index) or 2 (an index ordered by hash) opens: the index is built
+// from its keys, in bounded transactions, the format becomes 3, and the
+// state is the one a file written by this build holds (same data hash);
+// SCAN answers every key. A file whose build stopped between two of its
+// transactions (format 1, part of the index there) opens the same way.
+// A file of only idemgate's own keys, or of no key, has an empty index.
+func TestScanIndexBuiltForOldFile(t *testing.T) {
+	batch := scanBuildBatch
+	scanBuildBatch = 100
+	defer func() { scanBuildBatch = batch }()
+	for _, tc := range []struct {
+		name   string
+		format []byte
+		keys   int  // -1: only idemgate's own
+		half   bool // stopped between two of the build's transactions
+	}{
+		{"format 1", formatNoScan, 2000, false},
+		{"format 2", formatHashed, 2000, false},
+		{"format 1, built half", formatNoScan, 2000, true},
+		{"format 2, no key", formatHashed, 0, false},
+		{"format 1, only own keys", formatNoScan, -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, fresh := newHarness(t), newHarness(t)
+			for _, hh := range []*harness{h, fresh} {
+				if tc.keys >= 0 {
+					hh.hostileKeys(tc.keys)
+				} else {
+					hh.apply(Command{Type: TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
+				}
+			}
+			want := map[int][]string{}
+			for db := 0; db < Keyspaces; db++ {
+				want[db], _ = fresh.scanAll(db, 1000)
+			}
+			err := h.f.db.Update(func(tx *bolt.Tx) error {
+				if err := h.makeFormat(tx, tc.format); err != nil {
+					return err
+				}
+				if !tc.half {
+					return nil
+				}
+				// What a build stopped after its first transactions left:
+				// part of the index, format 1.
+				idx, err := tx.CreateBucketIfNotExists(bucketKVScan)
+				if err != nil {
+					return err
+				}
+				c := tx.Bucket(bucketKV).Cursor()
+				k, v := c.First()
+				for i := 0; k != nil && i < 3*scanBuildBatch; k, v = c.Next() {
+					if e, ok := decodeKV(v); ok && isKeyspaceKey(k) {
+						if err := idx.Put(scanEntry(k, e.Created), nil); err != nil {
+							return err
+						}
+						i++
+					}
+				}
+				return tx.Bucket(bucketMeta).Put(keyFormat, formatNoScan)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.reopen()
+			h.indexMatchesKV()
+			for db := 0; db < Keyspaces; db++ {
+				if got, _ := h.scanAll(db, 100); fmt.Sprint(got) != fmt.Sprint(want[db]) {
+					t.Fatalf("keyspace %d: %d keys after the index was built, want %d", db, len(got), len(want[db]))
+				}
+			}
+			var format []byte
+			h.f.view(func(tx *bolt.Tx) error { format = append(format, tx.Bucket(bucketMeta).Get(keyFormat)...); return nil })
+			if string(format) != string(currentFormat) {
+				t.Fatalf("format %v after the build", format)
+			}
+			a, errA := h.f.DataHash()
+			b, errB := fresh.f.DataHash()
+			if errA != nil || errB != nil || a != b {
+				t.Fatalf("the built file's data hash differs from a fresh one's (%v, %v)", errA, errB)
+			}
+		})
 	}
-	// A format this build does not know is refused.
-	f.Close()
+}
+
+// TestNewerFormatRefused: a file of a format this build does not know (a
+// newer build's) is refused, and says so.
+func TestNewerFormatRefused(t *testing.T) {
+	h := newHarness(t)
+	path := h.f.cfg.Path
+	h.f.Close()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFormat, []byte{3}) })
+	db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyFormat, []byte{4}) })
 	db.Close()
-	if f, err := Open(Config{Path: filepath.Clean(path), NoSync: true}); err == nil {
+	f, err := Open(Config{Path: path, NoSync: true})
+	if err == nil {
 		f.Close()
-		t.Fatal("a file of format 3 opened")
+		t.Fatal("a file of format 4 opened")
+	}
+	if !strings.Contains(err.Error(), "data format [4], and this build reads formats 1 to 3") {
+		t.Fatalf("refused with %q", err)
 	}
 }
 
 // TestScanIndexBuiltForOldSnapshot: a snapshot of a format 1 file (no scan
-// index) restores into a file with the index built.
+// index) or of a format 2 file (an index ordered by hash) restores into a
+// file of this format, the index built.
 func TestScanIndexBuiltForOldSnapshot(t *testing.T) {
-	a, b := newHarness(t), newHarness(t)
-	for i := 0; i < 500; i++ {
-		a.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(i%2*7, []byte(fmt.Sprintf("k%d", i))), Value: []byte("v")})
-	}
-	if err := a.f.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket(bucketKVScan); err != nil {
-			return err
+	for _, format := range [][]byte{formatNoScan, formatHashed} {
+		a, b, fresh := newHarness(t), newHarness(t), newHarness(t)
+		a.hostileKeys(500)
+		fresh.hostileKeys(500)
+		if err := a.f.db.Update(func(tx *bolt.Tx) error { return a.makeFormat(tx, format) }); err != nil {
+			t.Fatal(err)
 		}
-		return tx.Bucket(bucketMeta).Put(keyFormat, formatNoScan)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
-		t.Fatalf("restoring a format 1 snapshot: %v", err)
-	}
-	b.indexMatchesKV()
-	for _, db := range []int{0, 7} {
-		if got, _ := b.scanAll(db, 64); len(got) != 250 {
-			t.Fatalf("keyspace %d: %d keys after the restore", db, len(got))
+		if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
+			t.Fatalf("restoring a format %v snapshot: %v", format, err)
+		}
+		b.indexMatchesKV()
+		b.clock = a.clock // "short" is expired there too
+		for db := 0; db < Keyspaces; db++ {
+			want, _ := fresh.scanAll(db, 64)
+			if got, _ := b.scanAll(db, 64); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("format %v, keyspace %d: %d keys after the restore, want %d", format, db, len(got), len(want))
+			}
+		}
+		x, errX := b.f.DataHash()
+		y, errY := fresh.f.DataHash()
+		if errX != nil || errY != nil || x != y {
+			t.Fatalf("format %v: the restored file's data hash differs from a fresh one's (%v, %v)", format, errX, errY)
 		}
 	}
 }

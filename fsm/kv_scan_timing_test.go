@@ -2,10 +2,13 @@ package fsm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // BenchmarkSetNXNewKeys measures what a new key costs the state machine:
@@ -50,4 +53,41 @@ func BenchmarkSetNXNewKeys(b *testing.B) {
 	// the cost that does not depend on the machine's load.
 	st = f.db.Stats()
 	b.ReportMetric(float64(st.TxStats.GetPageAlloc()-written)/float64(b.N*256), "alloc-B/key")
+}
+
+// BenchmarkScanIndexBuild is what the first open of a file of an earlier
+// data format costs a node: a file of 1M keys (100-byte values) of format
+// 1, whose index the open builds (a file of format 2 is made one of format
+// 1 in one transaction first); the keys written in order (their Created
+// in key order: the index is appended to) or at random (inserted at
+// random).
+//
+//	go test -run XXX -bench ScanIndexBuild -benchtime 1x ./fsm
+func BenchmarkScanIndexBuild(b *testing.B) {
+	for _, random := range []bool{false, true} {
+		b.Run(fmt.Sprint("random=", random), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				l := newSizeLoad(b, 1_000_000, 20000, random)
+				l.kvSets(24 * time.Hour)
+				err := l.f.db.Update(func(tx *bolt.Tx) error {
+					if err := tx.DeleteBucket(bucketKVScan); err != nil {
+						return err
+					}
+					return tx.Bucket(bucketMeta).Put(keyFormat, formatNoScan)
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.f.Close()
+				b.StartTimer()
+				f, err := Open(Config{Path: l.path, NoSync: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				f.Close()
+			}
+		})
+	}
 }

@@ -87,7 +87,7 @@ func (a *applier) listOf(kv kvStore, key []byte) (old KVEntry, exists bool, elem
 func (a *applier) storeList(kv kvStore, key []byte, elems [][]byte, old KVEntry, exists bool, rev uint64, value []byte) *Result {
 	if len(elems) == 0 {
 		if exists {
-			if err := kv.del(key, old.ExpiresAt); err != nil {
+			if err := kv.del(key, old); err != nil {
 				return &Result{Code: CodeStorage}
 			}
 		}

@@ -58,7 +58,7 @@ func (s *Sandbox) put(key []byte, e *KVEntry, _ KVEntry, _ bool) error {
 	return nil
 }
 
-func (s *Sandbox) del(key []byte, _ int64) error {
+func (s *Sandbox) del(key []byte, _ KVEntry) error {
 	s.seen[string(key)] = &slot{}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemgate/idemgate/ttl"
 )
 
 // BenchmarkApplyAtScale is the state machine's share of a write as the
@@ -66,6 +68,50 @@ func BenchmarkApplyAtScale(b *testing.B) {
 			})
 			if err != nil {
 				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkExpireDueAtScale is the state machine's share of the scale
+// scenario's mass expiry: a state machine holding N keys (100-byte values,
+// loaded in key order as the bulk path does), every one due at once, and
+// then the sweeper's expire commands of 256 due entries each, one to an
+// entry, as a node applies them. ns/key is an op's time over its 256 keys,
+// alloc-B/key the bytes of pages the commits allocated per key (bbolt's
+// TxStats). N runs over 10k and 1M, and IDEMGATE_SCALE_KEYS when set
+// higher; an op past the due keys fails (-benchtime at most N/256 x).
+//
+//	go test -run XXX -bench ExpireDueAtScale -benchtime 30x ./fsm
+func BenchmarkExpireDueAtScale(b *testing.B) {
+	sizes := []int{10_000, 1_000_000}
+	if max := envInt("IDEMGATE_SCALE_KEYS", 0); max > sizes[len(sizes)-1] {
+		sizes = append(sizes, max)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			if b.N*sizeBatch > n {
+				b.Skipf("%d ops of %d keys: more than the %d due", b.N, sizeBatch, n)
+			}
+			l := newSizeLoad(b, n, 20000, false)
+			l.kvSets(time.Hour)
+			l.clock += int64(2 * time.Hour)
+			st := l.f.db.Stats()
+			written := st.TxStats.GetPageAlloc()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				due, err := l.f.Due(time.Unix(0, l.clock), sizeBatch)
+				if err != nil || len(due) != sizeBatch {
+					b.Fatalf("%d due entries (%v), want %d", len(due), err, sizeBatch)
+				}
+				l.check(l.apply([][]byte{l.command(ExpireCommand(due))}), CodeOK)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*sizeBatch), "ns/key")
+			st = l.f.db.Stats()
+			b.ReportMetric(float64(st.TxStats.GetPageAlloc()-written)/float64(b.N*sizeBatch), "alloc-B/key")
+			if got := l.f.ExpiredCount(ttl.KindKV); got != int64(b.N*sizeBatch) {
+				b.Fatalf("%d keys expired, want %d", got, b.N*sizeBatch)
 			}
 		})
 	}

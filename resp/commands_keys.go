@@ -124,9 +124,9 @@ func cmdDBSize(c *conn, ctx context.Context, _ [][]byte) {
 
 // cmdScan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type] over the
 // connection's keyspace, in the order of the state machine's scan index
-// (fsm.ScanKV): the cursor is a 64-bit hash, the same on every node and
-// after restarts, and a key present for the whole scan is answered at
-// least once. COUNT bounds the index entries a call looks at (at most
+// (fsm.ScanKV): the cursor is a revision (keys in the order they were
+// created), the same on every node and after restarts, and a key present
+// for the whole scan is answered once. COUNT bounds the index entries a call looks at (at most
 // fsm.MaxScanLook), so a call may answer fewer keys, or none, and go on.
 // TYPE string and TYPE list keep the keys of that type, another type none.
 func cmdScan(c *conn, ctx context.Context, a [][]byte) {
