@@ -251,23 +251,12 @@ func flagParam(ctx *fasthttp.RequestCtx, name string) (on, ok bool) {
 // otherwise make a visitor's browser call a JSON endpoint. The type is
 // checked before the body is looked at.
 func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
-	return jsonContentType(ctx) && decodeJSONBody(ctx, v)
-}
-
-// jsonContentType is true for a body declared application/json; false
-// means it answered 415.
-func jsonContentType(ctx *fasthttp.RequestCtx) bool {
 	ct, _, _ := strings.Cut(string(ctx.Request.Header.ContentType()), ";")
 	if !strings.EqualFold(strings.TrimSpace(ct), "application/json") {
 		httpx.WriteProblem(ctx, httpx.UnsupportedMediaType,
 			fmt.Sprintf("Content-Type %q: send the JSON body as application/json", ctx.Request.Header.ContentType()))
 		return false
 	}
-	return true
-}
-
-// decodeJSONBody is decodeJSON after the Content-Type check.
-func decodeJSONBody(ctx *fasthttp.RequestCtx, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -24,9 +24,7 @@ import (
 // defaultLease is a begin's or a renew's lease without ?lease=.
 const defaultLease = 30 * time.Second
 
-// beginAnswer is a begin's answer: begun (yours) or completed. It is
-// written by appendBeginAnswer, byte for byte as encoding/json writes this
-// struct (TestOnceAnswersAsEncodingJSON holds the two together).
+// beginAnswer is a begin's answer: begun (yours) or completed.
 type beginAnswer struct {
 	State          string  `json:"state"`
 	Fence          uint64  `json:"fence"`
@@ -129,11 +127,10 @@ func (a *API) onceBegin(ctx *fasthttp.RequestCtx, scope, key string) {
 	case err != nil:
 		writeOnceError(ctx, err)
 	case out.State == fsm.ClaimBegun:
-		var buf [answerBuffer]byte
-		httpx.WriteJSONBody(ctx, fasthttp.StatusCreated, appendBeginAnswer(buf[:0], "begun", out.Fence, out.LeaseEnd, out.TakenOver, nil))
+		httpx.WriteJSON(ctx, fasthttp.StatusCreated, beginAnswer{State: "begun", Fence: out.Fence,
+			LeaseExpiresAt: httpx.RFC3339(out.LeaseEnd), TakenOver: out.TakenOver})
 	case out.State == fsm.ClaimCompleted:
-		var buf [answerBuffer]byte
-		httpx.WriteJSONBody(ctx, fasthttp.StatusOK, appendBeginAnswer(buf[:0], "completed", out.Fence, time.Time{}, false, nonNil(out.Result)))
+		httpx.WriteJSON(ctx, fasthttp.StatusOK, beginAnswer{State: "completed", Fence: out.Fence, Result: nonNil(out.Result)})
 	default:
 		httpx.WriteProblem(ctx, httpx.InProgress, fmt.Sprintf("fence %d holds the claim; its lease expires at %s", out.Fence, httpx.RFC3339(out.LeaseEnd)))
 		// Seconds until the holder's lease ends (rounded up, at least 1):
@@ -154,16 +151,9 @@ func nonNil(b []byte) *[]byte {
 // fenceBody decodes a holder's body; withResult: complete's, which needs a
 // result. false means it answered.
 func fenceBody(ctx *fasthttp.RequestCtx, withResult bool) (fenceRequest, bool) {
-	if !jsonContentType(ctx) {
-		return fenceRequest{}, false
-	}
-	req, ok := parseFenceBody(ctx.PostBody())
-	if !ok {
-		var decoded fenceRequest // on the heap only here: the decoder takes its address
-		if !decodeJSONBody(ctx, &decoded) {
-			return decoded, false
-		}
-		req = decoded
+	var req fenceRequest
+	if !decodeJSON(ctx, &req) {
+		return req, false
 	}
 	switch {
 	case req.Fence == nil:
@@ -185,28 +175,28 @@ func (a *API) onceRenew(ctx *fasthttp.RequestCtx, scope, key string) {
 	if !ok {
 		return
 	}
-	a.holderCall(ctx, answerRenewed, func(c context.Context, fence uint64, _ []byte) (time.Time, error) {
-		return a.once.Renew(c, scope, key, fence, lease)
+	a.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
+		end, err := a.once.Renew(c, scope, key, fence, lease)
+		return map[string]any{"fence": fence, "lease_expires_at": httpx.RFC3339(end)}, err
 	})
 }
 
 func (a *API) onceComplete(ctx *fasthttp.RequestCtx, scope, key string) {
-	a.holderCall(ctx, answerCompleted, func(c context.Context, fence uint64, result []byte) (time.Time, error) {
-		return time.Time{}, a.once.Complete(c, scope, key, fence, result)
+	a.holderCall(ctx, true, func(c context.Context, fence uint64, result []byte) (map[string]any, error) {
+		return map[string]any{"state": "completed", "fence": fence}, a.once.Complete(c, scope, key, fence, result)
 	})
 }
 
 func (a *API) onceRelease(ctx *fasthttp.RequestCtx, scope, key string) {
-	a.holderCall(ctx, answerReleased, func(c context.Context, fence uint64, _ []byte) (time.Time, error) {
-		return time.Time{}, a.once.Release(c, scope, key, fence)
+	a.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
+		return map[string]any{"released": true, "fence": fence}, a.once.Release(c, scope, key, fence)
 	})
 }
 
 // holderCall runs a holder's call (renew, complete, release) on its
-// decoded body and answers 200 with ans (the lease's end for a renew),
-// or the call's error. Only a complete's body carries a result.
-func (a *API) holderCall(ctx *fasthttp.RequestCtx, ans holderAnswer, call func(c context.Context, fence uint64, result []byte) (time.Time, error)) {
-	req, ok := fenceBody(ctx, ans == answerCompleted)
+// decoded body and answers 200 with what call returned, or its error.
+func (a *API) holderCall(ctx *fasthttp.RequestCtx, withResult bool, call func(c context.Context, fence uint64, result []byte) (map[string]any, error)) {
+	req, ok := fenceBody(ctx, withResult)
 	if !ok {
 		return
 	}
@@ -219,13 +209,12 @@ func (a *API) holderCall(ctx *fasthttp.RequestCtx, ans holderAnswer, call func(c
 	if req.Result != nil {
 		result = *req.Result
 	}
-	end, err := call(c, *req.Fence, result)
+	ans, err := call(c, *req.Fence, result)
 	if err != nil {
 		writeOnceError(ctx, err)
 		return
 	}
-	var buf [answerBuffer]byte
-	httpx.WriteJSONBody(ctx, fasthttp.StatusOK, appendHolderAnswer(buf[:0], ans, *req.Fence, end))
+	httpx.WriteJSON(ctx, fasthttp.StatusOK, ans)
 }
 
 func (a *API) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {

@@ -134,14 +134,7 @@ func WriteJSON(ctx *fasthttp.RequestCtx, status int, v any) {
 		WriteProblem(ctx, Internal, err.Error())
 		return
 	}
-	WriteJSONBody(ctx, status, append(body, '\n'))
-}
-
-// WriteJSONBody answers with body, a JSON document already encoded (its
-// closing newline included), and status. body is copied: it may live on
-// the caller's stack.
-func WriteJSONBody(ctx *fasthttp.RequestCtx, status int, body []byte) {
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
+	ctx.SetBody(append(body, '\n'))
 }
