@@ -238,6 +238,15 @@ func (r *reader) bytes() []byte {
 	return v
 }
 
+// fixed fills dst with the next len(dst) bytes.
+func (r *reader) fixed(dst []byte) {
+	if len(r.b) < len(dst) {
+		r.fail("fixed-size field")
+		return
+	}
+	r.b = r.b[copy(dst, r.b):]
+}
+
 func (r *reader) uint32() uint32 {
 	if len(r.b) < 4 {
 		r.fail("uint32")

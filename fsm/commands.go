@@ -206,7 +206,7 @@ var commands = [typeEnd]spec{
 	// Key: OnceKey(scope, key). Value: the payload's fingerprint
 	// (OnceFingerprint); Timeout: the lease; TTL: the scope's retention.
 	TypeOnceBegin: {name: "once_begin", uses: fKey | fValue | fTTL | fTimeout,
-		key: true, remembered: true, check: checkOnceBegin, apply: (*applier).onceBegin},
+		key: true, remembered: true, settled: onceBeginSettled, check: checkOnceBegin, apply: (*applier).onceBegin},
 	// Timeout: the new lease, from the renew.
 	TypeOnceRenew: {name: "once_renew", uses: fKey | fFence | fTimeout,
 		key: true, remembered: true, check: checkOnceRenew, apply: (*applier).onceRenew},

@@ -53,6 +53,11 @@ type Claim struct {
 	LeaseEnd    int64 // begun: the holder's lease runs out then
 	ExpiresAt   int64 // the claim is removed then (its scope's retention)
 	Result      []byte
+	// Begin is the request id of the begin that handed out Fence (zero if
+	// it carried none), and TakenOver whether that begin took the claim
+	// over: a retry of that begin is answered from them (onceBeginSettled).
+	Begin     ReqID
+	TakenOver bool
 }
 
 // LeaseLive reports whether a begun claim's holder still holds it at now.
@@ -69,7 +74,18 @@ func OnceFingerprint(payload []byte) []byte {
 // (TokenKey's layout, in the claims' own bucket).
 func OnceKey(scope, key string) []byte { return TokenKey(scope, key) }
 
-const claimVersion = 1
+// A claim's encoding: version (1) | state (1) | fence uvarint |
+// fingerprint (len-prefixed) | created, updated, lease end, expiry
+// varints | result (len-prefixed), then, from version 2 on, flags (1:
+// claimBegin, claimTakenOver) | [the begin's request id (16)]. Version 1
+// claims (no request id) are still read.
+const (
+	claimVersion1 = 1
+	claimVersion  = 2
+
+	claimBegin     = 1 << 0
+	claimTakenOver = 1 << 1
+)
 
 // Encode appends the claim's encoding to dst.
 func (c *Claim) Encode(dst []byte) []byte {
@@ -80,13 +96,26 @@ func (c *Claim) Encode(dst []byte) []byte {
 	dst = binary.AppendVarint(dst, c.UpdatedAt)
 	dst = binary.AppendVarint(dst, c.LeaseEnd)
 	dst = binary.AppendVarint(dst, c.ExpiresAt)
-	return appendBytes(dst, c.Result)
+	dst = appendBytes(dst, c.Result)
+	flags := byte(0)
+	if !c.Begin.IsZero() {
+		flags |= claimBegin
+	}
+	if c.TakenOver {
+		flags |= claimTakenOver
+	}
+	dst = append(dst, flags)
+	if flags&claimBegin != 0 {
+		dst = append(dst, c.Begin[:]...)
+	}
+	return dst
 }
 
 // DecodeClaim parses an encoded claim. Its slices alias b.
 func DecodeClaim(b []byte) (*Claim, error) {
 	rd := reader{b: b}
-	if v := rd.byte(); v != claimVersion && rd.err == nil {
+	v := rd.byte()
+	if v != claimVersion && v != claimVersion1 && rd.err == nil {
 		return nil, fmt.Errorf("%w: claim version %d", ErrBadCommand, v)
 	}
 	c := &Claim{State: ClaimState(rd.byte())}
@@ -97,6 +126,14 @@ func DecodeClaim(b []byte) (*Claim, error) {
 	c.LeaseEnd = rd.varint()
 	c.ExpiresAt = rd.varint()
 	c.Result = rd.bytes()
+	var flags byte
+	if v == claimVersion {
+		flags = rd.byte()
+		if flags&claimBegin != 0 {
+			rd.fixed(c.Begin[:])
+		}
+		c.TakenOver = flags&claimTakenOver != 0
+	}
 	switch {
 	case rd.err != nil:
 		return nil, fmt.Errorf("%w: claim: %v", ErrBadCommand, rd.err)
@@ -104,6 +141,8 @@ func DecodeClaim(b []byte) (*Claim, error) {
 		return nil, fmt.Errorf("%w: claim: trailing bytes", ErrBadCommand)
 	case c.State != ClaimBegun && c.State != ClaimCompleted:
 		return nil, fmt.Errorf("%w: claim state %d", ErrBadCommand, c.State)
+	case flags&^(claimBegin|claimTakenOver) != 0:
+		return nil, fmt.Errorf("%w: claim flags %#x", ErrBadCommand, flags)
 	}
 	return c, nil
 }

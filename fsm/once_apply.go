@@ -70,11 +70,20 @@ func (a *applier) claimExpiry(retention int64, leaseEnd int64) int64 {
 // next one after the holder's lease ran out (CodeTakenOver), with a fence
 // that is this command's revision; else it answers the claim: CodeOK with
 // the result once completed, CodeExists (the holder's lease end in
-// ExpiresAt) while a lease is live, CodeKeyReuse for another payload.
+// ExpiresAt) while a lease is live, CodeKeyReuse for another payload. The
+// begin that holds the claim, applied again under its request id (a retry
+// whose answer was lost), is answered as it was the first time.
 func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	old, err := a.getClaim(tx, c.Key)
 	if err != nil {
 		return &Result{Code: CodeStorage}
+	}
+	if !c.ReqID.IsZero() && onceBeginSettled(c) && (old == nil || old.Begin != c.ReqID) {
+		// Its id is not looked up before the apply (settled), but a
+		// takeover may have handed its answer to the memory (below).
+		if r := a.recall(tx, c.ReqID); r != nil {
+			return r
+		}
 	}
 	code := CodeCreated
 	if old != nil {
@@ -83,14 +92,24 @@ func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 			return &Result{Code: CodeKeyReuse, Fence: old.Fence}
 		case old.State == ClaimCompleted:
 			return &Result{Code: CodeOK, Fence: old.Fence, Value: old.Result, ExpiresAt: old.ExpiresAt}
+		case !c.ReqID.IsZero() && c.ReqID == old.Begin:
+			return old.beginAnswer() // a retry whose answer was lost
 		case old.LeaseLive(a.now):
 			return &Result{Code: CodeExists, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
 		}
 		code = CodeTakenOver
+		// The claim no longer answers its holder's begin: the memory
+		// does, for as long as it would have answered any (a takeover is
+		// rare; a begin is not).
+		if !old.Begin.IsZero() {
+			if err := a.remember(tx, old.Begin, old.beginAnswer()); err != nil {
+				return &Result{Code: CodeStorage}
+			}
+		}
 	}
 	lease := a.now + int64(c.Timeout)
 	cl := &Claim{State: ClaimBegun, Fence: rev, Fingerprint: c.Value, CreatedAt: a.now, UpdatedAt: a.now,
-		LeaseEnd: lease, ExpiresAt: a.claimExpiry(int64(c.TTL), lease)}
+		LeaseEnd: lease, ExpiresAt: a.claimExpiry(int64(c.TTL), lease), Begin: c.ReqID, TakenOver: old != nil}
 	if old != nil {
 		cl.CreatedAt = old.CreatedAt
 	}
@@ -99,6 +118,29 @@ func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	}
 	return &Result{Code: code, Fence: rev, ExpiresAt: lease}
 }
+
+// beginAnswer is what the begin that handed out a begun claim's fence
+// answered: the fence and the lease end (a begin's retry has no answer, so
+// no renew of its own moved it since).
+func (c *Claim) beginAnswer() *Result {
+	code := CodeCreated
+	if c.TakenOver {
+		code = CodeTakenOver
+	}
+	return &Result{Code: code, Fence: c.Fence, ExpiresAt: c.LeaseEnd}
+}
+
+// onceBeginSettled: a begin whose claim is kept at least as long as a
+// request id is remembered (2 × RequestIDRetention) needs no memory of its
+// id; the claim records it (Claim.Begin) and answers its retry. Until then
+// only its holder can change the claim, and only with the answer the
+// retry lacks (renew, complete, release take the fence): a retry of a
+// begin whose answer was lost finds the claim as the begin left it. The
+// exception is a takeover after the lease ran out, which hands the
+// replaced begin's answer to the memory (onceBegin). Every HTTP begin
+// carries a caller's key, hashed into an id that lands anywhere in the
+// memory's index: this takes a once pair's last insert there.
+func onceBeginSettled(c *Command) bool { return c.TTL >= 2*RequestIDRetention }
 
 // heldClaim returns the live claim under c.Key if c.Fence holds it;
 // CodeFenceMismatch (the current fence, 0 for none) if not.

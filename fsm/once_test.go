@@ -162,16 +162,124 @@ func TestOnceRetentionSweep(t *testing.T) {
 }
 
 // TestOnceRequestIDRemembered: a begin retried under its request id is
-// answered with the first result, not "in progress".
+// answered with the first result, not "in progress", at every retention:
+// by the memory below 2 × RequestIDRetention, by the claim (which records
+// the begin's id) from there on, over the memory's whole span. The retry
+// changes nothing: the state equals a twin's that applied a no-op in its
+// place.
 func TestOnceRequestIDRemembered(t *testing.T) {
+	for _, tc := range []struct {
+		retention  time.Duration
+		remembered bool
+	}{
+		{time.Minute, true},
+		{2*RequestIDRetention - time.Nanosecond, true},
+		{2 * RequestIDRetention, false},
+		{time.Hour, false},
+	} {
+		o, twin := newOnce(t), newOnce(t)
+		c := *OnceBeginCommand(o.key, o.fp, time.Hour, tc.retention)
+		c.ReqID = reqID(1)
+		first := o.apply(c)
+		twin.apply(c)
+		if first.Code != CodeCreated {
+			t.Fatalf("retention %s: first begin %+v", tc.retention, first)
+		}
+		if _, ok, err := o.f.LookupRequest(c.ReqID); err != nil || ok != tc.remembered {
+			t.Fatalf("retention %s: remembered %v (%v), want %v", tc.retention, ok, err, tc.remembered)
+		}
+		start := o.clock
+		for _, d := range []time.Duration{time.Second, time.Minute, 2*RequestIDRetention - time.Second} {
+			o.clock, twin.clock = start+int64(d), start+int64(d)
+			if again := o.apply(c); !bytes.Equal(first.Encode(nil), again.Encode(nil)) {
+				t.Fatalf("retention %s, retry %s after: first %+v, retry %+v", tc.retention, d, first, again)
+			}
+			twin.apply(Command{Type: TypeNoop})
+		}
+		ha, err := o.f.stateHash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb, err := twin.f.stateHash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ha != hb || o.f.rev.Load() != twin.f.rev.Load() {
+			t.Fatalf("retention %s: the retries changed the state", tc.retention)
+		}
+		// Another caller, without the id or with another, is told the
+		// claim is held.
+		other := c
+		other.ReqID = reqID(2)
+		for _, b := range []Command{*OnceBeginCommand(o.key, o.fp, time.Hour, tc.retention), other} {
+			if r := o.apply(b); r.Code != CodeExists || r.Fence != first.Fence {
+				t.Fatalf("retention %s: another caller's begin %+v", tc.retention, r)
+			}
+		}
+	}
+}
+
+// TestOnceBeginRetryAfterChanges: what a begin's retry under its request
+// id meets once the claim moved on, with a retention the claim answers it
+// for (the id is not remembered at the begin).
+//   - lease ran out, nobody took over: the first answer (the holder may
+//     still complete; the retry is that holder);
+//   - taken over by another caller: the first answer still, from the memory
+//     the takeover wrote, and the taker's own retry gets its own;
+//   - completed, or released and begun again: the caller had its answer
+//     (only the fence's holder completes or releases), so the retry is
+//     a new begin and gets a new begin's answer.
+func TestOnceBeginRetryAfterChanges(t *testing.T) {
+	lease := 10 * time.Second
+	mine := func(o *onceHarness, id byte) Command {
+		c := *OnceBeginCommand(o.key, o.fp, lease, time.Hour)
+		c.ReqID = reqID(id)
+		return c
+	}
+
 	o := newOnce(t)
-	c := *OnceBeginCommand(o.key, o.fp, time.Minute, time.Hour)
-	c.ReqID = reqID(1)
-	first := o.apply(c)
+	first := o.apply(mine(o, 1))
+	o.advance(2 * lease)
+	if r := o.apply(mine(o, 1)); !bytes.Equal(r.Encode(nil), first.Encode(nil)) {
+		t.Fatalf("lease ran out: retry %+v, first %+v", r, first)
+	}
+
+	o = newOnce(t)
+	first = o.apply(mine(o, 1))
+	if _, ok, _ := o.f.LookupRequest(reqID(1)); ok {
+		t.Fatal("a settled begin was remembered")
+	}
+	o.advance(2 * lease)
+	taker := o.apply(mine(o, 2))
+	if taker.Code != CodeTakenOver || taker.Fence <= first.Fence {
+		t.Fatalf("takeover %+v", taker)
+	}
+	if _, ok, _ := o.f.LookupRequest(reqID(1)); !ok {
+		t.Fatal("the takeover did not hand the replaced begin's answer to the memory")
+	}
 	o.advance(time.Second)
-	again := o.apply(c)
-	if first.Code != CodeCreated || !bytes.Equal(first.Encode(nil), again.Encode(nil)) {
-		t.Fatalf("first %+v, retry %+v", first, again)
+	if r := o.apply(mine(o, 1)); !bytes.Equal(r.Encode(nil), first.Encode(nil)) {
+		t.Fatalf("after a takeover: the replaced begin's retry %+v, first %+v", r, first)
+	}
+	if r := o.apply(mine(o, 2)); !bytes.Equal(r.Encode(nil), taker.Encode(nil)) {
+		t.Fatalf("after a takeover: the taker's retry %+v, first %+v", r, taker)
+	}
+	if r := o.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+		t.Fatalf("the replaced holder's complete: %+v", r)
+	}
+
+	o = newOnce(t)
+	first = o.apply(mine(o, 1))
+	o.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("done"), time.Hour))
+	if r := o.apply(mine(o, 1)); r.Code != CodeOK || string(r.Value) != "done" || r.Fence != first.Fence {
+		t.Fatalf("after the complete: retry %+v", r)
+	}
+
+	o = newOnce(t)
+	first = o.apply(mine(o, 1))
+	o.apply(*OnceReleaseCommand(o.key, first.Fence))
+	if r := o.apply(mine(o, 1)); r.Code != CodeCreated || r.Fence <= first.Fence {
+		t.Fatalf("after the release: retry %+v (first fence %d)", r, first.Fence)
 	}
 }
 
@@ -245,17 +353,34 @@ func TestOnceValidate(t *testing.T) {
 }
 
 func TestClaimRoundTrip(t *testing.T) {
-	c := &Claim{State: ClaimCompleted, Fence: 42, Fingerprint: OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 2,
-		LeaseEnd: -3, ExpiresAt: 4, Result: []byte("r")}
-	got, err := DecodeClaim(c.Encode(nil))
-	if err != nil || !bytes.Equal(got.Encode(nil), c.Encode(nil)) {
-		t.Fatalf("%+v %v", got, err)
-	}
-	enc := c.Encode(nil)
-	for _, bad := range [][]byte{nil, {2}, {1, 9}, enc[:len(enc)-1], append(enc, 0)} {
-		if _, err := DecodeClaim(bad); err == nil {
-			t.Errorf("DecodeClaim(%x) succeeded", bad)
+	for _, c := range []*Claim{
+		{State: ClaimCompleted, Fence: 42, Fingerprint: OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 2,
+			LeaseEnd: -3, ExpiresAt: 4, Result: []byte("r")},
+		{State: ClaimBegun, Fence: 7, Fingerprint: OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 1,
+			LeaseEnd: 9, ExpiresAt: 10, Begin: reqID(3), TakenOver: true},
+	} {
+		enc := c.Encode(nil)
+		got, err := DecodeClaim(enc)
+		if err != nil || !bytes.Equal(got.Encode(nil), enc) || got.Begin != c.Begin || got.TakenOver != c.TakenOver {
+			t.Fatalf("%+v %v", got, err)
 		}
+		for _, bad := range [][]byte{nil, {2}, {1, 9}, {3, 1}, enc[:len(enc)-1], append(enc, 0),
+			append(append([]byte(nil), enc[:len(enc)-17]...), 0x80|enc[len(enc)-17])} {
+			if _, err := DecodeClaim(bad); err == nil {
+				t.Errorf("DecodeClaim(%x) succeeded", bad)
+			}
+		}
+	}
+	// A version 1 claim (no request id, no flags) of an earlier build.
+	v1 := (&Claim{State: ClaimBegun, Fence: 5, CreatedAt: 1, UpdatedAt: 1, LeaseEnd: 2, ExpiresAt: 3}).Encode(nil)
+	v1 = v1[:len(v1)-1]
+	v1[0] = claimVersion1
+	got, err := DecodeClaim(v1)
+	if err != nil || got.Fence != 5 || !got.Begin.IsZero() || got.TakenOver {
+		t.Fatalf("version 1: %+v %v", got, err)
+	}
+	if _, err := DecodeClaim(append(v1, 0)); err == nil {
+		t.Error("a version 1 claim with trailing bytes decoded")
 	}
 }
 

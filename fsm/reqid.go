@@ -61,8 +61,9 @@ const RequestIDRetention = 2 * time.Minute
 // remembered (the command table says so; applyOne does not look their ids
 // up): each may be applied any number of times. Nor is a command whose
 // row's settled says the state it leaves answers its retry as the first
-// attempt was, for longer than this memory would: a once complete whose
-// claim is kept at least 2 × RequestIDRetention.
+// attempt was, for longer than this memory would: a once begin or complete
+// whose claim is kept at least 2 × RequestIDRetention (the claim records
+// its begin's request id).
 //
 // The remembered answer's encoding, one flag bit per present field:
 //
