@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgate/idemgate/bench"
 	"github.com/idemgate/idemgate/internal/democluster"
+	"github.com/idemgate/idemgate/node"
 )
 
 type benchFlags struct {
@@ -335,6 +336,7 @@ func benchOwnCluster(f benchFlags, secure bool, progress io.Writer, use func(t b
 		return err
 	}
 	defer pay.Stop()
+	node.PaceCollector() // the nodes run as serve runs them (its clients share the pace)
 	nodes, file, err := democluster.Start(dir, f.nodes, pay.Addr(), secure)
 	if err != nil {
 		return err

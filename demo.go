@@ -95,6 +95,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		cols = append(cols, bench.IncidentColumn{Title: "without idemgate", Res: res, Charges: pay.Charges()})
 	}
 
+	node.PaceCollector() // the nodes run as serve runs them
 	nodes, file, err := democluster.Start(dir, f.nodes, pay.Addr(), false)
 	if err != nil {
 		return false, err

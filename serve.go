@@ -187,6 +187,7 @@ func (e startError) Unwrap() error { return e.error }
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
 func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer) error {
+	node.PaceCollector()
 	n, err := node.Start(s, logger)
 	if err != nil {
 		return startError{err}

@@ -125,6 +125,7 @@ var scanBuildBatch = restoreTxPairs
 // format 1, and the next open builds it again (its puts are idempotent);
 // the KV bucket is only read.
 func buildScanIndex(db *bolt.DB) error {
+	defer holdBulkPace()()
 	var from []byte
 	for {
 		done := false

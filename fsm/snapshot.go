@@ -98,6 +98,7 @@ func (f *FSM) SnapshotTo(sink raft.SnapshotSink) error {
 // file of this format, and renamed over it.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	defer holdBulkPace()()
 	version, _, err := readSnapHeader(rc)
 	if err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
