@@ -313,6 +313,7 @@ func runBench(f benchFlags, scenarios []string, stdout, stderr io.Writer) (bench
 		rep.Results = append(rep.Results, bench.Stats{Name: "etcd (baseline)", Skipped: err.Error()})
 	} else {
 		if baselineKV {
+			e.ClientLoad, e.ClientLoadSkipped = bench.FindEtcdClientLoad(progress)
 			rep.Results = append(rep.Results, bench.RunOn(e, "kv", cfg, f.lock)...)
 		}
 		onBaseline(e)

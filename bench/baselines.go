@@ -60,3 +60,31 @@ func FindEtcd(flagVal string, progress io.Writer) (string, string) {
 	}
 	return bin, ""
 }
+
+// clientLoadVersion names the build of bench/etcd/clientload the cache
+// holds: raise it when the command changes.
+const clientLoadVersion = "1"
+
+// FindEtcdClientLoad returns bench/etcd's clientload command (SETNX through
+// etcd's own Go client), built once from the repository root into the
+// user's cache like the etcd server, or why there is none.
+func FindEtcdClientLoad(progress io.Writer) (string, string) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", "no cache directory to build bench/etcd/clientload in"
+	}
+	bin := filepath.Join(cache, "idemgate", "etcd-clientload-"+etcdVersion+"-"+clientLoadVersion)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, ""
+	}
+	if _, err := os.Stat(filepath.Join("bench", "etcd", "clientload", "main.go")); err != nil {
+		return "", "run from the repository root to build bench/etcd/clientload"
+	}
+	fmt.Fprintf(progress, "bench: building bench/etcd/clientload (etcd's Go client, %s), once; it is cached in %s\n", etcdVersion, bin)
+	cmd := exec.Command("go", "build", "-o", bin, "./clientload")
+	cmd.Dir = filepath.Join("bench", "etcd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Sprintf("building bench/etcd/clientload failed: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return bin, ""
+}

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +20,10 @@ type Etcd struct {
 	clients []string // base URLs
 	dir     string
 	procs   []*proc
+	// ClientLoad is bench/etcd's clientload command (FindEtcdClientLoad):
+	// with it the kv rows add SETNX through etcd's own Go client, as etcd
+	// users write it; without it ClientLoadSkipped says why.
+	ClientLoad, ClientLoadSkipped string
 }
 
 // StartEtcd starts an n-member cluster of bin; extra are flags every
@@ -134,5 +141,49 @@ func EtcdKV(e *Etcd, cfg RunConfig) []Stats {
 	})
 	ok, err = etcdGETDEL(e.clients[1%len(e.clients)], fmt.Sprintf("k-%s-0", id))
 	get.Check, get.CheckOK, get.Baseline = fmt.Sprintf("second GETDEL deleted: %v", ok), err == nil && !ok, true
-	return []Stats{set, get}
+	native := Stats{Name: etcdClientSETNXName, Baseline: true, Skipped: e.ClientLoadSkipped}
+	if e.ClientLoad != "" {
+		native = etcdClientSETNX(e, cfg)
+	}
+	return []Stats{set, get, native}
+}
+
+const etcdClientSETNXName = "etcd SETNX txn, clientv3 (baseline)"
+
+// etcdClientSETNX runs the SETNX transaction through etcd's own Go client
+// (gRPC, bench/etcd/clientload), cfg.Clients requests in flight spread over
+// the members, as EtcdKV's JSON-gateway row does.
+func etcdClientSETNX(e *Etcd, cfg RunConfig) Stats {
+	st := Stats{Name: etcdClientSETNXName, Baseline: true, Clients: cfg.Clients}
+	args := []string{"-endpoints", strings.Join(e.clients, ","), "-clients", fmt.Sprint(cfg.Clients),
+		"-duration", cfg.Duration.String(), "-requests", fmt.Sprint(cfg.Requests), "-prefix", "c-" + runID()}
+	out, err := exec.Command(e.ClientLoad, args...).Output()
+	var r struct {
+		Ops     int64   `json:"ops"`
+		Seconds float64 `json:"seconds"`
+		Errors  int64   `json:"errors"`
+		Refused int64   `json:"refused"`
+		P50     float64 `json:"p50_ms"`
+		P90     float64 `json:"p90_ms"`
+		P99     float64 `json:"p99_ms"`
+		Max     float64 `json:"max_ms"`
+		First   string  `json:"first_error"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &r)
+	}
+	if err != nil {
+		st.Skipped = fmt.Sprintf("%s: %v", filepath.Base(e.ClientLoad), err)
+		return st
+	}
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	st.Ops, st.Errors, st.FirstError = r.Ops, r.Errors, r.First
+	st.Elapsed = time.Duration(r.Seconds * float64(time.Second))
+	if r.Seconds > 0 {
+		st.OpsPerSec = float64(r.Ops) / r.Seconds
+	}
+	st.P50, st.P90, st.P99, st.Max = ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max)
+	st.Check = fmt.Sprintf("SETNX of a fresh key refused: %d", r.Refused)
+	st.CheckOK = r.Refused == 0 && r.Ops > 0
+	return st
 }

@@ -2,7 +2,10 @@ module github.com/idemgate/idemgate/bench/etcd
 
 go 1.26.0
 
-require go.etcd.io/etcd/server/v3 v3.7.3
+require (
+	go.etcd.io/etcd/client/v3 v3.7.3
+	go.etcd.io/etcd/server/v3 v3.7.3
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -37,7 +40,6 @@ require (
 	go.etcd.io/bbolt v1.5.0 // indirect
 	go.etcd.io/etcd/api/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.7.3 // indirect
-	go.etcd.io/etcd/client/v3 v3.7.3 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.7.3 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
