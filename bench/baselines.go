@@ -41,24 +41,7 @@ func FindEtcd(flagVal string, progress io.Writer) (string, string) {
 	if p, err := exec.LookPath("etcd"); err == nil {
 		return p, ""
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", "no etcd on PATH and no cache directory to build one in"
-	}
-	bin := filepath.Join(cache, "idemgate", "etcd-"+etcdVersion)
-	if _, err := os.Stat(bin); err == nil {
-		return bin, ""
-	}
-	if _, err := os.Stat(filepath.Join("bench", "etcd", "go.mod")); err != nil {
-		return "", "no etcd on PATH; run from the repository root to build bench/etcd, or pass --etcd PATH"
-	}
-	fmt.Fprintf(progress, "bench: building etcd %s from the Go module proxy (bench/etcd), once; it is cached in %s\n", etcdVersion, bin)
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join("bench", "etcd")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Sprintf("building etcd failed: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	return bin, ""
+	return buildCached("etcd-"+etcdVersion, ".", "etcd "+etcdVersion+" from the Go module proxy (bench/etcd)", progress)
 }
 
 // clientLoadVersion names the build of bench/etcd/clientload the cache
@@ -69,22 +52,31 @@ const clientLoadVersion = "1"
 // etcd's own Go client), built once from the repository root into the
 // user's cache like the etcd server, or why there is none.
 func FindEtcdClientLoad(progress io.Writer) (string, string) {
+	return buildCached("etcd-clientload-"+etcdVersion+"-"+clientLoadVersion, "./clientload",
+		"bench/etcd/clientload (etcd's Go client, "+etcdVersion+")", progress)
+}
+
+// buildCached returns the binary name in the user's cache, building it
+// first from package pkg of the module bench/etcd (run from the
+// repository root) if the cache has none; or why there is none.
+func buildCached(name, pkg, what string, progress io.Writer) (string, string) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", "no cache directory to build bench/etcd/clientload in"
+		return "", "no cache directory to build " + what + " in"
 	}
-	bin := filepath.Join(cache, "idemgate", "etcd-clientload-"+etcdVersion+"-"+clientLoadVersion)
+	bin := filepath.Join(cache, "idemgate", name)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, ""
 	}
-	if _, err := os.Stat(filepath.Join("bench", "etcd", "clientload", "main.go")); err != nil {
-		return "", "run from the repository root to build bench/etcd/clientload"
+	dir := filepath.Join("bench", "etcd")
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", "run from the repository root to build " + what + ", or pass --etcd PATH"
 	}
-	fmt.Fprintf(progress, "bench: building bench/etcd/clientload (etcd's Go client, %s), once; it is cached in %s\n", etcdVersion, bin)
-	cmd := exec.Command("go", "build", "-o", bin, "./clientload")
-	cmd.Dir = filepath.Join("bench", "etcd")
+	fmt.Fprintf(progress, "bench: building %s, once; it is cached in %s\n", what, bin)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Sprintf("building bench/etcd/clientload failed: %v: %s", err, strings.TrimSpace(string(out)))
+		return "", fmt.Sprintf("building %s failed: %v: %s", what, err, strings.TrimSpace(string(out)))
 	}
 	return bin, ""
 }
