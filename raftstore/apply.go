@@ -41,25 +41,25 @@ func mapRaftErr(err error) error {
 // proposeLocal stamps data with this leader's clock and hands it to Raft
 // (through the coalescer, which may pack it with others into one entry).
 // The returned function waits for the command to be applied here, for ctx,
-// or for the store to close.
-func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, error), error) {
+// or for the store to close; the channel is closed once its result is in.
+func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, error), <-chan struct{}, error) {
 	if s.raft.State() != raft.Leader {
-		return nil, storeapi.ErrNotLeader
+		return nil, nil, storeapi.ErrNotLeader
 	}
 	if len(data) > s.cfg.MaxCommandBytes { // a forwarded command is checked here, a local one in Apply too
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", storeapi.ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
+		return nil, nil, fmt.Errorf("%w: %d bytes, the limit is %d", storeapi.ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	if err := s.checkDisk(); err != nil {
 		if t, derr := fsm.PeekType(data); derr != nil || !diskExempt(t) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	stamp := s.stampNow()
 	if err := s.clock.check(context.Background(), stamp); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := fsm.Stamp(data, stamp); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return s.coal.enqueue(data)
 }
@@ -110,7 +110,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 			return append([]byte(nil), data...)
 		},
 		func(payload []byte) (*fsm.Result, error) {
-			wait, err := s.proposeLocal(payload)
+			wait, _, err := s.proposeLocal(payload)
 			if err != nil {
 				return nil, err
 			}

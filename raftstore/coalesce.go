@@ -58,8 +58,8 @@ func newCoalescer(s *Store) *coalescer {
 }
 
 // enqueue hands a stamped command to the coalescer and returns the wait
-// for its result.
-func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, error), error) {
+// for its result, and a channel closed once the wait returns at once.
+func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, error), <-chan struct{}, error) {
 	p := &proposal{data: data, start: time.Now(), done: make(chan struct{})}
 	if c.maxCmds == 1 {
 		c.propose([]*proposal{p}, false) // no group commit: one entry per command, as many in flight as come
@@ -67,7 +67,7 @@ func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, er
 		select {
 		case c.queue <- p:
 		case <-c.s.closing:
-			return nil, storeapi.ErrShutdown
+			return nil, nil, storeapi.ErrShutdown
 		}
 	}
 	return func(ctx context.Context) (*fsm.Result, error) {
@@ -82,7 +82,7 @@ func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, er
 			// request id, which the state machine applies once.
 			return nil, fmt.Errorf("%w: %v", storeapi.ErrTimeout, ctx.Err())
 		}
-	}, nil
+	}, p.done, nil
 }
 
 // run proposes batches until ctx ends.

@@ -61,15 +61,15 @@ type forwarded struct{ s *Store }
 // Handle starts one forwarded request and returns the wait for its answer.
 // Applies are handed to Raft at once, so the requests of one connection are
 // batched together by Raft.
-func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, error) {
+func (f forwarded) Handle(kind transport.Kind, payload []byte) transport.Pending {
 	s := f.s
 	switch kind {
 	case transport.Apply:
-		wait, err := s.proposeLocal(payload)
+		wait, ready, err := s.proposeLocal(payload)
 		if err != nil {
-			return func() ([]byte, error) { return nil, err }
+			return transport.Answer(func() ([]byte, error) { return nil, err })
 		}
-		return func() ([]byte, error) {
+		return transport.Pending{Ready: ready, Wait: func() ([]byte, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()
 			res, err := wait(ctx)
@@ -80,9 +80,9 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, e
 				return nil, err
 			}
 			return res.Encode(nil), nil
-		}
+		}}
 	case transport.ReadIndex:
-		return func() ([]byte, error) {
+		return transport.Answer(func() ([]byte, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()
 			idx, err := s.leaderReadIndex(ctx)
@@ -90,28 +90,28 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) func() ([]byte, e
 				return nil, err
 			}
 			return binary.BigEndian.AppendUint64(nil, idx), nil
-		}
+		})
 	case transport.Grants:
 		cursor := append([]byte(nil), payload...)
-		return func() ([]byte, error) { return s.grants.wait(cursor, grantsHold, s.closing), nil }
+		return transport.Answer(func() ([]byte, error) { return s.grants.wait(cursor, grantsHold, s.closing), nil })
 	case transport.LeaderKV:
-		return func() ([]byte, error) { return s.serveLeaderKV(payload) }
+		return transport.Answer(func() ([]byte, error) { return s.serveLeaderKV(payload) })
 	case transport.Clock:
 		now := s.stampNow()
-		return func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil }
+		return transport.Answer(func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil })
 	case transport.Status:
 		st := s.statusAnswer()
-		return func() ([]byte, error) { return st, nil }
+		return transport.Answer(func() ([]byte, error) { return st, nil })
 	case transport.Peers:
-		return func() ([]byte, error) { return s.peersAnswer(), nil }
+		return transport.Answer(func() ([]byte, error) { return s.peersAnswer(), nil })
 	case transport.AddVoter, transport.Remove, transport.Promote:
-		return func() ([]byte, error) {
+		return transport.Answer(func() ([]byte, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()
 			return nil, s.changeMembershipLocal(ctx, kind, payload)
-		}
+		})
 	}
-	return func() ([]byte, error) { return nil, fmt.Errorf("unknown request kind %q", kind) }
+	return transport.Answer(func() ([]byte, error) { return nil, fmt.Errorf("unknown request kind %q", kind) })
 }
 
 // forward sends a request to the leader and maps its answer to an error.

@@ -109,9 +109,9 @@ func forwardedRetries(t *testing.T) error {
 // first byte indexes.
 type errorHandler []error
 
-func (h errorHandler) Handle(_ transport.Kind, payload []byte) func() ([]byte, error) {
+func (h errorHandler) Handle(_ transport.Kind, payload []byte) transport.Pending {
 	err := h[payload[0]]
-	return func() ([]byte, error) { return nil, err }
+	return transport.Answer(func() ([]byte, error) { return nil, err })
 }
 
 // TestWireErrorsKeepTheirIdentity: every error a leader sends back by code

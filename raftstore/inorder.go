@@ -97,7 +97,7 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 				continue
 			}
 			// proposeLocal stamps in place: the retry gets its own copy.
-			if w, err := s.proposeLocal(append([]byte(nil), d...)); err == nil {
+			if w, _, err := s.proposeLocal(append([]byte(nil), d...)); err == nil {
 				waits[i] = w
 			}
 		}

@@ -285,14 +285,40 @@ func answeredAtOnce(k Kind) bool { return k == LeaderKV || k == Grants }
 
 // Handler is what a forwarded request does on the node that answers it.
 type Handler interface {
-	// Handle starts one request and returns the wait for its answer: an
-	// OK answer's payload, or the error to answer with (Errors say how it
-	// travels). Handle is called in the order the requests arrive and
-	// must not wait for the request's outcome (an apply is handed to Raft
-	// at once, so a connection's requests are batched together there);
-	// the waits are called in the same order, one at a time, but those of
-	// the kinds answeredAtOnce, each on a goroutine of its own.
-	Handle(kind Kind, payload []byte) (wait func() ([]byte, error))
+	// Handle starts one request and returns its answer to come. Handle
+	// is called in the order the requests arrive and must not wait for
+	// the request's outcome (an apply is handed to Raft at once, so a
+	// connection's requests are batched together there); the waits are
+	// called in the same order, one at a time, but those of the kinds
+	// answeredAtOnce, each on a goroutine of its own.
+	Handle(kind Kind, payload []byte) Pending
+}
+
+// Pending is a request's answer to come: Wait returns an OK answer's
+// payload, or the error to answer with (Errors say how it travels).
+// Ready, when not nil, is closed once Wait will not block: the writer
+// sends the answers it holds before it waits for one that is not ready,
+// and lets the ready ones that follow share its write.
+type Pending struct {
+	Wait  func() ([]byte, error)
+	Ready <-chan struct{}
+}
+
+// Answer is a Pending whose answer is known now, or will be once f
+// returns (nil Ready: the writer does not count on it).
+func Answer(f func() ([]byte, error)) Pending { return Pending{Wait: f} }
+
+// ready reports whether Wait returns at once.
+func (p Pending) ready() bool {
+	if p.Ready == nil {
+		return false
+	}
+	select {
+	case <-p.Ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // Server is the leader's side of forwarding connections.
@@ -313,8 +339,8 @@ type Server struct {
 func (s *Server) Serve(conn net.Conn) {
 	defer conn.Close()
 	type answer struct {
-		seq  uint64
-		wait func() ([]byte, error)
+		seq uint64
+		p   Pending
 	}
 	answers := make(chan answer, 1024)
 	writerDone := make(chan struct{})
@@ -328,7 +354,7 @@ func (s *Server) Serve(conn net.Conn) {
 	)
 	write := func(a answer, flush bool) {
 		status, payload := statusOK, []byte(nil)
-		if p, err := a.wait(); err != nil {
+		if p, err := a.p.Wait(); err != nil {
 			status, payload = s.Errors.answer(err)
 		} else {
 			payload = p
@@ -351,6 +377,19 @@ func (s *Server) Serve(conn net.Conn) {
 	go func() {
 		defer close(writerDone)
 		for a := range answers {
+			// An answer not ready yet may be a commit away (the next
+			// batch's, queued behind the one just answered): what is
+			// buffered goes out before the wait, not after it.
+			if !a.p.ready() {
+				wmu.Lock()
+				if bw.Buffered() > 0 && !broken {
+					if err := bw.Flush(); err != nil {
+						broken = true
+						conn.Close()
+					}
+				}
+				wmu.Unlock()
+			}
 			write(a, len(answers) == 0)
 		}
 		wmu.Lock()
@@ -375,7 +414,7 @@ func (s *Server) Serve(conn net.Conn) {
 		s.frames.Add(1)
 		if answeredAtOnce(Kind(kind)) {
 			slots <- struct{}{} // as many as the queue holds: a peer that sends more waits, as it does for applies
-			a := answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
+			a := answer{seq: seq, p: s.Handler.Handle(Kind(kind), payload)}
 			atOnce.Add(1)
 			go func() {
 				defer func() { <-slots; atOnce.Done() }()
@@ -384,13 +423,13 @@ func (s *Server) Serve(conn net.Conn) {
 			continue
 		}
 		if Kind(kind) != applyBatch {
-			answers <- answer{seq: seq, wait: s.Handler.Handle(Kind(kind), payload)}
+			answers <- answer{seq: seq, p: s.Handler.Handle(Kind(kind), payload)}
 			continue
 		}
 		// Many applies in one frame: each answered under its own seq.
 		s.batches.Add(1)
 		err = decodeApplyBatch(payload, func(seq uint64, cmd []byte) {
-			answers <- answer{seq: seq, wait: s.Handler.Handle(Apply, cmd)}
+			answers <- answer{seq: seq, p: s.Handler.Handle(Apply, cmd)}
 		})
 		if err != nil {
 			s.Logger.Warn("forwarding: closing the connection", "error", err, "peer", conn.RemoteAddr())

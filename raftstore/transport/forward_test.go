@@ -22,13 +22,13 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // (nil: at once).
 type echo struct{ release chan struct{} }
 
-func (e echo) Handle(kind Kind, payload []byte) func() ([]byte, error) {
-	return func() ([]byte, error) {
+func (e echo) Handle(kind Kind, payload []byte) Pending {
+	return Answer(func() ([]byte, error) {
 		if e.release != nil {
 			<-e.release
 		}
 		return append([]byte{byte(kind)}, payload...), nil
-	}
+	})
 }
 
 // serveForwarding runs srv behind a plain listener that reads the preamble
@@ -164,9 +164,9 @@ func TestForwardFrameLimits(t *testing.T) {
 
 type counting struct{ n *atomic.Int64 }
 
-func (c counting) Handle(Kind, []byte) func() ([]byte, error) {
+func (c counting) Handle(Kind, []byte) Pending {
 	c.n.Add(1)
-	return func() ([]byte, error) { return nil, nil }
+	return Answer(func() ([]byte, error) { return nil, nil })
 }
 
 // TestLostConnectionIsRetry: calls in flight when the connection breaks
@@ -199,13 +199,13 @@ func TestLostConnectionIsRetry(t *testing.T) {
 // answers a LeaderKV at once.
 type heldApplies struct{ release chan struct{} }
 
-func (h heldApplies) Handle(kind Kind, payload []byte) func() ([]byte, error) {
-	return func() ([]byte, error) {
+func (h heldApplies) Handle(kind Kind, payload []byte) Pending {
+	return Answer(func() ([]byte, error) {
 		if kind == Apply {
 			<-h.release
 		}
 		return append([]byte{byte(kind)}, payload...), nil
-	}
+	})
 }
 
 // TestLeaderReadSkipsTheQueue: a LeaderKV sent behind applies still
@@ -247,13 +247,13 @@ func TestLeaderReadSkipsTheQueue(t *testing.T) {
 // other request is answered at once.
 type heldGrants struct{ release chan struct{} }
 
-func (h heldGrants) Handle(kind Kind, payload []byte) func() ([]byte, error) {
-	return func() ([]byte, error) {
+func (h heldGrants) Handle(kind Kind, payload []byte) Pending {
+	return Answer(func() ([]byte, error) {
 		if kind == Grants {
 			<-h.release
 		}
 		return append([]byte{byte(kind)}, payload...), nil
-	}
+	})
 }
 
 // TestHeldGrantsCallHoldsNoWrite: the grants feed's call rides the
@@ -291,15 +291,15 @@ type heldReads struct {
 	waiting, maxWait atomic.Int64
 }
 
-func (h *heldReads) Handle(kind Kind, payload []byte) func() ([]byte, error) {
+func (h *heldReads) Handle(kind Kind, payload []byte) Pending {
 	n := h.waiting.Add(1)
 	for m := h.maxWait.Load(); n > m && !h.maxWait.CompareAndSwap(m, n); m = h.maxWait.Load() {
 	}
-	return func() ([]byte, error) {
+	return Answer(func() ([]byte, error) {
 		<-h.release
 		h.waiting.Add(-1)
 		return payload, nil
-	}
+	})
 }
 
 // TestLeaderReadsBounded: a peer that sends more leader reads than the
@@ -375,5 +375,66 @@ func TestForwardedCallsReleasedTogetherShareAWrite(t *testing.T) {
 		t.Fatalf("%d callers released together went out in %d frames; want at most %d", callers, frames, callers/4)
 	} else {
 		t.Logf("%d callers, %d frames", callers, frames)
+	}
+}
+
+// heldAfter answers the applies whose payload is "ready" at once and holds
+// the others until release is closed: a batch that committed, and the
+// next batch's calls queued behind it, still waiting for their commit.
+type heldAfter struct{ release chan struct{} }
+
+func (h heldAfter) Handle(kind Kind, payload []byte) Pending {
+	ready := make(chan struct{})
+	if string(payload) == "ready" {
+		close(ready)
+	} else {
+		ready = h.release
+	}
+	return Pending{Ready: ready, Wait: func() ([]byte, error) {
+		<-ready
+		return append([]byte{byte(kind)}, payload...), nil
+	}}
+}
+
+// TestReadyAnswersNotHeldBehindPending: answers that are ready reach the
+// follower though calls sent after them are still waiting. The writer
+// used to flush only when no request at all was queued behind the answer
+// it wrote; under load the next batch's calls always were, so a
+// committed batch's answers sat in the buffer until the next batch
+// committed, a whole commit later.
+func TestReadyAnswersNotHeldBehindPending(t *testing.T) {
+	release := make(chan struct{})
+	released := false
+	defer func() {
+		if !released {
+			close(release) // a failed check must not leave the server's writer waiting
+		}
+	}()
+	srv := &Server{Handler: heldAfter{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	addr, _ := serveForwarding(t, srv)
+	c := dialTest(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ready []func(context.Context) ([]byte, error)
+	for i := 0; i < 3; i++ {
+		w, err := c.Send(ctx, Apply, []byte("ready"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready = append(ready, w)
+	}
+	held, err := c.Send(ctx, Apply, []byte("held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range ready {
+		if got, err := w(ctx); err != nil || string(got) != "Aready" {
+			t.Fatalf("ready apply %d with a held one behind it = %q, %v; want its answer while the other is held", i, got, err)
+		}
+	}
+	close(release)
+	released = true
+	if got, err := held(ctx); err != nil || string(got) != "Aheld" {
+		t.Fatalf("the held apply, released = %q, %v", got, err)
 	}
 }
