@@ -111,6 +111,7 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 		if d == nil {
 			continue
 		}
+		sent := time.Now()
 		wait, err := s.forwardSend(ctx, string(id), string(addr), transport.Apply, d)
 		if err != nil {
 			break
@@ -120,6 +121,7 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 			if err != nil {
 				return nil, err
 			}
+			measureSince(stageForward, sent)
 			return fsm.DecodeResult(p)
 		}
 	}
