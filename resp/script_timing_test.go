@@ -145,6 +145,42 @@ func BenchmarkScriptLockBudget(b *testing.B) {
 	bench.PrintBudgets(os.Stdout, []bench.Budget{budget})
 }
 
+// BenchmarkSetIfEqBudget is BenchmarkSetIfEq's idemgate half measured by
+// the write budget (bench.MeasureBudget), printed: where a compare-and-set
+// round's time goes, the forwarded two thirds' round trip to the leader
+// beside the Raft stages.
+//
+//	go test -run '^$' -bench BenchmarkSetIfEqBudget -benchtime 1x ./resp/
+func BenchmarkSetIfEqBudget(b *testing.B) {
+	tc := startCluster(b, nil)
+	tc.rc.WaitLeader(5 * time.Second)
+	ctx := context.Background()
+	var clients []*redis.Client
+	for i := 0; i < benchClients; i++ {
+		c := redis.NewClient(&redis.Options{Addr: tc.addrs[i%len(tc.addrs)], PoolSize: 1})
+		b.Cleanup(func() { c.Close() })
+		if err := c.Set(ctx, fmt.Sprintf("bench:cas:%d", i), "a", 0).Err(); err != nil {
+			b.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	rounds := make([]int, benchClients) // each client's own count: MeasureBudget runs a client's rounds one after another
+	states := [2]string{"a", "b"}
+	budget := bench.MeasureBudget("SET IFEQ", bench.RunConfig{Clients: benchClients, Requests: 20000, Duration: time.Minute},
+		func(c int, _ int64) error {
+			from, to := states[rounds[c]%2], states[(rounds[c]+1)%2]
+			rounds[c]++
+			if err := clients[c].SetIFEQ(ctx, fmt.Sprintf("bench:cas:%d", c), to, from, 0).Err(); err != nil {
+				return fmt.Errorf("SET %s IFEQ %s: %w", to, from, err)
+			}
+			return nil
+		})
+	if budget.Err != "" || budget.Errors > 0 {
+		b.Fatalf("%d errors: %s", budget.Errors, budget.Err)
+	}
+	bench.PrintBudgets(os.Stdout, []bench.Budget{budget})
+}
+
 // BenchmarkScriptLockOneClient: one client alone on each node takes and
 // releases its redsync mutex 300 times; it prints each half's mean time,
 // on the leader and on the followers (where a node's state lags the
