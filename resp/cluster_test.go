@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,9 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgate/idemgate/internal/testcluster"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
+	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -29,7 +30,14 @@ type testCluster struct {
 
 func startCluster(t testing.TB, tweak func(*Config)) *testCluster {
 	t.Helper()
-	rc := testcluster.Start(t, 3, nil)
+	return startClusterWith(t, nil, tweak)
+}
+
+// startClusterWith is startCluster with nodeTweak adjusting each node's
+// store config.
+func startClusterWith(t testing.TB, nodeTweak func(*raftstore.Config), tweak func(*Config)) *testCluster {
+	t.Helper()
+	rc := testcluster.Start(t, 3, nodeTweak)
 	tc := &testCluster{rc: rc}
 	for i := range rc.Stores {
 		tc.srv = append(tc.srv, startServer(t, rc.Stores[i], rc.Cfgs[i].NodeID, tweak))

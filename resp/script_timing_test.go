@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgate/idemgate/bench"
+	"github.com/idemgate/idemgate/raftstore"
 )
 
 // The speed table (benchmarks, not timed tests): 64 go-redis
@@ -27,6 +29,18 @@ import (
 
 const benchClients = 64
 
+// Settings of the benchmarks' cluster, for measuring what bounds the rows
+// (docs/performance.md): IDEMGATE_BENCH_LEADER_ONLY=1 puts every client on
+// the leader (no forwarding), IDEMGATE_BENCH_LOG_NOSYNC=1 skips the Raft
+// log's fsyncs (raftstore.Config.LogNoSync: unsafe, here only to see the
+// share of a round they take), IDEMGATE_BENCH_BATCHES_IN_FLIGHT=n sets
+// raftstore.Config.MaxBatchesInFlight.
+var (
+	benchLeaderOnly = os.Getenv("IDEMGATE_BENCH_LEADER_ONLY") == "1"
+	benchLogNoSync  = os.Getenv("IDEMGATE_BENCH_LOG_NOSYNC") == "1"
+	benchInFlight   = os.Getenv("IDEMGATE_BENCH_BATCHES_IN_FLIGHT")
+)
+
 // benchTargets starts redis-server with every write fsynced and a 3-node
 // cluster, and returns their addresses by name.
 func benchTargets(b *testing.B) []benchTarget {
@@ -38,9 +52,30 @@ func benchTargets(b *testing.B) []benchTarget {
 		}
 	}
 	rc.Close()
-	tc := startCluster(b, nil)
-	tc.rc.WaitLeader(5 * time.Second)
-	return []benchTarget{{"redis-server", []string{redisAddr}}, {"idemgate", tc.addrs}}
+	tc := startBenchCluster(b)
+	addrs := tc.addrs
+	if l := tc.rc.WaitLeader(5 * time.Second); benchLeaderOnly {
+		addrs = addrs[l : l+1]
+	}
+	return []benchTarget{{"redis-server", []string{redisAddr}}, {"idemgate", addrs}}
+}
+
+// startBenchCluster is startCluster with the benchmarks' settings above.
+func startBenchCluster(b *testing.B) *testCluster {
+	inFlight := 0
+	if benchInFlight != "" {
+		n, err := strconv.Atoi(benchInFlight)
+		if err != nil || n < 1 {
+			b.Fatalf("IDEMGATE_BENCH_BATCHES_IN_FLIGHT=%q: want a whole number of at least 1", benchInFlight)
+		}
+		inFlight = n
+	}
+	return startClusterWith(b, func(c *raftstore.Config) {
+		c.LogNoSync = benchLogNoSync
+		if inFlight > 0 {
+			c.MaxBatchesInFlight = inFlight
+		}
+	}, nil)
 }
 
 type benchTarget struct {
@@ -120,7 +155,7 @@ func BenchmarkScriptLock(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkScriptLockBudget -benchtime 1x ./resp/
 func BenchmarkScriptLockBudget(b *testing.B) {
-	tc := startCluster(b, nil)
+	tc := startBenchCluster(b)
 	tc.rc.WaitLeader(5 * time.Second)
 	var mutexes []*redsync.Mutex
 	for i := 0; i < benchClients; i++ {
@@ -152,7 +187,7 @@ func BenchmarkScriptLockBudget(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkSetIfEqBudget -benchtime 1x ./resp/
 func BenchmarkSetIfEqBudget(b *testing.B) {
-	tc := startCluster(b, nil)
+	tc := startBenchCluster(b)
 	tc.rc.WaitLeader(5 * time.Second)
 	ctx := context.Background()
 	var clients []*redis.Client
