@@ -58,9 +58,10 @@ func (s *Store) serveForward(conn net.Conn) {
 // forwarded is the store as the Handler of forwarded requests.
 type forwarded struct{ s *Store }
 
-// Handle starts one forwarded request and returns the wait for its answer.
-// Applies are handed to Raft at once, so the requests of one connection are
-// batched together by Raft.
+// Handle starts one forwarded request and returns its answer to come; an
+// apply's is ready once its batch is applied here. Applies are handed to
+// Raft at once, so the requests of one connection are batched together by
+// Raft.
 func (f forwarded) Handle(kind transport.Kind, payload []byte) transport.Pending {
 	s := f.s
 	switch kind {

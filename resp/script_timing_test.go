@@ -30,8 +30,9 @@ import (
 const benchClients = 64
 
 // Settings of the benchmarks' cluster, for measuring what bounds the rows
-// (docs/performance.md): IDEMGATE_BENCH_LEADER_ONLY=1 puts every client on
-// the leader (no forwarding), IDEMGATE_BENCH_LOG_NOSYNC=1 skips the Raft
+// (docs/performance.md): IDEMGATE_BENCH_LEADER_ONLY=1 puts every client of
+// the three rows on the leader (no forwarding; the budgets keep theirs
+// spread), IDEMGATE_BENCH_LOG_NOSYNC=1 skips the Raft
 // log's fsyncs (raftstore.Config.LogNoSync: unsafe, here only to see the
 // share of a round they take), IDEMGATE_BENCH_BATCHES_IN_FLIGHT=n sets
 // raftstore.Config.MaxBatchesInFlight.

@@ -304,8 +304,8 @@ type Pending struct {
 	Ready <-chan struct{}
 }
 
-// Answer is a Pending whose answer is known now, or will be once f
-// returns (nil Ready: the writer does not count on it).
+// Answer is a Pending that says nothing of when f returns (no Ready): the
+// writer sends the answers it holds before it calls f.
 func Answer(f func() ([]byte, error)) Pending { return Pending{Wait: f} }
 
 // ready reports whether Wait returns at once.
