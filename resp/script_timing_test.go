@@ -191,14 +191,18 @@ func BenchmarkSetIfEqBudget(b *testing.B) {
 	tc := startBenchCluster(b)
 	tc.rc.WaitLeader(5 * time.Second)
 	ctx := context.Background()
-	var clients []*redis.Client
+	var (
+		clients []*redis.Client
+		keys    []string
+	)
 	for i := 0; i < benchClients; i++ {
 		c := redis.NewClient(&redis.Options{Addr: tc.addrs[i%len(tc.addrs)], PoolSize: 1})
 		b.Cleanup(func() { c.Close() })
-		if err := c.Set(ctx, fmt.Sprintf("bench:cas:%d", i), "a", 0).Err(); err != nil {
+		key := fmt.Sprintf("bench:cas:%d", i)
+		if err := c.Set(ctx, key, "a", 0).Err(); err != nil {
 			b.Fatal(err)
 		}
-		clients = append(clients, c)
+		clients, keys = append(clients, c), append(keys, key)
 	}
 	rounds := make([]int, benchClients) // each client's own count: MeasureBudget runs a client's rounds one after another
 	states := [2]string{"a", "b"}
@@ -206,7 +210,7 @@ func BenchmarkSetIfEqBudget(b *testing.B) {
 		func(c int, _ int64) error {
 			from, to := states[rounds[c]%2], states[(rounds[c]+1)%2]
 			rounds[c]++
-			if err := clients[c].SetIFEQ(ctx, fmt.Sprintf("bench:cas:%d", c), to, from, 0).Err(); err != nil {
+			if err := clients[c].SetIFEQ(ctx, keys[c], to, from, 0).Err(); err != nil {
 				return fmt.Errorf("SET %s IFEQ %s: %w", to, from, err)
 			}
 			return nil

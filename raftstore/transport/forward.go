@@ -308,11 +308,9 @@ type Pending struct {
 // writer sends the answers it holds before it calls f.
 func Answer(f func() ([]byte, error)) Pending { return Pending{Wait: f} }
 
-// ready reports whether Wait returns at once.
+// ready reports whether Wait returns at once (never, without Ready: a nil
+// channel is never ready).
 func (p Pending) ready() bool {
-	if p.Ready == nil {
-		return false
-	}
 	select {
 	case <-p.Ready:
 		return true
@@ -352,6 +350,14 @@ func (s *Server) Serve(conn net.Conn) {
 		bw     = bufio.NewWriterSize(conn, 64<<10)
 		broken bool
 	)
+	flushLocked := func() { // under wmu
+		if !broken && bw.Buffered() > 0 {
+			if err := bw.Flush(); err != nil {
+				broken = true
+				conn.Close()
+			}
+		}
+	}
 	write := func(a answer, flush bool) {
 		status, payload := statusOK, []byte(nil)
 		if p, err := a.p.Wait(); err != nil {
@@ -366,10 +372,7 @@ func (s *Server) Serve(conn net.Conn) {
 		}
 		writeFrame(bw, status, a.seq, payload)
 		if flush {
-			if err := bw.Flush(); err != nil {
-				broken = true
-				conn.Close()
-			}
+			flushLocked()
 		}
 	}
 	var atOnce sync.WaitGroup
@@ -382,12 +385,7 @@ func (s *Server) Serve(conn net.Conn) {
 			// buffered goes out before the wait, not after it.
 			if !a.p.ready() {
 				wmu.Lock()
-				if bw.Buffered() > 0 && !broken {
-					if err := bw.Flush(); err != nil {
-						broken = true
-						conn.Close()
-					}
-				}
+				flushLocked()
 				wmu.Unlock()
 			}
 			write(a, len(answers) == 0)

@@ -77,15 +77,21 @@ func dialTest(t *testing.T, addr string) *Client {
 	return c
 }
 
-// echoConnection is a forwarding connection to an echo server, and a
-// context that bounds the test's calls.
-func echoConnection(t *testing.T) (*Server, *Client, context.Context) {
+// connection is a forwarding connection to a server of h, and a context
+// that bounds the test's calls.
+func connection(t *testing.T, h Handler) (*Server, *Client, context.Context) {
 	t.Helper()
-	srv := &Server{Handler: echo{}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
+	srv := &Server{Handler: h, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
 	addr, _ := serveForwarding(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return srv, dialTest(t, addr), ctx
+}
+
+// echoConnection is a connection to an echo server.
+func echoConnection(t *testing.T) (*Server, *Client, context.Context) {
+	t.Helper()
+	return connection(t, echo{})
 }
 
 // TestForwardedAppliesShareFrames: concurrent applies on one connection go
@@ -216,11 +222,7 @@ func (h heldApplies) Handle(kind Kind, payload []byte) Pending {
 // for that until its context ended.
 func TestLeaderReadSkipsTheQueue(t *testing.T) {
 	release := make(chan struct{})
-	srv := &Server{Handler: heldApplies{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, c, ctx := connection(t, heldApplies{release})
 	var waits []func(context.Context) ([]byte, error)
 	for i := 0; i < 3; i++ {
 		w, err := c.Send(ctx, Apply, []byte{byte('0' + i)})
@@ -263,11 +265,7 @@ func (h heldGrants) Handle(kind Kind, payload []byte) Pending {
 // answered at once, the applies would wait for it until the context ended.
 func TestHeldGrantsCallHoldsNoWrite(t *testing.T) {
 	release := make(chan struct{})
-	srv := &Server{Handler: heldGrants{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, c, ctx := connection(t, heldGrants{release})
 	held, err := c.Send(ctx, Grants, []byte("cursor"))
 	if err != nil {
 		t.Fatal(err)
@@ -308,11 +306,7 @@ func (h *heldReads) Handle(kind Kind, payload []byte) Pending {
 // connection, and every one is answered once they can be.
 func TestLeaderReadsBounded(t *testing.T) {
 	h := &heldReads{release: make(chan struct{})}
-	srv := &Server{Handler: h, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	_, c, ctx := connection(t, h)
 	const sent, bound = 1500, 1024 // bound: the answer queue's size
 	var waits []func(context.Context) ([]byte, error)
 	for i := 0; i < sent; i++ {
@@ -404,17 +398,9 @@ func (h heldAfter) Handle(kind Kind, payload []byte) Pending {
 // committed, a whole commit later.
 func TestReadyAnswersNotHeldBehindPending(t *testing.T) {
 	release := make(chan struct{})
-	released := false
-	defer func() {
-		if !released {
-			close(release) // a failed check must not leave the server's writer waiting
-		}
-	}()
-	srv := &Server{Handler: heldAfter{release}, MaxFrame: 1 << 20, Errors: &testErrors, Logger: discard}
-	addr, _ := serveForwarding(t, srv)
-	c := dialTest(t, addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	releaseHeld := sync.OnceFunc(func() { close(release) })
+	defer releaseHeld() // a failed check must not leave the server's writer waiting
+	_, c, ctx := connection(t, heldAfter{release})
 	var ready []func(context.Context) ([]byte, error)
 	for i := 0; i < 3; i++ {
 		w, err := c.Send(ctx, Apply, []byte("ready"))
@@ -432,8 +418,7 @@ func TestReadyAnswersNotHeldBehindPending(t *testing.T) {
 			t.Fatalf("ready apply %d with a held one behind it = %q, %v; want its answer while the other is held", i, got, err)
 		}
 	}
-	close(release)
-	released = true
+	releaseHeld()
 	if got, err := held(ctx); err != nil || string(got) != "Aheld" {
 		t.Fatalf("the held apply, released = %q, %v", got, err)
 	}
