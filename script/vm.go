@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"runtime/metrics"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
 )
 
 // Config bounds what one script may take of the node that runs it. The
@@ -76,40 +73,6 @@ type Script struct {
 func SHA1(body []byte) string {
 	h := sha1.Sum(body)
 	return hex.EncodeToString(h[:])
-}
-
-// chunkName is what Redis 7 names an EVAL's code in its messages.
-const chunkName = "user_script"
-
-// gopher-lua's syntax errors read "user_script line:1(column:9) near 'x':
-// msg"; Redis's Lua says "user_script:1: msg near 'x'".
-var syntaxErr = regexp.MustCompile(`^` + chunkName + ` line:(\d+)\(column:\d+\) near '(.*)': (.*)$`)
-
-// Compile parses body; the error is the reply Redis gives (its text says
-// where and what, in gopher-lua's words).
-func Compile(body []byte) (*Script, error) {
-	chunk, err := parse.Parse(strings.NewReader(string(body)), chunkName)
-	if err == nil {
-		var fn *lua.FunctionProto
-		if fn, err = lua.Compile(chunk, chunkName); err == nil {
-			// gopher-lua's Lua 5.0 compatibility gives every call of a
-			// vararg function a table of its arguments, arg; the main
-			// chunk is vararg but has no local arg to hold it (arg there
-			// is a global, as in Lua 5.1): a table and a map made per
-			// run, unreachable.
-			fn.IsVarArg &^= lua.VarArgNeedsArg
-			return &Script{SHA: SHA1(body), Body: body, fn: fn, stores: storesIntoTables(fn)}, nil
-		}
-	}
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	if m := syntaxErr.FindStringSubmatch(msg); m != nil {
-		near := m[2]
-		if near == "EOF" {
-			near = "<eof>"
-		}
-		msg = fmt.Sprintf("%s:%s: %s near '%s'", chunkName, m[1], m[3], near)
-	}
-	return nil, fmt.Errorf("ERR Error compiling script (new function): %s", msg)
 }
 
 // Caller runs one command for a script (redis.call, redis.pcall): args[0]
