@@ -1705,6 +1705,9 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 	} else if key == LNil {
 		ls.RaiseError("table index is nil")
 	}
+	if n, ok := key.(LNumber); ok && ls.Options.Allocating != nil && isArrayKey(n) && int(n) > len(tb.array)+1 {
+		ls.Options.Allocating(ls, (int(n)-len(tb.array))*16) // an LValue is 16 bytes
+	}
 	tb.RawSet(key, value)
 }
 

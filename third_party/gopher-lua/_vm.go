@@ -958,6 +958,13 @@ func stringConcat(L *LState, total, last int) LValue {
 				i--
 				total--
 			}
+			if L.Options.Allocating != nil {
+				n := 0
+				for _, s := range buf {
+					n += len(s)
+				}
+				L.Options.Allocating(L, n)
+			}
 			rhs = LString(strings.Join(buf, ""))
 		}
 	}

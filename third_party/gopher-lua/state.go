@@ -109,6 +109,11 @@ type Options struct {
 	// If `MinimizeStackMemory` is set, the call stack will be automatically grown or shrank up to a limit of
 	// `CallStackSize` in order to minimize memory usage. This does incur a slight performance penalty.
 	MinimizeStackMemory bool
+	// Allocating, if set, is called before the VM makes n bytes at once
+	// in one instruction: a concatenation's string, a table's array grown
+	// to a far index (RawSet). It may raise an error to refuse them.
+	// (idemgate's patch: see README.md.)
+	Allocating func(L *LState, n int)
 }
 
 /* }}} */
@@ -1917,6 +1922,9 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 		ls.RaiseError("table index is NaN")
 	} else if key == LNil {
 		ls.RaiseError("table index is nil")
+	}
+	if n, ok := key.(LNumber); ok && ls.Options.Allocating != nil && isArrayKey(n) && int(n) > len(tb.array)+1 {
+		ls.Options.Allocating(ls, (int(n)-len(tb.array))*16) // an LValue is 16 bytes
 	}
 	tb.RawSet(key, value)
 }
