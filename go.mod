@@ -71,3 +71,5 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/yuin/gopher-lua => ./third_party/gopher-lua

@@ -6,9 +6,17 @@
 //
 // It owns the VM: which libraries a script gets (base, table, string, math;
 // no os, io, debug, package or coroutines), and the limits that keep a
-// script from harming the node it runs on (a wall-clock budget and a cap
-// on the heap it may grow, checked as it runs, a bounded call stack, a
-// bounded string.rep). It never runs a command itself: the caller gives a
-// Caller, which runs one command's argv and answers its Reply, and decides
-// what the commands do and whether the script's work is kept.
+// script from harming the node it runs on: its source's size, tokens and
+// nesting, bounded before it is compiled (compile.go, levels.go); a
+// wall-clock budget and a cap on the heap it may grow, checked as it runs
+// (budget.go), and charged before any one step makes a large value
+// (alloc.go); the values a builtin may answer (results.go); a bounded
+// call stack; and its reply's size (reply.go). Nothing a script does ends
+// the process: a panic of the VM is an error, and that VM is dropped. It
+// never runs a command itself: the caller gives a Caller, which runs one
+// command's argv and answers its Reply, and decides what the commands do
+// and whether the script's work is kept.
+//
+// gopher-lua is a patched copy (third_party/gopher-lua): two VM
+// instructions make large values out of any hook's sight.
 package script

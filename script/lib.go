@@ -44,54 +44,9 @@ func openLibs(L *lua.LState, v *vm) {
 	}))
 	str := L.GetGlobal("string").(*lua.LTable)
 	guardPatterns(L, str, func() *budget { return v.cur.b }) // innermost: the bounds below refuse first
-	rep := str.RawGetString("rep").(*lua.LFunction)
-	str.RawSetString("rep", L.NewFunction(func(L *lua.LState) int {
-		s, n := L.CheckString(1), L.CheckInt(2)
-		if n > 0 && int64(len(s))*int64(n) > v.cur.cfg.MaxMemory {
-			L.RaiseError("string.rep: a result of %d bytes, over the script memory limit", int64(len(s))*int64(n))
-		}
-		v.cur.b.allocating(int64(len(s)) * int64(max(n, 0)))
-		return callOriginal(L, rep)
-	}))
-	format := str.RawGetString("format").(*lua.LFunction)
-	str.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
-		if wide(L.CheckString(1)) {
-			L.RaiseError("invalid format (width or precision too long)")
-		}
-		return callOriginal(L, format)
-	}))
-	gsub := str.RawGetString("gsub").(*lua.LFunction)
-	str.RawSetString("gsub", L.NewFunction(func(L *lua.LState) int {
-		// A string replacement can be made at every position: the result
-		// is at most this. (A function's or table's replacements are Lua
-		// values, made by instructions the budget sees.)
-		if repl, ok := L.Get(3).(lua.LString); ok {
-			n := int64(len(L.CheckString(1)))
-			bound := (n+1)*int64(len(repl)) + n
-			if bound > v.cur.cfg.MaxMemory {
-				L.RaiseError("string.gsub: a result that may be %d bytes, over the script memory limit", bound)
-			}
-			v.cur.b.allocating(bound)
-		}
-		return callOriginal(L, gsub)
-	}))
-	tbl := L.GetGlobal("table").(*lua.LTable)
-	concat := tbl.RawGetString("concat").(*lua.LFunction)
-	tbl.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
-		t := L.CheckTable(1)
-		sep := int64(len(L.OptString(2, "")))
-		var n int64
-		for i := 1; i <= t.Len(); i++ {
-			if s, ok := t.RawGetInt(i).(lua.LString); ok {
-				n += int64(len(s)) + sep
-			}
-			if n > v.cur.cfg.MaxMemory {
-				L.RaiseError("table.concat: a result over the script memory limit")
-			}
-		}
-		v.cur.b.allocating(n)
-		return callOriginal(L, concat)
-	}))
+	boundAllocations(L, v)
+	boundResults(L, str)
+	guardLoad(L)
 	rng := rand.New(v.pcg)
 	m := L.GetGlobal("math").(*lua.LTable)
 	m.RawSetString("random", L.NewFunction(func(L *lua.LState) int { return random(L, rng) }))
@@ -219,6 +174,13 @@ func (r *run) call(L *lua.LState, raise bool) int {
 	if n == 0 {
 		return fail("ERR Please specify at least one argument for this redis lib call")
 	}
+	var size int64
+	for i := 1; i <= n; i++ {
+		if s, ok := L.Get(i).(lua.LString); ok {
+			size += int64(len(s))
+		}
+	}
+	r.charge(L, size) // the arguments' copies
 	args := make([][]byte, n)
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
@@ -234,6 +196,7 @@ func (r *run) call(L *lua.LState, raise bool) int {
 	if reply.Kind == Error {
 		return fail(reply.Str)
 	}
+	r.charge(L, replyCost(reply))
 	L.Push(toLua(L, reply))
 	return 1
 }

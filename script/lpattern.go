@@ -17,9 +17,14 @@ import (
 )
 
 const (
-	lpEOS               = -1
-	lpUNKNOWN           = -2
-	lpMaxRecursionLevel = 1000000
+	lpEOS     = -1
+	lpUNKNOWN = -2
+	// Each level is some 200 bytes of Go stack, which no budget sees:
+	// gopher-lua's 1,000,000 held 200 MB for a '.*' over a megabyte.
+	// Its matcher, which runs only where this one finished, recurses as
+	// deep as this one did.
+	lpMaxRecursionLevel = 100000
+	lpTooComplex        = "pattern/input too complex"
 )
 
 /* lpError {{{ */
@@ -542,7 +547,7 @@ func lpRecursiveVM(st *lpSteps, src []byte, insts []lpInst, pc, sp, recLevel int
 	st.step()
 	recLevel++
 	if recLevel > lpMaxRecursionLevel {
-		panic(lpNewError(lpUNKNOWN, "pattern/input too complex"))
+		panic(lpNewError(lpUNKNOWN, lpTooComplex))
 	}
 	if m == nil { // the variadic parameter upstream: one allocation a call
 		m = lpNewMatchState()

@@ -48,9 +48,16 @@ func guardPatterns(L *lua.LState, str *lua.LTable, cur func() *budget) {
 		orig := str.RawGetString(name).(*lua.LFunction)
 		str.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
 			subject, pattern, init, limit, plain := args(L)
+			// Captures nest on the Go stack in both matchers' parsers (a
+			// pattern of 5 million '(' ended the process), and each is a
+			// value pushed: Lua 5.1 allows 32.
+			if !plain && patternCaptures(pattern) > maxCaptures {
+				L.RaiseError("too many captures")
+			}
 			if !plain && init <= len(subject) {
-				if _, err := lpFind(&lpSteps{b: cur()}, pattern, []byte(subject), init, limit); err == lpStopped {
-					L.RaiseError("%s", lpStopped.Message)
+				_, err := lpFind(&lpSteps{b: cur()}, pattern, []byte(subject), init, limit)
+				if e, ok := err.(*lpError); ok && (e == lpStopped || e.Message == lpTooComplex) {
+					L.RaiseError("%s", e.Message)
 				}
 			}
 			return callOriginal(L, orig)

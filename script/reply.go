@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unsafe"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -64,15 +65,46 @@ func toLua(L *lua.LState, r Reply) lua.LValue {
 	return lua.LFalse
 }
 
+// replyBytes is what one element of a reply costs: the Reply value in
+// its array.
+const replyBytes = int64(unsafe.Sizeof(Reply{}))
+
+// reply converts what the script returned to its reply, within the
+// run's memory budget: each element and each string's bytes (which the
+// listener then writes) are counted before the element is made, and a
+// reply that would pass what is left of the budget stops the run
+// (ErrMemory). A table returned many times over ({t, t} nested 23 times:
+// 8 million elements, 2.5 GB) or holding itself twice is stopped so; one
+// holding itself once nests maxReplyDepth deep, then answers Redis's
+// "reached lua stack limit" in place.
+func (r *run) reply(v lua.LValue) (Reply, error) {
+	c := replyConv{room: r.b.room()}
+	reply := c.fromLua(v, 0)
+	if c.room < 0 {
+		err := ErrMemory
+		r.b.why.CompareAndSwap(nil, &err)
+		return killed(err, r.b, ""), err
+	}
+	return reply, nil
+}
+
+// replyConv converts a value, counting what it makes against room.
+type replyConv struct{ room int64 }
+
 // fromLua converts a script's value to a reply as Redis does: a number is
 // truncated to an integer, a string is bulk, true is 1, false and nil are
 // null, a table with a string err is an error and one with a string ok a
 // status, any other table an array of its elements up to the first nil.
-func fromLua(v lua.LValue, depth int) Reply {
+// Once room is spent it makes nothing more.
+func (c *replyConv) fromLua(v lua.LValue, depth int) Reply {
+	if c.room -= replyBytes; c.room < 0 {
+		return Reply{}
+	}
 	switch v := v.(type) {
 	case lua.LNumber:
 		return Reply{Kind: Int, Int: truncate(float64(v))}
 	case lua.LString:
+		c.room -= int64(len(v))
 		return Reply{Kind: Bulk, Str: string(v)}
 	case lua.LBool:
 		if v {
@@ -83,18 +115,20 @@ func fromLua(v lua.LValue, depth int) Reply {
 			return ErrorReply("ERR reached lua stack limit")
 		}
 		if s, ok := v.RawGetString("err").(lua.LString); ok {
+			c.room -= int64(len(s))
 			return Reply{Kind: Error, Str: string(s)}
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
+			c.room -= int64(len(s))
 			return Reply{Kind: Status, Str: string(s)}
 		}
 		var elems []Reply
-		for i := 1; ; i++ {
+		for i := 1; c.room >= 0; i++ {
 			e := v.RawGetInt(i)
 			if e == lua.LNil {
 				break
 			}
-			elems = append(elems, fromLua(e, depth+1))
+			elems = append(elems, c.fromLua(e, depth+1))
 		}
 		return Reply{Kind: Array, Elems: elems}
 	}

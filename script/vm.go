@@ -7,15 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
-	"runtime/metrics"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
 )
 
 // Config bounds what one script may take of the node that runs it. The
@@ -58,8 +54,12 @@ func (c Config) Validate() error {
 var (
 	// ErrTimeout: the script ran longer than Config.Timeout.
 	ErrTimeout = errors.New("script ran longer than its time limit")
-	// ErrMemory: the heap grew by more than Config.MaxMemory while it ran.
+	// ErrMemory: the heap grew by more than Config.MaxMemory while it ran,
+	// or a value it was about to make would have grown it past that.
 	ErrMemory = errors.New("script grew the heap past its memory limit")
+	// ErrFailed: the Lua state panicked (a fault of gopher-lua's that a
+	// script reached); the state is dropped.
+	ErrFailed = errors.New("the Lua state failed")
 )
 
 // Script is a compiled script.
@@ -78,40 +78,6 @@ func SHA1(body []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// chunkName is what Redis 7 names an EVAL's code in its messages.
-const chunkName = "user_script"
-
-// gopher-lua's syntax errors read "user_script line:1(column:9) near 'x':
-// msg"; Redis's Lua says "user_script:1: msg near 'x'".
-var syntaxErr = regexp.MustCompile(`^` + chunkName + ` line:(\d+)\(column:\d+\) near '(.*)': (.*)$`)
-
-// Compile parses body; the error is the reply Redis gives (its text says
-// where and what, in gopher-lua's words).
-func Compile(body []byte) (*Script, error) {
-	chunk, err := parse.Parse(strings.NewReader(string(body)), chunkName)
-	if err == nil {
-		var fn *lua.FunctionProto
-		if fn, err = lua.Compile(chunk, chunkName); err == nil {
-			// gopher-lua's Lua 5.0 compatibility gives every call of a
-			// vararg function a table of its arguments, arg; the main
-			// chunk is vararg but has no local arg to hold it (arg there
-			// is a global, as in Lua 5.1): a table and a map made per
-			// run, unreachable.
-			fn.IsVarArg &^= lua.VarArgNeedsArg
-			return &Script{SHA: SHA1(body), Body: body, fn: fn, stores: storesIntoTables(fn)}, nil
-		}
-	}
-	msg := strings.Join(strings.Fields(err.Error()), " ")
-	if m := syntaxErr.FindStringSubmatch(msg); m != nil {
-		near := m[2]
-		if near == "EOF" {
-			near = "<eof>"
-		}
-		msg = fmt.Sprintf("%s:%s: %s near '%s'", chunkName, m[1], m[3], near)
-	}
-	return nil, fmt.Errorf("ERR Error compiling script (new function): %s", msg)
-}
-
 // Caller runs one command for a script (redis.call, redis.pcall): args[0]
 // is its name. It answers the command's reply, an Error reply for a
 // refusal (Redis's text: "ERR Unknown Redis command called from script").
@@ -121,13 +87,26 @@ type Caller interface {
 
 // Run runs the script with KEYS and ARGV and answers its reply: what it
 // returned, or the error it raised, in Redis's words. A non-nil error
-// (ErrTimeout, ErrMemory, or ctx's) means it was stopped: the reply is
-// then the error to answer, and what it did must not be kept.
-func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Caller) (Reply, error) {
+// (ErrTimeout, ErrMemory, ErrFailed, or ctx's) means it was stopped: the
+// reply is then the error to answer, and what it did must not be kept.
+// Nothing a script does panics out of Run: a panic of the Lua state is
+// ErrFailed, and that state is never used again.
+func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Caller) (reply Reply, stopped error) {
 	v := getVM(cfg)
 	L := v.L
 	b := newBudget(ctx, cfg)
 	defer b.stop()
+	defer func() {
+		if p := recover(); p != nil {
+			// v is dropped: not closed (its state is whatever the panic
+			// left), not pooled.
+			stopped = b.reason()
+			if stopped == nil {
+				stopped = ErrFailed
+			}
+			reply = killed(stopped, b, panicText(p))
+		}
+	}()
 	L.SetContext(b)
 	r := &run{s: s, cfg: cfg, c: c, b: b}
 	v.cur = r
@@ -139,9 +118,8 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 	err := L.PCall(0, 1, L.NewFunction(r.errorHandler))
 	if stopped := b.reason(); stopped != nil {
 		L.Close() // stopped anywhere: not reused
-		return ErrorReply(fmt.Sprintf("ERR Script killed: %v (%s); nothing it wrote was applied", stopped, b.limit(stopped))), stopped
+		return killed(stopped, b, ""), stopped
 	}
-	var reply Reply
 	if err != nil {
 		var ae *lua.ApiError
 		if errors.As(err, &ae) {
@@ -149,11 +127,33 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 		} else {
 			reply = ErrorReply("ERR " + err.Error())
 		}
-	} else {
-		reply = fromLua(L.Get(-1), 0)
+	} else if reply, stopped = r.reply(L.Get(-1)); stopped != nil {
+		L.Close()
+		return reply, stopped
 	}
 	putVM(v, s.stores)
 	return reply, nil
+}
+
+// killed is the reply of a run stopped by err.
+func killed(err error, b *budget, detail string) Reply {
+	why := b.limit(err)
+	if detail != "" {
+		why = detail
+	}
+	return ErrorReply(fmt.Sprintf("ERR Script killed: %v (%s); nothing it wrote was applied", err, why))
+}
+
+// panicText is a panic's value on one line.
+func panicText(p any) string {
+	var s string
+	if ae, ok := p.(*lua.ApiError); ok {
+		s = lua.LVAsString(ae.Object)
+	} else {
+		s = fmt.Sprint(p)
+	}
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.ReplaceAll(s, "\r", "")
 }
 
 // vm is a Lua state with Redis's environment. Opening the libraries is
@@ -190,8 +190,10 @@ func getVM(cfg Config) *vm {
 	if v, ok := vms.Get().(*vm); ok && v.depth == cfg.CallDepth {
 		return v
 	}
+	// The registry grows by RegistryGrowStep values at a time, each time
+	// copied whole: 32 (the default) made filling it quadratic.
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: cfg.CallDepth,
-		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, MinimizeStackMemory: true})
+		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, RegistryGrowStep: 8192, MinimizeStackMemory: true})
 	v := &vm{L: L, pcg: rand.NewPCG(0, 0), depth: cfg.CallDepth}
 	openLibs(L, v)
 	watchChangingBuiltins(L, v)
@@ -318,126 +320,4 @@ func stringTable(L *lua.LState, vals [][]byte) *lua.LTable {
 		t.RawSetInt(i+1, lua.LString(v))
 	}
 	return t
-}
-
-// budget is the context the VM checks before every instruction: Done is
-// closed once the run is past its time or its heap growth, or ctx is done.
-// Checking one atomic per instruction costs next to nothing; reading the
-// clock and the heap does not, so a watchdog beside the script does it,
-// every millisecond. Most scripts are done in far less (a lock's: a few
-// dozen instructions), so the watchdog starts only once the run has
-// taken a millisecond, as Done sees every 64 instructions.
-type budget struct {
-	context.Context
-	open, closed chan struct{}
-	why          atomic.Pointer[error]
-	quit         chan struct{}
-	cfg          Config
-	start        time.Time
-	n            uint32
-	watching     bool
-	base         uint64 // the heap when the watchdog started
-}
-
-// heapMetric is the bytes of live and not yet swept heap objects.
-const heapMetric = "/memory/classes/heap/objects:bytes"
-
-func newBudget(ctx context.Context, cfg Config) *budget {
-	b := &budget{Context: ctx, open: make(chan struct{}), closed: make(chan struct{}), quit: make(chan struct{}),
-		cfg: cfg, start: time.Now()}
-	close(b.closed)
-	return b
-}
-
-// watch starts the watchdog.
-func (b *budget) watch() {
-	b.watching = true
-	sample := []metrics.Sample{{Name: heapMetric}}
-	metrics.Read(sample)
-	base := sample[0].Value.Uint64()
-	b.base = base
-	deadline := b.start.Add(b.cfg.Timeout)
-	go func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-b.quit:
-				return
-			case <-b.Context.Done():
-				err := b.Context.Err()
-				b.why.CompareAndSwap(nil, &err)
-				return
-			case now := <-t.C:
-				metrics.Read(sample)
-				var err error
-				switch {
-				case now.After(deadline):
-					err = ErrTimeout
-				case int64(sample[0].Value.Uint64())-int64(base) > b.cfg.MaxMemory:
-					err = ErrMemory
-				default:
-					continue
-				}
-				b.why.CompareAndSwap(nil, &err)
-				return
-			}
-		}
-	}()
-}
-
-// allocating is told of a builtin about to make n bytes at once. A few
-// of those make a lot in few instructions, faster than the watchdog
-// samples: the heap is read here, and the run stopped (before its next
-// instruction) once the heap and the new value pass the limit. Garbage
-// not yet collected counts too: a script that makes many large values
-// and drops them may be stopped although it never held them all.
-func (b *budget) allocating(n int64) {
-	if n < 1<<20 {
-		return
-	}
-	if !b.watching {
-		b.watch()
-	}
-	sample := []metrics.Sample{{Name: heapMetric}}
-	metrics.Read(sample)
-	if int64(sample[0].Value.Uint64())-int64(b.base)+n > b.cfg.MaxMemory {
-		err := ErrMemory
-		b.why.CompareAndSwap(nil, &err)
-	}
-}
-
-func (b *budget) Done() <-chan struct{} {
-	if b.n++; b.n&63 == 0 && !b.watching {
-		if err := b.Context.Err(); err != nil {
-			b.why.CompareAndSwap(nil, &err)
-		} else if time.Since(b.start) > time.Millisecond {
-			b.watch()
-		}
-	}
-	if b.why.Load() != nil {
-		return b.closed
-	}
-	return b.open
-}
-
-func (b *budget) Err() error {
-	if p := b.why.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-func (b *budget) reason() error { return b.Err() }
-
-func (b *budget) stop() { close(b.quit) }
-
-func (b *budget) limit(err error) string {
-	switch {
-	case errors.Is(err, ErrTimeout):
-		return fmt.Sprintf("limit %s", b.cfg.Timeout)
-	case errors.Is(err, ErrMemory):
-		return fmt.Sprintf("limit %d MiB", b.cfg.MaxMemory>>20)
-	}
-	return "the request was cancelled"
 }
