@@ -175,26 +175,47 @@ func stripResponseHopByHop(h *fasthttp.ResponseHeader) {
 	h.ResetConnectionClose()
 }
 
-// smuggled reports whether a request's raw header block holds both
-// Transfer-Encoding and Content-Length. fasthttp lets chunked win and then
-// rewrites both headers, so only the raw block shows it; an intermediary
-// ought to refuse such a message (RFC 9112 6.3). It allocates nothing.
-func smuggled(raw []byte) bool {
-	te, cl := false, false
+// Details of the requests whose framing the gateway refuses (RFC 9112 6.3:
+// 400, and the connection closed).
+const (
+	detailSmuggled   = "both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)"
+	detailBadCoding  = "a Transfer-Encoding other than chunked was sent (RFC 9112 6.3: only chunked frames a request's body)"
+	transferEncoding = "transfer-encoding:"
+)
+
+// badFraming returns why a request's raw header block leaves its body's
+// framing in doubt, or "": Transfer-Encoding beside Content-Length, or a
+// Transfer-Encoding other than chunked alone. fasthttp lets chunked win
+// over Content-Length and then rewrites both headers, and it takes
+// "identity" as no coding at all and drops the header (a body then reads
+// as empty, and what follows as the next request), so only the raw block
+// shows either. It allocates nothing.
+func badFraming(raw []byte) string {
+	te, cl, coding := false, false, true
 	for len(raw) > 0 {
+		line := raw
+		i := bytes.IndexByte(raw, '\n')
+		if i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
 		switch {
-		case hasPrefixFold(raw, "transfer-encoding:"):
+		case hasPrefixFold(line, transferEncoding):
 			te = true
-		case hasPrefixFold(raw, "content-length:"):
+			v := bytes.TrimSpace(line[len(transferEncoding):])
+			coding = coding && len(v) == len("chunked") && hasPrefixFold(v, "chunked")
+		case hasPrefixFold(line, "content-length:"):
 			cl = true
 		}
-		i := bytes.IndexByte(raw, '\n')
-		if i < 0 {
-			break
-		}
-		raw = raw[i+1:]
 	}
-	return te && cl
+	switch {
+	case te && cl:
+		return detailSmuggled
+	case te && !coding:
+		return detailBadCoding
+	}
+	return ""
 }
 
 func hasPrefixFold(b []byte, prefix string) bool {
