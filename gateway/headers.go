@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -33,7 +34,7 @@ func isHopByHop(name []byte) bool {
 // unless allowed, none the route drops, and never a value with CR, LF or
 // NUL (refused: a stored header is written to every later client).
 func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out []fsm.Header, refused int) {
-	conn := h.Peek("Connection")
+	named := connectionNamed(h)
 	for name, value := range h.All() {
 		lower := strings.ToLower(string(name))
 		switch {
@@ -41,7 +42,7 @@ func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out
 			continue
 		case notStored[lower] && !allow[lower], drop[lower]:
 			continue
-		case len(conn) > 0 && connectionNames(conn, name):
+		case listed(named, name):
 			continue
 		case bytes.ContainsAny(value, "\r\n\x00") || bytes.ContainsAny(name, "\r\n\x00"):
 			refused++
@@ -52,10 +53,31 @@ func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out
 	return out, refused
 }
 
-// connectionNames reports whether name is listed in a Connection header.
-func connectionNames(conn, name []byte) bool {
-	for _, part := range bytes.Split(conn, []byte(",")) {
-		if bytes.EqualFold(bytes.TrimSpace(part), name) {
+// connectionNamed returns the names an answer's Connection fields list
+// (RFC 9110 7.6.1), from every Connection field, whatever the case of its
+// name: the upstream client keeps header names as they came (it does not
+// normalize them), so Peek("Connection") would miss "connection", and
+// answers only the first of several.
+func connectionNamed(h *fasthttp.ResponseHeader) [][]byte {
+	var named [][]byte
+	for name, value := range h.All() {
+		if !strings.EqualFold(string(name), fasthttp.HeaderConnection) {
+			continue
+		}
+		for len(value) > 0 {
+			var elem []byte
+			if elem, value = nextElement(value); len(elem) > 0 {
+				named = append(named, bytes.Clone(elem))
+			}
+		}
+	}
+	return named
+}
+
+// listed reports whether name is in names, whatever the case.
+func listed(names [][]byte, name []byte) bool {
+	for _, n := range names {
+		if bytes.EqualFold(n, name) {
 			return true
 		}
 	}
@@ -158,19 +180,21 @@ func (r *route) authHeader() string {
 }
 
 // stripResponseHopByHop removes hop-by-hop headers from an upstream answer
-// before it is relayed to the client.
+// before it is relayed to the client or stored: the standard set and those
+// its Connection fields name, in whatever case each came (the upstream
+// client keeps names as sent, and a delete matches its name exactly).
+// Content-Length is never removed: the gateway frames its own answers.
 func stripResponseHopByHop(h *fasthttp.ResponseHeader) {
-	if conn := h.Peek("Connection"); len(conn) > 0 {
-		for _, part := range bytes.Split(append([]byte(nil), conn...), []byte(",")) {
-			if name := bytes.TrimSpace(part); len(name) > 0 && !bytes.EqualFold(name, []byte("close")) {
-				h.DelBytes(name)
-			}
+	named := connectionNamed(h)
+	var gone [][]byte
+	for name := range h.All() {
+		if (isHopByHop(name) || listed(named, name)) && !strings.EqualFold(string(name), fasthttp.HeaderContentLength) &&
+			!slices.ContainsFunc(gone, func(g []byte) bool { return bytes.Equal(g, name) }) {
+			gone = append(gone, bytes.Clone(name))
 		}
 	}
-	for _, name := range hopByHop {
-		if name != "Connection" {
-			h.Del(name)
-		}
+	for _, name := range gone {
+		h.DelBytes(name)
 	}
 	h.ResetConnectionClose()
 }
