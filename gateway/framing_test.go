@@ -80,3 +80,33 @@ func exchangeThenEOF(t *testing.T, addr, raw string) (status int, body string, c
 	_, err = br.ReadByte()
 	return resp.StatusCode, string(b), errors.Is(err, io.EOF)
 }
+
+// FuzzBadFraming: any raw header block is read without a panic; a block
+// with one Transfer-Encoding: chunked and no Content-Length passes, and
+// one that adds a Transfer-Encoding line of another coding does not.
+func FuzzBadFraming(f *testing.F) {
+	f.Add("Host: x\r\n", "chunked")
+	f.Add("Content-Length: 3\r\n", "identity")
+	f.Add("", " gzip, chunked")
+	f.Add("transfer-encoding:chunked\n", "")
+	f.Fuzz(func(t *testing.T, block, coding string) {
+		badFraming([]byte(block))
+		if strings.Contains(strings.ToLower(block), "transfer-encoding:") || strings.Contains(strings.ToLower(block), "content-length:") {
+			return
+		}
+		if block != "" && !strings.HasSuffix(block, "\n") {
+			block += "\r\n" // a line of its own
+		}
+		ok := "Host: x\r\nTransfer-Encoding: chunked\r\n" + block
+		if got := badFraming([]byte(ok)); got != "" {
+			t.Fatalf("badFraming(%q) = %q, want \"\"", ok, got)
+		}
+		if strings.EqualFold(strings.TrimSpace(coding), "chunked") || strings.ContainsAny(coding, "\r\n") {
+			return
+		}
+		bad := ok + "Transfer-Encoding: " + coding + "\r\n"
+		if got := badFraming([]byte(bad)); got != detailBadCoding {
+			t.Fatalf("badFraming(%q) = %q, want %q", bad, got, detailBadCoding)
+		}
+	})
+}
