@@ -187,7 +187,8 @@ func (e startError) Unwrap() error { return e.error }
 // serve runs one node until ctx ends, then shuts down cleanly: stop
 // accepting, drain in-flight requests, close Raft and bbolt.
 func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.Writer) error {
-	node.PaceCollector()
+	pace := node.PaceCollector()
+	memLimit := node.LimitMemory(ctx, int64(s.File.MemoryLimit), logger)
 	n, err := node.Start(s, logger)
 	if err != nil {
 		return startError{err}
@@ -207,7 +208,7 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	}
 	logger.Info("serving", "version", version.String(), "node", s.Node.ID, "gateway", gw,
 		"upstream", s.File.Upstream, "api", n.API.Scheme()+"://"+n.API.Addr(), "raft", s.Node.Raft, "raft_security", raftSecurity,
-		"data_dir", s.DataDir)
+		"data_dir", s.DataDir, "gogc", pace, "memory_limit_mib", memLimit>>20)
 	if s.File.Insecure {
 		logger.Warn("insecure: true: the Raft and API ports may be reachable without TLS or tokens", "node", s.Node.ID)
 	}

@@ -40,6 +40,10 @@ type File struct {
 	// Insecure allows non-loopback Raft and API addresses without tls and
 	// api.tokens (logged at every start).
 	Insecure bool `yaml:"insecure"`
+	// MemoryLimit is the node's soft memory limit (Go's, on the heap and
+	// the runtime's own memory; the mmapped data file is not in it). 0:
+	// node.DefaultMemoryLimit. The environment's GOMEMLIMIT wins.
+	MemoryLimit Size `yaml:"memory_limit"`
 
 	// Name is the file's path as given to Load, for errors ("" for Parse
 	// and the embedded default).
@@ -219,6 +223,8 @@ const (
 	// left out: 16 times fasthttp's default, above what upstreams send in
 	// practice (nginx and Node refuse request headers over 8-16 KiB).
 	DefaultMaxResponseHeaderBytes = 64 << 10
+	// MinMemoryLimit is the least memory_limit the file may set.
+	MinMemoryLimit = 64 << 20
 )
 
 var (
@@ -318,6 +324,9 @@ func (f *File) validate() error {
 	}
 	if err := f.Limits.validate(); err != nil {
 		return err
+	}
+	if f.MemoryLimit != 0 && f.MemoryLimit < MinMemoryLimit {
+		return fieldErr("memory_limit", "%d is too small (minimum 64MiB: a node's heap at rest is tens of megabytes)", f.MemoryLimit)
 	}
 	if f.Suspects.Window == 0 {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)

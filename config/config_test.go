@@ -63,6 +63,8 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"bad port", "nodes:\n  - {id: a, raft: 127.0.0.1:x, api: 127.0.0.1:2, listen: 127.0.0.1:3}\n", "bad port"},
 		{"bad upstream", strings.Replace(base, "http://127.0.0.1:3000", "ftp://x", 1), "line 3: upstream: "},
 		{"bad duration", base + "tokens:\n  ttl: forever\n", `line 5: tokens.ttl: "forever" is not a duration`},
+		{"memory_limit too small", base + "memory_limit: 1MiB\n", "line 4: memory_limit: 1048576 is too small (minimum 64MiB"},
+		{"memory_limit not a size", base + "memory_limit: -1\n", `line 4: memory_limit: "-1" is not a size`},
 		{"bad size", base + "routes:\n  - name: pay\n    path: /pay\n    max_stored_body: lots\n", `"lots" is not a size`},
 		{"bad policy", base + "routes:\n  - name: pay\n    path: /pay\n    on_in_flight: hope\n", "line 7: routes[0].on_in_flight: "},
 		{"bad path", base + "routes:\n  - name: pay\n    path: pay\n", "line 6: routes[0].path: "},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
+	"github.com/idemgate/idemgate/node"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/ttl"
@@ -167,6 +168,7 @@ func packageDefaults() map[string]int64 {
 		"limits.upstream_conns":            int64(g.UpstreamConns),
 		"limits.max_response_body":         int64(g.MaxResponseBody),
 		"limits.max_response_header_bytes": int64(g.MaxResponseHeaderBytes),
+		"memory_limit":                     node.DefaultMemoryLimit,
 	}
 }
 

@@ -171,9 +171,8 @@ func (g *Gateway) Register(reg prometheus.Registerer) error { return g.metrics.r
 // Handle serves one client request.
 func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	start := time.Now()
-	if smuggled(ctx.Request.Header.RawHeaders()) {
-		httpx.WriteProblem(ctx, httpx.BadRequest,
-			"both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)")
+	if bad := badFraming(ctx.Request.Header.RawHeaders()); bad != "" {
+		httpx.WriteProblem(ctx, httpx.BadRequest, bad)
 		ctx.SetConnectionClose()
 		g.pass.done(outBadRequest, start)
 		return

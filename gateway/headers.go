@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -33,7 +34,7 @@ func isHopByHop(name []byte) bool {
 // unless allowed, none the route drops, and never a value with CR, LF or
 // NUL (refused: a stored header is written to every later client).
 func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out []fsm.Header, refused int) {
-	conn := h.Peek("Connection")
+	named := connectionNamed(h)
 	for name, value := range h.All() {
 		lower := strings.ToLower(string(name))
 		switch {
@@ -41,7 +42,7 @@ func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out
 			continue
 		case notStored[lower] && !allow[lower], drop[lower]:
 			continue
-		case len(conn) > 0 && connectionNames(conn, name):
+		case listed(named, name):
 			continue
 		case bytes.ContainsAny(value, "\r\n\x00") || bytes.ContainsAny(name, "\r\n\x00"):
 			refused++
@@ -52,10 +53,31 @@ func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out
 	return out, refused
 }
 
-// connectionNames reports whether name is listed in a Connection header.
-func connectionNames(conn, name []byte) bool {
-	for _, part := range bytes.Split(conn, []byte(",")) {
-		if bytes.EqualFold(bytes.TrimSpace(part), name) {
+// connectionNamed returns the names an answer's Connection fields list
+// (RFC 9110 7.6.1), from every Connection field, whatever the case of its
+// name: the upstream client keeps header names as they came (it does not
+// normalize them), so Peek("Connection") would miss "connection", and
+// answers only the first of several.
+func connectionNamed(h *fasthttp.ResponseHeader) [][]byte {
+	var named [][]byte
+	for name, value := range h.All() {
+		if !strings.EqualFold(string(name), fasthttp.HeaderConnection) {
+			continue
+		}
+		for len(value) > 0 {
+			var elem []byte
+			if elem, value = nextElement(value); len(elem) > 0 {
+				named = append(named, bytes.Clone(elem))
+			}
+		}
+	}
+	return named
+}
+
+// listed reports whether name is in names, whatever the case.
+func listed(names [][]byte, name []byte) bool {
+	for _, n := range names {
+		if bytes.EqualFold(n, name) {
 			return true
 		}
 	}
@@ -158,43 +180,66 @@ func (r *route) authHeader() string {
 }
 
 // stripResponseHopByHop removes hop-by-hop headers from an upstream answer
-// before it is relayed to the client.
+// before it is relayed to the client or stored: the standard set and those
+// its Connection fields name, in whatever case each came (the upstream
+// client keeps names as sent, and a delete matches its name exactly).
+// Content-Length is never removed: the gateway frames its own answers.
 func stripResponseHopByHop(h *fasthttp.ResponseHeader) {
-	if conn := h.Peek("Connection"); len(conn) > 0 {
-		for _, part := range bytes.Split(append([]byte(nil), conn...), []byte(",")) {
-			if name := bytes.TrimSpace(part); len(name) > 0 && !bytes.EqualFold(name, []byte("close")) {
-				h.DelBytes(name)
-			}
+	named := connectionNamed(h)
+	var gone [][]byte
+	for name := range h.All() {
+		if (isHopByHop(name) || listed(named, name)) && !strings.EqualFold(string(name), fasthttp.HeaderContentLength) &&
+			!slices.ContainsFunc(gone, func(g []byte) bool { return bytes.Equal(g, name) }) {
+			gone = append(gone, bytes.Clone(name))
 		}
 	}
-	for _, name := range hopByHop {
-		if name != "Connection" {
-			h.Del(name)
-		}
+	for _, name := range gone {
+		h.DelBytes(name)
 	}
 	h.ResetConnectionClose()
 }
 
-// smuggled reports whether a request's raw header block holds both
-// Transfer-Encoding and Content-Length. fasthttp lets chunked win and then
-// rewrites both headers, so only the raw block shows it; an intermediary
-// ought to refuse such a message (RFC 9112 6.3). It allocates nothing.
-func smuggled(raw []byte) bool {
-	te, cl := false, false
+// Details of the requests whose framing the gateway refuses (RFC 9112 6.3:
+// 400, and the connection closed).
+const (
+	detailSmuggled   = "both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)"
+	detailBadCoding  = "a Transfer-Encoding other than chunked was sent (RFC 9112 6.3: only chunked frames a request's body)"
+	transferEncoding = "transfer-encoding:"
+)
+
+// badFraming returns why a request's raw header block leaves its body's
+// framing in doubt, or "": Transfer-Encoding beside Content-Length, or a
+// Transfer-Encoding other than chunked alone. fasthttp lets chunked win
+// over Content-Length and then rewrites both headers, and it takes
+// "identity" as no coding at all and drops the header (a body then reads
+// as empty, and what follows as the next request), so only the raw block
+// shows either. It allocates nothing.
+func badFraming(raw []byte) string {
+	te, cl, coding := false, false, true
 	for len(raw) > 0 {
+		line := raw
+		i := bytes.IndexByte(raw, '\n')
+		if i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
 		switch {
-		case hasPrefixFold(raw, "transfer-encoding:"):
+		case hasPrefixFold(line, transferEncoding):
 			te = true
-		case hasPrefixFold(raw, "content-length:"):
+			v := bytes.TrimSpace(line[len(transferEncoding):])
+			coding = coding && len(v) == len("chunked") && hasPrefixFold(v, "chunked")
+		case hasPrefixFold(line, "content-length:"):
 			cl = true
 		}
-		i := bytes.IndexByte(raw, '\n')
-		if i < 0 {
-			break
-		}
-		raw = raw[i+1:]
 	}
-	return te && cl
+	switch {
+	case te && cl:
+		return detailSmuggled
+	case te && !coding:
+		return detailBadCoding
+	}
+	return ""
 }
 
 func hasPrefixFold(b []byte, prefix string) bool {

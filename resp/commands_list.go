@@ -289,9 +289,11 @@ func answerBlockingPop(w *writer, r []storeapi.OpResult) {
 // takes up to about 292 million years) waits for ever.
 const maxWait = 100 * 365 * 24 * 3600 * 1000 // milliseconds
 
-// parseTimeout reads a blocking timeout as Redis 7.0 does: a number as
-// strtold reads it (NaN refused), in seconds, made milliseconds and
-// truncated toward zero (so -0.0001 is 0: for ever); a negative one, an
+// parseTimeout reads a blocking timeout as Redis 7.0 does
+// (getTimeoutFromObjectOrReply): a number as strtold reads it (NaN
+// refused), in seconds, made milliseconds in long double and rounded up
+// (ceill), so 0.0001 waits a millisecond, as does 0.001 (a long double a
+// hair under it), and -0.0001 or -0.001 is 0: for ever; a negative one, an
 // infinite one or one whose milliseconds overflow a 64-bit integer (which
 // C's conversion makes negative) is "negative".
 func parseTimeout(b []byte) (ms int64, forever bool, refusal string) {
@@ -303,7 +305,10 @@ func parseTimeout(b []byte) (ms int64, forever bool, refusal string) {
 		return 0, false, msgTimeoutNeg
 	}
 	f.Mul(f, big.NewFloat(1000))
-	i, _ := f.Int(nil) // truncated toward zero
+	i, acc := f.Int(nil) // truncated toward zero: below f when f > 0 has a fraction
+	if acc == big.Below {
+		i.Add(i, big.NewInt(1))
+	}
 	if !i.IsInt64() || i.Int64() < 0 {
 		return 0, false, msgTimeoutNeg
 	}

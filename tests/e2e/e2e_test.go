@@ -51,8 +51,19 @@ func startNodes(t *testing.T, bin, cfgPath string, ids []string, apis map[string
 // killed when the test ends, and its output logged if the test failed.
 func startNode(t *testing.T, bin, cfgPath, id, api string, extra ...string) *e2eNode {
 	t.Helper()
-	n := &e2eNode{id: id, api: api, log: &testsupport.Buffer{}}
-	n.cmd = exec.Command(bin, append([]string{"serve", "--config", cfgPath, "--node", id, "--log-level", "warn"}, extra...)...)
+	return startCmd(t, &e2eNode{id: id, api: api, cmd: serveCmd(bin, cfgPath, id, extra...)})
+}
+
+// serveCmd is `idemgate serve` of node id with extra flags.
+func serveCmd(bin, cfgPath, id string, extra ...string) *exec.Cmd {
+	return exec.Command(bin, append([]string{"serve", "--config", cfgPath, "--node", id, "--log-level", "warn"}, extra...)...)
+}
+
+// startCmd starts n's command; it is killed when the test ends, and its
+// output logged if the test failed.
+func startCmd(t *testing.T, n *e2eNode) *e2eNode {
+	t.Helper()
+	n.log = &testsupport.Buffer{}
 	n.cmd.Stdout, n.cmd.Stderr = n.log, n.log
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
