@@ -215,21 +215,17 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var runErr error
-	// A node whose Raft stopped for good (the disk guard stops it) serves
-	// nothing: the process exits non-zero, for its supervisor to see.
-	alive := time.NewTicker(time.Second)
-	defer alive.Stop()
 wait:
 	for {
 		select {
 		case <-hup:
 			s.Reload(n, logger)
 			continue
-		case <-alive.C:
-			if n.Store.Alive() {
-				continue
-			}
-			runErr = errors.New("raft stopped (see the lines above: a full disk, or a storage failure)")
+		case <-n.Store.Stopped():
+			// Its Raft stopped for good (the disk guard, a storage
+			// failure): the node serves nothing, and the process exits 1,
+			// its last line saying why, for its supervisor to see.
+			runErr = fmt.Errorf("raft stopped: %w", n.Store.StopReason())
 		case <-ctx.Done():
 			logger.Info("shutting down", "node", s.Node.ID)
 		case err := <-n.Errs:
