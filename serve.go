@@ -215,6 +215,7 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var runErr error
+	drain := 10 * time.Second // for in-flight requests to be answered
 wait:
 	for {
 		select {
@@ -226,6 +227,11 @@ wait:
 			// failure): the node serves nothing, and the process exits 1,
 			// its last line saying why, for its supervisor to see.
 			runErr = fmt.Errorf("raft stopped: %w", n.Store.StopReason())
+			// Its requests can only fail now, yet one forwarded or
+			// retried may wait for its apply timeout: those not answered
+			// within a second are cut, so the process exits within a
+			// second of the stop.
+			drain = time.Second
 		case <-ctx.Done():
 			logger.Info("shutting down", "node", s.Node.ID)
 		case err := <-n.Errs:
@@ -235,6 +241,6 @@ wait:
 		}
 		break wait
 	}
-	n.Stop(10 * time.Second)
+	n.Stop(drain)
 	return runErr
 }
