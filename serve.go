@@ -216,21 +216,23 @@ func serve(ctx context.Context, s node.Settings, logger *slog.Logger, stdout io.
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	var runErr error
-	// A node whose Raft stopped for good (the disk guard stops it) serves
-	// nothing: the process exits non-zero, for its supervisor to see.
-	alive := time.NewTicker(time.Second)
-	defer alive.Stop()
+	drain := 10 * time.Second // for in-flight requests to be answered
 wait:
 	for {
 		select {
 		case <-hup:
 			s.Reload(n, logger)
 			continue
-		case <-alive.C:
-			if n.Store.Alive() {
-				continue
-			}
-			runErr = errors.New("raft stopped (see the lines above: a full disk, or a storage failure)")
+		case <-n.Store.Stopped():
+			// Its Raft stopped for good (the disk guard, a storage
+			// failure): the node serves nothing, and the process exits 1,
+			// its last line saying why, for its supervisor to see.
+			runErr = fmt.Errorf("raft stopped: %w", n.Store.StopReason())
+			// Its requests can only fail now, yet one forwarded or
+			// retried may wait for its apply timeout: those not answered
+			// within a second are cut, so the process exits within a
+			// second of the stop.
+			drain = time.Second
 		case <-ctx.Done():
 			logger.Info("shutting down", "node", s.Node.ID)
 		case err := <-n.Errs:
@@ -240,6 +242,6 @@ wait:
 		}
 		break wait
 	}
-	n.Stop(10 * time.Second)
+	n.Stop(drain)
 	return runErr
 }

@@ -17,8 +17,10 @@ import (
 //   - below Config.MinFreeBytes the node refuses new writes it would
 //     propose or forward (storeapi.ErrDiskFull: the gateway's 503, fail closed);
 //   - below a quarter of that it stops its Raft cleanly (files intact)
-//     rather than let a write fail inside Raft; an operator frees space and
-//     restarts the node, and it catches up from its peers.
+//     rather than let a write fail inside Raft, for good: the node answers
+//     /healthz 503 from then on (stopRaft) and `idemgate serve` exits 1; an
+//     operator frees space and restarts the node, and it catches up from
+//     its peers.
 
 // freeBytes reports the free space of the file system holding dir; a test
 // may replace it.
@@ -54,7 +56,8 @@ func (s *Store) watchDisk(ctx context.Context) {
 			}
 			if free < s.cfg.MinFreeBytes/4 {
 				s.logger.Error("disk nearly full: stopping raft before a write fails inside it", "free_bytes", free)
-				s.raft.Shutdown()
+				s.stopRaft(fmt.Errorf("%w: %s has %d bytes free, under a quarter of min_free (%d): free space and restart the node",
+					storeapi.ErrDiskFull, s.cfg.DataDir, free, s.cfg.MinFreeBytes))
 				return
 			}
 		}

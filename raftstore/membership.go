@@ -48,7 +48,7 @@ func (s *Store) Servers() ([]storeapi.Server, error) {
 		case srv.ID == leader:
 			st = "leader"
 		case string(srv.ID) == s.cfg.NodeID:
-			st = roleName(s.raft.State())
+			st = roleName(s.raftState())
 		}
 		out = append(out, storeapi.Server{ID: string(srv.ID), RaftAddr: string(srv.Address),
 			Voter: srv.Suffrage == raft.Voter, State: st})

@@ -75,7 +75,7 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_raft_state",
 			Help: "This node's Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
-		}, func() float64 { return float64(s.raft.State()) }),
+		}, func() float64 { return float64(s.raftState()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_raft_term",
 			Help: "This node's current Raft term: every election raises it.",

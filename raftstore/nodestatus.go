@@ -5,7 +5,7 @@ import "github.com/idemgate/idemgate/storeapi"
 // Status reports the node's role, term, indexes and readiness.
 func (s *Store) Status() storeapi.NodeStatus {
 	_, leader := s.raft.LeaderWithID()
-	role := roleName(s.raft.State())
+	role := roleName(s.raftState())
 	switch {
 	case s.Removed():
 		role = "removed"

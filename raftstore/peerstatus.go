@@ -249,7 +249,7 @@ func (w *peerWatch) probe(ctx context.Context, id, addr string, p *peerProbe) {
 func (w *peerWatch) statuses() []PeerStatus {
 	now := time.Now()
 	out := []PeerStatus{{ID: w.s.cfg.NodeID, Reachable: true, LastContactMS: 0,
-		MatchIndex: w.s.raft.LastIndex(), State: roleName(w.s.raft.State())}}
+		MatchIndex: w.s.raft.LastIndex(), State: roleName(w.s.raftState())}}
 	w.mu.Lock()
 	for id, p := range w.peers {
 		ps := PeerStatus{ID: id, Reachable: p.ok, LastContactMS: -1, MatchIndex: p.lastIndex, State: p.state}
@@ -349,7 +349,7 @@ type statusAnswer struct {
 func (s *Store) statusAnswer() []byte {
 	b := binary.BigEndian.AppendUint64(nil, s.raft.LastIndex())
 	b = binary.BigEndian.AppendUint64(b, s.fsm.AppliedIndex())
-	st := roleName(s.raft.State())
+	st := roleName(s.raftState())
 	if s.Removed() {
 		st = "removed"
 	}

@@ -189,14 +189,17 @@ func (s *Store) notReadyNow() *notReadyCheck {
 }
 
 // Alive reports whether the node's Raft and state machine still run: false
-// for good once Raft shut down (the disk guard, a storage failure, Close).
+// for good once the node stopped its Raft (the disk guard, a storage
+// failure, Close: stop.go), whatever raft's state says afterwards.
 func (s *Store) Alive() bool {
 	select {
+	case <-s.stop.stopped:
+		return false
 	case <-s.fsm.Failed():
 		return false
 	default:
 	}
-	return s.raft.State() != raft.Shutdown
+	return s.raft.State() != raft.Shutdown // shut down by a caller of Raft() (tests)
 }
 
 // Record returns the record stored under key. Linearizable unless local is

@@ -74,8 +74,9 @@ type Store struct {
 	// forwarded requests wait for it.
 	started   chan struct{}
 	closing   chan struct{} // closed when Close starts: waits give up
+	stop      raftStop      // Raft stopped for good, and why (stop.go)
 	unlock    func()        // gives up the data directory's lock (datadir.Lock)
-	stop      context.CancelFunc
+	cancel    context.CancelFunc
 	bg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -107,7 +108,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	// closures below read it while the return statement writes the result.
 	s := &Store{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), closing: make(chan struct{}),
 		started: make(chan struct{}), fwd: map[string]*transport.Client{}, inbound: map[net.Conn]struct{}{},
-		unlock: unlock}
+		unlock: unlock, stop: newRaftStop()}
 	s.Commands = Commands{Propose: s.Apply, Read: s.KV, Pipeline: s.pipeline, GoneOnLeader: s.goneOnLeader}
 	closers := []io.Closer{closerFunc(unlock)} // closed last
 	closing := s.closing                       // what the deferred cleanup closes
@@ -207,7 +208,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	s.newEventObserver()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	s.stop = cancel
+	s.cancel = cancel
 	s.sweeper = ttl.NewSweeper(s, cfg.Sweeper, nil, s.logger)
 	s.clock.s = s
 	s.bg.Add(10)
@@ -261,18 +262,22 @@ func (s *Store) watchFSM(ctx context.Context) {
 	case <-ctx.Done():
 	case <-s.fsm.Failed():
 		s.logger.Error("stopping raft: state machine storage failed", "error", s.fsm.FailErr())
-		s.raft.Shutdown()
+		s.stopRaft(fmt.Errorf("state machine storage failed: %w", s.fsm.FailErr()))
 	}
 }
 
 // Close stops the node: Raft, forwarding, the log store and the data file.
+// The stores close only once raft's goroutines have ended, whoever stopped
+// it first (the disk guard may have); a second Close returns the first's
+// answer.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
-		s.stop()
+		s.cancel()
 		s.bg.Wait()
 		s.raft.DeregisterObserver(s.obs)
-		errs := []error{s.shutdownRaft()}
+		s.awaitRaft(s.stopRaft(errClosed))
+		var errs []error
 		s.trans.stopHeartbeats() // before the log store closes under one
 		s.fwdMu.Lock()
 		s.fwdClosed = true
@@ -298,19 +303,16 @@ func (s *Store) Close() error {
 // replication goroutines stuck in a pipeline (closePipelines).
 const shutdownStall = 5 * time.Second
 
-// shutdownRaft shuts raft down; past shutdownStall it closes raft's
-// pipelines, which frees a shutdown stalled in one.
-func (s *Store) shutdownRaft() error {
-	done := make(chan error, 1)
-	f := s.raft.Shutdown()
-	go func() { done <- f.Error() }()
+// awaitRaft waits until raft's goroutines have ended (done, from
+// stopRaft); past shutdownStall it closes raft's pipelines, which frees a
+// shutdown stalled in one.
+func (s *Store) awaitRaft(done <-chan struct{}) {
 	select {
-	case err := <-done:
-		return err
+	case <-done:
 	case <-time.After(shutdownStall):
 		s.logger.Warn("raft shutdown stalled: closing its replication pipelines", "after", shutdownStall)
 		s.trans.closePipelines()
-		return <-done
+		<-done
 	}
 }
 
@@ -354,7 +356,7 @@ func (s *Store) Raft() *raft.Raft { return s.raft }
 func (s *Store) FSM() *fsm.FSM { return s.fsm }
 
 // IsLeader reports whether this node believes it is the leader.
-func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
+func (s *Store) IsLeader() bool { return s.raftState() == raft.Leader }
 
 // Leader returns the current leader's id and Raft address, if known.
 func (s *Store) Leader() (id, addr string) {
