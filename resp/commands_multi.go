@@ -285,6 +285,13 @@ func (c *conn) exec() {
 			c.w.nullArray()
 			return
 		}
+		// Its results are held until the replies are written. Past the
+		// budget, a transaction of reads is refused; one that wrote is
+		// answered (it applied), and the connection closed after.
+		if err := c.hold(len(res.Value)); err != nil && readsOnly(ops) {
+			c.w.errorLine(msgBudget)
+			return
+		}
 		if results, err = fsm.TxResults(res); err == nil && len(results) != len(ops) {
 			err = fmt.Errorf("%w: %d results for %d commands", fsm.ErrBadCommand, len(results), len(ops))
 		}
@@ -323,11 +330,9 @@ func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
 		track()
 		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
 	}
-	for _, op := range r.Commands {
-		if op.Type != fsm.TypeKVRead {
-			track()
-			return c.s.store.ApplyTx(ctx, r)
-		}
+	if !readsOnly(r.Commands) {
+		track()
+		return c.s.store.ApplyTx(ctx, r)
 	}
 	if !c.readonly && !mutantNoReadBarrier {
 		if err := c.s.store.Barrier(ctx); err != nil {
@@ -336,6 +341,15 @@ func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
 	}
 	track()
 	return c.s.store.LocalTx(r)
+}
+
+func readsOnly(ops []*fsm.Command) bool {
+	for _, op := range ops {
+		if op.Type != fsm.TypeKVRead {
+			return false
+		}
+	}
+	return true
 }
 
 // oneByOne is the planted bug's transaction result (mutants.go): the

@@ -35,6 +35,12 @@ type conn struct {
 	// connection is closed at preAuthRefusals.
 	refused int
 	quit    bool // QUIT: close once the replies so far are written
+	// linger: the client may still be sending what was refused; the
+	// close reads and drops it for a while (budget.go's lingerClose).
+	linger bool
+	// acct is what this connection's requests and replies hold against
+	// the listener's budget (budget.go).
+	acct    account
 	lastCmd string
 	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
 	watches watched     // the keys WATCH saw, until EXEC, DISCARD or UNWATCH
@@ -90,19 +96,38 @@ func (c *conn) serve() {
 		}
 		if perr != nil {
 			var pe *ProtocolError
-			if errors.As(perr, &pe) {
+			switch {
+			case errors.As(perr, &pe):
 				// Redis answers a malformed frame and closes.
 				c.w.errorLine("ERR " + pe.Error())
 				c.s.m.observe("protocol", true, time.Now())
+				c.linger = true
+			case errors.Is(perr, errBudget):
+				c.w.errorLine(msgBudget)
+				c.overBudget()
 			}
 			c.quit = true
 		}
 		err := c.flush()
 		c.wmu.Unlock()
+		// The batch is answered: what it held is given back, but for a
+		// transaction's queued arguments, held until EXEC or DISCARD.
+		c.acct.keep(c.queuedBytes())
 		if err != nil {
 			return
 		}
 	}
+	if c.linger {
+		c.lingerClose()
+	}
+}
+
+// queuedBytes is what an open MULTI holds: its queued arguments.
+func (c *conn) queuedBytes() int64 {
+	if c.multi == nil {
+		return 0
+	}
+	return int64(c.multi.bytes)
 }
 
 // preAuth: tokens are configured and this connection has not
@@ -110,11 +135,12 @@ func (c *conn) serve() {
 // (reader.go), so an AUTH changes the limits of the request after it.
 func (c *conn) preAuth() bool { return c.sess.Load() == nil && c.s.authFunc() != nil }
 
+// flush writes the buffered replies (each write to the socket under
+// WriteTimeout: writer.go's deadlineWriter).
 func (c *conn) flush() error {
 	if c.w.bw.Buffered() == 0 {
 		return nil
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 	return c.w.bw.Flush()
 }
 
