@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -280,4 +281,120 @@ func TestB4NeverReadingTrackers(t *testing.T) {
 		t.Fatalf("the heap peaked %d MiB over its start for %d never-reading trackers, bound %d MiB", grew>>20, conns, bound>>20)
 	}
 	clusterStillServes(t, tc, "trackers")
+}
+
+// TestClientBufferHostile: each limit of the client buffer, with a small
+// budget, against huge, many, slow and never-reading clients; the exact
+// reply; an ordinary client on the same node keeps working throughout;
+// and every byte is given back once they are gone.
+func TestClientBufferHostile(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
+		c.MaxBulk, c.MaxRequest, c.MaxClientBuffer = 512<<10, 1<<20, 2<<20
+		c.ReadTimeout, c.WriteTimeout = time.Second, time.Second
+	})
+	refusal := "-" + msgBudget + "\r\n"
+	big := strings.Repeat("b", 500<<10)
+	bulk := func(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
+	normal := dialRaw(t, srv.Addr())
+	ordinary := func(step string) {
+		t.Helper()
+		normal.send("SET ordinary " + step + "\r\nGET ordinary\r\n")
+		normal.expect("an ordinary client during "+step, []string{"+OK\r\n", bulk(step)})
+	}
+	drained := func(what string) {
+		t.Helper()
+		testsupport.WaitFor(t, "the budget given back after "+what, 20*time.Second, func() bool {
+			return srv.budget.used.Load() == 0 && srv.clients() == 1
+		})
+	}
+	seed := dialRaw(t, srv.Addr())
+	seed.send("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n" + bulk(big))
+	seed.expect("SET big", []string{"+OK\r\n"})
+	seed.nc.Close()
+	drained("the seed")
+
+	t.Run("huge: one request over the cap", func(t *testing.T) {
+		c := dialRaw(t, srv.Addr())
+		c.send("*4\r\n$4\r\nMGET\r\n" + bulk(big) + bulk(big) + "$524288\r\n")
+		c.expect("MGET of 1.5 MiB", []string{"-ERR Protocol error: too big request: its arguments are over 1048576 bytes\r\n"})
+		if !c.closed() {
+			t.Fatal("still open after a request over the cap")
+		}
+		ordinary("huge")
+		drained("huge")
+	})
+
+	t.Run("many: transactions past the budget", func(t *testing.T) {
+		var cs []*rawConn
+		for i := 0; i < 6; i++ { // 6 × 500 KiB queued against 2 MiB
+			c := dialRaw(t, srv.Addr())
+			c.send("MULTI\r\n*2\r\n$4\r\nECHO\r\n" + bulk(big))
+			cs = append(cs, c)
+		}
+		queued, refused := 0, 0
+		for i, c := range cs {
+			switch got := strings.Join(c.replies(2), ""); got {
+			case "+OK\r\n+QUEUED\r\n":
+				queued++
+			case "+OK\r\n" + refusal:
+				if !c.closed() {
+					t.Fatalf("connection %d: refused but open", i)
+				}
+				refused++
+			default:
+				t.Fatalf("connection %d: %q", i, clipString(got))
+			}
+			ordinary(fmt.Sprint("many-", i))
+		}
+		// 2 MiB and each connection's 64 KiB hold four; the rest refused.
+		if queued != 4 || refused != 2 {
+			t.Fatalf("%d queued, %d refused; want 4, 2", queued, refused)
+		}
+		for _, c := range cs[:4] {
+			c.send("EXEC\r\n")
+		}
+		for i, c := range cs {
+			if i < 4 {
+				if got := c.replies(1)[0]; got != "*1\r\n"+bulk(big) {
+					t.Fatalf("EXEC %d: %q", i, clipString(got))
+				}
+			}
+			c.nc.Close()
+		}
+		drained("many")
+	})
+
+	t.Run("slow: a request half sent holds what came", func(t *testing.T) {
+		slow := dialRaw(t, srv.Addr())
+		slow.send("*3\r\n$3\r\nSET\r\n$4\r\nslow\r\n$524288\r\n" + big[:400<<10])
+		testsupport.WaitFor(t, "the slow request's bytes charged", 10*time.Second, func() bool {
+			return srv.budget.used.Load() >= 300<<10
+		})
+		ordinary("slow")
+		// It never finishes: ReadTimeout closes it, and gives its bytes back.
+		if !slow.closed() {
+			t.Fatal("the slow request's connection is still open")
+		}
+		drained("slow")
+	})
+
+	t.Run("never-reading: replies of one value named many times", func(t *testing.T) {
+		c := dialRaw(t, srv.Addr())
+		c.send("*9\r\n$4\r\nMGET\r\n" + strings.Repeat("$3\r\nbig\r\n", 8))
+		// 8 × 500 KiB read for one reply, past 2 MiB: refused before the
+		// reply is made, and closed.
+		c.expect("MGET big × 8", []string{refusal})
+		if !c.closed() {
+			t.Fatal("still open after the budget's refusal")
+		}
+		ordinary("mget")
+		drained("mget")
+		// A client that asks for big replies and never reads them is
+		// closed by WriteTimeout once its socket is full.
+		nr := dialRaw(t, srv.Addr())
+		nr.send(strings.Repeat("GET big\r\n", 200))
+		testsupport.WaitFor(t, "the never-reading client closed", 30*time.Second, func() bool { return srv.clients() == 1 })
+		ordinary("never-reading")
+		drained("never-reading")
+	})
 }

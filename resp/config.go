@@ -136,6 +136,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: MaxTxCommands must be 1 to %d", fsm.MaxTxCommands)
 	case c.MaxWatches <= 0 || c.MaxWatches > fsm.MaxTxWatches:
 		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
+	case c.MaxRequest < c.MaxBulk:
+		return fmt.Errorf("resp: MaxRequest %d is less than MaxBulk %d: a largest value could not be sent", c.MaxRequest, c.MaxBulk)
+	case c.MaxClientBuffer < c.MaxRequest:
+		return fmt.Errorf("resp: MaxClientBuffer %d is less than MaxRequest %d: a largest request could not be held", c.MaxClientBuffer, c.MaxRequest)
 	case c.MaxTxBytes <= 0:
 		return fmt.Errorf("resp: MaxTxBytes must be positive")
 	case c.TrackingMaxKeys <= 0 || c.TrackingMaxPending <= 0:
