@@ -81,7 +81,12 @@ func clusterStillServes(t *testing.T, tc *testCluster, tag string) {
 	if err != nil {
 		t.Fatalf("SET on node 1 after %s: %v", tag, err)
 	}
-	if got, err := client(t, tc.addrs[2]).Get(ctx, key).Result(); err != nil || got != tag {
+	var got string
+	testsupport.WaitFor(t, "a leader to read after "+tag, 20*time.Second, func() bool {
+		got, err = client(t, tc.addrs[2]).Get(ctx, key).Result()
+		return err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN")
+	})
+	if err != nil || got != tag {
 		t.Fatalf("GET on node 2 after %s = %q, %v; want %q", tag, got, err, tag)
 	}
 }
@@ -101,7 +106,7 @@ func TestB4HugeMGet(t *testing.T) {
 	tc := startCluster(t, nil)
 	leader := tc.rc.WaitLeader(10 * time.Second)
 	addr := tc.addrs[(leader+1)%3]
-	before := heapBytes()
+	before, rss0 := heapBytes(), readMem(t).rss
 	stop := heapPeak()
 
 	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -138,6 +143,7 @@ func TestB4HugeMGet(t *testing.T) {
 	if grew := peak - before; grew > heapBound(1) {
 		t.Fatalf("the heap grew by %d MiB for one MGET, bound %d MiB", grew>>20, heapBound(1)>>20)
 	}
+	t.Logf("RSS %d MiB before, %d MiB after", rss0>>20, readMem(t).rss>>20)
 	clusterStillServes(t, tc, "huge-mget")
 }
 
@@ -145,11 +151,13 @@ func TestB4HugeMGet(t *testing.T) {
 // and hold them; those past the node's budget are answered the budget's
 // error and closed, the others' transactions stay queued and EXEC.
 func TestB4MultiHolders(t *testing.T) {
-	tc := startCluster(t, nil)
+	// 137 × 8 MiB sent at once can take longer than ReadTimeout to arrive
+	// on two shared cores (or under -race): the budget is the default.
+	tc := startCluster(t, func(c *Config) { c.ReadTimeout = 2 * time.Minute })
 	leader := tc.rc.WaitLeader(10 * time.Second)
 	addr := tc.addrs[(leader+1)%3]
 	const conns = 137
-	before := heapBytes()
+	before, rss0 := heapBytes(), readMem(t).rss
 	stop := heapPeak()
 	// Each ECHO's argument leaves room for the command's name within
 	// MaxTxBytes: both are queued unless the budget refuses them.
@@ -158,7 +166,7 @@ func TestB4MultiHolders(t *testing.T) {
 	ncs := make([]net.Conn, conns)
 	var wg sync.WaitGroup
 	for i := range ncs {
-		nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		nc, err := net.DialTimeout("tcp", addr, 30*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,6 +225,7 @@ func TestB4MultiHolders(t *testing.T) {
 	for _, nc := range ncs {
 		nc.Close()
 	}
+	t.Logf("RSS %d MiB before, %d MiB after", rss0>>20, readMem(t).rss>>20)
 	clusterStillServes(t, tc, "multi-holders")
 }
 
@@ -230,7 +239,7 @@ func TestB4NeverReadingTrackers(t *testing.T) {
 	tc := startCluster(t, nil)
 	leader := tc.rc.WaitLeader(10 * time.Second)
 	const conns = 400
-	before := heapBytes()
+	before, rss0 := heapBytes(), readMem(t).rss
 	stop := heapPeak()
 	for i := 0; i < conns; i++ {
 		nc, err := net.DialTimeout("tcp", tc.addrs[i%3], 5*time.Second)
@@ -280,6 +289,7 @@ func TestB4NeverReadingTrackers(t *testing.T) {
 	if grew := peak - before; grew > bound {
 		t.Fatalf("the heap peaked %d MiB over its start for %d never-reading trackers, bound %d MiB", grew>>20, conns, bound>>20)
 	}
+	t.Logf("RSS %d MiB before, %d MiB after", rss0>>20, readMem(t).rss>>20)
 	clusterStillServes(t, tc, "trackers")
 }
 
@@ -298,6 +308,7 @@ func TestClientBufferHostile(t *testing.T) {
 	normal := dialRaw(t, srv.Addr())
 	ordinary := func(step string) {
 		t.Helper()
+		normal.nc.SetDeadline(time.Now().Add(20 * time.Second))
 		normal.send("SET ordinary " + step + "\r\nGET ordinary\r\n")
 		normal.expect("an ordinary client during "+step, []string{"+OK\r\n", bulk(step)})
 	}
@@ -331,11 +342,13 @@ func TestClientBufferHostile(t *testing.T) {
 			c.send("MULTI\r\n*2\r\n$4\r\nECHO\r\n" + bulk(big))
 			cs = append(cs, c)
 		}
+		var holders []*rawConn
 		queued, refused := 0, 0
 		for i, c := range cs {
 			switch got := strings.Join(c.replies(2), ""); got {
 			case "+OK\r\n+QUEUED\r\n":
 				queued++
+				holders = append(holders, c)
 			case "+OK\r\n" + refusal:
 				if !c.closed() {
 					t.Fatalf("connection %d: refused but open", i)
@@ -350,15 +363,15 @@ func TestClientBufferHostile(t *testing.T) {
 		if queued != 4 || refused != 2 {
 			t.Fatalf("%d queued, %d refused; want 4, 2", queued, refused)
 		}
-		for _, c := range cs[:4] {
+		for _, c := range holders {
 			c.send("EXEC\r\n")
 		}
-		for i, c := range cs {
-			if i < 4 {
-				if got := c.replies(1)[0]; got != "*1\r\n"+bulk(big) {
-					t.Fatalf("EXEC %d: %q", i, clipString(got))
-				}
+		for i, c := range holders {
+			if got := c.replies(1)[0]; got != "*1\r\n"+bulk(big) {
+				t.Fatalf("EXEC %d: %q", i, clipString(got))
 			}
+		}
+		for _, c := range cs {
 			c.nc.Close()
 		}
 		drained("many")
