@@ -105,11 +105,14 @@ func (a *account) release(n int64) {
 // keep gives back all but n bytes.
 func (a *account) keep(n int64) { a.release(a.n - n) }
 
-// hold charges n bytes to c's account; errBudget when the budget cannot
-// give them, and the connection is then closed once its replies so far
-// are written.
+// hold charges n bytes a reply needs (values read, a transaction's
+// results) to c's account until the request is answered (done gives them
+// back: the reply is then in the write buffer or written); errBudget when
+// the budget cannot give them, and the connection is then closed once its
+// replies so far are written.
 func (c *conn) hold(n int) error {
 	if c.acct.charge(n) {
+		c.replyHeld += int64(n)
 		return nil
 	}
 	c.overBudget()

@@ -377,6 +377,16 @@ func TestClientBufferHostile(t *testing.T) {
 		drained("many")
 	})
 
+	t.Run("many: a pipeline of big replies, read, is never refused", func(t *testing.T) {
+		// 40 × 500 KiB is ten budgets: each value is held only until
+		// its reply is written.
+		c := dialRaw(t, srv.Addr())
+		c.send(strings.Repeat("GET big\r\n", 40))
+		c.expect("40 × GET big", repeat(bulk(big), 40))
+		c.nc.Close()
+		drained("a pipeline of big replies")
+	})
+
 	t.Run("slow: a request half sent holds what came", func(t *testing.T) {
 		slow := dialRaw(t, srv.Addr())
 		slow.send("*3\r\n$3\r\nSET\r\n$4\r\nslow\r\n$524288\r\n" + big[:400<<10])
@@ -406,6 +416,7 @@ func TestClientBufferHostile(t *testing.T) {
 		// closed by WriteTimeout once its socket is full.
 		nr := dialRaw(t, srv.Addr())
 		nr.send(strings.Repeat("GET big\r\n", 200))
+		testsupport.WaitFor(t, "the never-reading client served", 10*time.Second, func() bool { return srv.clients() == 2 })
 		testsupport.WaitFor(t, "the never-reading client closed", 30*time.Second, func() bool { return srv.clients() == 1 })
 		ordinary("never-reading")
 		drained("never-reading")

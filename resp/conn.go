@@ -37,10 +37,7 @@ type conn struct {
 	quit    bool // QUIT: close once the replies so far are written
 	// linger: the client may still be sending what was refused; the
 	// close reads and drops it for a while (budget.go's lingerClose).
-	linger bool
-	// acct is what this connection's requests and replies hold against
-	// the listener's budget (budget.go).
-	acct    account
+	linger  bool
 	lastCmd string
 	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
 	watches watched     // the keys WATCH saw, until EXEC, DISCARD or UNWATCH
@@ -55,6 +52,12 @@ type conn struct {
 	trackBroken atomic.Bool // the redirection's connection was gone when an invalidation was due
 	push        pushSink
 	wmu         sync.Mutex
+	// acct is what this connection's requests and replies hold against
+	// the listener's budget (budget.go).
+	acct account
+	// replyHeld is what of acct the request being answered holds for
+	// its reply (budget.go's hold), given back when it is answered.
+	replyHeld int64
 }
 
 // now is the time a command runs at: the script's clock inside a script,
@@ -136,13 +139,13 @@ func (c *conn) queuedBytes() int64 {
 func (c *conn) preAuth() bool { return c.sess.Load() == nil && c.s.authFunc() != nil }
 
 // flush writes the buffered replies (each write to the socket under
-// WriteTimeout: writer.go's deadlineWriter).
-func (c *conn) flush() error {
-	if c.w.bw.Buffered() == 0 {
-		return nil
-	}
-	return c.w.bw.Flush()
-}
+// WriteTimeout: writer.go's deadlineWriter). Its error is also that of a
+// write made before it: a reply larger than the buffer goes to the socket
+// at once, and when that write failed nothing is buffered, but the writer
+// keeps the error, and every later reply is dropped: the connection must
+// end. (Skipping Flush when nothing was buffered kept such a connection
+// open, answering nothing, until its idle timeout.)
+func (c *conn) flush() error { return c.w.bw.Flush() }
 
 // readBatch waits (up to the idle timeout) for a request, then takes the
 // ones already buffered behind it, up to MaxPipeline commands and
