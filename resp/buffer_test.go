@@ -209,6 +209,16 @@ func TestB4MultiHolders(t *testing.T) {
 			t.Fatalf("connection %d: replies %q, want %q, or the budget's error and a close", i, clipString(all), full)
 		}
 	}
+	// The holders fill the budget: an ordinary client of the same node
+	// still writes and reads (its own allowance).
+	ctx := ctxT(t, 30*time.Second)
+	normal := client(t, addr)
+	if err := normal.Set(ctx, "ordinary", "during the storm", 0).Err(); err != nil {
+		t.Fatalf("an ordinary SET while the holders hold the budget: %v", err)
+	}
+	if got, err := normal.Get(ctx, "ordinary").Result(); err != nil || got != "during the storm" {
+		t.Fatalf("an ordinary GET while the holders hold the budget = %q, %v", got, err)
+	}
 	held := heapBytes()
 	peak := stop()
 	t.Logf("%d MULTI holders: %d queued both, %d refused; heap %d MiB before, %d MiB held, peak %d MiB",
