@@ -310,7 +310,9 @@ func TestB4NeverReadingTrackers(t *testing.T) {
 func TestClientBufferHostile(t *testing.T) {
 	srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
 		c.MaxBulk, c.MaxRequest, c.MaxClientBuffer = 512<<10, 1<<20, 2<<20
-		c.ReadTimeout, c.WriteTimeout = time.Second, time.Second
+		// Short enough for the slow and never-reading cases, long enough
+		// for the rest on a loaded machine.
+		c.ReadTimeout, c.WriteTimeout = 3*time.Second, 3*time.Second
 	})
 	refusal := "-" + msgBudget + "\r\n"
 	big := strings.Repeat("b", 500<<10)

@@ -41,7 +41,10 @@ type multiState struct {
 	queued []request
 	cmds   []*command
 	bytes  int
-	dirty  bool // a command was refused when queued: EXEC aborts
+	// held is what the queued arguments hold against the listener's
+	// budget: their bytes and each one's slice (budget.go).
+	held  int64
+	dirty bool // a command was refused when queued: EXEC aborts
 }
 
 func init() {
@@ -180,6 +183,7 @@ func (c *conn) queue(cmd *command, r request) string {
 		return fmt.Sprintf(msgTxBytes, c.s.cfg.MaxTxBytes)
 	}
 	m.queued, m.cmds, m.bytes = append(m.queued, r), append(m.cmds, cmd), m.bytes+size
+	m.held += int64(size + sliceOverhead*len(r.args))
 	return ""
 }
 

@@ -130,7 +130,7 @@ func (c *conn) queuedBytes() int64 {
 	if c.multi == nil {
 		return 0
 	}
-	return int64(c.multi.bytes)
+	return c.multi.held
 }
 
 // preAuth: tokens are configured and this connection has not
