@@ -115,7 +115,7 @@ func TestB4HugeMGet(t *testing.T) {
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(120 * time.Second))
-	arg := strings.Repeat("k", 4<<20)
+	arg := []byte(strings.Repeat("k", 4<<20))
 	go func() {
 		// Stops at the first write the server refuses (it closed).
 		if _, err := fmt.Fprintf(nc, "*501\r\n$4\r\nMGET\r\n"); err != nil {
@@ -125,7 +125,7 @@ func TestB4HugeMGet(t *testing.T) {
 			if _, err := io.WriteString(nc, fmt.Sprintf("$%d\r\n", len(arg))); err != nil {
 				return
 			}
-			if _, err := io.WriteString(nc, arg); err != nil {
+			if _, err := nc.Write(arg); err != nil {
 				return
 			}
 			if _, err := io.WriteString(nc, "\r\n"); err != nil {
@@ -152,8 +152,9 @@ func TestB4HugeMGet(t *testing.T) {
 // error and closed, the others' transactions stay queued and EXEC.
 func TestB4MultiHolders(t *testing.T) {
 	// 137 × 8 MiB sent at once can take longer than ReadTimeout to arrive
-	// on two shared cores (or under -race): the budget is the default.
-	tc := startCluster(t, func(c *Config) { c.ReadTimeout = 2 * time.Minute })
+	// on two shared cores (or under -race), and the holders then wait
+	// past IdleTimeout: the budget is the default.
+	tc := startCluster(t, func(c *Config) { c.ReadTimeout, c.IdleTimeout = 2*time.Minute, 5*time.Minute })
 	leader := tc.rc.WaitLeader(10 * time.Second)
 	addr := tc.addrs[(leader+1)%3]
 	const conns = 137
@@ -162,8 +163,21 @@ func TestB4MultiHolders(t *testing.T) {
 	// Each ECHO's argument leaves room for the command's name within
 	// MaxTxBytes: both are queued unless the budget refuses them.
 	arg := strings.Repeat("e", 4<<20-64)
-	echo := fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(arg), arg)
+	// One []byte for every write: io.WriteString of a string to a
+	// net.Conn copies it, and 274 copies of 4 MiB would be the test's
+	// heap, not the node's.
+	echo := []byte(fmt.Sprintf("*2\r\n$4\r\nECHO\r\n$%d\r\n%s\r\n", len(arg), arg))
+	// Each connection sends, then reads its replies (and, when refused,
+	// whether it was closed) at once: a holder waiting for the others to
+	// finish sending would pass its idle timeout on a slow machine.
+	full := "+OK\r\n+QUEUED\r\n+QUEUED\r\n"
+	refusal := "-" + msgBudget + "\r\n"
+	type outcome struct {
+		replies string
+		closed  bool
+	}
 	ncs := make([]net.Conn, conns)
+	outs := make([]outcome, conns)
 	var wg sync.WaitGroup
 	for i := range ncs {
 		nc, err := net.DialTimeout("tcp", addr, 30*time.Second)
@@ -171,42 +185,46 @@ func TestB4MultiHolders(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		nc.SetDeadline(time.Now().Add(120 * time.Second))
+		nc.SetDeadline(time.Now().Add(5 * time.Minute))
 		ncs[i] = nc
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			io.WriteString(nc, "MULTI\r\n")
-			io.WriteString(nc, echo)
-			io.WriteString(nc, echo)
+			go func() { // stops at the first write the server refuses
+				io.WriteString(nc, "MULTI\r\n")
+				nc.Write(echo)
+				nc.Write(echo)
+			}()
+			r := &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+			var got []string
+			for len(got) < 3 {
+				var b strings.Builder
+				if err := readFrame(r.br, &b); err != nil {
+					break
+				}
+				if got = append(got, b.String()); strings.HasPrefix(b.String(), "-") {
+					break
+				}
+			}
+			outs[i].replies = strings.Join(got, "")
+			if outs[i].replies != full {
+				outs[i].closed = r.closed()
+			}
 		}()
 	}
 	wg.Wait()
 	queued, refused := 0, 0
-	full := "+OK\r\n+QUEUED\r\n+QUEUED\r\n"
-	refusal := "-" + msgBudget + "\r\n"
-	for i, nc := range ncs {
-		r := &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
-		var got []string
-		for len(got) < 3 {
-			var b strings.Builder
-			if err := readFrame(r.br, &b); err != nil {
-				break
-			}
-			if got = append(got, b.String()); strings.HasPrefix(b.String(), "-") {
-				break
-			}
-		}
-		switch all := strings.Join(got, ""); all {
+	for i, o := range outs {
+		switch o.replies {
 		case full:
 			queued++
 		case "+OK\r\n" + refusal, "+OK\r\n+QUEUED\r\n" + refusal:
-			if !r.closed() {
+			if !o.closed {
 				t.Fatalf("connection %d: refused by the budget but still open", i)
 			}
 			refused++
 		default:
-			t.Fatalf("connection %d: replies %q, want %q, or the budget's error and a close", i, clipString(all), full)
+			t.Fatalf("connection %d: replies %q, want %q, or the budget's error and a close", i, clipString(o.replies), full)
 		}
 	}
 	// The holders fill the budget: an ordinary client of the same node

@@ -27,7 +27,8 @@ type Config struct {
 	// MaxRequest bounds the bytes of one command's arguments together,
 	// as Redis's client-query-buffer-limit (1 GiB there); larger gets
 	// "-ERR Protocol error: too big request: ..." and the connection
-	// closed once its first MaxRequest bytes are read. At least MaxBulk.
+	// closed as soon as the lengths it announces pass it, before those
+	// bytes are read. At least MaxBulk.
 	MaxRequest int
 	// MaxClientBuffer bounds the bytes the listener holds for its
 	// clients, all connections together (budget.go): arguments read and
