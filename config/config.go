@@ -203,6 +203,12 @@ type Limits struct {
 	// once, all connections together; beyond it a body gets 503. 0: 64
 	// times max_request_body.
 	MaxBodyBuffer Size `yaml:"max_body_buffer"`
+	// MaxClientBuffer bounds the bytes the Redis-protocol listener holds
+	// for its clients at once, all connections together (arguments,
+	// queued transactions, values read for replies, invalidations
+	// waiting); beyond it a connection is answered an error and closed.
+	// 0: 16 times max_request_body.
+	MaxClientBuffer Size `yaml:"max_client_buffer"`
 }
 
 // Suspects configures live detection of suspected duplicates (the
@@ -610,6 +616,11 @@ func (e *Expiry) validate() error {
 func (l *Limits) validate() error {
 	if l.MaxResponseHeaderBytes != 0 && (l.MaxResponseHeaderBytes < 4<<10 || l.MaxResponseHeaderBytes > 1<<20) {
 		return fieldErr("limits.max_response_header_bytes", "%d: want 4KiB to 1MiB (every upstream call in flight holds a buffer this size)", l.MaxResponseHeaderBytes)
+	}
+	// The Redis listener's largest request is two values (resp.Config's
+	// MaxRequest); with max_request_body left out, resp checks it.
+	if l.MaxClientBuffer != 0 && l.MaxRequestBody != 0 && l.MaxClientBuffer < 2*l.MaxRequestBody {
+		return fieldErr("limits.max_client_buffer", "%d is less than two max_request_body (%d): the largest request could not be held", l.MaxClientBuffer, 2*l.MaxRequestBody)
 	}
 	if l.MaxHeaderBytes != 0 && l.MaxHeaderBytes < 1024 {
 		return fieldErr("limits.max_header_bytes", "%d is too small (minimum 1KiB)", l.MaxHeaderBytes)

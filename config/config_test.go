@@ -84,6 +84,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		{"routes need upstream", "nodes:\n  - {id: a, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\nroutes:\n  - {name: a, path: /a}\n", "upstream"},
 		{"response headers buffer too small", base + "limits:\n  max_response_header_bytes: 1KiB\n", "line 5: limits.max_response_header_bytes: "},
 		{"response headers buffer too large", base + "limits:\n  max_response_header_bytes: 2MiB\n", "limits.max_response_header_bytes"},
+		{"client buffer under two requests", base + "limits:\n  max_request_body: 4MiB\n  max_client_buffer: 6MiB\n", "limits.max_client_buffer: 6291456 is less than two max_request_body"},
 		{"reconcile_id not json", base + "routes:\n  - {name: a, path: /a, reconcile_id: header:X-Charge}\n", "line 5: routes[0].reconcile_id: "},
 		{"reconcile_id no pointer", base + "routes:\n  - {name: a, path: /a, reconcile_id: 'json:'}\n", "routes[0].reconcile_id"},
 		{"reconcile_id bad pointer", base + "routes:\n  - {name: a, path: /a, reconcile_id: 'json:/a~2'}\n", "routes[0].reconcile_id"},

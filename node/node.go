@@ -179,6 +179,10 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	rc := resp.DefaultConfig()
 	rc.Addr, rc.NodeID, rc.OpTimeout, rc.Logger = s.Node.Resp, s.Node.ID, opTimeout, n.logger
 	rc.MaxBulk, rc.MaxConnsPerIP = lim.MaxRequestBody, lim.MaxConnsPerIP
+	rc.MaxRequest, rc.MaxClientBuffer = 2*lim.MaxRequestBody, 16*lim.MaxRequestBody
+	if b := s.File.Limits.MaxClientBuffer; b != 0 {
+		rc.MaxClientBuffer = int(b)
+	}
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
 	srv, err := resp.New(rc, store, tok, onceSvc, lockSvc, n.Reg)

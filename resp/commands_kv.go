@@ -65,10 +65,19 @@ func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error)
 }
 
 // localStored is local of a key as stored (fsm.KeyspaceKey).
+// The value read is held until the batch's replies are written: it is
+// charged to the connection (budget.go), and a read the budget cannot
+// hold fails with errBudget (the connection is then closed), so MGET of
+// one 4 MiB key named a thousand times holds no 4 GiB.
 func (c *conn) localStored(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
 	e, err := c.s.store.KV(ctx, key, true)
 	if errors.Is(err, fsm.ErrNotFound) {
 		return e, false, nil
+	}
+	if err == nil {
+		if err = c.hold(len(e.Value)); err != nil {
+			return fsm.KVEntry{}, false, err
+		}
 	}
 	return e, err == nil, err
 }

@@ -41,7 +41,10 @@ type multiState struct {
 	queued []request
 	cmds   []*command
 	bytes  int
-	dirty  bool // a command was refused when queued: EXEC aborts
+	// held is what the queued arguments hold against the listener's
+	// budget: their bytes and each one's slice (budget.go).
+	held  int64
+	dirty bool // a command was refused when queued: EXEC aborts
 }
 
 func init() {
@@ -180,6 +183,7 @@ func (c *conn) queue(cmd *command, r request) string {
 		return fmt.Sprintf(msgTxBytes, c.s.cfg.MaxTxBytes)
 	}
 	m.queued, m.cmds, m.bytes = append(m.queued, r), append(m.cmds, cmd), m.bytes+size
+	m.held += int64(size + sliceOverhead*len(r.args))
 	return ""
 }
 
@@ -285,6 +289,13 @@ func (c *conn) exec() {
 			c.w.nullArray()
 			return
 		}
+		// Its results are held until the replies are written. Past the
+		// budget, a transaction of reads is refused; one that wrote is
+		// answered (it applied), and the connection closed after.
+		if err := c.hold(len(res.Value)); err != nil && readsOnly(ops) {
+			c.w.errorLine(msgBudget)
+			return
+		}
 		if results, err = fsm.TxResults(res); err == nil && len(results) != len(ops) {
 			err = fmt.Errorf("%w: %d results for %d commands", fsm.ErrBadCommand, len(results), len(ops))
 		}
@@ -323,11 +334,9 @@ func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
 		track()
 		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
 	}
-	for _, op := range r.Commands {
-		if op.Type != fsm.TypeKVRead {
-			track()
-			return c.s.store.ApplyTx(ctx, r)
-		}
+	if !readsOnly(r.Commands) {
+		track()
+		return c.s.store.ApplyTx(ctx, r)
 	}
 	if !c.readonly && !mutantNoReadBarrier {
 		if err := c.s.store.Barrier(ctx); err != nil {
@@ -336,6 +345,15 @@ func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
 	}
 	track()
 	return c.s.store.LocalTx(r)
+}
+
+func readsOnly(ops []*fsm.Command) bool {
+	for _, op := range ops {
+		if op.Type != fsm.TypeKVRead {
+			return false
+		}
+	}
+	return true
 }
 
 // oneByOne is the planted bug's transaction result (mutants.go): the

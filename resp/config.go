@@ -24,6 +24,20 @@ type Config struct {
 	MaxBulk int
 	// MaxArgs bounds the arguments of one command (Redis: 1024*1024).
 	MaxArgs int
+	// MaxRequest bounds the bytes of one command's arguments together,
+	// as Redis's client-query-buffer-limit (1 GiB there); larger gets
+	// "-ERR Protocol error: too big request: ..." and the connection
+	// closed as soon as the lengths it announces pass it, before those
+	// bytes are read. At least MaxBulk.
+	MaxRequest int
+	// MaxClientBuffer bounds the bytes the listener holds for its
+	// clients, all connections together (budget.go): arguments read and
+	// not yet answered, queued transactions, values read for replies not
+	// yet written, tracking invalidations waiting. A connection past it
+	// gets msgBudget and is closed, as Redis closes a client past
+	// maxmemory-clients. Each connection's first connAllowance bytes are
+	// its own, outside it.
+	MaxClientBuffer int
 	// MaxInline bounds an inline command's line (Redis: 64 KiB).
 	MaxInline int
 	// MaxPipeline bounds the commands one connection may have read and
@@ -89,6 +103,8 @@ func DefaultConfig() Config {
 	return Config{
 		MaxBulk:            l.MaxRequestBody,
 		MaxArgs:            64 << 10,
+		MaxRequest:         2 * l.MaxRequestBody,
+		MaxClientBuffer:    16 * l.MaxRequestBody,
 		MaxInline:          64 << 10,
 		MaxPipeline:        1024,
 		MaxPipelineBytes:   1 << 20,
@@ -121,6 +137,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: MaxTxCommands must be 1 to %d", fsm.MaxTxCommands)
 	case c.MaxWatches <= 0 || c.MaxWatches > fsm.MaxTxWatches:
 		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
+	case c.MaxRequest < c.MaxBulk:
+		return fmt.Errorf("resp: MaxRequest %d is less than MaxBulk %d: a largest value could not be sent", c.MaxRequest, c.MaxBulk)
+	case c.MaxClientBuffer < c.MaxRequest:
+		return fmt.Errorf("resp: MaxClientBuffer %d is less than MaxRequest %d: a largest request could not be held", c.MaxClientBuffer, c.MaxRequest)
 	case c.MaxTxBytes <= 0:
 		return fmt.Errorf("resp: MaxTxBytes must be positive")
 	case c.TrackingMaxKeys <= 0 || c.TrackingMaxPending <= 0:

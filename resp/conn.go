@@ -35,6 +35,9 @@ type conn struct {
 	// connection is closed at preAuthRefusals.
 	refused int
 	quit    bool // QUIT: close once the replies so far are written
+	// linger: the client may still be sending what was refused; the
+	// close reads and drops it for a while (budget.go's lingerClose).
+	linger  bool
 	lastCmd string
 	multi   *multiState // an open MULTI (commands_multi.go): nothing runs until EXEC or DISCARD
 	watches watched     // the keys WATCH saw, until EXEC, DISCARD or UNWATCH
@@ -49,6 +52,12 @@ type conn struct {
 	trackBroken atomic.Bool // the redirection's connection was gone when an invalidation was due
 	push        pushSink
 	wmu         sync.Mutex
+	// acct is what this connection's requests and replies hold against
+	// the listener's budget (budget.go).
+	acct account
+	// replyHeld is what of acct the request being answered holds for
+	// its reply (budget.go's hold), given back when it is answered.
+	replyHeld int64
 }
 
 // now is the time a command runs at: the script's clock inside a script,
@@ -90,19 +99,38 @@ func (c *conn) serve() {
 		}
 		if perr != nil {
 			var pe *ProtocolError
-			if errors.As(perr, &pe) {
+			switch {
+			case errors.As(perr, &pe):
 				// Redis answers a malformed frame and closes.
 				c.w.errorLine("ERR " + pe.Error())
 				c.s.m.observe("protocol", true, time.Now())
+				c.linger = true
+			case errors.Is(perr, errBudget):
+				c.w.errorLine(msgBudget)
+				c.overBudget()
 			}
 			c.quit = true
 		}
 		err := c.flush()
 		c.wmu.Unlock()
+		// The batch is answered: what it held is given back, but for a
+		// transaction's queued arguments, held until EXEC or DISCARD.
+		c.acct.keep(c.queuedBytes())
 		if err != nil {
 			return
 		}
 	}
+	if c.linger {
+		c.lingerClose()
+	}
+}
+
+// queuedBytes is what an open MULTI holds: its queued arguments.
+func (c *conn) queuedBytes() int64 {
+	if c.multi == nil {
+		return 0
+	}
+	return c.multi.held
 }
 
 // preAuth: tokens are configured and this connection has not
@@ -110,13 +138,14 @@ func (c *conn) serve() {
 // (reader.go), so an AUTH changes the limits of the request after it.
 func (c *conn) preAuth() bool { return c.sess.Load() == nil && c.s.authFunc() != nil }
 
-func (c *conn) flush() error {
-	if c.w.bw.Buffered() == 0 {
-		return nil
-	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	return c.w.bw.Flush()
-}
+// flush writes the buffered replies (each write to the socket under
+// WriteTimeout: writer.go's deadlineWriter). Its error is also that of a
+// write made before it: a reply larger than the buffer goes to the socket
+// at once, and when that write failed nothing is buffered, but the writer
+// keeps the error, and every later reply is dropped: the connection must
+// end. (Skipping Flush when nothing was buffered kept such a connection
+// open, answering nothing, until its idle timeout.)
+func (c *conn) flush() error { return c.w.bw.Flush() }
 
 // readBatch waits (up to the idle timeout) for a request, then takes the
 // ones already buffered behind it, up to MaxPipeline commands and

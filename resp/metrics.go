@@ -13,6 +13,10 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	conns    prometheus.Gauge
 	refused  prometheus.Counter
+	// budgetClosed counts connections closed for the client buffer
+	// budget (budget.go); buffered is what the budget holds.
+	budgetClosed prometheus.Counter
+	buffered     prometheus.GaugeFunc
 }
 
 func newMetrics() *metrics {
@@ -32,6 +36,10 @@ func newMetrics() *metrics {
 		refused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "idemgate_resp_connections_refused_total",
 			Help: "Redis-protocol connections refused: over the per-address limit.",
+		}),
+		budgetClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idemgate_resp_budget_closed_total",
+			Help: "Redis-protocol connections closed because the listener's client buffer budget (limits.max_client_buffer) could not hold what they sent or asked for.",
 		}),
 	}
 	m.initSeries()
@@ -55,7 +63,7 @@ func (m *metrics) initSeries() {
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.commands, m.duration, m.conns, m.refused} {
+	for _, c := range []prometheus.Collector{m.commands, m.duration, m.conns, m.refused, m.budgetClosed, m.buffered} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

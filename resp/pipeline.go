@@ -54,8 +54,11 @@ func (c *conn) run(batch []request) {
 	}
 }
 
-// done counts an answered request.
+// done counts an answered request, and gives back what its reply held:
+// the reply is in the write buffer, and what did not fit is written.
 func (c *conn) done(r request, name string, failed bool) {
+	c.acct.release(c.replyHeld)
+	c.replyHeld = 0
 	c.commandDone(name)
 	c.s.m.observe(name, failed, r.start)
 }

@@ -20,6 +20,9 @@ func protoErr(format string, a ...any) error { return &ProtocolError{Msg: fmt.Sp
 // readLimits bound what one request may make the reader hold.
 type readLimits struct {
 	maxBulk, maxArgs, maxInline int
+	// maxRequest bounds one request's arguments together: a request
+	// whose lengths pass it is refused before those bytes are read.
+	maxRequest int
 	// preAuth holds a request of a client that has not authenticated
 	// (when tokens are configured) to the pre-AUTH limits.
 	preAuth bool
@@ -42,6 +45,9 @@ const (
 type reader struct {
 	br  *bufio.Reader
 	lim readLimits
+	// acct is charged every argument byte before it is read (budget.go);
+	// the connection gives them back once the request is answered.
+	acct *account
 }
 
 // bulkChunk is the most a bulk string's length alone makes the reader
@@ -76,6 +82,7 @@ func (r *reader) readRequest() ([][]byte, error) {
 		return nil, nil
 	}
 	args := make([][]byte, 0, min(n, 1024))
+	total := int64(0)
 	for i := int64(0); i < n; i++ {
 		b, err := r.br.ReadByte()
 		if err != nil {
@@ -95,6 +102,9 @@ func (r *reader) readRequest() ([][]byte, error) {
 		if r.lim.preAuth && size > preAuthMaxBulk {
 			return nil, protoErr("unauthenticated bulk length")
 		}
+		if total += size; total > int64(r.lim.maxRequest) {
+			return nil, protoErr("too big request: its arguments are over %d bytes", r.lim.maxRequest)
+		}
 		arg, err := r.bulk(int(size))
 		if err != nil {
 			return nil, err
@@ -104,11 +114,18 @@ func (r *reader) readRequest() ([][]byte, error) {
 	return args, nil
 }
 
-// bulk reads a bulk string's bytes and its CRLF.
+// bulk reads a bulk string's bytes and its CRLF, charging each chunk
+// before it is allocated: errBudget when the budget cannot give it.
 func (r *reader) bulk(size int) ([]byte, error) {
+	if !r.acct.charge(min(size, bulkChunk) + sliceOverhead) {
+		return nil, errBudget
+	}
 	buf := make([]byte, 0, min(size, bulkChunk))
 	for len(buf) < size {
 		n := min(size-len(buf), bulkChunk)
+		if len(buf) > 0 && !r.acct.charge(n) {
+			return nil, errBudget
+		}
 		start := len(buf)
 		buf = append(buf, make([]byte, n)...)
 		if _, err := io.ReadFull(r.br, buf[start:]); err != nil {
@@ -185,6 +202,9 @@ func (r *reader) readInline() ([][]byte, error) {
 	line, err := r.line(max)
 	if err != nil {
 		return nil, mapTooLong(err, "too big inline request")
+	}
+	if !r.acct.charge(len(line) + sliceOverhead) {
+		return nil, errBudget
 	}
 	args, err := splitArgs(line)
 	if err != nil {

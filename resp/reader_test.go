@@ -18,13 +18,16 @@ func FuzzReadRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lim := readLimits{maxBulk: 1 << 10, maxArgs: 64, maxInline: 256}
-		r := reader{br: bufio.NewReaderSize(bytes.NewReader(data), 64), lim: lim}
+		lim := readLimits{maxBulk: 1 << 10, maxArgs: 64, maxInline: 256, maxRequest: 2 << 10}
+		// A budget smaller than what the limits allow: its refusal is
+		// one of the reader's answers too.
+		acct := &account{b: &budget{max: 1536}}
+		r := reader{br: bufio.NewReaderSize(bytes.NewReader(data), 64), lim: lim, acct: acct}
 		for i := 0; i < 1000; i++ {
 			args, err := r.readRequest()
 			if err != nil {
 				var pe *ProtocolError
-				if !errors.As(err, &pe) && err != io.EOF && err != io.ErrUnexpectedEOF {
+				if !errors.As(err, &pe) && err != io.EOF && err != io.ErrUnexpectedEOF && err != errBudget {
 					t.Fatalf("error %T %v: neither a protocol error nor an end", err, err)
 				}
 				return
@@ -32,11 +35,17 @@ func FuzzReadRequest(f *testing.F) {
 			if len(args) > lim.maxArgs {
 				t.Fatalf("%d arguments, over %d", len(args), lim.maxArgs)
 			}
+			total := 0
 			for _, a := range args {
 				if len(a) > lim.maxBulk && len(a) > lim.maxInline {
 					t.Fatalf("an argument of %d bytes", len(a))
 				}
+				total += len(a)
 			}
+			if total > max(lim.maxRequest, lim.maxInline) || int64(total) > acct.n {
+				t.Fatalf("a request of %d bytes, %d charged, cap %d", total, acct.n, lim.maxRequest)
+			}
+			acct.keep(0) // answered: as the connection gives them back
 		}
 	})
 }

@@ -37,6 +37,8 @@ type Server struct {
 	blocks *blocker
 	// track is CLIENT TRACKING's table (tracking.go).
 	track *tracker
+	// budget counts the bytes held for clients (budget.go).
+	budget budget
 
 	ln     net.Listener
 	mu     sync.Mutex
@@ -59,6 +61,11 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	}
 	s := &Server{stopping: make(chan struct{}), cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}, ids: map[int64]*conn{}}
+	s.budget.max = int64(cfg.MaxClientBuffer)
+	s.m.buffered = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "idemgate_resp_client_buffer_bytes",
+		Help: "Bytes the Redis-protocol listener holds for its clients against limits.max_client_buffer (each connection's first 64 KiB are not counted).",
+	}, func() float64 { return float64(s.budget.used.Load()) })
 	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
 	if store != nil { // a listener built only for its metrics has none
@@ -150,6 +157,7 @@ func (s *Server) release(c *conn) {
 	s.mu.Unlock()
 	s.track.set(c, &tracking{})
 	c.push.close()
+	c.acct.keep(0)
 	s.m.conns.Dec()
 }
 
@@ -162,10 +170,12 @@ func (s *Server) connByID(id int64) *conn {
 
 func (s *Server) newConn(nc net.Conn, ip string) *conn {
 	c := &conn{s: s, nc: nc, ip: ip, id: s.nextID.Add(1), created: time.Now(), proto: 2}
-	c.r = reader{br: bufio.NewReaderSize(nc, 16<<10),
-		lim: readLimits{maxBulk: s.cfg.MaxBulk, maxArgs: s.cfg.MaxArgs, maxInline: s.cfg.MaxInline}}
-	c.w = writer{bw: bufio.NewWriterSize(nc, 16<<10), proto: 2}
-	c.push = pushSink{max: s.cfg.TrackingMaxPending, wake: make(chan struct{}, 1), done: make(chan struct{}), c: c}
+	c.acct = account{b: &s.budget, allow: connAllowance}
+	c.r = reader{br: bufio.NewReaderSize(nc, 16<<10), acct: &c.acct,
+		lim: readLimits{maxBulk: s.cfg.MaxBulk, maxArgs: s.cfg.MaxArgs, maxInline: s.cfg.MaxInline, maxRequest: s.cfg.MaxRequest}}
+	c.w = writer{bw: bufio.NewWriterSize(deadlineWriter{nc: nc, timeout: s.cfg.WriteTimeout}, 16<<10), proto: 2}
+	c.push = pushSink{max: s.cfg.TrackingMaxPending, wake: make(chan struct{}, 1), done: make(chan struct{}), c: c,
+		acct: account{b: &s.budget, allow: pushAllowance}}
 	return c
 }
 

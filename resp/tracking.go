@@ -475,6 +475,11 @@ type pushSink struct {
 	wake    chan struct{}
 	done    chan struct{}
 	c       *conn
+	// acct counts the keys queued and being written against the
+	// listener's budget (budget.go), queued what of it the queued keys
+	// hold; a key it cannot give room to makes "everything" due instead.
+	acct   account
+	queued int64
 }
 
 // close ends the sink with its connection.
@@ -484,6 +489,8 @@ func (p *pushSink) close() {
 	if !p.closed {
 		p.closed = true
 		close(p.done)
+		p.keys = nil
+		p.acct.keep(0)
 	}
 }
 
@@ -500,12 +507,15 @@ func (p *pushSink) add(key []byte, all bool, broken int64) {
 	case broken != 0:
 		p.broken = broken
 	case all:
-		p.all, p.keys, p.bytes = true, nil, 0
-	case !p.all && (len(p.keys) >= p.max || p.bytes+len(key) > maxPendingBytes):
-		p.all, p.keys, p.bytes = true, nil, 0
+		p.acct.release(p.queued)
+		p.all, p.keys, p.bytes, p.queued = true, nil, 0, 0
+	case !p.all && (len(p.keys) >= p.max || p.bytes+len(key) > maxPendingBytes || !p.acct.charge(len(key)+sliceOverhead)):
+		p.acct.release(p.queued)
+		p.all, p.keys, p.bytes, p.queued = true, nil, 0, 0
 	case !p.all:
 		p.keys = append(p.keys, bytes.Clone(key))
 		p.bytes += len(key)
+		p.queued += int64(len(key) + sliceOverhead)
 	}
 	if !p.started {
 		p.started = true
@@ -528,10 +538,14 @@ func (c *conn) pusher() {
 		case <-p.wake:
 		}
 		p.mu.Lock()
-		keys, all, broken := p.keys, p.all, p.broken
-		p.keys, p.all, p.broken, p.bytes = nil, false, 0, 0
+		keys, all, broken, held := p.keys, p.all, p.broken, p.queued
+		p.keys, p.all, p.broken, p.bytes, p.queued = nil, false, 0, 0, 0
 		p.mu.Unlock()
-		if err := c.writePushes(keys, all, broken); err != nil {
+		err := c.writePushes(keys, all, broken)
+		p.mu.Lock()
+		p.acct.release(held) // the keys written are given back
+		p.mu.Unlock()
+		if err != nil {
 			c.nc.Close() // a client that does not read its pushes is dropped
 			return
 		}

@@ -131,14 +131,14 @@ func TestTrackingHostile(t *testing.T) {
 	})
 
 	t.Run("a flood for one connection collapses to one invalidate-everything", func(t *testing.T) {
-		p := pushSink{max: 3, started: true} // no pusher: the test reads the queue
+		p := pushSink{max: 3, started: true, acct: account{b: &budget{max: 1 << 40}}} // no pusher: the test reads the queue
 		for i := 0; i < 10; i++ {
 			p.add([]byte(fmt.Sprint("k", i)), false, 0)
 		}
 		if !p.all || p.keys != nil {
 			t.Fatalf("after 10 invalidations past a bound of 3: all %v, %d keys queued; want all, none", p.all, len(p.keys))
 		}
-		p = pushSink{max: 1 << 30, started: true}
+		p = pushSink{max: 1 << 30, started: true, acct: account{b: &budget{max: 1 << 40}}}
 		big := make([]byte, 1<<20)
 		for i := 0; i < 5; i++ {
 			p.add(big, false, 0)

@@ -2,9 +2,27 @@ package resp
 
 import (
 	"bufio"
+	"net"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// deadlineWriter is what a connection's replies and invalidations are
+// written to: every write to the socket gets WriteTimeout of its own, set
+// as it begins. A deadline set only before a flush would leave the writes
+// a full buffer makes before it under the last flush's deadline, long
+// past (failing at once) or never set; so a client that stops reading is
+// closed once one write has waited WriteTimeout, whatever the write is.
+type deadlineWriter struct {
+	nc      net.Conn
+	timeout time.Duration
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.nc.SetWriteDeadline(time.Now().Add(d.timeout))
+	return d.nc.Write(p)
+}
 
 // writer encodes replies in the connection's protocol version: RESP2, or
 // RESP3 after HELLO 3 (nulls, maps and verbatim strings differ).
