@@ -201,6 +201,13 @@ func cmdScript(c *conn, a [][]byte) {
 		c.w.errorLine(fmt.Sprintf("ERR wrong number of arguments for 'script|%s' command", sub))
 		return
 	}
+	if sess := c.sess.Load(); sub == "flush" && sess != nil && !sess.grant.Admin {
+		// Like FLUSHDB and FLUSHALL, it empties what every client of the
+		// node shares (their EVALSHAs answer NOSCRIPT until they send
+		// their scripts again): the admin role's, not a writer's.
+		c.w.errorLine(fmt.Sprintf("NOPERM User %s has no permissions to run the 'script|flush' command", sess.grant.Name))
+		return
+	}
 	switch sub {
 	case "load":
 		s, err := c.s.scripts.load(a[2])
