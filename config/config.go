@@ -21,6 +21,7 @@ type File struct {
 	Raft     Raft     `yaml:"raft"`
 	Expiry   Expiry   `yaml:"expiry"`
 	Limits   Limits   `yaml:"limits"`
+	Scripts  Scripts  `yaml:"scripts"`
 	Suspects Suspects `yaml:"suspects"`
 	Once     Once     `yaml:"once"`
 	TLS      *TLS     `yaml:"tls"`
@@ -317,6 +318,9 @@ func (f *File) validate() error {
 		return err
 	}
 	if err := f.Limits.validate(); err != nil {
+		return err
+	}
+	if err := f.Scripts.validate(); err != nil {
 		return err
 	}
 	if f.Suspects.Window == 0 {

@@ -36,6 +36,44 @@ type scriptCall struct {
 	// state, after a barrier.
 	fromLeader, redoHere bool
 	leaderReads          int // keys read from the leader so far
+	// slots: the node's script slots, while the script runs in one of
+	// them (held); it lets its slot go while it waits on the store.
+	slots *scriptSlots
+	held  bool
+}
+
+// run runs s in one of the node's script slots (script_slots.go):
+// refused when none came in time, and then nothing ran.
+func (sc *scriptCall) run(s *script.Script, keys, argv [][]byte) (reply script.Reply, stopped, refused error) {
+	slots := sc.c.s.runs
+	if err := slots.take(sc.ctx); err != nil {
+		return script.Reply{}, nil, err
+	}
+	sc.slots, sc.held = slots, true
+	defer func() {
+		if sc.held {
+			slots.give()
+		}
+		sc.slots, sc.held = nil, false
+	}()
+	reply, stopped = s.Run(sc.ctx, sc.c.s.cfg.Script, keys, argv, sc)
+	return reply, stopped, nil
+}
+
+// storeWait runs wait (a read that waits on the store) with the script's
+// slot let go, and takes it again after.
+func (sc *scriptCall) storeWait(wait func() error) error {
+	if !sc.held {
+		return wait()
+	}
+	sc.slots.give()
+	sc.held = false
+	err := wait()
+	if again := sc.slots.retake(sc.ctx); again != nil {
+		return again
+	}
+	sc.held = true
+	return err
 }
 
 // maxLeaderReads is how many keys a run reads from the leader, a round
@@ -62,7 +100,7 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
 		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
 		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
-			if err := c.s.store.Barrier(ctx); err != nil {
+			if err := sc.storeWait(func() error { return c.s.store.Barrier(ctx) }); err != nil {
 				sc.redoHere = true
 				return fsm.KVEntry{}, false, err
 			}
@@ -70,7 +108,12 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 		}
 		if sc.fromLeader {
 			sc.leaderReads++
-			e, ok, err := c.s.store.LeaderKV(ctx, key, time.Now()) // judged as a local read would be: now, not earlier than the script's clock
+			var e fsm.KVEntry
+			var ok bool
+			err := sc.storeWait(func() (err error) {
+				e, ok, err = c.s.store.LeaderKV(ctx, key, time.Now()) // judged as a local read would be: now, not earlier than the script's clock
+				return err
+			})
 			if err != nil {
 				sc.redoHere = true
 			}

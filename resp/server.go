@@ -32,7 +32,8 @@ type Server struct {
 	nextID atomic.Int64
 	// scripts are the scripts EVAL and SCRIPT LOAD gave this node
 	// (commands_script.go).
-	scripts scriptCache
+	scripts *scriptCache
+	runs    *scriptSlots // the scripts running or compiling (script_slots.go)
 	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
 	blocks *blocker
 	// track is CLIENT TRACKING's table (tracking.go).
@@ -59,6 +60,8 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	}
 	s := &Server{stopping: make(chan struct{}), cfg: cfg, store: store, tok: tok, once: onceSvc, locks: lockSvc, m: newMetrics(), logger: cfg.Logger, start: time.Now(),
 		conns: map[*conn]struct{}{}, ids: map[int64]*conn{}}
+	s.runs = newScriptSlots(cfg.ScriptRuns, cfg.ScriptQueueWait)
+	s.scripts = newScriptCache(cfg.ScriptCache, cfg.MaxScriptSize, s.runs)
 	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
 	if store != nil { // a listener built only for its metrics has none
