@@ -170,6 +170,7 @@ func packageDefaults() map[string]int64 {
 		"scripts.cache":                    rs.ScriptCache,
 		"scripts.max_size":                 rs.MaxScriptSize,
 		"scripts.queue_wait":               int64(rs.ScriptQueueWait),
+		"scripts.max_keys":                 int64(rs.MaxScriptKeys),
 	}
 }
 

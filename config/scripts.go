@@ -20,6 +20,10 @@ type Scripts struct {
 	// QueueWait is how long a script past the concurrency waits for its
 	// turn before it is refused with TRYAGAIN, nothing run.
 	QueueWait Duration `yaml:"queue_wait"`
+	// MaxKeys bounds the keys a script that writes may touch in one run
+	// (its effects, one log entry, carry each): every node applies them in
+	// one go, and the writes after them wait.
+	MaxKeys int `yaml:"max_keys"`
 }
 
 const (
@@ -44,6 +48,9 @@ func (s *Scripts) validate() error {
 	}
 	if s.Concurrency < 0 || s.Concurrency > 4096 {
 		return fieldErr("scripts.concurrency", "%d: want 1 to 4096 (0 or left out: half the cores)", s.Concurrency)
+	}
+	if s.MaxKeys < 0 || s.MaxKeys > 1<<20 {
+		return fieldErr("scripts.max_keys", "%d: want 1 to %d (0 or left out: the default)", s.MaxKeys, 1<<20)
 	}
 	if s.QueueWait < 0 || s.QueueWait.D() > maxScriptWait {
 		return fieldErr("scripts.queue_wait", "%s: want up to %s (0 or left out: the default)", s.QueueWait.D(), maxScriptWait)

@@ -9,11 +9,11 @@ import (
 )
 
 func TestScriptsDecodes(t *testing.T) {
-	f, err := config.Parse([]byte(expiryBase + "scripts:\n  cache: 256MiB\n  max_size: 8MiB\n  concurrency: 3\n  queue_wait: 500ms\n"))
+	f, err := config.Parse([]byte(expiryBase + "scripts:\n  cache: 256MiB\n  max_size: 8MiB\n  concurrency: 3\n  queue_wait: 500ms\n  max_keys: 100\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config.Scripts{Cache: 256 << 20, MaxSize: 8 << 20, Concurrency: 3, QueueWait: config.Duration(500 * time.Millisecond)}
+	want := config.Scripts{Cache: 256 << 20, MaxSize: 8 << 20, Concurrency: 3, QueueWait: config.Duration(500 * time.Millisecond), MaxKeys: 100}
 	if f.Scripts != want {
 		t.Fatalf("scripts = %+v, want %+v", f.Scripts, want)
 	}
@@ -34,6 +34,7 @@ func TestScriptsErrorsNameTheField(t *testing.T) {
 		{"huge concurrency", "  concurrency: 100000\n", "line 3: scripts.concurrency: 100000"},
 		{"negative wait", "  queue_wait: -1s\n", "line 3: scripts.queue_wait: \"-1s\" is not a duration"},
 		{"wait too long", "  queue_wait: 2h\n", "line 3: scripts.queue_wait: 2h0m0s: want up to 1m0s"},
+		{"negative max_keys", "  max_keys: -5\n", "line 3: scripts.max_keys: -5: want 1 to 1048576"},
 		{"unknown field", "  timeout: 5s\n", "line 3: scripts.timeout: unknown field"},
 	}
 	for _, tt := range tests {

@@ -187,6 +187,7 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	rc.MaxScriptSize = cmp.Or(int64(sc.MaxSize), rc.MaxScriptSize)
 	rc.ScriptRuns = cmp.Or(sc.Concurrency, rc.ScriptRuns)
 	rc.ScriptQueueWait = cmp.Or(sc.QueueWait.D(), rc.ScriptQueueWait)
+	rc.MaxScriptKeys = cmp.Or(sc.MaxKeys, rc.MaxScriptKeys)
 	srv, err := resp.New(rc, store, tok, onceSvc, lockSvc, n.Reg)
 	if err != nil {
 		return err

@@ -66,6 +66,10 @@ func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
 		if done {
 			return // answered: a watch failed, a script was stopped, or the store failed
 		}
+		if refusal := sc.overKeys(msgTxTooManyKeys); refusal != "" {
+			c.w.errorLine(refusal)
+			return
+		}
 		if eff := sc.sb.Effects(); eff != nil {
 			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
 			switch {

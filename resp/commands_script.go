@@ -155,6 +155,10 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 			w.scriptReply(reply)
 			return
 		}
+		if refusal := sc.overKeys(msgScriptTooManyKeys); refusal != "" {
+			w.errorLine(refusal)
+			return
+		}
 		if eff := sc.sb.Effects(); eff != nil {
 			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
 			switch {

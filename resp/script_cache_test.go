@@ -190,3 +190,39 @@ func TestScriptQueueHostile(t *testing.T) {
 	after.expect("after the loop", []string{":3\r\n", bulkSHA("return 'new'")})
 	runtime.KeepAlive(srv)
 }
+
+// TestScriptMaxKeysHostile: a script that writes may touch at most
+// MaxScriptKeys keys in one run (its effects carry each, and every node
+// applies them in one go); past it nothing it wrote is applied. A script
+// that only reads has no bound; a transaction with a script counts all
+// its commands' keys.
+func TestScriptMaxKeysHostile(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) { c.MaxScriptKeys = 10 })
+	writes := "for i = 1, tonumber(ARGV[1]) do redis.call('set', 'mk:w' .. i, 'v') end return ARGV[1]"
+	reads := "local n = 0 for i = 1, tonumber(ARGV[1]) do if redis.call('get', 'mk:w' .. i) then n = n + 1 end end if ARGV[2] then redis.call('set', 'mk:r', 'v') end return n"
+	over := func(n int) string {
+		return fmt.Sprintf("-ERR script wrote, and touched %d keys, more than one script that writes may (limit 10, scripts.max_keys); nothing it wrote was applied\r\n", n)
+	}
+	for _, tc := range []struct {
+		name string
+		req  string
+		want []string
+	}{
+		{"ten writes", array("EVAL", writes, "0", "10"), []string{"$2\r\n10\r\n"}},
+		{"eleven writes", array("EVAL", writes, "0", "11"), []string{over(11)}},
+		{"none of them applied", array("EXISTS", "mk:w11"), []string{":0\r\n"}},
+		{"20 000 writes", array("EVAL", writes, "0", "20000"), []string{over(20000)}},
+		{"a read-only script reads 50", array("EVAL_RO", reads, "0", "50"), []string{":10\r\n"}},
+		{"a script that only reads 50", array("EVAL", reads, "0", "50"), []string{":10\r\n"}},
+		{"reads 20 and writes one", array("EVAL", reads, "0", "20", "w"), []string{over(21)}},
+		{"which was not applied", array("EXISTS", "mk:r"), []string{":0\r\n"}},
+		{"a transaction's script and its commands", array("MULTI") + array("SET", "mk:t1", "v") + array("SET", "mk:t2", "v") + array("EVAL", writes, "0", "9") + array("EXEC"),
+			[]string{"+OK\r\n", "+QUEUED\r\n", "+QUEUED\r\n", "+QUEUED\r\n",
+				"-EXECABORT Transaction discarded because of: it runs a script, writes, and touched 11 keys, more than one script that writes may (limit 10, scripts.max_keys); nothing was applied\r\n"}},
+		{"nothing of it applied", array("EXISTS", "mk:t1", "mk:t2"), []string{":0\r\n"}},
+	} {
+		c := dialRaw(t, srv.Addr())
+		c.send(tc.req)
+		c.expect(tc.name, tc.want)
+	}
+}
