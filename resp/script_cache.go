@@ -68,7 +68,9 @@ func (sc *scriptCache) load(ctx context.Context, body []byte) (*script.Script, e
 	if err := sc.runs.take(ctx); err != nil {
 		return nil, err
 	}
-	s, err := script.Compile(append([]byte(nil), body...))
+	var s *script.Script
+	var err error
+	sc.runs.onThread(func() { s, err = script.Compile(append([]byte(nil), body...)) })
 	sc.runs.give()
 	if err != nil {
 		return nil, err

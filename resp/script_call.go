@@ -80,7 +80,7 @@ func (sc *scriptCall) run(s *script.Script, keys, argv [][]byte) (reply script.R
 		}
 		sc.slots, sc.held = nil, false
 	}()
-	reply, stopped = s.Run(sc.ctx, sc.c.s.cfg.Script, keys, argv, sc)
+	slots.onThread(func() { reply, stopped = s.Run(sc.ctx, sc.c.s.cfg.Script, keys, argv, sc) })
 	return reply, stopped, nil
 }
 

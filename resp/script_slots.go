@@ -22,16 +22,36 @@ import (
 // A run gives its slot back while it waits on the store for a read (a
 // follower's read from the leader, a barrier): the slot bounds CPU, not
 // waiting.
+//
+// The cap alone did not keep the leader on a shared 2-core machine: with
+// one core given to one looping script, the kernel still shared the
+// process's CPU between that thread and raft's, and the test cluster
+// changed term in two runs of three. So scripts run (and compile) on OS
+// threads of their own, at a lower priority (script_thread_linux.go):
+// raft's threads come first whenever they want the CPU.
 type scriptSlots struct {
 	ch   chan struct{}
 	wait time.Duration
+	// idle hands a job to a worker thread waiting for one.
+	idle chan *threadJob
 }
+
+// threadJob is a function run on a script thread; done gets what it
+// panicked with, nil when it returned.
+type threadJob struct {
+	f    func()
+	done chan any
+}
+
+// threadIdle is how long a script thread waits for another job before
+// it ends.
+const threadIdle = 10 * time.Second
 
 // DefaultScriptRuns is half the cores Go schedules on, at least one.
 func DefaultScriptRuns() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 
 func newScriptSlots(n int, wait time.Duration) *scriptSlots {
-	return &scriptSlots{ch: make(chan struct{}, n), wait: wait}
+	return &scriptSlots{ch: make(chan struct{}, n), wait: wait, idle: make(chan *threadJob)}
 }
 
 // msgScriptsBusy is the refusal of a script that waited its whole
@@ -82,6 +102,46 @@ func (s *scriptSlots) retake(ctx context.Context) error {
 }
 
 func (s *scriptSlots) give() { <-s.ch }
+
+// onThread runs f on a script thread (an idle one, or a new one) and
+// returns when f has; a panic of f is raised again here, on the caller's
+// goroutine.
+func (s *scriptSlots) onThread(f func()) {
+	j := &threadJob{f: f, done: make(chan any, 1)}
+	select {
+	case s.idle <- j:
+	default:
+		go s.thread(j)
+	}
+	if p := <-j.done; p != nil {
+		panic(p)
+	}
+}
+
+// thread is a script thread's goroutine: locked to its OS thread, whose
+// priority it lowers, it runs j and then the jobs handed to it, until it
+// has waited threadIdle for one. It never unlocks the thread, which ends
+// with it (its priority cannot be raised back).
+func (s *scriptSlots) thread(j *threadJob) {
+	runtime.LockOSThread()
+	lowerThreadPriority() // best effort: where it fails, the slots still bound the scripts
+	t := time.NewTimer(threadIdle)
+	defer t.Stop()
+	for {
+		j.run()
+		t.Reset(threadIdle)
+		select {
+		case j = <-s.idle:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+func (j *threadJob) run() {
+	defer func() { j.done <- recover() }()
+	j.f()
+}
 
 // slotRefusal is the reply to an error of take or of a compile: its own
 // text (TRYAGAIN, a compile error, a script too large) or, for ctx's, the
