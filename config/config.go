@@ -21,6 +21,7 @@ type File struct {
 	Raft     Raft     `yaml:"raft"`
 	Expiry   Expiry   `yaml:"expiry"`
 	Limits   Limits   `yaml:"limits"`
+	Scripts  Scripts  `yaml:"scripts"`
 	Suspects Suspects `yaml:"suspects"`
 	Once     Once     `yaml:"once"`
 	TLS      *TLS     `yaml:"tls"`
@@ -333,6 +334,9 @@ func (f *File) validate() error {
 	}
 	if f.MemoryLimit != 0 && f.MemoryLimit < MinMemoryLimit {
 		return fieldErr("memory_limit", "%d is too small (minimum 64MiB: a node's heap at rest is tens of megabytes)", f.MemoryLimit)
+	}
+	if err := f.Scripts.validate(); err != nil {
+		return err
 	}
 	if f.Suspects.Window == 0 {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)

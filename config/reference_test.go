@@ -144,7 +144,7 @@ func contains(list []string, s string) bool {
 // packageDefaults are the defaults of fields the config layer leaves zero
 // for the package that owns them to fill (node.Start applies them).
 func packageDefaults() map[string]int64 {
-	rc, g, sc := raftstore.DefaultConfig(), gateway.DefaultConfig(), ttl.DefaultSweeperConfig()
+	rc, g, sc, rs := raftstore.DefaultConfig(), gateway.DefaultConfig(), ttl.DefaultSweeperConfig(), resp.DefaultConfig()
 	return map[string]int64{
 		"expiry.interval":                  int64(sc.Interval),
 		"expiry.batch_size":                int64(sc.BatchSize),
@@ -169,6 +169,10 @@ func packageDefaults() map[string]int64 {
 		"limits.max_response_body":         int64(g.MaxResponseBody),
 		"limits.max_response_header_bytes": int64(g.MaxResponseHeaderBytes),
 		"memory_limit":                     node.DefaultMemoryLimit,
+		"scripts.cache":                    rs.ScriptCache,
+		"scripts.max_size":                 rs.MaxScriptSize,
+		"scripts.queue_wait":               int64(rs.ScriptQueueWait),
+		"scripts.max_keys":                 int64(rs.MaxScriptKeys),
 	}
 }
 

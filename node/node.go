@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -185,6 +186,12 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	}
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
+	sc := s.File.Scripts // what it leaves out keeps resp's default
+	rc.ScriptCache = cmp.Or(int64(sc.Cache), rc.ScriptCache)
+	rc.MaxScriptSize = cmp.Or(int64(sc.MaxSize), rc.MaxScriptSize)
+	rc.ScriptRuns = cmp.Or(sc.Concurrency, rc.ScriptRuns)
+	rc.ScriptQueueWait = cmp.Or(sc.QueueWait.D(), rc.ScriptQueueWait)
+	rc.MaxScriptKeys = cmp.Or(sc.MaxKeys, rc.MaxScriptKeys)
 	srv, err := resp.New(rc, store, tok, onceSvc, lockSvc, n.Reg)
 	if err != nil {
 		return err

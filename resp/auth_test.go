@@ -147,3 +147,31 @@ func TestReloadRevokes(t *testing.T) {
 	again.expect("new connections", []string{"-WRONGPASS invalid username-password pair or user is disabled.\r\n", "+OK\r\n",
 		"-NOPERM User shrinks has no permissions to run the 'set' command\r\n", "+OK\r\n", "+OK\r\n"})
 }
+
+// TestScriptFlushNeedsAdmin: SCRIPT FLUSH empties the scripts every
+// client of the node shares, as FLUSHDB empties its keys: only the admin
+// role's token may; read and app tokens get NOPERM, and the scripts stay.
+// SCRIPT LOAD and EXISTS stay open to every role.
+func TestScriptFlushNeedsAdmin(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
+		c.Auth = authOf(map[string]Grant{"read-secret": {Name: "reader"}, "app-secret": {Name: "app", Write: true},
+			"admin-secret": {Name: "ops", Write: true, Admin: true}})
+	})
+	sha := "e0e1f9fabfc9d4800c877a703b823ac0578ff8db" // return 1
+	for _, tc := range []struct {
+		secret string
+		want   []string
+	}{
+		{"read-secret", []string{"+OK\r\n", "$40\r\n" + sha + "\r\n",
+			"-NOPERM User reader has no permissions to run the 'script|flush' command\r\n",
+			"-NOPERM User reader has no permissions to run the 'script|flush' command\r\n", "*1\r\n:1\r\n"}},
+		{"app-secret", []string{"+OK\r\n", "$40\r\n" + sha + "\r\n",
+			"-NOPERM User app has no permissions to run the 'script|flush' command\r\n",
+			"-NOPERM User app has no permissions to run the 'script|flush' command\r\n", "*1\r\n:1\r\n"}},
+		{"admin-secret", []string{"+OK\r\n", "$40\r\n" + sha + "\r\n", "+OK\r\n", "+OK\r\n", "*1\r\n:0\r\n"}},
+	} {
+		c := dialRaw(t, srv.Addr())
+		c.send(array("AUTH", tc.secret) + array("SCRIPT", "LOAD", "return 1") + array("SCRIPT", "FLUSH") + array("SCRIPT", "FLUSH", "ASYNC") + array("SCRIPT", "EXISTS", sha))
+		c.expect(tc.secret, tc.want)
+	}
+}

@@ -66,6 +66,10 @@ func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
 		if done {
 			return // answered: a watch failed, a script was stopped, or the store failed
 		}
+		if refusal := sc.overKeys(msgTxTooManyKeys); refusal != "" {
+			c.w.errorLine(refusal)
+			return
+		}
 		if eff := sc.sb.Effects(); eff != nil {
 			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
 			switch {
@@ -141,8 +145,8 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 			continue
 		case isEval(cmd.name):
 			sc.sub.db = sub.db // the script runs in the keyspace it was queued in
-			if stopped := c.txScript(sub, sc, cmd, args); stopped != "" {
-				c.w.errorLine(fmt.Sprintf(msgTxScriptKilled, stopped))
+			if abort := c.txScript(sub, sc, cmd, args); abort != "" {
+				c.w.errorLine(abort)
 				return nil, nil, true
 			}
 		case cmd.kind == kindRead:
@@ -170,20 +174,27 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 }
 
 // txScript runs one queued script in the transaction's sandbox and writes
-// its reply on sub; what stopped it (a limit), if anything.
-func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *command, args [][]byte) (stopped string) {
+// its reply on sub; abort is EXEC's reply instead when a limit stopped it,
+// or it found no turn to run or compile in (TRYAGAIN: nothing applied).
+func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *command, args [][]byte) (abort string) {
 	bySHA := cmd.name == "evalsha" || cmd.name == "evalsha_ro"
 	readOnly := strings.HasSuffix(cmd.name, "_ro")
-	s, keys, argv, refusal := evalArgs(c, args, bySHA)
-	if refusal != "" {
+	s, keys, argv, refusal := evalArgs(sc.ctx, c, args, bySHA)
+	switch {
+	case isBusy(refusal):
+		return refusal
+	case refusal != "":
 		sub.w.errorLine(refusal)
 		return ""
 	}
 	sc.readOnly = readOnly
-	reply, stop := s.Run(sc.ctx, c.s.cfg.Script, keys, argv, sc)
+	reply, stop, refused := sc.run(s, keys, argv)
 	sc.readOnly = false
-	if stop != nil {
-		return stop.Error()
+	switch {
+	case refused != nil:
+		return slotRefusal(refused)
+	case stop != nil:
+		return fmt.Sprintf(msgTxScriptKilled, stop.Error())
 	}
 	sub.w.scriptReply(reply)
 	return ""

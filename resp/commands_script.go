@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/idemgate/idemgate/fsm"
@@ -70,15 +69,16 @@ func init() {
 // first, then the script), and runs the script alone, in the pipeline's
 // order.
 func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
-	s, keys, argv, refusal := evalArgs(c, a, bySHA)
+	s, keys, argv, refusal := evalArgs(context.Background(), c, a, bySHA) // a compile's wait for its turn is bounded by ScriptQueueWait
 	if refusal != "" {
 		return plan{err: refusal}
 	}
 	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(w, s, keys, argv, readOnly) }}
 }
 
-// evalArgs is EVAL's script, keys and arguments, or the refusal.
-func evalArgs(c *conn, a [][]byte, bySHA bool) (s *script.Script, keys, argv [][]byte, refusal string) {
+// evalArgs is EVAL's script, keys and arguments, or the refusal (a
+// script not compiled for want of a turn: msgScriptsBusy).
+func evalArgs(ctx context.Context, c *conn, a [][]byte, bySHA bool) (s *script.Script, keys, argv [][]byte, refusal string) {
 	if bySHA && len(a[1]) != 40 {
 		return nil, nil, nil, msgNoScript // Redis looks no further
 	}
@@ -97,8 +97,8 @@ func evalArgs(c *conn, a [][]byte, bySHA bool) (s *script.Script, keys, argv [][
 		}
 	} else {
 		var err error
-		if s, err = c.s.scripts.load(a[1]); err != nil {
-			return nil, nil, nil, err.Error()
+		if s, err = c.s.scripts.load(ctx, a[1]); err != nil {
+			return nil, nil, nil, slotRefusal(err)
 		}
 	}
 	return s, a[3 : 3+n], a[3+n:], ""
@@ -139,8 +139,11 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 			return
 		}
 		sc := newScriptCall(ctx, c, time.Now(), readOnly, fromLeader)
-		reply, stopped := s.Run(ctx, c.s.cfg.Script, keys, argv, sc)
+		reply, stopped, refused := sc.run(s, keys, argv)
 		switch {
+		case refused != nil:
+			w.errorLine(slotRefusal(refused))
+			return
 		case sc.redoHere && stopped == nil:
 			redoHere = true
 			run-- // not counted: it was no race
@@ -150,6 +153,10 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 			return
 		case stopped != nil:
 			w.scriptReply(reply)
+			return
+		}
+		if refusal := sc.overKeys(msgScriptTooManyKeys); refusal != "" {
+			w.errorLine(refusal)
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
@@ -201,11 +208,18 @@ func cmdScript(c *conn, a [][]byte) {
 		c.w.errorLine(fmt.Sprintf("ERR wrong number of arguments for 'script|%s' command", sub))
 		return
 	}
+	if sess := c.sess.Load(); sub == "flush" && sess != nil && !sess.grant.Admin {
+		// Like FLUSHDB and FLUSHALL, it empties what every client of the
+		// node shares (their EVALSHAs answer NOSCRIPT until they send
+		// their scripts again): the admin role's, not a writer's.
+		c.w.errorLine(fmt.Sprintf("NOPERM User %s has no permissions to run the 'script|flush' command", sess.grant.Name))
+		return
+	}
 	switch sub {
 	case "load":
-		s, err := c.s.scripts.load(a[2])
+		s, err := c.s.scripts.load(context.Background(), a[2])
 		if err != nil {
-			c.w.errorLine(err.Error())
+			c.w.errorLine(slotRefusal(err))
 			return
 		}
 		c.w.bulkString(s.SHA)
@@ -244,59 +258,4 @@ func cmdTime(c *conn, _ [][]byte) {
 	c.w.array(2)
 	c.w.bulkString(strconv.FormatInt(now.Unix(), 10))
 	c.w.bulkString(strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
-}
-
-// scriptCache is this node's scripts by SHA-1, compiled once. It holds at
-// most maxScripts, dropping the oldest: a client whose script was dropped
-// gets NOSCRIPT and sends it again.
-type scriptCache struct {
-	mu    sync.Mutex
-	m     map[string]*script.Script
-	order []string
-	bytes int
-}
-
-const (
-	maxScripts     = 4096
-	maxScriptBytes = 64 << 20
-)
-
-func (sc *scriptCache) get(sha string) *script.Script {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	return sc.m[sha]
-}
-
-// load compiles body (unless known) and keeps it; the error is the reply.
-func (sc *scriptCache) load(body []byte) (*script.Script, error) {
-	sha := script.SHA1(body)
-	if s := sc.get(sha); s != nil {
-		return s, nil
-	}
-	s, err := script.Compile(append([]byte(nil), body...))
-	if err != nil {
-		return nil, err
-	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.m == nil {
-		sc.m = map[string]*script.Script{}
-	}
-	if _, ok := sc.m[sha]; !ok {
-		sc.m[sha] = s
-		sc.order = append(sc.order, sha)
-		sc.bytes += len(s.Body)
-		for len(sc.order) > maxScripts || (sc.bytes > maxScriptBytes && len(sc.order) > 1) {
-			sc.bytes -= len(sc.m[sc.order[0]].Body)
-			delete(sc.m, sc.order[0])
-			sc.order = sc.order[1:]
-		}
-	}
-	return s, nil
-}
-
-func (sc *scriptCache) flush() {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	sc.m, sc.order, sc.bytes = nil, nil, 0
 }

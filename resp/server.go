@@ -32,7 +32,8 @@ type Server struct {
 	nextID atomic.Int64
 	// scripts are the scripts EVAL and SCRIPT LOAD gave this node
 	// (commands_script.go).
-	scripts scriptCache
+	scripts *scriptCache
+	runs    *scriptSlots // the scripts running or compiling (script_slots.go)
 	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
 	blocks *blocker
 	// track is CLIENT TRACKING's table (tracking.go).
@@ -66,6 +67,8 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 		Name: "idemgate_resp_client_buffer_bytes",
 		Help: "Bytes the Redis-protocol listener holds for its clients against limits.max_client_buffer (each connection's first 64 KiB are not counted).",
 	}, func() float64 { return float64(s.budget.used.Load()) })
+	s.runs = newScriptSlots(cfg.ScriptRuns, cfg.ScriptQueueWait)
+	s.scripts = newScriptCache(cfg.ScriptCache, cfg.MaxScriptSize, s.runs)
 	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
 	if store != nil { // a listener built only for its metrics has none
