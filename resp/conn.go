@@ -20,6 +20,7 @@ type conn struct {
 	created time.Time
 	r       reader
 	w       writer
+	out     *deadlineWriter // under w: the socket, and how far the client has read
 
 	proto    int // 2 or 3 (HELLO)
 	name     string

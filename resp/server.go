@@ -176,7 +176,8 @@ func (s *Server) newConn(nc net.Conn, ip string) *conn {
 	c.acct = account{b: &s.budget, allow: connAllowance}
 	c.r = reader{br: bufio.NewReaderSize(nc, 16<<10), acct: &c.acct,
 		lim: readLimits{maxBulk: s.cfg.MaxBulk, maxArgs: s.cfg.MaxArgs, maxInline: s.cfg.MaxInline, maxRequest: s.cfg.MaxRequest}}
-	c.w = writer{bw: bufio.NewWriterSize(deadlineWriter{nc: nc, timeout: s.cfg.WriteTimeout}, 16<<10), proto: 2}
+	c.out = &deadlineWriter{nc: nc, timeout: s.cfg.WriteTimeout}
+	c.w = writer{bw: bufio.NewWriterSize(c.out, 16<<10), proto: 2}
 	c.push = pushSink{max: s.cfg.TrackingMaxPending, wake: make(chan struct{}, 1), done: make(chan struct{}), c: c,
 		acct: account{b: &s.budget, allow: pushAllowance}}
 	return c

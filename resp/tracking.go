@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -552,6 +553,10 @@ func (c *conn) pusher() {
 	}
 }
 
+// errNotReading: the client took none of what waits for it in its
+// socket for WriteTimeout (peer.go).
+var errNotReading = errors.New("the client reads nothing of what is written to it")
+
 // writePushes writes invalidations under the write lock, after any reply
 // being made. A RESP2 connection gets none (Redis sends RESP2 clients
 // invalidations only on a Pub/Sub redirection, which idemgate lacks).
@@ -560,6 +565,9 @@ func (c *conn) writePushes(keys [][]byte, all bool, broken int64) error {
 	defer c.wmu.Unlock()
 	if c.proto < 3 {
 		return nil
+	}
+	if c.out.stalled(time.Now()) {
+		return errNotReading
 	}
 	if broken != 0 {
 		c.w.push(2)

@@ -130,6 +130,46 @@ func TestTrackingHostile(t *testing.T) {
 		w.expect("PING after", []string{"+PONG\r\n"})
 	})
 
+	t.Run("a client that never reads is closed though its pushes collapse", func(t *testing.T) {
+		// At the default pending bound a flood of invalidations becomes
+		// one small "everything" at a time: the socket's buffers need
+		// not fill, so no write waits its timeout. What the client's
+		// kernel acknowledges tells instead (peer.go).
+		srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
+			c.WriteTimeout = 300 * time.Millisecond
+			c.TrackingMaxPending = 2
+		})
+		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		}}
+		nc, err := d.Dial("tcp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		slow := &rawConn{t: t, nc: nc}
+		slow.send("HELLO 3\r\nCLIENT TRACKING ON BCAST\r\n")
+		waitUntil(t, "the slow client tracks", func() bool { return srv.KVWatching() })
+		w := dialRaw(t, srv.Addr())
+		for round := 0; srv.track.active.Load() > 0; round++ {
+			if round == 3000 {
+				t.Fatal("3000 rounds of writes, 3 minutes at most, and the slow client is still tracking")
+			}
+			var b strings.Builder
+			fmt.Fprintf(&b, "*21\r\n$4\r\nMSET\r\n")
+			for i := 0; i < 10; i++ {
+				k := fmt.Sprintf("slow:%d:%s", i, strings.Repeat("k", 100))
+				fmt.Fprintf(&b, "$%d\r\n%s\r\n$1\r\nv\r\n", len(k), k)
+			}
+			w.send(b.String())
+			w.expect("MSET", []string{"+OK\r\n"})
+			time.Sleep(time.Duration(min(round, 60)) * time.Millisecond)
+		}
+		waitUntil(t, "the slow client's connection is closed", func() bool { return srv.clients() == 1 })
+		w.send("PING\r\n")
+		w.expect("PING after", []string{"+PONG\r\n"})
+	})
+
 	t.Run("a flood for one connection collapses to one invalidate-everything", func(t *testing.T) {
 		p := pushSink{max: 3, started: true, acct: account{b: &budget{max: 1 << 40}}} // no pusher: the test reads the queue
 		for i := 0; i < 10; i++ {

@@ -14,14 +14,18 @@ import (
 // a full buffer makes before it under the last flush's deadline, long
 // past (failing at once) or never set; so a client that stops reading is
 // closed once one write has waited WriteTimeout, whatever the write is.
+// It counts what reached the socket, for peerReading.
 type deadlineWriter struct {
 	nc      net.Conn
 	timeout time.Duration
+	peer    peerReading
 }
 
-func (d deadlineWriter) Write(p []byte) (int, error) {
+func (d *deadlineWriter) Write(p []byte) (int, error) {
 	d.nc.SetWriteDeadline(time.Now().Add(d.timeout))
-	return d.nc.Write(p)
+	n, err := d.nc.Write(p)
+	d.peer.sent.Add(int64(n))
+	return n, err
 }
 
 // writer encodes replies in the connection's protocol version: RESP2, or
