@@ -118,18 +118,33 @@ func TestE2EHostileRedisClient(t *testing.T) {
 			h.neverReadingTrackers(t, addr, 400)
 		}},
 		{"B5 18 x 4 MiB SCRIPT LOADs", false, func(t *testing.T, addr string) {
+			var kept, refused int
+			defer func() { t.Logf("%d loaded, %d refused", kept, refused) }()
 			for i := 0; i < 18; i++ {
 				c := h.dial(t, addr, h.readSecret)
 				c.send("SCRIPT", "LOAD", bigScript(i))
 				r, err := c.reply(2 * time.Minute)
 				c.close()
-				if err != nil || (r.kind != '$' && r.kind != '-') {
+				switch {
+				case err == nil && r.kind == '$':
+					kept++
+				case err == nil && r.kind == '-':
+					if refused++; refused == 1 {
+						t.Logf("the first refused: %v", r)
+					}
+				default:
 					t.Errorf("SCRIPT LOAD %d: %v %v; want a SHA or an error", i, r, err)
 				}
 			}
 		}},
 		{"B6 64 busy loops on the leader", true, func(t *testing.T, addr string) {
+			before := h.leader(t)
 			h.busyLoops(t, addr, 64)
+			if after := h.leader(t); after != before {
+				// Logged, not failed: on a machine shared with other
+				// tests an election can have other causes.
+				t.Logf("the leader changed during the loops: %s -> %s", before, after)
+			}
 		}},
 	}
 	for _, tc := range cases {
@@ -455,7 +470,9 @@ func (h *hostileCluster) neverReadingTrackers(t *testing.T, addr string, n int) 
 	retried := 0
 	for i := 0; ; i++ {
 		for j := 0; j < 200; j++ {
-			w.send("SET", fmt.Sprintf("tracked:%d:%d", i, j), value)
+			// The same 200 keys again and again: the pushes grow, the
+			// data (and the mapped data file in each node's RSS) does not.
+			w.send("SET", fmt.Sprintf("tracked:%d", j), value)
 		}
 		for j := 0; j < 200; j++ {
 			r, err := w.reply(30 * time.Second)
