@@ -98,16 +98,7 @@ func TestTrackingHostile(t *testing.T) {
 			c.WriteTimeout = 300 * time.Millisecond
 			c.TrackingMaxPending = 1 << 30 // no collapsing: the socket fills
 		})
-		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		}}
-		nc, err := d.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		slow := &rawConn{t: t, nc: nc}
-		slow.send("HELLO 3\r\nCLIENT TRACKING ON BCAST\r\n")
+		startNeverReadingTracker(t, srv)
 		// Its replies are never read, nor anything after them.
 		waitUntil(t, "the slow client tracks", func() bool { return srv.KVWatching() })
 		w := dialRaw(t, srv.Addr())
@@ -139,16 +130,7 @@ func TestTrackingHostile(t *testing.T) {
 			c.WriteTimeout = 300 * time.Millisecond
 			c.TrackingMaxPending = 2
 		})
-		d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		}}
-		nc, err := d.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		slow := &rawConn{t: t, nc: nc}
-		slow.send("HELLO 3\r\nCLIENT TRACKING ON BCAST\r\n")
+		startNeverReadingTracker(t, srv)
 		waitUntil(t, "the slow client tracks", func() bool { return srv.KVWatching() })
 		w := dialRaw(t, srv.Addr())
 		for round := 0; srv.track.active.Load() > 0; round++ {
@@ -224,4 +206,21 @@ func TestTrackingHostile(t *testing.T) {
 			t.Fatalf("tracked keys after everything = %d, want 0", n)
 		}
 	})
+}
+
+// startNeverReadingTracker connects to srv with the smallest receive
+// buffer, turns BCAST tracking on, and never reads: its replies and
+// pushes stay in the sockets. It is closed when the test ends.
+func startNeverReadingTracker(t *testing.T, srv *Server) {
+	t.Helper()
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	nc, err := d.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	slow := &rawConn{t: t, nc: nc}
+	slow.send("HELLO 3\r\nCLIENT TRACKING ON BCAST\r\n")
 }

@@ -50,22 +50,13 @@ func TestE2ENoQuorumAnswersAtOnce(t *testing.T) {
 	bin := idemgateBinary(t)
 	up := testsupport.Start(t)
 	c := writeCluster(t, t.TempDir(), "http://"+up.Addr, "routes:\n  - {name: pay, path: /pay}\n  - {name: form, path: /form, token: required}\n")
-	// One minute to apply, and a Redis port per node.
+	// A Redis port per node, and one minute to apply.
+	resps := addRespPorts(t, c)
 	b, err := os.ReadFile(c.path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := string(b)
-	resps := map[string]string{}
-	for i, addr := range freePorts(t, 3) {
-		id := c.ids[i]
-		resps[id] = addr
-		line := "listen: " + c.gws[id] + "}"
-		if strings.Count(cfg, line) != 1 {
-			t.Fatalf("the cluster file has no %q:\n%s", line, cfg)
-		}
-		cfg = strings.Replace(cfg, line, "listen: "+c.gws[id]+", resp: "+addr+"}", 1)
-	}
 	const raftLine = "election_timeout: 500ms}"
 	if strings.Count(cfg, raftLine) != 1 {
 		t.Fatalf("the cluster file has no %q:\n%s", raftLine, cfg)
