@@ -12,8 +12,9 @@ import (
 // startRedisServer runs Debian's redis-server (7.0.15 under .ci/run) on a
 // free loopback port, without persistence, until the test ends, and
 // returns its address: the control of the differential tests. Without
-// redis-server the test skips, except under CI, where it fails.
-func startRedisServer(t testing.TB) string {
+// redis-server the test skips, except under CI, where it fails. extra
+// are more of its flags (e.g. "--proto-max-bulk-len", "1mb").
+func startRedisServer(t testing.TB, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -28,8 +29,9 @@ func startRedisServer(t testing.TB) string {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning")
+	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning"}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
