@@ -61,6 +61,11 @@ func (sc *scriptCache) load(ctx context.Context, body []byte) (*script.Script, e
 	if s := sc.get(sha); s != nil {
 		return s, nil
 	}
+	// Lua's own refusals first (a script nested too deep answers as
+	// in Redis), then the weight: both a pass of a lexer.
+	if err := script.Check(body); err != nil {
+		return nil, err
+	}
 	cost := scriptCost(body)
 	if cost > sc.maxOne {
 		return nil, fmt.Errorf(msgScriptTooLarge, (cost+1023)>>10, sc.maxOne>>10)

@@ -41,6 +41,11 @@ func Compile(body []byte) (*Script, error) {
 		fn.IsVarArg &^= lua.VarArgNeedsArg
 		return &Script{SHA: SHA1(body), Body: body, fn: fn, stores: storesIntoTables(fn)}, nil
 	}
+	return nil, compileError(err)
+}
+
+// compileError is err, of the parser or the bounds, as Redis's reply.
+func compileError(err error) error {
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	if m := syntaxErr.FindStringSubmatch(msg); m != nil {
 		near := m[2]
@@ -49,16 +54,33 @@ func Compile(body []byte) (*Script, error) {
 		}
 		msg = fmt.Sprintf("%s:%s: %s near '%s'", chunkName, m[1], m[3], near)
 	}
-	return nil, fmt.Errorf("ERR Error compiling script (new function): %s", msg)
+	return fmt.Errorf("ERR Error compiling script (new function): %s", msg)
+}
+
+// Check answers what Compile would refuse body for before parsing it:
+// its size, and its nesting past Lua's syntax levels (one pass of the
+// lexer, no allocation that grows with the source). A caller that weighs
+// a script before compiling it (a cache bounded by compiled size) checks
+// first, so that a script nested too deep gets Lua's own answer.
+func Check(body []byte) error {
+	if err := checkChunk(string(body), chunkName); err != nil {
+		return compileError(err)
+	}
+	return nil
+}
+
+// checkChunk is Check's bounds, for a chunk called name.
+func checkChunk(src, name string) error {
+	if len(src) > MaxSourceBytes {
+		return fmt.Errorf("%s: script has more than %d bytes", name, MaxSourceBytes)
+	}
+	return syntaxLevels(src, name)
 }
 
 // compileChunk checks src's size and nesting, then parses and compiles
 // it, as name.
 func compileChunk(src, name string) (fn *lua.FunctionProto, err error) {
-	if len(src) > MaxSourceBytes {
-		return nil, fmt.Errorf("%s: script has more than %d bytes", name, MaxSourceBytes)
-	}
-	if err := syntaxLevels(src, name); err != nil {
+	if err := checkChunk(src, name); err != nil {
 		return nil, err
 	}
 	defer func() {
