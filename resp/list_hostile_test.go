@@ -22,6 +22,13 @@ import (
 // are refused at once, nothing blocked; a pipeline around a BLPOP is
 // answered in order, the replies before it not held back.
 func TestListHostile(t *testing.T) {
+	if raceDetector {
+		// Values of megabytes under the race detector, which checks every
+		// byte of every copy, outlast the store's and clients' timeouts
+		// on a loaded 2-core machine (CI lost leaders and timed out here);
+		// .ci/run runs this test without it.
+		t.Skip("megabyte values under the race detector outlast the timeouts; run without -race")
+	}
 	tc := startCluster(t, nil)
 	addr := tc.addrs[(tc.rc.WaitLeader(5*time.Second)+1)%3]
 	c := dialRaw(t, addr)

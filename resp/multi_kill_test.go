@@ -115,6 +115,13 @@ func atomicHistory(t *testing.T) string {
 // one (a GETDEL past it is not applied), and those within it come back
 // through forwarding whole.
 func TestMultiTooLarge(t *testing.T) {
+	if raceDetector {
+		// Values of megabytes under the race detector, which checks every
+		// byte of every copy, outlast the store's and clients' timeouts
+		// on a loaded 2-core machine (CI lost leaders and timed out here);
+		// .ci/run runs this test without it.
+		t.Skip("megabyte values under the race detector outlast the timeouts; run without -race")
+	}
 	tc := startCluster(t, func(c *Config) { c.MaxTxBytes = 64 << 20 })
 	leader := tc.rc.WaitLeader(5 * time.Second)
 	c := dialRaw(t, tc.addrs[(leader+1)%3])
