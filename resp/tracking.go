@@ -585,6 +585,5 @@ func (c *conn) writePushes(keys [][]byte, all bool, broken int64) error {
 		c.w.array(1)
 		c.w.bulk(k)
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	return c.w.bw.Flush()
+	return c.flush() // each write to the socket has its own WriteTimeout (deadlineWriter)
 }
