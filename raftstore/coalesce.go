@@ -29,7 +29,8 @@ import (
 // the leader write the next batch while the previous one replicates, but
 // the batches are smaller: more log entries, more fsyncs and more CPU per
 // command. On two shared cores that cost more than the overlap saved
-// (docs/performance.md, BenchmarkBatchesInFlight), so 1 is the default.
+// (docs/experiments/2026-12-01-batches-in-flight.md,
+// BenchmarkBatchesInFlight), so 1 is the default.
 // Raft acknowledges each batch only once a quorum has stored it, however
 // many are in flight (TestOverlappingBatchWaitsForQuorum).
 const maxBatchesInFlight = 64
