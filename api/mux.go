@@ -75,7 +75,7 @@ type mux struct {
 }
 
 // methodOrder is the order methods are named in an Allow header.
-var methodOrder = []string{"GET", "HEAD", "PUT", "POST", "DELETE"}
+var methodOrder = []string{"GET", "HEAD", "PUT", "POST", "PATCH", "DELETE"}
 
 // newMux builds the router over table; a path that does not parse, a
 // resource twice, or an operation twice is a bug of the table (panic:
