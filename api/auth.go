@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -36,7 +35,7 @@ func (a *API) SetAccess(ac *auth.Access) { a.access.Store(ac) }
 // not do this). Nothing of the Authorization header is logged or echoed.
 func (a *API) authorize(ctx *fasthttp.RequestCtx, method, path string) bool {
 	ac := a.access.Load()
-	if ac == nil || ac.Open(path) || path == openAPIPath {
+	if ac == nil || ac.Open(path) || roles.public(path) {
 		return true
 	}
 	tok, err := identify(ac, &ctx.Request.Header)
@@ -53,26 +52,6 @@ func (a *API) authorize(ctx *fasthttp.RequestCtx, method, path string) bool {
 		return false
 	}
 	return true
-}
-
-// requiredRole is the least role that may send method to path. Reads are
-// every role's but the backup's; an application writes the KV API, form tokens, once claims and locks; every
-// other change (releasing records, membership, and any endpoint added
-// later) is an administrator's until a rule here says otherwise.
-func requiredRole(method, path string) auth.Role {
-	switch {
-	case path == "/v1/snapshot": // a read, but of everything: every stored body and unspent token
-		return auth.RoleAdmin
-	case path == exportPath: // every tenant's keys in bulk, and a member of each stored body
-		return auth.RoleAdmin
-	case method == fasthttp.MethodGet || method == fasthttp.MethodHead:
-		return auth.RoleRead
-	case strings.HasPrefix(path, "/v1/kv/"), strings.HasPrefix(path, "/v1/once/"), strings.HasPrefix(path, "/v1/locks/"):
-		return auth.RoleApp
-	case method == fasthttp.MethodPost && (path == "/v1/tokens" || path == "/v1/tokens/consume"):
-		return auth.RoleApp
-	}
-	return auth.RoleAdmin
 }
 
 // identify finds the token a request presents in its one Authorization

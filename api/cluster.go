@@ -16,28 +16,6 @@ import (
 	"github.com/idemgate/idemgate/storeapi"
 )
 
-// statusJSON is GET /v1/status: the node asked, as it sees itself.
-type statusJSON struct {
-	Node         string `json:"node"`
-	Version      string `json:"version"`
-	Role         string `json:"role"`
-	Term         uint64 `json:"term"`
-	Leader       string `json:"leader"`
-	ClusterID    string `json:"cluster_id"`
-	LastIndex    uint64 `json:"last_index"`
-	CommitIndex  uint64 `json:"commit_index"`
-	AppliedIndex uint64 `json:"applied_index"`
-	Ready        bool   `json:"ready"`
-	NotReady     string `json:"not_ready,omitempty"`
-}
-
-func (a *API) status(ctx *fasthttp.RequestCtx) {
-	st := a.store.Status()
-	httpx.WriteJSON(ctx, fasthttp.StatusOK, statusJSON{Node: st.Node, Version: a.cfg.Version, Role: st.Role, Term: st.Term,
-		Leader: st.Leader, ClusterID: st.ClusterID, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex,
-		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
-}
-
 // clusterJSON is GET /v1/cluster. Nodes are one node's view, View's: its
 // membership and what its probes found, every member's lag measured
 // against its own log at that member's answer. Leader, Removed and the
@@ -80,20 +58,20 @@ type nodeJSON struct {
 	Removed    bool   `json:"removed,omitempty"`
 }
 
-func (a *API) cluster(ctx *fasthttp.RequestCtx) {
-	c, cancel := a.opCtx()
+func (h *clusterHandlers) cluster(ctx *fasthttp.RequestCtx) {
+	c, cancel := h.opCtx()
 	defer cancel()
-	view, err := a.store.Cluster(c)
+	view, err := h.store.Cluster(c)
 	if err != nil {
 		httpx.WriteError(ctx, err)
 		return
 	}
-	leader, _ := a.store.Leader()
-	commit, applied := a.store.Indexes()
-	out := clusterJSON{Leader: leader, ClusterID: a.store.ClusterID(), View: view.View, Removed: a.store.Removed(), Nodes: []nodeJSON{},
-		CommitIndex: commit, AppliedIndex: applied, Version: a.cfg.Version}
+	leader, _ := h.store.Leader()
+	commit, applied := h.store.Indexes()
+	out := clusterJSON{Leader: leader, ClusterID: h.store.ClusterID(), View: view.View, Removed: h.store.Removed(), Nodes: []nodeJSON{},
+		CommitIndex: commit, AppliedIndex: applied, Version: h.cfg.Version}
 	for _, s := range view.Servers {
-		out.Nodes = append(out.Nodes, nodeJSON{ID: s.ID, Raft: s.RaftAddr, API: a.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
+		out.Nodes = append(out.Nodes, nodeJSON{ID: s.ID, Raft: s.RaftAddr, API: h.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
 			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Lag: s.Lag, Removed: s.Removed})
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, out)
@@ -102,15 +80,15 @@ func (a *API) cluster(ctx *fasthttp.RequestCtx) {
 // nodeAPI is member id's API address: the cluster file's for the nodes it
 // lists (a cluster restored from a backup onto new ports must not show the
 // old ones), else what POST /v1/cluster/nodes stored.
-func (a *API) nodeAPI(id string) string {
-	if addr, ok := a.cfg.NodeAPIs[id]; ok {
+func (h *clusterHandlers) nodeAPI(id string) string {
+	if addr, ok := h.cfg.NodeAPIs[id]; ok {
 		return addr
 	}
-	addr, _ := a.store.NodeAPI(id)
+	addr, _ := h.store.NodeAPI(id)
 	return addr
 }
 
-func (a *API) addNode(ctx *fasthttp.RequestCtx) {
+func (h *clusterHandlers) addNode(ctx *fasthttp.RequestCtx) {
 	var req struct {
 		ID   string `json:"id"`
 		Raft string `json:"raft"`
@@ -131,25 +109,25 @@ func (a *API) addNode(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	c, cancel := a.opCtx()
+	c, cancel := h.opCtx()
 	defer cancel()
-	if err := a.store.SetNodeAPI(c, req.ID, req.API); err != nil {
+	if err := h.store.SetNodeAPI(c, req.ID, req.API); err != nil {
 		httpx.WriteError(ctx, err)
 		return
 	}
-	add := a.store.AddVoter
+	add := h.store.AddVoter
 	if req.Voter != nil && !*req.Voter {
-		add = a.store.AddNonvoter
+		add = h.store.AddNonvoter
 	}
 	if err := add(c, req.ID, req.Raft); err != nil {
-		a.membershipError(ctx, req.ID, err)
+		h.membershipError(ctx, req.ID, err)
 		return
 	}
-	a.clusterAfterChange(ctx, c)
+	h.clusterAfterChange(ctx, c)
 }
 
 // membershipError answers a refused membership change.
-func (a *API) membershipError(ctx *fasthttp.RequestCtx, id string, err error) {
+func (h *clusterHandlers) membershipError(ctx *fasthttp.RequestCtx, id string, err error) {
 	switch {
 	case errors.Is(err, storeapi.ErrUnknownNode):
 		httpx.WriteProblem(ctx, httpx.UnknownNode, fmt.Sprintf("no node %q in the cluster", id))
@@ -166,44 +144,50 @@ func validNodeID(id string) bool {
 	return id != "" && len(id) <= 64 && !strings.ContainsAny(id, "\x00/ ")
 }
 
-// nodeID reads the {id} of /v1/cluster/nodes/{id}; "" means it answered 400.
-func nodeID(ctx *fasthttp.RequestCtx, raw string) string {
-	id, err := url.PathUnescape(raw)
+// nodePath reads the {id} of /v1/cluster/nodes/{id}[/promote], after the
+// method, percent-decoded.
+func nodePath(ctx *fasthttp.RequestCtx, p []string) bool {
+	id, err := url.PathUnescape(p[0])
 	if err != nil || !validNodeID(id) {
 		httpx.WriteProblem(ctx, httpx.BadRequest, "want /v1/cluster/nodes/{id} with an id of 1-64 characters without '/', spaces or NUL")
-		return ""
+		return false
 	}
-	return id
+	p[0] = id
+	return true
 }
 
-// changeNode makes a change to member {id} that takes ?force=1: promote
+func (h *clusterHandlers) removeNode(ctx *fasthttp.RequestCtx, id string) {
+	h.changeNode(ctx, id, h.store.RemoveServer)
+}
+
+func (h *clusterHandlers) promoteNode(ctx *fasthttp.RequestCtx, id string) {
+	h.changeNode(ctx, id, h.store.Promote)
+}
+
+// changeNode makes a change to member id that takes ?force=1: promote
 // or remove.
-func (a *API) changeNode(ctx *fasthttp.RequestCtx, rawID string, change func(context.Context, string, bool) error) {
-	id := nodeID(ctx, rawID)
-	if id == "" {
-		return
-	}
+func (h *clusterHandlers) changeNode(ctx *fasthttp.RequestCtx, id string, change func(context.Context, string, bool) error) {
 	force, ok := flagParam(ctx, "force")
 	if !ok {
 		return
 	}
-	c, cancel := a.opCtx()
+	c, cancel := h.opCtx()
 	defer cancel()
 	if err := change(c, id, force); err != nil {
-		a.membershipError(ctx, id, err)
+		h.membershipError(ctx, id, err)
 		return
 	}
-	a.clusterAfterChange(ctx, c)
+	h.clusterAfterChange(ctx, c)
 }
 
 // clusterAfterChange answers with the membership once this node has applied
 // the change it just made (it may have been forwarded to the leader).
-func (a *API) clusterAfterChange(ctx *fasthttp.RequestCtx, c context.Context) {
+func (h *clusterHandlers) clusterAfterChange(ctx *fasthttp.RequestCtx, c context.Context) {
 	// A node that removed itself has no leader to wait for: it answers
 	// with its own view, which says it was removed.
-	if err := a.store.Barrier(c); err != nil && !a.store.Removed() {
+	if err := h.store.Barrier(c); err != nil && !h.store.Removed() {
 		httpx.WriteError(ctx, err)
 		return
 	}
-	a.cluster(ctx)
+	h.cluster(ctx)
 }

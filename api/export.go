@@ -119,14 +119,14 @@ func parseExportQuery(ctx *fasthttp.RequestCtx) (exportQuery, bool) {
 // exportRecords answers the export: validated, then (unless
 // consistency=local) a barrier so that every record acknowledged before
 // the request is in it, then streamed a chunk at a time.
-func (a *API) exportRecords(ctx *fasthttp.RequestCtx) {
+func (h *dataHandlers) exportRecords(ctx *fasthttp.RequestCtx) {
 	q, ok := parseExportQuery(ctx)
 	if !ok {
 		return
 	}
 	if !q.local {
-		c, cancel := a.opCtx()
-		err := a.store.Barrier(c)
+		c, cancel := h.opCtx()
+		err := h.store.Barrier(c)
 		cancel()
 		if err != nil {
 			httpx.WriteError(ctx, err)
@@ -139,17 +139,17 @@ func (a *API) exportRecords(ctx *fasthttp.RequestCtx) {
 	if ctx.IsHead() {
 		return
 	}
-	a.logger.Info("records export", "since", httpx.RFC3339(nsTime(q.since)), "until", httpx.RFC3339(nsTime(q.until)),
+	h.logger.Info("records export", "since", httpx.RFC3339(nsTime(q.since)), "until", httpx.RFC3339(nsTime(q.until)),
 		"prefix", strings.ReplaceAll(string(q.prefix), "\x00", "/"), "remote", ctx.RemoteIP().String())
-	conn, timeout := ctx.Conn(), a.cfg.WriteTimeout
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { a.writeExport(w, q, conn, timeout) })
+	conn, timeout := ctx.Conn(), h.cfg.WriteTimeout
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) { h.writeExport(w, q, conn, timeout) })
 }
 
 // writeExport writes the export's lines: each chunk is read in one short
 // transaction into buf, then written and flushed, renewing the write
 // deadline (the listener's WriteTimeout bounds a stall, not the whole
 // export). A reader gone away ends it at the next flush.
-func (a *API) writeExport(w *bufio.Writer, q exportQuery, conn net.Conn, timeout time.Duration) {
+func (h *dataHandlers) writeExport(w *bufio.Writer, q exportQuery, conn net.Conn, timeout time.Duration) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -157,17 +157,17 @@ func (a *API) writeExport(w *bufio.Writer, q exportQuery, conn net.Conn, timeout
 	var from []byte
 	for {
 		buf.Reset()
-		next, err := a.store.ScanRecords(q.prefix, from, exportChunk, func(k []byte, r *fsm.Record) error {
+		next, err := h.store.ScanRecords(q.prefix, from, exportChunk, func(k []byte, r *fsm.Record) error {
 			if r.CreatedAt < q.since || r.CreatedAt >= q.until {
 				return nil
 			}
 			n++
-			return enc.Encode(a.exportLine(k, r))
+			return enc.Encode(h.exportLine(k, r))
 		})
 		if err == nil && next == nil {
 			err = enc.Encode(ExportEnd{End: true, Records: n})
 		} else if err != nil {
-			a.logger.Error("records export failed", "err", err)
+			h.logger.Error("records export failed", "err", err)
 			enc.Encode(ExportEnd{Records: n, Error: err.Error()})
 		}
 		if timeout > 0 && conn != nil {
@@ -181,7 +181,7 @@ func (a *API) writeExport(w *bufio.Writer, q exportQuery, conn net.Conn, timeout
 }
 
 // exportLine is the record under record key k as the export shows it.
-func (a *API) exportLine(k []byte, r *fsm.Record) ExportLine {
+func (h *dataHandlers) exportLine(k []byte, r *fsm.Record) ExportLine {
 	scope, rest, _ := bytes.Cut(k, []byte{0})
 	tenant, key, _ := bytes.Cut(rest, []byte{0})
 	l := ExportLine{Scope: string(scope), Tenant: string(tenant), Key: string(key), State: r.State.String(),
@@ -189,7 +189,7 @@ func (a *API) exportLine(k []byte, r *fsm.Record) ExportLine {
 	if r.State == fsm.StateCompleted {
 		l.StatusCode, l.CompletedAt = r.Status, httpx.RFC3339(nsTime(r.UpdatedAt))
 		if !r.BodyDropped {
-			for _, ptr := range a.reconcile[l.Scope] {
+			for _, ptr := range h.reconcile[l.Scope] {
 				if id, ok := reconcileID(r.Body, ptr); ok {
 					l.ReconcileID = id
 					break

@@ -3,6 +3,7 @@ package api
 // The API's KV keyspace: SETNX, compare-and-set, GET, GETDEL.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -29,28 +30,24 @@ func checkKVKey(key string) error {
 	return nil
 }
 
-func (a *API) kv(ctx *fasthttp.RequestCtx, method, rawKey string) {
-	key, err := url.PathUnescape(rawKey)
+// kvPath reads /v1/kv/{key}: the key is the rest of the path,
+// percent-decoded (a slash is part of it).
+func kvPath(ctx *fasthttp.RequestCtx, p []string) bool {
+	key, err := url.PathUnescape(p[0])
 	if err == nil {
 		err = checkKVKey(key)
 	}
 	if err != nil {
 		httpx.WriteProblem(ctx, httpx.InvalidKey, err.Error())
-		return
+		return false
 	}
-	switch method {
-	case "GET", "HEAD":
-		a.kvGet(ctx, key)
-	case "PUT":
-		a.kvPut(ctx, key)
-	case "POST":
-		a.kvIncr(ctx, key)
-	case "DELETE":
-		a.kvDelete(ctx, key)
-	default:
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD, PUT, POST (an increment) or DELETE")
-		ctx.Response.Header.Set("Allow", "GET, HEAD, PUT, POST, DELETE")
-	}
+	p[0] = key
+	return true
+}
+
+// applyKV proposes a KV command built from a checked request (propose).
+func (h *dataHandlers) applyKV(ctx *fasthttp.RequestCtx, cmd *fsm.Command) (*fsm.Result, bool) {
+	return propose(h.base, ctx, func(c context.Context) (*fsm.Result, error) { return h.store.ApplyKV(c, cmd) }, nil)
 }
 
 func writeValue(ctx *fasthttp.RequestCtx, status int, value []byte, version uint64, expiresAt int64) {
@@ -63,8 +60,8 @@ func writeValue(ctx *fasthttp.RequestCtx, status int, value []byte, version uint
 	ctx.SetBody(value)
 }
 
-func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
-	c, cancel := a.opCtx()
+func (h *dataHandlers) kvGet(ctx *fasthttp.RequestCtx, key string) {
+	c, cancel := h.opCtx()
 	defer cancel()
 	local := string(ctx.QueryArgs().Peek("consistency")) == "local"
 	// The store reads a key of any keyspace (the Redis face's SELECT); the
@@ -72,7 +69,7 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 	var e fsm.KVEntry
 	err := storeapi.CheckKVKey([]byte(key))
 	if err == nil {
-		e, err = a.store.KV(c, []byte(key), local)
+		e, err = h.store.KV(c, []byte(key), local)
 	}
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
@@ -89,7 +86,7 @@ func (a *API) kvGet(ctx *fasthttp.RequestCtx, key string) {
 // msgWrongType is the detail for a key that holds a list.
 const msgWrongType = "the key holds a list (written with the Redis protocol's LPUSH or RPUSH); /v1/kv reads and edits strings"
 
-func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
+func (h *dataHandlers) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	args := ctx.QueryArgs()
 	ttl, ok := httpx.ParseTTL(ctx, "ttl", string(args.Peek("ttl")))
 	if !ok {
@@ -133,15 +130,9 @@ func (a *API) kvPut(ctx *fasthttp.RequestCtx, key string) {
 		mode, match = fsm.SetIfEq, append([]byte(nil), match...)
 	}
 	value := append([]byte(nil), ctx.PostBody()...)
-	c, cancel, ok := a.writeCtx(ctx)
-	if !ok {
-		return
-	}
-	defer cancel()
-	res, err := a.store.ApplyKV(c, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
+	res, ok := h.applyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
 		Mode: mode, Version: version, Match: match}))
-	if err != nil {
-		httpx.WriteError(ctx, err)
+	if !ok {
 		return
 	}
 	switch res.Code {
@@ -202,19 +193,13 @@ func versionMismatch(ctx *fasthttp.RequestCtx, want, current uint64) {
 
 // kvDelete is GETDEL; with If-Match, compare-and-delete: 412 unless the key
 // is at that version (a lock released only by the holder of its token).
-func (a *API) kvDelete(ctx *fasthttp.RequestCtx, key string) {
+func (h *dataHandlers) kvDelete(ctx *fasthttp.RequestCtx, key string) {
 	version, ok := ifMatch(ctx)
 	if !ok {
 		return
 	}
-	c, cancel, ok := a.writeCtx(ctx)
+	res, ok := h.applyKV(ctx, fsm.KVGetDelCommand([]byte(key), version))
 	if !ok {
-		return
-	}
-	defer cancel()
-	res, err := a.store.ApplyKV(c, fsm.KVGetDelCommand([]byte(key), version))
-	if err != nil {
-		httpx.WriteError(ctx, err)
 		return
 	}
 	switch res.Code {

@@ -33,7 +33,7 @@ type incrAnswer struct {
 	Version uint64 `json:"version"`
 }
 
-func (a *API) kvIncr(ctx *fasthttp.RequestCtx, key string) {
+func (h *dataHandlers) kvIncr(ctx *fasthttp.RequestCtx, key string) {
 	var req incrRequest
 	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
 	dec.DisallowUnknownFields()
@@ -53,14 +53,8 @@ func (a *API) kvIncr(ctx *fasthttp.RequestCtx, key string) {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("min %d is above max %d", *req.Min, *req.Max))
 		return
 	}
-	c, cancel, ok := a.writeCtx(ctx)
+	res, ok := h.applyKV(ctx, fsm.KVIncrBoundedCommand([]byte(key), by, req.Min, req.Max))
 	if !ok {
-		return
-	}
-	defer cancel()
-	res, err := a.store.ApplyKV(c, fsm.KVIncrBoundedCommand([]byte(key), by, req.Min, req.Max))
-	if err != nil {
-		httpx.WriteError(ctx, err)
 		return
 	}
 	switch res.Code {

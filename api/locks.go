@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -41,31 +40,14 @@ type lockState struct {
 	Waiters    uint64 `json:"waiters"`
 }
 
-func (a *API) locksRoute(ctx *fasthttp.RequestCtx, method, rest string) {
-	name, renew := strings.CutSuffix(rest, "/renew")
-	// The method first: a wrong one is 405 whatever the name.
-	named := func(h func(*fasthttp.RequestCtx, string)) func(*fasthttp.RequestCtx) {
-		return func(ctx *fasthttp.RequestCtx) {
-			if err := locks.CheckName(name); err != nil {
-				httpx.WriteProblem(ctx, httpx.InvalidLockName, "name: "+err.Error())
-				return
-			}
-			h(ctx, name)
-		}
+// lockPath reads /v1/locks/{name}[/renew]: the name as sent, after the
+// method (a wrong one is 405 whatever the name).
+func lockPath(ctx *fasthttp.RequestCtx, p []string) bool {
+	if err := locks.CheckName(p[0]); err != nil {
+		httpx.WriteProblem(ctx, httpx.InvalidLockName, "name: "+err.Error())
+		return false
 	}
-	switch {
-	case renew:
-		a.only(ctx, method, "POST", named(a.lockRenew))
-	case method == fasthttp.MethodPost:
-		named(a.lockAcquire)(ctx)
-	case method == fasthttp.MethodDelete:
-		named(a.lockRelease)(ctx)
-	default:
-		a.only(ctx, method, "GET", named(a.lockGet))
-		if ctx.Response.StatusCode() == fasthttp.StatusMethodNotAllowed {
-			ctx.Response.Header.Set("Allow", "GET, HEAD, POST, DELETE")
-		}
-	}
+	return true
 }
 
 // durationParam reads the query parameter name (a Go duration in [lo,
@@ -83,7 +65,7 @@ func durationParam(ctx *fasthttp.RequestCtx, name string, def, lo, hi time.Durat
 	return d, true
 }
 
-func (a *API) lockAcquire(ctx *fasthttp.RequestCtx, name string) {
+func (h *lockHandlers) lockAcquire(ctx *fasthttp.RequestCtx, name string) {
 	ttl, ok := durationParam(ctx, "ttl", defaultLockTTL, time.Millisecond, locks.MaxTTL)
 	if !ok {
 		return
@@ -94,13 +76,13 @@ func (a *API) lockAcquire(ctx *fasthttp.RequestCtx, name string) {
 	}
 	// The wait, and the store's time to answer after it; a client that
 	// goes away ends it at once, and its place in the queue with it.
-	c, cancel := context.WithTimeout(context.Background(), wait+a.cfg.OpTimeout)
+	c, cancel := context.WithTimeout(context.Background(), wait+h.cfg.OpTimeout)
 	defer cancel()
 	if wait > 0 {
 		stop := httpx.WatchClose(ctx.Conn(), cancel)
 		defer stop()
 	}
-	held, err := a.locks.Acquire(c, name, ttl, wait)
+	held, err := h.locks.Acquire(c, name, ttl, wait)
 	var locked *locks.LockedError
 	switch {
 	case errors.As(err, &locked):
@@ -127,7 +109,7 @@ func (a *API) lockAcquire(ctx *fasthttp.RequestCtx, name string) {
 	}
 }
 
-func (a *API) lockRenew(ctx *fasthttp.RequestCtx, name string) {
+func (h *lockHandlers) lockRenew(ctx *fasthttp.RequestCtx, name string) {
 	ttl, ok := durationParam(ctx, "ttl", defaultLockTTL, time.Millisecond, locks.MaxTTL)
 	if !ok {
 		return
@@ -136,9 +118,9 @@ func (a *API) lockRenew(ctx *fasthttp.RequestCtx, name string) {
 	if !ok {
 		return
 	}
-	c, cancel := a.opCtx()
+	c, cancel := h.opCtx()
 	defer cancel()
-	end, err := a.locks.Renew(c, name, *req.Fence, ttl)
+	end, err := h.locks.Renew(c, name, *req.Fence, ttl)
 	if err != nil {
 		writeLockError(ctx, err)
 		return
@@ -146,7 +128,7 @@ func (a *API) lockRenew(ctx *fasthttp.RequestCtx, name string) {
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, lockAnswer{Name: name, Fence: *req.Fence, ExpiresAt: httpx.RFC3339(end)})
 }
 
-func (a *API) lockRelease(ctx *fasthttp.RequestCtx, name string) {
+func (h *lockHandlers) lockRelease(ctx *fasthttp.RequestCtx, name string) {
 	raw := string(ctx.QueryArgs().Peek("fence"))
 	fence, err := strconv.ParseUint(raw, 10, 64)
 	switch {
@@ -157,19 +139,19 @@ func (a *API) lockRelease(ctx *fasthttp.RequestCtx, name string) {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("fence: %q: want the positive integer the acquire answered", raw))
 		return
 	}
-	c, cancel := a.opCtx()
+	c, cancel := h.opCtx()
 	defer cancel()
-	if err := a.locks.Release(c, name, fence); err != nil {
+	if err := h.locks.Release(c, name, fence); err != nil {
 		writeLockError(ctx, err)
 		return
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"name": name, "released": true, "fence": fence})
 }
 
-func (a *API) lockGet(ctx *fasthttp.RequestCtx, name string) {
-	c, cancel := a.opCtx()
+func (h *lockHandlers) lockGet(ctx *fasthttp.RequestCtx, name string) {
+	c, cancel := h.opCtx()
 	defer cancel()
-	l, err := a.locks.Get(c, name)
+	l, err := h.locks.Get(c, name)
 	if errors.Is(err, fsm.ErrNotFound) {
 		httpx.WriteProblem(ctx, httpx.NotFound, "the lock is free (never taken, released, or its lease ran out with nobody waiting)")
 		return

@@ -52,47 +52,41 @@ type fenceRequest struct {
 	Result *[]byte `json:"result"`
 }
 
-func (a *API) onceRoute(ctx *fasthttp.RequestCtx, method, rest string) {
-	parts := strings.Split(rest, "/")
-	if len(parts) != 2 && len(parts) != 3 {
-		httpx.WriteProblem(ctx, httpx.NotFound, "want /v1/once/{scope}/{key} or /v1/once/{scope}/{key}/begin|renew|complete|release (a slash in the key is %2F)")
-		return
-	}
-	scope, err := url.PathUnescape(parts[0])
+// oncePath reads /v1/once/{scope}/{key}[/call]: two segments, each
+// percent-decoded (a slash in the key is %2F).
+func oncePath(ctx *fasthttp.RequestCtx, p []string) bool {
+	scope, err := url.PathUnescape(p[0])
 	if err == nil {
 		err = tokens.CheckScope(scope)
 	}
 	if err != nil {
 		httpx.WriteProblem(ctx, httpx.InvalidScope, "scope: "+err.Error())
-		return
+		return false
 	}
-	key, err := url.PathUnescape(parts[1])
+	key, err := url.PathUnescape(p[1])
 	if err == nil {
 		_, err = httpx.CheckKey([]byte(key))
 	}
 	if err != nil {
 		httpx.WriteProblem(ctx, httpx.InvalidKey, "key: "+strings.Replace(err.Error(), "idempotency key", "key", 1))
+		return false
+	}
+	p[0], p[1] = scope, key
+	return true
+}
+
+// onceStray answers a path under /v1/once/ that no route takes: a call
+// that is none of the four (after its scope and key are checked), or too
+// few or too many segments.
+func onceStray(ctx *fasthttp.RequestCtx, rest string) {
+	parts := strings.Split(rest, "/")
+	if len(parts) != 3 {
+		httpx.WriteProblem(ctx, httpx.NotFound, "want /v1/once/{scope}/{key} or /v1/once/{scope}/{key}/begin|renew|complete|release (a slash in the key is %2F)")
 		return
 	}
-	if len(parts) == 2 {
-		a.only(ctx, method, "GET", func(ctx *fasthttp.RequestCtx) { a.onceGet(ctx, scope, key) })
-		return
-	}
-	var h func(*fasthttp.RequestCtx, string, string)
-	switch parts[2] {
-	case "begin":
-		h = a.onceBegin
-	case "renew":
-		h = a.onceRenew
-	case "complete":
-		h = a.onceComplete
-	case "release":
-		h = a.onceRelease
-	default:
+	if oncePath(ctx, parts[:2]) {
 		httpx.WriteProblem(ctx, httpx.NotFound, fmt.Sprintf("no such once call %q: begin, renew, complete or release", parts[2]))
-		return
 	}
-	a.only(ctx, method, "POST", func(ctx *fasthttp.RequestCtx) { h(ctx, scope, key) })
 }
 
 // leaseParam reads ?lease= (a Go duration, up to once.MaxLease); false
@@ -110,22 +104,16 @@ func leaseParam(ctx *fasthttp.RequestCtx) (time.Duration, bool) {
 	return d, true
 }
 
-func (a *API) onceBegin(ctx *fasthttp.RequestCtx, scope, key string) {
+func (h *onceHandlers) onceBegin(ctx *fasthttp.RequestCtx, scope, key string) {
 	lease, ok := leaseParam(ctx)
 	if !ok {
 		return
 	}
-	c, cancel, ok := a.writeCtx(ctx)
-	if !ok {
-		return
-	}
-	defer cancel()
-	out, err := a.once.Begin(c, scope, key, ctx.PostBody(), lease)
+	out, ok := propose(h.base, ctx, func(c context.Context) (once.Outcome, error) {
+		return h.once.Begin(c, scope, key, ctx.PostBody(), lease)
+	}, writeBeginError)
 	switch {
-	case errors.Is(err, once.ErrKeyReuse):
-		httpx.WriteProblem(ctx, httpx.KeyReuse, "the key's claim was begun with another payload (its SHA-256 differs)")
-	case err != nil:
-		writeOnceError(ctx, err)
+	case !ok:
 	case out.State == fsm.ClaimBegun:
 		httpx.WriteJSON(ctx, fasthttp.StatusCreated, beginAnswer{State: "begun", Fence: out.Fence,
 			LeaseExpiresAt: httpx.RFC3339(out.LeaseEnd), TakenOver: out.TakenOver})
@@ -170,57 +158,50 @@ func fenceBody(ctx *fasthttp.RequestCtx, withResult bool) (fenceRequest, bool) {
 	return req, false
 }
 
-func (a *API) onceRenew(ctx *fasthttp.RequestCtx, scope, key string) {
+func (h *onceHandlers) onceRenew(ctx *fasthttp.RequestCtx, scope, key string) {
 	lease, ok := leaseParam(ctx)
 	if !ok {
 		return
 	}
-	a.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
-		end, err := a.once.Renew(c, scope, key, fence, lease)
+	h.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
+		end, err := h.once.Renew(c, scope, key, fence, lease)
 		return map[string]any{"fence": fence, "lease_expires_at": httpx.RFC3339(end)}, err
 	})
 }
 
-func (a *API) onceComplete(ctx *fasthttp.RequestCtx, scope, key string) {
-	a.holderCall(ctx, true, func(c context.Context, fence uint64, result []byte) (map[string]any, error) {
-		return map[string]any{"state": "completed", "fence": fence}, a.once.Complete(c, scope, key, fence, result)
+func (h *onceHandlers) onceComplete(ctx *fasthttp.RequestCtx, scope, key string) {
+	h.holderCall(ctx, true, func(c context.Context, fence uint64, result []byte) (map[string]any, error) {
+		return map[string]any{"state": "completed", "fence": fence}, h.once.Complete(c, scope, key, fence, result)
 	})
 }
 
-func (a *API) onceRelease(ctx *fasthttp.RequestCtx, scope, key string) {
-	a.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
-		return map[string]any{"released": true, "fence": fence}, a.once.Release(c, scope, key, fence)
+func (h *onceHandlers) onceRelease(ctx *fasthttp.RequestCtx, scope, key string) {
+	h.holderCall(ctx, false, func(c context.Context, fence uint64, _ []byte) (map[string]any, error) {
+		return map[string]any{"released": true, "fence": fence}, h.once.Release(c, scope, key, fence)
 	})
 }
 
 // holderCall runs a holder's call (renew, complete, release) on its
 // decoded body and answers 200 with what call returned, or its error.
-func (a *API) holderCall(ctx *fasthttp.RequestCtx, withResult bool, call func(c context.Context, fence uint64, result []byte) (map[string]any, error)) {
+func (h *onceHandlers) holderCall(ctx *fasthttp.RequestCtx, withResult bool, call func(c context.Context, fence uint64, result []byte) (map[string]any, error)) {
 	req, ok := fenceBody(ctx, withResult)
 	if !ok {
 		return
 	}
-	c, cancel, ok := a.writeCtx(ctx)
-	if !ok {
-		return
-	}
-	defer cancel()
 	var result []byte
 	if req.Result != nil {
 		result = *req.Result
 	}
-	ans, err := call(c, *req.Fence, result)
-	if err != nil {
-		writeOnceError(ctx, err)
-		return
+	ans, ok := propose(h.base, ctx, func(c context.Context) (map[string]any, error) { return call(c, *req.Fence, result) }, writeOnceError)
+	if ok {
+		httpx.WriteJSON(ctx, fasthttp.StatusOK, ans)
 	}
-	httpx.WriteJSON(ctx, fasthttp.StatusOK, ans)
 }
 
-func (a *API) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {
-	c, cancel := a.opCtx()
+func (h *onceHandlers) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {
+	c, cancel := h.opCtx()
 	defer cancel()
-	cl, err := a.once.Get(c, scope, key)
+	cl, err := h.once.Get(c, scope, key)
 	if errors.Is(err, fsm.ErrNotFound) {
 		httpx.WriteProblem(ctx, httpx.NotFound, "no claim for this scope and key (never begun, released, or past its retention)")
 		return
@@ -238,6 +219,15 @@ func (a *API) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {
 		ans.Result = nonNil(cl.Result)
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, ans)
+}
+
+// writeBeginError answers a begin's error.
+func writeBeginError(ctx *fasthttp.RequestCtx, err error) {
+	if errors.Is(err, once.ErrKeyReuse) {
+		httpx.WriteProblem(ctx, httpx.KeyReuse, "the key's claim was begun with another payload (its SHA-256 differs)")
+		return
+	}
+	writeOnceError(ctx, err)
 }
 
 func writeOnceError(ctx *fasthttp.RequestCtx, err error) {

@@ -18,7 +18,7 @@ const openAPIPath = "/v1/openapi.json"
 //go:embed openapi.json
 var openAPIDocument []byte
 
-func (a *API) openAPI(ctx *fasthttp.RequestCtx) {
+func (h *nodeHandlers) openAPI(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/json")
 	ctx.Response.Header.Set("Cache-Control", "no-cache") // a node upgraded in place serves a new one

@@ -250,10 +250,10 @@ func undocumentedQuery(route *routers.Route, q url.Values) string {
 }
 
 // allowed is what Allow must say for req's path: the methods the document
-// lists for it, HEAD beside GET, in the order GET, HEAD, PUT, POST, DELETE.
+// lists for it, HEAD beside GET, in the router's order (methodOrder).
 func (c *contract) allowed(req *http.Request) string {
 	var out []string
-	for _, m := range []string{"GET", "HEAD", "PUT", "POST", "DELETE"} {
+	for _, m := range methodOrder {
 		probe := req.Clone(context.Background())
 		probe.Method = m
 		if m == "HEAD" {

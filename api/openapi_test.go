@@ -150,127 +150,55 @@ const (
 		`"created_at":"2026-01-02T10:00:00Z","completed_at":"2026-01-02T10:00:01Z","reconcile_id":"ch_1"}`
 )
 
-// routerPaths reads the paths route (api.go) tells apart: those it
-// compares path with, and the prefixes and suffixes it matches, each
-// string constant resolved.
-func routerPaths(t *testing.T) (exact, prefixes []string) {
-	t.Helper()
-	fset := token.NewFileSet()
-	consts := map[string]string{}
-	var route *ast.FuncDecl
-	files, _ := filepath.Glob("*.go")
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					if vs, ok := s.(*ast.ValueSpec); ok && d.Tok == token.CONST {
-						for i, n := range vs.Names {
-							if i < len(vs.Values) {
-								if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-									consts[n.Name], _ = strconv.Unquote(lit.Value)
-								}
-							}
-						}
-					}
-				}
-			case *ast.FuncDecl:
-				if d.Name.Name == "route" && d.Recv != nil {
-					route = d
-				}
-			}
-		}
-	}
-	if route == nil {
-		t.Fatal("no (*API).route in the package")
-	}
-	str := func(e ast.Expr) (string, bool) {
-		switch e := e.(type) {
-		case *ast.BasicLit:
-			s, err := strconv.Unquote(e.Value)
-			return s, err == nil
-		case *ast.Ident:
-			s, ok := consts[e.Name]
-			return s, ok
-		}
-		return "", false
-	}
-	isPath := func(e ast.Expr) bool { id, ok := e.(*ast.Ident); return ok && id.Name == "path" }
-	ast.Inspect(route.Body, func(n ast.Node) bool {
-		cc, ok := n.(*ast.CaseClause)
-		if !ok {
-			return true
-		}
-		for _, e := range cc.List {
-			ast.Inspect(e, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.BinaryExpr:
-					if n.Op == token.EQL && isPath(n.X) {
-						if s, ok := str(n.Y); ok && !slices.Contains(exact, s) {
-							exact = append(exact, s)
-						}
-					}
-				case *ast.CallExpr:
-					if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "HasPrefix" && len(n.Args) == 2 && isPath(n.Args[0]) {
-						if s, ok := str(n.Args[1]); ok && !slices.Contains(prefixes, s) {
-							prefixes = append(prefixes, s)
-						}
-					}
-				}
-				return true
-			})
-		}
-		return false
-	})
-	if len(exact) < 5 || len(prefixes) < 2 {
-		t.Fatalf("read only %v and prefixes %v from route", exact, prefixes)
-	}
-	return exact, prefixes
-}
-
 // samplePath fills a document path's parameters.
 func samplePath(p string) string {
 	return strings.NewReplacer("{key}", "k", "{scope}", "pay", "{id}", "n9").Replace(p)
 }
 
-// TestOpenAPIRoutes: every path the router tells apart is a path of the
-// document, and every path of the document one the router serves; on
-// each, every method the document lists is routed (not 404 or 405), and
-// every other is 405.
+// TestOpenAPIRoutes: the route table (routes.go) and the document agree
+// both ways: every route is an operation of the document, at its path
+// with its method, operationId and x-idemgate-role ("none" for a public
+// path), and every operation of the document is a route. Then, on the
+// live API, every method the document lists on a path is routed (not 404
+// or 405), and every other is 405.
 func TestOpenAPIRoutes(t *testing.T) {
 	t.Parallel()
 	doc := theContract.doc
-	exact, prefixes := routerPaths(t)
+	table := (&handlers{}).routes()
+	routed := map[string]bool{} // "METHOD /document/path"
+	for _, r := range table {
+		path := strings.ReplaceAll(r.path, "...}", "}")
+		item := doc.Paths.Value(path)
+		if item == nil {
+			t.Errorf("the table routes %s; the document has no such path", path)
+			continue
+		}
+		for _, o := range r.ops {
+			routed[o.method+" "+path] = true
+			dop := item.GetOperation(o.method)
+			if dop == nil {
+				t.Errorf("the table routes %s %s; the document does not list it", o.method, path)
+				continue
+			}
+			role := o.role.String()
+			if r.public {
+				role = "none"
+			}
+			if got, _ := dop.Extensions["x-idemgate-role"].(string); dop.OperationID != o.id || got != role {
+				t.Errorf("%s %s: the document says operation %q, role %q; the table %q, %q", o.method, path, dop.OperationID, got, o.id, role)
+			}
+		}
+	}
 	docPaths := doc.Paths.InMatchingOrder()
-	for _, p := range exact {
-		if doc.Paths.Value(p) == nil {
-			t.Errorf("the router serves %s; the document has no such path", p)
-		}
-	}
-	for _, pre := range prefixes {
-		found := false
-		for _, p := range docPaths {
-			found = found || strings.HasPrefix(p, pre+"{")
-		}
-		if !found {
-			t.Errorf("the router serves paths under %s; the document has none", pre)
-		}
-	}
 	for _, p := range docPaths {
-		served := slices.Contains(exact, p)
-		for _, pre := range prefixes {
-			served = served || strings.HasPrefix(p, pre+"{")
+		for method := range doc.Paths.Value(p).Operations() {
+			if !routed[method+" "+p] {
+				t.Errorf("the document lists %s %s; the table routes no such operation", method, p)
+			}
 		}
-		if !served {
-			t.Errorf("the document has %s; the router serves no such path", p)
-		}
+	}
+	if len(routed) < 30 {
+		t.Fatalf("read %d routes from the table", len(routed))
 	}
 
 	ac := startAPIs(t, 1, nil)

@@ -3,6 +3,7 @@ package api
 // The API's idempotency records: read one, release one by hand.
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"net/url"
@@ -34,35 +35,35 @@ type recordJSON struct {
 	Damaged bool `json:"damaged,omitempty"`
 }
 
-func (a *API) records(ctx *fasthttp.RequestCtx, method, rest string) {
-	rawScope, rawKey, ok := strings.Cut(rest, "/")
-	scope, err1 := url.PathUnescape(rawScope)
-	key, err2 := url.PathUnescape(rawKey)
-	if !ok || err1 != nil || err2 != nil || scope == "" || key == "" {
+// recordPath reads /v1/records/{scope}/{key}?tenant=: the scope is one
+// segment, the key the rest of the path (a slash is part of it), each
+// percent-decoded.
+func recordPath(ctx *fasthttp.RequestCtx, p []string) bool {
+	scope, err1 := url.PathUnescape(p[0])
+	key, err2 := url.PathUnescape(p[1])
+	if err1 != nil || err2 != nil || scope == "" || key == "" {
 		httpx.WriteProblem(ctx, httpx.InvalidKey, "want /v1/records/{scope}/{key}")
-		return
+		return false
 	}
-	tenant := string(ctx.QueryArgs().Peek("tenant"))
-	if strings.IndexByte(scope+tenant+key, 0) >= 0 {
+	if strings.IndexByte(scope+string(ctx.QueryArgs().Peek("tenant"))+key, 0) >= 0 {
 		httpx.WriteProblem(ctx, httpx.InvalidKey, "scope, tenant and key must not contain NUL")
-		return
+		return false
 	}
-	rk := fsm.RecordKey(scope, tenant, key)
-	switch method {
-	case "GET", "HEAD":
-		a.recordGet(ctx, rk, scope, tenant, key)
-	case "DELETE":
-		a.recordRelease(ctx, rk, scope, tenant, key)
-	default:
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use GET, HEAD or DELETE")
-		ctx.Response.Header.Set("Allow", "GET, HEAD, DELETE")
-	}
+	p[0], p[1] = scope, key
+	return true
 }
 
-func (a *API) recordGet(ctx *fasthttp.RequestCtx, rk []byte, scope, tenant, key string) {
-	c, cancel := a.opCtx() // a read: an Idempotency-Key header means nothing here
+// recordKey is the record recordPath read, and its tenant.
+func recordKey(ctx *fasthttp.RequestCtx, scope, key string) (rk []byte, tenant string) {
+	tenant = string(ctx.QueryArgs().Peek("tenant"))
+	return fsm.RecordKey(scope, tenant, key), tenant
+}
+
+func (h *dataHandlers) recordGet(ctx *fasthttp.RequestCtx, scope, key string) {
+	rk, tenant := recordKey(ctx, scope, key)
+	c, cancel := h.opCtx() // a read: an Idempotency-Key header means nothing here
 	defer cancel()
-	rec, err := a.store.Record(c, rk, false)
+	rec, err := h.store.Record(c, rk, false)
 	if recordFailed(ctx, err) {
 		return
 	}
@@ -90,21 +91,19 @@ func recordFailed(ctx *fasthttp.RequestCtx, err error) bool {
 	return true
 }
 
-func (a *API) recordRelease(ctx *fasthttp.RequestCtx, rk []byte, scope, tenant, key string) {
-	c, cancel, ok := a.writeCtx(ctx)
-	if !ok {
-		return
-	}
-	defer cancel()
-	err := a.store.Release(c, rk, 0)
-	if err == nil {
+func (h *dataHandlers) recordRelease(ctx *fasthttp.RequestCtx, scope, key string) {
+	rk, tenant := recordKey(ctx, scope, key)
+	_, ok := propose(h.base, ctx, func(c context.Context) (struct{}, error) {
+		if err := h.store.Release(c, rk, 0); err != nil {
+			return struct{}{}, err
+		}
 		// Replays are served from each node's own state, without Raft
 		// (a completed record changes only by expiry or this call): the
 		// release must be applied here before it is acknowledged, or
 		// the same request sent here next would still be replayed.
-		err = a.store.Barrier(c)
-	}
-	if !recordFailed(ctx, err) {
+		return struct{}{}, h.store.Barrier(c)
+	}, func(ctx *fasthttp.RequestCtx, err error) { recordFailed(ctx, err) })
+	if ok {
 		httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
 	}
 }

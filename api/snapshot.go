@@ -25,15 +25,15 @@ const (
 // snapshot answers a backup file (backup/backup.go describes it): taken
 // after a linearizable barrier, so every write acknowledged before the
 // request is in it.
-func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
-	c, cancel := a.opCtx()
+func (h *nodeHandlers) snapshot(ctx *fasthttp.RequestCtx) {
+	c, cancel := h.opCtx()
 	defer cancel()
-	b, err := a.store.Backup(c)
+	b, err := h.store.Backup(c)
 	if err != nil {
 		httpx.WriteError(ctx, err)
 		return
 	}
-	a.logger.Info("snapshot: sending a backup", "index", b.Meta.Index, "term", b.Meta.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
+	h.logger.Info("snapshot: sending a backup", "index", b.Meta.Index, "term", b.Meta.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
 	idx := strconv.FormatUint(b.Meta.Index, 10)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/octet-stream")
@@ -43,7 +43,7 @@ func (a *API) snapshot(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	// fasthttp closes the stream (the spooled file) once it is sent, or
 	// when the connection fails.
-	ctx.SetBodyStream(&stallGuard{File: b, conn: ctx.Conn(), timeout: a.cfg.WriteTimeout}, int(b.Size))
+	ctx.SetBodyStream(&stallGuard{File: b, conn: ctx.Conn(), timeout: h.cfg.WriteTimeout}, int(b.Size))
 }
 
 // stallGuard renews the connection's write deadline at every read of the
@@ -72,16 +72,16 @@ type snapshotJSON struct {
 }
 
 // takeSnapshot makes this node take a Raft snapshot now and compact its log.
-func (a *API) takeSnapshot(ctx *fasthttp.RequestCtx) {
+func (h *nodeHandlers) takeSnapshot(ctx *fasthttp.RequestCtx) {
 	c, cancel := context.WithTimeout(context.Background(), snapshotTimeout)
 	defer cancel()
-	info, err := a.store.TakeSnapshot(c)
+	info, err := h.store.TakeSnapshot(c)
 	if err != nil {
 		httpx.WriteError(ctx, err)
 		return
 	}
 	if info.New {
-		a.logger.Info("snapshot: taken on request", "index", info.Index, "bytes", info.Bytes, "took", info.Took.String(), "remote", ctx.RemoteIP().String())
+		h.logger.Info("snapshot: taken on request", "index", info.Index, "bytes", info.Bytes, "took", info.Took.String(), "remote", ctx.RemoteIP().String())
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, snapshotJSON{Index: info.Index, Term: info.Term, Bytes: info.Bytes, Seconds: info.Took.Seconds(), New: info.New})
 }

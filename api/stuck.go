@@ -28,7 +28,7 @@ type stuckJSON struct {
 // lease: ?limit=N (default 100, at most 1000) a page, ?after=CURSOR (a
 // page's next) the page after. Linearizable like every API read;
 // ?consistency=local reads this node as is.
-func (a *API) listStuck(ctx *fasthttp.RequestCtx) {
+func (h *dataHandlers) listStuck(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	limit, ok := pageLimit(ctx) // 1000 at most: fsm.MaxStuckPage
 	if !ok {
@@ -43,8 +43,8 @@ func (a *API) listStuck(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	c, cancel := a.opCtx()
-	page, next, err := a.store.Stuck(c, after, limit, string(args.Peek("consistency")) == "local")
+	c, cancel := h.opCtx()
+	page, next, err := h.store.Stuck(c, after, limit, string(args.Peek("consistency")) == "local")
 	cancel()
 	if err != nil {
 		httpx.WriteError(ctx, err)

@@ -23,13 +23,13 @@ type suspectJSON struct {
 // listSuspects lists the replicated suspect log, newest first (?limit=N,
 // default 100, at most 1000). Linearizable like every API read, so every
 // node lists the same suspects; ?consistency=local reads this node as is.
-func (a *API) listSuspects(ctx *fasthttp.RequestCtx) {
+func (h *dataHandlers) listSuspects(ctx *fasthttp.RequestCtx) {
 	limit, ok := pageLimit(ctx)
 	if !ok {
 		return
 	}
-	c, cancel := a.opCtx()
-	log, err := a.store.Suspects(c, limit, string(ctx.QueryArgs().Peek("consistency")) == "local")
+	c, cancel := h.opCtx()
+	log, err := h.store.Suspects(c, limit, string(ctx.QueryArgs().Peek("consistency")) == "local")
 	cancel()
 	if err != nil {
 		httpx.WriteError(ctx, err)

@@ -3,6 +3,7 @@ package api
 // The API's form tokens: issue and consume.
 
 import (
+	"context"
 	"errors"
 
 	"github.com/valyala/fasthttp"
@@ -11,7 +12,7 @@ import (
 	"github.com/idemgate/idemgate/tokens"
 )
 
-func (a *API) issueToken(ctx *fasthttp.RequestCtx) {
+func (h *tokenHandlers) issueToken(ctx *fasthttp.RequestCtx) {
 	var req struct {
 		Scope string `json:"scope"`
 		TTL   string `json:"ttl"`
@@ -23,10 +24,10 @@ func (a *API) issueToken(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	httpx.IssueToken(ctx, a.tokens, req.Scope, ttl, a.cfg.OpTimeout)
+	httpx.IssueToken(ctx, h.tokens, req.Scope, ttl, h.cfg.OpTimeout)
 }
 
-func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
+func (h *tokenHandlers) consumeToken(ctx *fasthttp.RequestCtx) {
 	var req struct {
 		Scope string `json:"scope"`
 		Token string `json:"token"`
@@ -34,12 +35,16 @@ func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	c, cancel, ok := a.writeCtx(ctx)
-	if !ok {
-		return
+	_, ok := propose(h.base, ctx, func(c context.Context) (struct{}, error) {
+		return struct{}{}, h.tokens.Consume(c, req.Scope, req.Token)
+	}, writeConsumeError)
+	if ok {
+		httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"consumed": true, "scope": req.Scope, "token": req.Token})
 	}
-	defer cancel()
-	err := a.tokens.Consume(c, req.Scope, req.Token)
+}
+
+// writeConsumeError answers a consume's error.
+func writeConsumeError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, tokens.ErrBadScope):
 		httpx.WriteProblem(ctx, httpx.InvalidScope, "scope: "+err.Error())
@@ -48,9 +53,7 @@ func (a *API) consumeToken(ctx *fasthttp.RequestCtx) {
 		httpx.WriteProblem(ctx, httpx.InvalidToken, "token: "+err.Error())
 	case errors.Is(err, tokens.ErrUsed):
 		httpx.WriteProblem(ctx, httpx.TokenUsed, "the token was already consumed, or is unknown or expired")
-	case err != nil:
-		httpx.WriteError(ctx, err)
 	default:
-		httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"consumed": true, "scope": req.Scope, "token": req.Token})
+		httpx.WriteError(ctx, err)
 	}
 }
