@@ -22,7 +22,8 @@ var layers = [][]string{
 	{"gateway", "api", "resp"},
 	{"node", "bench"},
 	{"internal/democluster"},
-	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself
+	{"cmd"},
+	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself (main.go)
 }
 
 // testOnly are packages no production package may import.
