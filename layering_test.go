@@ -20,7 +20,7 @@ var layers = [][]string{
 	{"raftstore", "tokens", "internal/localcluster"},
 	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once", "locks"},
 	{"gateway", "api", "resp"},
-	{"node", "bench"},
+	{"node", "bench", "reconcile"},
 	{"internal/democluster"},
 	{"cmd"},
 	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself (main.go)

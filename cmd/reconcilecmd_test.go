@@ -6,206 +6,72 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/idemgate/idemgate/api"
 )
 
-// exportFile writes an export of lines (and its end line) to a file.
-func exportFile(t *testing.T, lines []api.ExportLine) string {
-	t.Helper()
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	for _, l := range lines {
-		enc.Encode(l)
-	}
-	enc.Encode(api.ExportEnd{End: true, Records: int64(len(lines))})
-	return writeFile(t, "export.ndjson", b.String())
-}
-
-func writeFile(t *testing.T, name, content string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// plantedExport is a day of records with one discrepancy of each kind
-// planted among them (see TestReconcileFindsEachKind).
-func plantedExport(t *testing.T) string {
-	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) string { return t0.Add(d).Format(time.RFC3339Nano) }
-	rec := func(key, state string, status int, fp, id string, d time.Duration) api.ExportLine {
-		l := api.ExportLine{Scope: "pay", Key: key, State: state, StatusCode: status, Fingerprint: fp, CreatedAt: at(d), ReconcileID: id}
-		if state == "completed" {
-			l.CompletedAt = at(d + time.Second)
-		}
-		return l
-	}
-	return exportFile(t, []api.ExportLine{
-		rec("k1", "completed", 201, "aa01", "ch_1", 0),
-		rec("k2", "completed", 201, "aa02", "ch_2", time.Minute),    // charged twice
-		rec("k3", "completed", 201, "aa03", "ch_3", 2*time.Minute),  // no row has its key; one has its id
-		rec("k4", "completed", 402, "aa04", "", 3*time.Minute),      // declined: no charge expected
-		rec("k5", "in_flight", 0, "aa05", "", 4*time.Minute),        // no charge expected
-		rec("k6", "completed", 201, "aa01", "ch_6", 4*time.Minute),  // k1's fingerprint, 4 minutes on
-		rec("k7", "completed", 201, "aa07", "ch_1", 30*time.Minute), // k1's charge id
-		rec("k8", "completed", 201, "aa08", "ch_8", 40*time.Minute), // k9's fingerprint, 10 minutes apart:
-		rec("k9", "completed", 201, "aa08", "ch_9", 50*time.Minute), // outside the window
-		{Scope: "pay", Tenant: "t1", Key: "k1", State: "completed", StatusCode: 201, Fingerprint: "aa01", // another tenant's k1
-			CreatedAt: at(time.Second), CompletedAt: at(2 * time.Second), ReconcileID: "ch_t1"},
-	})
-}
-
-const plantedLedger = "\ufeffid,amount,Idempotency Key,created\n" +
-	"ch_1,10,k1,2026-01-02\n" +
-	"ch_2,10,k2,2026-01-02\n" +
-	"ch_2b,10,k2,2026-01-02\n" + // line 4: k2 again
-	"ch_3,10,,2026-01-02\n" + // line 5: no key; its id is k3's
-	"ch_6,10,k6,2026-01-02\n" +
-	"ch_7,10,k7,2026-01-02\n" +
-	"ch_8,10,k8,2026-01-02\n" +
-	"ch_9,10,k9,2026-01-02\n" +
-	"\"ch_99\",\"1,000\",k99,2026-01-02\n" // line 10: a charge of no record
-
-// TestReconcileFindsEachKind: on a statement with one discrepancy of each
-// kind planted, reconcile reports exactly those, and exits 1; matching by
-// the charge id as well settles the row without a key.
-func TestReconcileFindsEachKind(t *testing.T) {
+// TestReconcileVerb: `idemgate reconcile` exits 0 on a clean day, 1 on a
+// finding (the report on stdout, as JSON with --json), 2 on input it
+// cannot trust, with one line per error on stderr and nothing on stdout
+// (two when the failed run's metrics file cannot be written either).
+// What a run finds is package reconcile's tests'.
+func TestReconcileVerb(t *testing.T) {
 	t.Parallel()
-	exp, ledger := plantedExport(t), writeFile(t, "ledger.csv", plantedLedger)
-	for _, tc := range []struct {
-		name  string
-		flags []string
-		want  string
-	}{
-		{"by key (the id column unread)", nil, `{
-  "records": 10,
-  "ledger_rows": 9,
-  "charged_more_than_once": [{"key": "k2", "lines": [3, 4]}],
-  "charges_without_record": [{"line": 5, "key": ""}, {"line": 10, "key": "k99"}],
-  "records_without_charge": [{"scope": "pay", "tenant": "", "key": "k3", "state": "completed", "status_code": 201, "reconcile_id": "ch_3", "created_at": "2026-01-02T10:02:00Z"}],
-  "suspected_duplicates": [
-    {"scope": "pay", "tenant": "", "key": "k6", "earlier_key": "k1", "why": "fingerprint"},
-    {"scope": "pay", "tenant": "", "key": "k7", "earlier_key": "k1", "why": "reconcile_id"}],
-  "clean": false}`},
-		{"by key and id", []string{"--ledger-id", "ID"}, `{
-  "records": 10,
-  "ledger_rows": 9,
-  "charged_more_than_once": [{"key": "k2", "lines": [3, 4], "ids": ["ch_2", "ch_2b"]}],
-  "charges_without_record": [{"line": 10, "key": "k99", "id": "ch_99"}],
-  "records_without_charge": [],
-  "suspected_duplicates": [
-    {"scope": "pay", "tenant": "", "key": "k6", "earlier_key": "k1", "why": "fingerprint"},
-    {"scope": "pay", "tenant": "", "key": "k7", "earlier_key": "k1", "why": "reconcile_id"}],
-  "clean": false}`},
-	} {
-		args := append([]string{"reconcile", "--export", exp, "--ledger", ledger, "--ledger-key", "idempotency key", "--json"}, tc.flags...)
-		code, out, errOut := runArgs(args...)
-		if code != 1 || errOut != "" {
-			t.Errorf("%s: exit %d, stderr %q; want 1", tc.name, code, errOut)
-		}
-		var got, want any
-		if err := json.Unmarshal([]byte(out), &got); err != nil {
-			t.Fatalf("%s: %v: %s", tc.name, err, out)
-		}
-		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		g, _ := json.Marshal(got)
-		w, _ := json.Marshal(want)
-		if string(g) != string(w) {
-			t.Errorf("%s:\n got %s\nwant %s", tc.name, g, w)
-		}
+		return p
 	}
-	// The human summary says the same.
-	code, out, _ := runArgs("reconcile", "--export", exp, "--ledger", ledger, "--ledger-key", "Idempotency Key")
-	for _, want := range []string{"reconcile: 10 records, 9 statement rows\n", "keys charged more than once: 1\n  \"k2\" on lines [3 4]\n",
-		"charges with no record: 2\n", "line 10: key \"k99\"\n", "records completed with no charge: 1\n  pay \"k3\"",
-		"suspected duplicates: 2\n  pay \"k6\" (tenant \"\") looks like \"k1\": same fingerprint\n"} {
-		if code != 1 || !strings.Contains(out, want) {
-			t.Errorf("summary (exit %d) lacks %q:\n%s", code, want, out)
-		}
-	}
-}
-
-// TestReconcileClean: a statement that matches the records exits 0.
-func TestReconcileClean(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC).Format(time.RFC3339)
-	exp := exportFile(t, []api.ExportLine{
-		{Scope: "pay", Key: "k1", State: "completed", StatusCode: 201, Fingerprint: "01", CreatedAt: t0, CompletedAt: t0, ReconcileID: "ch_1"},
-		{Scope: "pay", Key: "k2", State: "completed", StatusCode: 200, Fingerprint: "02", CreatedAt: t0, CompletedAt: t0, ReconcileID: "ch_2"},
-		{Scope: "pay", Key: "k3", State: "completed", StatusCode: 409, Fingerprint: "03", CreatedAt: t0, CompletedAt: t0},
-		{Scope: "pay", Key: "k4", State: "unknown", Fingerprint: "04", CreatedAt: t0},
-	})
-	ledger := writeFile(t, "ledger.csv", "key,charge\nk1,ch_1\r\nk2,ch_2\r\n")
-	code, out, errOut := runArgs("reconcile", "--export", exp, "--ledger", ledger, "--ledger-key", "key", "--ledger-id", "charge")
-	if code != 0 || errOut != "" || !strings.Contains(out, "\nclean: ") {
-		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant 0 and clean", code, errOut, out)
-	}
-	// An empty day against an empty statement is clean too.
-	code, _, errOut = runArgs("reconcile", "--export", exportFile(t, nil), "--ledger", writeFile(t, "l.csv", "key\n"), "--ledger-key", "key")
-	if code != 0 || errOut != "" {
-		t.Errorf("an empty day: exit %d, stderr %q", code, errOut)
-	}
-}
-
-// TestReconcileRefusesBadInput: an export or statement reconcile cannot
-// trust is refused with exit 2 and one line saying why, never a report
-// over part of it.
-func TestReconcileRefusesBadInput(t *testing.T) {
-	t.Parallel()
-	good := `{"scope":"pay","tenant":"","key":"k1","state":"completed","status_code":201,"fingerprint":"01","created_at":"2026-01-02T10:00:00Z"}` + "\n"
-	end := `{"end":true,"records":1}` + "\n"
-	huge := strings.Repeat("x", 2<<20)
+	line := `{"scope":"pay","tenant":"","key":"k1","state":"completed","status_code":201,"created_at":"2026-01-02T10:00:00Z"}` + "\n"
+	export := file("e.ndjson", line+`{"end":true,"records":1}`+"\n")
+	cutOff := file("cut.ndjson", line)
+	clean, twice := file("clean.csv", "key\nk1\n"), file("twice.csv", "key\nk1\nk1\n")
+	foreign := file("other.prom", "this is { not the text format\n")
 	for _, tc := range []struct {
-		name, export, ledger string
-		flags                []string
-		want                 string
+		name       string
+		args       []string
+		code       int
+		out        string // on stdout
+		errs       []string
+		jsonReport bool
 	}{
-		{"export cut off", good, "key\nk1\n", nil, "no end line: the export was cut off"},
-		{"export failed part way", good + `{"end":false,"records":1,"error":"storage: damaged"}` + "\n", "key\nk1\n", nil, "the export failed part way: storage: damaged"},
-		{"end line miscounts", good + `{"end":true,"records":2}` + "\n", "key\nk1\n", nil, "the end line counts 2 records, the file has 1"},
-		{"a line after the end", good + end + good, "key\nk1\n", nil, ":3: a line after the end line"},
-		{"export not JSON", "scope,key\n" + end, "key\nk1\n", nil, ":1: not a line of a records export"},
-		{"export unknown field", `{"scope":"pay","key":"k1","state":"completed","body":"secret"}` + "\n" + end, "key\nk1\n", nil, `unknown field "body"`},
-		{"export bad time", strings.Replace(good, "2026-01-02T10:00:00Z", "yesterday", 1) + end, "key\nk1\n", nil, ":1: a record needs scope, key, state and an RFC 3339 created_at"},
-		{"export two values on a line", strings.TrimSuffix(good, "\n") + "{}\n" + end, "key\nk1\n", nil, ":1: more than one JSON value"},
-		{"export huge line", `{"scope":"` + huge + "\"}\n" + end, "key\nk1\n", nil, "token too long"},
-		{"empty ledger", good + end, "", nil, "empty; want a header row"},
-		{"no such column", good + end, "id,amount\nch_1,1\n", nil, `--ledger-key: no column "key" in the header "id,amount"`},
-		{"no such id column", good + end, "key\nk1\n", []string{"--ledger-id", "charge"}, `--ledger-id: no column "charge"`},
-		{"column named twice", good + end, "key,KEY\nk1,k1\n", nil, `the header names column "key" twice`},
-		{"a row short of a field", good + end, "key,id\nk1,ch_1\nk2\n", nil, "record on line 3: wrong number of fields"},
-		{"a bare quote", good + end, "key,id\nk\"1,ch_1\n", nil, `bare " in non-quoted-field`},
-		{"an unclosed quote", good + end, "key,id\n\"k1,ch_1\n", nil, `extraneous or missing " in quoted-field`},
-		{"ledger huge line", good + end, "key\n" + huge + "\n", nil, "a line longer than 1048576 bytes"},
-		{"negative window", good + end, "key\nk1\n", []string{"--window", "-1s"}, "--window: -1s is negative"},
+		{"clean", []string{"--export", export, "--ledger", clean, "--ledger-key", "key"}, 0, "\nclean: ", nil, false},
+		{"charged twice", []string{"--export", export, "--ledger", twice, "--ledger-key", "key"}, 1, "keys charged more than once: 1\n", nil, false},
+		{"charged twice, JSON", []string{"--export", export, "--ledger", twice, "--ledger-key", "key", "--json"}, 1, `"charged_more_than_once"`, nil, true},
+		{"cut off", []string{"--export", cutOff, "--ledger", clean, "--ledger-key", "key"}, 2, "", []string{"no end line"}, false},
+		{"no export", []string{"--ledger", clean, "--ledger-key", "key"}, 2, "", []string{"--export: required"}, false},
+		{"bad window", []string{"--export", export, "--ledger", clean, "--ledger-key", "key", "--window", "-1s"}, 2, "", []string{"--window: -1s is negative"}, false},
+		{"not .prom", []string{"--export", export, "--ledger", clean, "--ledger-key", "key", "--metrics-file", filepath.Join(dir, "r.txt")}, 2, "",
+			[]string{"want a file name ending in .prom"}, false},
+		{"cut off, another job's file", []string{"--export", cutOff, "--ledger", clean, "--ledger-key", "key", "--metrics-file", foreign}, 2, "",
+			[]string{"no end line", "other.prom is not a metrics file (left as it is)"}, false},
 	} {
-		args := append([]string{"reconcile", "--export", writeFile(t, "e.ndjson", tc.export), "--ledger", writeFile(t, "l.csv", tc.ledger), "--ledger-key", "key"}, tc.flags...)
-		code, out, errOut := runArgs(args...)
+		code, out, errOut := runArgs(append([]string{"reconcile"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(out, tc.out) || (tc.out == "" && out != "") {
+			t.Errorf("%s: exit %d, stdout %q; want %d and %q", tc.name, code, out, tc.code, tc.out)
+		}
 		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-		if code != 2 || out != "" || len(lines) != 1 || !strings.Contains(errOut, tc.want) || !strings.HasPrefix(errOut, "idemgate reconcile: ") {
-			t.Errorf("%s: exit %d, stdout %.100q, stderr %.300q; want 2 and one line containing %q", tc.name, code, out, errOut, tc.want)
+		if errOut == "" {
+			lines = nil
 		}
-	}
-	// The flags it needs, and files that are not there.
-	e, l := writeFile(t, "e.ndjson", good+end), writeFile(t, "l.csv", "key\nk1\n")
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--ledger", l, "--ledger-key", "key"}, "--export: required"},
-		{[]string{"--export", e, "--ledger-key", "key"}, "--ledger: required"},
-		{[]string{"--export", e, "--ledger", l}, "--ledger-key: required"},
-		{[]string{"--export", e + ".missing", "--ledger", l, "--ledger-key", "key"}, "--export: open "},
-		{[]string{"--export", e, "--ledger", l + ".missing", "--ledger-key", "key"}, "--ledger: open "},
-	} {
-		if code, out, errOut := runArgs(append([]string{"reconcile"}, tc.args...)...); code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		if len(lines) != len(tc.errs) {
+			t.Errorf("%s: stderr %q; want %d lines", tc.name, errOut, len(tc.errs))
+			continue
+		}
+		for i, want := range tc.errs {
+			if !strings.HasPrefix(lines[i], "idemgate reconcile: ") || !strings.Contains(lines[i], want) {
+				t.Errorf("%s: stderr line %d %q; want %q after the prefix", tc.name, i+1, lines[i], want)
+			}
+		}
+		if tc.jsonReport {
+			var rep struct {
+				Records int  `json:"records"`
+				Clean   bool `json:"clean"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Records != 1 || rep.Clean {
+				t.Errorf("%s: %+v, %v; want a JSON report of 1 record, not clean", tc.name, rep, err)
+			}
 		}
 	}
 }
