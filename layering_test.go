@@ -16,7 +16,7 @@ var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/conncap", "internal/loopback",
 		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout", "script"},
 	{"fsm", "datadir"},
-	{"backup", "storeapi", "raftstore/transport"},
+	{"backup", "storeapi", "raftstore/transport", "fence"},
 	{"raftstore", "tokens", "internal/localcluster"},
 	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once", "locks"},
 	{"gateway", "api", "resp"},
