@@ -16,13 +16,14 @@ var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/conncap", "internal/loopback",
 		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout", "script"},
 	{"fsm", "datadir"},
-	{"backup", "storeapi", "raftstore/transport"},
+	{"backup", "storeapi", "raftstore/transport", "fence"},
 	{"raftstore", "tokens", "internal/localcluster"},
 	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once", "locks"},
 	{"gateway", "api", "resp"},
-	{"node", "bench"},
+	{"node", "bench", "reconcile"},
 	{"internal/democluster"},
-	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself
+	{"cmd"},
+	{"", "examples/payments", "examples/smsconsumer", "tests/e2e"}, // "": the idemgate command itself (main.go)
 }
 
 // testOnly are packages no production package may import.

@@ -25,6 +25,7 @@ import (
 	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -367,7 +368,7 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 	}
 	// Membership: remove a follower through another node, then add it back
 	// through a member (the removed node itself refuses: it serves nothing).
-	var follower nodeJSON
+	var follower storeapi.Server
 	member := ""
 	for _, n := range cl.Nodes {
 		if n.ID != cl.Leader {
@@ -385,7 +386,7 @@ func TestAPIClusterHealthMetrics(t *testing.T) {
 	if r := do(t, "DELETE", ac.urls[0]+"/v1/cluster/nodes/"+follower.ID, ""); r.Status != 200 {
 		t.Fatalf("remove %s = %d %s", follower.ID, r.Status, r.Body)
 	}
-	body := fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:1"}`, follower.ID, follower.Raft)
+	body := fmt.Sprintf(`{"id":%q,"raft":%q,"api":"127.0.0.1:1"}`, follower.ID, follower.RaftAddr)
 	if r := postJSON(t, member+"/v1/cluster/nodes", body); r.Status != 200 || !strings.Contains(r.Body, `"api":"127.0.0.1:1"`) {
 		t.Fatalf("add %s = %d %s", follower.ID, r.Status, r.Body)
 	}

@@ -30,32 +30,19 @@ type clusterJSON struct {
 	// answered, else the node asked.
 	View string `json:"view"`
 	// Removed: the node asked was removed from the cluster.
-	Removed      bool       `json:"removed"`
-	Nodes        []nodeJSON `json:"nodes"`
-	CommitIndex  uint64     `json:"commit_index"`
-	AppliedIndex uint64     `json:"applied_index"`
+	Removed bool `json:"removed"`
+	// Nodes are the viewing node's members. Reachable: the member
+	// answered the viewing node's last status probe (one a second);
+	// LastContactMS is how long ago it last answered (-1: never, State
+	// "unknown" until the first probe of a member just added). MatchIndex
+	// is the member's last log index as it last answered; Lag how far that
+	// was behind the viewing node's last index at that moment.
+	Nodes        []storeapi.Server `json:"nodes"`
+	CommitIndex  uint64            `json:"commit_index"`
+	AppliedIndex uint64            `json:"applied_index"`
 	// Version is the build the node asked runs (each node's is in its
 	// GET /v1/status): during a rolling upgrade, which node runs what.
 	Version string `json:"version"`
-}
-
-// nodeJSON is one member in clusterJSON.
-type nodeJSON struct {
-	ID    string `json:"id"`
-	Raft  string `json:"raft"`
-	API   string `json:"api"`
-	State string `json:"state"`
-	Voter bool   `json:"voter"`
-	// Reachable: the member answered the viewing node's last status probe
-	// (one a second); LastContactMS is how long ago it last answered (-1:
-	// never, State "unknown" until the first probe of a member just added).
-	Reachable     bool  `json:"reachable"`
-	LastContactMS int64 `json:"last_contact_ms"`
-	// MatchIndex is the member's last log index as it last answered; Lag
-	// how far that was behind the viewing node's last index at that moment.
-	MatchIndex uint64 `json:"match_index"`
-	Lag        uint64 `json:"lag"`
-	Removed    bool   `json:"removed,omitempty"`
 }
 
 func (h *clusterHandlers) cluster(ctx *fasthttp.RequestCtx) {
@@ -68,11 +55,11 @@ func (h *clusterHandlers) cluster(ctx *fasthttp.RequestCtx) {
 	}
 	leader, _ := h.store.Leader()
 	commit, applied := h.store.Indexes()
-	out := clusterJSON{Leader: leader, ClusterID: h.store.ClusterID(), View: view.View, Removed: h.store.Removed(), Nodes: []nodeJSON{},
+	out := clusterJSON{Leader: leader, ClusterID: h.store.ClusterID(), View: view.View, Removed: h.store.Removed(), Nodes: []storeapi.Server{},
 		CommitIndex: commit, AppliedIndex: applied, Version: h.cfg.Version}
 	for _, s := range view.Servers {
-		out.Nodes = append(out.Nodes, nodeJSON{ID: s.ID, Raft: s.RaftAddr, API: h.nodeAPI(s.ID), State: s.State, Voter: s.Voter,
-			Reachable: s.Reachable, LastContactMS: s.LastContactMS, MatchIndex: s.MatchIndex, Lag: s.Lag, Removed: s.Removed})
+		s.API = h.nodeAPI(s.ID)
+		out.Nodes = append(out.Nodes, s)
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, out)
 }

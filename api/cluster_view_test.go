@@ -13,6 +13,7 @@ import (
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // startEmptyNode starts node id with an empty data directory, waiting to
@@ -35,7 +36,7 @@ func startEmptyNode(t *testing.T, ac *apiCluster, id string) string {
 // a state other than the documented ones, a member not reachable that
 // claims a contact now (last_contact_ms 0) or a state it reported, or one
 // reachable that was never contacted.
-func checkNodeView(t *testing.T, when string, n nodeJSON) {
+func checkNodeView(t *testing.T, when string, n storeapi.Server) {
 	t.Helper()
 	switch {
 	case n.Removed:

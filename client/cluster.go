@@ -37,7 +37,9 @@ type Membership struct {
 	Members   []Member `json:"nodes"`
 }
 
-// Member is one member of the configuration.
+// Member is one member of the configuration. The server's is
+// storeapi.Server; the client keeps its own, as it imports nothing of the
+// server (a program that calls a cluster builds without it).
 type Member struct {
 	ID            string `json:"id"`
 	Raft          string `json:"raft"`

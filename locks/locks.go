@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idemgate/idemgate/fence"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -414,23 +415,19 @@ func (s *Service) Release(ctx context.Context, name string, fence uint64) error 
 // fenced applies a command of a holder: a refusal of its fence is
 // ErrStaleFence, saying why when the state machine knows.
 func (s *Service) fenced(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
-	if c.Fence == 0 {
-		return nil, fmt.Errorf("%w: fence 0 was never handed out", ErrStaleFence)
+	return fence.Apply(ctx, c, s.store.Lock, ErrStaleFence, lockRefusal)
+}
+
+// lockRefusal: the state machine refuses a fence that does not hold the
+// lock, with the lease end of a holder whose lease ran out.
+func lockRefusal(_ *fsm.Command, res *fsm.Result) (string, bool) {
+	switch {
+	case res.Code != fsm.CodeFenceMismatch:
+		return "", false
+	case res.ExpiresAt != 0:
+		return "its lease ran out at " + time.Unix(0, res.ExpiresAt).UTC().Format(time.RFC3339Nano), true
 	}
-	res, err := s.store.Lock(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	switch res.Code {
-	case fsm.CodeOK:
-		return res, nil
-	case fsm.CodeFenceMismatch:
-		if res.ExpiresAt != 0 {
-			return nil, fmt.Errorf("%w: its lease ran out at %s", ErrStaleFence, time.Unix(0, res.ExpiresAt).UTC().Format(time.RFC3339Nano))
-		}
-		return nil, ErrStaleFence
-	}
-	return nil, res.Err()
+	return "", true
 }
 
 // Get reads the lock held under name, linearizable; fsm.ErrNotFound when

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idemgate/idemgate/fence"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -185,28 +186,24 @@ func (s *Service) Release(ctx context.Context, scope, k string, fence uint64) er
 // fenced applies a command of a holder: a refusal of its fence (taken
 // over, released, expired, completed already) is ErrStaleFence.
 func (s *Service) fenced(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
-	if c.Fence == 0 {
-		return nil, fmt.Errorf("%w: fence 0 was never handed out", ErrStaleFence)
+	return fence.Apply(ctx, c, s.store.Once, ErrStaleFence, claimRefusal)
+}
+
+// claimRefusal says why the state machine refused a claim holder's fence:
+// the claim is gone, its lease ran out, another fence holds it, or it is
+// completed.
+func claimRefusal(c *fsm.Command, res *fsm.Result) (string, bool) {
+	switch {
+	case res.Code == fsm.CodeWrongState:
+		return "the claim is completed", true
+	case res.Code != fsm.CodeFenceMismatch:
+		return "", false
+	case res.Fence == 0:
+		return "there is no claim (released, or past its retention)", true
+	case res.Fence == c.Fence:
+		return "its lease ran out", true
 	}
-	res, err := s.store.Once(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	switch res.Code {
-	case fsm.CodeOK:
-		return res, nil
-	case fsm.CodeFenceMismatch:
-		if res.Fence == 0 {
-			return nil, fmt.Errorf("%w: there is no claim (released, or past its retention)", ErrStaleFence)
-		}
-		if res.Fence == c.Fence {
-			return nil, fmt.Errorf("%w: its lease ran out", ErrStaleFence)
-		}
-		return nil, fmt.Errorf("%w: fence %d holds it now", ErrStaleFence, res.Fence)
-	case fsm.CodeWrongState:
-		return nil, fmt.Errorf("%w: the claim is completed", ErrStaleFence)
-	}
-	return nil, res.Err()
+	return fmt.Sprintf("fence %d holds it now", res.Fence), true
 }
 
 // Get reads the claim of (scope, k), linearizable; fsm.ErrNotFound when

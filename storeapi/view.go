@@ -31,19 +31,25 @@ type ClusterView struct {
 
 // Server is one member of the Raft configuration, with what the viewing
 // node knows of it (a cluster view fills the probe fields; a plain list of
-// members leaves them).
+// members leaves them). It is the member of GET /v1/cluster too, its
+// fields in that answer's order; the Go client keeps its own (it imports
+// nothing of the server).
 type Server struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft"`
-	Voter    bool   `json:"voter"`
+	// API is the member's API address: the API face fills it in its
+	// answers, from the cluster file or what the member was added with;
+	// the store leaves it empty.
+	API string `json:"api"`
 	// State: the member's Raft state as it reported it ("leader",
 	// "follower", "candidate", "removed"), or "unreachable".
 	State string `json:"state"`
-	// Removed is set on the entry of this node when it was removed.
-	Removed bool `json:"removed,omitempty"`
+	Voter bool   `json:"voter"`
 
 	Reachable     bool   `json:"reachable"`
 	LastContactMS int64  `json:"last_contact_ms"`
 	MatchIndex    uint64 `json:"match_index"`
 	Lag           uint64 `json:"lag"` // behind the viewing node's log at that answer
+	// Removed is set on the entry of this node when it was removed.
+	Removed bool `json:"removed,omitempty"`
 }

@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -145,7 +145,7 @@ func TestTokenCommand(t *testing.T) {
 // (and appended to it, since api.tokens ends it): the file then parses with
 // those tokens.
 func TestTokenEntriesPasteIntoGuide(t *testing.T) {
-	readme, err := os.ReadFile("docs/security.md")
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 import (
 	"maps"
@@ -47,6 +47,18 @@ func readMetricsFile(t *testing.T, path string) map[string]map[string]float64 {
 	return out
 }
 
+// exitCode is the command line's exit for a run: 2 refused, 1 findings,
+// 0 clean.
+func exitCode(rep Report, err error) int {
+	switch {
+	case err != nil:
+		return 2
+	case !rep.Clean:
+		return 1
+	}
+	return 0
+}
+
 // TestReconcileMetricsFile: --metrics-file writes the run's gauges for
 // node_exporter's textfile collector, exactly: on the planted statement
 // each kind's count, the records and rows read, and the run's time as
@@ -62,9 +74,9 @@ func TestReconcileMetricsFile(t *testing.T) {
 	run := func(export string, want int) (before, after float64) {
 		t.Helper()
 		b := time.Now().Unix()
-		code, out, errOut := runArgs("reconcile", "--export", export, "--ledger", ledger, "--ledger-key", "Idempotency Key", "--metrics-file", prom)
-		if code != want {
-			t.Fatalf("exit %d, want %d; stdout %q, stderr %q", code, want, out, errOut)
+		rep, err := Run(Config{Export: export, Ledger: ledger, LedgerKey: "Idempotency Key", Window: window, MetricsFile: prom})
+		if code := exitCode(rep, err); code != want {
+			t.Fatalf("exit %d, want %d; error %v", code, want, err)
 		}
 		return float64(b), float64(time.Now().Unix())
 	}
@@ -124,8 +136,8 @@ func TestReconcileMetricsFile(t *testing.T) {
 	t0 := "2026-01-02T10:00:00Z"
 	clean := writeFile(t, "clean.ndjson", `{"scope":"pay","tenant":"","key":"k1","state":"completed","status_code":201,"created_at":"`+t0+`"}`+"\n"+`{"end":true,"records":1}`+"\n")
 	b := time.Now().Unix()
-	if code, out, errOut := runArgs("reconcile", "--export", clean, "--ledger", writeFile(t, "c.csv", "key\nk1\n"), "--ledger-key", "key", "--metrics-file", prom); code != 0 {
-		t.Fatalf("clean: exit %d: %s %s", code, out, errOut)
+	if rep, err := Run(Config{Export: clean, Ledger: writeFile(t, "c.csv", "key\nk1\n"), LedgerKey: "key", Window: window, MetricsFile: prom}); err != nil || !rep.Clean {
+		t.Fatalf("clean: %+v, error %v", rep, err)
 	}
 	got = readMetricsFile(t, prom)
 	inRange("last success of the clean run", got[metricLastSuccess][""], float64(b), float64(time.Now().Unix()))
@@ -143,9 +155,9 @@ func TestReconcileMetricsFile(t *testing.T) {
 }
 
 // TestReconcileMetricsFileRefused: a --metrics-file the collector would
-// not read, cannot be written, or holds something else is refused with
-// exit 2 and a line naming it; no report is printed whose metrics were
-// not written, and another job's file is left as it was.
+// not read, cannot be written, or holds something else is refused with an
+// error naming it; no report is made whose metrics were not written, and
+// another job's file is left as it was.
 func TestReconcileMetricsFileRefused(t *testing.T) {
 	t.Parallel()
 	exp, ledger := plantedExport(t), writeFile(t, "ledger.csv", plantedLedger)
@@ -167,15 +179,18 @@ func TestReconcileMetricsFileRefused(t *testing.T) {
 		{"no such directory", filepath.Join(dir, "missing", "r.prom"), exp, []string{"--metrics-file: open " + filepath.Join(dir, "missing")}},
 		{"another job's file, refused input", foreign, writeFile(t, "cut.ndjson", `{"scope":"pay","key":"k1","state":"in_flight","created_at":"2026-01-02T10:00:00Z"}`+"\n"), []string{"no end line", "other.prom is not a metrics file (left as it is)"}},
 	} {
-		code, out, errOut := runArgs("reconcile", "--export", tc.export, "--ledger", ledger, "--ledger-key", "Idempotency Key", "--metrics-file", tc.path)
-		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-		if code != 2 || out != "" || len(lines) != len(tc.want) {
-			t.Errorf("%s: exit %d, stdout %.100q, stderr %q; want 2, no report, %d lines", tc.name, code, out, errOut, len(tc.want))
+		rep, err := Run(Config{Export: tc.export, Ledger: ledger, LedgerKey: "Idempotency Key", Window: window, MetricsFile: tc.path})
+		errs := []error{err}
+		if joined, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = joined.Unwrap()
+		}
+		if err == nil || rep.Records != 0 || len(errs) != len(tc.want) {
+			t.Errorf("%s: %+v, error %q; want no report and %d errors", tc.name, rep, err, len(tc.want))
 			continue
 		}
 		for i, w := range tc.want {
-			if !strings.HasPrefix(lines[i], "idemgate reconcile: ") || !strings.Contains(lines[i], w) {
-				t.Errorf("%s: stderr line %d %q, want %q", tc.name, i+1, lines[i], w)
+			if !strings.Contains(errs[i].Error(), w) {
+				t.Errorf("%s: error %d %q, want %q", tc.name, i+1, errs[i], w)
 			}
 		}
 	}
@@ -193,14 +208,14 @@ func TestReconcileMetricsFileRefused(t *testing.T) {
 // deploy/alerts.yaml cannot see them), with the label values it uses.
 func TestReconcileAlertsNameWrittenMetrics(t *testing.T) {
 	t.Parallel()
-	rules, err := os.ReadFile(filepath.Join("deploy", "reconcile-alerts.yaml"))
+	rules, err := os.ReadFile(filepath.Join("..", "deploy", "reconcile-alerts.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	prom := filepath.Join(t.TempDir(), "r.prom")
-	if code, _, errOut := runArgs("reconcile", "--export", plantedExport(t), "--ledger", writeFile(t, "l.csv", plantedLedger),
-		"--ledger-key", "Idempotency Key", "--metrics-file", prom); code != 1 {
-		t.Fatalf("exit %d: %s", code, errOut)
+	if _, err := Run(Config{Export: plantedExport(t), Ledger: writeFile(t, "l.csv", plantedLedger),
+		LedgerKey: "Idempotency Key", Window: window, MetricsFile: prom}); err != nil {
+		t.Fatal(err)
 	}
 	got := readMetricsFile(t, prom)
 	names := regexp.MustCompile(`\bidemgate_[a-z0-9_]+`).FindAllString(string(rules), -1)

@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 import (
 	"errors"
@@ -49,11 +49,11 @@ func checkMetricsPath(path string) error {
 	return nil
 }
 
-// writeReconcileMetrics replaces path, atomically (a temporary file in
+// writeMetrics replaces path, atomically (a temporary file in
 // its directory, then a rename: the collector never reads half a file),
 // with the gauges of a run at now: rep's when it made a report, else
 // (rep nil) the failed run's time over what path held before.
-func writeReconcileMetrics(path string, rep *reconcileReport, now time.Time) error {
+func writeMetrics(path string, rep *Report, now time.Time) error {
 	reg := prometheus.NewPedanticRegistry()
 	lastRun := prometheus.NewGauge(prometheus.GaugeOpts{Name: metricLastRun,
 		Help: "When idemgate reconcile last ran (Unix seconds), whether or not it could trust its input."})

@@ -1,4 +1,4 @@
-package main
+package reconcile
 
 import (
 	"encoding/json"
@@ -9,7 +9,12 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/api"
+	"github.com/idemgate/idemgate/config"
 )
+
+// window is the suspect window the tests run with: the command line's
+// default (5 minutes; the planted export's pairs sit either side of it).
+const window = config.DefaultSuspectWindow
 
 // exportFile writes an export of lines (and its end line) to a file.
 func exportFile(t *testing.T, lines []api.ExportLine) string {
@@ -71,17 +76,17 @@ const plantedLedger = "\ufeffid,amount,Idempotency Key,created\n" +
 	"\"ch_99\",\"1,000\",k99,2026-01-02\n" // line 10: a charge of no record
 
 // TestReconcileFindsEachKind: on a statement with one discrepancy of each
-// kind planted, reconcile reports exactly those, and exits 1; matching by
+// kind planted, a run reports exactly those; matching by
 // the charge id as well settles the row without a key.
 func TestReconcileFindsEachKind(t *testing.T) {
 	t.Parallel()
 	exp, ledger := plantedExport(t), writeFile(t, "ledger.csv", plantedLedger)
 	for _, tc := range []struct {
-		name  string
-		flags []string
-		want  string
+		name string
+		id   string
+		want string
 	}{
-		{"by key (the id column unread)", nil, `{
+		{"by key (the id column unread)", "", `{
   "records": 10,
   "ledger_rows": 9,
   "charged_more_than_once": [{"key": "k2", "lines": [3, 4]}],
@@ -91,7 +96,7 @@ func TestReconcileFindsEachKind(t *testing.T) {
     {"scope": "pay", "tenant": "", "key": "k6", "earlier_key": "k1", "why": "fingerprint"},
     {"scope": "pay", "tenant": "", "key": "k7", "earlier_key": "k1", "why": "reconcile_id"}],
   "clean": false}`},
-		{"by key and id", []string{"--ledger-id", "ID"}, `{
+		{"by key and id", "ID", `{
   "records": 10,
   "ledger_rows": 9,
   "charged_more_than_once": [{"key": "k2", "lines": [3, 4], "ids": ["ch_2", "ch_2b"]}],
@@ -102,13 +107,13 @@ func TestReconcileFindsEachKind(t *testing.T) {
     {"scope": "pay", "tenant": "", "key": "k7", "earlier_key": "k1", "why": "reconcile_id"}],
   "clean": false}`},
 	} {
-		args := append([]string{"reconcile", "--export", exp, "--ledger", ledger, "--ledger-key", "idempotency key", "--json"}, tc.flags...)
-		code, out, errOut := runArgs(args...)
-		if code != 1 || errOut != "" {
-			t.Errorf("%s: exit %d, stderr %q; want 1", tc.name, code, errOut)
+		rep, err := Run(Config{Export: exp, Ledger: ledger, LedgerKey: "idempotency key", LedgerID: tc.id, Window: window})
+		if err != nil || rep.Clean {
+			t.Errorf("%s: clean %v, error %v; want findings", tc.name, rep.Clean, err)
 		}
+		out, _ := json.Marshal(rep)
 		var got, want any
-		if err := json.Unmarshal([]byte(out), &got); err != nil {
+		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("%s: %v: %s", tc.name, err, out)
 		}
 		if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
@@ -121,17 +126,21 @@ func TestReconcileFindsEachKind(t *testing.T) {
 		}
 	}
 	// The human summary says the same.
-	code, out, _ := runArgs("reconcile", "--export", exp, "--ledger", ledger, "--ledger-key", "Idempotency Key")
+	rep, err := Run(Config{Export: exp, Ledger: ledger, LedgerKey: "Idempotency Key", Window: window})
+	var b strings.Builder
+	rep.Print(&b)
+	out := b.String()
 	for _, want := range []string{"reconcile: 10 records, 9 statement rows\n", "keys charged more than once: 1\n  \"k2\" on lines [3 4]\n",
 		"charges with no record: 2\n", "line 10: key \"k99\"\n", "records completed with no charge: 1\n  pay \"k3\"",
 		"suspected duplicates: 2\n  pay \"k6\" (tenant \"\") looks like \"k1\": same fingerprint\n"} {
-		if code != 1 || !strings.Contains(out, want) {
-			t.Errorf("summary (exit %d) lacks %q:\n%s", code, want, out)
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("summary (error %v) lacks %q:\n%s", err, want, out)
 		}
 	}
 }
 
-// TestReconcileClean: a statement that matches the records exits 0.
+// TestReconcileClean: a statement that matches the records is clean, and
+// the summary says so.
 func TestReconcileClean(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC).Format(time.RFC3339)
@@ -142,20 +151,21 @@ func TestReconcileClean(t *testing.T) {
 		{Scope: "pay", Key: "k4", State: "unknown", Fingerprint: "04", CreatedAt: t0},
 	})
 	ledger := writeFile(t, "ledger.csv", "key,charge\nk1,ch_1\r\nk2,ch_2\r\n")
-	code, out, errOut := runArgs("reconcile", "--export", exp, "--ledger", ledger, "--ledger-key", "key", "--ledger-id", "charge")
-	if code != 0 || errOut != "" || !strings.Contains(out, "\nclean: ") {
-		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant 0 and clean", code, errOut, out)
+	rep, err := Run(Config{Export: exp, Ledger: ledger, LedgerKey: "key", LedgerID: "charge", Window: window})
+	var out strings.Builder
+	rep.Print(&out)
+	if err != nil || !rep.Clean || !strings.Contains(out.String(), "\nclean: ") {
+		t.Errorf("error %v, clean %v, summary:\n%s\nwant clean", err, rep.Clean, out.String())
 	}
 	// An empty day against an empty statement is clean too.
-	code, _, errOut = runArgs("reconcile", "--export", exportFile(t, nil), "--ledger", writeFile(t, "l.csv", "key\n"), "--ledger-key", "key")
-	if code != 0 || errOut != "" {
-		t.Errorf("an empty day: exit %d, stderr %q", code, errOut)
+	rep, err = Run(Config{Export: exportFile(t, nil), Ledger: writeFile(t, "l.csv", "key\n"), LedgerKey: "key", Window: window})
+	if err != nil || !rep.Clean {
+		t.Errorf("an empty day: clean %v, error %v", rep.Clean, err)
 	}
 }
 
-// TestReconcileRefusesBadInput: an export or statement reconcile cannot
-// trust is refused with exit 2 and one line saying why, never a report
-// over part of it.
+// TestReconcileRefusesBadInput: an export or statement a run cannot trust
+// is refused with an error saying why, never a report over part of it.
 func TestReconcileRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	good := `{"scope":"pay","tenant":"","key":"k1","state":"completed","status_code":201,"fingerprint":"01","created_at":"2026-01-02T10:00:00Z"}` + "\n"
@@ -163,49 +173,49 @@ func TestReconcileRefusesBadInput(t *testing.T) {
 	huge := strings.Repeat("x", 2<<20)
 	for _, tc := range []struct {
 		name, export, ledger string
-		flags                []string
+		id                   string
+		window               time.Duration
 		want                 string
 	}{
-		{"export cut off", good, "key\nk1\n", nil, "no end line: the export was cut off"},
-		{"export failed part way", good + `{"end":false,"records":1,"error":"storage: damaged"}` + "\n", "key\nk1\n", nil, "the export failed part way: storage: damaged"},
-		{"end line miscounts", good + `{"end":true,"records":2}` + "\n", "key\nk1\n", nil, "the end line counts 2 records, the file has 1"},
-		{"a line after the end", good + end + good, "key\nk1\n", nil, ":3: a line after the end line"},
-		{"export not JSON", "scope,key\n" + end, "key\nk1\n", nil, ":1: not a line of a records export"},
-		{"export unknown field", `{"scope":"pay","key":"k1","state":"completed","body":"secret"}` + "\n" + end, "key\nk1\n", nil, `unknown field "body"`},
-		{"export bad time", strings.Replace(good, "2026-01-02T10:00:00Z", "yesterday", 1) + end, "key\nk1\n", nil, ":1: a record needs scope, key, state and an RFC 3339 created_at"},
-		{"export two values on a line", strings.TrimSuffix(good, "\n") + "{}\n" + end, "key\nk1\n", nil, ":1: more than one JSON value"},
-		{"export huge line", `{"scope":"` + huge + "\"}\n" + end, "key\nk1\n", nil, "token too long"},
-		{"empty ledger", good + end, "", nil, "empty; want a header row"},
-		{"no such column", good + end, "id,amount\nch_1,1\n", nil, `--ledger-key: no column "key" in the header "id,amount"`},
-		{"no such id column", good + end, "key\nk1\n", []string{"--ledger-id", "charge"}, `--ledger-id: no column "charge"`},
-		{"column named twice", good + end, "key,KEY\nk1,k1\n", nil, `the header names column "key" twice`},
-		{"a row short of a field", good + end, "key,id\nk1,ch_1\nk2\n", nil, "record on line 3: wrong number of fields"},
-		{"a bare quote", good + end, "key,id\nk\"1,ch_1\n", nil, `bare " in non-quoted-field`},
-		{"an unclosed quote", good + end, "key,id\n\"k1,ch_1\n", nil, `extraneous or missing " in quoted-field`},
-		{"ledger huge line", good + end, "key\n" + huge + "\n", nil, "a line longer than 1048576 bytes"},
-		{"negative window", good + end, "key\nk1\n", []string{"--window", "-1s"}, "--window: -1s is negative"},
+		{"export cut off", good, "key\nk1\n", "", window, "no end line: the export was cut off"},
+		{"export failed part way", good + `{"end":false,"records":1,"error":"storage: damaged"}` + "\n", "key\nk1\n", "", window, "the export failed part way: storage: damaged"},
+		{"end line miscounts", good + `{"end":true,"records":2}` + "\n", "key\nk1\n", "", window, "the end line counts 2 records, the file has 1"},
+		{"a line after the end", good + end + good, "key\nk1\n", "", window, ":3: a line after the end line"},
+		{"export not JSON", "scope,key\n" + end, "key\nk1\n", "", window, ":1: not a line of a records export"},
+		{"export unknown field", `{"scope":"pay","key":"k1","state":"completed","body":"secret"}` + "\n" + end, "key\nk1\n", "", window, `unknown field "body"`},
+		{"export bad time", strings.Replace(good, "2026-01-02T10:00:00Z", "yesterday", 1) + end, "key\nk1\n", "", window, ":1: a record needs scope, key, state and an RFC 3339 created_at"},
+		{"export two values on a line", strings.TrimSuffix(good, "\n") + "{}\n" + end, "key\nk1\n", "", window, ":1: more than one JSON value"},
+		{"export huge line", `{"scope":"` + huge + "\"}\n" + end, "key\nk1\n", "", window, "token too long"},
+		{"empty ledger", good + end, "", "", window, "empty; want a header row"},
+		{"no such column", good + end, "id,amount\nch_1,1\n", "", window, `--ledger-key: no column "key" in the header "id,amount"`},
+		{"no such id column", good + end, "key\nk1\n", "charge", 0, `--ledger-id: no column "charge"`},
+		{"column named twice", good + end, "key,KEY\nk1,k1\n", "", window, `the header names column "key" twice`},
+		{"a row short of a field", good + end, "key,id\nk1,ch_1\nk2\n", "", window, "record on line 3: wrong number of fields"},
+		{"a bare quote", good + end, "key,id\nk\"1,ch_1\n", "", window, `bare " in non-quoted-field`},
+		{"an unclosed quote", good + end, "key,id\n\"k1,ch_1\n", "", window, `extraneous or missing " in quoted-field`},
+		{"ledger huge line", good + end, "key\n" + huge + "\n", "", window, "a line longer than 1048576 bytes"},
+		{"negative window", good + end, "key\nk1\n", "", -time.Second, "--window: -1s is negative"},
 	} {
-		args := append([]string{"reconcile", "--export", writeFile(t, "e.ndjson", tc.export), "--ledger", writeFile(t, "l.csv", tc.ledger), "--ledger-key", "key"}, tc.flags...)
-		code, out, errOut := runArgs(args...)
-		lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
-		if code != 2 || out != "" || len(lines) != 1 || !strings.Contains(errOut, tc.want) || !strings.HasPrefix(errOut, "idemgate reconcile: ") {
-			t.Errorf("%s: exit %d, stdout %.100q, stderr %.300q; want 2 and one line containing %q", tc.name, code, out, errOut, tc.want)
+		rep, err := Run(Config{Export: writeFile(t, "e.ndjson", tc.export), Ledger: writeFile(t, "l.csv", tc.ledger), LedgerKey: "key",
+			LedgerID: tc.id, Window: tc.window})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") || rep.Records != 0 || rep.LedgerRows != 0 {
+			t.Errorf("%s: %+v, error %.300q; want no report and one line containing %q", tc.name, rep, err, tc.want)
 		}
 	}
-	// The flags it needs, and files that are not there.
+	// The inputs it needs, and files that are not there.
 	e, l := writeFile(t, "e.ndjson", good+end), writeFile(t, "l.csv", "key\nk1\n")
 	for _, tc := range []struct {
-		args []string
+		c    Config
 		want string
 	}{
-		{[]string{"--ledger", l, "--ledger-key", "key"}, "--export: required"},
-		{[]string{"--export", e, "--ledger-key", "key"}, "--ledger: required"},
-		{[]string{"--export", e, "--ledger", l}, "--ledger-key: required"},
-		{[]string{"--export", e + ".missing", "--ledger", l, "--ledger-key", "key"}, "--export: open "},
-		{[]string{"--export", e, "--ledger", l + ".missing", "--ledger-key", "key"}, "--ledger: open "},
+		{Config{Ledger: l, LedgerKey: "key"}, "--export: required"},
+		{Config{Export: e, LedgerKey: "key"}, "--ledger: required"},
+		{Config{Export: e, Ledger: l}, "--ledger-key: required"},
+		{Config{Export: e + ".missing", Ledger: l, LedgerKey: "key"}, "--export: open "},
+		{Config{Export: e, Ledger: l + ".missing", LedgerKey: "key"}, "--ledger: open "},
 	} {
-		if code, out, errOut := runArgs(append([]string{"reconcile"}, tc.args...)...); code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		if _, err := Run(tc.c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v; want %q", tc.c, err, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func leaves() []string {
 
 func runArgs(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(args, &out, &errOut)
+	code = Run(args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

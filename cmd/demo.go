@@ -1,4 +1,4 @@
-package main
+package cmd
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/democluster"
 	"github.com/idemgate/idemgate/node"
+	"github.com/idemgate/idemgate/reconcile"
 )
 
 type demoFlags struct {
@@ -133,7 +134,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 		return false, err
 	}
 	pay.Quiesce(5 * time.Second)
-	var rep *reconcileReport
+	var rep *reconcile.Report
 	if f.reconcile {
 		if rep, err = demoReconcile(dir, nodes, file, pay, began); err != nil {
 			return false, err
@@ -150,7 +151,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 	ok := bench.WriteIncidentTable(out, f.users, cols)
 	if rep != nil {
 		fmt.Fprintln(out, "\nthe next morning, the records export held against the payment service's statement:")
-		printReport(out, *rep)
+		rep.Print(out)
 	}
 	return ok, nil
 }
@@ -158,7 +159,7 @@ func runDemo(f demoFlags, out io.Writer) (bool, error) {
 // demoReconcile runs the daily reconciliation over the run with idemgate:
 // the export from a live node's API (GET /v1/records/export), the payment
 // service's statement, and what idemgate reconcile finds in them.
-func demoReconcile(dir string, nodes []*node.Node, file *config.File, pay *bench.Payments, began time.Time) (*reconcileReport, error) {
+func demoReconcile(dir string, nodes []*node.Node, file *config.File, pay *bench.Payments, began time.Time) (*reconcile.Report, error) {
 	api := ""
 	for i, n := range nodes {
 		if n != nil {
@@ -195,14 +196,10 @@ func demoReconcile(dir string, nodes []*node.Node, file *config.File, pay *bench
 	if err := os.WriteFile(ledgerPath, st.Bytes(), 0o600); err != nil {
 		return nil, err
 	}
-	records, err := readExportFile(exportPath)
+	rep, err := reconcile.Run(reconcile.Config{Export: exportPath, Ledger: ledgerPath, LedgerKey: "idempotency_key", LedgerID: "charge_id",
+		Window: config.DefaultSuspectWindow})
 	if err != nil {
 		return nil, err
 	}
-	rows, err := readLedgerFile(ledgerPath, "idempotency_key", "charge_id")
-	if err != nil {
-		return nil, err
-	}
-	rep := reconcile(records, rows, true, config.DefaultSuspectWindow)
 	return &rep, nil
 }
