@@ -372,6 +372,16 @@ func (q *request) answerCompleted(e *cached) {
 	q.rm.done(out, q.start)
 }
 
+// writeStored writes a stored response: status, the stored headers, the
+// body. The server adds its own Date and Content-Length.
+func writeStored(resp *fasthttp.Response, e *cached) {
+	resp.SetStatusCode(e.status)
+	for _, h := range e.headers {
+		resp.Header.AddBytesKV(h.Name, h.Value)
+	}
+	resp.SetBody(e.body)
+}
+
 // own forwards the request as its record's owner, then settles the record:
 // complete with the upstream's answer, or release the key.
 func (q *request) own() {
