@@ -17,7 +17,6 @@ import (
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
-	"github.com/idemgate/idemgate/tokens"
 )
 
 // Config configures the gateway listener.
@@ -70,7 +69,7 @@ type Gateway struct {
 	httpx.Listener
 	cfg      Config
 	store    Store
-	tokens   *tokens.Service
+	tokens   Tokens
 	routes   []*route
 	upstream *fasthttp.HostClient
 	cache    *replayCache
@@ -98,7 +97,7 @@ var errHalted = errors.New("gateway halted: nothing was sent to the upstream")
 func (g *Gateway) Halt() { g.halted.Store(true) }
 
 // New builds the gateway listener.
-func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
+func New(cfg Config, store Store, tok Tokens) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
