@@ -17,8 +17,8 @@ import (
 )
 
 // request is one request on an idempotent route, from its key to its
-// answer. Its steps are its methods, in the order they run (idempotent
-// runs them):
+// answer. idempotent runs it through its steps, in this order; each is a
+// method of request but the replay, two lookups idempotent makes itself:
 //
 //	read        its key, tenant and fingerprint, and its record key (400 if one is bad)
 //	replay      a completed record in this node's cache or state answers it, without Raft
@@ -44,10 +44,10 @@ type request struct {
 	// detection.
 	key        []byte
 	fp, digest [32]byte
-	// Past the replay cache: the record key (the route's scope, the
-	// tenant, the key) and the tenant, in memory of their own.
-	rk     []byte
-	tenant string
+	// Past the replay cache, in memory of their own: the record key (the
+	// route's scope, the tenant, the key), and the key begin records the
+	// body's digest under for suspect detection (nil: detection off).
+	rk, digestKey []byte
 	// From begin, when the request owns the key: the fence its complete
 	// or release must hold, and when its record expires (unix
 	// nanoseconds; 0: never).
@@ -57,8 +57,8 @@ type request struct {
 
 // idempotent runs a request on an idempotent route through its steps. It
 // returns true for a request without a key on a route that does not
-// require one: its form token spent, it passes through as a request no
-// route takes does.
+// require one: its form token spent, it then passes through like a
+// request no route takes.
 func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) (pass bool) {
 	q := request{g: g, ctx: ctx, r: t.r, rm: t.r.metrics, start: start}
 	var tbuf [96]byte  // the tenant and the record key, on the stack
@@ -78,7 +78,10 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	}
 	// Past the cache the record key goes to the store: it gets memory of
 	// its own here, so the replay above stays on the stack buffers.
-	q.rk, q.tenant = bytes.Clone(rk), string(tenant)
+	q.rk = bytes.Clone(rk)
+	if g.cfg.SuspectWindow > 0 {
+		q.digestKey = fsm.DigestKey(q.r.scope, string(tenant), q.digest[:])
+	}
 	if rec, err := g.store.Record(context.Background(), q.rk, true); err == nil && rec.State == fsm.StateCompleted {
 		q.answerCompleted(q.cacheRecord(rec))
 		return false
@@ -229,8 +232,8 @@ func (q *request) begin() {
 	deadline := q.start.Add(r.waitTimeout)
 	req := fsm.BeginRequest{Key: q.rk, Fingerprint: bytes.Clone(q.fp[:]), TTL: r.ttl, Timeout: r.processingTimeout,
 		ReleaseUnknown: r.releaseUnknown}
-	if g.cfg.SuspectWindow > 0 {
-		req.DigestKey = fsm.DigestKey(r.scope, q.tenant, q.digest[:])
+	if q.digestKey != nil {
+		req.DigestKey = q.digestKey
 		req.Window = g.cfg.SuspectWindow
 		req.RejectSuspect = r.rejectSuspect
 	}
