@@ -41,9 +41,9 @@ func newReplayCache(maxBytes int) *replayCache {
 // replay: replays allocate nothing and hash nothing.
 func newCached(rec *fsm.Record) *cached {
 	c := &cached{status: rec.Status, headers: rec.Headers, body: rec.Body,
-		bodyDropped: rec.BodyDropped, damaged: rec.Verify() != nil, expiresAt: rec.ExpiresAt}
+		bodyDropped: rec.BodyDropped, expiresAt: rec.ExpiresAt, expiresHdr: expiresHeader(rec.ExpiresAt)}
+	c.damaged = rec.Verify() != nil
 	copy(c.fingerprint[:], rec.Fingerprint)
-	c.expiresHdr = expiresHeader(rec.ExpiresAt)
 	c.size = 128 + len(c.body)
 	for _, h := range c.headers {
 		c.size += len(h.Name) + len(h.Value) + 16

@@ -4,8 +4,8 @@
 // and replays it to every retry (from a local cache when it can), checks
 // form tokens, and serves the browser helper client.js.
 //
-// It depends on the store only through its own small Store interface
-// (store.go) and on form tokens through tokens.Service; the JSON API is
+// It depends on the store and on form tokens only through its own small
+// interfaces, Store and Tokens (store.go); the JSON API is
 // package api, the shared HTTP plumbing internal/httpx. It never imports
 // the API. Nothing from a fasthttp.RequestCtx is kept after a handler
 // returns; bytes that go into a Raft command or cross a goroutine are copied.

@@ -1,25 +1,22 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/netip"
-	"net/url"
+	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/config"
+	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
-	"github.com/idemgate/idemgate/tokens"
 )
 
 // Config configures the gateway listener.
@@ -72,7 +69,7 @@ type Gateway struct {
 	httpx.Listener
 	cfg      Config
 	store    Store
-	tokens   *tokens.Service
+	tokens   Tokens
 	routes   []*route
 	upstream *fasthttp.HostClient
 	cache    *replayCache
@@ -100,7 +97,7 @@ var errHalted = errors.New("gateway halted: nothing was sent to the upstream")
 func (g *Gateway) Halt() { g.halted.Store(true) }
 
 // New builds the gateway listener.
-func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
+func New(cfg Config, store Store, tok Tokens) (*Gateway, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -132,37 +129,6 @@ func New(cfg Config, store Store, tok *tokens.Service) (*Gateway, error) {
 	g.Listener = httpx.NewListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits, cfg.Logger)
 	g.bodies = httpx.NewBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return g, nil
-}
-
-func newUpstream(cfg Config) (*fasthttp.HostClient, error) {
-	u, err := url.Parse(cfg.Upstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("gateway: upstream %q: want http://host:port", cfg.Upstream)
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-	}
-	return &fasthttp.HostClient{
-		Dial:                      dialUpstream(3*time.Second, u.Scheme == "https"),
-		Addr:                      addr,
-		IsTLS:                     u.Scheme == "https",
-		Name:                      "idemgate",
-		MaxConns:                  cfg.UpstreamConns,
-		MaxIdleConnDuration:       4 * time.Second, // shorter than common upstream idle timeouts: a stale pooled connection looks like "sent"
-		ReadTimeout:               cfg.UpstreamTimeout,
-		WriteTimeout:              cfg.UpstreamTimeout,
-		MaxResponseBodySize:       cfg.MaxResponseBody,
-		ReadBufferSize:            cfg.MaxResponseHeaderBytes,
-		MaxIdemponentCallAttempts: 1,
-		SecureErrorLogMessage:     true, // errors do not quote the upstream's header block
-		// Never retry: a write retried silently is the double charge
-		// idemgate exists to prevent; the client retries with its key.
-		RetryIfErr:                    func(*fasthttp.Request, int, error) (bool, bool) { return false, false },
-		DisableHeaderNamesNormalizing: true,
-		DisablePathNormalizing:        true,
-		NoDefaultUserAgentHeader:      true,
-	}, nil
 }
 
 // Register registers the gateway metrics.
@@ -207,10 +173,91 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	case refused != "":
 		httpx.WriteProblem(ctx, httpx.AmbiguousPath, refused)
 		rm.done(outAmbiguous, start)
-	case t.r != nil:
-		g.idempotent(ctx, t, start)
-	default:
+	case t.r == nil || g.idempotent(ctx, t, start): // no route takes it, or it has no key
 		g.passthrough(ctx, rm, start)
+	}
+}
+
+// Details of the requests whose framing the gateway refuses (RFC 9112 6.3:
+// 400, and the connection closed).
+const (
+	detailSmuggled   = "both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)"
+	detailBadCoding  = "a Transfer-Encoding other than chunked was sent (RFC 9112 6.3: only chunked frames a request's body)"
+	transferEncoding = "transfer-encoding:"
+)
+
+// badFraming returns why a request's raw header block leaves its body's
+// framing in doubt, or "": Transfer-Encoding beside Content-Length, or a
+// Transfer-Encoding other than chunked alone. fasthttp lets chunked win
+// over Content-Length and then rewrites both headers, and it takes
+// "identity" as no coding at all and drops the header (a body then reads
+// as empty, and what follows as the next request), so only the raw block
+// shows either. It allocates nothing.
+func badFraming(raw []byte) string {
+	te, cl, coding := false, false, true
+	for len(raw) > 0 {
+		line := raw
+		i := bytes.IndexByte(raw, '\n')
+		if i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		switch {
+		case hasPrefixFold(line, transferEncoding):
+			te = true
+			v := bytes.TrimSpace(line[len(transferEncoding):])
+			coding = coding && len(v) == len("chunked") && hasPrefixFold(v, "chunked")
+		case hasPrefixFold(line, "content-length:"):
+			cl = true
+		}
+	}
+	switch {
+	case te && cl:
+		return detailSmuggled
+	case te && !coding:
+		return detailBadCoding
+	}
+	return ""
+}
+
+func hasPrefixFold(b []byte, prefix string) bool {
+	return len(b) >= len(prefix) && strings.EqualFold(string(b[:len(prefix)]), prefix)
+}
+
+// dropTrailers discards a request's trailer fields, as RFC 9112 7.1.2 lets
+// a recipient that removes the chunked coding do (the gateway reads the
+// whole body and forwards it with a Content-Length). fasthttp keeps them
+// beside the header fields, announced by Trailer or not: Peek and PeekAll
+// answer from them, and deleting the Trailer header (hop-by-hop stripping
+// does) merges them into the header section. Either way a key, tenant or
+// form token sent after the body would count as a header, for the record
+// and for the upstream. Values the header section itself holds under an
+// announced name are kept. A request without trailers costs one check.
+func dropTrailers(h *fasthttp.RequestHeader) {
+	names := h.PeekTrailerKeys()
+	if len(names) == 0 {
+		return
+	}
+	var gone [][]byte
+	for _, n := range names {
+		gone = append(gone, bytes.Clone(n))
+	}
+	var kept []fsm.Header
+	for name, value := range h.All() {
+		for _, n := range gone {
+			if bytes.Equal(name, n) {
+				kept = append(kept, fsm.Header{Name: bytes.Clone(name), Value: bytes.Clone(value)})
+				break
+			}
+		}
+	}
+	for _, n := range gone {
+		h.DelBytes(n) // from both sections
+	}
+	h.Del(fasthttp.HeaderTrailer) // nothing left to merge back
+	for _, kv := range kept {
+		h.AddBytesKV(kv.Name, kv.Value)
 	}
 }
 
@@ -244,177 +291,4 @@ func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	httpx.IssueToken(ctx, g.tokens, scope, ttl, g.cfg.OpTimeout)
-}
-
-// passthrough proxies a request without idempotency, adding X-Request-Id.
-func (g *Gateway) passthrough(ctx *fasthttp.RequestCtx, rm *routeMetrics, start time.Time) {
-	if len(ctx.Request.Header.Peek("X-Request-Id")) == 0 {
-		ctx.Request.Header.Set("X-Request-Id", uuid.NewString())
-	}
-	if err := g.forward(ctx, rm); err != nil {
-		g.upstreamFailed(ctx, nil, nil, err)
-		rm.done(outUpstreamError, start)
-		return
-	}
-	rm.done(outPassthrough, start)
-}
-
-// forward sends ctx.Request to the upstream and leaves its answer in
-// ctx.Response (fasthttp's reverse-proxy pattern: no copies).
-func (g *Gateway) forward(ctx *fasthttp.RequestCtx, rm *routeMetrics) error {
-	req := &ctx.Request
-	g.toUpstream(ctx)
-	t0 := time.Now()
-	err := g.doUpstream(req, &ctx.Response, time.Time{})
-	rm.upstream.Observe(time.Since(t0).Seconds())
-	if err != nil {
-		ctx.Response.Reset()
-		return err
-	}
-	stripResponseHopByHop(&ctx.Response.Header)
-	return nil
-}
-
-// staleRetries bounds the pooled connections one request may find closed by
-// the upstream before it gives up (502, nothing sent): several idle
-// connections can expire at once.
-const staleRetries = 4
-
-// doUpstream sends req (by deadline, if set). A pooled connection that the
-// upstream had closed is detected before anything is written (errStaleConn);
-// the request then goes on another connection.
-func (g *Gateway) doUpstream(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
-	for attempt := 0; ; attempt++ {
-		if g.halted.Load() {
-			return errHalted
-		}
-		var err error
-		if deadline.IsZero() {
-			err = g.upstream.Do(req, resp)
-		} else {
-			err = g.upstream.DoDeadline(req, resp, deadline)
-		}
-		if !errors.Is(err, errStaleConn) || attempt == staleRetries {
-			return err
-		}
-	}
-}
-
-// toUpstream readies ctx.Request for the upstream: hop-by-hop headers
-// stripped; the client's address appended to X-Forwarded-For as one
-// comma-separated line (a second line would let a client's forged first
-// line be read as the whole header by Go's Header.Get and its kin);
-// X-Forwarded-Proto set to the scheme the client used, whatever it sent;
-// and the upstream's scheme in the URI: it carries the one the client used,
-// and HostClient refuses an https URI on a plain upstream
-// (ErrHostClientRedirectToDifferentScheme) when the gateway serves TLS.
-func (g *Gateway) toUpstream(ctx *fasthttp.RequestCtx) {
-	h := &ctx.Request.Header
-	proto := "http"
-	if ctx.IsTLS() {
-		proto = "https"
-	}
-	if g.upstream.IsTLS {
-		ctx.Request.URI().SetScheme("https")
-	} else {
-		ctx.Request.URI().SetScheme("http")
-	}
-	stripHopByHop(h)
-	var xff []byte
-	for _, v := range h.PeekAll("X-Forwarded-For") {
-		xff = append(append(xff, v...), ", "...)
-	}
-	h.Del("X-Forwarded-For") // Set would replace only the first line
-	h.SetBytesV("X-Forwarded-For", append(xff, ctx.RemoteIP().String()...))
-	h.Set("X-Forwarded-Proto", proto)
-}
-
-// nothingSent reports whether an upstream error means the request never
-// left: the connection could not be made. Anything else (a timeout, a
-// connection broken after writing) may have reached the upstream.
-func nothingSent(err error) bool {
-	if errors.Is(err, fasthttp.ErrDialTimeout) || errors.Is(err, fasthttp.ErrNoFreeConns) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, errStaleConn) || errors.Is(err, errHalted) {
-		return true
-	}
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// responseTooLarge reports whether an upstream error means the upstream
-// answered, after acting, with more than the gateway reads: headers over
-// MaxResponseHeaderBytes, a body over MaxResponseBody.
-func responseTooLarge(err error) bool {
-	var small *fasthttp.ErrSmallBuffer
-	return errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge)
-}
-
-// upstreamFailed answers a request whose upstream call failed (502 when
-// nothing was sent or the answer is too large to relay, 504 when the
-// request may have been carried out) and logs it once. r is nil for a
-// passthrough request. Neither the answer nor the log line quotes
-// fasthttp's error text: it can hold the upstream's headers (a malformed
-// answer is quoted), and a 502 may be stored and replayed to every retry.
-func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte, err error) {
-	class := upstreamErrorClass(err)
-	var record string // what becomes of the key's record
-	writeProblem := httpx.WriteProblem
-	if r != nil { // an answer about the key's record
-		writeProblem = func(ctx *fasthttp.RequestCtx, k httpx.Kind, detail string) { writeKeyProblem(ctx, k, detail, key) }
-	}
-	switch {
-	case nothingSent(err):
-		writeProblem(ctx, httpx.UpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")
-		record = "released"
-	case responseTooLarge(err):
-		writeProblem(ctx, httpx.UpstreamResponseTooLarge, fmt.Sprintf(
-			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
-			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
-		record = "completed"
-	default:
-		writeProblem(ctx, httpx.UpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent ("+class+")")
-		record = "in_flight_until_processing_timeout"
-	}
-	attrs := []any{"status", ctx.Response.StatusCode(), "error_class", class, "method", string(ctx.Method()), "path", string(ctx.Path())}
-	if r != nil {
-		attrs = append(attrs, "route", r.name, "scope", r.scope, "key", string(key), "record", record)
-	} else {
-		attrs = append(attrs, "passthrough", true)
-	}
-	if text := httpx.NetErrorText(err); text != "" {
-		attrs = append(attrs, "error", text)
-	}
-	g.logger.Warn("upstream failed", attrs...)
-}
-
-// upstreamErrorClass names what went wrong with an upstream call, in words
-// that never carry the upstream's bytes: for the problem detail, the log
-// and whoever alerts on them.
-func upstreamErrorClass(err error) string {
-	var netErr net.Error
-	var op *net.OpError
-	switch {
-	case errors.Is(err, errHalted):
-		return "gateway halted"
-	case errors.Is(err, fasthttp.ErrDialTimeout):
-		return "connect timeout"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case errors.Is(err, fasthttp.ErrNoFreeConns):
-		return "no free upstream connection"
-	case errors.Is(err, errStaleConn):
-		return "pooled connections closed by the upstream"
-	case errors.As(err, &op) && op.Op == "dial":
-		return "connect failed"
-	case responseTooLarge(err):
-		return "response too large"
-	case errors.Is(err, fasthttp.ErrTLSHandshakeTimeout):
-		return "TLS handshake timeout"
-	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &netErr) && netErr.Timeout():
-		return "timeout"
-	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
-		return "connection closed"
-	}
-	return "unexpected error" // a malformed answer, a TLS failure, ...
 }

@@ -99,42 +99,6 @@ func stripHopByHop(h *fasthttp.RequestHeader) {
 	}
 }
 
-// dropTrailers discards a request's trailer fields, as RFC 9112 7.1.2 lets
-// a recipient that removes the chunked coding do (the gateway reads the
-// whole body and forwards it with a Content-Length). fasthttp keeps them
-// beside the header fields, announced by Trailer or not: Peek and PeekAll
-// answer from them, and deleting the Trailer header (hop-by-hop stripping
-// does) merges them into the header section. Either way a key, tenant or
-// form token sent after the body would count as a header, for the record
-// and for the upstream. Values the header section itself holds under an
-// announced name are kept. A request without trailers costs one check.
-func dropTrailers(h *fasthttp.RequestHeader) {
-	names := h.PeekTrailerKeys()
-	if len(names) == 0 {
-		return
-	}
-	var gone [][]byte
-	for _, n := range names {
-		gone = append(gone, bytes.Clone(n))
-	}
-	var kept []fsm.Header
-	for name, value := range h.All() {
-		for _, n := range gone {
-			if bytes.Equal(name, n) {
-				kept = append(kept, fsm.Header{Name: bytes.Clone(name), Value: bytes.Clone(value)})
-				break
-			}
-		}
-	}
-	for _, n := range gone {
-		h.DelBytes(n) // from both sections
-	}
-	h.Del(fasthttp.HeaderTrailer) // nothing left to merge back
-	for _, kv := range kept {
-		h.AddBytesKV(kv.Name, kv.Value)
-	}
-}
-
 // hopByHopNamed returns a header the route reads (its key header, its
 // tenant header, Authorization for tenant: authorization) that a Connection
 // header names, or "". Such a header would be stripped before the upstream
@@ -146,7 +110,7 @@ func (r *route) hopByHopNamed(h *fasthttp.RequestHeader) string {
 			var name []byte
 			name, conn = nextElement(conn)
 			for _, read := range [...]string{r.headerKeyName(), r.tenantHeader, r.authHeader()} {
-				if read != "" && len(name) == len(read) && hasPrefixFold(name, read) {
+				if read != "" && len(name) == len(read) && strings.EqualFold(string(name), read) {
 					return read
 				}
 			}
@@ -197,61 +161,4 @@ func stripResponseHopByHop(h *fasthttp.ResponseHeader) {
 		h.DelBytes(name)
 	}
 	h.ResetConnectionClose()
-}
-
-// Details of the requests whose framing the gateway refuses (RFC 9112 6.3:
-// 400, and the connection closed).
-const (
-	detailSmuggled   = "both Transfer-Encoding and Content-Length were sent (RFC 9112 6.3: a request smuggling attempt)"
-	detailBadCoding  = "a Transfer-Encoding other than chunked was sent (RFC 9112 6.3: only chunked frames a request's body)"
-	transferEncoding = "transfer-encoding:"
-)
-
-// badFraming returns why a request's raw header block leaves its body's
-// framing in doubt, or "": Transfer-Encoding beside Content-Length, or a
-// Transfer-Encoding other than chunked alone. fasthttp lets chunked win
-// over Content-Length and then rewrites both headers, and it takes
-// "identity" as no coding at all and drops the header (a body then reads
-// as empty, and what follows as the next request), so only the raw block
-// shows either. It allocates nothing.
-func badFraming(raw []byte) string {
-	te, cl, coding := false, false, true
-	for len(raw) > 0 {
-		line := raw
-		i := bytes.IndexByte(raw, '\n')
-		if i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		switch {
-		case hasPrefixFold(line, transferEncoding):
-			te = true
-			v := bytes.TrimSpace(line[len(transferEncoding):])
-			coding = coding && len(v) == len("chunked") && hasPrefixFold(v, "chunked")
-		case hasPrefixFold(line, "content-length:"):
-			cl = true
-		}
-	}
-	switch {
-	case te && cl:
-		return detailSmuggled
-	case te && !coding:
-		return detailBadCoding
-	}
-	return ""
-}
-
-func hasPrefixFold(b []byte, prefix string) bool {
-	return len(b) >= len(prefix) && strings.EqualFold(string(b[:len(prefix)]), prefix)
-}
-
-// writeStored writes a stored response: status, the stored headers, the
-// body. The server adds its own Date and Content-Length.
-func writeStored(resp *fasthttp.Response, e *cached) {
-	resp.SetStatusCode(e.status)
-	for _, h := range e.headers {
-		resp.Header.AddBytesKV(h.Name, h.Value)
-	}
-	resp.SetBody(e.body)
 }

@@ -97,22 +97,6 @@ func hopReadingsFor(raw []byte) []readMode {
 // passes is refused rather than read at a cost that grows with its depth.
 const maxDecodes = 8
 
-// originForm reports whether target, the request target as sent, is an
-// absolute path starting with exactly one '/', with an optional query
-// (RFC 9112 section 3.2.1): not "//host/path" or "/\host/path", which URL
-// parsers read as a host and a path; not an absolute URL ("http://x/pay",
-// whose host a proxy would take in place of Host); no fragment, which no
-// client sends.
-func originForm(target []byte) bool {
-	if len(target) == 0 || target[0] != '/' {
-		return false
-	}
-	if len(target) > 1 && (target[1] == '/' || target[1] == '\\') {
-		return false
-	}
-	return bytes.IndexByte(target, '#') < 0
-}
-
 // plainPath reports whether p reads the same to every parser above but
 // for its dots (see dotted): absolute, with no percent-encoding, ';'
 // parameters, backslashes, duplicate slashes or dot segments.

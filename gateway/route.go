@@ -268,6 +268,22 @@ func firstLoose(routes []*route, method, path []byte) *route {
 // Google's APIs).
 var methodOverrides = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
 
+// originForm reports whether target, the request target as sent, is an
+// absolute path starting with exactly one '/', with an optional query
+// (RFC 9112 section 3.2.1): not "//host/path" or "/\host/path", which URL
+// parsers read as a host and a path; not an absolute URL ("http://x/pay",
+// whose host a proxy would take in place of Host); no fragment, which no
+// client sends.
+func originForm(target []byte) bool {
+	if len(target) == 0 || target[0] != '/' {
+		return false
+	}
+	if len(target) > 1 && (target[1] == '/' || target[1] == '\\') {
+		return false
+	}
+	return bytes.IndexByte(target, '#') < 0
+}
+
 // matchRoute finds the route a request names. It returns the zero routed
 // for a request no route protects (it passes through), and a reason when
 // the request is refused (400 ambiguous-path), with the route it aliases

@@ -17,15 +17,15 @@ type issuedToken struct {
 	ExpiresAt string `json:"expires_at"`
 }
 
-// TokenIssuer is what IssueToken calls of a *tokens.Service.
+// TokenIssuer issues form tokens: *tokens.Service, as each face declares
+// it among the services it takes.
 type TokenIssuer interface {
 	Issue(ctx context.Context, scope string, ttl time.Duration) (tokens.Token, error)
 }
 
 // IssueToken issues a form token for scope and answers with it (201), or
 // with the problem: the one answer of the API's POST /v1/tokens and the
-// gateway's POST /_idem/tokens. svc is a *tokens.Service, or what answers
-// as one.
+// gateway's POST /_idem/tokens.
 func IssueToken(ctx *fasthttp.RequestCtx, svc TokenIssuer, scope string, ttl, timeout time.Duration) {
 	c, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
