@@ -57,8 +57,8 @@ func Recover(cfg Config, voters []Voter) (_ RecoverInfo, err error) {
 	if !slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
 		return RecoverInfo{}, fmt.Errorf("backup: recover: the voters must include this node %q", cfg.NodeID)
 	}
-	for _, name := range []string{"raft.db", "fsm.db"} {
-		if _, err := os.Stat(filepath.Join(cfg.DataDir, name)); err != nil {
+	for _, path := range []string{datadir.LogPath(cfg.DataDir, cfg.logStore()), filepath.Join(cfg.DataDir, "fsm.db")} {
+		if _, err := os.Stat(path); err != nil {
 			return RecoverInfo{}, fmt.Errorf("backup: recover: %s holds no node's data: %w", cfg.DataDir, err)
 		}
 	}
@@ -73,7 +73,7 @@ func Recover(cfg Config, voters []Voter) (_ RecoverInfo, err error) {
 		return RecoverInfo{}, err
 	}
 	defer f.Close()
-	logs, err := datadir.OpenLogStore(filepath.Join(cfg.DataDir, "raft.db"), false)
+	logs, err := datadir.OpenLog(cfg.DataDir, cfg.logStore(), false)
 	if err != nil {
 		return RecoverInfo{}, err
 	}
