@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,8 +42,8 @@ func logMigrateCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	cfg, err := n.store()
-	if err == nil && *to == "" {
-		err = fmt.Errorf("--to: required: %s", strings.Join(datadir.LogStores, " or "))
+	if err == nil && !slices.Contains(datadir.LogStores, *to) {
+		err = fmt.Errorf("--to: %q: want %s", *to, strings.Join(datadir.LogStores, " or "))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "idemgate log migrate: %v\n", err)
