@@ -39,23 +39,18 @@ func OpenWAL(dir string, noSync bool) (_ LogStore, err error) {
 	if err := checkBolt(meta); err != nil {
 		return nil, err
 	}
-	metaDB := &metadb.BoltMetaDB{}
-	var logs *wal.WAL
 	defer func() {
 		if r := recover(); r != nil {
-			metaDB.Close()
 			err = fmt.Errorf("%s is damaged: raft-wal panicked opening it: %v; remove this node's data dir and re-add the node to the cluster (it gets a full copy from the leader)", dir, r)
 		}
 	}()
-	logs, err = wal.Open(dir,
-		wal.WithMetaStore(metaDB),
+	logs, err := wal.Open(dir,
 		wal.WithSegmentFiler(segment.NewFiler(dir, privateVFS{VFS: walfs.New(), noSync: noSync})),
 		wal.WithLogger(hclog.NewNullLogger()))
 	if err != nil {
-		metaDB.Close()
 		return nil, fmt.Errorf("datadir: log store %s: %w", dir, err)
 	}
-	w := walLog{WAL: logs, meta: metaDB}
+	w := walLog{logs}
 	// raft-wal creates its meta file 0644; the directory is the node's own.
 	if err := os.Chmod(meta, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
 		w.Close()
@@ -64,14 +59,8 @@ func OpenWAL(dir string, noSync bool) (_ LogStore, err error) {
 	return w, nil
 }
 
-// walLog is raft-wal's log with a Close that closes its meta file too:
-// raft-wal (v0.4.0) leaves it open, and bbolt's lock on it then keeps the
-// same process from opening the log again (an in-process restart waited
-// for ever) and the offline checks from reading it.
-type walLog struct {
-	*wal.WAL
-	meta *metadb.BoltMetaDB
-}
+// walLog is raft-wal's log, its appends timed.
+type walLog struct{ *wal.WAL }
 
 // StoreLogs appends logs, timed as raft-boltdb times its own
 // ("raft.wal.storeLogs" beside "raft.boltdb.storeLogs"), so the bench's
@@ -83,9 +72,6 @@ func (w walLog) StoreLogs(logs []*raft.Log) error {
 
 func (w walLog) StoreLog(log *raft.Log) error { return w.StoreLogs([]*raft.Log{log}) }
 
-func (w walLog) Close() error {
-	return errors.Join(w.WAL.Close(), w.meta.Close())
-}
 
 // privateVFS is raft-wal's file system with its segments 0600 (it creates
 // them 0644) and, with noSync, their fsyncs skipped.

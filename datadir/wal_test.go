@@ -225,8 +225,9 @@ func TestOpenLogRefusesTheOtherStore(t *testing.T) {
 
 // TestWALReopensInProcess: the log closed and opened again by the same
 // process (a node restarted in tests, an offline operation after a
-// check). raft-wal v0.4.0 left its meta file open at Close, and the second
-// open waited for ever on bbolt's lock.
+// check). raft-wal v0.4.0 left its meta file open at Close: the second
+// open was refused by the check (bbolt alone waited for ever on its
+// lock); v0.4.1 closes it.
 func TestWALReopensInProcess(t *testing.T) {
 	dir := t.TempDir()
 	writeWAL(t, dir, 3, 1)
@@ -246,5 +247,41 @@ func TestWALReopensInProcess(t *testing.T) {
 	}
 	if st, err := os.Stat(segmentFile(t, dir)); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("segment: %v, %v; want mode 0600", st, err)
+	}
+}
+
+// TestWALReopensAfterTailTruncation: a follower whose uncommitted suffix a
+// new leader overwrites deletes it (DeleteRange of the tail), then
+// restarts. raft-wal v0.4.0 sealed the segment without its index block,
+// and the restarted node could read none of it: "sealed segment has no
+// index block", a panic in raft.NewRaft at every start (found by the T2
+// chaos run on the wal store; raft-wal v0.4.1 fixed it, its issue #31).
+func TestWALReopensAfterTailTruncation(t *testing.T) {
+	dir := t.TempDir()
+	writeWAL(t, dir, 10, 2)
+	w, err := OpenWAL(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.DeleteRange(9, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.StoreLogs([]*raft.Log{walEntry(9)}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	w, err = OpenWAL(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if last, err := w.LastIndex(); last != 9 || err != nil {
+		t.Fatalf("last index %d, %v; want 9", last, err)
+	}
+	for i := uint64(1); i <= 9; i++ {
+		var l raft.Log
+		if err := w.GetLog(i, &l); err != nil || !bytes.Equal(l.Data, walEntry(i).Data) {
+			t.Fatalf("entry %d after the truncation and a restart: %v", i, err)
+		}
 	}
 }
