@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
 // walEntry is entry i of the tests' logs: sizes vary, so frames end at
@@ -283,5 +285,25 @@ func TestWALReopensAfterTailTruncation(t *testing.T) {
 		if err := w.GetLog(i, &l); err != nil || !bytes.Equal(l.Data, walEntry(i).Data) {
 			t.Fatalf("entry %d after the truncation and a restart: %v", i, err)
 		}
+	}
+}
+
+// TestWALDamagedMetaFile: raft-wal's meta file is bbolt, which crashes the
+// process on a damaged file; it is checked first, and the node refuses
+// with one line naming the file and the fix.
+func TestWALDamagedMetaFile(t *testing.T) {
+	dir := t.TempDir()
+	writeWAL(t, dir, 3, 1)
+	meta := filepath.Join(dir, "wal-meta.db")
+	if err := boltcheck.TruncateHalf(meta); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWAL(dir, false)
+	if err == nil {
+		w.Close()
+		t.Fatal("opened a truncated wal-meta.db")
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, meta+" is damaged: ") || !strings.Contains(msg, "re-add the node") || strings.Contains(msg, "\n") {
+		t.Errorf("OpenWAL = %q, want one line naming %s and the fix", msg, meta)
 	}
 }
