@@ -72,7 +72,6 @@ func (w walLog) StoreLogs(logs []*raft.Log) error {
 
 func (w walLog) StoreLog(log *raft.Log) error { return w.StoreLogs([]*raft.Log{log}) }
 
-
 // privateVFS is raft-wal's file system with its segments 0600 (it creates
 // them 0644) and, with noSync, their fsyncs skipped.
 type privateVFS struct {
