@@ -292,7 +292,7 @@ func TestBenchFailoverFlags(t *testing.T) {
 // count on a real cluster, and each budget adds up: the Raft stages of a
 // write were seen (a leader log write, AppendEntries to each follower, a
 // commit), every command was queued and woken once, one Raft entry holds
-// at least one command, and the raft.db commits per operation are the
+// at least one command, and the log commits per operation are the
 // batches' on each of the three nodes. With --scenario once, the same for
 // the once pair's two store calls.
 func TestBenchBreakdown(t *testing.T) {
@@ -364,7 +364,7 @@ func testBreakdown(t *testing.T, once bool) {
 		// come after the run's counts were read, so two per entry is
 		// what every run must show.
 		if b.LogCommitsPerOp < 2*batches {
-			t.Errorf("%s at %d clients: %.3f raft.db commits per op for %.3f entries on 3 nodes, want at least the quorum's 2 each", b.Name, b.Clients, b.LogCommitsPerOp, batches)
+			t.Errorf("%s at %d clients: %.3f log commits per op for %.3f entries on 3 nodes, want at least the quorum's 2 each", b.Name, b.Clients, b.LogCommitsPerOp, batches)
 		}
 		if b.CPUPerOp <= 0 || b.AllocsPerOp <= 0 {
 			t.Errorf("%s at %d clients: CPU %v, %f allocations per op", b.Name, b.Clients, b.CPUPerOp, b.AllocsPerOp)

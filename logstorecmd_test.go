@@ -19,7 +19,7 @@ func TestLogMigrateCommand(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "n1")
 	cfgPath := filepath.Join(dir, "cluster.yaml")
-	os.WriteFile(cfgPath, []byte(fmt.Sprintf("nodes:\n  - {id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\ndata_dir: %s/{id}\nupstream: http://127.0.0.1:4\n", dir)), 0o600)
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf("nodes:\n  - {id: n1, raft: 127.0.0.1:1, api: 127.0.0.1:2, listen: 127.0.0.1:3}\ndata_dir: %s/{id}\nupstream: http://127.0.0.1:4\nraft: {log_store: boltdb}\n", dir)), 0o600)
 	datadir.Private(data)
 	logs, err := datadir.OpenLog(data, datadir.LogBolt, false)
 	if err != nil {

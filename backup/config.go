@@ -27,7 +27,7 @@ type Config struct {
 	FSMNoSync bool
 	// LogStore is the node's own raft.log_store (raftstore.Config.LogStore):
 	// the store Restore writes the log into, and the one Recover expects
-	// to find. Empty: datadir.LogBolt.
+	// to find. Empty: datadir.DefaultLogStore.
 	LogStore string
 	// Logger receives the state machine's lines (a file moved aside after
 	// an unclean stop, say). Nil: they are dropped.
@@ -51,7 +51,7 @@ func (c Config) Validate() error {
 // logStore is the node's log store kind, the default filled in.
 func (c Config) logStore() string {
 	if c.LogStore == "" {
-		return datadir.LogBolt
+		return datadir.DefaultLogStore
 	}
 	return c.LogStore
 }

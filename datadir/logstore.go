@@ -32,6 +32,11 @@ const (
 	LogWAL = "wal"
 )
 
+// DefaultLogStore is the store a node keeps its log in unless its
+// raft.log_store says otherwise: raft-wal, chosen from the fault tests and
+// the figures of docs/experiments/2026-12-06-log-store.md.
+const DefaultLogStore = LogWAL
+
 // LogStores are the values raft.log_store takes.
 var LogStores = []string{LogBolt, LogWAL}
 

@@ -173,7 +173,7 @@ func DefaultConfig() Config {
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
 		FSMNoSync:          true,
-		LogStore:           datadir.LogBolt,
+		LogStore:           datadir.DefaultLogStore,
 	}
 }
 
