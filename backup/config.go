@@ -6,9 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 )
 
@@ -22,6 +25,10 @@ type Config struct {
 	// it decides how a state machine file left by an unclean stop is
 	// checked when it is opened (fsm.Config.NoSync).
 	FSMNoSync bool
+	// LogStore is the node's own raft.log_store (raftstore.Config.LogStore):
+	// the store Restore writes the log into, and the one Recover expects
+	// to find. Empty: datadir.DefaultLogStore.
+	LogStore string
 	// Logger receives the state machine's lines (a file moved aside after
 	// an unclean stop, say). Nil: they are dropped.
 	Logger *slog.Logger
@@ -35,7 +42,18 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("backup: DataDir is empty")
 	}
+	if c.LogStore != "" && !slices.Contains(datadir.LogStores, c.LogStore) {
+		return fmt.Errorf("backup: LogStore %q: want one of %s", c.LogStore, strings.Join(datadir.LogStores, ", "))
+	}
 	return nil
+}
+
+// logStore is the node's log store kind, the default filled in.
+func (c Config) logStore() string {
+	if c.LogStore == "" {
+		return datadir.DefaultLogStore
+	}
+	return c.LogStore
 }
 
 // Voter is one voter of the cluster Restore or Recover makes.

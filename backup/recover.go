@@ -57,10 +57,12 @@ func Recover(cfg Config, voters []Voter) (_ RecoverInfo, err error) {
 	if !slices.ContainsFunc(voters, func(v Voter) bool { return v.ID == cfg.NodeID }) {
 		return RecoverInfo{}, fmt.Errorf("backup: recover: the voters must include this node %q", cfg.NodeID)
 	}
-	for _, name := range []string{"raft.db", "fsm.db"} {
-		if _, err := os.Stat(filepath.Join(cfg.DataDir, name)); err != nil {
-			return RecoverInfo{}, fmt.Errorf("backup: recover: %s holds no node's data: %w", cfg.DataDir, err)
-		}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "fsm.db")); err != nil {
+		return RecoverInfo{}, fmt.Errorf("backup: recover: %s holds no node's data: %w", cfg.DataDir, err)
+	}
+	// A log in the other store is refused by OpenLog, naming the fix.
+	if kind, err := datadir.FindLog(cfg.DataDir); err == nil && kind == "" {
+		return RecoverInfo{}, fmt.Errorf("backup: recover: %s holds no node's data: no Raft log (%s or %s/)", cfg.DataDir, datadir.BoltLogFile, datadir.WALDir)
 	}
 	unlock, err := datadir.Lock(cfg.DataDir)
 	if err != nil {
@@ -73,7 +75,7 @@ func Recover(cfg Config, voters []Voter) (_ RecoverInfo, err error) {
 		return RecoverInfo{}, err
 	}
 	defer f.Close()
-	logs, err := datadir.OpenLogStore(filepath.Join(cfg.DataDir, "raft.db"), false)
+	logs, err := datadir.OpenLog(cfg.DataDir, cfg.logStore(), false)
 	if err != nil {
 		return RecoverInfo{}, err
 	}

@@ -27,7 +27,7 @@ import (
 //     never bootstraps (raft.HasExistingState);
 //   - fsm.db, the state machine's file, restored from that snapshot, so it
 //     is not behind it and the node has nothing to catch up;
-//   - raft.db with only the current term, set to the backup's term. A new
+//   - the Raft log (raft.db or raft-wal/, cfg.LogStore) with only the current term, set to the backup's term. A new
 //     cluster whose term started below its snapshot's would write entries
 //     of a lower term after it, and a node holding only the snapshot would
 //     then win an election against one holding those committed entries.
@@ -95,7 +95,7 @@ func Restore(cfg Config, path string, voters []Voter) (Meta, error) {
 }
 
 // restoredFiles are the names a restore creates in the data directory.
-var restoredFiles = []string{"snapshots", "fsm.db", "fsm.db.restore", "fsm.db.boot", "fsm.db.clean", "raft.db"}
+var restoredFiles = []string{"snapshots", "fsm.db", "fsm.db.restore", "fsm.db.boot", "fsm.db.clean", datadir.BoltLogFile, datadir.WALDir}
 
 func restoreInto(cfg Config, path string, meta Meta, conf raft.Configuration) error {
 	snaps, err := datadir.SnapshotStore(cfg.DataDir, hclog.NewNullLogger())
@@ -135,7 +135,7 @@ func restoreInto(cfg Config, path string, meta Meta, conf raft.Configuration) er
 		return fmt.Errorf("backup: restore: %w", err)
 	}
 
-	logs, err := datadir.OpenLogStore(filepath.Join(cfg.DataDir, "raft.db"), false)
+	logs, err := datadir.OpenLog(cfg.DataDir, cfg.logStore(), false)
 	if err != nil {
 		return err
 	}

@@ -75,9 +75,10 @@ type Budget struct {
 	CPUPerOp    time.Duration `json:"cpu_per_op_ns"`
 	AllocsPerOp float64       `json:"allocs_per_op"`
 	BytesPerOp  float64       `json:"write_bytes_per_op"`
-	// LogCommitsPerOp counts raft.db commits (the leader's and the
+	// LogCommitsPerOp counts Raft log appends (the leader's and the
 	// followers'), FSMCommitsPerOp fsm.db commits (every node's): bbolt
-	// fdatasyncs twice per commit (pages, then meta) unless NoSync.
+	// fdatasyncs twice per commit (pages, then meta) unless NoSync, the
+	// wal log store once per append.
 	LogCommitsPerOp float64 `json:"log_commits_per_op"`
 	FSMCommitsPerOp float64 `json:"fsm_commits_per_op"`
 	// FsyncsPerOp is fsync, fdatasync and sync_file_range calls per
@@ -190,6 +191,8 @@ func MeasureBudget(name string, cfg RunConfig, op Op) Budget {
 		b.BytesPerOp = float64(after.writeBytes-before.writeBytes) / ops
 	}
 	logs, _ := rec.sample("raft.boltdb.storeLogs")
+	walLogs, _ := rec.sample("raft.wal.storeLogs") // raft.log_store: wal
+	logs += walLogs
 	b.LogCommitsPerOp = float64(logs) / ops
 	fsmBatches, _ := rec.sample("raft.fsm.applyBatch")
 	b.FSMCommitsPerOp = float64(fsmBatches) / ops

@@ -379,7 +379,7 @@ func testBreakdown(t *testing.T, once bool) {
 			}
 		}
 		if b.LogCommitsPerOp <= 0 || b.CPUPerOp <= 0 || b.AllocsPerOp <= 0 {
-			t.Errorf("%s at %d clients: %f raft.db commits, CPU %v, %f allocations per op", b.Name, b.Clients, b.LogCommitsPerOp, b.CPUPerOp, b.AllocsPerOp)
+			t.Errorf("%s at %d clients: %f log commits, CPU %v, %f allocations per op", b.Name, b.Clients, b.LogCommitsPerOp, b.CPUPerOp, b.AllocsPerOp)
 		}
 	}
 	if len(want) > 0 {

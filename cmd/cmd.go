@@ -33,6 +33,7 @@ var commands = []command{
 	{"snapshot", "save a running cluster's state to a file; restore a new cluster's nodes from one; status of one", snapshotCmd, []string{"save", "restore", "status"}},
 	{"recover", "rewrite a stopped node's membership after a quorum is lost for good (last resort)", recoverCmd, nil},
 	{"compact", "rewrite a stopped node's fsm.db to its live data", compactCmd, nil},
+	{"log", "move a stopped node's Raft log to another log store (raft.log_store)", logCmd, []string{"migrate"}},
 	{"reconcile", "hold a records export against a payment provider's statement (CSV); exit 1 on any discrepancy", reconcileCmd, nil},
 	{"check-config", "check a cluster file as serve would, for every node", checkConfigCmd, nil},
 	{"certs", "make the cluster CA (if absent) and a certificate per node of a cluster file", certsCmd, nil},

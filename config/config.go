@@ -163,6 +163,11 @@ type Raft struct {
 	// FSMFsync makes the state machine fsync its own file on every commit.
 	// Off by default: the Raft log is fsynced (see fsm.Config.NoSync).
 	FSMFsync bool `yaml:"fsm_fsync"`
+	// LogStore is where the Raft log lives: "boltdb" (raft.db) or "wal"
+	// (raft-wal/); empty keeps raftstore's default. A node whose data
+	// directory holds the log in the other store refuses to start;
+	// `idemgate log migrate` moves it.
+	LogStore string `yaml:"log_store"`
 }
 
 // Expiry tunes the leader's sweeper, which removes what has expired
@@ -576,6 +581,10 @@ func (r *Raft) validate() error {
 	}
 	if r.HeartbeatTimeout != 0 && r.ElectionTimeout != 0 && r.ElectionTimeout < r.HeartbeatTimeout {
 		return fieldErr("raft.election_timeout", "%s is shorter than raft.heartbeat_timeout %s (Raft refuses it)", r.ElectionTimeout.D(), r.HeartbeatTimeout.D())
+	}
+	// Checked, not filled in: raftstore.DefaultConfig has the default.
+	if _, err := oneOf("raft.log_store", r.LogStore, "boltdb", "wal"); err != nil {
+		return err
 	}
 	if r.MaxClockJump != 0 && r.MaxClockJump.D() < time.Minute {
 		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", r.MaxClockJump.D())

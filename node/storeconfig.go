@@ -47,6 +47,9 @@ func StoreConfig(s Settings) (raftstore.Config, error) {
 		rc.MinFreeBytes = uint64(r.MinFree)
 	}
 	rc.FSMNoSync = !r.FSMFsync
+	if r.LogStore != "" {
+		rc.LogStore = r.LogStore
+	}
 	var err error
 	if rc.Sweeper, err = sweeperConfig(file); err != nil {
 		return raftstore.Config{}, err

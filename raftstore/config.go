@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/ttl"
 )
@@ -45,6 +48,11 @@ type Config struct {
 	// the Raft log is fsynced and holds every entry. On by default: it
 	// takes two fsyncs per batch off every write's path.
 	FSMNoSync bool
+	// LogStore is where the Raft log and the stable store live:
+	// datadir.LogBolt (raft.db) or datadir.LogWAL (raft-wal/). A data
+	// directory whose log is in the other one is refused (datadir.OpenLog);
+	// `idemgate log migrate` moves it.
+	LogStore string
 	// LogNoSync skips the Raft log's fsync. UNSAFE: an acknowledged write
 	// can be lost on power failure. For benchmarks only.
 	LogNoSync bool
@@ -165,6 +173,7 @@ func DefaultConfig() Config {
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
 		FSMNoSync:          true,
+		LogStore:           datadir.DefaultLogStore,
 	}
 }
 
@@ -199,6 +208,9 @@ func (c Config) Validate() error {
 	}
 	if c.Bootstrap && !seen[c.NodeID] {
 		return fmt.Errorf("raftstore: Peers does not include this node %q: it cannot bootstrap a cluster without it", c.NodeID)
+	}
+	if !slices.Contains(datadir.LogStores, c.LogStore) {
+		return fmt.Errorf("raftstore: LogStore %q: want one of %s", c.LogStore, strings.Join(datadir.LogStores, ", "))
 	}
 	if c.HeartbeatTimeout < MinRaftTimeout || c.ElectionTimeout < c.HeartbeatTimeout {
 		return fmt.Errorf("raftstore: HeartbeatTimeout %s, ElectionTimeout %s: want the heartbeat timeout at least %s and the election timeout at least the heartbeat timeout (hashicorp/raft refuses less)",
@@ -240,7 +252,7 @@ func (c Config) Validate() error {
 // Offline is the node's config for the operations on its data directory
 // while it is stopped (package backup: Restore, Recover, Compact).
 func (c Config) Offline() backup.Config {
-	return backup.Config{NodeID: c.NodeID, DataDir: c.DataDir, FSMNoSync: c.FSMNoSync, Logger: c.Logger}
+	return backup.Config{NodeID: c.NodeID, DataDir: c.DataDir, FSMNoSync: c.FSMNoSync, LogStore: c.LogStore, Logger: c.Logger}
 }
 
 // Voters are peers as the voters of the cluster backup.Restore or

@@ -122,7 +122,7 @@ func TestHeartbeatsStopBeforeTheStoresClose(t *testing.T) {
 // used to, at every restart). fsm.db moved aside as the error says is
 // rebuilt from the snapshot and the log.
 func TestOpenDamagedFiles(t *testing.T) {
-	c := StartTestCluster(t, 1, nil)
+	c := StartTestCluster(t, 1, func(c *Config) { c.LogStore = datadir.LogBolt }) // harms raft.db
 	s := c.Store(0)
 	ctx := context.Background()
 	put := func(from, to int) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/faults"
 	"github.com/idemgate/idemgate/internal/history"
@@ -360,20 +361,37 @@ func runT1History(t *testing.T, f fault, d time.Duration) t1Result {
 	return res
 }
 
-// TestT1Histories runs one short history per fault and checks each.
+// onLogStore is fault f on nodes whose log is in store.
+func onLogStore(f fault, store string) fault {
+	tweak := f.tweak
+	f.name = store + ": " + f.name
+	f.tweak = func(c *Config) {
+		c.LogStore = store
+		if tweak != nil {
+			tweak(c)
+		}
+	}
+	return f
+}
+
+// TestT1Histories runs one short history per fault, on each log store, and
+// checks each.
 func TestT1Histories(t *testing.T) {
 	if testing.Short() {
 		t.Skip("T1: histories under faults")
 	}
 	var results []t1Result
-	for _, f := range t1Faults {
-		t.Run(f.name, func(t *testing.T) {
-			r := runT1History(t, f, 3*time.Second)
-			if msg := r.failed(); msg != "" {
-				t.Errorf("%s: %s", f.name, msg)
-			}
-			results = append(results, r)
-		})
+	for _, store := range datadir.LogStores { // each log store under every fault
+		for _, f := range t1Faults {
+			f := onLogStore(f, store)
+			t.Run(f.name, func(t *testing.T) {
+				r := runT1History(t, f, 3*time.Second)
+				if msg := r.failed(); msg != "" {
+					t.Errorf("%s: %s", f.name, msg)
+				}
+				results = append(results, r)
+			})
+		}
 	}
 	total := 0
 	for _, r := range results {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
@@ -34,8 +33,8 @@ type Store struct {
 	raft  *raft.Raft
 	fsm   *fsm.FSM
 	wrap  *appliedFSM
-	logs  *raftboltdb.BoltStore
-	cache *logCache // recent entries in memory: replication and reads skip bbolt and msgpack
+	logs  datadir.LogStore // raft.db or raft-wal/ (Config.LogStore)
+	cache *logCache        // recent entries in memory: replication and reads skip bbolt and msgpack
 	snaps raft.SnapshotStore
 	trans *guardedTransport
 	// members is who may connect to the Raft port.
@@ -135,7 +134,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	})
 	s.wrap = newAppliedFSM(s.fsm)
 
-	s.logs, err = datadir.OpenLogStore(filepath.Join(cfg.DataDir, "raft.db"), cfg.LogNoSync)
+	s.logs, err = datadir.OpenLog(cfg.DataDir, cfg.LogStore, cfg.LogNoSync)
 	if err != nil {
 		return nil, err
 	}

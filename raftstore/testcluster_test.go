@@ -1,6 +1,7 @@
 package raftstore
 
 import (
+	"os"
 	"testing"
 
 	"github.com/idemgate/idemgate/internal/localcluster"
@@ -48,6 +49,9 @@ func testConfig(id, addr, dir string, peers []Peer) Config {
 	}
 	localcluster.Tune(&c.HeartbeatTimeout, &c.ElectionTimeout, &c.LeaderLeaseTimeout, &c.CommitTimeout, &c.ApplyTimeout)
 	c.MinFreeBytes = 0 // the disk guard has its own test; shared machines can be short of space
+	if kind := os.Getenv("IDEMGATE_TEST_LOG_STORE"); kind != "" {
+		c.LogStore = kind // the whole suite on one log store: boltdb or wal
+	}
 	c.Logger = localcluster.Logger()
 	return c
 }

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -179,9 +180,14 @@ func (c *Cluster[C, N]) Stop(i int) {
 	if err := s.Close(); err != nil {
 		c.tb.Logf("stop %s: %v", id, err)
 	}
-	// Every data file of a stopped node must pass bbolt's consistency check.
-	for _, name := range []string{"fsm.db", "raft.db"} {
-		if err := boltcheck.Check(filepath.Join(c.spec.DataDir(c.Cfgs[i]), name), true); err != nil {
+	// Every data file of a stopped node must pass bbolt's consistency check
+	// (the log's: raft.db, or raft-wal's meta file, whichever it keeps).
+	for _, name := range []string{"fsm.db", "raft.db", "raft-wal/wal-meta.db"} {
+		path := filepath.Join(c.spec.DataDir(c.Cfgs[i]), name)
+		if _, err := os.Stat(path); err != nil && name != "fsm.db" {
+			continue
+		}
+		if err := boltcheck.Check(path, true); err != nil {
 			c.tb.Errorf("%s after stopping %s: %v", name, id, err)
 		}
 	}

@@ -76,7 +76,7 @@ resp-once-leader) URL=${RESP[$LEAD]} M=once-resp FOL=$LEAD ;;
 esac
 "$D/load" $M "$URL" "$CL" 1s >/dev/null # warm-up
 EV=task-clock,context-switches,raw_syscalls:sys_enter
-for s in write read pwrite64 fdatasync epoll_pwait futex nanosleep tgkill; do EV=$EV,syscalls:sys_enter_$s; done
+for s in write read pwrite64 fdatasync fsync epoll_pwait futex nanosleep tgkill; do EV=$EV,syscalls:sys_enter_$s; done
 PP=()
 for i in 0 1 2; do perf stat -x, -e $EV -p ${PIDS[$i]} -o "$D/perf.$i" & PP+=($!); done
 sleep 0.3

@@ -9,7 +9,7 @@ runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
 by = {}
 for r in runs:
     by.setdefault((r['build'], r['mode']), []).append(r)
-cols = ['cpu_us', 'sys', 'write', 'read', 'pwrite64', 'fdatasync', 'epoll_pwait', 'futex', 'nanosleep', 'tgkill', 'context-switches']
+cols = ['cpu_us', 'sys', 'write', 'read', 'pwrite64', 'fdatasync', 'fsync', 'epoll_pwait', 'futex', 'nanosleep', 'tgkill', 'context-switches']
 for (b, m), rs in sorted(by.items()):
     print(f"== {b} {m}: ops/s {[round(x['ops_s']) for x in rs]}, errors {[x['errors'] for x in rs]}")
     print('   ' + f"{'role':7}" + ' '.join(f'{c[:9]:>9}' for c in cols))

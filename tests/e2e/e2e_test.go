@@ -156,7 +156,7 @@ func TestE2EThreeProcesses(t *testing.T) {
 	nodes[leader].cmd.Process.Signal(syscall.SIGKILL)
 	nodes[leader].cmd.Wait()
 	// The killed node's data files must pass bbolt's consistency check.
-	for _, name := range []string{"fsm.db", "raft.db"} {
+	for _, name := range []string{"fsm.db", "raft-wal/wal-meta.db"} {
 		if err := boltcheck.Check(filepath.Join(dir, leader, name), true); err != nil {
 			t.Fatalf("%s of the SIGKILLed %s: %v", name, leader, err)
 		}
@@ -260,9 +260,10 @@ func TestE2EBadConfigExits2(t *testing.T) {
 	}
 }
 
-// TestE2EDamagedDataFileExits: a node whose fsm.db or raft.db is damaged
-// exits 1 at once with one line naming the file, what is wrong and what to
-// do; it does not crash, and does not crash again at the next start.
+// TestE2EDamagedDataFileExits: a node whose fsm.db or log (raft-wal's meta
+// file) is damaged exits 1 at once with one line naming the file, what is
+// wrong and what to do; it does not crash, and does not crash again at
+// the next start.
 func TestE2EDamagedDataFileExits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -293,7 +294,7 @@ func TestE2EDamagedDataFileExits(t *testing.T) {
 		want string
 	}{
 		{"fsm.db", "fsm.db is damaged (the file is "},
-		{"raft.db", "raft.db is damaged: the file is "},
+		{"raft-wal/wal-meta.db", "raft-wal/wal-meta.db is damaged: the file is "},
 	} {
 		dir := t.TempDir()
 		if err := os.CopyFS(dir, os.DirFS(good)); err != nil {

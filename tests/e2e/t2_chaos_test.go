@@ -63,8 +63,13 @@ func TestT2(t *testing.T) {
 		c.nodes[id] = n
 		fmt.Fprintf(&cfg, "  - {id: %s, raft: %s, api: %s, listen: %s}\n", id, n.raft, n.api, n.gw)
 	}
-	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: http://%s\nraft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 2048}\n"+
-		"routes:\n  - {name: pay, path: /pay, processing_timeout: 5s, on_unknown: reject}\n", dir, up.Addr)
+	logStore := "" // the default; IDEMGATE_T2_LOG_STORE=boltdb or wal picks one
+	if v := os.Getenv("IDEMGATE_T2_LOG_STORE"); v != "" {
+		logStore = ", log_store: " + v
+		t.Logf("log store: %s", v)
+	}
+	fmt.Fprintf(&cfg, "data_dir: %s/{id}\nupstream: http://%s\nraft: {heartbeat_timeout: 500ms, election_timeout: 500ms, snapshot_threshold: 2048%s}\n"+
+		"routes:\n  - {name: pay, path: /pay, processing_timeout: 5s, on_unknown: reject}\n", dir, up.Addr, logStore)
 	c.cfgPath = filepath.Join(dir, "cluster.yaml")
 	os.WriteFile(c.cfgPath, []byte(cfg.String()), 0o644)
 	for _, id := range ids {
@@ -160,7 +165,7 @@ func TestT2(t *testing.T) {
 	c.stopAll()
 	var first [32]byte
 	for i, id := range ids {
-		for _, name := range []string{"fsm.db", "raft.db"} {
+		for _, name := range boltFiles(filepath.Join(dir, id)) {
 			if err := boltcheck.Check(filepath.Join(dir, id, name), true); err != nil {
 				t.Errorf("bbolt check %s/%s: %v", id, name, err)
 			}
@@ -180,6 +185,18 @@ func TestT2(t *testing.T) {
 	}
 	t.Logf("T2 %s: faults %v; KV history %d operations (%d never answered): %s; gateway: %d keys answered, %d executed twice",
 		duration, faults, len(ops), rec.unknown.Load(), res, gw, twice)
+}
+
+// boltFiles are the bbolt files of a node's data dir: fsm.db and its log's
+// (raft.db, or raft-wal's meta file).
+func boltFiles(dir string) []string {
+	names := []string{"fsm.db"}
+	for _, name := range []string{"raft.db", "raft-wal/wal-meta.db"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 type chaosNode struct {
@@ -226,7 +243,7 @@ func t2LogDir(t *testing.T) string {
 // adds to its environment.
 func (c *chaosCluster) start(id string, env []string, wrap ...string) {
 	n := c.nodes[id]
-	for _, name := range []string{"fsm.db", "raft.db"} {
+	for _, name := range []string{"fsm.db", "raft.db", "raft-wal/wal-meta.db"} {
 		path := filepath.Join(c.dir, id, name)
 		if _, err := os.Stat(path); err == nil {
 			if err := boltcheck.Check(path, true); err != nil {
@@ -334,6 +351,8 @@ func (c *chaosCluster) fault(round int) string {
 		size := int64(0)
 		if st, err := os.Stat(filepath.Join(c.dir, victim, "raft.db")); err == nil {
 			size = st.Size()
+		} else if st, err := os.Stat(filepath.Join(c.dir, victim, "fsm.db")); err == nil {
+			size = st.Size() // wal: its segments are preallocated; fsm.db, or the next segment, outgrows the limit
 		}
 		c.start(victim, nil, "prlimit", "--fsize="+strconv.FormatInt(size+64<<10, 10))
 		time.Sleep(3 * time.Second) // it dies when a file must grow
