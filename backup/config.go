@@ -27,7 +27,8 @@ type Config struct {
 	FSMNoSync bool
 	// LogStore is the node's own raft.log_store (raftstore.Config.LogStore):
 	// the store Restore writes the log into, and the one Recover expects
-	// to find. Empty: datadir.DefaultLogStore.
+	// to find. Empty: the store the data directory holds, or
+	// datadir.DefaultLogStore for a new one.
 	LogStore string
 	// Logger receives the state machine's lines (a file moved aside after
 	// an unclean stop, say). Nil: they are dropped.
@@ -48,13 +49,9 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// logStore is the node's log store kind, the default filled in.
-func (c Config) logStore() string {
-	if c.LogStore == "" {
-		return datadir.DefaultLogStore
-	}
-	return c.LogStore
-}
+// logStore is the node's log store kind: empty lets datadir.OpenLog
+// take the one on disk.
+func (c Config) logStore() string { return c.LogStore }
 
 // Voter is one voter of the cluster Restore or Recover makes.
 type Voter struct {

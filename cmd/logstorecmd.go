@@ -56,7 +56,7 @@ func logMigrateCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	setting := ""
-	if cfg.LogStore != info.To {
+	if cfg.LogStore != "" && cfg.LogStore != info.To {
 		setting = fmt.Sprintf("; set raft.log_store: %s in %s before the node starts", info.To, n.configPath)
 	}
 	switch {

@@ -164,9 +164,10 @@ type Raft struct {
 	// Off by default: the Raft log is fsynced (see fsm.Config.NoSync).
 	FSMFsync bool `yaml:"fsm_fsync"`
 	// LogStore is where the Raft log lives: "boltdb" (raft.db) or "wal"
-	// (raft-wal/); empty keeps raftstore's default. A node whose data
-	// directory holds the log in the other store refuses to start;
-	// `idemgate log migrate` moves it.
+	// (raft-wal/). Empty: the store the data directory already holds, and
+	// "wal" for a new node. A node set to one store whose data directory
+	// holds the log in the other refuses to start; `idemgate log migrate`
+	// moves it.
 	LogStore string `yaml:"log_store"`
 }
 

@@ -1,6 +1,7 @@
 package datadir
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -32,9 +33,11 @@ const (
 	LogWAL = "wal"
 )
 
-// DefaultLogStore is the store a node keeps its log in unless its
-// raft.log_store says otherwise: raft-wal, chosen from the fault tests and
-// the figures of docs/experiments/2026-12-06-log-store.md.
+// DefaultLogStore is the store a new node keeps its log in when its
+// raft.log_store is left out: raft-wal, chosen from the fault tests and
+// the figures of docs/experiments/2026-12-06-log-store.md. A node whose
+// data directory already holds a log keeps that log's store: an upgrade
+// never stops a node for want of a migration.
 const DefaultLogStore = LogWAL
 
 // LogStores are the values raft.log_store takes.
@@ -93,7 +96,8 @@ func FindLog(dir string) (string, error) {
 }
 
 // OpenLog opens the node's Raft log in dir as the store kind (LogBolt or
-// LogWAL), creating it when dir holds no log yet. A directory whose log is
+// LogWAL), creating it when dir holds no log yet. An empty kind takes the
+// store dir already holds, DefaultLogStore for a new one. A directory whose log is
 // in the other store is refused with one line naming the setting and the
 // migration: starting an empty log beside the real one would lose the
 // node's entries and, worse, its vote.
@@ -101,6 +105,9 @@ func OpenLog(dir, kind string, noSync bool) (LogStore, error) {
 	have, err := FindLog(dir)
 	if err != nil {
 		return nil, err
+	}
+	if kind == "" {
+		kind = cmp.Or(have, DefaultLogStore)
 	}
 	if have != "" && have != kind {
 		return nil, fmt.Errorf("%w: raft.log_store is %q, but %s holds this node's Raft log in %q: with the node stopped, run `idemgate log migrate --to %s` (serve's --config and --node), or set raft.log_store: %s",

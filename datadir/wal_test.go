@@ -2,6 +2,7 @@ package datadir
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -305,5 +306,42 @@ func TestWALDamagedMetaFile(t *testing.T) {
 	}
 	if msg := err.Error(); !strings.HasPrefix(msg, meta+" is damaged: ") || !strings.Contains(msg, "re-add the node") || strings.Contains(msg, "\n") {
 		t.Errorf("OpenWAL = %q, want one line naming %s and the fix", msg, meta)
+	}
+}
+
+// TestOpenLogUnsetKeepsTheStoreOnDisk: with raft.log_store left out, a
+// node keeps the log its data directory holds (a node upgraded from a
+// build that knew only raft.db starts on it, entries and all), and a new
+// node takes DefaultLogStore.
+func TestOpenLogUnsetKeepsTheStoreOnDisk(t *testing.T) {
+	for _, have := range []string{"", LogBolt, LogWAL} {
+		dir := t.TempDir()
+		if have != "" {
+			logs, err := OpenLog(dir, have, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := logs.StoreLogs([]*raft.Log{walEntry(1)}); err != nil {
+				t.Fatal(err)
+			}
+			logs.Close()
+		}
+		logs, err := OpenLog(dir, "", false)
+		if err != nil {
+			t.Fatalf("have %q, open unset: %v", have, err)
+		}
+		last, err := logs.LastIndex()
+		logs.Close()
+		want := uint64(1)
+		if have == "" {
+			want = 0
+		}
+		if err != nil || last != want {
+			t.Errorf("have %q, open unset: last index %d, %v; want %d", have, last, err, want)
+		}
+		got, err := FindLog(dir)
+		if wantKind := cmp.Or(have, DefaultLogStore); err != nil || got != wantKind {
+			t.Errorf("have %q, open unset: the directory holds %q, %v; want %q", have, got, err, wantKind)
+		}
 	}
 }

@@ -49,9 +49,10 @@ type Config struct {
 	// takes two fsyncs per batch off every write's path.
 	FSMNoSync bool
 	// LogStore is where the Raft log and the stable store live:
-	// datadir.LogBolt (raft.db) or datadir.LogWAL (raft-wal/). A data
-	// directory whose log is in the other one is refused (datadir.OpenLog);
-	// `idemgate log migrate` moves it.
+	// datadir.LogBolt (raft.db) or datadir.LogWAL (raft-wal/); empty takes
+	// the one the data directory holds (datadir.DefaultLogStore for a new
+	// node). A data directory whose log is in the other one is refused
+	// (datadir.OpenLog); `idemgate log migrate` moves it.
 	LogStore string
 	// LogNoSync skips the Raft log's fsync. UNSAFE: an acknowledged write
 	// can be lost on power failure. For benchmarks only.
@@ -173,7 +174,6 @@ func DefaultConfig() Config {
 		MinFreeBytes:       64 << 20,
 		DiskCheckInterval:  time.Second,
 		FSMNoSync:          true,
-		LogStore:           datadir.DefaultLogStore,
 	}
 }
 
@@ -209,7 +209,7 @@ func (c Config) Validate() error {
 	if c.Bootstrap && !seen[c.NodeID] {
 		return fmt.Errorf("raftstore: Peers does not include this node %q: it cannot bootstrap a cluster without it", c.NodeID)
 	}
-	if !slices.Contains(datadir.LogStores, c.LogStore) {
+	if c.LogStore != "" && !slices.Contains(datadir.LogStores, c.LogStore) {
 		return fmt.Errorf("raftstore: LogStore %q: want one of %s", c.LogStore, strings.Join(datadir.LogStores, ", "))
 	}
 	if c.HeartbeatTimeout < MinRaftTimeout || c.ElectionTimeout < c.HeartbeatTimeout {
