@@ -1,4 +1,4 @@
-package fsm
+package command
 
 import (
 	"encoding/binary"
@@ -76,6 +76,9 @@ type Result struct {
 	// the window (a suspected duplicate under another idempotency key).
 	Suspect []byte
 }
+
+// Known reports whether this build knows code c.
+func (c Code) Known() bool { return c < codeEnd }
 
 // Err returns the error the result carries, or nil.
 func (r *Result) Err() error {
