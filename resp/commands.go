@@ -15,8 +15,8 @@ const (
 	kindWrite             // writes through Raft
 )
 
-// command is one command of the table.
-type command struct {
+// redisCommand is one command of the table.
+type redisCommand struct {
 	name string
 	// arity as Redis gives it: n exactly n arguments with the name, -n at
 	// least n.
@@ -42,9 +42,9 @@ type command struct {
 
 // commands is the table, by lowercase name; filled in init (commands_*.go
 // add theirs) because COMMAND reads it.
-var commands = map[string]*command{}
+var commands = map[string]*redisCommand{}
 
-func register(cmds ...*command) {
+func register(cmds ...*redisCommand) {
 	for _, c := range cmds {
 		commands[c.name] = c
 	}
@@ -69,7 +69,7 @@ func isUnsupported(name string) bool {
 // check finds the command of a request and says whether this connection
 // may run it now; refusal is the error reply when not. c.lastCmd is set
 // to the name the metrics count it under.
-func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
+func (c *conn) check(args [][]byte) (cmd *redisCommand, refusal string) {
 	if c.revoked.Load() {
 		c.quit = true // its token was revoked: the connection is closed
 		return nil, msgNoAuth

@@ -28,12 +28,12 @@ import (
 // A lost claim is -STALEFENCE, another payload -KEYREUSE.
 func init() {
 	register(
-		&command{name: "idem.token", arity: -2, kind: kindWrite, write: true, plan: planIdemToken},
-		&command{name: "idem.consume", arity: 3, kind: kindWrite, write: true, plan: planIdemConsume},
-		&command{name: "idem.begin", arity: -4, kind: kindWrite, write: true, plan: planIdemBegin},
-		&command{name: "idem.renew", arity: 5, kind: kindWrite, write: true, plan: planIdemRenew},
-		&command{name: "idem.complete", arity: 5, kind: kindWrite, write: true, plan: planIdemComplete},
-		&command{name: "idem.release", arity: 4, kind: kindWrite, write: true, plan: planIdemRelease},
+		&redisCommand{name: "idem.token", arity: -2, kind: kindWrite, write: true, plan: planIdemToken},
+		&redisCommand{name: "idem.consume", arity: 3, kind: kindWrite, write: true, plan: planIdemConsume},
+		&redisCommand{name: "idem.begin", arity: -4, kind: kindWrite, write: true, plan: planIdemBegin},
+		&redisCommand{name: "idem.renew", arity: 5, kind: kindWrite, write: true, plan: planIdemRenew},
+		&redisCommand{name: "idem.complete", arity: 5, kind: kindWrite, write: true, plan: planIdemComplete},
+		&redisCommand{name: "idem.release", arity: 4, kind: kindWrite, write: true, plan: planIdemRelease},
 	)
 }
 

@@ -14,8 +14,8 @@ import (
 // read in the log.
 
 func init() {
-	rd := func(name string, arity, first int, answer keyAnswer) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: first, lastKey: first, step: 1,
+	rd := func(name string, arity, first int, answer keyAnswer) *redisCommand {
+		return &redisCommand{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: first, lastKey: first, step: 1,
 			read: func(c *conn, ctx context.Context, a [][]byte) {
 				if refusal := answer.refusal(a); refusal != "" {
 					c.w.errorLine(refusal)

@@ -19,12 +19,12 @@ const maxKeysReply = 100000
 
 func init() {
 	register(
-		&command{name: "keys", arity: 2, kind: kindRead, read: cmdKeys},
-		&command{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
-		&command{name: "scan", arity: -2, kind: kindRead, read: cmdScan},
-		&command{name: "flushdb", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+		&redisCommand{name: "keys", arity: 2, kind: kindRead, read: cmdKeys},
+		&redisCommand{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
+		&redisCommand{name: "scan", arity: -2, kind: kindRead, read: cmdScan},
+		&redisCommand{name: "flushdb", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
 			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, false) }},
-		&command{name: "flushall", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+		&redisCommand{name: "flushall", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
 			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, true) }},
 	)
 }

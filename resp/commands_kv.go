@@ -15,12 +15,12 @@ import (
 // The KV keyspace's commands: the keys /v1/kv serves.
 
 func init() {
-	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
+	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
 			read: fn, txRead: tx}
 	}
-	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
+	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
 	}
 	register(
 		rd("get", 2, 1, cmdGet, txGet),

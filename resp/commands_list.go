@@ -22,8 +22,8 @@ const (
 )
 
 func init() {
-	rd := func(name string, arity int, fn func(w *writer, a [][]byte, e fsm.KVEntry, ok bool), args func(a [][]byte) string) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
+	rd := func(name string, arity int, fn func(w *writer, a [][]byte, e fsm.KVEntry, ok bool), args func(a [][]byte) string) *redisCommand {
+		return &redisCommand{name: name, arity: arity, kind: kindRead, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 			read: func(c *conn, ctx context.Context, a [][]byte) {
 				if args != nil {
 					if refusal := args(a); refusal != "" {
@@ -47,8 +47,8 @@ func init() {
 				return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { fn(w, a, es[0], oks[0]) })
 			}}
 	}
-	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindWrite, flags: []string{"write"}, firstKey: 1, lastKey: last, step: 1,
+	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, arity: arity, kind: kindWrite, flags: []string{"write"}, firstKey: 1, lastKey: last, step: 1,
 			write: true, plan: fn}
 	}
 	register(

@@ -20,9 +20,9 @@ import (
 // IDEM.LOCK waits leaves the queue.
 func init() {
 	register(
-		&command{name: "idem.lock", arity: -3, kind: kindWrite, write: true, plan: planIdemLock},
-		&command{name: "idem.renewlock", arity: 4, kind: kindWrite, write: true, plan: planIdemRenewLock},
-		&command{name: "idem.unlock", arity: 3, kind: kindWrite, write: true, plan: planIdemUnlock},
+		&redisCommand{name: "idem.lock", arity: -3, kind: kindWrite, write: true, plan: planIdemLock},
+		&redisCommand{name: "idem.renewlock", arity: 4, kind: kindWrite, write: true, plan: planIdemRenewLock},
+		&redisCommand{name: "idem.unlock", arity: 3, kind: kindWrite, write: true, plan: planIdemUnlock},
 	)
 }
 

@@ -39,7 +39,7 @@ const (
 // multiState is an open MULTI's.
 type multiState struct {
 	queued []request
-	cmds   []*command
+	cmds   []*redisCommand
 	bytes  int
 	// held is what the queued arguments hold against the listener's
 	// budget: their bytes and each one's slice (budget.go).
@@ -50,14 +50,14 @@ type multiState struct {
 func init() {
 	flags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
 	register(
-		&command{name: "multi", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "multi", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.multi = &multiState{}; c.w.ok() }},
-		&command{name: "exec", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "exec", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR EXEC without MULTI") }},
-		&command{name: "discard", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "discard", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR DISCARD without MULTI") }},
-		&command{name: "watch", arity: -2, kind: kindConn, flags: flags, firstKey: 1, lastKey: -1, step: 1, conn: cmdWatch},
-		&command{name: "unwatch", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "watch", arity: -2, kind: kindConn, flags: flags, firstKey: 1, lastKey: -1, step: 1, conn: cmdWatch},
+		&redisCommand{name: "unwatch", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.unwatch(); c.w.ok() }},
 	)
 }
@@ -167,7 +167,7 @@ func (c *conn) inMulti(r request) {
 // once to learn whether its commands are the state machine's KV commands
 // a transaction may hold (a form token is not), and again at EXEC, where
 // its syntax error, if any, is answered as Redis answers it.
-func (c *conn) queue(cmd *command, r request) string {
+func (c *conn) queue(cmd *redisCommand, r request) string {
 	m := c.multi
 	if refusal := c.queueable(cmd, r.args); refusal != "" {
 		return fmt.Sprintf(refusal, strings.ToUpper(cmd.name))
@@ -189,7 +189,7 @@ func (c *conn) queue(cmd *command, r request) string {
 
 // queueable says whether a command can run inside a transaction: "", or
 // the refusal (a format taking the command's name).
-func (c *conn) queueable(cmd *command, args [][]byte) string {
+func (c *conn) queueable(cmd *redisCommand, args [][]byte) string {
 	switch cmd.kind {
 	case kindRead:
 		if cmd.txRead == nil {
@@ -217,7 +217,7 @@ func (c *conn) queueable(cmd *command, args [][]byte) string {
 
 // step is one queued command made ready at EXEC.
 type step struct {
-	cmd  *command
+	cmd  *redisCommand
 	args [][]byte
 	p    plan // a KV command's: its ops are the transaction's
 }

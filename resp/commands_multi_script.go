@@ -33,7 +33,7 @@ func isEval(name string) bool {
 }
 
 // hasScript reports whether a transaction's commands hold a script.
-func hasScript(cmds []*command) bool {
+func hasScript(cmds []*redisCommand) bool {
 	for _, cmd := range cmds {
 		if isEval(cmd.name) {
 			return true
@@ -176,7 +176,7 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 // txScript runs one queued script in the transaction's sandbox and writes
 // its reply on sub; abort is EXEC's reply instead when a limit stopped it,
 // or it found no turn to run or compile in (TRYAGAIN: nothing applied).
-func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *command, args [][]byte) (abort string) {
+func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *redisCommand, args [][]byte) (abort string) {
 	bySHA := cmd.name == "evalsha" || cmd.name == "evalsha_ro"
 	readOnly := strings.HasSuffix(cmd.name, "_ro")
 	s, keys, argv, refusal := evalArgs(sc.ctx, c, args, bySHA)

@@ -50,18 +50,18 @@ const (
 )
 
 func init() {
-	ev := func(name string, bySHA, readOnly bool) *command {
+	ev := func(name string, bySHA, readOnly bool) *redisCommand {
 		flags := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"}
 		if readOnly {
 			flags = []string{"noscript", "stale", "skip_monitor", "no_mandatory_keys", "readonly", "movablekeys"}
 		}
-		return &command{name: name, arity: -3, kind: kindWrite, flags: flags,
+		return &redisCommand{name: name, arity: -3, kind: kindWrite, flags: flags,
 			plan: func(c *conn, a [][]byte) plan { return planEval(c, a, bySHA, readOnly) }}
 	}
 	register(
 		ev("eval", false, false), ev("evalsha", true, false), ev("eval_ro", false, true), ev("evalsha_ro", true, true),
-		&command{name: "script", arity: -2, kind: kindConn, flags: []string{"noscript"}, conn: cmdScript},
-		&command{name: "time", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"}, conn: cmdTime},
+		&redisCommand{name: "script", arity: -2, kind: kindConn, flags: []string{"noscript"}, conn: cmdScript},
+		&redisCommand{name: "time", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"}, conn: cmdTime},
 	)
 }
 

@@ -15,8 +15,8 @@ import (
 // INCRBYFLOAT, and RENAME, RENAMENX and COPY.
 
 func init() {
-	wr := func(name string, arity, last, step int, fn func(*conn, [][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: step, write: true, plan: fn}
+	wr := func(name string, arity, last, step int, fn func(*conn, [][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: step, write: true, plan: fn}
 	}
 	register(
 		wr("getset", 3, 1, 1, planGetSet),

@@ -67,7 +67,7 @@ func (c *conn) done(r request, name string, failed bool) {
 // them.
 func (c *conn) runReads(batch []request, i int) int {
 	j := i
-	var cmds []*command
+	var cmds []*redisCommand
 	for ; j < len(batch); j++ {
 		cmd, refusal := c.check(batch[j].args)
 		if refusal != "" || cmd.kind != kindRead {
@@ -123,7 +123,7 @@ type plan struct {
 func (c *conn) runWrites(batch []request, i int) int {
 	j := i
 	var (
-		cmds  []*command
+		cmds  []*redisCommand
 		plans []plan
 		ops   []*fsm.Command
 	)

@@ -235,7 +235,7 @@ func (c *conn) trackWanted() bool {
 }
 
 // trackRead remembers the keys of a read command c is about to run.
-func (c *conn) trackRead(cmd *command, args [][]byte) {
+func (c *conn) trackRead(cmd *redisCommand, args [][]byte) {
 	if cmd.firstKey <= 0 || !c.trackWanted() {
 		return
 	}
