@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/version"
 )
 
@@ -21,8 +21,8 @@ const redisVersion = "7.0.0"
 
 func init() {
 	register(
-		&redisCommand{name: "ping", arity: -1, kind: kindConn, flags: []string{"fast"}, preAuth: true, conn: cmdPing},
-		&redisCommand{name: "echo", arity: 2, kind: kindConn, flags: []string{"fast"}, conn: func(c *conn, a [][]byte) { c.w.bulk(a[1]) }},
+		&redisCommand{name: "ping", arity: -1, kind: kindConn, script: true, flags: []string{"fast"}, preAuth: true, conn: cmdPing},
+		&redisCommand{name: "echo", arity: 2, kind: kindConn, script: true, flags: []string{"fast"}, conn: func(c *conn, a [][]byte) { c.w.bulk(a[1]) }},
 		&redisCommand{name: "hello", arity: -1, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdHello},
 		&redisCommand{name: "auth", arity: -2, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdAuth},
 		&redisCommand{name: "quit", arity: -1, kind: kindConn, flags: []string{"loading", "stale", "fast", "no_auth"}, preAuth: true,
@@ -73,7 +73,7 @@ func parseDB(b []byte) (int, string) {
 		return 0, msgNotInteger
 	case n != int64(int32(n)):
 		return 0, msgIntRange
-	case n < 0 || n >= fsm.Keyspaces:
+	case n < 0 || n >= command.Keyspaces:
 		return 0, msgDBRange
 	}
 	return int(n), ""
