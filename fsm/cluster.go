@@ -137,3 +137,9 @@ func (f *FSM) loadClusterID(meta *bolt.Bucket) {
 	}
 	f.cluster.Store(nil)
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var clusterApplies = applies{
+	TypeClusterID:     {apply: (*applier).clusterID},
+	TypeMemberRemoved: {apply: (*applier).memberRemoved},
+}

@@ -1,14 +1,19 @@
 package fsm
 
 import (
+	"fmt"
+
 	bolt "go.etcd.io/bbolt"
 )
 
 // The applier's table: how each command of package command's table is
 // applied. A row exists exactly for each Type that package's table
-// declares (TestApplyTableComplete), with a sandbox apply (kv) exactly
-// for the rows a script may make (Op.Script). Indexed by the type's byte,
-// so no command read from the log can index past it.
+// declares (TestApplyTable), with a sandbox apply (kv) exactly for the
+// writes a script may make (Op.Script). Each file declares the rows of
+// its commands beside their functions (applies), so a new command of a
+// kind this package applies already is its apply function and its row
+// in one file. Indexed by the type's byte, so no command read from the
+// log can index past it.
 
 // applySpec is how the state machine applies one command type.
 type applySpec struct {
@@ -30,41 +35,31 @@ type applySpec struct {
 	kv func(a *applier, kv kvStore, c *Command, rev uint64) *Result
 }
 
-// commands is the applier's table, by Type.
-var commands = [256]applySpec{
-	TypeNoop:           {apply: (*applier).noop},
-	TypeRecordBegin:    {remembered: true, apply: (*applier).recordBegin},
-	TypeRecordComplete: {remembered: true, apply: (*applier).recordComplete},
-	TypeRecordRelease:  {remembered: true, apply: (*applier).recordRelease},
-	TypeExpire:         {apply: (*applier).expire},
-	TypeTokenIssue:     {remembered: true, apply: (*applier).tokenIssue},
-	TypeTokenConsume:   {remembered: true, apply: (*applier).tokenConsume},
-	TypeKVSet:          {remembered: true, apply: (*applier).kvSet, kv: (*applier).kvSetIn},
-	TypeKVGetDel:       {remembered: true, apply: (*applier).kvGetDel, kv: (*applier).kvGetDelIn},
-	TypeKVDelete:       {remembered: true, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
-	TypeKVIncr:         {remembered: true, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
-	TypeKVExpire:       {remembered: true, apply: (*applier).kvExpire, kv: (*applier).kvExpireIn},
-	TypeClusterID:      {apply: (*applier).clusterID},
-	TypeMemberRemoved:  {apply: (*applier).memberRemoved},
-	TypeKVRead:         {apply: (*applier).kvRead},
-	TypeKVTx:           {remembered: true, apply: (*applier).kvTx},
-	TypeScriptEffects:  {remembered: true}, // apply reads this table: set by script.go's init
-	TypeKVSetRange:     {remembered: true, apply: (*applier).kvSetRange, kv: (*applier).kvSetRangeIn},
-	TypeKVIncrFloat:    {remembered: true, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
-	TypeKVRename:       {remembered: true, apply: (*applier).kvRename},
-	TypeOnceBegin:      {remembered: true, settled: onceBeginSettled, apply: (*applier).onceBegin},
-	TypeOnceRenew:      {remembered: true, apply: (*applier).onceRenew},
-	TypeOnceComplete:   {remembered: true, settled: onceCompleteSettled, apply: (*applier).onceComplete},
-	TypeOnceRelease:    {remembered: true, apply: (*applier).onceRelease},
-	TypeLockAcquire:    {remembered: true, apply: (*applier).lockAcquire},
-	TypeLockRenew:      {remembered: true, apply: (*applier).lockRenew},
-	TypeLockRelease:    {remembered: true, apply: (*applier).lockRelease},
-	TypeLockLeave:      {remembered: true, apply: (*applier).lockLeave},
-	TypeListPush:       {remembered: true, apply: (*applier).listPush, kv: (*applier).listPushIn},
-	TypeListPop:        {remembered: true, apply: (*applier).listPop, kv: (*applier).listPopIn},
-	TypeListRem:        {remembered: true, apply: (*applier).listRem, kv: (*applier).listRemIn},
-	TypeListTrim:       {remembered: true, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
-	TypeKVFlush:        {remembered: true, apply: (*applier).kvFlush},
+// applies is a part of the applier's table: the rows of one file's
+// commands, declared beside the functions they name.
+type applies map[Type]applySpec
+
+// noopApplies is the row of the leader's tick, whose apply is fsm.go's.
+var noopApplies = applies{TypeNoop: {apply: (*applier).noop}}
+
+// commands is the applier's table, by Type: the files' parts, joined.
+var commands = join(noopApplies, recordApplies, expireApplies, tokenApplies, kvApplies, kvIncrApplies,
+	kvExpireApplies, clusterApplies, txApplies, scriptApplies, kvStringApplies, kvRenameApplies,
+	onceApplies, lockApplies, listApplies, kvFlushApplies)
+
+// join is the table of parts; a type in two of them is a programming
+// error, found when the package loads.
+func join(parts ...applies) (table [256]applySpec) {
+	var seen [256]bool
+	for _, p := range parts {
+		for t, s := range p {
+			if seen[t] {
+				panic(fmt.Sprintf("fsm: %s has two rows in the applier's table", t))
+			}
+			seen[t], table[t] = true, s
+		}
+	}
+	return table
 }
 
 // spec returns how t is applied, or nil for a type this build does not

@@ -250,3 +250,10 @@ func (a *applier) kvRemove(kv kvStore, c *Command, value bool) *Result {
 	}
 	return r
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvApplies = applies{
+	TypeKVSet:    {remembered: true, apply: (*applier).kvSet, kv: (*applier).kvSetIn},
+	TypeKVGetDel: {remembered: true, apply: (*applier).kvGetDel, kv: (*applier).kvGetDelIn},
+	TypeKVDelete: {remembered: true, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
+}

@@ -87,3 +87,8 @@ func flushRanges(db int, all bool) []keyRange {
 	}
 	return []keyRange{r}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvFlushApplies = applies{
+	TypeKVFlush: {remembered: true, apply: (*applier).kvFlush},
+}

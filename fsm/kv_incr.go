@@ -65,3 +65,8 @@ func (a *applier) storeKV(kv kvStore, key []byte, e *KVEntry, old KVEntry, exist
 	}
 	return &Result{Code: code, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvIncrApplies = applies{
+	TypeKVIncr: {remembered: true, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
+}

@@ -46,3 +46,8 @@ func (a *applier) kvRename(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	}
 	return &Result{Code: CodeOK, Version: rev, ExpiresAt: e.ExpiresAt}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvRenameApplies = applies{
+	TypeKVRename: {remembered: true, apply: (*applier).kvRename},
+}

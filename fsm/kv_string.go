@@ -91,3 +91,9 @@ func (a *applier) kvIncrFloatIn(kv kvStore, c *Command, rev uint64) *Result {
 	e := KVEntry{Version: rev, Created: rev, ExpiresAt: old.ExpiresAt, Value: command.FormatLongDouble(sum)}
 	return a.storeKV(kv, c.Key, &e, old, exists, e.Value)
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvStringApplies = applies{
+	TypeKVSetRange:  {remembered: true, apply: (*applier).kvSetRange, kv: (*applier).kvSetRangeIn},
+	TypeKVIncrFloat: {remembered: true, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
+}

@@ -129,3 +129,9 @@ func (f *FSM) ReadTx(r TxRequest, now time.Time) (*Result, error) {
 	})
 	return res, err
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var txApplies = applies{
+	TypeKVRead: {apply: (*applier).kvRead},
+	TypeKVTx:   {remembered: true, apply: (*applier).kvTx},
+}

@@ -193,3 +193,11 @@ func (a *applier) listTrimIn(kv kvStore, c *Command, rev uint64) *Result {
 	}
 	return a.storeList(kv, c.Key, elems[lo:hi], old, true, rev, nil)
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var listApplies = applies{
+	TypeListPush: {remembered: true, apply: (*applier).listPush, kv: (*applier).listPushIn},
+	TypeListPop:  {remembered: true, apply: (*applier).listPop, kv: (*applier).listPopIn},
+	TypeListRem:  {remembered: true, apply: (*applier).listRem, kv: (*applier).listRemIn},
+	TypeListTrim: {remembered: true, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
+}

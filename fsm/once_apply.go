@@ -238,3 +238,11 @@ func (a *applier) onceRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	}
 	return &Result{Code: CodeOK}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var onceApplies = applies{
+	TypeOnceBegin:    {remembered: true, settled: onceBeginSettled, apply: (*applier).onceBegin},
+	TypeOnceRenew:    {remembered: true, apply: (*applier).onceRenew},
+	TypeOnceComplete: {remembered: true, settled: onceCompleteSettled, apply: (*applier).onceComplete},
+	TypeOnceRelease:  {remembered: true, apply: (*applier).onceRelease},
+}

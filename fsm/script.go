@@ -53,3 +53,8 @@ func (a *applier) scriptEffects(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	}
 	return &Result{Code: CodeOK}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var scriptApplies = applies{
+	TypeScriptEffects: {remembered: true}, // apply reads the table: set by init
+}
