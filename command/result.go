@@ -82,7 +82,7 @@ func (c Code) Known() bool { return c < codeEnd }
 
 // Err returns the error the result carries, or nil.
 func (r *Result) Err() error {
-	if r.Code < codeEnd {
+	if r.Code.Known() {
 		return codeErrs[r.Code]
 	}
 	return fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
@@ -126,7 +126,7 @@ func DecodeResult(b []byte) (*Result, error) {
 	if rd.err != nil {
 		return nil, fmt.Errorf("%w: result: %v", ErrBadCommand, rd.err)
 	}
-	if r.Code >= codeEnd {
+	if !r.Code.Known() {
 		return nil, fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
 	}
 	if hasRecord == 1 {
