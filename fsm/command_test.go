@@ -316,7 +316,7 @@ func TestDecodeVersion1Begin(t *testing.T) {
 	old := Command{Type: TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, Body: []byte("digest"), Version: uint64(5 * time.Minute)}
 	v1 := old.Encode(nil)
 	v1 = v1[:len(v1)-2] // drop the version-2 fields (an empty DigestKey, a zero Window)
-	v1[0] = encodingVersionV1
+	v1[0] = 1           // version 1's envelope byte
 	var got Command
 	if err := Decode(v1, &got); err != nil {
 		t.Fatal(err)

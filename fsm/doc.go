@@ -1,7 +1,10 @@
-// Package fsm is idemgate's replicated state machine: the commands (one
-// table, commands.go: each command's fields, rules, apply function and
-// constructor), their compact binary encoding, Apply/ApplyBatch into bbolt,
-// the reads callers use for fast paths, and Snapshot/Restore.
+// Package fsm is idemgate's replicated state machine: the apply function
+// of each command package command declares (commands.go: the applier's
+// table, by Type), Apply/ApplyBatch into bbolt, the reads callers use for
+// fast paths, and Snapshot/Restore. The commands themselves (their fields,
+// rules, constructors and encoding), their results and errors are package
+// command's, which the faces import instead of this one; vocabulary.go
+// gives their old names here until every caller imports them from there.
 //
 // It is pure and deterministic. Apply never reads a clock, a random source or
 // the network: every command carries the leader's timestamp, and the state

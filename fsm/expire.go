@@ -88,3 +88,8 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 	}
 	return false, nil
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var expireApplies = applies{
+	TypeExpire: {apply: (*applier).expire},
+}

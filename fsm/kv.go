@@ -8,42 +8,14 @@ import (
 	"github.com/idemgate/idemgate/ttl"
 )
 
-// KVEntry is a key of the KV keyspace as stored:
-//
-//	version (8) | kind (1) created (7) | expires (8) | value
-//
-// Version is the revision of the last write (like etcd's mod revision),
-// Created the revision of the write that created the key. A revision is
-// unique and increasing across the whole keyspace; for a command that had
-// a log entry of its own it is that entry's index (see applier.nextRev).
-// Kind is Redis's type of the value (a string, or a list: list.go); it
-// takes the top byte of Created, which a revision never reaches (2^56
-// entries), so a string is stored as it always was and reads cost the
-// same.
-type KVEntry struct {
-	Version   uint64
-	Created   uint64
-	ExpiresAt int64 // unix nanoseconds, 0 = never
-	Kind      Kind
-	Value     []byte
-}
-
-// Kind is the type of a key's value, as Redis's TYPE names it.
-type Kind byte
-
-// The kinds. Values are part of the stored format: append only.
-const (
-	KindString Kind = 0
-	KindList   Kind = 1 // Value is a list's encoding (list.go)
-)
-
 const (
 	kvHeaderLen = 24
 	kindShift   = 56
 	createdMask = 1<<kindShift - 1
 )
 
-func (e *KVEntry) encode() []byte {
+// encodeKV is e as stored.
+func encodeKV(e *KVEntry) []byte {
 	b := make([]byte, kvHeaderLen, kvHeaderLen+len(e.Value))
 	binary.BigEndian.PutUint64(b, e.Version)
 	binary.BigEndian.PutUint64(b[8:], e.Created&createdMask|uint64(e.Kind)<<kindShift)
@@ -228,7 +200,7 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *KVEntry, old KVEntry, exists
 			return err
 		}
 	}
-	return b.Put(key, e.encode())
+	return b.Put(key, encodeKV(e))
 }
 
 // kvGetDel is GETDEL: it removes the key and answers the value it had.
@@ -277,4 +249,11 @@ func (a *applier) kvRemove(kv kvStore, c *Command, value bool) *Result {
 		return &Result{Code: CodeStorage}
 	}
 	return r
+}
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvApplies = applies{
+	TypeKVSet:    {remembered: true, apply: (*applier).kvSet, kv: (*applier).kvSetIn},
+	TypeKVGetDel: {remembered: true, apply: (*applier).kvGetDel, kv: (*applier).kvGetDelIn},
+	TypeKVDelete: {remembered: true, apply: (*applier).kvDelete, kv: (*applier).kvDeleteIn},
 }

@@ -75,3 +75,8 @@ func expireAllowed(flags byte, cur, next int64) bool {
 	}
 	return true
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var kvExpireApplies = applies{
+	TypeKVExpire: {remembered: true, apply: (*applier).kvExpire, kv: (*applier).kvExpireIn},
+}

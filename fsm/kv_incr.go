@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -17,7 +18,7 @@ func (a *applier) kvIncr(tx *bolt.Tx, c *Command, rev uint64) *Result {
 }
 
 func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
-	delta, ok := parseInt(c.Value)
+	delta, ok := command.ParseInt(c.Value)
 	if !ok {
 		return &Result{Code: CodeNotInteger}
 	}
@@ -30,14 +31,14 @@ func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
 	}
 	var cur int64
 	if exists {
-		if cur, ok = parseInt(old.Value); !ok {
+		if cur, ok = command.ParseInt(old.Value); !ok {
 			return &Result{Code: CodeNotInteger}
 		}
 	}
 	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
 		return &Result{Code: CodeOverflow}
 	}
-	if lo, hi, _ := incrBounds(c); cur+delta < lo || cur+delta > hi {
+	if lo, hi, _ := command.IncrBounds(c); cur+delta < lo || cur+delta > hi {
 		r := &Result{Code: CodeOutOfRange, Value: strconv.AppendInt(nil, cur, 10)}
 		if exists {
 			r.Version, r.ExpiresAt = old.Version, old.ExpiresAt
@@ -65,24 +66,7 @@ func (a *applier) storeKV(kv kvStore, key []byte, e *KVEntry, old KVEntry, exist
 	return &Result{Code: code, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
 }
 
-// parseInt reads a signed decimal 64-bit integer as Redis does: no sign
-// but '-', no leading zeros, no spaces, at most 20 bytes.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	digits := b
-	if digits[0] == '-' {
-		digits = digits[1:]
-	}
-	if len(digits) == 0 || (digits[0] == '0' && len(b) > 1) {
-		return 0, false
-	}
-	for _, d := range digits {
-		if d < '0' || d > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
+// The applier's rows of this file's commands (commands.go joins them).
+var kvIncrApplies = applies{
+	TypeKVIncr: {remembered: true, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
 }

@@ -76,11 +76,6 @@ func unindexKey(tx *bolt.Tx, stored []byte, created uint64) error {
 	return nil
 }
 
-// MaxScanLook bounds the index entries one SCAN call looks at, whatever
-// its COUNT: a call's work and reply stay bounded (Redis too may answer
-// fewer keys than COUNT, and the cursor goes on from there).
-const MaxScanLook = 100000
-
 // ScanKV looks at up to count entries (at most MaxScanLook) of keyspace
 // db's scan index from cursor on, and then at the rest of the last one's
 // revision, calling fn with the client's key of each live one and its

@@ -189,7 +189,7 @@ func (h *harness) plantCreated(created map[string]uint64, db int) {
 			}
 			e = e.Clone()
 			e.Created = rev
-			if err := b.Put(stored, e.encode()); err != nil {
+			if err := b.Put(stored, encodeKV(&e)); err != nil {
 				return err
 			}
 		}

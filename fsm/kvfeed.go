@@ -7,22 +7,6 @@ package fsm
 // transaction), so the feed misses none. It is not replicated state: a
 // node's own listener reads it.
 
-// KVObserver is told, after each applied batch commits, the KV keys it
-// wrote or removed.
-type KVObserver interface {
-	// KVWatching reports whether anyone listens now. While no one does, a
-	// batch collects nothing (no allocation, one atomic load per batch).
-	KVWatching() bool
-	// KVChanged is given the keys a batch changed (each may repeat; they
-	// alias memory the state machine reuses, valid during the call only),
-	// or all: any key may have changed (a snapshot was restored, the
-	// keyspace was flushed, or listening began while the batch applied),
-	// so every cached value must be dropped. It runs on the apply path:
-	// it must be quick, must not block and must not call back into the
-	// state machine.
-	KVChanged(keys [][]byte, all bool)
-}
-
 // kvObserverBox holds the observer for an atomic pointer.
 type kvObserverBox struct{ o KVObserver }
 

@@ -11,13 +11,13 @@ import (
 // to what was encoded.
 func TestKindInCreated(t *testing.T) {
 	s := KVEntry{Version: 7, Created: 3, ExpiresAt: 99, Value: []byte("v")}
-	b := s.encode()
+	b := encodeKV(&s)
 	if want := []byte{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 3}; !bytes.Equal(b[:16], want) {
 		t.Fatalf("a string's header %x, want %x", b[:16], want)
 	}
 	l := KVEntry{Version: 7, Created: 1<<56 - 1, Kind: KindList, Value: EncodeList([][]byte{[]byte("a")})}
 	for _, e := range []KVEntry{s, l} {
-		got, ok := decodeKV(e.encode())
+		got, ok := decodeKV(encodeKV(&e))
 		if !ok || got.Version != e.Version || got.Created != e.Created || got.Kind != e.Kind || got.ExpiresAt != e.ExpiresAt || !bytes.Equal(got.Value, e.Value) {
 			t.Fatalf("decode(encode(%+v)) = %+v", e, got)
 		}

@@ -278,3 +278,11 @@ func (a *applier) expireLockWaiter(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 	}
 	return true, a.dropWaiter(tx, e.Key, w, l)
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var lockApplies = applies{
+	TypeLockAcquire: {remembered: true, apply: (*applier).lockAcquire},
+	TypeLockRenew:   {remembered: true, apply: (*applier).lockRenew},
+	TypeLockRelease: {remembered: true, apply: (*applier).lockRelease},
+	TypeLockLeave:   {remembered: true, apply: (*applier).lockLeave},
+}

@@ -20,7 +20,7 @@ func (a *applier) getClaim(tx *bolt.Tx, key []byte) (*Claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := stored.clone() // it outlives the command; bbolt may move v's page
+	c := stored.Clone() // it outlives the command; bbolt may move v's page
 	if c.ExpiresAt != 0 && c.ExpiresAt <= a.now {
 		if err := a.deleteClaim(tx, key, c); err != nil {
 			return nil, err
@@ -93,7 +93,7 @@ func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		case old.State == ClaimCompleted:
 			return &Result{Code: CodeOK, Fence: old.Fence, Value: old.Result, ExpiresAt: old.ExpiresAt}
 		case !c.ReqID.IsZero() && c.ReqID == old.Begin:
-			return old.beginAnswer() // a retry whose answer was lost
+			return beginAnswer(old) // a retry whose answer was lost
 		case old.LeaseLive(a.now):
 			return &Result{Code: CodeExists, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
 		}
@@ -102,7 +102,7 @@ func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		// does, for as long as it would have answered any (a takeover is
 		// rare; a begin is not).
 		if !old.Begin.IsZero() {
-			if err := a.remember(tx, old.Begin, old.beginAnswer()); err != nil {
+			if err := a.remember(tx, old.Begin, beginAnswer(old)); err != nil {
 				return &Result{Code: CodeStorage}
 			}
 		}
@@ -122,7 +122,7 @@ func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 // beginAnswer is what the begin that handed out a begun claim's fence
 // answered: the fence and the lease end (a begin's retry has no answer, so
 // no renew of its own moved it since).
-func (c *Claim) beginAnswer() *Result {
+func beginAnswer(c *Claim) *Result {
 	code := CodeCreated
 	if c.TakenOver {
 		code = CodeTakenOver
@@ -237,4 +237,12 @@ func (a *applier) onceRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
 		return &Result{Code: CodeStorage}
 	}
 	return &Result{Code: CodeOK}
+}
+
+// The applier's rows of this file's commands (commands.go joins them).
+var onceApplies = applies{
+	TypeOnceBegin:    {remembered: true, settled: onceBeginSettled, apply: (*applier).onceBegin},
+	TypeOnceRenew:    {remembered: true, apply: (*applier).onceRenew},
+	TypeOnceComplete: {remembered: true, settled: onceCompleteSettled, apply: (*applier).onceComplete},
+	TypeOnceRelease:  {remembered: true, apply: (*applier).onceRelease},
 }

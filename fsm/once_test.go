@@ -374,7 +374,7 @@ func TestClaimRoundTrip(t *testing.T) {
 	// A version 1 claim (no request id, no flags) of an earlier build.
 	v1 := (&Claim{State: ClaimBegun, Fence: 5, CreatedAt: 1, UpdatedAt: 1, LeaseEnd: 2, ExpiresAt: 3}).Encode(nil)
 	v1 = v1[:len(v1)-1]
-	v1[0] = claimVersion1
+	v1[0] = 1 // version 1
 	got, err := DecodeClaim(v1)
 	if err != nil || got.Fence != 5 || !got.Begin.IsZero() || got.TakenOver {
 		t.Fatalf("version 1: %+v %v", got, err)

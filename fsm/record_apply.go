@@ -182,3 +182,10 @@ func (a *applier) recordRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	}
 	return &Result{Code: CodeOK}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var recordApplies = applies{
+	TypeRecordBegin:    {remembered: true, apply: (*applier).recordBegin},
+	TypeRecordComplete: {remembered: true, apply: (*applier).recordComplete},
+	TypeRecordRelease:  {remembered: true, apply: (*applier).recordRelease},
+}

@@ -81,7 +81,7 @@ func (s *Sandbox) Apply(c *Command) (*Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	sp := c.Type.spec()
+	sp := spec(c.Type)
 	if sp.kv == nil {
 		return nil, fmt.Errorf("%w: a script cannot make a %s", ErrBadCommand, c.Type)
 	}

@@ -39,6 +39,10 @@ const (
 	restoreTxBytes = 32 << 20
 )
 
+// castagnoli is CRC-32C's table: a stream's checksum, as a record's
+// (package command's ResponseSum).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // writePairs writes the state tx sees as records to w.
 func writePairs(w io.Writer, tx *bolt.Tx) error {
 	bw := bufio.NewWriterSize(w, 1<<20)

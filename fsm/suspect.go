@@ -28,13 +28,6 @@ import (
 // SuspectLogRetention is how long suspects stay listed.
 const SuspectLogRetention = 24 * time.Hour
 
-// Suspect is one logged suspected duplicate.
-type Suspect struct {
-	At      int64  // unix nanoseconds, the state machine's clock
-	Key     []byte // record key of the request that looked like a duplicate
-	Earlier []byte // record key of the request it looked like
-}
-
 // checkDigest looks up the begin's digest key, remembers this record key
 // under it, and returns the earlier record key if this begin is a suspect.
 func (a *applier) checkDigest(tx *bolt.Tx, c *Command, rev uint64) ([]byte, error) {

@@ -70,3 +70,9 @@ func (a *applier) tokenConsume(tx *bolt.Tx, c *Command, _ uint64) *Result {
 	}
 	return &Result{Code: CodeOK, ExpiresAt: exp}
 }
+
+// The applier's rows of this file's commands (commands.go joins them).
+var tokenApplies = applies{
+	TypeTokenIssue:   {remembered: true, apply: (*applier).tokenIssue},
+	TypeTokenConsume: {remembered: true, apply: (*applier).tokenConsume},
+}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -132,7 +132,7 @@ func (b *blocker) run() {
 		b.mu.Unlock()
 		for _, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
-			if err != nil || e.Kind != fsm.KindList {
+			if err != nil || e.Kind != command.KindList {
 				continue // absent, or another kind: the pop would answer it, but only a push is waited for
 			}
 			b.mu.Lock()
@@ -158,7 +158,7 @@ func (c *conn) blockingPop(p plan) {
 	}
 	if !c.allAbsent(p.block.keys) {
 		res := pop()
-		if res[0].Err != nil || res[0].Res.Code != fsm.CodeNotFound {
+		if res[0].Err != nil || res[0].Res.Code != command.CodeNotFound {
 			p.answer(&c.w, res)
 			return
 		}
@@ -182,7 +182,7 @@ func (c *conn) blockingPop(p plan) {
 		select {
 		case <-w.wake:
 			res := pop()
-			if res[0].Err == nil && res[0].Res.Code == fsm.CodeNotFound {
+			if res[0].Err == nil && res[0].Res.Code == command.CodeNotFound {
 				b.back(w)
 				continue
 			}
@@ -216,7 +216,7 @@ func (c *conn) allAbsent(keys [][]byte) bool {
 		return false // the pop answers the store's error
 	}
 	for _, k := range keys {
-		if _, err := c.s.store.KV(ctx, k, true); !errors.Is(err, fsm.ErrNotFound) {
+		if _, err := c.s.store.KV(ctx, k, true); !errors.Is(err, command.ErrNotFound) {
 			return false
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // kind says how a command runs in a pipeline (pipeline.go).
@@ -15,9 +17,16 @@ const (
 	kindWrite             // writes through Raft
 )
 
-// command is one command of the table.
-type command struct {
+// redisCommand is one command of the table.
+type redisCommand struct {
 	name string
+	// op, for a command that runs a store operation, is its command's
+	// type: the command takes from the operation's row (command.Op)
+	// whether it reads or writes (kind), the grant it needs (write,
+	// admin) and whether a script may call it (script), set by register.
+	// The connection's own commands, and the store's reads that are no
+	// command of the log (KEYS, SCAN), declare them here.
+	op command.Type
 	// arity as Redis gives it: n exactly n arguments with the name, -n at
 	// least n.
 	arity int
@@ -28,9 +37,13 @@ type command struct {
 	write                   bool // needs a grant that may write
 	admin                   bool // needs the admin role's grant (FLUSHDB, FLUSHALL)
 	preAuth                 bool // allowed before AUTH
-	conn                    func(c *conn, args [][]byte)
-	read                    func(c *conn, ctx context.Context, args [][]byte)
-	plan                    func(c *conn, args [][]byte) plan
+	// script: a script may call it (and a transaction that runs one
+	// hold it); noScript keeps a command of an operation a script may
+	// make out of scripts all the same (notInScripts).
+	script, noScript bool
+	conn             func(c *conn, args [][]byte)
+	read             func(c *conn, ctx context.Context, args [][]byte)
+	plan             func(c *conn, args [][]byte) plan
 	// txRead is a read's plan inside a transaction: reads in the log
 	// (commands_multi.go). A read without one cannot be queued.
 	txRead func(args [][]byte) plan
@@ -42,12 +55,26 @@ type command struct {
 
 // commands is the table, by lowercase name; filled in init (commands_*.go
 // add theirs) because COMMAND reads it.
-var commands = map[string]*command{}
+var commands = map[string]*redisCommand{}
 
-func register(cmds ...*command) {
+func register(cmds ...*redisCommand) {
 	for _, c := range cmds {
+		if c.op != command.TypeUnknown {
+			op := c.op.Op()
+			c.kind, c.write, c.admin = kindRead, op.Role >= command.RoleWrite, op.Role == command.RoleAdmin
+			if op.Write {
+				c.kind = kindWrite
+			}
+			c.script = op.Script && !c.noScript
+		}
 		commands[c.name] = c
 	}
+}
+
+// notInScripts keeps c out of scripts though its operation may be in one.
+func notInScripts(c *redisCommand) *redisCommand {
+	c.noScript = true
+	return c
 }
 
 // unsupported are Redis commands a client may expect that idemgate does not
@@ -69,7 +96,7 @@ func isUnsupported(name string) bool {
 // check finds the command of a request and says whether this connection
 // may run it now; refusal is the error reply when not. c.lastCmd is set
 // to the name the metrics count it under.
-func (c *conn) check(args [][]byte) (cmd *command, refusal string) {
+func (c *conn) check(args [][]byte) (cmd *redisCommand, refusal string) {
 	if c.revoked.Load() {
 		c.quit = true // its token was revoked: the connection is closed
 		return nil, msgNoAuth

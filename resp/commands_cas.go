@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"strconv"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -20,19 +20,19 @@ import (
 // msgBadDigest answers an IFDEQ/IFDNE digest that is not hexadecimal.
 const msgBadDigest = "ERR the digest must be 1 to 16 hexadecimal digits, as DIGEST answers it"
 
-// condition is the value condition an option names, fsm.SetPlain if none.
-func condition(opt string) fsm.SetMode {
+// condition is the value condition an option names, command.SetPlain if none.
+func condition(opt string) command.SetMode {
 	switch {
 	case eq(opt, "ifeq"):
-		return fsm.SetIfEq
+		return command.SetIfEq
 	case eq(opt, "ifne"):
-		return fsm.SetIfNe
+		return command.SetIfNe
 	case eq(opt, "ifdeq"):
-		return fsm.SetIfDigestEq
+		return command.SetIfDigestEq
 	case eq(opt, "ifdne"):
-		return fsm.SetIfDigestNe
+		return command.SetIfDigestNe
 	}
-	return fsm.SetPlain
+	return command.SetPlain
 }
 
 // parseDigest reads a digest as DIGEST prints it (16 hex digits; fewer,
@@ -47,32 +47,32 @@ func parseDigest(b []byte) (uint64, bool) {
 
 // formatDigest is DIGEST's answer: 16 lowercase hex digits.
 func formatDigest(value []byte) []byte {
-	return hex.AppendEncode(nil, binary.BigEndian.AppendUint64(nil, fsm.Digest(value)))
+	return hex.AppendEncode(nil, binary.BigEndian.AppendUint64(nil, command.Digest(value)))
 }
 
 // planDelex is DELEX key [IFEQ v|IFNE v|IFDEQ d|IFDNE d]: 1 if the key was
 // removed, 0 if it was absent or its value did not meet the condition.
 func planDelex(c *conn, a [][]byte) plan {
-	op := fsm.KVDeleteCommand(a[1])
+	op := command.KVDeleteCommand(a[1])
 	switch {
 	case len(a) == 2:
-	case len(a) == 4 && condition(string(a[2])) != fsm.SetPlain:
+	case len(a) == 4 && condition(string(a[2])) != command.SetPlain:
 		mode := condition(string(a[2]))
-		if mode == fsm.SetIfDigestEq || mode == fsm.SetIfDigestNe {
+		if mode == command.SetIfDigestEq || mode == command.SetIfDigestNe {
 			d, ok := parseDigest(a[3])
 			if !ok {
 				return plan{err: msgBadDigest}
 			}
-			op = fsm.KVDeleteIfCommand(a[1], mode, nil, d)
+			op = command.KVDeleteIfCommand(a[1], mode, nil, d)
 		} else {
-			op = fsm.KVDeleteIfCommand(a[1], mode, a[3], 0)
+			op = command.KVDeleteIfCommand(a[1], mode, a[3], 0)
 		}
 	default:
 		return plan{err: msgSyntax}
 	}
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) },
-			fsm.CodeNotFound, fsm.CodeVersionMismatch)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerCode(w, r[0], func(code command.Code) { w.integer(int64(boolInt(code == command.CodeOK))) },
+			command.CodeNotFound, command.CodeVersionMismatch)
 	}}
 }
 
@@ -87,15 +87,15 @@ func cmdDigest(c *conn, ctx context.Context, a [][]byte) {
 }
 
 func txDigest(a [][]byte) plan {
-	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answerDigest(w, es[0], oks[0]) })
+	return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, oks []bool) { answerDigest(w, es[0], oks[0]) })
 }
 
-func answerDigest(w *writer, e fsm.KVEntry, ok bool) {
+func answerDigest(w *writer, e command.KVEntry, ok bool) {
 	switch {
 	case !ok:
 		w.null()
 		return
-	case e.Kind != fsm.KindString:
+	case e.Kind != command.KindString:
 		w.errorLine(msgWrongType)
 		return
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/version"
 )
 
@@ -21,21 +21,21 @@ const redisVersion = "7.0.0"
 
 func init() {
 	register(
-		&command{name: "ping", arity: -1, kind: kindConn, flags: []string{"fast"}, preAuth: true, conn: cmdPing},
-		&command{name: "echo", arity: 2, kind: kindConn, flags: []string{"fast"}, conn: func(c *conn, a [][]byte) { c.w.bulk(a[1]) }},
-		&command{name: "hello", arity: -1, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdHello},
-		&command{name: "auth", arity: -2, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdAuth},
-		&command{name: "quit", arity: -1, kind: kindConn, flags: []string{"loading", "stale", "fast", "no_auth"}, preAuth: true,
+		&redisCommand{name: "ping", arity: -1, kind: kindConn, script: true, flags: []string{"fast"}, preAuth: true, conn: cmdPing},
+		&redisCommand{name: "echo", arity: 2, kind: kindConn, script: true, flags: []string{"fast"}, conn: func(c *conn, a [][]byte) { c.w.bulk(a[1]) }},
+		&redisCommand{name: "hello", arity: -1, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdHello},
+		&redisCommand{name: "auth", arity: -2, kind: kindConn, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, preAuth: true, conn: cmdAuth},
+		&redisCommand{name: "quit", arity: -1, kind: kindConn, flags: []string{"loading", "stale", "fast", "no_auth"}, preAuth: true,
 			conn: func(c *conn, _ [][]byte) { c.w.ok(); c.quit = true }},
-		&command{name: "select", arity: 2, kind: kindConn, flags: []string{"loading", "stale", "fast"}, conn: cmdSelect},
-		&command{name: "readonly", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"},
+		&redisCommand{name: "select", arity: 2, kind: kindConn, flags: []string{"loading", "stale", "fast"}, conn: cmdSelect},
+		&redisCommand{name: "readonly", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"},
 			conn: func(c *conn, _ [][]byte) { c.readonly = true; c.w.ok() }},
-		&command{name: "readwrite", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"},
+		&redisCommand{name: "readwrite", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"},
 			conn: func(c *conn, _ [][]byte) { c.readonly = false; c.w.ok() }},
-		&command{name: "client", arity: -2, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdClient},
-		&command{name: "command", arity: -1, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdCommand},
-		&command{name: "info", arity: -1, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdInfo},
-		&command{name: "config", arity: -2, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdConfig},
+		&redisCommand{name: "client", arity: -2, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdClient},
+		&redisCommand{name: "command", arity: -1, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdCommand},
+		&redisCommand{name: "info", arity: -1, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdInfo},
+		&redisCommand{name: "config", arity: -2, kind: kindConn, flags: []string{"loading", "stale"}, conn: cmdConfig},
 	)
 }
 
@@ -73,7 +73,7 @@ func parseDB(b []byte) (int, string) {
 		return 0, msgNotInteger
 	case n != int64(int32(n)):
 		return 0, msgIntRange
-	case n < 0 || n >= fsm.Keyspaces:
+	case n < 0 || n >= command.Keyspaces:
 		return 0, msgDBRange
 	}
 	return int(n), ""
@@ -291,7 +291,7 @@ func cmdCommand(c *conn, a [][]byte) {
 }
 
 // commandInfo is one command's COMMAND entry, Redis 7's ten fields.
-func (c *conn) commandInfo(cmd *command) {
+func (c *conn) commandInfo(cmd *redisCommand) {
 	c.w.array(10)
 	c.w.bulkString(cmd.name)
 	c.w.integer(int64(cmd.arity))

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/tokens"
@@ -28,12 +28,12 @@ import (
 // A lost claim is -STALEFENCE, another payload -KEYREUSE.
 func init() {
 	register(
-		&command{name: "idem.token", arity: -2, kind: kindWrite, write: true, plan: planIdemToken},
-		&command{name: "idem.consume", arity: 3, kind: kindWrite, write: true, plan: planIdemConsume},
-		&command{name: "idem.begin", arity: -4, kind: kindWrite, write: true, plan: planIdemBegin},
-		&command{name: "idem.renew", arity: 5, kind: kindWrite, write: true, plan: planIdemRenew},
-		&command{name: "idem.complete", arity: 5, kind: kindWrite, write: true, plan: planIdemComplete},
-		&command{name: "idem.release", arity: 4, kind: kindWrite, write: true, plan: planIdemRelease},
+		&redisCommand{name: "idem.token", op: command.TypeTokenIssue, arity: -2, plan: planIdemToken},
+		&redisCommand{name: "idem.consume", op: command.TypeTokenConsume, arity: 3, plan: planIdemConsume},
+		&redisCommand{name: "idem.begin", op: command.TypeOnceBegin, arity: -4, plan: planIdemBegin},
+		&redisCommand{name: "idem.renew", op: command.TypeOnceRenew, arity: 5, plan: planIdemRenew},
+		&redisCommand{name: "idem.complete", op: command.TypeOnceComplete, arity: 5, plan: planIdemComplete},
+		&redisCommand{name: "idem.release", op: command.TypeOnceRelease, arity: 4, plan: planIdemRelease},
 	)
 }
 
@@ -102,11 +102,11 @@ func planIdemBegin(c *conn, a [][]byte) plan {
 		}
 		w.array(3)
 		switch out.State {
-		case fsm.ClaimBegun:
+		case command.ClaimBegun:
 			w.bulkString("begun")
 			w.integer(int64(out.Fence))
 			w.null()
-		case fsm.ClaimCompleted:
+		case command.ClaimCompleted:
 			w.bulkString("completed")
 			w.integer(int64(out.Fence))
 			w.bulk(out.Result)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // What a key is: EXPIRETIME, PEXPIRETIME, TYPE, OBJECT ENCODING. Each is
@@ -14,8 +14,8 @@ import (
 // read in the log.
 
 func init() {
-	rd := func(name string, arity, first int, answer keyAnswer) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: first, lastKey: first, step: 1,
+	rd := func(name string, arity, first int, answer keyAnswer) *redisCommand {
+		return &redisCommand{name: name, op: command.TypeKVRead, arity: arity, flags: []string{"fast"}, firstKey: first, lastKey: first, step: 1,
 			read: func(c *conn, ctx context.Context, a [][]byte) {
 				if refusal := answer.refusal(a); refusal != "" {
 					c.w.errorLine(refusal)
@@ -32,15 +32,15 @@ func init() {
 				if refusal := answer.refusal(a); refusal != "" {
 					return plan{err: refusal}
 				}
-				return txReads(a[first:first+1], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answer.fn(w, a, es[0], oks[0]) })
+				return txReads(a[first:first+1], true, func(w *writer, es []command.KVEntry, oks []bool) { answer.fn(w, a, es[0], oks[0]) })
 			}}
 	}
-	object := rd("object", -2, 2, keyAnswer{check: checkObject, fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) {
+	object := rd("object", -2, 2, keyAnswer{check: checkObject, fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) {
 		if !ok {
 			w.null()
 			return
 		}
-		if e.Kind == fsm.KindList {
+		if e.Kind == command.KindList {
 			w.bulkString("quicklist") // Redis 7.0's only list encoding (7.2 added listpack for small lists)
 			return
 		}
@@ -49,13 +49,13 @@ func init() {
 	object.sub = checkObject
 	register(
 		object,
-		rd("expiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Second) }}),
-		rd("pexpiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Millisecond) }}),
-		rd("type", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) {
+		rd("expiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Second) }}),
+		rd("pexpiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Millisecond) }}),
+		rd("type", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) {
 			switch {
 			case !ok:
 				w.simple("none")
-			case e.Kind == fsm.KindList:
+			case e.Kind == command.KindList:
 				w.simple("list")
 			default:
 				w.simple("string")
@@ -68,7 +68,7 @@ func init() {
 // any, before the key is read.
 type keyAnswer struct {
 	check func(a [][]byte) string
-	fn    func(w *writer, a [][]byte, e fsm.KVEntry, ok bool)
+	fn    func(w *writer, a [][]byte, e command.KVEntry, ok bool)
 }
 
 func (k keyAnswer) refusal(a [][]byte) string {
@@ -81,7 +81,7 @@ func (k keyAnswer) refusal(a [][]byte) string {
 // answerExpireTime: the Unix time the key expires at, in unit (seconds
 // rounded as Redis rounds them), -1 without a lifetime, -2 without the
 // key.
-func answerExpireTime(w *writer, e fsm.KVEntry, ok bool, unit time.Duration) {
+func answerExpireTime(w *writer, e command.KVEntry, ok bool, unit time.Duration) {
 	switch {
 	case !ok:
 		w.integer(-2)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // The keyspace as a whole: KEYS, SCAN and DBSIZE, over this node's
@@ -19,19 +19,19 @@ const maxKeysReply = 100000
 
 func init() {
 	register(
-		&command{name: "keys", arity: 2, kind: kindRead, read: cmdKeys},
-		&command{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
-		&command{name: "scan", arity: -2, kind: kindRead, read: cmdScan},
-		&command{name: "flushdb", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+		&redisCommand{name: "keys", arity: 2, kind: kindRead, script: true, read: cmdKeys},
+		&redisCommand{name: "dbsize", arity: 1, kind: kindRead, flags: []string{"fast"}, read: cmdDBSize},
+		&redisCommand{name: "scan", arity: -2, kind: kindRead, read: cmdScan},
+		&redisCommand{name: "flushdb", op: command.TypeKVFlush, arity: -1, flags: []string{"write"},
 			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, false) }},
-		&command{name: "flushall", arity: -1, kind: kindWrite, flags: []string{"write"}, write: true, admin: true,
+		&redisCommand{name: "flushall", op: command.TypeKVFlush, arity: -1, flags: []string{"write"},
 			plan: func(c *conn, a [][]byte) plan { return planFlush(c, a, true) }},
 	)
 }
 
 // planFlush is FLUSHDB [ASYNC|SYNC] (the connection's keyspace) or
 // FLUSHALL (every keyspace): the state machine's flush, one bounded step
-// an entry (fsm.KVFlushCommand), proposed until it is done; OK then.
+// an entry (command.KVFlushCommand), proposed until it is done; OK then.
 // ASYNC is SYNC: the reply waits for the flush either way. Only the admin
 // role's token may run them. A keyspace of up to 10,000 keys is flushed
 // by one entry, at once; a larger one by a series, during which the keys
@@ -48,13 +48,13 @@ func planFlush(c *conn, a [][]byte, all bool) plan {
 		)
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
-			r := c.s.store.ApplyInOrder(ctx, []*fsm.Command{fsm.KVFlushCommand(db, all, bound, from)})[0]
+			r := c.s.store.ApplyInOrder(ctx, []*command.Command{command.KVFlushCommand(db, all, bound, from)})[0]
 			cancel()
 			switch {
 			case r.Err != nil:
 				w.errorLine(errorReply(r.Err))
 				return
-			case r.Res.Code != fsm.CodeOK:
+			case r.Res.Code != command.CodeOK:
 				w.errorLine(errorReply(r.Res.Err()))
 				return
 			}
@@ -124,10 +124,10 @@ func cmdDBSize(c *conn, ctx context.Context, _ [][]byte) {
 
 // cmdScan is SCAN cursor [MATCH pattern] [COUNT n] [TYPE type] over the
 // connection's keyspace, in the order of the state machine's scan index
-// (fsm.ScanKV): the cursor is a revision (keys in the order they were
+// (the state machine's ScanKV): the cursor is a revision (keys in the order they were
 // created), the same on every node and after restarts, and a key present
 // for the whole scan is answered once. COUNT bounds the index entries a call looks at (at most
-// fsm.MaxScanLook), so a call may answer fewer keys, or none, and go on.
+// command.MaxScanLook), so a call may answer fewer keys, or none, and go on.
 // TYPE string and TYPE list keep the keys of that type, another type none.
 func cmdScan(c *conn, ctx context.Context, a [][]byte) {
 	cursor, ok := parseCursor(a[1])
@@ -149,7 +149,7 @@ func cmdScan(c *conn, ctx context.Context, a [][]byte) {
 				c.w.errorLine(msgSyntax)
 				return
 			}
-			count = int(min(n, fsm.MaxScanLook))
+			count = int(min(n, command.MaxScanLook))
 		case eq(opt, "match") && i+1 < len(a):
 			match = a[i+1]
 			if string(match) == "*" {
@@ -163,8 +163,8 @@ func cmdScan(c *conn, ctx context.Context, a [][]byte) {
 		}
 	}
 	var keys [][]byte
-	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte, kind fsm.Kind) {
-		if (typ == "" || eq(typ, map[fsm.Kind]string{fsm.KindString: "string", fsm.KindList: "list"}[kind])) &&
+	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte, kind command.Kind) {
+		if (typ == "" || eq(typ, map[command.Kind]string{command.KindString: "string", command.KindList: "list"}[kind])) &&
 			(match == nil || globMatch(match, k)) {
 			keys = append(keys, append([]byte(nil), k...))
 		}

@@ -8,19 +8,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
 // The KV keyspace's commands: the keys /v1/kv serves.
 
 func init() {
-	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
+	rd := func(name string, arity, last int, fn func(*conn, context.Context, [][]byte), tx func([][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, op: command.TypeKVRead, arity: arity, flags: []string{"fast"}, firstKey: 1, lastKey: last, step: 1,
 			read: fn, txRead: tx}
 	}
-	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindWrite, firstKey: 1, lastKey: last, step: 1, write: true, plan: fn}
+	wr := func(name string, op command.Type, arity, last int, fn func(*conn, [][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, op: op, arity: arity, firstKey: 1, lastKey: last, step: 1, plan: fn}
 	}
 	register(
 		rd("get", 2, 1, cmdGet, txGet),
@@ -32,31 +32,31 @@ func init() {
 			func(a [][]byte) plan { return txTTL(a, time.Millisecond) }),
 		rd("getrange", 4, 1, cmdGetRange, txGetRange),
 		rd("strlen", 2, 1, cmdStrlen, txStrlen),
-		wr("set", -3, 1, planSet),
-		wr("setnx", 3, 1, planSetNX),
-		wr("getdel", 2, 1, planGetDel),
-		wr("del", -2, -1, planDel),
-		wr("unlink", -2, -1, planDel),
-		wr("incr", 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], 1) }),
-		wr("decr", 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], -1) }),
-		wr("incrby", 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, 1) }),
-		wr("decrby", 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, -1) }),
-		wr("expire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(c, a, time.Second) }),
-		wr("pexpire", -3, 1, func(c *conn, a [][]byte) plan { return planExpire(c, a, time.Millisecond) }),
-		wr("persist", 2, 1, planPersist),
-		wr("delex", -2, 1, planDelex),
+		wr("set", command.TypeKVSet, -3, 1, planSet),
+		wr("setnx", command.TypeKVSet, 3, 1, planSetNX),
+		wr("getdel", command.TypeKVGetDel, 2, 1, planGetDel),
+		wr("del", command.TypeKVDelete, -2, -1, planDel),
+		wr("unlink", command.TypeKVDelete, -2, -1, planDel),
+		wr("incr", command.TypeKVIncr, 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], 1) }),
+		wr("decr", command.TypeKVIncr, 2, 1, func(c *conn, a [][]byte) plan { return planIncr(a[1], -1) }),
+		wr("incrby", command.TypeKVIncr, 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, 1) }),
+		wr("decrby", command.TypeKVIncr, 3, 1, func(c *conn, a [][]byte) plan { return planIncrBy(a, -1) }),
+		wr("expire", command.TypeKVExpire, -3, 1, func(c *conn, a [][]byte) plan { return planExpire(c, a, time.Second) }),
+		wr("pexpire", command.TypeKVExpire, -3, 1, func(c *conn, a [][]byte) plan { return planExpire(c, a, time.Millisecond) }),
+		wr("persist", command.TypeKVExpire, 2, 1, planPersist),
+		wr("delex", command.TypeKVDelete, -2, 1, planDelex),
 		rd("digest", 2, 1, cmdDigest, txDigest),
-		wr("expireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Second) }),
-		wr("pexpireat", -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Millisecond) }),
+		wr("expireat", command.TypeKVExpire, -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Second) }),
+		wr("pexpireat", command.TypeKVExpire, -3, 1, func(c *conn, a [][]byte) plan { return planExpireAt(c, a, time.Millisecond) }),
 	)
 }
 
 // local reads a key of the connection's keyspace from this node's
 // applied state: the pipeline ran the barrier that makes it linearizable
 // (or the connection is READONLY).
-func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
+func (c *conn) local(ctx context.Context, key []byte) (command.KVEntry, bool, error) {
 	if err := storeapi.CheckKVKey(key); err != nil {
-		return fsm.KVEntry{}, false, err
+		return command.KVEntry{}, false, err
 	}
 	if c.script != nil {
 		return c.script.sb.KV(c.key(key))
@@ -64,19 +64,19 @@ func (c *conn) local(ctx context.Context, key []byte) (fsm.KVEntry, bool, error)
 	return c.localStored(ctx, c.key(key))
 }
 
-// localStored is local of a key as stored (fsm.KeyspaceKey).
+// localStored is local of a key as stored (command.KeyspaceKey).
 // The value read is held until the batch's replies are written: it is
 // charged to the connection (budget.go), and a read the budget cannot
 // hold fails with errBudget (the connection is then closed), so MGET of
 // one 4 MiB key named a thousand times holds no 4 GiB.
-func (c *conn) localStored(ctx context.Context, key []byte) (fsm.KVEntry, bool, error) {
+func (c *conn) localStored(ctx context.Context, key []byte) (command.KVEntry, bool, error) {
 	e, err := c.s.store.KV(ctx, key, true)
-	if errors.Is(err, fsm.ErrNotFound) {
+	if errors.Is(err, command.ErrNotFound) {
 		return e, false, nil
 	}
 	if err == nil {
 		if err = c.hold(len(e.Value)); err != nil {
-			return fsm.KVEntry{}, false, err
+			return command.KVEntry{}, false, err
 		}
 	}
 	return e, err == nil, err
@@ -84,30 +84,30 @@ func (c *conn) localStored(ctx context.Context, key []byte) (fsm.KVEntry, bool, 
 
 // Each read answers from a key's entry, whether read here (after the
 // pipeline's barrier) or inside a transaction, where it is a read in the
-// log (fsm.KVReadCommand) and readOf gives the entry.
+// log (command.KVReadCommand) and readOf gives the entry.
 
 // readOf is the entry a transaction's read found.
-func readOf(r storeapi.OpResult) (fsm.KVEntry, bool, error) {
+func readOf(r storeapi.OpResult) (command.KVEntry, bool, error) {
 	switch {
 	case r.Err != nil:
-		return fsm.KVEntry{}, false, r.Err
-	case r.Res.Code == fsm.CodeNotFound:
-		return fsm.KVEntry{}, false, nil
-	case r.Res.Code != fsm.CodeOK:
-		return fsm.KVEntry{}, false, r.Res.Err()
+		return command.KVEntry{}, false, r.Err
+	case r.Res.Code == command.CodeNotFound:
+		return command.KVEntry{}, false, nil
+	case r.Res.Code != command.CodeOK:
+		return command.KVEntry{}, false, r.Res.Err()
 	}
-	return fsm.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Kind: fsm.Kind(r.Res.Fence), Value: r.Res.Value}, true, nil
+	return command.KVEntry{Version: r.Res.Version, ExpiresAt: r.Res.ExpiresAt, Kind: command.Kind(r.Res.Fence), Value: r.Res.Value}, true, nil
 }
 
 // txReads is a plan of one read in the log per key, answered by answer
 // with the entries found.
-func txReads(keys [][]byte, value bool, answer func(w *writer, es []fsm.KVEntry, oks []bool)) plan {
-	ops := make([]*fsm.Command, len(keys))
+func txReads(keys [][]byte, value bool, answer func(w *writer, es []command.KVEntry, oks []bool)) plan {
+	ops := make([]*command.Command, len(keys))
 	for i, k := range keys {
-		ops[i] = fsm.KVReadCommand(k, value)
+		ops[i] = command.KVReadCommand(k, value)
 	}
 	return plan{ops: ops, answer: func(w *writer, r []storeapi.OpResult) {
-		es, oks := make([]fsm.KVEntry, len(r)), make([]bool, len(r))
+		es, oks := make([]command.KVEntry, len(r)), make([]bool, len(r))
 		for i := range r {
 			var err error
 			if es[i], oks[i], err = readOf(r[i]); err != nil {
@@ -129,14 +129,14 @@ func cmdGet(c *conn, ctx context.Context, a [][]byte) {
 }
 
 func txGet(a [][]byte) plan {
-	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { answerGet(w, es[0], oks[0]) })
+	return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, oks []bool) { answerGet(w, es[0], oks[0]) })
 }
 
-func answerGet(w *writer, e fsm.KVEntry, ok bool) {
+func answerGet(w *writer, e command.KVEntry, ok bool) {
 	switch {
 	case !ok:
 		w.null()
-	case e.Kind != fsm.KindString:
+	case e.Kind != command.KindString:
 		w.errorLine(msgWrongType)
 	default:
 		w.bulk(e.Value)
@@ -164,7 +164,7 @@ func txGetRange(a [][]byte) plan {
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
-	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerGetRange(w, es[0], start, end) })
+	return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, _ []bool) { answerGetRange(w, es[0], start, end) })
 }
 
 func rangeArgs(a [][]byte) (start, end int64, ok bool) {
@@ -173,8 +173,8 @@ func rangeArgs(a [][]byte) (start, end int64, ok bool) {
 	return start, end, ok1 && ok2
 }
 
-func answerGetRange(w *writer, e fsm.KVEntry, start, end int64) {
-	if e.Kind != fsm.KindString {
+func answerGetRange(w *writer, e command.KVEntry, start, end int64) {
+	if e.Kind != command.KindString {
 		w.errorLine(msgWrongType)
 		return
 	}
@@ -209,11 +209,11 @@ func cmdStrlen(c *conn, ctx context.Context, a [][]byte) {
 }
 
 func txStrlen(a [][]byte) plan {
-	return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, _ []bool) { answerStrlen(w, es[0]) })
+	return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, _ []bool) { answerStrlen(w, es[0]) })
 }
 
-func answerStrlen(w *writer, e fsm.KVEntry) {
-	if e.Kind != fsm.KindString {
+func answerStrlen(w *writer, e command.KVEntry) {
+	if e.Kind != command.KindString {
 		w.errorLine(msgWrongType)
 		return
 	}
@@ -221,7 +221,7 @@ func answerStrlen(w *writer, e fsm.KVEntry) {
 }
 
 func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
-	es := make([]fsm.KVEntry, len(a)-1)
+	es := make([]command.KVEntry, len(a)-1)
 	oks := make([]bool, len(a)-1)
 	for i, k := range a[1:] {
 		var err error
@@ -235,10 +235,10 @@ func cmdMGet(c *conn, ctx context.Context, a [][]byte) {
 
 func txMGet(a [][]byte) plan { return txReads(a[1:], true, answerMGet) }
 
-func answerMGet(w *writer, es []fsm.KVEntry, oks []bool) {
+func answerMGet(w *writer, es []command.KVEntry, oks []bool) {
 	w.array(len(es))
 	for i, e := range es {
-		answerGet(w, e, oks[i] && e.Kind == fsm.KindString) // MGET answers nil for another kind
+		answerGet(w, e, oks[i] && e.Kind == command.KindString) // MGET answers nil for another kind
 	}
 }
 
@@ -256,7 +256,7 @@ func cmdExists(c *conn, ctx context.Context, a [][]byte) {
 }
 
 func txExists(a [][]byte) plan {
-	return txReads(a[1:], false, func(w *writer, _ []fsm.KVEntry, oks []bool) {
+	return txReads(a[1:], false, func(w *writer, _ []command.KVEntry, oks []bool) {
 		n := 0
 		for _, ok := range oks {
 			n += boolInt(ok)
@@ -276,12 +276,12 @@ func (c *conn) ttl(ctx context.Context, key []byte, unit time.Duration) {
 }
 
 func txTTL(a [][]byte, unit time.Duration) plan {
-	return txReads(a[1:2], false, func(w *writer, es []fsm.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit, time.Now()) })
+	return txReads(a[1:2], false, func(w *writer, es []command.KVEntry, oks []bool) { answerTTL(w, es[0], oks[0], unit, time.Now()) })
 }
 
 // answerTTL: -2 without the key, -1 without a lifetime, else what is
 // left, rounded as Redis rounds it.
-func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration, now time.Time) {
+func answerTTL(w *writer, e command.KVEntry, ok bool, unit time.Duration, now time.Time) {
 	switch {
 	case !ok:
 		w.integer(-2)
@@ -295,7 +295,7 @@ func answerTTL(w *writer, e fsm.KVEntry, ok bool, unit time.Duration, now time.T
 
 // setOptions is what SET's options came to.
 type setOptions struct {
-	mode      fsm.SetMode
+	mode      command.SetMode
 	match     []byte // IFEQ/IFNE's value
 	digest    uint64 // IFDEQ/IFDNE's digest
 	get       bool
@@ -316,14 +316,14 @@ func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 	for i := 3; i < len(a); i++ {
 		opt := string(a[i])
 		switch {
-		case eq(opt, "nx") && (o.mode == fsm.SetPlain || o.mode == fsm.SetNX): // NX NX is NX, as in Redis
-			o.mode = fsm.SetNX
-		case eq(opt, "xx") && (o.mode == fsm.SetPlain || o.mode == fsm.SetXX):
-			o.mode = fsm.SetXX
-		case condition(opt) != fsm.SetPlain && o.mode == fsm.SetPlain && i+1 < len(a):
+		case eq(opt, "nx") && (o.mode == command.SetPlain || o.mode == command.SetNX): // NX NX is NX, as in Redis
+			o.mode = command.SetNX
+		case eq(opt, "xx") && (o.mode == command.SetPlain || o.mode == command.SetXX):
+			o.mode = command.SetXX
+		case condition(opt) != command.SetPlain && o.mode == command.SetPlain && i+1 < len(a):
 			i++
 			o.mode = condition(opt)
-			if o.mode == fsm.SetIfDigestEq || o.mode == fsm.SetIfDigestNe {
+			if o.mode == command.SetIfDigestEq || o.mode == command.SetIfDigestNe {
 				d, ok := parseDigest(a[i])
 				if !ok {
 					return o, msgBadDigest
@@ -363,7 +363,7 @@ func parseSet(a [][]byte, now time.Time) (setOptions, string) {
 // positive, or past a 64-bit count of milliseconds once made absolute). An
 // absolute time already past is a lifetime of 1ns: the key is set and
 // gone, as in Redis. A lifetime Redis takes that is longer than the
-// store's bound (fsm.MaxTTL, 100 years) is that bound.
+// store's bound (command.MaxTTL, 100 years) is that bound.
 func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
 	seconds, relative := eq(opt, "ex") || eq(opt, "exat"), eq(opt, "ex") || eq(opt, "px")
 	if n <= 0 || (seconds && n > math.MaxInt64/1000) {
@@ -379,12 +379,12 @@ func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
 	}
 	var d time.Duration
 	switch {
-	case relative && ms <= int64(fsm.MaxTTL/time.Millisecond):
+	case relative && ms <= int64(command.MaxTTL/time.Millisecond):
 		d = time.Duration(ms) * time.Millisecond
 	case relative:
-		d = fsm.MaxTTL
-	case ms-nowMs > int64(fsm.MaxTTL/time.Millisecond):
-		d = fsm.MaxTTL
+		d = command.MaxTTL
+	case ms-nowMs > int64(command.MaxTTL/time.Millisecond):
+		d = command.MaxTTL
 	default:
 		d = time.UnixMilli(ms).Sub(now)
 	}
@@ -396,7 +396,7 @@ func expiryOf(opt string, n int64, now time.Time) (time.Duration, bool) {
 // lifetime from now, 0 when that is already past (the key goes); false
 // where Redis answers "invalid expire time": n seconds past a 64-bit count
 // of milliseconds, or past it once base is added. A lifetime longer than
-// the store's bound (fsm.MaxTTL) is that bound.
+// the store's bound (command.MaxTTL) is that bound.
 func lifetimeOf(n int64, unit time.Duration, relative bool, now time.Time) (time.Duration, bool) {
 	ms := n
 	if unit == time.Second {
@@ -415,8 +415,8 @@ func lifetimeOf(n int64, unit time.Duration, relative bool, now time.Time) (time
 	switch left := ms - nowMs; {
 	case ms <= nowMs: // (left is read only below, where ms is past now: no overflow)
 		return 0, true
-	case left > int64(fsm.MaxTTL/time.Millisecond):
-		return fsm.MaxTTL, true
+	case left > int64(command.MaxTTL/time.Millisecond):
+		return command.MaxTTL, true
 	case relative:
 		return time.Duration(left) * time.Millisecond, true
 	}
@@ -428,9 +428,9 @@ func planSet(c *conn, a [][]byte) plan {
 	if refusal != "" {
 		return plan{err: refusal}
 	}
-	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], TTL: o.ttl, Mode: o.mode,
+	op := command.KVSetCommand(command.KVSetRequest{Key: a[1], Value: a[2], TTL: o.ttl, Mode: o.mode,
 		KeepTTL: o.keepTTL, ReturnOld: o.get, Match: o.match, Digest: o.digest})
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) { answerSet(w, o.get, r) }}
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) { answerSet(w, o.get, r) }}
 }
 
 // answerSet: OK or nil (NX/XX/IF* refused), or with GET the old value or
@@ -441,12 +441,12 @@ func answerSet(w *writer, get bool, r []storeapi.OpResult) {
 		return
 	}
 	res := r[0].Res
-	refused := res.Code == fsm.CodeExists || res.Code == fsm.CodeNotFound || res.Code == fsm.CodeVersionMismatch
+	refused := res.Code == command.CodeExists || res.Code == command.CodeNotFound || res.Code == command.CodeVersionMismatch
 	switch {
-	case res.Code != fsm.CodeOK && res.Code != fsm.CodeCreated && !refused:
+	case res.Code != command.CodeOK && res.Code != command.CodeCreated && !refused:
 		w.errorLine(errorReply(res.Err()))
-	case get && (res.Code == fsm.CodeOK || res.Code == fsm.CodeExists ||
-		(res.Code == fsm.CodeVersionMismatch && res.Version != 0)): // the key was there
+	case get && (res.Code == command.CodeOK || res.Code == command.CodeExists ||
+		(res.Code == command.CodeVersionMismatch && res.Version != 0)): // the key was there
 		w.bulk(res.Value)
 	case get || refused:
 		w.null()
@@ -457,42 +457,42 @@ func answerSet(w *writer, get bool, r []storeapi.OpResult) {
 
 // planSetNX is the old SETNX key value: 1 if set, 0 if not.
 func planSetNX(c *conn, a [][]byte) plan {
-	op := fsm.KVSetCommand(fsm.KVSetRequest{Key: a[1], Value: a[2], Mode: fsm.SetNX})
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeCreated))) }, fsm.CodeCreated, fsm.CodeExists)
+	op := command.KVSetCommand(command.KVSetRequest{Key: a[1], Value: a[2], Mode: command.SetNX})
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerCode(w, r[0], func(code command.Code) { w.integer(int64(boolInt(code == command.CodeCreated))) }, command.CodeCreated, command.CodeExists)
 	}}
 }
 
 func planGetDel(c *conn, a [][]byte) plan {
-	return plan{ops: []*fsm.Command{fsm.KVGetDelCommand(a[1], 0)}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerCode(w, r[0], func(code fsm.Code) {
-			if code == fsm.CodeOK {
+	return plan{ops: []*command.Command{command.KVGetDelCommand(a[1], 0)}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerCode(w, r[0], func(code command.Code) {
+			if code == command.CodeOK {
 				w.bulk(r[0].Res.Value)
 			} else {
 				w.null()
 			}
-		}, fsm.CodeNotFound)
+		}, command.CodeNotFound)
 	}}
 }
 
 // planDel deletes each key in turn (each delete is atomic; the keys
 // together are not one transaction) and counts those that existed.
 func planDel(c *conn, a [][]byte) plan {
-	ops := make([]*fsm.Command, len(a)-1)
+	ops := make([]*command.Command, len(a)-1)
 	for i, k := range a[1:] {
-		ops[i] = fsm.KVDeleteCommand(k)
+		ops[i] = command.KVDeleteCommand(k)
 	}
 	return plan{ops: ops, answer: func(w *writer, r []storeapi.OpResult) {
 		n := 0
 		for _, x := range r {
-			if x.Err == nil && x.Res.Code != fsm.CodeOK && x.Res.Code != fsm.CodeNotFound {
+			if x.Err == nil && x.Res.Code != command.CodeOK && x.Res.Code != command.CodeNotFound {
 				x.Err = x.Res.Err()
 			}
 			if x.Err != nil {
 				w.errorLine(errorReply(x.Err))
 				return
 			}
-			n += boolInt(x.Res.Code == fsm.CodeOK)
+			n += boolInt(x.Res.Code == command.CodeOK)
 		}
 		w.integer(int64(n))
 	}}
@@ -513,11 +513,11 @@ func planIncrBy(a [][]byte, sign int64) plan {
 }
 
 func planIncr(key []byte, delta int64) plan {
-	return plan{ops: []*fsm.Command{fsm.KVIncrCommand(key, delta)}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerCode(w, r[0], func(fsm.Code) {
+	return plan{ops: []*command.Command{command.KVIncrCommand(key, delta)}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerCode(w, r[0], func(command.Code) {
 			n, _ := strconv.ParseInt(string(r[0].Res.Value), 10, 64)
 			w.integer(n)
-		}, fsm.CodeCreated)
+		}, command.CodeCreated)
 	}}
 }
 
@@ -560,21 +560,21 @@ func parseExpireFlags(opts [][]byte) (byte, string) {
 	for _, opt := range opts {
 		switch s := string(opt); {
 		case eq(s, "nx"):
-			flags |= fsm.FlagExpireNX
+			flags |= command.FlagExpireNX
 		case eq(s, "xx"):
-			flags |= fsm.FlagExpireXX
+			flags |= command.FlagExpireXX
 		case eq(s, "gt"):
-			flags |= fsm.FlagExpireGT
+			flags |= command.FlagExpireGT
 		case eq(s, "lt"):
-			flags |= fsm.FlagExpireLT
+			flags |= command.FlagExpireLT
 		default:
 			return 0, "ERR Unsupported option " + clip(opt)
 		}
 	}
-	if flags&fsm.FlagExpireNX != 0 && flags&(fsm.FlagExpireXX|fsm.FlagExpireGT|fsm.FlagExpireLT) != 0 {
+	if flags&command.FlagExpireNX != 0 && flags&(command.FlagExpireXX|command.FlagExpireGT|command.FlagExpireLT) != 0 {
 		return 0, "ERR NX and XX, GT or LT options at the same time are not compatible"
 	}
-	if flags&fsm.FlagExpireGT != 0 && flags&fsm.FlagExpireLT != 0 {
+	if flags&command.FlagExpireGT != 0 && flags&command.FlagExpireLT != 0 {
 		return 0, "ERR GT and LT options at the same time are not compatible"
 	}
 	return flags, ""
@@ -584,32 +584,32 @@ func parseExpireFlags(opts [][]byte) (byte, string) {
 // conditions of flags.
 func planLifetime(key []byte, d time.Duration, flags byte) plan {
 	if d <= 0 {
-		flags |= fsm.FlagExpireNow
+		flags |= command.FlagExpireNow
 		d = 0
 	}
-	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(key, d, flags)}, answer: answerChanged}
+	return plan{ops: []*command.Command{command.KVExpireCommand(key, d, flags)}, answer: answerChanged}
 }
 
 func planPersist(c *conn, a [][]byte) plan {
-	return plan{ops: []*fsm.Command{fsm.KVExpireCommand(a[1], 0, 0)}, answer: answerChanged}
+	return plan{ops: []*command.Command{command.KVExpireCommand(a[1], 0, 0)}, answer: answerChanged}
 }
 
 // answerChanged: 1 when the lifetime changed, 0 when the key was missing
 // or a condition did not hold.
 func answerChanged(w *writer, r []storeapi.OpResult) {
-	answerCode(w, r[0], func(code fsm.Code) { w.integer(int64(boolInt(code == fsm.CodeOK))) },
-		fsm.CodeNotFound, fsm.CodeUnchanged)
+	answerCode(w, r[0], func(code command.Code) { w.integer(int64(boolInt(code == command.CodeOK))) },
+		command.CodeNotFound, command.CodeUnchanged)
 }
 
 // answerCode answers an op's result with ok when it applied (CodeOK, or
 // one of also) and with its error otherwise.
-func answerCode(w *writer, r storeapi.OpResult, ok func(fsm.Code), also ...fsm.Code) {
+func answerCode(w *writer, r storeapi.OpResult, ok func(command.Code), also ...command.Code) {
 	if r.Err != nil {
 		w.errorLine(errorReply(r.Err))
 		return
 	}
 	code := r.Res.Code
-	if code == fsm.CodeOK {
+	if code == command.CodeOK {
 		ok(code)
 		return
 	}

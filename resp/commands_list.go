@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -22,8 +22,8 @@ const (
 )
 
 func init() {
-	rd := func(name string, arity int, fn func(w *writer, a [][]byte, e fsm.KVEntry, ok bool), args func(a [][]byte) string) *command {
-		return &command{name: name, arity: arity, kind: kindRead, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
+	rd := func(name string, arity int, fn func(w *writer, a [][]byte, e command.KVEntry, ok bool), args func(a [][]byte) string) *redisCommand {
+		return &redisCommand{name: name, op: command.TypeKVRead, arity: arity, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
 			read: func(c *conn, ctx context.Context, a [][]byte) {
 				if args != nil {
 					if refusal := args(a); refusal != "" {
@@ -44,27 +44,27 @@ func init() {
 						return plan{err: refusal}
 					}
 				}
-				return txReads(a[1:2], true, func(w *writer, es []fsm.KVEntry, oks []bool) { fn(w, a, es[0], oks[0]) })
+				return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, oks []bool) { fn(w, a, es[0], oks[0]) })
 			}}
 	}
-	wr := func(name string, arity, last int, fn func(*conn, [][]byte) plan) *command {
-		return &command{name: name, arity: arity, kind: kindWrite, flags: []string{"write"}, firstKey: 1, lastKey: last, step: 1,
-			write: true, plan: fn}
+	wr := func(name string, op command.Type, arity, last int, fn func(*conn, [][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, op: op, arity: arity, flags: []string{"write"}, firstKey: 1, lastKey: last, step: 1, plan: fn}
 	}
 	register(
 		rd("llen", 2, answerLLen, nil),
 		rd("lrange", 4, answerLRange, func(a [][]byte) string { return intArgs(a[2:4]) }),
 		rd("lindex", 3, answerLIndex, nil),
-		wr("lpush", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, false, false) }),
-		wr("rpush", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, true, false) }),
-		wr("lpushx", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, false, true) }),
-		wr("rpushx", -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, true, true) }),
-		wr("lpop", -2, 1, func(c *conn, a [][]byte) plan { return planPop(a, false) }),
-		wr("rpop", -2, 1, func(c *conn, a [][]byte) plan { return planPop(a, true) }),
-		wr("lrem", 4, 1, planLRem),
-		wr("ltrim", 4, 1, planLTrim),
-		wr("blpop", -3, -2, func(c *conn, a [][]byte) plan { return planBlockingPop(a, false) }),
-		wr("brpop", -3, -2, func(c *conn, a [][]byte) plan { return planBlockingPop(a, true) }),
+		wr("lpush", command.TypeListPush, -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, false, false) }),
+		wr("rpush", command.TypeListPush, -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, true, false) }),
+		wr("lpushx", command.TypeListPush, -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, false, true) }),
+		wr("rpushx", command.TypeListPush, -3, 1, func(c *conn, a [][]byte) plan { return planPush(a, true, true) }),
+		wr("lpop", command.TypeListPop, -2, 1, func(c *conn, a [][]byte) plan { return planPop(a, false) }),
+		wr("rpop", command.TypeListPop, -2, 1, func(c *conn, a [][]byte) plan { return planPop(a, true) }),
+		wr("lrem", command.TypeListRem, 4, 1, planLRem),
+		wr("ltrim", command.TypeListTrim, 4, 1, planLTrim),
+		// A blocking pop waits for a push: never in a script's sandbox.
+		notInScripts(wr("blpop", command.TypeListPop, -3, -2, func(c *conn, a [][]byte) plan { return planBlockingPop(a, false) })),
+		notInScripts(wr("brpop", command.TypeListPop, -3, -2, func(c *conn, a [][]byte) plan { return planBlockingPop(a, true) })),
 	)
 }
 
@@ -80,12 +80,12 @@ func intArgs(a [][]byte) string {
 
 // listElems is the key's list: false (and the reply written) when the
 // key holds another kind or a list that does not decode.
-func listElems(w *writer, e fsm.KVEntry) ([][]byte, bool) {
-	if e.Kind != fsm.KindList {
+func listElems(w *writer, e command.KVEntry) ([][]byte, bool) {
+	if e.Kind != command.KindList {
 		w.errorLine(msgWrongType)
 		return nil, false
 	}
-	elems, err := fsm.DecodeList(e.Value)
+	elems, err := command.DecodeList(e.Value)
 	if err != nil {
 		w.errorLine(errorReply(err))
 		return nil, false
@@ -93,7 +93,7 @@ func listElems(w *writer, e fsm.KVEntry) ([][]byte, bool) {
 	return elems, true
 }
 
-func answerLLen(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) {
+func answerLLen(w *writer, _ [][]byte, e command.KVEntry, ok bool) {
 	if !ok {
 		w.integer(0)
 		return
@@ -103,7 +103,7 @@ func answerLLen(w *writer, _ [][]byte, e fsm.KVEntry, ok bool) {
 	}
 }
 
-func answerLRange(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
+func answerLRange(w *writer, a [][]byte, e command.KVEntry, ok bool) {
 	if !ok {
 		w.array(0)
 		return
@@ -114,7 +114,7 @@ func answerLRange(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
 	}
 	start, _ := parseInt64(a[2])
 	stop, _ := parseInt64(a[3])
-	lo, hi, ok := fsm.ListRange(len(elems), start, stop)
+	lo, hi, ok := command.ListRange(len(elems), start, stop)
 	if !ok {
 		w.array(0)
 		return
@@ -127,7 +127,7 @@ func answerLRange(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
 
 // answerLIndex: Redis reads the key before the index, so an absent key
 // answers nil whatever the index.
-func answerLIndex(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
+func answerLIndex(w *writer, a [][]byte, e command.KVEntry, ok bool) {
 	if !ok {
 		w.null()
 		return
@@ -152,13 +152,13 @@ func answerLIndex(w *writer, a [][]byte, e fsm.KVEntry, ok bool) {
 }
 
 // answerList answers a list command's result: ok writes the success.
-func answerList(w *writer, r storeapi.OpResult, ok func(res *fsm.Result)) {
+func answerList(w *writer, r storeapi.OpResult, ok func(res *command.Result)) {
 	switch {
 	case r.Err != nil:
 		w.errorLine(errorReply(r.Err))
-	case r.Res.Code == fsm.CodeTooLong:
-		w.errorLine("ERR " + fsm.ErrListTooLong.Error())
-	case r.Res.Code == fsm.CodeOK || r.Res.Code == fsm.CodeCreated || r.Res.Code == fsm.CodeNotFound:
+	case r.Res.Code == command.CodeTooLong:
+		w.errorLine("ERR " + command.ErrListTooLong.Error())
+	case r.Res.Code == command.CodeOK || r.Res.Code == command.CodeCreated || r.Res.Code == command.CodeNotFound:
 		ok(r.Res)
 	default:
 		w.errorLine(errorReply(r.Res.Err()))
@@ -166,15 +166,15 @@ func answerList(w *writer, r storeapi.OpResult, ok func(res *fsm.Result)) {
 }
 
 // decimal is a result's decimal count.
-func decimal(res *fsm.Result) int64 {
+func decimal(res *command.Result) int64 {
 	n, _ := parseInt64(res.Value)
 	return n
 }
 
 func planPush(a [][]byte, right, existing bool) plan {
-	op := fsm.ListPushCommand(a[1], a[2:], right, existing)
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerList(w, r[0], func(res *fsm.Result) { w.integer(decimal(res)) })
+	op := command.ListPushCommand(a[1], a[2:], right, existing)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
 	}}
 }
 
@@ -193,10 +193,10 @@ func planPop(a [][]byte, right bool) plan {
 		}
 		count = n
 	}
-	op := fsm.ListPopCommand(a[1:2], right, count)
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerList(w, r[0], func(res *fsm.Result) {
-			if res.Code == fsm.CodeNotFound {
+	op := command.ListPopCommand(a[1:2], right, count)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(res *command.Result) {
+			if res.Code == command.CodeNotFound {
 				if count >= 0 {
 					w.nullArray()
 				} else {
@@ -204,7 +204,7 @@ func planPop(a [][]byte, right bool) plan {
 				}
 				return
 			}
-			_, elems, err := fsm.ListPopped(res)
+			_, elems, err := command.ListPopped(res)
 			switch {
 			case err != nil:
 				w.errorLine(errorReply(err))
@@ -225,9 +225,9 @@ func planLRem(_ *conn, a [][]byte) plan {
 	if !ok {
 		return plan{err: msgNotInteger}
 	}
-	op := fsm.ListRemCommand(a[1], a[3], count)
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerList(w, r[0], func(res *fsm.Result) { w.integer(decimal(res)) })
+	op := command.ListRemCommand(a[1], a[3], count)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
 	}}
 }
 
@@ -237,9 +237,9 @@ func planLTrim(_ *conn, a [][]byte) plan {
 	}
 	start, _ := parseInt64(a[2])
 	stop, _ := parseInt64(a[3])
-	op := fsm.ListTrimCommand(a[1], start, stop)
-	return plan{ops: []*fsm.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
-		answerList(w, r[0], func(*fsm.Result) { w.ok() })
+	op := command.ListTrimCommand(a[1], start, stop)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerList(w, r[0], func(*command.Result) { w.ok() })
 	}}
 }
 
@@ -260,25 +260,25 @@ func planBlockingPop(a [][]byte, right bool) plan {
 			return plan{err: errorReply(err)}
 		}
 	}
-	op := fsm.ListPopCommand(keys, right, -1)
-	p := plan{ops: []*fsm.Command{op}, answer: answerBlockingPop}
+	op := command.ListPopCommand(keys, right, -1)
+	p := plan{ops: []*command.Command{op}, answer: answerBlockingPop}
 	p.block = &blockSpec{keys: keys, wait: wait, forever: forever}
 	return p
 }
 
 // answerBlockingPop: [key, element], or a null array when no key had one.
 func answerBlockingPop(w *writer, r []storeapi.OpResult) {
-	answerList(w, r[0], func(res *fsm.Result) {
-		if res.Code == fsm.CodeNotFound {
+	answerList(w, r[0], func(res *command.Result) {
+		if res.Code == command.CodeNotFound {
 			w.nullArray()
 			return
 		}
-		key, elems, err := fsm.ListPopped(res)
+		key, elems, err := command.ListPopped(res)
 		if err != nil {
 			w.errorLine(errorReply(err))
 			return
 		}
-		_, key, _ = fsm.KeyspaceOf(key) // the client's key, not as stored
+		_, key, _ = command.KeyspaceOf(key) // the client's key, not as stored
 		w.array(2)
 		w.bulk(key)
 		w.bulk(elems[0])
@@ -297,7 +297,7 @@ const maxWait = 100 * 365 * 24 * 3600 * 1000 // milliseconds
 // infinite one or one whose milliseconds overflow a 64-bit integer (which
 // C's conversion makes negative) is "negative".
 func parseTimeout(b []byte) (ms int64, forever bool, refusal string) {
-	f, err := fsm.ParseLongDouble(b)
+	f, err := command.ParseLongDouble(b)
 	if err != nil {
 		return 0, false, msgTimeoutNaN
 	}

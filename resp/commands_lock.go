@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/locks"
 )
@@ -20,9 +21,9 @@ import (
 // IDEM.LOCK waits leaves the queue.
 func init() {
 	register(
-		&command{name: "idem.lock", arity: -3, kind: kindWrite, write: true, plan: planIdemLock},
-		&command{name: "idem.renewlock", arity: 4, kind: kindWrite, write: true, plan: planIdemRenewLock},
-		&command{name: "idem.unlock", arity: 3, kind: kindWrite, write: true, plan: planIdemUnlock},
+		&redisCommand{name: "idem.lock", op: command.TypeLockAcquire, arity: -3, plan: planIdemLock},
+		&redisCommand{name: "idem.renewlock", op: command.TypeLockRenew, arity: 4, plan: planIdemRenewLock},
+		&redisCommand{name: "idem.unlock", op: command.TypeLockRelease, arity: 3, plan: planIdemUnlock},
 	)
 }
 

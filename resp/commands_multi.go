@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -17,7 +17,7 @@ import (
 // EXECABORT. At EXEC the queued commands are planned (their syntax
 // errors are then errors inside EXEC's reply, as in Redis) and their KV
 // commands, reads included, go to the store as ONE state machine command
-// (fsm.KVTxCommand), with the keys WATCH saw: every replica applies it
+// (command.KVTxCommand), with the keys WATCH saw: every replica applies it
 // whole at one point of the log, or, when a watched key changed since
 // WATCH, not at all (EXEC answers a null array). A command that fails
 // when applied (INCR of a word) fails alone; the others apply. The
@@ -39,7 +39,7 @@ const (
 // multiState is an open MULTI's.
 type multiState struct {
 	queued []request
-	cmds   []*command
+	cmds   []*redisCommand
 	bytes  int
 	// held is what the queued arguments hold against the listener's
 	// budget: their bytes and each one's slice (budget.go).
@@ -50,21 +50,21 @@ type multiState struct {
 func init() {
 	flags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
 	register(
-		&command{name: "multi", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "multi", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.multi = &multiState{}; c.w.ok() }},
-		&command{name: "exec", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "exec", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR EXEC without MULTI") }},
-		&command{name: "discard", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "discard", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.w.errorLine("ERR DISCARD without MULTI") }},
-		&command{name: "watch", arity: -2, kind: kindConn, flags: flags, firstKey: 1, lastKey: -1, step: 1, conn: cmdWatch},
-		&command{name: "unwatch", arity: 1, kind: kindConn, flags: flags,
+		&redisCommand{name: "watch", arity: -2, kind: kindConn, flags: flags, firstKey: 1, lastKey: -1, step: 1, conn: cmdWatch},
+		&redisCommand{name: "unwatch", arity: 1, kind: kindConn, flags: flags,
 			conn: func(c *conn, _ [][]byte) { c.unwatch(); c.w.ok() }},
 	)
 }
 
 // watched is a connection's watches, in the order given, and their keys.
 type watched struct {
-	list []fsm.Watch
+	list []command.Watch
 	keys map[string]struct{}
 }
 
@@ -81,7 +81,7 @@ func cmdWatch(c *conn, a [][]byte) {
 			return
 		}
 	}
-	var add []fsm.Watch
+	var add []command.Watch
 	for _, k := range a[1:] {
 		if err := storeapi.CheckKVKey(k); err != nil {
 			c.w.errorLine(errorReply(err))
@@ -97,7 +97,7 @@ func cmdWatch(c *conn, a [][]byte) {
 		}
 		// Watched in the keyspace it is watched in, whatever SELECT
 		// follows, as in Redis.
-		w := fsm.Watch{Key: c.key(k)}
+		w := command.Watch{Key: c.key(k)}
 		if ok {
 			w.Version, w.ExpiresAt = e.Version, e.ExpiresAt
 		}
@@ -167,7 +167,7 @@ func (c *conn) inMulti(r request) {
 // once to learn whether its commands are the state machine's KV commands
 // a transaction may hold (a form token is not), and again at EXEC, where
 // its syntax error, if any, is answered as Redis answers it.
-func (c *conn) queue(cmd *command, r request) string {
+func (c *conn) queue(cmd *redisCommand, r request) string {
 	m := c.multi
 	if refusal := c.queueable(cmd, r.args); refusal != "" {
 		return fmt.Sprintf(refusal, strings.ToUpper(cmd.name))
@@ -189,7 +189,7 @@ func (c *conn) queue(cmd *command, r request) string {
 
 // queueable says whether a command can run inside a transaction: "", or
 // the refusal (a format taking the command's name).
-func (c *conn) queueable(cmd *command, args [][]byte) string {
+func (c *conn) queueable(cmd *redisCommand, args [][]byte) string {
 	switch cmd.kind {
 	case kindRead:
 		if cmd.txRead == nil {
@@ -207,7 +207,7 @@ func (c *conn) queueable(cmd *command, args [][]byte) string {
 			return msgNoTx
 		}
 		for _, op := range p.ops {
-			if !fsm.InTx(op.Type) {
+			if !command.InTx(op.Type) {
 				return msgNoTx
 			}
 		}
@@ -217,7 +217,7 @@ func (c *conn) queueable(cmd *command, args [][]byte) string {
 
 // step is one queued command made ready at EXEC.
 type step struct {
-	cmd  *command
+	cmd  *redisCommand
 	args [][]byte
 	p    plan // a KV command's: its ops are the transaction's
 }
@@ -241,7 +241,7 @@ func (c *conn) exec() {
 		return
 	}
 	steps := make([]step, len(m.queued))
-	var ops []*fsm.Command
+	var ops []*command.Command
 	// A SELECT among them moves the keyspace the commands after it are
 	// planned in; it runs (and moves the connection) in its place below,
 	// once the transaction applied.
@@ -274,9 +274,9 @@ func (c *conn) exec() {
 			}
 		}
 	}
-	var results fsm.Results
+	var results []*command.Result
 	if len(ops) > 0 || len(watches) > 0 {
-		res, err := c.applyTx(fsm.TxRequest{Watches: watches, Commands: ops,
+		res, err := c.applyTx(command.TxRequest{Watches: watches, Commands: ops,
 			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)}, track)
 		switch {
 		case errors.Is(err, storeapi.ErrTooLarge):
@@ -285,7 +285,7 @@ func (c *conn) exec() {
 		case err != nil:
 			c.w.errorLine(errorReply(err))
 			return
-		case res.Code == fsm.CodeVersionMismatch: // a watched key changed
+		case res.Code == command.CodeVersionMismatch: // a watched key changed
 			c.w.nullArray()
 			return
 		}
@@ -296,8 +296,8 @@ func (c *conn) exec() {
 			c.w.errorLine(msgBudget)
 			return
 		}
-		if results, err = fsm.TxResults(res); err == nil && len(results) != len(ops) {
-			err = fmt.Errorf("%w: %d results for %d commands", fsm.ErrBadCommand, len(results), len(ops))
+		if results, err = command.TxResults(res); err == nil && len(results) != len(ops) {
+			err = fmt.Errorf("%w: %d results for %d commands", command.ErrBadCommand, len(results), len(ops))
 		}
 		if err != nil {
 			c.w.errorLine(errorReply(err))
@@ -327,7 +327,7 @@ func (c *conn) exec() {
 // read after a barrier (none after READONLY, as for every read), as the log
 // would answer it: it changes nothing, so it needs no entry. track runs
 // just before the reads do.
-func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
+func (c *conn) applyTx(r command.TxRequest, track func()) (*command.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
 	if mutantTxOneByOne {
@@ -347,9 +347,9 @@ func (c *conn) applyTx(r fsm.TxRequest, track func()) (*fsm.Result, error) {
 	return c.s.store.LocalTx(r)
 }
 
-func readsOnly(ops []*fsm.Command) bool {
+func readsOnly(ops []*command.Command) bool {
 	for _, op := range ops {
-		if op.Type != fsm.TypeKVRead {
+		if op.Type != command.TypeKVRead {
 			return false
 		}
 	}
@@ -358,18 +358,18 @@ func readsOnly(ops []*fsm.Command) bool {
 
 // oneByOne is the planted bug's transaction result (mutants.go): the
 // results of commands applied one by one.
-func oneByOne(rs []storeapi.OpResult) (*fsm.Result, error) {
-	out := make(fsm.Results, len(rs))
+func oneByOne(rs []storeapi.OpResult) (*command.Result, error) {
+	out := make([]*command.Result, len(rs))
 	for i, r := range rs {
 		if r.Err != nil {
 			return nil, r.Err
 		}
 		out[i] = r.Res
 	}
-	return fsm.EncodeTxResults(out), nil
+	return command.EncodeTxResults(out), nil
 }
 
 // txResultOverhead bounds the bytes of a transaction's result per command
-// beside its value (fsm.Result.Encode, and its length): the reply budget
+// beside its value (command.Result.Encode, and its length): the reply budget
 // leaves room for them, so a result fits in what forwarding carries back.
 const txResultOverhead = 48

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
-	"github.com/idemgate/idemgate/storeapi"
+	"github.com/idemgate/idemgate/command"
 )
 
 // A transaction with a script in it (EVAL, EVALSHA, EVAL_RO, EVALSHA_RO
@@ -33,7 +32,7 @@ func isEval(name string) bool {
 }
 
 // hasScript reports whether a transaction's commands hold a script.
-func hasScript(cmds []*command) bool {
+func hasScript(cmds []*redisCommand) bool {
 	for _, cmd := range cmds {
 		if isEval(cmd.name) {
 			return true
@@ -44,9 +43,9 @@ func hasScript(cmds []*command) bool {
 
 // execScripted is exec for a transaction with a script (m is taken,
 // the watches given).
-func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
+func (c *conn) execScripted(m *multiState, watches []command.Watch) {
 	for _, cmd := range m.cmds {
-		if cmd.kind != kindConn && !isEval(cmd.name) && !scriptable[cmd.name] {
+		if cmd.kind != kindConn && !isEval(cmd.name) && !cmd.script {
 			c.w.errorLine(fmt.Sprintf(msgTxScriptOnly, strings.ToUpper(cmd.name)))
 			return
 		}
@@ -71,15 +70,15 @@ func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
-			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
+			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
 			switch {
 			case res.Err != nil:
 				c.w.errorLine(errorReply(res.Err))
 				return
-			case res.Res.Code == fsm.CodeOK:
+			case res.Res.Code == command.CodeOK:
 				c.answerTx(m, replies)
 				return
-			case res.Res.Code != fsm.CodeConflict:
+			case res.Res.Code != command.CodeConflict:
 				c.w.errorLine(errorReply(res.Res.Err()))
 				return
 			}
@@ -110,7 +109,7 @@ func (c *conn) execScripted(m *multiState, watches []fsm.Watch) {
 // runTxSandboxed runs the transaction's commands once in a sandbox and
 // returns each one's reply (nil for the connection's own commands, which
 // run when EXEC answers); done when it answered EXEC itself instead.
-func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.Watch) (replies [][]byte, sc *scriptCall, done bool) {
+func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []command.Watch) (replies [][]byte, sc *scriptCall, done bool) {
 	sc = newScriptCall(ctx, c, time.Now(), false, false)
 	for _, w := range watches {
 		e, ok, err := sc.sb.KV(w.Key)
@@ -149,19 +148,8 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 				c.w.errorLine(abort)
 				return nil, nil, true
 			}
-		case cmd.kind == kindRead:
-			cmd.read(sub, ctx, args)
 		default:
-			p := sub.inKeyspace(cmd.plan(sub, args)) // a reserved key refuses it whole
-			if p.err != "" {
-				sub.w.errorLine(p.err)
-				break
-			}
-			res := make([]storeapi.OpResult, len(p.ops))
-			for k, op := range p.ops {
-				res[k].Res, res[k].Err = sc.sb.Apply(op)
-			}
-			p.answer(&sub.w, res)
+			sc.exec(sub, cmd, args)
 		}
 		if sc.storeErr != nil {
 			c.w.errorLine(errorReply(sc.storeErr))
@@ -176,7 +164,7 @@ func (c *conn) runTxSandboxed(ctx context.Context, m *multiState, watches []fsm.
 // txScript runs one queued script in the transaction's sandbox and writes
 // its reply on sub; abort is EXEC's reply instead when a limit stopped it,
 // or it found no turn to run or compile in (TRYAGAIN: nothing applied).
-func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *command, args [][]byte) (abort string) {
+func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *redisCommand, args [][]byte) (abort string) {
 	bySHA := cmd.name == "evalsha" || cmd.name == "evalsha_ro"
 	readOnly := strings.HasSuffix(cmd.name, "_ro")
 	s, keys, argv, refusal := evalArgs(sc.ctx, c, args, bySHA)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/script"
 )
 
@@ -18,7 +18,7 @@ import (
 // follower, so it starts from every acknowledged write; the leader's
 // holds them), in a sandbox that records
 // the version of every key it touches and computes its writes with the
-// state machine's own code (fsm.Sandbox). What it wrote becomes one log
+// state machine's own code (storeapi.Sandbox, which the store makes). What it wrote becomes one log
 // entry, applied whole on every node, and only while every key it
 // touched is as it saw it: that check in the state machine is what makes
 // the script atomic and the reply it computed true. If another write got
@@ -50,18 +50,18 @@ const (
 )
 
 func init() {
-	ev := func(name string, bySHA, readOnly bool) *command {
+	ev := func(name string, bySHA, readOnly bool) *redisCommand {
 		flags := []string{"noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"}
 		if readOnly {
 			flags = []string{"noscript", "stale", "skip_monitor", "no_mandatory_keys", "readonly", "movablekeys"}
 		}
-		return &command{name: name, arity: -3, kind: kindWrite, flags: flags,
+		return &redisCommand{name: name, arity: -3, kind: kindWrite, flags: flags,
 			plan: func(c *conn, a [][]byte) plan { return planEval(c, a, bySHA, readOnly) }}
 	}
 	register(
 		ev("eval", false, false), ev("evalsha", true, false), ev("eval_ro", false, true), ev("evalsha_ro", true, true),
-		&command{name: "script", arity: -2, kind: kindConn, flags: []string{"noscript"}, conn: cmdScript},
-		&command{name: "time", arity: 1, kind: kindConn, flags: []string{"loading", "stale", "fast"}, conn: cmdTime},
+		&redisCommand{name: "script", arity: -2, kind: kindConn, flags: []string{"noscript"}, conn: cmdScript},
+		&redisCommand{name: "time", arity: 1, kind: kindConn, script: true, flags: []string{"loading", "stale", "fast"}, conn: cmdTime},
 	)
 }
 
@@ -160,15 +160,15 @@ func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readO
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
-			res := c.s.store.ApplyInOrder(ctx, []*fsm.Command{eff})[0]
+			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
 			switch {
 			case res.Err != nil:
 				w.errorLine(errorReply(res.Err))
 				return
-			case res.Res.Code == fsm.CodeOK:
+			case res.Res.Code == command.CodeOK:
 				w.scriptReply(reply)
 				return
-			case res.Res.Code != fsm.CodeConflict:
+			case res.Res.Code != command.CodeConflict:
 				w.errorLine(errorReply(res.Res.Err()))
 				return
 			}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/script"
 )
@@ -172,10 +172,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("resp: ReadTimeout, WriteTimeout and OpTimeout must be positive, IdleTimeout not negative")
 	case c.MaxConnsPerIP <= 0:
 		return fmt.Errorf("resp: MaxConnsPerIP must be positive")
-	case c.MaxTxCommands <= 0 || c.MaxTxCommands > fsm.MaxTxCommands:
-		return fmt.Errorf("resp: MaxTxCommands must be 1 to %d", fsm.MaxTxCommands)
-	case c.MaxWatches <= 0 || c.MaxWatches > fsm.MaxTxWatches:
-		return fmt.Errorf("resp: MaxWatches must be 1 to %d", fsm.MaxTxWatches)
+	case c.MaxTxCommands <= 0 || c.MaxTxCommands > command.MaxTxCommands:
+		return fmt.Errorf("resp: MaxTxCommands must be 1 to %d", command.MaxTxCommands)
+	case c.MaxWatches <= 0 || c.MaxWatches > command.MaxTxWatches:
+		return fmt.Errorf("resp: MaxWatches must be 1 to %d", command.MaxTxWatches)
 	case c.MaxRequest < c.MaxBulk:
 		return fmt.Errorf("resp: MaxRequest %d is less than MaxBulk %d: a largest value could not be sent", c.MaxRequest, c.MaxBulk)
 	case c.MaxClientBuffer < c.MaxRequest:

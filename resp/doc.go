@@ -11,7 +11,7 @@
 // pipeline handed to the leader together), transactions
 // (commands_multi.go: MULTI/EXEC as one state machine command), Lua
 // scripts (commands_script.go, script_call.go: run here, on package
-// script's VM, against the store's reads in a sandbox of package fsm's;
+// script's VM, against the store's reads in a sandbox the store makes;
 // what a script wrote is one command), the connections and their
 // limits (server.go) and its metrics. It never reaches below the store's
 // interface into Raft or the state machine, and it never imports the

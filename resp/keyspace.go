@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Keyspaces (SELECT 0-15). A connection begins in keyspace 0, the HTTP
 // API's; SELECT moves it. The listener names every key to the store as
-// fsm.KeyspaceKey stores it, in one place for each path a key takes: a
+// command.KeyspaceKey stores it, in one place for each path a key takes: a
 // write's plan (inKeyspace, before it is proposed, queued in a transaction
 // or applied in a script's sandbox), a read (conn.local), a watch
 // (cmdWatch) and a walk of the keyspace (eachKey). The client's key is
@@ -18,7 +18,7 @@ import (
 // reach another keyspace's, or idemgate's own, stored keys.
 
 // key is where the connection's keyspace stores the client's key k.
-func (c *conn) key(k []byte) []byte { return fsm.KeyspaceKey(c.db, k) }
+func (c *conn) key(k []byte) []byte { return command.KeyspaceKey(c.db, k) }
 
 // inKeyspace maps a plan's KV commands and watches to the connection's
 // keyspace; a reserved client key refuses the plan whole (none of its keys
@@ -28,10 +28,10 @@ func (c *conn) inKeyspace(p plan) plan {
 	if p.err != "" || (len(p.ops) == 0 && len(p.watches) == 0 && p.block == nil) || c.storedAsNamed(p) {
 		return p
 	}
-	ops := make([]*fsm.Command, len(p.ops))
+	ops := make([]*command.Command, len(p.ops))
 	for i, op := range p.ops {
 		ops[i] = op
-		if !fsm.InTx(op.Type) { // not a command of the KV keyspace (a form token)
+		if !command.InTx(op.Type) { // not a command of the KV keyspace (a form token)
 			continue
 		}
 		if err := storeapi.CheckKVKey(op.Key); err != nil {
@@ -39,8 +39,8 @@ func (c *conn) inKeyspace(p plan) plan {
 		}
 		m := *op
 		m.Key = c.key(op.Key)
-		if op.Type == fsm.TypeListPop { // BLPOP's further keys, a list's encoding
-			more, err := fsm.DecodeList(op.Value)
+		if op.Type == command.TypeListPop { // BLPOP's further keys, a list's encoding
+			more, err := command.DecodeList(op.Value)
 			if err != nil {
 				return plan{err: errorReply(err)}
 			}
@@ -51,7 +51,7 @@ func (c *conn) inKeyspace(p plan) plan {
 				}
 				stored[j] = c.key(k)
 			}
-			m.Value = fsm.EncodeList(stored)
+			m.Value = command.EncodeList(stored)
 		}
 		ops[i] = &m
 	}
@@ -68,7 +68,7 @@ func (c *conn) inKeyspace(p plan) plan {
 		p.block = &b
 	}
 	if len(p.watches) > 0 {
-		ws := make([]fsm.Watch, len(p.watches))
+		ws := make([]command.Watch, len(p.watches))
 		for i, w := range p.watches {
 			if err := storeapi.CheckKVKey(w.Key); err != nil {
 				return plan{err: errorReply(err)}
@@ -90,7 +90,7 @@ func (c *conn) storedAsNamed(p plan) bool {
 		return false
 	}
 	for _, op := range p.ops {
-		if fsm.InTx(op.Type) && (op.Type == fsm.TypeListPop || len(op.Key) == 0 || storeapi.CheckKVKey(op.Key) != nil) {
+		if command.InTx(op.Type) && (op.Type == command.TypeListPop || len(op.Key) == 0 || storeapi.CheckKVKey(op.Key) != nil) {
 			return false
 		}
 	}
@@ -106,7 +106,7 @@ func (c *conn) storedAsNamed(p plan) bool {
 // client's key), in stored order, from this node's applied state, until fn
 // returns false.
 func (c *conn) eachKey(ctx context.Context, fn func(key []byte) bool) error {
-	prefix := fsm.KeyspacePrefix(c.db)
+	prefix := command.KeyspacePrefix(c.db)
 	if c.db == 0 {
 		// Keyspace 0's keys are stored as named, after every reserved
 		// key; its empty key alone is under the prefix.

@@ -3,7 +3,7 @@ package resp
 import (
 	"context"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -67,7 +67,7 @@ func (c *conn) done(r request, name string, failed bool) {
 // them.
 func (c *conn) runReads(batch []request, i int) int {
 	j := i
-	var cmds []*command
+	var cmds []*redisCommand
 	for ; j < len(batch); j++ {
 		cmd, refusal := c.check(batch[j].args)
 		if refusal != "" || cmd.kind != kindRead {
@@ -97,20 +97,20 @@ func (c *conn) runReads(batch []request, i int) int {
 	return j
 }
 
-// plan is a write command made ready: its ops (commands built by fsm's
-// constructors), and how to answer from their results. A plan with direct
+// plan is a write command made ready: its ops (commands built by package
+// command's constructors), and how to answer from their results. A plan with direct
 // instead runs on its own (it needs more than ops: a form token).
 type plan struct {
-	ops    []*fsm.Command
+	ops    []*command.Command
 	answer func(w *writer, res []storeapi.OpResult)
 	direct func(ctx context.Context, w *writer)
 	err    string // a refusal found while planning (syntax): the reply, no ops
 	// atomic: the ops apply as one transaction of the state machine
-	// (fsm.KVTxCommand), alone, under watches (conflict answers when one
+	// (command.KVTxCommand), alone, under watches (conflict answers when one
 	// failed and nothing applied). Inside MULTI its ops are the
 	// transaction's; one with watches cannot be queued.
 	atomic   bool
-	watches  []fsm.Watch
+	watches  []command.Watch
 	conflict func(w *writer)
 	// block: the command waits, when its ops found nothing, for a push
 	// (BLPOP, blocking.go); it runs alone. Inside MULTI its ops run as
@@ -123,9 +123,9 @@ type plan struct {
 func (c *conn) runWrites(batch []request, i int) int {
 	j := i
 	var (
-		cmds  []*command
+		cmds  []*redisCommand
 		plans []plan
-		ops   []*fsm.Command
+		ops   []*command.Command
 	)
 	for ; j < len(batch); j++ {
 		cmd, refusal := c.check(batch[j].args)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/script"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -17,14 +17,14 @@ import (
 // scriptCall runs a script's redis.call and redis.pcall: each command is
 // the listener's own (its parsing, its checks, its reply, word for word),
 // run on a connection of its own whose reads and writes go to the
-// script's sandbox (fsm.Sandbox) at the script's clock; its RESP2 reply is
+// script's sandbox (storeapi.Sandbox) at the script's clock; its RESP2 reply is
 // read back into the script's value. It implements script.Caller.
 type scriptCall struct {
 	c        *conn // the client's connection
 	sub      *conn // the one the commands run on
 	buf      bytes.Buffer
 	ctx      context.Context
-	sb       *fsm.Sandbox
+	sb       storeapi.Sandbox
 	now      time.Time
 	readOnly bool  // EVAL_RO, EVALSHA_RO: no writes
 	storeErr error // the store failed a read: nothing of the run is kept
@@ -107,33 +107,21 @@ func (sc *scriptCall) storeWait(wait func() error) error {
 // two is safe: the log checks every key read, wherever it was read.
 const maxLeaderReads = 4
 
-// scriptable are the commands a script may call: the KV keyspace's, which
-// a sandbox can run, and TIME. Other commands idemgate has are Redis's
-// "not allowed from script"; commands it does not have are "unknown".
-var scriptable = map[string]bool{"get": true, "mget": true, "getrange": true, "strlen": true, "exists": true, "ttl": true, "pttl": true,
-	"set": true, "setnx": true, "getdel": true, "del": true, "unlink": true, "incr": true, "decr": true,
-	"incrby": true, "decrby": true, "expire": true, "pexpire": true, "expireat": true, "pexpireat": true,
-	"persist": true, "time": true, "ping": true, "echo": true, "delex": true, "digest": true,
-	"getset": true, "setex": true, "psetex": true, "mset": true, "append": true, "setrange": true, "incrbyfloat": true,
-	"type": true, "expiretime": true, "pexpiretime": true, "object": true,
-	"llen": true, "lrange": true, "lindex": true, "lpush": true, "rpush": true, "lpushx": true, "rpushx": true,
-	"lpop": true, "rpop": true, "lrem": true, "ltrim": true, "keys": true}
-
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLeader bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly, fromLeader: fromLeader}
-	sc.sb = fsm.NewSandbox(now.UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
+	sc.sb = c.s.store.NewSandbox(now.UnixNano(), func(key []byte) (command.KVEntry, bool, error) {
 		sc.keys++          // the sandbox asks once per key
 		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
 		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
 			if err := sc.storeWait(func() error { return c.s.store.Barrier(ctx) }); err != nil {
 				sc.redoHere = true
-				return fsm.KVEntry{}, false, err
+				return command.KVEntry{}, false, err
 			}
 			sc.fromLeader = false
 		}
 		if sc.fromLeader {
 			sc.leaderReads++
-			var e fsm.KVEntry
+			var e command.KVEntry
 			var ok bool
 			err := sc.storeWait(func() (err error) {
 				e, ok, err = c.s.store.LeaderKV(ctx, key, time.Now()) // judged as a local read would be: now, not earlier than the script's clock
@@ -156,14 +144,42 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 	return sc
 }
 
-// Call runs one command of the script.
+// exec runs one command on sub, a connection whose reads and writes are
+// the sandbox's, and writes its reply there: the one command loop of a
+// script's calls (Call) and of a transaction that runs a script
+// (runTxSandboxed). A read reads through the sandbox; a write's plan is
+// applied to it op by op and answered as the store's answer would be.
+func (sc *scriptCall) exec(sub *conn, cmd *redisCommand, args [][]byte) {
+	switch cmd.kind {
+	case kindConn:
+		cmd.conn(sub, args)
+	case kindRead:
+		cmd.read(sub, sc.ctx, args)
+	case kindWrite:
+		p := sub.inKeyspace(cmd.plan(sub, args)) // a reserved key refuses it whole
+		if p.err != "" {
+			sub.w.errorLine(p.err)
+			return
+		}
+		res := make([]storeapi.OpResult, len(p.ops))
+		for i, op := range p.ops {
+			res[i].Res, res[i].Err = sc.sb.Apply(op)
+		}
+		p.answer(&sub.w, res)
+	}
+}
+
+// Call runs one command of the script. A script may call the commands
+// marked script (the KV keyspace's, which a sandbox can run, and TIME,
+// PING, ECHO, KEYS); other commands idemgate has are Redis's "not
+// allowed from script", commands it does not have "unknown".
 func (sc *scriptCall) Call(args [][]byte) script.Reply {
 	name := strings.ToLower(string(args[0]))
 	cmd, ok := commands[name]
 	switch {
 	case !ok && !isUnsupported(name):
 		return script.ErrorReply("ERR Unknown Redis command called from script")
-	case !scriptable[name]:
+	case !ok || !cmd.script:
 		return script.ErrorReply("ERR This Redis command is not allowed from script")
 	case (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity):
 		return script.ErrorReply("ERR Wrong number of args calling Redis command from script")
@@ -193,23 +209,7 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 	}
 	sc.buf.Reset()
 	sub := sc.sub
-	switch cmd.kind {
-	case kindConn:
-		cmd.conn(sub, args)
-	case kindRead:
-		cmd.read(sub, sc.ctx, args)
-	case kindWrite:
-		p := sub.inKeyspace(cmd.plan(sub, args))
-		if p.err != "" {
-			sub.w.errorLine(p.err)
-			break
-		}
-		res := make([]storeapi.OpResult, len(p.ops))
-		for i, op := range p.ops {
-			res[i].Res, res[i].Err = sc.sb.Apply(op)
-		}
-		p.answer(&sub.w, res)
-	}
+	sc.exec(sub, cmd, args)
 	sub.w.bw.Flush()
 	r, _, ok := parseReply(sc.buf.Bytes())
 	if !ok {

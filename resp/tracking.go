@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // Client-side caching: CLIENT TRACKING, CLIENT CACHING, CLIENT GETREDIR,
@@ -22,7 +22,7 @@ import (
 // its transactions' reads and its scripts' reads, in default, OPTIN and
 // OPTOUT mode) are remembered in one table of the node (tracker), before
 // the read runs. Every change of a KV key this node applies, whoever made
-// it, comes up from the state machine's apply (fsm.KVObserver: the
+// it, comes up from the state machine's apply (command.KVObserver: the
 // Server's KVWatching and KVChanged); a remembered key is then forgotten
 // and its readers told, and a BCAST connection is told of every key under
 // its prefixes. Where the feed cannot say which keys changed (a snapshot
@@ -89,12 +89,12 @@ func newTracker(s *Server) *tracker {
 	return &tracker{s: s, keys: map[string][]int64{}, clients: map[int64]*trackClient{}, bcast: map[int64]*trackClient{}}
 }
 
-// KVWatching reports whether a connection tracks keys (fsm.KVObserver):
+// KVWatching reports whether a connection tracks keys (command.KVObserver):
 // while none does, the state machine collects no changed keys.
 func (s *Server) KVWatching() bool { return s.track.active.Load() > 0 }
 
 // KVChanged is told the KV keys an applied batch changed, or all
-// (fsm.KVObserver); it runs on the apply path and only queues pushes.
+// (command.KVObserver); it runs on the apply path and only queues pushes.
 func (s *Server) KVChanged(keys [][]byte, all bool) { s.track.changed(keys, all) }
 
 func (t *tracker) changed(keys [][]byte, all bool) {
@@ -112,7 +112,7 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 		// as Redis tracks them: a write in one keyspace invalidates a
 		// reader of the same name in another (more than needed, never
 		// less). Reserved keys are no client's.
-		_, k, ok := fsm.KeyspaceOf(stored)
+		_, k, ok := command.KeyspaceOf(stored)
 		if !ok {
 			continue
 		}
@@ -235,7 +235,7 @@ func (c *conn) trackWanted() bool {
 }
 
 // trackRead remembers the keys of a read command c is about to run.
-func (c *conn) trackRead(cmd *command, args [][]byte) {
+func (c *conn) trackRead(cmd *redisCommand, args [][]byte) {
 	if cmd.firstKey <= 0 || !c.trackWanted() {
 		return
 	}
@@ -253,7 +253,7 @@ func (c *conn) trackRead(cmd *command, args [][]byte) {
 // trackStored remembers one key a script of c reads, named as stored (in
 // its keyspace): remembered, as every tracked key, by the client's name.
 func (c *conn) trackStored(stored []byte) {
-	if _, key, ok := fsm.KeyspaceOf(stored); ok && c.trackWanted() {
+	if _, key, ok := command.KeyspaceOf(stored); ok && c.trackWanted() {
 		c.s.track.remember(c, [][]byte{key})
 	}
 }

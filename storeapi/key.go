@@ -1,6 +1,6 @@
 package storeapi
 
-import "github.com/idemgate/idemgate/fsm"
+import "github.com/idemgate/idemgate/command"
 
 // Reserved keys. The KV keyspace is every face's (/v1/kv, the Redis
 // protocol), and idemgate keeps records of its own in it (a member's API
@@ -26,12 +26,12 @@ func CheckKVKey(key []byte) error {
 var FirstKVKey = []byte{reservedPrefix + 1}
 
 // CheckKeyspaceKey refuses a reserved key (ErrReservedKey) but takes a
-// key of any keyspace (fsm.KeyspaceKey): the store checks with it the keys
+// key of any keyspace (command.KeyspaceKey): the store checks with it the keys
 // of the Redis face, which names a key of its connection's keyspace as
-// fsm.KeyspaceKey stores it, having checked the client's key with
+// command.KeyspaceKey stores it, having checked the client's key with
 // CheckKVKey first.
 func CheckKeyspaceKey(key []byte) error {
-	if _, _, ok := fsm.KeyspaceOf(key); !ok && len(key) > 0 {
+	if _, _, ok := command.KeyspaceOf(key); !ok && len(key) > 0 {
 		return ErrReservedKey
 	}
 	return nil

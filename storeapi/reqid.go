@@ -8,20 +8,20 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // A caller that may retry a write after losing its answer (a client whose
 // connection broke, a 503 after a timeout) names the write with a request
 // id of its own. Every attempt under that id is applied at most once, and a
-// retry within fsm.RequestIDRetention is answered with the first attempt's
+// retry within the state machine's RequestIDRetention (package fsm) is answered with the first attempt's
 // result: the lost answer is recovered, not guessed.
 
 type reqIDKey struct{}
 
 // WithRequestID returns a context under which the store proposes its
 // command with request id id instead of a fresh one.
-func WithRequestID(ctx context.Context, id fsm.ReqID) context.Context {
+func WithRequestID(ctx context.Context, id command.ReqID) context.Context {
 	return context.WithValue(ctx, reqIDKey{}, id)
 }
 
@@ -29,7 +29,7 @@ func WithRequestID(ctx context.Context, id fsm.ReqID) context.Context {
 // request it names. The parts are length-prefixed, so no two different
 // part lists give the same input; a different request under the same
 // client key is a different id (it never recalls another request's answer).
-func RequestIDFor(parts ...[]byte) fsm.ReqID {
+func RequestIDFor(parts ...[]byte) command.ReqID {
 	h := sha256.New()
 	var n [8]byte
 	for _, p := range parts {
@@ -37,14 +37,14 @@ func RequestIDFor(parts ...[]byte) fsm.ReqID {
 		h.Write(n[:])
 		h.Write(p)
 	}
-	var id fsm.ReqID
+	var id command.ReqID
 	copy(id[:], h.Sum(nil))
 	return id
 }
 
 // RequestID is the request id a command proposed under ctx carries: the
 // one ctx names (WithRequestID), or a fresh one.
-func RequestID(ctx context.Context) fsm.ReqID {
+func RequestID(ctx context.Context) command.ReqID {
 	if id, ok := RequestIDFrom(ctx); ok {
 		return id
 	}
@@ -63,16 +63,16 @@ var fresh struct {
 
 // NewRequestID is a fresh request id, never one a context names: each
 // command of a pipeline gets its own (one id would make them one request).
-func NewRequestID() fsm.ReqID {
+func NewRequestID() command.ReqID {
 	fresh.once.Do(func() { rand.Read(fresh.prefix[:]) })
-	var id fsm.ReqID
+	var id command.ReqID
 	copy(id[:8], fresh.prefix[:])
 	binary.BigEndian.PutUint64(id[8:], fresh.seq.Add(1))
 	return id
 }
 
 // RequestIDFrom returns the request id ctx carries (WithRequestID).
-func RequestIDFrom(ctx context.Context) (fsm.ReqID, bool) {
-	id, ok := ctx.Value(reqIDKey{}).(fsm.ReqID)
+func RequestIDFrom(ctx context.Context) (command.ReqID, bool) {
+	id, ok := ctx.Value(reqIDKey{}).(command.ReqID)
 	return id, ok && !id.IsZero()
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestRequestIDsOneSource: fresh request ids, drawn at once from many
@@ -14,7 +14,7 @@ import (
 // one when it carries none or a zero one.
 func TestRequestIDsOneSource(t *testing.T) {
 	const workers, each = 8, 2000
-	ids := make([][]fsm.ReqID, workers)
+	ids := make([][]command.ReqID, workers)
 	var wg sync.WaitGroup
 	for w := range ids {
 		wg.Add(1)
@@ -26,7 +26,7 @@ func TestRequestIDsOneSource(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	seen := make(map[fsm.ReqID]bool, workers*each)
+	seen := make(map[command.ReqID]bool, workers*each)
 	for _, batch := range ids {
 		for _, id := range batch {
 			if id.IsZero() || seen[id] {
@@ -39,7 +39,7 @@ func TestRequestIDsOneSource(t *testing.T) {
 	if got := RequestID(WithRequestID(context.Background(), own)); got != own {
 		t.Fatalf("RequestID under WithRequestID = %x, want %x", got, own)
 	}
-	if got := RequestID(WithRequestID(context.Background(), fsm.ReqID{})); got.IsZero() || seen[got] {
+	if got := RequestID(WithRequestID(context.Background(), command.ReqID{})); got.IsZero() || seen[got] {
 		t.Fatalf("RequestID under a zero id = %x, want a fresh one", got)
 	}
 }

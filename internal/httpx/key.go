@@ -9,7 +9,7 @@ import (
 // MaxClientKeyLen bounds a key a client names: an idempotency key, a KV
 // key; the one limit a route's key_min_length is checked against. The
 // stored key (scope, tenant and key together) is bounded by
-// fsm.MaxStoredKeyLen.
+// command.MaxStoredKeyLen.
 const MaxClientKeyLen = config.MaxKeyLength
 
 // Key errors; a listener answers each with 400 invalid-key.

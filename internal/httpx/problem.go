@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -31,19 +31,20 @@ type Kind struct {
 	Title  string
 }
 
-// The kinds of problem answers.
+// The kinds of problem answers. Those of the store's errors are the
+// store's table's (storeapi.Answers), which the Redis face reads too.
 var (
 	AmbiguousPath            = Kind{fasthttp.StatusBadRequest, "ambiguous-path", "Path or method is an alias of a route"}
-	BadRequest               = Kind{fasthttp.StatusBadRequest, "bad-request", "Bad request"}
+	BadRequest               = storeKind(command.ErrBadCommand)
 	CrossOrigin              = Kind{fasthttp.StatusForbidden, "cross-origin", "Request from a web page of another origin"}
 	HeadersTooLarge          = Kind{fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "Bad request"}
 	RequestTimeout           = Kind{fasthttp.StatusRequestTimeout, "bad-request", "Bad request"}
-	BodyTooLarge             = Kind{fasthttp.StatusRequestEntityTooLarge, "body-too-large", "Request body too large"}
+	BodyTooLarge             = storeKind(storeapi.ErrTooLarge)
 	Forbidden                = Kind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
 	InProgress               = Kind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
 	Internal                 = Kind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
 	InvalidJSON              = Kind{fasthttp.StatusBadRequest, "invalid-json", "Invalid JSON body"}
-	InvalidKey               = Kind{fasthttp.StatusBadRequest, "invalid-key", "Invalid key"}
+	InvalidKey               = storeKind(storeapi.ErrReservedKey)
 	InvalidScope             = Kind{fasthttp.StatusBadRequest, "invalid-scope", "Invalid scope"}
 	InvalidToken             = Kind{fasthttp.StatusBadRequest, "invalid-token", "Invalid token"}
 	InvalidTTL               = Kind{fasthttp.StatusBadRequest, "invalid-ttl", "Invalid TTL"}
@@ -57,7 +58,7 @@ var (
 	MissingKey               = Kind{fasthttp.StatusBadRequest, "missing-key", "Idempotency key required"}
 	MissingToken             = Kind{fasthttp.StatusBadRequest, "missing-token", "Form token required"}
 	NotFound                 = Kind{fasthttp.StatusNotFound, "not-found", "Not found"}
-	NotReady                 = Kind{fasthttp.StatusServiceUnavailable, "not-ready", "Node not ready"}
+	NotReady                 = storeKind(storeapi.ErrRemoved) // what its readyz says
 	NotAlive                 = Kind{fasthttp.StatusServiceUnavailable, "not-alive", "Node stopped"}
 	OutcomeUnknown           = Kind{fasthttp.StatusConflict, "outcome-unknown", "Outcome unknown"}
 	ReplayUnavailable        = Kind{fasthttp.StatusConflict, "replay-unavailable", "Stored response unavailable"}
@@ -66,7 +67,7 @@ var (
 	TokenUsed                = Kind{fasthttp.StatusConflict, "token-used", "Token already used"}
 	TooManyRequests          = Kind{fasthttp.StatusTooManyRequests, "too-many-requests", "Too many requests"}
 	Unauthorized             = Kind{fasthttp.StatusUnauthorized, "unauthorized", "Authentication required"}
-	Unavailable              = Kind{fasthttp.StatusServiceUnavailable, "unavailable", "Store unavailable"}
+	Unavailable              = storeKind(storeapi.ErrNoLeader) // no quorum, deadline, shutdown, disk, clock: fail closed
 	UnknownNode              = Kind{fasthttp.StatusNotFound, "unknown-node", "Unknown node"}
 	UnsupportedMediaType     = Kind{fasthttp.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type"}
 	UntrustedTenant          = Kind{fasthttp.StatusBadRequest, "untrusted-tenant", "Tenant header from an untrusted client"}
@@ -79,7 +80,7 @@ var (
 	NotInteger               = Kind{fasthttp.StatusConflict, "not-integer", "Not an integer"}
 	// WrongType: a key that holds a list (the Redis protocol's LPUSH):
 	// /v1/kv reads and edits strings.
-	WrongType = Kind{fasthttp.StatusConflict, "wrong-type", "Wrong kind of value"}
+	WrongType = storeKind(command.ErrWrongType)
 )
 
 // WriteProblem answers with a problem document of kind k. It resets the
@@ -101,25 +102,16 @@ func problemJSON(k Kind, detail string) []byte {
 	return b
 }
 
-// storeErrors maps the store's errors to answers, in order; an error of
-// none of them is a 500 whose detail is the error.
-var storeErrors = []struct {
-	is   func(error) bool
-	kind Kind
-}{
-	{func(err error) bool { return errors.Is(err, storeapi.ErrRemoved) }, NotReady}, // what its readyz says
-	{storeapi.Unavailable, Unavailable},                                             // no quorum, deadline, shutdown, disk, clock: fail closed
-	{func(err error) bool { return errors.Is(err, fsm.ErrBadCommand) }, BadRequest},
-	{func(err error) bool { return errors.Is(err, storeapi.ErrTooLarge) }, BodyTooLarge},
-	{func(err error) bool { return errors.Is(err, storeapi.ErrReservedKey) }, InvalidKey},
-	{func(err error) bool { return errors.Is(err, fsm.ErrWrongType) }, WrongType},
-}
+// storeKind is the kind of err's row of the store's answers.
+func storeKind(err error) Kind { return Kind(storeapi.ProblemOf(err)) }
 
-// WriteError answers an error from the store by storeErrors.
+// WriteError answers an error from the store by the first row of the
+// store's answers (storeapi.Answers) that has an HTTP answer and whose
+// error it is; an error of none of them is a 500 whose detail is the error.
 func WriteError(ctx *fasthttp.RequestCtx, err error) {
-	for _, e := range storeErrors {
-		if e.is(err) {
-			WriteProblem(ctx, e.kind, err.Error())
+	for _, a := range storeapi.Answers {
+		if a.HTTP.Status != 0 && errors.Is(err, a.Err) {
+			WriteProblem(ctx, Kind(a.HTTP), err.Error())
 			return
 		}
 	}

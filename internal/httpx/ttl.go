@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // ParseTTL parses an optional Go duration (the API's JSON ttl, the gateway's
@@ -20,8 +20,8 @@ func ParseTTL(ctx *fasthttp.RequestCtx, field, raw string) (time.Duration, bool)
 		WriteProblem(ctx, InvalidTTL, fmt.Sprintf("%s: %q is not a positive Go duration (30s, 5m, 24h)", field, raw))
 		return 0, false
 	}
-	if d > fsm.MaxTTL {
-		WriteProblem(ctx, InvalidTTL, fmt.Sprintf("%s: %q is over the limit of %s", field, raw, fsm.MaxTTL))
+	if d > command.MaxTTL {
+		WriteProblem(ctx, InvalidTTL, fmt.Sprintf("%s: %q is over the limit of %s", field, raw, command.MaxTTL))
 		return 0, false
 	}
 	return d, true

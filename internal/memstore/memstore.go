@@ -302,3 +302,8 @@ func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 // OnKVChanged registers the state machine's KV observer (one: the last
 // registered).
 func (s *Store) OnKVChanged(o fsm.KVObserver) { s.f.SetKVObserver(o) }
+
+// NewSandbox is raftstore.Store.NewSandbox.
+func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase) storeapi.Sandbox {
+	return fsm.NewSandbox(now, base)
+}

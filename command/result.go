@@ -1,4 +1,4 @@
-package fsm
+package command
 
 import (
 	"encoding/binary"
@@ -77,9 +77,12 @@ type Result struct {
 	Suspect []byte
 }
 
+// Known reports whether this build knows code c.
+func (c Code) Known() bool { return c < codeEnd }
+
 // Err returns the error the result carries, or nil.
 func (r *Result) Err() error {
-	if r.Code < codeEnd {
+	if r.Code.Known() {
 		return codeErrs[r.Code]
 	}
 	return fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
@@ -123,7 +126,7 @@ func DecodeResult(b []byte) (*Result, error) {
 	if rd.err != nil {
 		return nil, fmt.Errorf("%w: result: %v", ErrBadCommand, rd.err)
 	}
-	if r.Code >= codeEnd {
+	if !r.Code.Known() {
 		return nil, fmt.Errorf("%w: result code %d", ErrBadCommand, r.Code)
 	}
 	if hasRecord == 1 {

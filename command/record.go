@@ -1,4 +1,4 @@
-package fsm
+package command
 
 import (
 	"encoding/binary"

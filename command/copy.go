@@ -1,4 +1,4 @@
-package fsm
+package command
 
 // Bytes read from bbolt are valid only for the life of the transaction that
 // read them: when the file grows bbolt unmaps and remaps it (touching the old
