@@ -45,10 +45,7 @@ var storeFreeExempt = map[string]string{}
 
 // engineFreeExempt are the storeFree packages that still import fsm, each
 // with what for; as storeFreeExempt, it only shrinks.
-var engineFreeExempt = map[string]string{
-	"api":     "its handlers still name fsm's aliases of package command's names",
-	"gateway": "as api",
-}
+var engineFreeExempt = map[string]string{}
 
 const module = "github.com/idemgate/idemgate"
 

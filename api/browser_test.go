@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/backup"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
@@ -39,12 +39,12 @@ type watchedStore struct {
 
 func (s *watchedStore) count() { s.calls.Add(1) }
 
-func (s *watchedStore) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s *watchedStore) ApplyKV(ctx context.Context, c *command.Command) (*command.Result, error) {
 	s.count()
 	return s.nodeStore.ApplyKV(ctx, c)
 }
 
-func (s *watchedStore) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
+func (s *watchedStore) KV(ctx context.Context, key []byte, local bool) (command.KVEntry, error) {
 	s.count()
 	return s.nodeStore.KV(ctx, key, local)
 }

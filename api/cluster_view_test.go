@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
@@ -91,7 +91,7 @@ func TestClusterViewOneNodes(t *testing.T) {
 			s := ac.c.Store(w % 3)
 			for n := 0; ctx.Err() == nil; n++ {
 				wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-				if _, err := s.ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("v", w, "-", n%100)), Value: []byte("x")})); err == nil {
+				if _, err := s.ApplyKV(wctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("v", w, "-", n%100)), Value: []byte("x")})); err == nil {
 					writes.Add(1)
 				}
 				wcancel()

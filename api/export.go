@@ -17,8 +17,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/tokens"
 )
@@ -157,7 +157,7 @@ func (h *dataHandlers) writeExport(w *bufio.Writer, q exportQuery, conn net.Conn
 	var from []byte
 	for {
 		buf.Reset()
-		next, err := h.store.ScanRecords(q.prefix, from, exportChunk, func(k []byte, r *fsm.Record) error {
+		next, err := h.store.ScanRecords(q.prefix, from, exportChunk, func(k []byte, r *command.Record) error {
 			if r.CreatedAt < q.since || r.CreatedAt >= q.until {
 				return nil
 			}
@@ -181,12 +181,12 @@ func (h *dataHandlers) writeExport(w *bufio.Writer, q exportQuery, conn net.Conn
 }
 
 // exportLine is the record under record key k as the export shows it.
-func (h *dataHandlers) exportLine(k []byte, r *fsm.Record) ExportLine {
+func (h *dataHandlers) exportLine(k []byte, r *command.Record) ExportLine {
 	scope, rest, _ := bytes.Cut(k, []byte{0})
 	tenant, key, _ := bytes.Cut(rest, []byte{0})
 	l := ExportLine{Scope: string(scope), Tenant: string(tenant), Key: string(key), State: r.State.String(),
 		Fingerprint: hex.EncodeToString(r.Fingerprint), CreatedAt: httpx.RFC3339(nsTime(r.CreatedAt))}
-	if r.State == fsm.StateCompleted {
+	if r.State == command.StateCompleted {
 		l.StatusCode, l.CompletedAt = r.Status, httpx.RFC3339(nsTime(r.UpdatedAt))
 		if !r.BodyDropped {
 			for _, ptr := range h.reconcile[l.Scope] {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/memstore"
 )
 
@@ -83,17 +83,17 @@ func TestExportRSSHelperProcess(t *testing.T) {
 	const batch = 5_000
 	for from := 0; from < n; from += batch {
 		to := min(from+batch, n)
-		cmds := make([]*fsm.Command, 0, to-from)
+		cmds := make([]*command.Command, 0, to-from)
 		for i := from; i < to; i++ {
 			fp := sha256.Sum256([]byte(strconv.Itoa(i)))
-			cmds = append(cmds, fsm.RecordBeginCommand(fsm.BeginRequest{Key: fsm.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fingerprint: fp[:], TTL: time.Hour}))
+			cmds = append(cmds, command.RecordBeginCommand(command.BeginRequest{Key: command.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fingerprint: fp[:], TTL: time.Hour}))
 		}
 		res, err := m.ApplyMany(cmds)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for k, i := 0, from; i < to; k, i = k+1, i+1 {
-			cmds[k] = fsm.RecordCompleteCommand(fsm.CompleteRequest{Key: fsm.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fence: res[k].Fence,
+			cmds[k] = command.RecordCompleteCommand(command.CompleteRequest{Key: command.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fence: res[k].Fence,
 				Status: 201, Body: []byte(fmt.Sprintf(`{"charge":"ch_%07d","amount":1000,"currency":"eur","padding":"%0200d"}`, i, 0))})
 		}
 		if _, err := m.ApplyMany(cmds); err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/auth"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testcluster"
 )
@@ -39,15 +39,15 @@ func record(t *testing.T, m *memstore.Store, scope, tenant, key string, status i
 	t.Helper()
 	ctx := context.Background()
 	fp := sha256.Sum256([]byte(scope + tenant + key))
-	rk := fsm.RecordKey(scope, tenant, key)
-	res, err := m.Begin(ctx, fsm.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: time.Hour, Timeout: time.Hour})
-	if err != nil || res.Code != fsm.CodeCreated {
+	rk := command.RecordKey(scope, tenant, key)
+	res, err := m.Begin(ctx, command.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: time.Hour, Timeout: time.Hour})
+	if err != nil || res.Code != command.CodeCreated {
 		t.Fatalf("begin %q: %v %v", rk, res, err)
 	}
 	if status == 0 {
 		return
 	}
-	if err := m.Complete(ctx, fsm.CompleteRequest{Key: rk, Fence: res.Fence, Status: status, Body: []byte(body), BodyDropped: dropped}); err != nil {
+	if err := m.Complete(ctx, command.CompleteRequest{Key: rk, Fence: res.Fence, Status: status, Body: []byte(body), BodyDropped: dropped}); err != nil {
 		t.Fatalf("complete %q: %v", rk, err)
 	}
 }
@@ -225,17 +225,17 @@ func TestRecordsExportBoundedMemory(t *testing.T) {
 	m := memstore.New(t)
 	u := startExportAPI(t, m, map[string][]string{"pay": {"json:/charge"}}, nil)
 	start := time.Now().Add(-time.Second)
-	cmds := make([]*fsm.Command, n)
+	cmds := make([]*command.Command, n)
 	for i := range cmds {
 		fp := sha256.Sum256([]byte{byte(i), byte(i >> 8), byte(i >> 16)})
-		cmds[i] = fsm.RecordBeginCommand(fsm.BeginRequest{Key: fsm.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fingerprint: fp[:], TTL: time.Hour})
+		cmds[i] = command.RecordBeginCommand(command.BeginRequest{Key: command.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fingerprint: fp[:], TTL: time.Hour})
 	}
 	res, err := m.ApplyMany(cmds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range cmds {
-		cmds[i] = fsm.RecordCompleteCommand(fsm.CompleteRequest{Key: fsm.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fence: res[i].Fence,
+		cmds[i] = command.RecordCompleteCommand(command.CompleteRequest{Key: command.RecordKey("pay", "", fmt.Sprintf("key-%07d", i)), Fence: res[i].Fence,
 			Status: 201, Body: []byte(fmt.Sprintf(`{"charge":"ch_%07d","amount":1000,"currency":"eur","padding":"%0200d"}`, i, 0))})
 	}
 	if _, err := m.ApplyMany(cmds); err != nil {
@@ -304,12 +304,12 @@ func TestRecordsExportCluster(t *testing.T) {
 	for i, node := range []int{(leader + 1) % 3, (leader + 2) % 3, leader} {
 		key := fmt.Sprintf("k%d", i)
 		fp := sha256.Sum256([]byte(key))
-		rk := fsm.RecordKey("pay", "", key)
-		res, err := s.Begin(ctx, fsm.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: time.Hour})
+		rk := command.RecordKey("pay", "", key)
+		res, err := s.Begin(ctx, command.BeginRequest{Key: rk, Fingerprint: fp[:], TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Complete(ctx, fsm.CompleteRequest{Key: rk, Fence: res.Fence, Status: 201, Body: []byte(`{"charge":"ch_` + key + `"}`)}); err != nil {
+		if err := s.Complete(ctx, command.CompleteRequest{Key: rk, Fence: res.Fence, Status: 201, Body: []byte(`{"charge":"ch_` + key + `"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		r := do(t, "GET", ac.urls[node]+"/v1/records/export?scope=pay&since="+url.QueryEscape(since)+"&until=2099-01-01T00:00:00Z", "")
@@ -333,9 +333,9 @@ func TestRecordsExportReaderGone(t *testing.T) {
 	m := memstore.New(t)
 	u := startExportAPI(t, m, nil, nil)
 	const n = 20_000
-	cmds := make([]*fsm.Command, n)
+	cmds := make([]*command.Command, n)
 	for i := range cmds {
-		cmds[i] = fsm.RecordBeginCommand(fsm.BeginRequest{Key: fsm.RecordKey("pay", "", fmt.Sprintf("key-%06d-%0100d", i, 0)), Fingerprint: make([]byte, 32), TTL: time.Hour})
+		cmds[i] = command.RecordBeginCommand(command.BeginRequest{Key: command.RecordKey("pay", "", fmt.Sprintf("key-%06d-%0100d", i, 0)), Fingerprint: make([]byte, 32), TTL: time.Hour})
 	}
 	if _, err := m.ApplyMany(cmds); err != nil {
 		t.Fatal(err)

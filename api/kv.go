@@ -12,7 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -46,8 +46,8 @@ func kvPath(ctx *fasthttp.RequestCtx, p []string) bool {
 }
 
 // applyKV proposes a KV command built from a checked request (propose).
-func (h *dataHandlers) applyKV(ctx *fasthttp.RequestCtx, cmd *fsm.Command) (*fsm.Result, bool) {
-	return propose(h.base, ctx, func(c context.Context) (*fsm.Result, error) { return h.store.ApplyKV(c, cmd) }, nil)
+func (h *dataHandlers) applyKV(ctx *fasthttp.RequestCtx, cmd *command.Command) (*command.Result, bool) {
+	return propose(h.base, ctx, func(c context.Context) (*command.Result, error) { return h.store.ApplyKV(c, cmd) }, nil)
 }
 
 func writeValue(ctx *fasthttp.RequestCtx, status int, value []byte, version uint64, expiresAt int64) {
@@ -66,17 +66,17 @@ func (h *dataHandlers) kvGet(ctx *fasthttp.RequestCtx, key string) {
 	local := string(ctx.QueryArgs().Peek("consistency")) == "local"
 	// The store reads a key of any keyspace (the Redis face's SELECT); the
 	// API's are keyspace 0's, stored as named.
-	var e fsm.KVEntry
+	var e command.KVEntry
 	err := storeapi.CheckKVKey([]byte(key))
 	if err == nil {
 		e, err = h.store.KV(c, []byte(key), local)
 	}
 	switch {
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, command.ErrNotFound):
 		httpx.WriteProblem(ctx, httpx.NotFound, "no such key")
 	case err != nil:
 		httpx.WriteError(ctx, err)
-	case e.Kind != fsm.KindString:
+	case e.Kind != command.KindString:
 		httpx.WriteProblem(ctx, httpx.WrongType, msgWrongType)
 	default:
 		writeValue(ctx, fasthttp.StatusOK, e.Value, e.Version, e.ExpiresAt)
@@ -92,17 +92,17 @@ func (h *dataHandlers) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	if !ok {
 		return
 	}
-	mode, version := fsm.SetPlain, uint64(0)
+	mode, version := command.SetPlain, uint64(0)
 	nx, ok := flagParam(ctx, "nx")
 	if !ok {
 		return
 	}
 	if nx {
-		mode = fsm.SetNX
+		mode = command.SetNX
 	}
 	switch inm := ctx.Request.Header.Peek("If-None-Match"); {
 	case string(inm) == "*":
-		mode = fsm.SetNX
+		mode = command.SetNX
 	case len(inm) > 0:
 		// A version here would mean "unless the key is at it", which no
 		// command does: ignoring it would overwrite what the caller meant
@@ -113,41 +113,41 @@ func (h *dataHandlers) kvPut(ctx *fasthttp.RequestCtx, key string) {
 	if v, ok := ifMatch(ctx); !ok {
 		return
 	} else if v != 0 {
-		if mode == fsm.SetNX {
+		if mode == command.SetNX {
 			httpx.WriteProblem(ctx, httpx.BadRequest, "If-Match cannot be combined with nx")
 			return
 		}
-		mode, version = fsm.SetCAS, v
+		mode, version = command.SetCAS, v
 	}
 	// If-Value: the state-transition guard, set only while the key holds
 	// that value (Redis 8.4's SET ... IFEQ, one state machine rule).
 	match := ctx.Request.Header.Peek("If-Value")
 	if match != nil {
-		if mode != fsm.SetPlain {
+		if mode != command.SetPlain {
 			httpx.WriteProblem(ctx, httpx.BadRequest, "If-Value cannot be combined with nx, If-None-Match or If-Match")
 			return
 		}
-		mode, match = fsm.SetIfEq, append([]byte(nil), match...)
+		mode, match = command.SetIfEq, append([]byte(nil), match...)
 	}
 	value := append([]byte(nil), ctx.PostBody()...)
-	res, ok := h.applyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
+	res, ok := h.applyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(key), Value: value, TTL: ttl,
 		Mode: mode, Version: version, Match: match}))
 	if !ok {
 		return
 	}
 	switch res.Code {
-	case fsm.CodeCreated:
+	case command.CodeCreated:
 		status := fasthttp.StatusOK
-		if mode == fsm.SetNX {
+		if mode == command.SetNX {
 			status = fasthttp.StatusCreated
 		}
 		writeValue(ctx, status, nil, res.Version, res.ExpiresAt)
-	case fsm.CodeOK:
+	case command.CodeOK:
 		writeValue(ctx, fasthttp.StatusOK, nil, res.Version, res.ExpiresAt)
-	case fsm.CodeExists:
+	case command.CodeExists:
 		writeValue(ctx, fasthttp.StatusConflict, res.Value, res.Version, res.ExpiresAt) // a list's is none (fsm)
-	case fsm.CodeVersionMismatch:
-		if mode == fsm.SetIfEq {
+	case command.CodeVersionMismatch:
+		if mode == command.SetIfEq {
 			valueMismatch(ctx, res.Version)
 			return
 		}
@@ -198,16 +198,16 @@ func (h *dataHandlers) kvDelete(ctx *fasthttp.RequestCtx, key string) {
 	if !ok {
 		return
 	}
-	res, ok := h.applyKV(ctx, fsm.KVGetDelCommand([]byte(key), version))
+	res, ok := h.applyKV(ctx, command.KVGetDelCommand([]byte(key), version))
 	if !ok {
 		return
 	}
 	switch res.Code {
-	case fsm.CodeOK:
+	case command.CodeOK:
 		writeValue(ctx, fasthttp.StatusOK, res.Value, res.Version, 0)
-	case fsm.CodeNotFound:
+	case command.CodeNotFound:
 		httpx.WriteProblem(ctx, httpx.NotFound, "no such key")
-	case fsm.CodeVersionMismatch:
+	case command.CodeVersionMismatch:
 		versionMismatch(ctx, version, res.Version)
 	default:
 		httpx.WriteError(ctx, res.Err())

@@ -8,7 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 )
 
@@ -53,20 +53,20 @@ func (h *dataHandlers) kvIncr(ctx *fasthttp.RequestCtx, key string) {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("min %d is above max %d", *req.Min, *req.Max))
 		return
 	}
-	res, ok := h.applyKV(ctx, fsm.KVIncrBoundedCommand([]byte(key), by, req.Min, req.Max))
+	res, ok := h.applyKV(ctx, command.KVIncrBoundedCommand([]byte(key), by, req.Min, req.Max))
 	if !ok {
 		return
 	}
 	switch res.Code {
-	case fsm.CodeOK, fsm.CodeCreated:
+	case command.CodeOK, command.CodeCreated:
 		n, _ := strconv.ParseInt(string(res.Value), 10, 64)
 		ctx.Response.Header.Set("ETag", etag(res.Version))
 		httpx.WriteJSON(ctx, fasthttp.StatusOK, incrAnswer{Value: n, Version: res.Version})
-	case fsm.CodeOutOfRange:
+	case command.CodeOutOfRange:
 		httpx.WriteProblem(ctx, httpx.OutOfRange, fmt.Sprintf("the value is %s: adding %d would leave %s; nothing was changed", res.Value, by, bounds(req.Min, req.Max)))
-	case fsm.CodeOverflow:
+	case command.CodeOverflow:
 		httpx.WriteProblem(ctx, httpx.OutOfRange, fmt.Sprintf("adding %d would overflow a 64-bit integer; nothing was changed", by))
-	case fsm.CodeNotInteger:
+	case command.CodeNotInteger:
 		httpx.WriteProblem(ctx, httpx.NotInteger, "the key's value is not a decimal 64-bit integer; nothing was changed")
 	default:
 		httpx.WriteError(ctx, res.Err())

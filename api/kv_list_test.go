@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/memstore"
 )
 
@@ -21,7 +21,7 @@ func TestKVOnAList(t *testing.T) {
 	ac := &apiCluster{}
 	ac.serve(t, m, prometheus.NewRegistry(), nil)
 	u := ac.urls[0]
-	if _, err := m.Apply(context.Background(), fsm.ListPushCommand([]byte("queue"), [][]byte{[]byte("job-1")}, true, false)); err != nil {
+	if _, err := m.Apply(context.Background(), command.ListPushCommand([]byte("queue"), [][]byte{[]byte("job-1")}, true, false)); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range []struct {

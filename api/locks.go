@@ -14,7 +14,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/locks"
 )
@@ -152,7 +152,7 @@ func (h *lockHandlers) lockGet(ctx *fasthttp.RequestCtx, name string) {
 	c, cancel := h.opCtx()
 	defer cancel()
 	l, err := h.locks.Get(c, name)
-	if errors.Is(err, fsm.ErrNotFound) {
+	if errors.Is(err, command.ErrNotFound) {
 		httpx.WriteProblem(ctx, httpx.NotFound, "the lock is free (never taken, released, or its lease ran out with nobody waiting)")
 		return
 	}

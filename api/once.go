@@ -15,7 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/tokens"
@@ -114,10 +114,10 @@ func (h *onceHandlers) onceBegin(ctx *fasthttp.RequestCtx, scope, key string) {
 	}, writeBeginError)
 	switch {
 	case !ok:
-	case out.State == fsm.ClaimBegun:
+	case out.State == command.ClaimBegun:
 		httpx.WriteJSON(ctx, fasthttp.StatusCreated, beginAnswer{State: "begun", Fence: out.Fence,
 			LeaseExpiresAt: httpx.RFC3339(out.LeaseEnd), TakenOver: out.TakenOver})
-	case out.State == fsm.ClaimCompleted:
+	case out.State == command.ClaimCompleted:
 		httpx.WriteJSON(ctx, fasthttp.StatusOK, beginAnswer{State: "completed", Fence: out.Fence, Result: nonNil(out.Result)})
 	default:
 		httpx.WriteProblem(ctx, httpx.InProgress, fmt.Sprintf("fence %d holds the claim; its lease expires at %s", out.Fence, httpx.RFC3339(out.LeaseEnd)))
@@ -202,7 +202,7 @@ func (h *onceHandlers) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {
 	c, cancel := h.opCtx()
 	defer cancel()
 	cl, err := h.once.Get(c, scope, key)
-	if errors.Is(err, fsm.ErrNotFound) {
+	if errors.Is(err, command.ErrNotFound) {
 		httpx.WriteProblem(ctx, httpx.NotFound, "no claim for this scope and key (never begun, released, or past its retention)")
 		return
 	}
@@ -213,7 +213,7 @@ func (h *onceHandlers) onceGet(ctx *fasthttp.RequestCtx, scope, key string) {
 	ans := claimAnswer{Scope: scope, Key: key, State: cl.State.String(), Fence: cl.Fence,
 		CreatedAt: httpx.RFC3339(nsTime(cl.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(cl.UpdatedAt)),
 		ExpiresAt: httpx.RFC3339(nsTime(cl.ExpiresAt))}
-	if cl.State == fsm.ClaimBegun {
+	if cl.State == command.ClaimBegun {
 		ans.LeaseExpiresAt = httpx.RFC3339(nsTime(cl.LeaseEnd))
 	} else {
 		ans.Result = nonNil(cl.Result)

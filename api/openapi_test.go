@@ -16,7 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/auth"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 )
@@ -417,12 +417,12 @@ func TestAPIRecords(t *testing.T) {
 	u := ac.urls[0]
 	ctx := t.Context()
 	key := []byte("pay\x00acme\x00order-7")
-	res, err := m.Apply(ctx, fsm.RecordBeginCommand(fsm.BeginRequest{Key: key, Fingerprint: []byte{0xfe, 0xed}, TTL: time.Hour}))
-	if err != nil || res.Code != fsm.CodeCreated {
+	res, err := m.Apply(ctx, command.RecordBeginCommand(command.BeginRequest{Key: key, Fingerprint: []byte{0xfe, 0xed}, TTL: time.Hour}))
+	if err != nil || res.Code != command.CodeCreated {
 		t.Fatalf("begin: %v %+v", err, res)
 	}
-	res, err = m.Apply(ctx, fsm.RecordCompleteCommand(fsm.CompleteRequest{Key: key, Fence: res.Fence, Status: 201, Body: []byte(`{"charge":"ch_1"}`)}))
-	if err != nil || res.Code != fsm.CodeOK {
+	res, err = m.Apply(ctx, command.RecordCompleteCommand(command.CompleteRequest{Key: key, Fence: res.Fence, Status: 201, Body: []byte(`{"charge":"ch_1"}`)}))
+	if err != nil || res.Code != command.CodeOK {
 		t.Fatalf("complete: %v %+v", err, res)
 	}
 	for _, tc := range []struct {

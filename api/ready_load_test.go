@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/idemgate/idemgate/internal/testcluster"
 	"os"
 	"slices"
 	"sync"
@@ -12,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/internal/testcluster"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -139,7 +140,7 @@ func TestReadyUnderLoad(t *testing.T) {
 				case <-tokens:
 				}
 				wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_, err := s.ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("load-%d-%d", w, n%500)), Value: []byte("v")}))
+				_, err := s.ApplyKV(wctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("load-%d-%d", w, n%500)), Value: []byte("v")}))
 				wcancel()
 				if err != nil {
 					failed.Add(1)

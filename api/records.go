@@ -11,7 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 )
 
@@ -56,7 +56,7 @@ func recordPath(ctx *fasthttp.RequestCtx, p []string) bool {
 // recordKey is the record recordPath read, and its tenant.
 func recordKey(ctx *fasthttp.RequestCtx, scope, key string) (rk []byte, tenant string) {
 	tenant = string(ctx.QueryArgs().Peek("tenant"))
-	return fsm.RecordKey(scope, tenant, key), tenant
+	return command.RecordKey(scope, tenant, key), tenant
 }
 
 func (h *dataHandlers) recordGet(ctx *fasthttp.RequestCtx, scope, key string) {
@@ -72,7 +72,7 @@ func (h *dataHandlers) recordGet(ctx *fasthttp.RequestCtx, scope, key string) {
 		Fingerprint: hex.EncodeToString(rec.Fingerprint), Fence: rec.Fence,
 		CreatedAt: httpx.RFC3339(nsTime(rec.CreatedAt)), UpdatedAt: httpx.RFC3339(nsTime(rec.UpdatedAt)),
 		ExpiresAt: httpx.RFC3339(nsTime(rec.ExpiresAt)), Deadline: httpx.RFC3339(nsTime(rec.Deadline)),
-		StatusCode: rec.Status, BodyStored: rec.State == fsm.StateCompleted && !rec.BodyDropped,
+		StatusCode: rec.Status, BodyStored: rec.State == command.StateCompleted && !rec.BodyDropped,
 		BodyBytes: len(rec.Body), Damaged: rec.Verify() != nil,
 	})
 }
@@ -81,7 +81,7 @@ func (h *dataHandlers) recordGet(ctx *fasthttp.RequestCtx, scope, key string) {
 // there is none; false when err is nil.
 func recordFailed(ctx *fasthttp.RequestCtx, err error) bool {
 	switch {
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, command.ErrNotFound):
 		httpx.WriteProblem(ctx, httpx.NotFound, "no such record")
 	case err != nil:
 		httpx.WriteError(ctx, err)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/locks"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/tokens"
@@ -28,7 +28,7 @@ type OnceService interface {
 	Renew(ctx context.Context, scope, key string, fence uint64, lease time.Duration) (time.Time, error)
 	Complete(ctx context.Context, scope, key string, fence uint64, result []byte) error
 	Release(ctx context.Context, scope, key string, fence uint64) error
-	Get(ctx context.Context, scope, key string) (*fsm.Claim, error)
+	Get(ctx context.Context, scope, key string) (*command.Claim, error)
 }
 
 // LockService runs fair locks (package locks).
@@ -36,7 +36,7 @@ type LockService interface {
 	Acquire(ctx context.Context, name string, ttl, wait time.Duration) (locks.Held, error)
 	Renew(ctx context.Context, name string, fence uint64, ttl time.Duration) (time.Time, error)
 	Release(ctx context.Context, name string, fence uint64) error
-	Get(ctx context.Context, name string) (*fsm.Lock, error)
+	Get(ctx context.Context, name string) (*command.Lock, error)
 }
 
 var (

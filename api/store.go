@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/idemgate/idemgate/backup"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -23,22 +23,22 @@ import (
 // the gateway's records, suspected duplicates and stuck work.
 type Data interface {
 	// KV reads one key of the KV keyspace.
-	KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	KV(ctx context.Context, key []byte, local bool) (command.KVEntry, error)
 	// ApplyKV applies a KV command built by fsm's constructors; refusals are in the result's Code.
-	ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
+	ApplyKV(ctx context.Context, c *command.Command) (*command.Result, error)
 	// Record reads an idempotency record (GET /v1/records/KEY).
-	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
+	Record(ctx context.Context, key []byte, local bool) (*command.Record, error)
 	// Release frees a record's key when its fence still holds it (DELETE /v1/records/KEY).
 	Release(ctx context.Context, key []byte, fence uint64) error
 	// ScanRecords visits this node's records under prefix, a chunk of at
 	// most max from the key from on, and says where the next starts
 	// (fsm.FSM.ScanRecords; GET /v1/records/export).
-	ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error)
+	ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *command.Record) error) ([]byte, error)
 	// Suspects lists up to limit suspected duplicates, newest first.
-	Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error)
+	Suspects(ctx context.Context, limit int, local bool) ([]command.Suspect, error)
 	// Stuck lists a page of the records and once claims whose holder's
 	// deadline passed, and the cursor of the next (nil when none).
-	Stuck(ctx context.Context, after []byte, limit int, local bool) ([]fsm.Stuck, []byte, error)
+	Stuck(ctx context.Context, after []byte, limit int, local bool) ([]command.Stuck, []byte, error)
 	// Barrier waits until this node has applied everything committed before the call.
 	Barrier(ctx context.Context) error
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/bench"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 )
@@ -35,7 +35,7 @@ func BenchmarkClusterSETNX(b *testing.B) {
 		ac := startAPIClusterWith(b, 3, func(c *raftstore.Config) { c.MaxBatchCommands = batch }, nil)
 		leader := ac.c.WaitLeader(5 * time.Second)
 		r := ac.c.Stores[leader].Raft()
-		noop := fsm.NoopCommand(make([]byte, 64)).Encode(nil)
+		noop := command.NoopCommand(make([]byte, 64)).Encode(nil)
 		for i := 0; i < 500; i++ { // warm the engine: the baseline runs first
 			r.Apply(append([]byte(nil), noop...), 0).Error()
 		}
@@ -56,8 +56,8 @@ func BenchmarkClusterSETNX(b *testing.B) {
 			}},
 			{"store-setnx", func(client int) error {
 				k := fmt.Sprintf("s-%d", seq.Add(1))
-				res, err := ac.c.Stores[client%3].ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte("v"), Mode: fsm.SetNX}))
-				if err == nil && res.Code != fsm.CodeCreated {
+				res, err := ac.c.Stores[client%3].ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte(k), Value: []byte("v"), Mode: command.SetNX}))
+				if err == nil && res.Code != command.CodeCreated {
 					err = fmt.Errorf("SETNX %s: %v", k, res.Err())
 				}
 				return err

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -45,13 +45,13 @@ func TestStuckWork(t *testing.T) {
 	ctx := context.Background()
 	// Three records whose gateway owner never completed (a crashed node).
 	for i := 0; i < 3; i++ {
-		rk := fsm.RecordKey("pay", fmt.Sprintf("u%d", i), fmt.Sprintf("order-%d", i))
-		if res, err := leader.Begin(ctx, fsm.BeginRequest{Key: rk, Fingerprint: make([]byte, 32), TTL: time.Hour, Timeout: 200 * time.Millisecond}); err != nil || res.Code != fsm.CodeCreated {
+		rk := command.RecordKey("pay", fmt.Sprintf("u%d", i), fmt.Sprintf("order-%d", i))
+		if res, err := leader.Begin(ctx, command.BeginRequest{Key: rk, Fingerprint: make([]byte, 32), TTL: time.Hour, Timeout: 200 * time.Millisecond}); err != nil || res.Code != command.CodeCreated {
 			t.Fatalf("begin record %d: %+v %v", i, res, err)
 		}
 	}
 	// One that is still within its deadline, and one completed: never stuck.
-	if res, err := leader.Begin(ctx, fsm.BeginRequest{Key: fsm.RecordKey("pay", "", "live"), Fingerprint: make([]byte, 32), TTL: time.Hour, Timeout: time.Hour}); err != nil || res.Code != fsm.CodeCreated {
+	if res, err := leader.Begin(ctx, command.BeginRequest{Key: command.RecordKey("pay", "", "live"), Fingerprint: make([]byte, 32), TTL: time.Hour, Timeout: time.Hour}); err != nil || res.Code != command.CodeCreated {
 		t.Fatalf("begin live record: %+v %v", res, err)
 	}
 	// Two claims whose holders stopped, one that completes.

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 var errStale = errors.New("the fence no longer holds it")
 
 // refusal refuses on CodeFenceMismatch, saying why when the result names
 // another fence.
-func refusal(c *fsm.Command, res *fsm.Result) (string, bool) {
+func refusal(c *command.Command, res *command.Result) (string, bool) {
 	switch {
-	case res.Code != fsm.CodeFenceMismatch:
+	case res.Code != command.CodeFenceMismatch:
 		return "", false
 	case res.Fence != 0 && res.Fence != c.Fence:
 		return "another holds it", true
@@ -30,25 +30,25 @@ func TestApply(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		fence    uint64
-		res      *fsm.Result
+		res      *command.Result
 		err      error
 		proposed bool // apply was called
 		want     string
 		is       error
 	}{
-		{"taken", 7, &fsm.Result{Code: fsm.CodeOK, ExpiresAt: 42}, nil, true, "", nil},
-		{"fence 0", 0, &fsm.Result{Code: fsm.CodeOK}, nil, false, "the fence no longer holds it: fence 0 was never handed out", errStale},
-		{"refused, why", 7, &fsm.Result{Code: fsm.CodeFenceMismatch, Fence: 9}, nil, true, "the fence no longer holds it: another holds it", errStale},
-		{"refused, no why", 7, &fsm.Result{Code: fsm.CodeFenceMismatch}, nil, true, "the fence no longer holds it", errStale},
-		{"another answer", 7, &fsm.Result{Code: fsm.CodeNotFound}, nil, true, fsm.ErrNotFound.Error(), fsm.ErrNotFound},
+		{"taken", 7, &command.Result{Code: command.CodeOK, ExpiresAt: 42}, nil, true, "", nil},
+		{"fence 0", 0, &command.Result{Code: command.CodeOK}, nil, false, "the fence no longer holds it: fence 0 was never handed out", errStale},
+		{"refused, why", 7, &command.Result{Code: command.CodeFenceMismatch, Fence: 9}, nil, true, "the fence no longer holds it: another holds it", errStale},
+		{"refused, no why", 7, &command.Result{Code: command.CodeFenceMismatch}, nil, true, "the fence no longer holds it", errStale},
+		{"another answer", 7, &command.Result{Code: command.CodeNotFound}, nil, true, command.ErrNotFound.Error(), command.ErrNotFound},
 		{"the store failed", 7, nil, errDown, true, "no leader", errDown},
 	} {
 		proposed := false
-		apply := func(_ context.Context, c *fsm.Command) (*fsm.Result, error) {
+		apply := func(_ context.Context, c *command.Command) (*command.Result, error) {
 			proposed = true
 			return tc.res, tc.err
 		}
-		res, err := Apply(context.Background(), &fsm.Command{Fence: tc.fence}, apply, errStale, refusal)
+		res, err := Apply(context.Background(), &command.Command{Fence: tc.fence}, apply, errStale, refusal)
 		if proposed != tc.proposed {
 			t.Errorf("%s: proposed %v, want %v", tc.name, proposed, tc.proposed)
 		}

@@ -25,13 +25,6 @@ import (
 // completed, released, taken over or removed, and the claim likewise.
 var bucketLapses = []byte("lapses")
 
-// Stuck is one record or claim whose holder's deadline passed.
-type Stuck struct {
-	Kind ttl.Kind // ttl.KindRecord or ttl.KindOnce
-	Key  []byte   // its key in its keyspace (RecordKey, OnceKey)
-	At   int64    // its deadline, unix nanoseconds
-}
-
 // lapseKey is the index key of (kind, key) lapsing at at.
 func lapseKey(kind ttl.Kind, key []byte, at int64) []byte {
 	k := binary.BigEndian.AppendUint64(make([]byte, 0, 9+len(key)), uint64(at))
@@ -85,9 +78,6 @@ func claimLapse(c *Claim) int64 {
 	return c.LeaseEnd
 }
 
-// MaxStuckPage bounds one page of Stuck.
-const MaxStuckPage = 1000
-
 // Stuck lists, earliest deadline first, up to limit (at most MaxStuckPage)
 // records and claims whose deadline passed by now (the state machine's
 // clock, or now when it is later), from the index key after on (nil: the
@@ -109,7 +99,7 @@ func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []Stuck, next [
 		}
 		for ; k != nil && len(k) >= 9 && int64(getUint64(k[:8])) <= at; k, _ = c.Next() {
 			if len(out) == limit {
-				next = clone(out[len(out)-1].indexKey())
+				next = clone(stuckIndexKey(out[len(out)-1]))
 				return nil
 			}
 			out = append(out, Stuck{Kind: ttl.Kind(k[8]), Key: clone(k[9:]), At: int64(getUint64(k[:8]))})
@@ -119,8 +109,8 @@ func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []Stuck, next [
 	return out, next, err
 }
 
-// indexKey is s's key in the index: the cursor after it.
-func (s Stuck) indexKey() []byte { return lapseKey(s.Kind, s.Key, s.At) }
+// stuckIndexKey is s's key in the index: the cursor after it.
+func stuckIndexKey(s Stuck) []byte { return lapseKey(s.Kind, s.Key, s.At) }
 
 // CountStuck counts the records and the claims whose deadline passed by
 // now, visiting at most limit index entries: bounded work for a gauge,

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"encoding/binary"
-	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,88 +28,6 @@ import (
 //
 // A lock is stored only while held: a name's queue is non-empty only
 // behind a holder.
-
-// Lock is a held lock. Times are unix nanoseconds of the state machine's
-// clock.
-type Lock struct {
-	Fence      uint64
-	Owner      []byte // the holder's owner token (LockOwnerLen bytes)
-	AcquiredAt int64
-	LeaseEnd   int64
-	Waiters    uint64 // waiters queued behind the holder
-}
-
-// LockWaiter is one queued acquire.
-type LockWaiter struct {
-	Owner   []byte
-	TTL     int64 // the lease it asked for, from its grant
-	WaitEnd int64 // it gave up then: never granted after
-}
-
-// LockGrant tells the node where a waiter waits that the lock is its own.
-type LockGrant struct {
-	Name     []byte
-	Owner    []byte
-	Fence    uint64
-	LeaseEnd int64
-}
-
-const lockVersion = 1
-
-// Encode appends the lock's encoding to dst.
-func (l *Lock) Encode(dst []byte) []byte {
-	dst = append(dst, lockVersion)
-	dst = binary.AppendUvarint(dst, l.Fence)
-	dst = appendBytes(dst, l.Owner)
-	dst = binary.AppendVarint(dst, l.AcquiredAt)
-	dst = binary.AppendVarint(dst, l.LeaseEnd)
-	return binary.AppendUvarint(dst, l.Waiters)
-}
-
-// DecodeLock parses an encoded lock; its slices are its own.
-func DecodeLock(b []byte) (*Lock, error) {
-	rd := reader{b: b}
-	if v := rd.byte(); v != lockVersion && rd.err == nil {
-		return nil, fmt.Errorf("%w: lock version %d", ErrBadCommand, v)
-	}
-	l := &Lock{Fence: rd.uvarint(), Owner: clone(rd.bytes())}
-	l.AcquiredAt = rd.varint()
-	l.LeaseEnd = rd.varint()
-	l.Waiters = rd.uvarint()
-	switch {
-	case rd.err != nil:
-		return nil, fmt.Errorf("%w: lock: %v", ErrBadCommand, rd.err)
-	case len(rd.b) != 0:
-		return nil, fmt.Errorf("%w: lock: trailing bytes", ErrBadCommand)
-	}
-	return l, nil
-}
-
-// Encode appends the waiter's encoding to dst.
-func (w *LockWaiter) Encode(dst []byte) []byte {
-	dst = append(dst, lockVersion)
-	dst = appendBytes(dst, w.Owner)
-	dst = binary.AppendVarint(dst, w.TTL)
-	return binary.AppendVarint(dst, w.WaitEnd)
-}
-
-// DecodeLockWaiter parses an encoded waiter; its slices are its own.
-func DecodeLockWaiter(b []byte) (*LockWaiter, error) {
-	rd := reader{b: b}
-	if v := rd.byte(); v != lockVersion && rd.err == nil {
-		return nil, fmt.Errorf("%w: lock waiter version %d", ErrBadCommand, v)
-	}
-	w := &LockWaiter{Owner: clone(rd.bytes())}
-	w.TTL = rd.varint()
-	w.WaitEnd = rd.varint()
-	switch {
-	case rd.err != nil:
-		return nil, fmt.Errorf("%w: lock waiter: %v", ErrBadCommand, rd.err)
-	case len(rd.b) != 0:
-		return nil, fmt.Errorf("%w: lock waiter: trailing bytes", ErrBadCommand)
-	}
-	return w, nil
-}
 
 // lockQueueKey is a waiter's key in the queue bucket: the name, NUL, the
 // ticket big-endian, so that a name's waiters sort by ticket. Names hold

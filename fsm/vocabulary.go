@@ -7,6 +7,10 @@ import "github.com/idemgate/idemgate/command"
 // gave them before it moved, so callers change their imports in their own
 // time.
 type (
+	Lock            = command.Lock
+	LockWaiter      = command.LockWaiter
+	LockGrant       = command.LockGrant
+	Stuck           = command.Stuck
 	BeginRequest    = command.BeginRequest
 	Claim           = command.Claim
 	ClaimState      = command.ClaimState
@@ -34,6 +38,7 @@ type (
 )
 
 const (
+	MaxStuckPage        = command.MaxStuckPage
 	ClaimBegun          = command.ClaimBegun
 	ClaimCompleted      = command.ClaimCompleted
 	CodeBadCommand      = command.CodeBadCommand
@@ -144,6 +149,8 @@ const (
 )
 
 var (
+	DecodeLock            = command.DecodeLock
+	DecodeLockWaiter      = command.DecodeLockWaiter
 	ErrBadCommand         = command.ErrBadCommand
 	ErrConflict           = command.ErrConflict
 	ErrDamaged            = command.ErrDamaged

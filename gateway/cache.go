@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // replayCache keeps completed records in memory so hot keys replay without
@@ -23,7 +23,7 @@ type replayCache struct {
 type cached struct {
 	fingerprint [32]byte
 	status      int
-	headers     []fsm.Header
+	headers     []command.Header
 	body        []byte
 	bodyDropped bool
 	damaged     bool   // the stored response failed its checksum: never replayed
@@ -39,7 +39,7 @@ func newReplayCache(maxBytes int) *replayCache {
 // newCached prepares a completed record for replay. Its checksum is
 // verified here, once per record as it enters the cache, and not at each
 // replay: replays allocate nothing and hash nothing.
-func newCached(rec *fsm.Record) *cached {
+func newCached(rec *command.Record) *cached {
 	c := &cached{status: rec.Status, headers: rec.Headers, body: rec.Body,
 		bodyDropped: rec.BodyDropped, expiresAt: rec.ExpiresAt, expiresHdr: expiresHeader(rec.ExpiresAt)}
 	c.damaged = rec.Verify() != nil

@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestDamagedStoredResponseIsNotReplayed: a stored response whose bytes
@@ -35,10 +35,10 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 			return stored
 		}},
 		{"header-byte-flipped", func(t *testing.T, stored, _ []byte) []byte {
-			return reencode(t, stored, func(r *fsm.Record) { r.Headers[0].Value[0] ^= 0x01 })
+			return reencode(t, stored, func(r *command.Record) { r.Headers[0].Value[0] ^= 0x01 })
 		}},
 		{"status-changed", func(t *testing.T, stored, _ []byte) []byte {
-			return reencode(t, stored, func(r *fsm.Record) { r.Status = 200 })
+			return reencode(t, stored, func(r *command.Record) { r.Status = 200 })
 		}},
 	}
 	first := map[string]reply{}
@@ -63,7 +63,7 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 			if tt.harm == nil {
 				continue
 			}
-			rk := fsm.RecordKey("pay", "u1", tt.key)
+			rk := command.RecordKey("pay", "u1", tt.key)
 			v := records.Get(rk)
 			if v == nil {
 				t.Fatalf("%s: no stored record", tt.key)
@@ -118,9 +118,9 @@ func TestDamagedStoredResponseIsNotReplayed(t *testing.T) {
 
 // reencode decodes a stored record, changes it and encodes it again with
 // the checksum it had: what a damaged page that still decodes looks like.
-func reencode(t *testing.T, stored []byte, change func(*fsm.Record)) []byte {
+func reencode(t *testing.T, stored []byte, change func(*command.Record)) []byte {
 	t.Helper()
-	r, err := fsm.DecodeRecord(stored)
+	r, err := command.DecodeRecord(stored)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -243,11 +243,11 @@ func dropTrailers(h *fasthttp.RequestHeader) {
 	for _, n := range names {
 		gone = append(gone, bytes.Clone(n))
 	}
-	var kept []fsm.Header
+	var kept []command.Header
 	for name, value := range h.All() {
 		for _, n := range gone {
 			if bytes.Equal(name, n) {
-				kept = append(kept, fsm.Header{Name: bytes.Clone(name), Value: bytes.Clone(value)})
+				kept = append(kept, command.Header{Name: bytes.Clone(name), Value: bytes.Clone(value)})
 				break
 			}
 		}

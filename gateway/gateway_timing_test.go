@@ -11,7 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -95,7 +95,7 @@ func BenchmarkGateway(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	noop := fsm.NoopCommand(make([]byte, 64)).Encode(nil)
+	noop := command.NoopCommand(make([]byte, 64)).Encode(nil)
 	r := gc.c.Stores[leader].Raft()
 	for i := 0; i < 500; i++ { // warm the engine before the baseline
 		r.Apply(append([]byte(nil), noop...), 0).Error()

@@ -2,13 +2,14 @@ package gateway
 
 import (
 	"context"
-	"github.com/idemgate/idemgate/internal/testcluster"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/testcluster"
 
 	"github.com/prometheus/client_golang/prometheus"
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/config"
-	"github.com/idemgate/idemgate/fsm"
 )
 
 // hopByHop are the headers that concern one connection only (RFC 9110
@@ -33,7 +33,7 @@ func isHopByHop(name []byte) bool {
 // no hop-by-hop headers, none named in Connection, no Set-Cookie or Date
 // unless allowed, none the route drops, and never a value with CR, LF or
 // NUL (refused: a stored header is written to every later client).
-func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out []fsm.Header, refused int) {
+func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out []command.Header, refused int) {
 	named := connectionNamed(h)
 	for name, value := range h.All() {
 		lower := strings.ToLower(string(name))
@@ -48,7 +48,7 @@ func storedHeaders(h *fasthttp.ResponseHeader, allow, drop map[string]bool) (out
 			refused++
 			continue
 		}
-		out = append(out, fsm.Header{Name: append([]byte(nil), name...), Value: append([]byte(nil), value...)})
+		out = append(out, command.Header{Name: append([]byte(nil), name...), Value: append([]byte(nil), value...)})
 	}
 	return out, refused
 }

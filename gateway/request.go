@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
@@ -80,9 +80,9 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	// its own here, so the replay above stays on the stack buffers.
 	q.rk = bytes.Clone(rk)
 	if g.cfg.SuspectWindow > 0 {
-		q.digestKey = fsm.DigestKey(q.r.scope, string(tenant), q.digest[:])
+		q.digestKey = command.DigestKey(q.r.scope, string(tenant), q.digest[:])
 	}
-	if rec, err := g.store.Record(context.Background(), q.rk, true); err == nil && rec.State == fsm.StateCompleted {
+	if rec, err := g.store.Record(context.Background(), q.rk, true); err == nil && rec.State == command.StateCompleted {
 		q.answerCompleted(q.cacheRecord(rec))
 		return false
 	}
@@ -139,9 +139,9 @@ func (q *request) read(t routed, tbuf, kbuf []byte) (tenant, rk []byte, ok bool)
 		rm.done(outBadRequest, q.start)
 		return nil, nil, false
 	}
-	if rk = fsm.AppendRecordKey(kbuf, r.scope, tenant, key); len(rk) > fsm.MaxStoredKeyLen {
+	if rk = command.AppendRecordKey(kbuf, r.scope, tenant, key); len(rk) > command.MaxStoredKeyLen {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf(
-			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), fsm.MaxStoredKeyLen))
+			"the tenant (%d bytes) and the idempotency key together are over the limit (%d bytes with the route's scope)", len(tenant), command.MaxStoredKeyLen))
 		rm.done(outBadRequest, q.start)
 		return nil, nil, false
 	}
@@ -230,7 +230,7 @@ func (q *request) spendToken() bool {
 func (q *request) begin() {
 	g, r, rm := q.g, q.r, q.rm
 	deadline := q.start.Add(r.waitTimeout)
-	req := fsm.BeginRequest{Key: q.rk, Fingerprint: bytes.Clone(q.fp[:]), TTL: r.ttl, Timeout: r.processingTimeout,
+	req := command.BeginRequest{Key: q.rk, Fingerprint: bytes.Clone(q.fp[:]), TTL: r.ttl, Timeout: r.processingTimeout,
 		ReleaseUnknown: r.releaseUnknown}
 	if q.digestKey != nil {
 		req.DigestKey = q.digestKey
@@ -247,14 +247,14 @@ func (q *request) begin() {
 			return
 		}
 		switch res.Code {
-		case fsm.CodeSuspect:
+		case command.CodeSuspect:
 			rm.suspected.Inc()
 			g.logger.Warn("suspected duplicate refused", "route", r.name, "key", string(q.key), "earlier", string(recordKeyPart(res.Suspect)))
 			httpx.WriteProblem(q.ctx, httpx.SuspectedDuplicate,
 				"a request with the same body was made under another idempotency key moments ago")
 			rm.done(outSuspected, q.start)
 			return
-		case fsm.CodeCreated:
+		case command.CodeCreated:
 			if res.Suspect != nil {
 				rm.suspected.Inc()
 				g.logger.Warn("suspected duplicate", "route", r.name, "key", string(q.key), "earlier", string(recordKeyPart(res.Suspect)))
@@ -264,7 +264,7 @@ func (q *request) begin() {
 			return
 		}
 		rec := res.Record
-		if rec.State != fsm.StateInFlight || !r.wait || !bytes.Equal(rec.Fingerprint, q.fp[:]) {
+		if rec.State != command.StateInFlight || !r.wait || !bytes.Equal(rec.Fingerprint, q.fp[:]) {
 			q.answerExisting(rec)
 			return
 		}
@@ -285,16 +285,16 @@ func (q *request) begin() {
 
 // waitLocal waits on this node until the request's record leaves the
 // in-flight state (returned), disappears (released), or deadline passes.
-func (q *request) waitLocal(deadline time.Time) (rec *fsm.Record, released bool) {
+func (q *request) waitLocal(deadline time.Time) (rec *command.Record, released bool) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	for {
 		changed := q.g.store.Changed()
 		r, err := q.g.store.Record(context.Background(), q.rk, true)
 		switch {
-		case errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, command.ErrNotFound):
 			return nil, true
-		case err == nil && r.State != fsm.StateInFlight:
+		case err == nil && r.State != command.StateInFlight:
 			return r, false
 		}
 		select {
@@ -306,7 +306,7 @@ func (q *request) waitLocal(deadline time.Time) (rec *fsm.Record, released bool)
 }
 
 // answerExisting answers from a record someone else owns or owned.
-func (q *request) answerExisting(rec *fsm.Record) {
+func (q *request) answerExisting(rec *command.Record) {
 	rm := q.rm
 	if !bytes.Equal(rec.Fingerprint, q.fp[:]) {
 		q.answerKeyProblem(httpx.KeyReuse,
@@ -315,9 +315,9 @@ func (q *request) answerExisting(rec *fsm.Record) {
 		return
 	}
 	switch rec.State {
-	case fsm.StateCompleted:
+	case command.StateCompleted:
 		q.answerCompleted(q.cacheRecord(rec))
-	case fsm.StateInFlight:
+	case command.StateInFlight:
 		q.answerKeyProblem(httpx.InProgress, "a request with this key is still being processed; retry later", rec.ExpiresAt)
 		rm.done(outInProgress, q.start)
 	default:
@@ -329,7 +329,7 @@ func (q *request) answerExisting(rec *fsm.Record) {
 
 // cacheRecord caches a completed record read from the store, and says so
 // in the log when its stored response failed its checksum.
-func (q *request) cacheRecord(rec *fsm.Record) *cached {
+func (q *request) cacheRecord(rec *command.Record) *cached {
 	e := newCached(rec)
 	if e.damaged {
 		q.g.logger.Error("stored response is damaged on this node (checksum mismatch): answering 409 replay-unavailable, not replaying it",
@@ -435,7 +435,7 @@ func (q *request) complete() {
 	}
 	body := resp.Body()
 	dropped := len(body) > r.maxStoredBody
-	cr := fsm.CompleteRequest{Key: q.rk, Fence: q.fence, Status: status, Headers: headers, BodyDropped: dropped}
+	cr := command.CompleteRequest{Key: q.rk, Fence: q.fence, Status: status, Headers: headers, BodyDropped: dropped}
 	if !dropped {
 		cr.Body = body
 	}
@@ -445,7 +445,7 @@ func (q *request) complete() {
 	if err == nil {
 		// The record as it is now stored, cached through the one
 		// constructor, which also sizes it for the cache's bound.
-		stored := &fsm.Record{State: fsm.StateCompleted, Fingerprint: bytes.Clone(q.fp[:]), Status: status,
+		stored := &command.Record{State: command.StateCompleted, Fingerprint: bytes.Clone(q.fp[:]), Status: status,
 			Headers: headers, BodyDropped: dropped, ExpiresAt: q.expiresAt}
 		if !dropped {
 			stored.Body = append([]byte(nil), body...)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -20,13 +20,13 @@ import (
 // through Tokens, not through this interface.
 type Store interface {
 	// Begin claims a key for a request, or answers with what holds it (a stored response, a request in progress).
-	Begin(ctx context.Context, r fsm.BeginRequest) (*fsm.Result, error)
+	Begin(ctx context.Context, r command.BeginRequest) (*command.Result, error)
 	// Complete stores the response of the request that holds the key under its fence.
-	Complete(ctx context.Context, r fsm.CompleteRequest) error
+	Complete(ctx context.Context, r command.CompleteRequest) error
 	// Release frees a key whose request did not complete, when its fence still holds it.
 	Release(ctx context.Context, key []byte, fence uint64) error
 	// Record reads a key's record; local reads this node's applied state as it is.
-	Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error)
+	Record(ctx context.Context, key []byte, local bool) (*command.Record, error)
 	// Changed returns a channel closed at the next applied change; a waiter re-reads local state when it fires.
 	Changed() <-chan struct{}
 	// OnRecordsRemoved registers fn, told after each applied change the keys of the records it removed.

@@ -1,7 +1,7 @@
 // Package locks runs fair locks with fencing for the faces (the HTTP API,
 // the Redis protocol): acquire with a lease and an optional wait, renew,
 // release by fence. The state machine holds each lock and its FIFO queue
-// (fsm.Lock) and grants a freed lock to the queue's head in the apply that
+// (command.Lock) and grants a freed lock to the queue's head in the apply that
 // freed it; this package keeps, per node, the requests that wait here, and
 // wakes each from this node's own apply of its grant (Store.OnLockGrants):
 // nobody polls. A request that gives up leaves the queue by a log entry.
@@ -17,8 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fence"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -30,9 +30,9 @@ var (
 	// lease ran out, or it never did).
 	ErrStaleFence = errors.New("the fence no longer holds the lock")
 	// ErrQueueFull: too many requests wait for the lock already
-	// (fsm.MaxLockWaiters in the cluster, Config.MaxWaiters on this node).
-	ErrQueueFull = fsm.ErrQueueFull
-	// ErrBadName: a name fsm.CheckLockName refuses.
+	// (command.MaxLockWaiters in the cluster, Config.MaxWaiters on this node).
+	ErrQueueFull = command.ErrQueueFull
+	// ErrBadName: a name command.CheckLockName refuses.
 	ErrBadName = errors.New("a lock name is 1-256 bytes of letters, digits and . _ : @ -")
 	// ErrBadTTL: a ttl that is not positive or over MaxTTL.
 	ErrBadTTL = fmt.Errorf("ttl must be positive and at most %s", MaxTTL)
@@ -54,13 +54,13 @@ const leaveTimeout = 5 * time.Second
 // Store is what locks needs from the replicated store.
 type Store interface {
 	// Lock applies a lock command; refusals are in the result's Code.
-	Lock(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
-	// LockState reads a lock (fsm.ErrNotFound when free), linearizable
+	Lock(ctx context.Context, c *command.Command) (*command.Result, error)
+	// LockState reads a lock (command.ErrNotFound when free), linearizable
 	// unless local.
-	LockState(ctx context.Context, name []byte, local bool) (*fsm.Lock, error)
+	LockState(ctx context.Context, name []byte, local bool) (*command.Lock, error)
 	// OnLockGrants registers the function told the grants of each batch
 	// this node applies.
-	OnLockGrants(fn func(grants []fsm.LockGrant))
+	OnLockGrants(fn func(grants []command.LockGrant))
 }
 
 // LeaderGrants is what a store that replicates offers besides Store: the
@@ -70,7 +70,7 @@ type Store interface {
 type LeaderGrants interface {
 	// LeaderLockGrants returns the grants applied after cursor (zero: the
 	// newest held), waiting a while for some, and the next cursor.
-	LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.LockGrant, [16]byte, error)
+	LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]command.LockGrant, [16]byte, error)
 }
 
 // watchTimeout bounds one call to the leader's feed (which holds a call
@@ -112,7 +112,7 @@ type Service struct {
 	cfg   Config
 
 	mu       sync.Mutex
-	waiting  map[[fsm.LockOwnerLen]byte]chan fsm.LockGrant
+	waiting  map[[command.LockOwnerLen]byte]chan command.LockGrant
 	watching bool // a watch of the leader's grants runs (while requests wait)
 
 	acquired prometheus.Counter
@@ -130,7 +130,7 @@ func New(store Store, cfg Config) (*Service, error) {
 	c := func(name, help string) prometheus.Counter {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: "idemgate_locks_" + name + "_total", Help: help})
 	}
-	s := &Service{store: store, cfg: cfg, waiting: map[[fsm.LockOwnerLen]byte]chan fsm.LockGrant{},
+	s := &Service{store: store, cfg: cfg, waiting: map[[command.LockOwnerLen]byte]chan command.LockGrant{},
 		acquired: c("acquired", "Locks acquired through this node, at once or after a wait."),
 		waited: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "idemgate_locks_wait_seconds",
 			Help:    "How long acquires through this node waited in a lock's queue before their grant.",
@@ -158,11 +158,11 @@ func (s *Service) Register(reg prometheus.Registerer) error {
 
 // granted wakes the requests waiting here for the grants of one batch;
 // grants to other nodes' waiters are not found and ignored.
-func (s *Service) granted(grants []fsm.LockGrant) {
+func (s *Service) granted(grants []command.LockGrant) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range grants {
-		var o [fsm.LockOwnerLen]byte
+		var o [command.LockOwnerLen]byte
 		if copy(o[:], g.Owner) != len(o) {
 			continue
 		}
@@ -177,13 +177,13 @@ func (s *Service) granted(grants []fsm.LockGrant) {
 
 // wait registers owner for its grant; ErrQueueFull when MaxWaiters wait
 // here already.
-func (s *Service) wait(owner [fsm.LockOwnerLen]byte) (chan fsm.LockGrant, error) {
+func (s *Service) wait(owner [command.LockOwnerLen]byte) (chan command.LockGrant, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.waiting) >= s.cfg.MaxWaiters {
 		return nil, fmt.Errorf("%w: %d acquires wait on this node", ErrQueueFull, len(s.waiting))
 	}
-	ch := make(chan fsm.LockGrant, 1)
+	ch := make(chan command.LockGrant, 1)
 	s.waiting[owner] = ch
 	if lg, ok := s.store.(LeaderGrants); ok && !s.watching {
 		s.watching = true
@@ -222,7 +222,7 @@ func (s *Service) watch(lg LeaderGrants) {
 	}
 }
 
-func (s *Service) done(owner [fsm.LockOwnerLen]byte) {
+func (s *Service) done(owner [command.LockOwnerLen]byte) {
 	s.mu.Lock()
 	delete(s.waiting, owner)
 	s.mu.Unlock()
@@ -237,7 +237,7 @@ func (s *Service) Waiting() int {
 
 // CheckName checks a lock's name (ErrBadName).
 func CheckName(name string) error {
-	if fsm.CheckLockName([]byte(name)) != nil {
+	if command.CheckLockName([]byte(name)) != nil {
 		return ErrBadName
 	}
 	return nil
@@ -272,11 +272,11 @@ func (s *Service) Acquire(ctx context.Context, name string, ttl, wait time.Durat
 	if wait < 0 || wait > MaxWait {
 		return Held{}, fmt.Errorf("%w: %s", ErrBadWait, wait)
 	}
-	var owner [fsm.LockOwnerLen]byte
+	var owner [command.LockOwnerLen]byte
 	if _, err := rand.Read(owner[:]); err != nil {
 		return Held{}, err
 	}
-	var ch chan fsm.LockGrant
+	var ch chan command.LockGrant
 	if wait > 0 {
 		var err error
 		if ch, err = s.wait(owner); err != nil {
@@ -286,7 +286,7 @@ func (s *Service) Acquire(ctx context.Context, name string, ttl, wait time.Durat
 	}
 	start := time.Now()
 	deadline := start.Add(wait)
-	c := fsm.LockAcquireCommand([]byte(name), owner[:], ttl, wait)
+	c := command.LockAcquireCommand([]byte(name), owner[:], ttl, wait)
 	// One request id for every try: a retry after a lost answer (a leader
 	// change) is answered with the first try's result, its ticket.
 	c.ReqID = storeapi.NewRequestID()
@@ -298,12 +298,12 @@ func (s *Service) Acquire(ctx context.Context, name string, ttl, wait time.Durat
 		return Held{}, err
 	}
 	switch res.Code {
-	case fsm.CodeCreated:
+	case command.CodeCreated:
 		s.acquired.Inc()
 		return Held{Fence: res.Fence, ExpiresAt: time.Unix(0, res.ExpiresAt)}, nil
-	case fsm.CodeExists:
+	case command.CodeExists:
 		return Held{}, &LockedError{Until: time.Unix(0, res.ExpiresAt)}
-	case fsm.CodeQueued:
+	case command.CodeQueued:
 	default:
 		return Held{}, res.Err()
 	}
@@ -338,7 +338,7 @@ func (s *Service) Acquire(ctx context.Context, name string, ttl, wait time.Durat
 	return Held{}, &LockedError{Until: time.Unix(0, st.LeaseEnd)}
 }
 
-func (s *Service) won(g fsm.LockGrant, start time.Time) Held {
+func (s *Service) won(g command.LockGrant, start time.Time) Held {
 	waited := time.Since(start)
 	s.acquired.Inc()
 	s.waited.Observe(waited.Seconds())
@@ -347,7 +347,7 @@ func (s *Service) won(g fsm.LockGrant, start time.Time) Held {
 
 // propose applies an acquire, trying it again under its request id while
 // the store fails to run it (no leader yet) until deadline.
-func (s *Service) propose(ctx context.Context, c *fsm.Command, deadline time.Time) (*fsm.Result, error) {
+func (s *Service) propose(ctx context.Context, c *command.Command, deadline time.Time) (*command.Result, error) {
 	for {
 		res, err := s.store.Lock(ctx, c)
 		if err == nil || ctx.Err() != nil || !retryable(err) || time.Now().After(deadline) {
@@ -371,10 +371,10 @@ func retryable(err error) bool {
 // leave takes a waiter that gave up out of the queue, or gives its grant
 // back, by a log entry of its own: a waiter must never block the lock. It
 // runs on a context of its own (the caller's may be what ended).
-func (s *Service) leave(name string, owner [fsm.LockOwnerLen]byte, ticket uint64) error {
+func (s *Service) leave(name string, owner [command.LockOwnerLen]byte, ticket uint64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	c := fsm.LockLeaveCommand([]byte(name), owner[:], ticket)
+	c := command.LockLeaveCommand([]byte(name), owner[:], ticket)
 	c.ReqID = storeapi.NewRequestID()
 	_, err := s.propose(ctx, c, time.Now().Add(leaveTimeout))
 	return err
@@ -389,7 +389,7 @@ func (s *Service) Renew(ctx context.Context, name string, fence uint64, ttl time
 	if err := checkTTL(ttl); err != nil {
 		return time.Time{}, err
 	}
-	res, err := s.fenced(ctx, fsm.LockRenewCommand([]byte(name), fence, ttl))
+	res, err := s.fenced(ctx, command.LockRenewCommand([]byte(name), fence, ttl))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -402,7 +402,7 @@ func (s *Service) Release(ctx context.Context, name string, fence uint64) error 
 	if err := CheckName(name); err != nil {
 		return err
 	}
-	_, err := s.fenced(ctx, fsm.LockReleaseCommand([]byte(name), fence))
+	_, err := s.fenced(ctx, command.LockReleaseCommand([]byte(name), fence))
 	switch {
 	case errors.Is(err, ErrStaleFence):
 		s.stale.Inc()
@@ -414,15 +414,15 @@ func (s *Service) Release(ctx context.Context, name string, fence uint64) error 
 
 // fenced applies a command of a holder: a refusal of its fence is
 // ErrStaleFence, saying why when the state machine knows.
-func (s *Service) fenced(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s *Service) fenced(ctx context.Context, c *command.Command) (*command.Result, error) {
 	return fence.Apply(ctx, c, s.store.Lock, ErrStaleFence, lockRefusal)
 }
 
 // lockRefusal: the state machine refuses a fence that does not hold the
 // lock, with the lease end of a holder whose lease ran out.
-func lockRefusal(_ *fsm.Command, res *fsm.Result) (string, bool) {
+func lockRefusal(_ *command.Command, res *command.Result) (string, bool) {
 	switch {
-	case res.Code != fsm.CodeFenceMismatch:
+	case res.Code != command.CodeFenceMismatch:
 		return "", false
 	case res.ExpiresAt != 0:
 		return "its lease ran out at " + time.Unix(0, res.ExpiresAt).UTC().Format(time.RFC3339Nano), true
@@ -430,9 +430,9 @@ func lockRefusal(_ *fsm.Command, res *fsm.Result) (string, bool) {
 	return "", true
 }
 
-// Get reads the lock held under name, linearizable; fsm.ErrNotFound when
+// Get reads the lock held under name, linearizable; command.ErrNotFound when
 // it is free.
-func (s *Service) Get(ctx context.Context, name string) (*fsm.Lock, error) {
+func (s *Service) Get(ctx context.Context, name string) (*command.Lock, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}

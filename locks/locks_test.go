@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/memstore"
 )
 
@@ -53,7 +53,7 @@ func TestWaitersBounded(t *testing.T) {
 	if err := s.Release(ctx, "hot", held.Fence); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get(ctx, "hot"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := s.Get(ctx, "hot"); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("the lock after its release with nobody left: %v", err)
 	}
 	if err := s.Release(ctx, "hot", held.Fence); !errors.Is(err, ErrStaleFence) {
@@ -78,15 +78,15 @@ func waiters(t *testing.T, m *memstore.Store) int {
 // leader's feed of the grants it applied (LeaderGrants) beside it.
 type laggingStore struct {
 	*memstore.Store
-	feed chan []fsm.LockGrant
+	feed chan []command.LockGrant
 }
 
 func newLaggingStore(t *testing.T) *laggingStore {
-	l := &laggingStore{Store: memstore.New(t), feed: make(chan []fsm.LockGrant, 64)}
-	l.Store.OnLockGrants(func(grants []fsm.LockGrant) {
-		own := make([]fsm.LockGrant, len(grants))
+	l := &laggingStore{Store: memstore.New(t), feed: make(chan []command.LockGrant, 64)}
+	l.Store.OnLockGrants(func(grants []command.LockGrant) {
+		own := make([]command.LockGrant, len(grants))
 		for i, g := range grants {
-			own[i] = fsm.LockGrant{Name: append([]byte(nil), g.Name...), Owner: append([]byte(nil), g.Owner...), Fence: g.Fence, LeaseEnd: g.LeaseEnd}
+			own[i] = command.LockGrant{Name: append([]byte(nil), g.Name...), Owner: append([]byte(nil), g.Owner...), Fence: g.Fence, LeaseEnd: g.LeaseEnd}
 		}
 		l.feed <- own
 	})
@@ -95,9 +95,9 @@ func newLaggingStore(t *testing.T) *laggingStore {
 
 // OnLockGrants drops the Service's observer: this node's apply tells
 // nobody.
-func (l *laggingStore) OnLockGrants(func([]fsm.LockGrant)) {}
+func (l *laggingStore) OnLockGrants(func([]command.LockGrant)) {}
 
-func (l *laggingStore) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.LockGrant, [16]byte, error) {
+func (l *laggingStore) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]command.LockGrant, [16]byte, error) {
 	select {
 	case g := <-l.feed:
 		cursor[15]++

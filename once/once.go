@@ -1,7 +1,7 @@
 // Package once runs work at most once per (scope, key) for the faces (the
 // HTTP API, the Redis protocol): a begin, a lease renewed while the work
 // runs, a complete that stores the result, or a release when it failed.
-// The state machine holds the claim (fsm.Claim); this package checks the
+// The state machine holds the claim (command.Claim); this package checks the
 // caller's input, picks the scope's retention, and counts what happened.
 package once
 
@@ -13,15 +13,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fence"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/tokens"
 )
 
 // Errors of once operations.
 var (
 	// ErrKeyReuse: the key's claim was begun with another payload.
-	ErrKeyReuse = fsm.ErrKeyReuse
+	ErrKeyReuse = command.ErrKeyReuse
 	// ErrStaleFence: the fence no longer holds the claim (its lease ran
 	// out and another took it over, it was released, completed with
 	// another result, or is past its retention).
@@ -36,17 +36,17 @@ const MaxLease = 24 * time.Hour
 // Store is what once needs from the replicated store.
 type Store interface {
 	// Once applies a once command; refusals are in the result's Code.
-	Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
-	// Claim reads a claim (fsm.ErrNotFound), linearizable unless local.
-	Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, error)
+	Once(ctx context.Context, c *command.Command) (*command.Result, error)
+	// Claim reads a claim (command.ErrNotFound), linearizable unless local.
+	Claim(ctx context.Context, key []byte, local bool) (*command.Claim, error)
 }
 
 // Outcome is what a begin answered.
 type Outcome struct {
-	// State is fsm.ClaimBegun (yours: do the work under Fence until
-	// LeaseEnd), fsm.ClaimCompleted (Result is the stored result), or 0
+	// State is command.ClaimBegun (yours: do the work under Fence until
+	// LeaseEnd), command.ClaimCompleted (Result is the stored result), or 0
 	// while another holder's lease is live (until LeaseEnd).
-	State     fsm.ClaimState
+	State     command.ClaimState
 	Fence     uint64
 	LeaseEnd  time.Time
 	Result    []byte
@@ -95,7 +95,7 @@ func key(scope, k string) ([]byte, error) {
 	if err := tokens.CheckScope(scope); err != nil {
 		return nil, err
 	}
-	return fsm.OnceKey(scope, k), nil
+	return command.OnceKey(scope, k), nil
 }
 
 func checkLease(d time.Duration) error {
@@ -116,22 +116,22 @@ func (s *Service) Begin(ctx context.Context, scope, k string, payload []byte, le
 	if err := checkLease(lease); err != nil {
 		return Outcome{}, err
 	}
-	res, err := s.store.Once(ctx, fsm.OnceBeginCommand(sk, fsm.OnceFingerprint(payload), lease, s.retention(scope)))
+	res, err := s.store.Once(ctx, command.OnceBeginCommand(sk, command.OnceFingerprint(payload), lease, s.retention(scope)))
 	if err != nil {
 		return Outcome{}, err
 	}
 	out := Outcome{Fence: res.Fence, LeaseEnd: time.Unix(0, res.ExpiresAt)}
 	switch res.Code {
-	case fsm.CodeCreated:
+	case command.CodeCreated:
 		s.begun.Inc()
-		out.State = fsm.ClaimBegun
-	case fsm.CodeTakenOver:
+		out.State = command.ClaimBegun
+	case command.CodeTakenOver:
 		s.takenOver.Inc()
-		out.State, out.TakenOver = fsm.ClaimBegun, true
-	case fsm.CodeOK:
+		out.State, out.TakenOver = command.ClaimBegun, true
+	case command.CodeOK:
 		s.replayed.Inc()
-		out.State, out.Result, out.LeaseEnd = fsm.ClaimCompleted, res.Value, time.Time{}
-	case fsm.CodeExists:
+		out.State, out.Result, out.LeaseEnd = command.ClaimCompleted, res.Value, time.Time{}
+	case command.CodeExists:
 	default:
 		return Outcome{}, res.Err()
 	}
@@ -148,7 +148,7 @@ func (s *Service) Renew(ctx context.Context, scope, k string, fence uint64, leas
 	if err := checkLease(lease); err != nil {
 		return time.Time{}, err
 	}
-	res, err := s.fenced(ctx, fsm.OnceRenewCommand(sk, fence, lease))
+	res, err := s.fenced(ctx, command.OnceRenewCommand(sk, fence, lease))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -162,7 +162,7 @@ func (s *Service) Complete(ctx context.Context, scope, k string, fence uint64, r
 	if err != nil {
 		return err
 	}
-	_, err = s.fenced(ctx, fsm.OnceCompleteCommand(sk, fence, result, s.retention(scope)))
+	_, err = s.fenced(ctx, command.OnceCompleteCommand(sk, fence, result, s.retention(scope)))
 	switch {
 	case errors.Is(err, ErrStaleFence):
 		s.stale.Inc()
@@ -179,24 +179,24 @@ func (s *Service) Release(ctx context.Context, scope, k string, fence uint64) er
 	if err != nil {
 		return err
 	}
-	_, err = s.fenced(ctx, fsm.OnceReleaseCommand(sk, fence))
+	_, err = s.fenced(ctx, command.OnceReleaseCommand(sk, fence))
 	return err
 }
 
 // fenced applies a command of a holder: a refusal of its fence (taken
 // over, released, expired, completed already) is ErrStaleFence.
-func (s *Service) fenced(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s *Service) fenced(ctx context.Context, c *command.Command) (*command.Result, error) {
 	return fence.Apply(ctx, c, s.store.Once, ErrStaleFence, claimRefusal)
 }
 
 // claimRefusal says why the state machine refused a claim holder's fence:
 // the claim is gone, its lease ran out, another fence holds it, or it is
 // completed.
-func claimRefusal(c *fsm.Command, res *fsm.Result) (string, bool) {
+func claimRefusal(c *command.Command, res *command.Result) (string, bool) {
 	switch {
-	case res.Code == fsm.CodeWrongState:
+	case res.Code == command.CodeWrongState:
 		return "the claim is completed", true
-	case res.Code != fsm.CodeFenceMismatch:
+	case res.Code != command.CodeFenceMismatch:
 		return "", false
 	case res.Fence == 0:
 		return "there is no claim (released, or past its retention)", true
@@ -206,9 +206,9 @@ func claimRefusal(c *fsm.Command, res *fsm.Result) (string, bool) {
 	return fmt.Sprintf("fence %d holds it now", res.Fence), true
 }
 
-// Get reads the claim of (scope, k), linearizable; fsm.ErrNotFound when
+// Get reads the claim of (scope, k), linearizable; command.ErrNotFound when
 // there is none.
-func (s *Service) Get(ctx context.Context, scope, k string) (*fsm.Claim, error) {
+func (s *Service) Get(ctx context.Context, scope, k string) (*command.Claim, error) {
 	sk, err := key(scope, k)
 	if err != nil {
 		return nil, err

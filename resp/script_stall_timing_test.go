@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fsm"
 )
 
@@ -42,22 +43,22 @@ func BenchmarkScriptEffectsApply(b *testing.B) {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
 			for round := range b.N {
 				b.StopTimer()
-				sb := fsm.NewSandbox(time.Now().UnixNano(), func(key []byte) (fsm.KVEntry, bool, error) {
+				sb := fsm.NewSandbox(time.Now().UnixNano(), func(key []byte) (command.KVEntry, bool, error) {
 					e, err := f.KV(key, time.Now())
-					if errors.Is(err, fsm.ErrNotFound) {
+					if errors.Is(err, command.ErrNotFound) {
 						return e, false, nil
 					}
 					return e, err == nil, err
 				})
 				for i := range n {
-					if _, err := sb.Apply(fsm.KVSetCommand(fsm.KVSetRequest{Key: fmt.Appendf(nil, "apply:%d:%d:%d", n, round, i), Value: []byte("12345678")})); err != nil {
+					if _, err := sb.Apply(command.KVSetCommand(command.KVSetRequest{Key: fmt.Appendf(nil, "apply:%d:%d:%d", n, round, i), Value: []byte("12345678")})); err != nil {
 						b.Fatal(err)
 					}
 				}
 				index++
 				log := &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: sb.Effects().Encode(nil)}
 				b.StartTimer()
-				if r, ok := f.Apply(log).(*fsm.Result); !ok || r.Code != fsm.CodeOK {
+				if r, ok := f.Apply(log).(*command.Result); !ok || r.Code != command.CodeOK {
 					b.Fatalf("%d keys: %v", n, r)
 				}
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // Errors of token operations.
@@ -141,7 +141,7 @@ func (s *Service) Issue(ctx context.Context, scope string, ttl time.Duration) (T
 		return Token{}, fmt.Errorf("tokens: generate: %w", err)
 	}
 	tok := Token{Value: v.String(), Scope: scope}
-	tok.ExpiresAt, err = s.store.IssueToken(ctx, fsm.TokenKey(scope, tok.Value), ttl)
+	tok.ExpiresAt, err = s.store.IssueToken(ctx, command.TokenKey(scope, tok.Value), ttl)
 	if err != nil {
 		return Token{}, fmt.Errorf("issue token: %w", err)
 	}
@@ -158,12 +158,12 @@ func (s *Service) Consume(ctx context.Context, scope, token string) error {
 	if err := CheckToken(token); err != nil {
 		return err
 	}
-	err := s.store.ConsumeToken(ctx, fsm.TokenKey(scope, token))
+	err := s.store.ConsumeToken(ctx, command.TokenKey(scope, token))
 	switch {
 	case err == nil:
 		s.consumed.WithLabelValues(s.label(scope), consumeResults[0]).Inc()
 		return nil
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, command.ErrNotFound):
 		s.consumed.WithLabelValues(s.label(scope), consumeResults[1]).Inc()
 		return ErrUsed
 	}
