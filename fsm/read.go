@@ -26,6 +26,9 @@ func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
 	if f.db == nil {
 		return ErrStorage
 	}
+	if err := f.flush(); err != nil { // the open transaction's entries are applied (commit.go)
+		return err
+	}
 	return f.db.View(fn)
 }
 
