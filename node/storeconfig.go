@@ -47,6 +47,8 @@ func StoreConfig(s Settings) (raftstore.Config, error) {
 		rc.MinFreeBytes = uint64(r.MinFree)
 	}
 	rc.FSMNoSync = !r.FSMFsync
+	setInt(&rc.ApplyCommitEvery, r.ApplyCommitEvery)
+	setDuration(&rc.ApplyCommitInterval, r.ApplyCommitInterval)
 	var err error
 	if rc.Sweeper, err = sweeperConfig(file); err != nil {
 		return raftstore.Config{}, err
