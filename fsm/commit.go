@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -47,8 +48,8 @@ type pending struct {
 	bytes   int    // their bytes
 	applied uint64 // the applied index tx holds
 	timer   *time.Timer
-	armed   bool // timer set for tx
-	commits uint64
+	armed   bool          // timer set for tx
+	commits atomic.Uint64 // read without mu (metrics)
 }
 
 // amortised reports whether the state machine keeps its transaction open
@@ -105,7 +106,7 @@ func (f *FSM) commitPending() error {
 		f.fail(err)
 		return err
 	}
-	p.commits++
+	p.commits.Add(1)
 	f.durable.Store(p.applied)
 	return nil
 }
@@ -160,8 +161,4 @@ func (f *FSM) DurableIndex() uint64 { return f.durable.Load() }
 
 // Commits is how many transactions the state machine has committed since
 // it opened.
-func (f *FSM) Commits() uint64 {
-	f.pend.mu.Lock()
-	defer f.pend.mu.Unlock()
-	return f.pend.commits
-}
+func (f *FSM) Commits() uint64 { return f.pend.commits.Load() }
