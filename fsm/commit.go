@@ -25,9 +25,13 @@ import (
 // this file. docs/design.md has the whole argument.
 //
 // What must hold while a transaction is open:
-//   - every read sees every applied entry: a read commits the open
-//     transaction first (view), so it reads through a read transaction of
-//     its own as before, never through the writer's;
+//   - every read sees every applied entry: a read of one key (Record, KV:
+//     the gateway's and SETNX's reads, one per request) is served inside
+//     the writer, from the open transaction under its lock (pointView);
+//     any other read commits the open transaction first (view) and reads
+//     through a read transaction of its own as before. Either waits for a
+//     batch being applied into the open transaction; with no transaction
+//     open (CommitEvery 1), reads take no lock of the writer's at all;
 //   - a snapshot captures a committed state at its applied index (Snapshot
 //     commits first), so the log compacted below it is never needed again;
 //   - Close commits what is open, Restore commits it before replacing the
@@ -50,6 +54,10 @@ type pending struct {
 	timer   *time.Timer
 	armed   bool          // timer set for tx
 	commits atomic.Uint64 // read without mu (metrics)
+	// open is set, before the batch's applied index is published, when a
+	// batch leaves tx open, and cleared once tx is committed or dropped:
+	// a read that finds it clear finds every applied entry committed.
+	open atomic.Bool
 }
 
 // amortised reports whether the state machine keeps its transaction open
@@ -76,6 +84,7 @@ func (f *FSM) settle(tx *bolt.Tx, n, size int, applied uint64) error {
 	if !f.amortised() || p.entries >= f.cfg.CommitEvery || p.bytes >= maxPendingBytes {
 		return f.commitPending()
 	}
+	p.open.Store(true)
 	if !p.armed && f.cfg.CommitInterval > 0 {
 		p.armed = true
 		if p.timer == nil {
@@ -97,6 +106,7 @@ func (f *FSM) commitPending() error {
 	}
 	tx := p.tx
 	p.tx, p.entries, p.bytes = nil, 0, 0
+	defer p.open.Store(false) // after the commit: a read then finds it in the file
 	if p.armed {
 		p.armed = false
 		p.timer.Stop()
@@ -120,6 +130,7 @@ func (f *FSM) dropPending() {
 	}
 	p.tx.Rollback()
 	p.tx, p.entries, p.bytes = nil, 0, 0
+	p.open.Store(false)
 	if p.armed {
 		p.armed = false
 		p.timer.Stop()
@@ -129,6 +140,9 @@ func (f *FSM) dropPending() {
 // flush commits the open transaction, if any, so that a read transaction
 // begun after it sees every applied entry. f.mu is held (read or write).
 func (f *FSM) flush() error {
+	if !f.pend.open.Load() {
+		return nil
+	}
 	f.pend.mu.Lock()
 	defer f.pend.mu.Unlock()
 	if f.pend.tx == nil {
