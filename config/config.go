@@ -169,6 +169,12 @@ type Raft struct {
 	// holds the log in the other refuses to start; `idemgate log migrate`
 	// moves it.
 	LogStore string `yaml:"log_store"`
+	// ApplyCommitEvery and ApplyCommitInterval amortise the state
+	// machine's commits (raftstore.Config.ApplyCommitEvery): one
+	// transaction of its file gathers up to this many log entries, for at
+	// most this long. 1 commits every batch.
+	ApplyCommitEvery    int      `yaml:"apply_commit_every"`
+	ApplyCommitInterval Duration `yaml:"apply_commit_interval"`
 }
 
 // Expiry tunes the leader's sweeper, which removes what has expired
@@ -590,8 +596,17 @@ func (r *Raft) validate() error {
 	if r.MaxClockJump != 0 && r.MaxClockJump.D() < time.Minute {
 		return fieldErr("raft.max_clock_jump", "%s is too small (minimum 1m)", r.MaxClockJump.D())
 	}
+	if r.ApplyCommitEvery < 0 || r.ApplyCommitEvery > maxApplyCommitEvery {
+		return fieldErr("raft.apply_commit_every", "%d: want 1 to %d (0 or left out: the default)", r.ApplyCommitEvery, maxApplyCommitEvery)
+	}
+	if r.ApplyCommitInterval < 0 || r.ApplyCommitInterval.D() > time.Minute {
+		return fieldErr("raft.apply_commit_interval", "%s: want more than 0 and at most 1m (0 or left out: the default)", r.ApplyCommitInterval.D())
+	}
 	return nil
 }
+
+// maxApplyCommitEvery is fsm.MaxCommitEvery.
+const maxApplyCommitEvery = 1 << 20
 
 // minRaftTimeout is raftstore.MinRaftTimeout, the shortest heartbeat or
 // election timeout.

@@ -157,6 +157,8 @@ func packageDefaults() map[string]int64 {
 		"raft.apply_timeout":               int64(rc.ApplyTimeout),
 		"raft.min_free":                    int64(rc.MinFreeBytes),
 		"raft.max_clock_jump":              int64(rc.MaxClockJump),
+		"raft.apply_commit_every":          int64(rc.ApplyCommitEvery),
+		"raft.apply_commit_interval":       int64(rc.ApplyCommitInterval),
 		"limits.read_timeout":              int64(g.ReadTimeout),
 		"limits.write_timeout":             int64(g.WriteTimeout),
 		"limits.idle_timeout":              int64(g.IdleTimeout),

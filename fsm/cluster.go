@@ -121,6 +121,9 @@ func (f *FSM) ClearClusterID() error {
 	if f.db == nil {
 		return ErrStorage
 	}
+	if err := f.flush(); err != nil {
+		return err
+	}
 	err := f.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyClusterID) })
 	if err == nil {
 		f.cluster.Store(nil)

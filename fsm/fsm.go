@@ -57,14 +57,30 @@ type Config struct {
 	// damaged one is moved aside and rebuilt from the newest snapshot and
 	// the log (package raftstore does the rebuild).
 	NoSync bool
+	// CommitEvery is how many log entries one transaction of the data
+	// file gathers before it commits (amortised commits, commit.go): 0 or
+	// 1 commits at the end of every batch Raft hands over.
+	CommitEvery int
+	// CommitInterval is how long, at most, an applied entry waits in an
+	// open transaction before it commits (with CommitEvery above 1).
+	CommitInterval time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// MaxCommitEvery bounds Config.CommitEvery.
+const MaxCommitEvery = 1 << 20
 
 // Validate checks the config.
 func (c Config) Validate() error {
 	if c.Path == "" {
 		return errors.New("fsm: Path is empty")
+	}
+	if c.CommitEvery < 0 || c.CommitEvery > MaxCommitEvery {
+		return fmt.Errorf("fsm: CommitEvery %d: want 0 to %d", c.CommitEvery, MaxCommitEvery)
+	}
+	if c.CommitEvery > 1 && (c.CommitInterval <= 0 || c.CommitInterval > time.Minute) {
+		return fmt.Errorf("fsm: CommitInterval %s: want more than 0 and at most 1m with CommitEvery %d", c.CommitInterval, c.CommitEvery)
 	}
 	return nil
 }
@@ -78,6 +94,8 @@ type FSM struct {
 	db *bolt.DB
 
 	applied atomic.Uint64             // last applied Raft index
+	durable atomic.Uint64             // the applied index the data file holds (commit.go)
+	pend    pending                   // the write transaction kept open (commit.go)
 	now     atomic.Int64              // the state machine's clock
 	rev     atomic.Uint64             // the last command's revision (applier.nextRev)
 	cluster atomic.Pointer[ClusterID] // the cluster's id, once given (cluster.go)
@@ -202,6 +220,7 @@ func (f *FSM) load() error {
 	return f.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		f.applied.Store(getUint64(meta.Get(keyApplied)))
+		f.durable.Store(f.applied.Load())
 		f.now.Store(int64(getUint64(meta.Get(keyNow))))
 		f.rev.Store(getUint64(meta.Get(keyRev)))
 		f.loadClusterID(meta)
@@ -228,7 +247,17 @@ func (f *FSM) Close() error {
 		return nil
 	}
 	var err error
-	if !f.stopped() {
+	f.pend.mu.Lock()
+	if f.stopped() {
+		f.dropPending()
+	} else {
+		err = f.commitPending()
+	}
+	if f.pend.timer != nil {
+		f.pend.timer.Stop()
+	}
+	f.pend.mu.Unlock()
+	if err == nil && !f.stopped() {
 		err = writeFreelist(f.db)
 	}
 	if serr := f.db.Sync(); err == nil {
@@ -258,7 +287,8 @@ func writeFreelist(db *bolt.DB) error {
 	return nil
 }
 
-// AppliedIndex is the last Raft index applied and persisted.
+// AppliedIndex is the last Raft index applied: every read sees it. It is
+// in the data file once its transaction commits (DurableIndex).
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 
 // Now is the state machine's clock (unix nanoseconds): the largest leader
@@ -311,8 +341,10 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// ApplyBatch applies committed logs in one bbolt transaction (one fsync for
-// the batch). Each response is a *Result, or nil for logs that are not
+// ApplyBatch applies committed logs in one bbolt transaction, which
+// commits at the end of the batch, or, with amortised commits
+// (Config.CommitEvery, commit.go), once enough entries or time have gone
+// into it. Each response is a *Result, or nil for logs that are not
 // commands or were applied before a restart.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	out := make([]interface{}, len(logs))
@@ -327,35 +359,41 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	var expired [8]int64
 	a.recordDelta, a.expiredDelta = &delta, &expired
 	a.kvStart()
-	tx, err := f.db.Begin(true)
+	f.pend.mu.Lock()
+	tx, fresh, err := f.writeTx()
 	if err != nil {
+		f.pend.mu.Unlock()
 		f.fail(err)
 		return storageFailure(out)
 	}
-	last := a.applied
+	last, n, size := a.applied, 0, 0
 	for i, l := range logs {
 		if l.Index <= a.applied && !mutantNoAppliedIndexSkip {
 			continue // applied before a restart (hashicorp/raft #523)
 		}
 		last = l.Index
+		n++
+		size += len(l.Data)
 		if l.Type != raft.LogCommand {
 			continue
 		}
 		out[i] = a.applyEntry(tx, l)
 	}
 	if last == a.applied {
-		tx.Rollback()
+		if fresh {
+			tx.Rollback()
+		}
+		f.pend.mu.Unlock()
 		return out
 	}
-	err = a.putMeta(tx, last)
-	if err == nil {
-		err = tx.Commit()
-	} else {
-		tx.Rollback()
-	}
-	if err != nil {
+	if err := a.putMeta(tx, last); err != nil {
+		f.pend.tx = tx
+		f.dropPending()
 		f.fail(err)
+	} else {
+		f.settle(tx, n, size, last) // a failed commit stops the state machine
 	}
+	f.pend.mu.Unlock()
 	if f.stopped() {
 		return storageFailure(out)
 	}

@@ -26,6 +26,30 @@ func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
 	if f.db == nil {
 		return ErrStorage
 	}
+	if err := f.flush(); err != nil { // the open transaction's entries are applied (commit.go)
+		return err
+	}
+	return f.db.View(fn)
+}
+
+// pointView runs fn, a read of a few keys, on a state that holds every
+// applied entry: inside the writer, on the open transaction under its
+// lock, when one is open (commit.go); else as view. fn must only read,
+// and copy what it keeps.
+func (f *FSM) pointView(fn func(tx *bolt.Tx) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.db == nil {
+		return ErrStorage
+	}
+	if f.pend.open.Load() {
+		f.pend.mu.Lock()
+		if f.pend.tx != nil {
+			defer f.pend.mu.Unlock()
+			return fn(f.pend.tx)
+		}
+		f.pend.mu.Unlock()
+	}
 	return f.db.View(fn)
 }
 
@@ -42,7 +66,7 @@ func (f *FSM) readNow(now time.Time) int64 {
 func (f *FSM) Record(key []byte, now time.Time) (*Record, error) {
 	at := f.readNow(now)
 	var rec *Record
-	err := f.view(func(tx *bolt.Tx) error {
+	err := f.pointView(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketRecords).Get(key)
 		if v == nil {
 			return ErrNotFound
@@ -65,7 +89,7 @@ func (f *FSM) Record(key []byte, now time.Time) (*Record, error) {
 func (f *FSM) KV(key []byte, now time.Time) (KVEntry, error) {
 	at := f.readNow(now)
 	var out KVEntry
-	err := f.view(func(tx *bolt.Tx) error {
+	err := f.pointView(func(tx *bolt.Tx) error {
 		e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
 		if !ok || (e.ExpiresAt != 0 && e.ExpiresAt <= at) {
 			return ErrNotFound

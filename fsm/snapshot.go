@@ -40,6 +40,11 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if f.db == nil {
 		return nil, ErrStorage
 	}
+	// The snapshot is of a committed state, at the applied index: Raft
+	// compacts the log below it.
+	if err := f.flush(); err != nil {
+		return nil, fmt.Errorf("fsm: snapshot: %w", err)
+	}
 	tx, err := f.db.Begin(false)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot: %w", err)
@@ -131,6 +136,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// swap below ends.
 	if o := f.kvObserver(); o != nil {
 		defer o.KVChanged(nil, true)
+	}
+	// What the open transaction holds is committed into the old file (a
+	// failed swap keeps it); bbolt's writer is free for the old file's Close.
+	if err := f.flush(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	old := f.db
 	if err := os.Rename(tmp, f.cfg.Path); err != nil {

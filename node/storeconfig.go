@@ -50,6 +50,8 @@ func StoreConfig(s Settings) (raftstore.Config, error) {
 	if r.LogStore != "" {
 		rc.LogStore = r.LogStore
 	}
+	setInt(&rc.ApplyCommitEvery, r.ApplyCommitEvery)
+	setDuration(&rc.ApplyCommitInterval, r.ApplyCommitInterval)
 	var err error
 	if rc.Sweeper, err = sweeperConfig(file); err != nil {
 		return raftstore.Config{}, err

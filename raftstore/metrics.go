@@ -88,6 +88,14 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Name: "idemgate_raft_applied_index",
 			Help: "The highest log index applied to this node's state machine.",
 		}, func() float64 { return float64(s.fsm.AppliedIndex()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "idemgate_fsm_durable_index",
+			Help: "The applied index this node's state machine file holds: what a crash of the process leaves (the log replays the rest). It trails idemgate_raft_applied_index while a transaction is open (raft.apply_commit_every).",
+		}, func() float64 { return float64(s.fsm.DurableIndex()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "idemgate_fsm_commits_total",
+			Help: "Transactions this node's state machine has committed to its file since it started.",
+		}, func() float64 { return float64(s.fsm.Commits()) }),
 	}
 	for _, st := range []fsm.State{fsm.StateInFlight, fsm.StateCompleted, fsm.StateUnknown} {
 		st := st

@@ -120,7 +120,8 @@ func Open(cfg Config) (_ *Store, err error) {
 		}
 	}()
 
-	s.fsm, err = fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync, Logger: s.logger})
+	s.fsm, err = fsm.Open(fsm.Config{Path: filepath.Join(cfg.DataDir, "fsm.db"), NoSync: cfg.FSMNoSync,
+		CommitEvery: cfg.ApplyCommitEvery, CommitInterval: cfg.ApplyCommitInterval, Logger: s.logger})
 	if err != nil {
 		return nil, err
 	}

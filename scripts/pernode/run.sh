@@ -22,7 +22,8 @@
 # One JSON line per run is appended to OUT (per-op figures keyed by role:
 # L the leader, F* the node the clients call when it is a follower, F the
 # other follower, client); show.py OUT prints the medians per LABEL and
-# MODE. ENVS="GOGC=200 ..." is passed to the nodes. Needs perf, curl, go
+# MODE. ENVS="GOGC=200 ..." is passed to the nodes; RAFT="apply_commit_every:
+# 1000, ..." is the cluster file's raft: mapping. Needs perf, curl, go
 # and python3; run it as a user perf lets count syscalls (root, or
 # kernel.perf_event_paranoid <= -1).
 set -eu
@@ -43,6 +44,7 @@ upstream: http://127.0.0.1:$B
 routes:
   - {name: pay, methods: [POST], path: /pay, key: "header:Idempotency-Key", ttl: 1h}
 Y
+[ -n "${RAFT:-}" ] && echo "raft: {$RAFT}" >>"$D/cluster.yaml"
 "$D/upstream" 127.0.0.1:$B & UP=$!
 PIDS=()
 for n in n1 n2 n3; do
