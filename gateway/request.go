@@ -118,9 +118,6 @@ func (q *request) read(t routed, tbuf, kbuf []byte) (tenant, rk []byte, ok bool)
 		}
 	}
 	key, present, err := r.requestKey(ctx, body)
-	if err == nil && present {
-		err = r.checkFormat(key)
-	}
 	if err != nil {
 		httpx.WriteProblem(ctx, httpx.InvalidKey, err.Error())
 		rm.done(outInvalidKey, q.start)
