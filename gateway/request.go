@@ -328,9 +328,9 @@ func (q *request) answerExisting(rec *fsm.Record) {
 // in the log when its stored response failed its checksum.
 func (q *request) cacheRecord(rec *fsm.Record) *cached {
 	e := newCached(rec)
-	if e.damaged {
+	if e.damage != nil {
 		q.g.logger.Error("stored response is damaged on this node (checksum mismatch): answering 409 replay-unavailable, not replaying it",
-			"route", q.r.name, "key", string(q.key), "error", rec.Verify())
+			"route", q.r.name, "key", string(q.key), "error", e.damage)
 	}
 	q.g.cache.put(q.rk, e)
 	return e
@@ -348,7 +348,7 @@ func (q *request) answerCompleted(e *cached) {
 	var detail string
 	var out outcome
 	switch {
-	case e.damaged:
+	case e.damage != nil:
 		kind, out = httpx.ReplayUnavailable, outReplayUnavailable
 		detail = "the stored response is damaged on this node (it fails its checksum); it is not replayed"
 	case e.fingerprint != q.fp:
