@@ -26,7 +26,7 @@ type cached struct {
 	headers     []command.Header
 	body        []byte
 	bodyDropped bool
-	damaged     bool   // the stored response failed its checksum: never replayed
+	damage      error  // why the stored response failed its checksum (nil: it passed): never replayed
 	expiresAt   int64  // unix nanoseconds; 0: never
 	expiresHdr  []byte // Idempotency-Expires, formatted once
 	size        int
@@ -42,7 +42,7 @@ func newReplayCache(maxBytes int) *replayCache {
 func newCached(rec *command.Record) *cached {
 	c := &cached{status: rec.Status, headers: rec.Headers, body: rec.Body,
 		bodyDropped: rec.BodyDropped, expiresAt: rec.ExpiresAt, expiresHdr: expiresHeader(rec.ExpiresAt)}
-	c.damaged = rec.Verify() != nil
+	c.damage = rec.Verify()
 	copy(c.fingerprint[:], rec.Fingerprint)
 	c.size = 128 + len(c.body)
 	for _, h := range c.headers {

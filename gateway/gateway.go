@@ -149,13 +149,8 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	}
 	defer release()
 	dropTrailers(&ctx.Request.Header)
-	path := ctx.Path()
-	switch string(path) {
-	case "/_idem/tokens":
-		g.issueToken(ctx)
-		return
-	case ClientJSPath:
-		serveClientJS(ctx)
+	if serve := ownEndpoint(ctx.Path()); serve != nil {
+		serve(g, ctx)
 		return
 	}
 	t, refused := matchRoute(g.routes, ctx)
@@ -259,36 +254,4 @@ func dropTrailers(h *fasthttp.RequestHeader) {
 	for _, kv := range kept {
 		h.AddBytesKV(kv.Name, kv.Value)
 	}
-}
-
-// issueToken is POST /_idem/tokens?scope=S[&ttl=D]: a form token for
-// browsers and apps, the same answer as the API's token issue. Anyone may
-// ask, so it is bounded: only the scopes of routes that take form tokens,
-// a lifetime up to the configured one, and TokenRate per client address
-// (429 beyond).
-func (g *Gateway) issueToken(ctx *fasthttp.RequestCtx) {
-	if !ctx.IsPost() {
-		httpx.WriteProblem(ctx, httpx.MethodNotAllowed, "use POST")
-		ctx.Response.Header.Set("Allow", "POST") // after the problem: it resets the answer
-		return
-	}
-	scope := string(ctx.QueryArgs().Peek("scope"))
-	if !g.tokenScopes[scope] {
-		httpx.WriteProblem(ctx, httpx.InvalidScope, fmt.Sprintf("scope: %.64q: no route takes form tokens in it", scope))
-		return
-	}
-	ttl, ok := httpx.ParseTTL(ctx, "ttl", string(ctx.QueryArgs().Peek("ttl")))
-	if !ok {
-		return
-	}
-	if max := g.tokens.DefaultTTL(); ttl > max {
-		httpx.WriteProblem(ctx, httpx.InvalidTTL, fmt.Sprintf("ttl: at most %s here (tokens.ttl)", max))
-		return
-	}
-	if !g.tokenLimit.allow(ctx.RemoteIP().String(), time.Now()) {
-		httpx.WriteProblem(ctx, httpx.TooManyRequests, "too many form tokens asked for by this address; retry later")
-		ctx.Response.Header.Set("Retry-After", "1")
-		return
-	}
-	httpx.IssueToken(ctx, g.tokens, scope, ttl, g.cfg.OpTimeout)
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-
-	"github.com/idemgate/idemgate/internal/httpx"
 )
 
 // A JSON body, read for a route with fingerprint: json or key: json:/...
@@ -145,20 +143,4 @@ func (n *jsonNode) child(tok string) *jsonNode {
 		}
 	}
 	return nil
-}
-
-// jsonKey returns the string at ptr: the idempotency key of a route with
-// key: json:/... present is false when the body has no such member (or it
-// is null).
-func jsonKey(n *jsonNode, ptr []string) (key []byte, present bool, err error) {
-	v := n.lookup(ptr)
-	if v == nil || (v.kind == 0 && v.scalar == nil) {
-		return nil, false, nil
-	}
-	s, ok := v.scalar.(string)
-	if v.kind != 0 || !ok {
-		return nil, true, errJSONKeyString
-	}
-	k, err := httpx.CheckKey([]byte(s))
-	return k, true, err
 }

@@ -20,9 +20,19 @@ var (
 )
 
 // requestKey extracts the route's key from the request (from body, the
-// JSON body, for key: json:/...). present is false when no key was sent at
-// all.
+// JSON body, for key: json:/...) and checks it: its syntax, then the
+// route's key_min_length and key_format. present is false when no key was
+// sent at all.
 func (r *route) requestKey(ctx *fasthttp.RequestCtx, body *jsonNode) (key []byte, present bool, err error) {
+	key, present, err = r.sentKey(ctx, body)
+	if err == nil && present {
+		err = r.checkFormat(key)
+	}
+	return key, present, err
+}
+
+// sentKey is the key as the client sent it, its syntax checked.
+func (r *route) sentKey(ctx *fasthttp.RequestCtx, body *jsonNode) (key []byte, present bool, err error) {
 	var first []byte
 	n := 0
 	if r.keyJSON != nil {
@@ -50,6 +60,22 @@ func (r *route) requestKey(ctx *fasthttp.RequestCtx, body *jsonNode) (key []byte
 		return k, true, err
 	}
 	return nil, true, httpx.ErrKeyDuplicate
+}
+
+// jsonKey returns the string at ptr: the idempotency key of a route with
+// key: json:/... present is false when the body has no such member (or it
+// is null).
+func jsonKey(n *jsonNode, ptr []string) (key []byte, present bool, err error) {
+	v := n.lookup(ptr)
+	if v == nil || (v.kind == 0 && v.scalar == nil) {
+		return nil, false, nil
+	}
+	s, ok := v.scalar.(string)
+	if v.kind != 0 || !ok {
+		return nil, true, errJSONKeyString
+	}
+	k, err := httpx.CheckKey([]byte(s))
+	return k, true, err
 }
 
 // checkFormat checks a key against the route's key_min_length and

@@ -118,9 +118,6 @@ func (q *request) read(t routed, tbuf, kbuf []byte) (tenant, rk []byte, ok bool)
 		}
 	}
 	key, present, err := r.requestKey(ctx, body)
-	if err == nil && present {
-		err = r.checkFormat(key)
-	}
 	if err != nil {
 		httpx.WriteProblem(ctx, httpx.InvalidKey, err.Error())
 		rm.done(outInvalidKey, q.start)
@@ -331,9 +328,9 @@ func (q *request) answerExisting(rec *command.Record) {
 // in the log when its stored response failed its checksum.
 func (q *request) cacheRecord(rec *command.Record) *cached {
 	e := newCached(rec)
-	if e.damaged {
+	if e.damage != nil {
 		q.g.logger.Error("stored response is damaged on this node (checksum mismatch): answering 409 replay-unavailable, not replaying it",
-			"route", q.r.name, "key", string(q.key), "error", rec.Verify())
+			"route", q.r.name, "key", string(q.key), "error", e.damage)
 	}
 	q.g.cache.put(q.rk, e)
 	return e
@@ -351,7 +348,7 @@ func (q *request) answerCompleted(e *cached) {
 	var detail string
 	var out outcome
 	switch {
-	case e.damaged:
+	case e.damage != nil:
 		kind, out = httpx.ReplayUnavailable, outReplayUnavailable
 		detail = "the stored response is damaged on this node (it fails its checksum); it is not replayed"
 	case e.fingerprint != q.fp:

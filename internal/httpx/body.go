@@ -56,7 +56,8 @@ func (b *BodyBudget) give(n int) {
 // when the budget is spent (the client retries), 400 for a body that broke
 // off. A body that came whole with the headers costs nothing here. A
 // refusal closes the connection after a lingering read (linger.go), so a
-// client still sending the body reads its answer instead of a reset.
+// client still sending the body reads its answer instead of a reset; a
+// body that broke off has nothing left to linger for.
 func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release func(), ok bool) {
 	if !ctx.Request.IsBodyStream() {
 		return func() {}, true
@@ -64,19 +65,44 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 	if limit <= 0 {
 		limit = fasthttp.DefaultMaxRequestBodySize
 	}
+	release, r := readBody(ctx, limit, budget)
+	if release != nil {
+		return release, true
+	}
+	WriteProblem(ctx, r.kind, r.detail)
+	if r.linger {
+		closeAfterAnswer(ctx)
+	} else {
+		ctx.SetConnectionClose()
+	}
+	return nil, false
+}
+
+// bodyRefusal is why ReadBody refuses a body, and whether the client may
+// still be sending it.
+type bodyRefusal struct {
+	kind   Kind
+	detail string
+	linger bool
+}
+
+func tooLarge(limit int) bodyRefusal {
+	return bodyRefusal{BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit), true}
+}
+
+// readBody reads a streamed body into the request within limit and budget,
+// and answers nothing: it returns the release ReadBody hands on, or nil and
+// the refusal ReadBody answers.
+func readBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (func(), bodyRefusal) {
 	n := ctx.Request.Header.ContentLength()
 	if n > limit {
-		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
-		closeAfterAnswer(ctx)
-		return nil, false
+		return nil, tooLarge(limit)
 	}
 	if n < 0 { // chunked: the size is known once read
 		n = limit
 	}
 	if !budget.take(n) {
-		WriteProblem(ctx, Unavailable, "too many request bodies in flight on this node; retry")
-		closeAfterAnswer(ctx)
-		return nil, false
+		return nil, bodyRefusal{Unavailable, "too many request bodies in flight on this node; retry", true}
 	}
 	buf := bodyBuffers.Get().(*[]byte)
 	defer putBodyBuffer(buf)
@@ -84,19 +110,16 @@ func ReadBody(ctx *fasthttp.RequestCtx, limit int, budget *BodyBudget) (release 
 	*buf = body
 	switch {
 	case err != nil:
+		budget.give(n)
 		// Not err's text: a bad trailer's is quoted in it (refused.go).
 		r := classifyRefusal(err)
-		WriteProblem(ctx, r.kind, r.detail)
-		ctx.SetConnectionClose()
+		return nil, bodyRefusal{kind: r.kind, detail: r.detail}
 	case len(body) > limit:
-		WriteProblem(ctx, BodyTooLarge, fmt.Sprintf("the request body is over the limit (%d bytes)", limit))
-		closeAfterAnswer(ctx)
-	default:
-		ctx.Request.SetBody(body) // a copy: the buffer goes back to the pool
-		return func() { budget.give(n) }, true
+		budget.give(n)
+		return nil, tooLarge(limit)
 	}
-	budget.give(n)
-	return nil, false
+	ctx.Request.SetBody(body) // a copy: the buffer goes back to the pool
+	return func() { budget.give(n) }, bodyRefusal{}
 }
 
 // bodyBuffers are the buffers ReadBody reads a streamed body into before
