@@ -35,10 +35,17 @@ func (c *Client) api(ctx context.Context, mode callMode, method, path string, he
 	if c.cfg.APIToken != "" {
 		header.Set("Authorization", "Bearer "+c.cfg.APIToken)
 	}
+	write := method != http.MethodGet && method != http.MethodHead
 	node := c.start(len(c.apis))
+	if write {
+		node = c.writeStart()
+	}
 	var last *Error
 	for attempt := 1; ; attempt++ {
 		a, err := c.send(ctx, c.apis[node], method, path, header, body)
+		if write && (err != nil || a.status == http.StatusServiceUnavailable) {
+			c.leaderFailed(node)
+		}
 		var wait time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:

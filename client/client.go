@@ -47,6 +47,7 @@ type Client struct {
 	gateways []string
 	apis     []string
 	next     atomic.Uint32 // the node the next call starts at
+	leader   leaderView    // which node leads, as last learned (leader.go)
 	// Tokens issues and consumes form tokens; KV is the linearizable
 	// key-value API; Cluster is the operator's (status, membership).
 	Tokens  *Tokens

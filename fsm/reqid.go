@@ -166,15 +166,41 @@ func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
 		a.gen, a.genNo = b, g
 	}
 	if wantsOrder(a.gen) {
-		// A proposer's ids are its random prefix and a sequence (raftstore's
-		// newReqID): in order when the id before it has its prefix. Ids
+		// A fresh id starts with the time its node made it
+		// (storeapi.NewRequestID): near the end of the generation, give or
+		// take a forwarding's delay. A build before that made a prefix and
+		// a sequence: in order when the id before it has its prefix. Ids
 		// derived from a client's key (RequestIDFor) land anywhere.
-		k := predecessor(a.cursor(a.gen), id[:])
-		noteOrder(a.gen, len(k) == len(id) && bytes.Equal(k[:8], id[:8]))
+		c := a.cursor(a.gen)
+		inOrder := nearEnd(c, id[:])
+		if !inOrder {
+			k := predecessor(c, id[:])
+			inOrder = len(k) == len(id) && bytes.Equal(k[:8], id[:8])
+		}
+		noteOrder(a.gen, inOrder)
 	}
 	// A fresh buffer each time: bbolt keeps referring to a value until the
 	// transaction commits.
 	return a.gen.Put(id[:], appendRemembered(make([]byte, 0, 16+len(r.Value)+len(r.Suspect)), r))
+}
+
+// nearEndKeys is how many of a generation's ids may follow an insert that
+// still counts as in order: fewer than half a leaf's (a leaf filled to
+// appendFill holds about 80), so the insert lands in the last leaf or the
+// one before it, which appendFill leaves a tenth free for such late ids.
+const nearEndKeys = 32
+
+// nearEnd reports whether fewer than nearEndKeys keys of c's bucket
+// follow key.
+func nearEnd(c *bolt.Cursor, key []byte) bool {
+	k, _ := c.Seek(key)
+	for range nearEndKeys {
+		if k == nil {
+			return true
+		}
+		k, _ = c.Next()
+	}
+	return false
 }
 
 // appendRemembered appends the remembered form of r to dst.

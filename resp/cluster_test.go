@@ -110,6 +110,33 @@ func client(t *testing.T, addr string, opts ...func(*redis.Options)) *redis.Clie
 	return c
 }
 
+// startPatientCluster is startCluster for a test that checks what long
+// runs of commands answer (a pipeline of hundreds of writes, whole scans
+// of hundreds of calls), never how fast: on a busy machine (a core kept
+// busy, the other packages' tests beside it, the race detector) one commit
+// or read barrier can take seconds, and the run as a whole far longer than
+// a bound meant for one request. Each step is still bounded, by a minute
+// (the listener's OpTimeout, the store's ApplyTimeout): longer than that
+// is a cluster that is stuck, not slow. A run of steps has no bound of its
+// own but go test's -timeout; its clients take patient. Raft's timeouts
+// are hashicorp/raft's defaults doubled rather than the test clusters'
+// loopback ones (a 200 ms leader lease): a leader starved of the CPU for a
+// moment would step down, and a node without a leader answers at once
+// that there is none (CLUSTERDOWN, or ERR timeout for a write that may
+// have been applied) instead of a pipeline's next reply.
+func startPatientCluster(t *testing.T) *testCluster {
+	t.Helper()
+	return startClusterWith(t, func(c *raftstore.Config) {
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, time.Second
+		c.ApplyTimeout = time.Minute
+	}, func(c *Config) { c.OpTimeout = time.Minute })
+}
+
+// patient is a client option for startPatientCluster's tests: a reply
+// may take as long as the step behind it (go-redis reads all of a
+// pipeline's replies under one deadline, which would bound the whole run).
+func patient(o *redis.Options) { o.ReadTimeout = -1 }
+
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -119,11 +120,11 @@ func TestRacingGetDelOneValue(t *testing.T) {
 // sees the SET before it, each INCR the count, each SET ... GET the value
 // the write before it left.
 func TestPipelineKeepsOrder(t *testing.T) {
-	tc := startCluster(t, nil)
-	ctx := ctxT(t, 60*time.Second)
-	leader := tc.rc.WaitLeader(5 * time.Second)
+	tc := startPatientCluster(t)
+	ctx := context.Background() // each step is bounded by the listener; the pipeline by -timeout
+	leader := tc.rc.WaitLeader(time.Minute)
 	for _, node := range []int{(leader + 1) % 3, leader} {
-		c := client(t, tc.addrs[node])
+		c := client(t, tc.addrs[node], patient)
 		pipe := c.Pipeline()
 		key, ctr := fmt.Sprint("pipe", node), fmt.Sprint("ctr", node)
 		var gets []*redis.StringCmd

@@ -1,9 +1,12 @@
 package storeapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/idemgate/idemgate/command"
 )
@@ -41,5 +44,24 @@ func TestRequestIDsOneSource(t *testing.T) {
 	}
 	if got := RequestID(WithRequestID(context.Background(), command.ReqID{})); got.IsZero() || seen[got] {
 		t.Fatalf("RequestID under a zero id = %x, want a fresh one", got)
+	}
+}
+
+// TestFreshRequestIDsInTimeOrder: a fresh id starts with the time it was
+// made (the state machine's memory of ids then appends them, whichever
+// node made them), and ids made one after another sort in that order.
+func TestFreshRequestIDsInTimeOrder(t *testing.T) {
+	before := time.Now().UnixNano()
+	prev := NewRequestID()
+	for range 1000 {
+		id := NewRequestID()
+		if bytes.Compare(id[:], prev[:]) <= 0 {
+			t.Fatalf("fresh id %x after %x: not in the order made", id, prev)
+		}
+		prev = id
+	}
+	after := time.Now().UnixNano()
+	if made := int64(binary.BigEndian.Uint64(prev[:8])); made < before || made > after {
+		t.Fatalf("fresh id %x made at %d, want between %d and %d", prev, made, before, after)
 	}
 }
