@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fsm"
 )
 
@@ -32,7 +33,7 @@ func validBackup(t *testing.T) []byte {
 	}
 	defer f.Close()
 	for i := 1; i <= 20; i++ {
-		c := fsm.KVSetCommand(fsm.KVSetRequest{Key: fmt.Appendf(nil, "k-%d", i), Value: fmt.Appendf(nil, "value-k-%d", i)})
+		c := command.KVSetCommand(command.KVSetRequest{Key: fmt.Appendf(nil, "k-%d", i), Value: fmt.Appendf(nil, "value-k-%d", i)})
 		c.Stamp = time.Now().UnixNano() // what the leader would stamp
 		if err, ok := f.Apply(&raft.Log{Index: uint64(i), Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}).(error); ok {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemgate/idemgate/backup"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/loopback"
 )
@@ -397,7 +398,7 @@ func BulkLoad(path string, keys int, ttl time.Duration) error {
 		now := time.Now().UnixNano()
 		for j := i; j < min(i+perEntry, keys); j++ {
 			start := len(buf)
-			c := fsm.KVSetCommand(fsm.KVSetRequest{Key: fmt.Appendf(nil, "key-%010d", j), Value: value, TTL: ttl})
+			c := command.KVSetCommand(command.KVSetRequest{Key: fmt.Appendf(nil, "key-%010d", j), Value: value, TTL: ttl})
 			c.Stamp = now // what the leader would stamp
 			buf = c.Encode(buf)
 			cmds = append(cmds, buf[start:len(buf):len(buf)])

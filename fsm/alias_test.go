@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -101,47 +102,47 @@ func aliases(v any, maps ...mapping) []string {
 type aliasFixture struct {
 	h                         *harness
 	recKey, kvKey, tokKey     []byte
-	suspectID, recordID, kvID ReqID
-	legacyID                  ReqID
-	want                      map[ReqID][]byte // the first attempt's encoded result
+	suspectID, recordID, kvID command.ReqID
+	legacyID                  command.ReqID
+	want                      map[command.ReqID][]byte // the first attempt's encoded result
 }
 
 func newAliasFixture(t *testing.T) *aliasFixture {
 	h := newHarness(t)
-	x := &aliasFixture{h: h, recKey: RecordKey("pay", "u1", "first"), kvKey: []byte("kv-key"),
-		tokKey: TokenKey("form", "tok"), suspectID: reqID(1), recordID: reqID(2), kvID: reqID(3), legacyID: reqID(4),
-		want: map[ReqID][]byte{}}
-	digest := DigestKey("pay", "u1", bytes.Repeat([]byte{0xd1}, 32))
+	x := &aliasFixture{h: h, recKey: command.RecordKey("pay", "u1", "first"), kvKey: []byte("kv-key"),
+		tokKey: command.TokenKey("form", "tok"), suspectID: reqID(1), recordID: reqID(2), kvID: reqID(3), legacyID: reqID(4),
+		want: map[command.ReqID][]byte{}}
+	digest := command.DigestKey("pay", "u1", bytes.Repeat([]byte{0xd1}, 32))
 	window := 5 * time.Minute
-	r := h.apply(Command{Type: TypeRecordBegin, Key: x.recKey, Value: []byte("fingerprint"), TTL: time.Hour, DigestKey: digest, Window: window})
-	if r.Code != CodeCreated {
+	r := h.apply(command.Command{Type: command.TypeRecordBegin, Key: x.recKey, Value: []byte("fingerprint"), TTL: time.Hour, DigestKey: digest, Window: window})
+	if r.Code != command.CodeCreated {
 		t.Fatalf("begin = %+v", r)
 	}
 	body := bytes.Repeat([]byte("stored response body "), 200)
-	if r := h.apply(Command{Type: TypeRecordComplete, Key: x.recKey, Fence: r.Fence, Status: 201,
-		Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, Body: body}); r.Code != CodeOK {
+	if r := h.apply(command.Command{Type: command.TypeRecordComplete, Key: x.recKey, Fence: r.Fence, Status: 201,
+		Headers: []command.Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, Body: body}); r.Code != command.CodeOK {
 		t.Fatalf("complete = %+v", r)
 	}
 	// The same body under a new key: a suspect whose result names the
 	// earlier record key, remembered under suspectID.
-	r = h.apply(Command{Type: TypeRecordBegin, ReqID: x.suspectID, Key: RecordKey("pay", "u1", "second"), TTL: time.Hour, DigestKey: digest, Window: window})
-	if r.Code != CodeCreated || r.Suspect == nil {
+	r = h.apply(command.Command{Type: command.TypeRecordBegin, ReqID: x.suspectID, Key: command.RecordKey("pay", "u1", "second"), TTL: time.Hour, DigestKey: digest, Window: window})
+	if r.Code != command.CodeCreated || r.Suspect == nil {
 		t.Fatalf("suspect begin = %+v", r)
 	}
 	x.want[x.suspectID] = r.Encode(nil)
-	if r := h.apply(Command{Type: TypeKVSet, Key: x.kvKey, Value: bytes.Repeat([]byte("v"), 3000), TTL: time.Hour}); r.Code != CodeCreated {
+	if r := h.apply(command.Command{Type: command.TypeKVSet, Key: x.kvKey, Value: bytes.Repeat([]byte("v"), 3000), TTL: time.Hour}); r.Code != command.CodeCreated {
 		t.Fatalf("kv set = %+v", r)
 	}
 	// A GETDEL's remembered result carries the value it removed.
-	if r := h.apply(Command{Type: TypeKVSet, Key: []byte("kv-gone"), Value: bytes.Repeat([]byte("g"), 3000)}); r.Code != CodeCreated {
+	if r := h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("kv-gone"), Value: bytes.Repeat([]byte("g"), 3000)}); r.Code != command.CodeCreated {
 		t.Fatalf("kv set = %+v", r)
 	}
-	r = h.apply(Command{Type: TypeKVGetDel, ReqID: x.kvID, Key: []byte("kv-gone")})
-	if r.Code != CodeOK || len(r.Value) != 3000 {
+	r = h.apply(command.Command{Type: command.TypeKVGetDel, ReqID: x.kvID, Key: []byte("kv-gone")})
+	if r.Code != command.CodeOK || len(r.Value) != 3000 {
 		t.Fatalf("kv getdel = %+v", r)
 	}
 	x.want[x.kvID] = r.Encode(nil)
-	if r := h.apply(Command{Type: TypeTokenIssue, Key: x.tokKey, TTL: time.Hour}); r.Code != CodeCreated {
+	if r := h.apply(command.Command{Type: command.TypeTokenIssue, Key: x.tokKey, TTL: time.Hour}); r.Code != command.CodeCreated {
 		t.Fatalf("token = %+v", r)
 	}
 	// No command remembers a result that carries a record today (a begin
@@ -151,10 +152,10 @@ func newAliasFixture(t *testing.T) *aliasFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withRecord := &Result{Code: CodeOK, Fence: 7, Record: stored, Suspect: []byte("s"), Value: []byte("v")}
+	withRecord := &command.Result{Code: command.CodeOK, Fence: 7, Record: stored, Suspect: []byte("s"), Value: []byte("v")}
 	// And one in the encoding of the previous build (stamp | Result.Encode),
 	// which a file upgraded in place still holds.
-	legacy := &Result{Code: CodeOK, Fence: 8, Record: stored, Suspect: []byte("t"), Value: []byte("w")}
+	legacy := &command.Result{Code: command.CodeOK, Fence: 8, Record: stored, Suspect: []byte("t"), Value: []byte("w")}
 	err = h.f.db.Update(func(tx *bolt.Tx) error {
 		a := applier{f: h.f, now: h.f.Now()}
 		if err := a.remember(tx, x.recordID, withRecord); err != nil {
@@ -174,10 +175,10 @@ func newAliasFixture(t *testing.T) *aliasFixture {
 // retries re-applies a command under each remembered request id (each a
 // different command: a recalled result is returned whatever the retry
 // says) and returns what the state machine answered.
-func (x *aliasFixture) retries(t *testing.T) map[ReqID]*Result {
-	out := map[ReqID]*Result{}
+func (x *aliasFixture) retries(t *testing.T) map[command.ReqID]*command.Result {
+	out := map[command.ReqID]*command.Result{}
 	for id := range x.want {
-		out[id] = x.h.apply(Command{Type: TypeKVSet, ReqID: id, Key: []byte("unrelated"), Value: []byte("x")})
+		out[id] = x.h.apply(command.Command{Type: command.TypeKVSet, ReqID: id, Key: []byte("unrelated"), Value: []byte("x")})
 		if got := out[id].Encode(nil); !bytes.Equal(got, x.want[id]) {
 			t.Fatalf("retry of %x answered %+v, not the first attempt's result", id, out[id])
 		}
@@ -219,16 +220,16 @@ func TestReadsDoNotAliasTheMap(t *testing.T) {
 		reads["Due"] = d
 	}
 	// Results of fresh commands that return stored bytes.
-	reads["SETNX on an existing key"] = x.h.apply(Command{Type: TypeKVSet, Key: x.kvKey, Value: []byte("y"), Mode: SetNX})
-	reads["begin on an existing record"] = x.h.apply(Command{Type: TypeRecordBegin, Key: x.recKey, TTL: time.Hour})
-	reads["GETDEL"] = x.h.apply(Command{Type: TypeKVGetDel, Key: x.kvKey})
+	reads["SETNX on an existing key"] = x.h.apply(command.Command{Type: command.TypeKVSet, Key: x.kvKey, Value: []byte("y"), Mode: command.SetNX})
+	reads["begin on an existing record"] = x.h.apply(command.Command{Type: command.TypeRecordBegin, Key: x.recKey, TTL: time.Hour})
+	reads["GETDEL"] = x.h.apply(command.Command{Type: command.TypeKVGetDel, Key: x.kvKey})
 	after := dbMapping(t, f)
 	for name, v := range reads {
 		if got := aliases(v, before, after); len(got) > 0 {
 			t.Errorf("%s returned slices inside bbolt's memory map: %v", name, got)
 		}
 	}
-	if len(aliases(reads["GETDEL"])) != 0 || len(aliases(&Result{Value: []byte("x")}, mapping{0, ^uintptr(0)})) != 1 {
+	if len(aliases(reads["GETDEL"])) != 0 || len(aliases(&command.Result{Value: []byte("x")}, mapping{0, ^uintptr(0)})) != 1 {
 		t.Fatal("the alias walker does not see slices")
 	}
 }
@@ -245,7 +246,7 @@ func TestRecalledResultSurvivesRemap(t *testing.T) {
 	x := newAliasFixture(t)
 	f := x.h.f
 	recalled := x.retries(t)
-	looked := map[ReqID]*Result{}
+	looked := map[command.ReqID]*command.Result{}
 	for id := range x.want {
 		r, ok, err := f.LookupRequest(id)
 		if err != nil || !ok {
@@ -264,8 +265,8 @@ func TestRecalledResultSurvivesRemap(t *testing.T) {
 	start, remaps := f.db.Info().Data, 0
 	value := bytes.Repeat([]byte{0xEE}, 64<<10)
 	for i := 0; i < 4096 && remaps < 2; i++ {
-		x.h.apply(Command{Type: TypeKVSet, Key: []byte(fmt.Sprintf("grow-%d", i)), Value: value})
-		x.h.apply(Command{Type: TypeKVDelete, Key: []byte(fmt.Sprintf("grow-%d", i/2))})
+		x.h.apply(command.Command{Type: command.TypeKVSet, Key: []byte(fmt.Sprintf("grow-%d", i)), Value: value})
+		x.h.apply(command.Command{Type: command.TypeKVDelete, Key: []byte(fmt.Sprintf("grow-%d", i/2))})
 		if d := f.db.Info().Data; d != start {
 			start, remaps = d, remaps+1
 		}
@@ -294,9 +295,9 @@ func TestRecalledResultSurvivesRemap(t *testing.T) {
 }
 
 func TestCloneIsDeep(t *testing.T) {
-	rec := &Record{State: StateCompleted, Fence: 3, Fingerprint: []byte("fp"), Status: 200, Body: []byte("body"),
-		Headers: []Header{{Name: []byte("A"), Value: []byte("1")}, {Name: []byte("B"), Value: nil}}}
-	res := &Result{Code: CodeExists, Value: []byte("value"), Suspect: []byte{}, Record: rec}
+	rec := &command.Record{State: command.StateCompleted, Fence: 3, Fingerprint: []byte("fp"), Status: 200, Body: []byte("body"),
+		Headers: []command.Header{{Name: []byte("A"), Value: []byte("1")}, {Name: []byte("B"), Value: nil}}}
+	res := &command.Result{Code: command.CodeExists, Value: []byte("value"), Suspect: []byte{}, Record: rec}
 	c := res.Clone()
 	if !bytes.Equal(c.Encode(nil), res.Encode(nil)) {
 		t.Fatalf("Clone changed the encoding: %+v", c)
@@ -318,11 +319,11 @@ func TestCloneIsDeep(t *testing.T) {
 	if string(c.Record.Headers[0].Name) != "A" {
 		t.Fatalf("an append to one part overwrote the next")
 	}
-	kv := KVEntry{Value: []byte("v")}
+	kv := command.KVEntry{Value: []byte("v")}
 	if k := kv.Clone(); unsafe.SliceData(k.Value) == unsafe.SliceData(kv.Value) {
 		t.Fatal("KVEntry.Clone shares its value")
 	}
-	s := Suspect{Key: []byte("k"), Earlier: []byte("e")}
+	s := command.Suspect{Key: []byte("k"), Earlier: []byte("e")}
 	if c := s.Clone(); unsafe.SliceData(c.Key) == unsafe.SliceData(s.Key) || string(c.Earlier) != "e" {
 		t.Fatal("Suspect.Clone shares its keys")
 	}

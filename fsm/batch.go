@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -26,7 +27,7 @@ const (
 
 // Results is what the state machine answers for a batch entry: one Result
 // per command, in the batch's order.
-type Results []*Result
+type Results []*command.Result
 
 // EncodeBatch packs encoded (and stamped) commands into one batch entry.
 func EncodeBatch(cmds [][]byte) []byte {
@@ -50,25 +51,25 @@ func IsBatch(data []byte) bool { return len(data) > 0 && data[0] == batchEnvelop
 // splitBatch returns the encoded commands of a batch (aliasing data).
 func splitBatch(data []byte) ([][]byte, error) {
 	if !IsBatch(data) {
-		return nil, fmt.Errorf("%w: not a batch", ErrBadCommand)
+		return nil, fmt.Errorf("%w: not a batch", command.ErrBadCommand)
 	}
 	b := data[1:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n == 0 || n > MaxBatchCommands {
-		return nil, fmt.Errorf("%w: batch count", ErrBadCommand)
+		return nil, fmt.Errorf("%w: batch count", command.ErrBadCommand)
 	}
 	b = b[k:]
 	out := make([][]byte, 0, n)
 	for i := uint64(0); i < n; i++ {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
-			return nil, fmt.Errorf("%w: batch command %d length", ErrBadCommand, i)
+			return nil, fmt.Errorf("%w: batch command %d length", command.ErrBadCommand, i)
 		}
 		out = append(out, b[k:k+int(l)])
 		b = b[k+int(l):]
 	}
 	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the batch's commands", ErrBadCommand, len(b))
+		return nil, fmt.Errorf("%w: %d bytes after the batch's commands", command.ErrBadCommand, len(b))
 	}
 	return out, nil
 }

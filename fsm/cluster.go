@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -13,7 +14,7 @@ import (
 type RemovedNode struct {
 	ID           string
 	At           time.Time // the state machine's clock when it was recorded
-	Fingerprints []Fingerprint
+	Fingerprints []command.Fingerprint
 }
 
 // maxRemovedFingerprints bounds the certificates kept per removed id (the
@@ -27,21 +28,21 @@ var (
 
 // clusterID gives the cluster its id unless it has one; the result carries
 // the id in force.
-func (a *applier) clusterID(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) clusterID(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	meta := tx.Bucket(bucketMeta)
-	if cur := meta.Get(keyClusterID); len(cur) == len(ClusterID{}) {
-		return &Result{Code: CodeExists, Value: clone(cur)}
+	if cur := meta.Get(keyClusterID); len(cur) == len(command.ClusterID{}) {
+		return &command.Result{Code: command.CodeExists, Value: clone(cur)}
 	}
 	if err := meta.Put(keyClusterID, clone(c.Value)); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	a.clusterSet = ClusterID(c.Value)
-	return &Result{Code: CodeCreated, Value: clone(c.Value)}
+	a.clusterSet = command.ClusterID(c.Value)
+	return &command.Result{Code: command.CodeCreated, Value: clone(c.Value)}
 }
 
 // memberRemoved records a removed node id, merging its fingerprints with
 // those recorded before (a node removed twice).
-func (a *applier) memberRemoved(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) memberRemoved(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	b := tx.Bucket(bucketRemoved)
 	fps := splitFingerprints(c.Value)
 	if old := b.Get(c.Key); len(old) >= 8 {
@@ -56,24 +57,24 @@ func (a *applier) memberRemoved(tx *bolt.Tx, c *Command, _ uint64) *Result {
 		v = append(v, fp[:]...)
 	}
 	if err := b.Put(clone(c.Key), v); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
-func splitFingerprints(b []byte) []Fingerprint {
-	var out []Fingerprint
+func splitFingerprints(b []byte) []command.Fingerprint {
+	var out []command.Fingerprint
 	for len(b) >= 32 {
-		out = append(out, Fingerprint(b[:32]))
+		out = append(out, command.Fingerprint(b[:32]))
 		b = b[32:]
 	}
 	return out
 }
 
 // uniqueFingerprints drops repeats, keeping the last occurrence's place.
-func uniqueFingerprints(fps []Fingerprint) []Fingerprint {
-	seen := map[Fingerprint]bool{}
-	out := make([]Fingerprint, 0, len(fps))
+func uniqueFingerprints(fps []command.Fingerprint) []command.Fingerprint {
+	seen := map[command.Fingerprint]bool{}
+	out := make([]command.Fingerprint, 0, len(fps))
 	for i := len(fps) - 1; i >= 0; i-- {
 		if !seen[fps[i]] {
 			seen[fps[i]] = true
@@ -88,11 +89,11 @@ func uniqueFingerprints(fps []Fingerprint) []Fingerprint {
 
 // ClusterID is the cluster's id as this replica has applied it (zero until
 // the first leader gave one).
-func (f *FSM) ClusterID() ClusterID {
+func (f *FSM) ClusterID() command.ClusterID {
 	if p := f.cluster.Load(); p != nil {
 		return *p
 	}
-	return ClusterID{}
+	return command.ClusterID{}
 }
 
 // RemovedNodes lists the node ids the cluster removed, by id.
@@ -119,7 +120,7 @@ func (f *FSM) ClearClusterID() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.db == nil {
-		return ErrStorage
+		return command.ErrStorage
 	}
 	if err := f.flush(); err != nil {
 		return err
@@ -133,8 +134,8 @@ func (f *FSM) ClearClusterID() error {
 
 // loadClusterID reads the stored id into the cache.
 func (f *FSM) loadClusterID(meta *bolt.Bucket) {
-	if v := meta.Get(keyClusterID); len(v) == len(ClusterID{}) {
-		id := ClusterID(v)
+	if v := meta.Get(keyClusterID); len(v) == len(command.ClusterID{}) {
+		id := command.ClusterID(v)
 		f.cluster.Store(&id)
 		return
 	}
@@ -143,6 +144,6 @@ func (f *FSM) loadClusterID(meta *bolt.Bucket) {
 
 // The applier's rows of this file's commands (commands.go joins them).
 var clusterApplies = applies{
-	TypeClusterID:     {apply: (*applier).clusterID},
-	TypeMemberRemoved: {apply: (*applier).memberRemoved},
+	command.TypeClusterID:     {apply: (*applier).clusterID},
+	command.TypeMemberRemoved: {apply: (*applier).memberRemoved},
 }

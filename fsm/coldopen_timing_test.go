@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
@@ -171,7 +172,7 @@ func coldFiles(b *testing.B, dir string, n int, expired bool) (clean, legacy str
 		for i, index := 0, uint64(1); i < n; i, index = i+perEntry, index+1 {
 			var cmds [][]byte
 			for j := i; j < min(i+perEntry, n); j++ {
-				cmds = append(cmds, (&Command{Type: TypeKVSet, Key: []byte(fmt.Sprintf("key-%010d", j)), Value: value, Stamp: 1}).Encode(nil))
+				cmds = append(cmds, (&command.Command{Type: command.TypeKVSet, Key: []byte(fmt.Sprintf("key-%010d", j)), Value: value, Stamp: 1}).Encode(nil))
 			}
 			f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: EncodeBatch(cmds)}})
 		}

@@ -13,40 +13,41 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
-func sampleCommands() []Command {
-	id := ReqID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	return []Command{
-		{Type: TypeNoop, Value: make([]byte, 64)},
-		{Type: TypeRecordBegin, ReqID: id, Stamp: 42, Key: RecordKey("pay", "u1", "k"), Value: make([]byte, 32), TTL: 24 * time.Hour, Timeout: 30 * time.Second, Flags: FlagReleaseUnknown},
-		{Type: TypeRecordComplete, ReqID: id, Key: []byte("k"), Fence: 99, Status: 201, Flags: FlagBodyDropped,
-			Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}, {Name: []byte("X"), Value: nil}}, Body: []byte(`{"ok":true}`)},
-		{Type: TypeRecordRelease, Key: []byte("k")},
-		{Type: TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: 123}, {Kind: ttl.KindToken, Key: []byte("b"), At: -1}}},
-		{Type: TypeTokenIssue, Key: TokenKey("s", "t"), TTL: time.Minute},
-		{Type: TypeTokenConsume, Key: TokenKey("s", "t")},
-		{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v"), Mode: SetCAS, Version: 1 << 40, TTL: time.Second},
-		{Type: TypeKVGetDel, Key: []byte("k")},
-		{Type: TypeKVDelete, Key: []byte("k")},
+func sampleCommands() []command.Command {
+	id := command.ReqID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	return []command.Command{
+		{Type: command.TypeNoop, Value: make([]byte, 64)},
+		{Type: command.TypeRecordBegin, ReqID: id, Stamp: 42, Key: command.RecordKey("pay", "u1", "k"), Value: make([]byte, 32), TTL: 24 * time.Hour, Timeout: 30 * time.Second, Flags: command.FlagReleaseUnknown},
+		{Type: command.TypeRecordComplete, ReqID: id, Key: []byte("k"), Fence: 99, Status: 201, Flags: command.FlagBodyDropped,
+			Headers: []command.Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}, {Name: []byte("X"), Value: nil}}, Body: []byte(`{"ok":true}`)},
+		{Type: command.TypeRecordRelease, Key: []byte("k")},
+		{Type: command.TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: 123}, {Kind: ttl.KindToken, Key: []byte("b"), At: -1}}},
+		{Type: command.TypeTokenIssue, Key: command.TokenKey("s", "t"), TTL: time.Minute},
+		{Type: command.TypeTokenConsume, Key: command.TokenKey("s", "t")},
+		{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("v"), Mode: command.SetCAS, Version: 1 << 40, TTL: time.Second},
+		{Type: command.TypeKVGetDel, Key: []byte("k")},
+		{Type: command.TypeKVDelete, Key: []byte("k")},
 	}
 }
 
 func TestCommandRoundTrip(t *testing.T) {
 	for _, c := range sampleCommands() {
 		enc := c.Encode(nil)
-		var got Command
-		if err := Decode(enc, &got); err != nil {
+		var got command.Command
+		if err := command.Decode(enc, &got); err != nil {
 			t.Fatalf("Decode(Encode(%s)) error: %v", c.Type, err)
 		}
 		if !reflect.DeepEqual(got, c) {
 			t.Fatalf("Decode(Encode(%s)) = %+v, want %+v", c.Type, got, c)
 		}
-		if err := Stamp(enc, 777); err != nil {
+		if err := command.Stamp(enc, 777); err != nil {
 			t.Fatal(err)
 		}
-		Decode(enc, &got)
+		command.Decode(enc, &got)
 		if got.Stamp != 777 {
 			t.Fatalf("Stamp did not patch %s: %d", c.Type, got.Stamp)
 		}
@@ -54,7 +55,7 @@ func TestCommandRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
-	valid := (&Command{Type: TypeKVSet, Key: []byte("k")}).Encode(nil)
+	valid := (&command.Command{Type: command.TypeKVSet, Key: []byte("k")}).Encode(nil)
 	tests := []struct {
 		name string
 		data []byte
@@ -66,33 +67,33 @@ func TestDecodeRejects(t *testing.T) {
 		{"type zero", append([]byte{1, 0}, valid[2:]...)},
 		{"truncated body", valid[:len(valid)-3]},
 		{"trailing bytes", append(append([]byte(nil), valid...), 0)},
-		{"empty key", (&Command{Type: TypeKVGetDel}).Encode(nil)},
-		{"huge key", (&Command{Type: TypeKVGetDel, Key: make([]byte, MaxStoredKeyLen+1)}).Encode(nil)},
-		{"negative ttl", (&Command{Type: TypeKVSet, Key: []byte("k"), TTL: -1}).Encode(nil)},
-		{"bad status", (&Command{Type: TypeRecordComplete, Key: []byte("k"), Fence: 1, Status: 42}).Encode(nil)},
-		{"complete without fence", (&Command{Type: TypeRecordComplete, Key: []byte("k"), Status: 200}).Encode(nil)},
-		{"bad mode", (&Command{Type: TypeKVSet, Key: []byte("k"), Mode: 9}).Encode(nil)},
-		{"bad expiry kind", (&Command{Type: TypeExpire, Entries: []ttl.Entry{{Kind: 0}}}).Encode(nil)},
+		{"empty key", (&command.Command{Type: command.TypeKVGetDel}).Encode(nil)},
+		{"huge key", (&command.Command{Type: command.TypeKVGetDel, Key: make([]byte, command.MaxStoredKeyLen+1)}).Encode(nil)},
+		{"negative ttl", (&command.Command{Type: command.TypeKVSet, Key: []byte("k"), TTL: -1}).Encode(nil)},
+		{"bad status", (&command.Command{Type: command.TypeRecordComplete, Key: []byte("k"), Fence: 1, Status: 42}).Encode(nil)},
+		{"complete without fence", (&command.Command{Type: command.TypeRecordComplete, Key: []byte("k"), Status: 200}).Encode(nil)},
+		{"bad mode", (&command.Command{Type: command.TypeKVSet, Key: []byte("k"), Mode: 9}).Encode(nil)},
+		{"bad expiry kind", (&command.Command{Type: command.TypeExpire, Entries: []ttl.Entry{{Kind: 0}}}).Encode(nil)},
 	}
 	for _, tt := range tests {
-		var c Command
-		if err := Decode(tt.data, &c); !errors.Is(err, ErrBadCommand) {
+		var c command.Command
+		if err := command.Decode(tt.data, &c); !errors.Is(err, command.ErrBadCommand) {
 			t.Errorf("Decode(%s) = %v, want ErrBadCommand", tt.name, err)
 		}
 	}
 }
 
 func TestResultRoundTrip(t *testing.T) {
-	results := []*Result{
-		{Code: CodeCreated, Fence: 7, ExpiresAt: 99},
-		{Code: CodeExists, Version: 3, Value: []byte("v")},
-		{Code: CodeExists, Record: &Record{State: StateCompleted, Fence: 1, Fingerprint: []byte("fp"), Status: 200,
-			Headers: []Header{{Name: []byte("A"), Value: []byte("b")}}, Body: []byte("body"), BodyDropped: true}},
-		{Code: CodeExists, Record: &Record{State: StateCompleted, Fence: 2, Status: 201, Body: []byte("b"), Sum: 0xdeadbeef, HasSum: true}},
-		{Code: CodeStorage},
+	results := []*command.Result{
+		{Code: command.CodeCreated, Fence: 7, ExpiresAt: 99},
+		{Code: command.CodeExists, Version: 3, Value: []byte("v")},
+		{Code: command.CodeExists, Record: &command.Record{State: command.StateCompleted, Fence: 1, Fingerprint: []byte("fp"), Status: 200,
+			Headers: []command.Header{{Name: []byte("A"), Value: []byte("b")}}, Body: []byte("body"), BodyDropped: true}},
+		{Code: command.CodeExists, Record: &command.Record{State: command.StateCompleted, Fence: 2, Status: 201, Body: []byte("b"), Sum: 0xdeadbeef, HasSum: true}},
+		{Code: command.CodeStorage},
 	}
 	for _, r := range results {
-		got, err := DecodeResult(r.Encode(nil))
+		got, err := command.DecodeResult(r.Encode(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +101,7 @@ func TestResultRoundTrip(t *testing.T) {
 			t.Fatalf("DecodeResult(Encode(%+v)) = %+v", r, got)
 		}
 	}
-	if _, err := DecodeResult([]byte{200}); err == nil {
+	if _, err := command.DecodeResult([]byte{200}); err == nil {
 		t.Fatal("DecodeResult(bad code) succeeded")
 	}
 }
@@ -113,19 +114,19 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{1, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var c Command
-		if err := Decode(data, &c); err != nil {
+		var c command.Command
+		if err := command.Decode(data, &c); err != nil {
 			return
 		}
-		var again Command
-		if err := Decode(c.Encode(nil), &again); err != nil {
+		var again command.Command
+		if err := command.Decode(c.Encode(nil), &again); err != nil {
 			t.Fatalf("re-encoded command does not decode: %v", err)
 		}
 		if !reflect.DeepEqual(c, again) {
 			t.Fatalf("round trip changed the command: %+v vs %+v", c, again)
 		}
-		DecodeResult(data)
-		DecodeRecord(data)
+		command.DecodeResult(data)
+		command.DecodeRecord(data)
 	})
 }
 
@@ -211,7 +212,7 @@ const fuzzApplyMaxInput = 256
 // Seeds are short streams (one command, a begin and its complete) for the
 // same reason as fuzzApplyMaxInput.
 func FuzzApply(f *testing.F) {
-	stream := func(cs ...Command) []byte {
+	stream := func(cs ...command.Command) []byte {
 		var b []byte
 		for _, c := range cs {
 			enc := c.Encode(nil)
@@ -225,9 +226,9 @@ func FuzzApply(f *testing.F) {
 	}
 	// A begin and the complete of its owner: each input starts at Raft
 	// index 1, so the begin's fence is 1.
-	key := RecordKey("pay", "u1", "k")
-	f.Add(stream(Command{Type: TypeRecordBegin, Key: key, Value: make([]byte, 32), TTL: time.Hour},
-		Command{Type: TypeRecordComplete, Key: key, Fence: 1, Status: 201, Body: []byte("{}")}))
+	key := command.RecordKey("pay", "u1", "k")
+	f.Add(stream(command.Command{Type: command.TypeRecordBegin, Key: key, Value: make([]byte, 32), TTL: time.Hour},
+		command.Command{Type: command.TypeRecordComplete, Key: key, Fence: 1, Status: 201, Body: []byte("{}")}))
 	f.Add([]byte{3, 1, 2, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, b := fuzzFSMs(t)
@@ -281,25 +282,25 @@ func TestValidateBounds(t *testing.T) {
 	key := []byte("k")
 	tests := []struct {
 		name string
-		c    Command
+		c    command.Command
 		ok   bool
 	}{
-		{"plain set", Command{Type: TypeKVSet, Key: key, TTL: time.Hour}, true},
-		{"the longest lifetime", Command{Type: TypeKVSet, Key: key, TTL: MaxTTL}, true},
-		{"a lifetime that would overflow the expiry", Command{Type: TypeKVSet, Key: key, TTL: 2562047 * time.Hour}, false},
-		{"a processing timeout that would overflow", Command{Type: TypeRecordBegin, Key: key, Timeout: MaxTTL + 1}, false},
-		{"negative ttl", Command{Type: TypeKVSet, Key: key, TTL: -1}, false},
-		{"the longest key", Command{Type: TypeKVSet, Key: make([]byte, MaxStoredKeyLen)}, true},
-		{"a key over the bound", Command{Type: TypeKVSet, Key: make([]byte, MaxStoredKeyLen+1)}, false},
-		{"no key", Command{Type: TypeTokenConsume}, false},
+		{"plain set", command.Command{Type: command.TypeKVSet, Key: key, TTL: time.Hour}, true},
+		{"the longest lifetime", command.Command{Type: command.TypeKVSet, Key: key, TTL: command.MaxTTL}, true},
+		{"a lifetime that would overflow the expiry", command.Command{Type: command.TypeKVSet, Key: key, TTL: 2562047 * time.Hour}, false},
+		{"a processing timeout that would overflow", command.Command{Type: command.TypeRecordBegin, Key: key, Timeout: command.MaxTTL + 1}, false},
+		{"negative ttl", command.Command{Type: command.TypeKVSet, Key: key, TTL: -1}, false},
+		{"the longest key", command.Command{Type: command.TypeKVSet, Key: make([]byte, command.MaxStoredKeyLen)}, true},
+		{"a key over the bound", command.Command{Type: command.TypeKVSet, Key: make([]byte, command.MaxStoredKeyLen+1)}, false},
+		{"no key", command.Command{Type: command.TypeTokenConsume}, false},
 	}
 	for _, tt := range tests {
 		err := tt.c.Validate()
-		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrBadCommand)) {
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, command.ErrBadCommand)) {
 			t.Errorf("%s: Validate = %v, want ok %v", tt.name, err, tt.ok)
 		}
-		var d Command
-		if derr := Decode(tt.c.Encode(nil), &d); (derr == nil) != tt.ok {
+		var d command.Command
+		if derr := command.Decode(tt.c.Encode(nil), &d); (derr == nil) != tt.ok {
 			t.Errorf("%s: Decode = %v, want ok %v", tt.name, derr, tt.ok)
 		}
 	}
@@ -309,26 +310,26 @@ func TestValidateBounds(t *testing.T) {
 // digest key in Body, the window in Version) decodes into the typed fields,
 // so a log written by an older build replays the same.
 func TestDecodeVersion1Begin(t *testing.T) {
-	c := Command{Type: TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, DigestKey: []byte("digest"), Window: 5 * time.Minute}
+	c := command.Command{Type: command.TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, DigestKey: []byte("digest"), Window: 5 * time.Minute}
 	v2 := c.Encode(nil)
 	// The same command as version 1 wrote it: the envelope byte 1, no
 	// trailing fields, the digest key and window in Body and Version.
-	old := Command{Type: TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, Body: []byte("digest"), Version: uint64(5 * time.Minute)}
+	old := command.Command{Type: command.TypeRecordBegin, Key: []byte("k"), TTL: time.Hour, Body: []byte("digest"), Version: uint64(5 * time.Minute)}
 	v1 := old.Encode(nil)
 	v1 = v1[:len(v1)-2] // drop the version-2 fields (an empty DigestKey, a zero Window)
 	v1[0] = 1           // version 1's envelope byte
-	var got Command
-	if err := Decode(v1, &got); err != nil {
+	var got command.Command
+	if err := command.Decode(v1, &got); err != nil {
 		t.Fatal(err)
 	}
 	if string(got.DigestKey) != "digest" || got.Window != 5*time.Minute || got.Body != nil || got.Version != 0 {
 		t.Fatalf("version 1 begin decoded as %+v", got)
 	}
-	var again Command
-	if err := Decode(v2, &again); err != nil || string(again.DigestKey) != "digest" || again.Window != 5*time.Minute {
+	var again command.Command
+	if err := command.Decode(v2, &again); err != nil || string(again.DigestKey) != "digest" || again.Window != 5*time.Minute {
 		t.Fatalf("version 2 begin decoded as %+v, %v", again, err)
 	}
-	if typ, err := PeekType(v1); err != nil || typ != TypeRecordBegin || Stamp(v1, 1) != nil {
+	if typ, err := command.PeekType(v1); err != nil || typ != command.TypeRecordBegin || command.Stamp(v1, 1) != nil {
 		t.Fatalf("a version 1 envelope is not read: %v %v", typ, err)
 	}
 }

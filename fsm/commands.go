@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -25,22 +26,22 @@ type applySpec struct {
 	// memory after all: the state it leaves answers its retry as the
 	// first attempt was answered for longer than the memory would
 	// (reqid.go), so its id is neither looked up nor stored.
-	settled func(c *Command) bool
+	settled func(c *command.Command) bool
 	// apply applies the command in the batch's transaction; rev is its
 	// revision (applier.nextRev).
-	apply func(a *applier, tx *bolt.Tx, c *Command, rev uint64) *Result
+	apply func(a *applier, tx *bolt.Tx, c *command.Command, rev uint64) *command.Result
 	// kv, for a command of the KV keyspace that a script may make, applies
 	// it to a kvStore: the batch's transaction or a script's sandbox
 	// (sandbox.go). nil: a script cannot make it.
-	kv func(a *applier, kv kvStore, c *Command, rev uint64) *Result
+	kv func(a *applier, kv kvStore, c *command.Command, rev uint64) *command.Result
 }
 
 // applies is a part of the applier's table: the rows of one file's
 // commands, declared beside the functions they name.
-type applies map[Type]applySpec
+type applies map[command.Type]applySpec
 
 // noopApplies is the row of the leader's tick, whose apply is fsm.go's.
-var noopApplies = applies{TypeNoop: {apply: (*applier).noop}}
+var noopApplies = applies{command.TypeNoop: {apply: (*applier).noop}}
 
 // commands is the applier's table, by Type: the files' parts, joined.
 var commands = join(noopApplies, recordApplies, expireApplies, tokenApplies, kvApplies, kvIncrApplies,
@@ -64,7 +65,7 @@ func join(parts ...applies) (table [256]applySpec) {
 
 // spec returns how t is applied, or nil for a type this build does not
 // apply.
-func spec(t Type) *applySpec {
+func spec(t command.Type) *applySpec {
 	if !t.Known() || commands[t].apply == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -14,9 +15,9 @@ import (
 // followed before they were one table: all but no-ops, sweeps, reads and
 // the cluster's facts.
 func TestApplyTable(t *testing.T) {
-	notRemembered := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true, TypeKVRead: true}
+	notRemembered := map[command.Type]bool{command.TypeNoop: true, command.TypeExpire: true, command.TypeClusterID: true, command.TypeMemberRemoved: true, command.TypeKVRead: true}
 	for i := range 256 {
-		typ := Type(i)
+		typ := command.Type(i)
 		s := spec(typ)
 		if (s != nil) != typ.Known() || (!typ.Known() && (commands[typ].apply != nil || commands[typ].kv != nil || commands[typ].remembered)) {
 			t.Fatalf("%s: declared %v, applied %v", typ, typ.Known(), s != nil)
@@ -37,73 +38,73 @@ func TestApplyTable(t *testing.T) {
 // bytes the same operation was logged as before the constructors existed
 // (taken from that build): logs and snapshots written then replay the same.
 func TestConstructorsEncodeAsBefore(t *testing.T) {
-	var fp Fingerprint
+	var fp command.Fingerprint
 	for i := range fp {
 		fp[i] = byte(i)
 	}
 	tests := []struct {
 		name string
-		c    *Command
+		c    *command.Command
 		want string
 	}{
-		{"noop", NoopCommand([]byte("tick")),
+		{"noop", command.NoopCommand([]byte("tick")),
 			"0201a00102030405060708090a0b0c0d0eaf17979cfe362a000000047469636b000000000000000000000000"},
-		{"record_begin", RecordBeginCommand(BeginRequest{Key: RecordKey("pay", "u1", "k"), Fingerprint: []byte("fp"),
+		{"record_begin", command.RecordBeginCommand(command.BeginRequest{Key: command.RecordKey("pay", "u1", "k"), Fingerprint: []byte("fp"),
 			TTL: 24 * time.Hour, Timeout: 30 * time.Second, ReleaseUnknown: true, DigestKey: []byte("dg"), Window: 5 * time.Minute,
 			RejectSuspect: true}),
 			"0202a00102030405060708090a0b0c0d0eaf17979cfe362a000008706179007531006b0266708080f89492a52780b09dc2df01000000030000000002646780e0a596bb11"},
-		{"record_complete", RecordCompleteCommand(CompleteRequest{Key: []byte("k"), Fence: 7, Status: 201,
-			Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, Body: []byte("{}"), BodyDropped: true}),
+		{"record_complete", command.RecordCompleteCommand(command.CompleteRequest{Key: []byte("k"), Fence: 7, Status: 201,
+			Headers: []command.Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, Body: []byte("{}"), BodyDropped: true}),
 			"0203a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000007000001c901010c436f6e74656e742d54797065106170706c69636174696f6e2f6a736f6e027b7d000000"},
-		{"record_release", RecordReleaseCommand([]byte("k"), 7),
+		{"record_release", command.RecordReleaseCommand([]byte("k"), 7),
 			"0204a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000007000000000000000000"},
-		{"expire", ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: 123}, {Kind: ttl.KindRecord, Key: []byte("b"), At: 456}}),
+		{"expire", command.ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: 123}, {Kind: ttl.KindRecord, Key: []byte("b"), At: 456}}),
 			"0206a00102030405060708090a0b0c0d0eaf17979cfe362a000000000000000000000000000203f601016101900701620000"},
-		{"token_issue", TokenIssueCommand(TokenKey("form", "t"), 30*time.Minute),
+		{"token_issue", command.TokenIssueCommand(command.TokenKey("form", "t"), 30*time.Minute),
 			"0207a00102030405060708090a0b0c0d0eaf17979cfe362a000006666f726d00740080c0e285e3680000000000000000000000"},
-		{"token_consume", TokenConsumeCommand(TokenKey("form", "t")),
+		{"token_consume", command.TokenConsumeCommand(command.TokenKey("form", "t")),
 			"0208a00102030405060708090a0b0c0d0eaf17979cfe362a000006666f726d007400000000000000000000000000"},
-		{"kv_set nx get", KVSetCommand(KVSetRequest{Key: []byte("k"), Value: []byte("v"), TTL: time.Second, Mode: SetNX, ReturnOld: true}),
+		{"kv_set nx get", command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v"), TTL: time.Second, Mode: command.SetNX, ReturnOld: true}),
 			"0209a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b017680a8d6b9070000000102000000000000"},
-		{"kv_set xx keepttl", KVSetCommand(KVSetRequest{Key: []byte("k"), Value: []byte("v"), Mode: SetXX, KeepTTL: true}),
+		{"kv_set xx keepttl", command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v"), Mode: command.SetXX, KeepTTL: true}),
 			"0209a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b0176000000000301000000000000"},
-		{"kv_set cas", KVSetCommand(KVSetRequest{Key: []byte("k"), Value: []byte("v"), Mode: SetCAS, Version: 42}),
+		{"kv_set cas", command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v"), Mode: command.SetCAS, Version: 42}),
 			"0209a00102030405060708090a0b0c0d0eaf17979cfe362a0000016b01760000002a0200000000000000"},
-		{"kv_getdel", KVGetDelCommand([]byte("k"), 9),
+		{"kv_getdel", command.KVGetDelCommand([]byte("k"), 9),
 			"020aa00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000000090000000000000000"},
-		{"kv_delete", KVDeleteCommand([]byte("k")),
+		{"kv_delete", command.KVDeleteCommand([]byte("k")),
 			"020ba00102030405060708090a0b0c0d0eaf17979cfe362a0000016b00000000000000000000000000"},
-		{"kv_incr", KVIncrCommand([]byte("k"), -100),
+		{"kv_incr", command.KVIncrCommand([]byte("k"), -100),
 			"020ca00102030405060708090a0b0c0d0eaf17979cfe362a0000016b042d313030000000000000000000000000"},
-		{"kv_expire", KVExpireCommand([]byte("k"), 10*time.Second, FlagExpireGT),
+		{"kv_expire", command.KVExpireCommand([]byte("k"), 10*time.Second, command.FlagExpireGT),
 			"020da00102030405060708090a0b0c0d0eaf17979cfe362a0000016b008090dfc04a0000000004000000000000"},
-		{"cluster_id", ClusterIDCommand(ClusterID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
+		{"cluster_id", command.ClusterIDCommand(command.ClusterID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}),
 			"020ea00102030405060708090a0b0c0d0eaf17979cfe362a000000100102030405060708090a0b0c0d0e0f10000000000000000000000000"},
-		{"member_removed", MemberRemovedCommand("n3", []Fingerprint{fp}),
+		{"member_removed", command.MemberRemovedCommand("n3", []command.Fingerprint{fp}),
 			"020fa00102030405060708090a0b0c0d0eaf17979cfe362a0000026e3320000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f000000000000000000000000"},
 	}
 	for _, tt := range tests {
-		tt.c.ReqID = ReqID{0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xaf}
+		tt.c.ReqID = command.ReqID{0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xaf}
 		tt.c.Stamp = 1_700_000_000_000_000_000
 		if got := hex.EncodeToString(tt.c.Encode(nil)); got != tt.want {
 			t.Errorf("%s encodes as\n%s, want\n%s", tt.name, got, tt.want)
 		}
-		var d Command
-		if err := Decode(tt.c.Encode(nil), &d); err != nil {
+		var d command.Command
+		if err := command.Decode(tt.c.Encode(nil), &d); err != nil {
 			t.Errorf("%s does not decode: %v", tt.name, err)
 		}
 	}
 }
 
 // scriptSample is a script's INCR of "n" = 5 at version 2.
-func scriptSample() *Command {
-	sb := NewSandbox(tableStamp+int64(time.Second), func(key []byte) (KVEntry, bool, error) {
+func scriptSample() *command.Command {
+	sb := NewSandbox(tableStamp+int64(time.Second), func(key []byte) (command.KVEntry, bool, error) {
 		if string(key) == "n" {
-			return KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
+			return command.KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
 		}
-		return KVEntry{}, false, nil
+		return command.KVEntry{}, false, nil
 	})
-	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
+	if _, err := sb.Apply(command.KVIncrCommand([]byte("n"), 1)); err != nil {
 		panic(err)
 	}
 	return sb.Effects()

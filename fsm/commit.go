@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -149,7 +150,7 @@ func (f *FSM) flush() error {
 		return nil
 	}
 	if err := f.commitPending(); err != nil {
-		return fmt.Errorf("%w: %v", ErrStorage, err)
+		return fmt.Errorf("%w: %v", command.ErrStorage, err)
 	}
 	return nil
 }

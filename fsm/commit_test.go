@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/idemgate/idemgate/command"
 )
 
 // amortised is a harness whose state machine keeps its transaction open
@@ -62,10 +63,10 @@ func TestAmortisedReadsSeeEveryEntry(t *testing.T) {
 	ctr := []byte("ctr")
 	for i := 1; i <= 20; i++ {
 		key := []byte(fmt.Sprint("k", i))
-		if r := h.apply(*KVSetCommand(KVSetRequest{Key: key, Value: []byte("v"), Mode: SetNX})); r.Code != CodeCreated {
+		if r := h.apply(*command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("v"), Mode: command.SetNX})); r.Code != command.CodeCreated {
 			t.Fatalf("SETNX %s = %v", key, r.Code)
 		}
-		c := KVIncrCommand(ctr, 1)
+		c := command.KVIncrCommand(ctr, 1)
 		c.ReqID = reqID(byte(i))
 		h.apply(*c)
 		if _, err := h.f.KV(key, h.now()); err != nil {
@@ -86,7 +87,7 @@ func TestAmortisedReadsSeeEveryEntry(t *testing.T) {
 		t.Fatalf("%d commits, durable index %d; want 4 (one per scan), 40", h.f.Commits(), h.f.DurableIndex())
 	}
 	for i := 0; i < 100; i++ {
-		h.apply(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprint("u", i)), Value: []byte("v")}))
+		h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("u", i)), Value: []byte("v")}))
 		if _, err := h.f.KV([]byte(fmt.Sprint("u", i)), h.now()); err != nil {
 			t.Fatalf("KV(u%d) right after its apply: %v", i, err)
 		}
@@ -102,7 +103,7 @@ func TestAmortisedReadsSeeEveryEntry(t *testing.T) {
 func TestAmortisedCommitEvery(t *testing.T) {
 	h := amortised(t, filepath.Join(t.TempDir(), "fsm.db"), 10, time.Minute)
 	for i := 0; i < 25; i++ {
-		h.apply(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")}))
+		h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")}))
 	}
 	if h.f.Commits() != 2 || h.f.DurableIndex() != 20 || h.f.AppliedIndex() != 25 {
 		t.Fatalf("%d commits, durable %d, applied %d; want 2, 20, 25", h.f.Commits(), h.f.DurableIndex(), h.f.AppliedIndex())
@@ -113,7 +114,7 @@ func TestAmortisedCommitEvery(t *testing.T) {
 // CommitInterval after it was applied.
 func TestAmortisedIntervalCommits(t *testing.T) {
 	h := amortised(t, filepath.Join(t.TempDir(), "fsm.db"), 1<<20, 20*time.Millisecond)
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 	for i := 0; i < 1000 && h.f.DurableIndex() != 1; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -133,14 +134,14 @@ func TestAmortisedCrashReplays(t *testing.T) {
 	h := amortised(t, filepath.Join(dir, "fsm.db"), 1<<20, time.Minute)
 	var logs []*raft.Log
 	incr := func(id byte) {
-		c := KVIncrCommand([]byte("ctr"), 1)
+		c := command.KVIncrCommand([]byte("ctr"), 1)
 		c.ReqID = reqID(id)
 		logs = append(logs, h.log(*c))
 	}
 	next := 0 // the first log not yet handed over
 	for i := 0; i < 60; i++ {
 		incr(byte(i))
-		logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v"), Mode: SetNX})))
+		logs = append(logs, h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v"), Mode: command.SetNX})))
 		if i%7 == 3 {
 			incr(byte(i - 2)) // a retry of an earlier request
 		}
@@ -192,17 +193,17 @@ func TestAmortisedSnapshotCloseRestore(t *testing.T) {
 	path := filepath.Join(dir, "fsm.db")
 	h := amortised(t, path, 1<<20, time.Minute)
 	for i := 0; i < 5; i++ {
-		h.apply(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")}))
+		h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")}))
 	}
 	snap := snapshotBytes(t, h.f)
 	if applied, err := SnapshotAppliedIndex(bytes.NewReader(snap)); err != nil || applied != 5 {
 		t.Fatalf("snapshot's applied index = %d, %v; want 5", applied, err)
 	}
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("k5"), Value: []byte("v")}))
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("k5"), Value: []byte("v")}))
 	if err := h.f.ClearClusterID(); err != nil {
 		t.Fatal(err)
 	}
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("k6"), Value: []byte("v")}))
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("k6"), Value: []byte("v")}))
 	if err := h.f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestAmortisedSnapshotCloseRestore(t *testing.T) {
 		t.Fatalf("applied index after Close and Open = %d, want 7", r.f.AppliedIndex())
 	}
 	r.index = 7
-	r.apply(*KVSetCommand(KVSetRequest{Key: []byte("k7"), Value: []byte("v")}))
+	r.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("k7"), Value: []byte("v")}))
 	if err := r.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
 		t.Fatal(err)
 	}

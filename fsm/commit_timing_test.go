@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/idemgate/idemgate/command"
 )
 
 // BenchmarkApplyCommitEvery is the cost of one log entry of 16 SETNX of
@@ -27,7 +28,7 @@ func BenchmarkApplyCommitEvery(b *testing.B) {
 			for i := range logs {
 				cmds := make([][]byte, 16)
 				for j := range cmds {
-					c := KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprint("lock:", i, ":", j)), Value: []byte("owner-token-1234"), TTL: time.Minute, Mode: SetNX})
+					c := command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("lock:", i, ":", j)), Value: []byte("owner-token-1234"), TTL: time.Minute, Mode: command.SetNX})
 					c.Stamp = stamp
 					cmds[j] = c.Encode(nil)
 				}

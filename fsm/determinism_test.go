@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -20,24 +21,24 @@ func randomStream(seed uint64, n int) []*raft.Log {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
 	key := func() []byte { return []byte(fmt.Sprintf("k%d", rng.IntN(8))) }
-	var ids []ReqID
+	var ids []command.ReqID
 	logs := make([]*raft.Log, 0, n)
 	for i := 1; i <= n; i++ {
 		clock += int64(rng.IntN(300)) * int64(time.Millisecond)
 		if rng.IntN(20) == 0 {
 			clock -= int64(time.Second) // leader change to a lagging clock
 		}
-		c := Command{Stamp: clock, Key: key(), TTL: time.Duration(rng.IntN(3)) * time.Second}
+		c := command.Command{Stamp: clock, Key: key(), TTL: time.Duration(rng.IntN(3)) * time.Second}
 		switch {
 		case len(ids) > 0 && rng.IntN(10) == 0:
 			c.ReqID = ids[rng.IntN(len(ids))]
 		case rng.IntN(2) == 0:
-			c.ReqID = ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
+			c.ReqID = command.ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
 		switch rng.IntN(26) {
 		case 0:
-			c.Type = TypeRecordBegin
+			c.Type = command.TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
 			c.Flags = byte(rng.IntN(4))
 			if rng.IntN(2) == 0 {
@@ -45,83 +46,83 @@ func randomStream(seed uint64, n int) []*raft.Log {
 				c.Version = uint64(rng.IntN(3)) * uint64(time.Second)
 			}
 		case 1:
-			c.Type, c.Fence, c.Status, c.Body = TypeRecordComplete, uint64(rng.IntN(i)+1), 200, []byte("body")
+			c.Type, c.Fence, c.Status, c.Body = command.TypeRecordComplete, uint64(rng.IntN(i)+1), 200, []byte("body")
 		case 2, 3:
-			c.Type, c.Fence = TypeRecordRelease, uint64(rng.IntN(i))
+			c.Type, c.Fence = command.TypeRecordRelease, uint64(rng.IntN(i))
 		case 4:
-			c.Type = TypeTokenIssue
+			c.Type = command.TypeTokenIssue
 		case 5:
-			c.Type = TypeTokenConsume
+			c.Type = command.TypeTokenConsume
 		case 6, 7:
-			c.Type, c.Value, c.Mode, c.Version = TypeKVSet, []byte{byte(i)}, SetMode(rng.IntN(3)), uint64(rng.IntN(i))
+			c.Type, c.Value, c.Mode, c.Version = command.TypeKVSet, []byte{byte(i)}, command.SetMode(rng.IntN(3)), uint64(rng.IntN(i))
 		case 8:
-			c.Type = TypeKVGetDel
+			c.Type = command.TypeKVGetDel
 		case 9:
-			c.Type = TypeKVDelete
+			c.Type = command.TypeKVDelete
 		case 11:
-			c.Type, c.Value = TypeKVIncr, []byte(fmt.Sprint(rng.IntN(7)-3))
+			c.Type, c.Value = command.TypeKVIncr, []byte(fmt.Sprint(rng.IntN(7)-3))
 			if rng.IntN(8) == 0 {
 				c.Value = []byte("9223372036854775807") // overflows once the key is positive
 			}
 		case 12:
-			c.Type, c.Flags = TypeKVExpire, byte(rng.IntN(32))
-			if c.Flags&FlagExpireNow != 0 {
+			c.Type, c.Flags = command.TypeKVExpire, byte(rng.IntN(32))
+			if c.Flags&command.FlagExpireNow != 0 {
 				c.TTL = 0
 			}
 		case 13:
-			c.Type, c.Value, c.Mode, c.Flags = TypeKVSet, []byte{byte(i)}, SetMode(rng.IntN(4)), byte(rng.IntN(4))
-			if c.Flags&FlagKeepTTL != 0 {
+			c.Type, c.Value, c.Mode, c.Flags = command.TypeKVSet, []byte{byte(i)}, command.SetMode(rng.IntN(4)), byte(rng.IntN(4))
+			if c.Flags&command.FlagKeepTTL != 0 {
 				c.TTL = 0
 			}
 		case 14: // a script's effects: stale reads conflict, blind writes apply
-			var reads []ScriptRead
+			var reads []command.ScriptRead
 			for j := rng.IntN(3); j > 0; j-- {
-				reads = append(reads, ScriptRead{Key: key(), Live: rng.IntN(2) == 0, Version: uint64(rng.IntN(i))})
+				reads = append(reads, command.ScriptRead{Key: key(), Live: rng.IntN(2) == 0, Version: uint64(rng.IntN(i))})
 			}
-			writes := [][]byte{KVIncrCommand(key(), 1).Encode(nil),
-				KVSetCommand(KVSetRequest{Key: key(), Value: []byte{byte(i)}, TTL: time.Second, Mode: SetMode(rng.IntN(2))}).Encode(nil),
-				KVDeleteCommand(key()).Encode(nil)}[:1+rng.IntN(3)]
-			c = Command{Type: TypeScriptEffects, Stamp: clock, ReqID: c.ReqID,
+			writes := [][]byte{command.KVIncrCommand(key(), 1).Encode(nil),
+				command.KVSetCommand(command.KVSetRequest{Key: key(), Value: []byte{byte(i)}, TTL: time.Second, Mode: command.SetMode(rng.IntN(2))}).Encode(nil),
+				command.KVDeleteCommand(key()).Encode(nil)}[:1+rng.IntN(3)]
+			c = command.Command{Type: command.TypeScriptEffects, Stamp: clock, ReqID: c.ReqID,
 				Body: encodeEffects(clock-int64(rng.IntN(500))*int64(time.Millisecond), reads, writes)}
 		case 15:
-			c.Type = TypeOnceBegin
-			c.Value = OnceFingerprint([]byte{byte(rng.IntN(2))}) // a key reused with another payload now and then
+			c.Type = command.TypeOnceBegin
+			c.Value = command.OnceFingerprint([]byte{byte(rng.IntN(2))}) // a key reused with another payload now and then
 			c.Timeout = time.Duration(rng.IntN(3)+1) * 300 * time.Millisecond
 			c.TTL += time.Second
 		case 16:
-			c.Type, c.Fence, c.Timeout = TypeOnceRenew, uint64(rng.IntN(i)+1), time.Second
+			c.Type, c.Fence, c.Timeout = command.TypeOnceRenew, uint64(rng.IntN(i)+1), time.Second
 		case 17:
-			c.Type, c.Fence, c.Body = TypeOnceComplete, uint64(rng.IntN(i)+1), []byte{byte(i)}
+			c.Type, c.Fence, c.Body = command.TypeOnceComplete, uint64(rng.IntN(i)+1), []byte{byte(i)}
 			c.TTL += time.Second
 		case 18:
-			c.Type, c.Fence = TypeOnceRelease, uint64(rng.IntN(i)+1)
+			c.Type, c.Fence = command.TypeOnceRelease, uint64(rng.IntN(i)+1)
 		case 20: // a lock taken or queued for by one of three owners
-			c.Type, c.Value = TypeLockAcquire, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen)
+			c.Type, c.Value = command.TypeLockAcquire, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, command.LockOwnerLen)
 			c.Timeout = time.Duration(rng.IntN(3)+1) * 300 * time.Millisecond
 		case 21:
 			switch rng.IntN(3) {
 			case 0:
-				c.Type, c.Fence, c.Timeout = TypeLockRenew, uint64(rng.IntN(i)+1), time.Second
+				c.Type, c.Fence, c.Timeout = command.TypeLockRenew, uint64(rng.IntN(i)+1), time.Second
 			case 1:
-				c.Type, c.Fence = TypeLockRelease, uint64(rng.IntN(i)+1)
+				c.Type, c.Fence = command.TypeLockRelease, uint64(rng.IntN(i)+1)
 			default:
-				c.Type, c.Value, c.Version = TypeLockLeave, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, LockOwnerLen), uint64(rng.IntN(i))
+				c.Type, c.Value, c.Version = command.TypeLockLeave, bytes.Repeat([]byte{byte(rng.IntN(3) + 1)}, command.LockOwnerLen), uint64(rng.IntN(i))
 			}
 			c.TTL = 0
 		case 22: // lists on the same keys as strings: WRONGTYPE both ways
-			c = *ListPushCommand(c.Key, [][]byte{{byte(i)}, {byte(rng.IntN(3))}}, rng.IntN(2) == 0, rng.IntN(4) == 0)
-			c.Stamp, c.ReqID = clock, ReqID{0: byte(i), 1: byte(i >> 8), 2: 2}
+			c = *command.ListPushCommand(c.Key, [][]byte{{byte(i)}, {byte(rng.IntN(3))}}, rng.IntN(2) == 0, rng.IntN(4) == 0)
+			c.Stamp, c.ReqID = clock, command.ReqID{0: byte(i), 1: byte(i >> 8), 2: 2}
 		case 23:
-			c = *ListPopCommand([][]byte{c.Key, key()}, rng.IntN(2) == 0, int64(rng.IntN(4))-1)
+			c = *command.ListPopCommand([][]byte{c.Key, key()}, rng.IntN(2) == 0, int64(rng.IntN(4))-1)
 			c.Stamp = clock
 		case 24:
-			c = *ListRemCommand(c.Key, []byte{byte(rng.IntN(3))}, int64(rng.IntN(5))-2)
+			c = *command.ListRemCommand(c.Key, []byte{byte(rng.IntN(3))}, int64(rng.IntN(5))-2)
 			c.Stamp = clock
 		case 25:
-			c = *ListTrimCommand(c.Key, int64(rng.IntN(5))-2, int64(rng.IntN(5))-2)
+			c = *command.ListTrimCommand(c.Key, int64(rng.IntN(5))-2, int64(rng.IntN(5))-2)
 			c.Stamp = clock
 		case 10:
-			c.Type = TypeExpire
+			c.Type = command.TypeExpire
 			c.Key = nil
 			for j := 0; j < 3; j++ {
 				c.Entries = append(c.Entries, ttl.Entry{Kind: []ttl.Kind{ttl.KindRecord, ttl.KindToken, ttl.KindKV, ttl.KindOnce, ttl.KindLock}[rng.IntN(5)], Key: key(), At: clock - int64(rng.IntN(3))*int64(time.Second)})
@@ -160,7 +161,7 @@ func resultsOf(out []interface{}) string {
 	var b bytes.Buffer
 	for _, r := range out {
 		switch r := r.(type) {
-		case *Result:
+		case *command.Result:
 			b.Write(r.Encode(nil))
 		case Results:
 			for _, x := range r {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,19 +22,19 @@ func TestApplyAfterEmptyingTheKeyspace(t *testing.T) {
 	fill := func() {
 		var logs []*raft.Log
 		for i := 0; i < 300; i++ {
-			logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte(strings.Repeat("v", 100))})))
+			logs = append(logs, h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte(strings.Repeat("v", 100))})))
 		}
 		h.f.ApplyBatch(logs)
 	}
 	fill()
 	var logs []*raft.Log
 	for i := 0; i < 300; i++ {
-		logs = append(logs, h.log(*KVDeleteCommand([]byte(fmt.Sprintf("k%04d", i)))))
+		logs = append(logs, h.log(*command.KVDeleteCommand([]byte(fmt.Sprintf("k%04d", i)))))
 	}
-	logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte("z"), Value: []byte("v")})),
-		h.log(*KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("v")})))
+	logs = append(logs, h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte("z"), Value: []byte("v")})),
+		h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("v")})))
 	for i, r := range h.f.ApplyBatch(logs) {
-		if res, ok := r.(*Result); !ok || (res.Code != CodeOK && res.Code != CodeCreated) {
+		if res, ok := r.(*command.Result); !ok || (res.Code != command.CodeOK && res.Code != command.CodeCreated) {
 			t.Fatalf("entry %d: %v", i, r)
 		}
 	}
@@ -74,21 +75,21 @@ func TestFlushThenWriteInOneBatch(t *testing.T) {
 	h := newHarness(t)
 	var logs []*raft.Log
 	for i := 0; i < 300; i++ {
-		logs = append(logs, h.log(*KVSetCommand(KVSetRequest{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte(strings.Repeat("v", 100))})))
+		logs = append(logs, h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("k%04d", i)), Value: []byte(strings.Repeat("v", 100))})))
 	}
 	h.f.ApplyBatch(logs)
 	feed := &feedLog{}
 	feed.watching.Store(true)
 	h.f.SetKVObserver(feed)
-	logs = []*raft.Log{h.log(*KVFlushCommand(0, false, 0, nil)),
-		h.log(*KVSetCommand(KVSetRequest{Key: []byte("z"), Value: []byte("v")})),
-		h.log(*KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("v")}))}
+	logs = []*raft.Log{h.log(*command.KVFlushCommand(0, false, 0, nil)),
+		h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte("z"), Value: []byte("v")})),
+		h.log(*command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("v")}))}
 	rs := h.f.ApplyBatch(logs)
-	if res, ok := rs[0].(*Result); !ok || res.Code != CodeOK || res.Fence != 300 || len(res.Value) != 0 {
+	if res, ok := rs[0].(*command.Result); !ok || res.Code != command.CodeOK || res.Fence != 300 || len(res.Value) != 0 {
 		t.Fatalf("flush step: %+v, want 300 keys deleted in one step", rs[0])
 	}
 	for i, r := range rs[1:] {
-		if res, ok := r.(*Result); !ok || res.Code != CodeCreated {
+		if res, ok := r.(*command.Result); !ok || res.Code != command.CodeCreated {
 			t.Fatalf("write %d after the flush: %v", i, r)
 		}
 	}
@@ -97,7 +98,7 @@ func TestFlushThenWriteInOneBatch(t *testing.T) {
 			t.Fatalf("KV(%s) after the batch: %v", k, err)
 		}
 	}
-	if _, err := h.f.KV([]byte("k0000"), h.now()); !errors.Is(err, ErrNotFound) {
+	if _, err := h.f.KV([]byte("k0000"), h.now()); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("a flushed key: %v, want not found", err)
 	}
 	// A cache of any key is dropped: the observer hears "all".

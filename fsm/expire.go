@@ -3,6 +3,7 @@ package fsm
 import (
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -12,23 +13,23 @@ import (
 // Stale index entries are dropped either way. Re-proposing the same batch
 // is harmless. What was removed is counted by kind (ExpiredCount), not in
 // the result: no result field means something else for an expire.
-func (a *applier) expire(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) expire(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	for _, e := range c.Entries {
 		if e.At > a.now {
 			continue
 		}
 		if err := ttl.Delete(tx, e.Kind, e.Key, e.At); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 		removed, err := a.expireOne(tx, e, rev)
 		if err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 		if removed {
 			a.expiredDelta[e.Kind]++
 		}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
 // expireOne removes one due entry; rev is the expire's revision, the fence
@@ -40,7 +41,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 		if v == nil {
 			return false, nil
 		}
-		rec, err := DecodeRecord(v) // only its state and expiry are read, before the delete
+		rec, err := command.DecodeRecord(v) // only its state and expiry are read, before the delete
 		if err != nil || rec.ExpiresAt != e.At {
 			return false, nil
 		}
@@ -73,7 +74,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 		}
 		return true, tx.Bucket(bucketDigests).Delete(e.Key)
 	case ttl.KindOnce:
-		cl, err := DecodeClaim(tx.Bucket(bucketOnce).Get(e.Key))
+		cl, err := command.DecodeClaim(tx.Bucket(bucketOnce).Get(e.Key))
 		if err != nil || cl.ExpiresAt != e.At {
 			return false, nil
 		}
@@ -91,5 +92,5 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 
 // The applier's rows of this file's commands (commands.go joins them).
 var expireApplies = applies{
-	TypeExpire: {apply: (*applier).expire},
+	command.TypeExpire: {apply: (*applier).expire},
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -119,7 +120,7 @@ func newSizeLoad(b *testing.B, n, rate int, random bool) *sizeLoad {
 }
 
 // command stamps c and gives it the next request id of one of three nodes.
-func (l *sizeLoad) command(c *Command) []byte {
+func (l *sizeLoad) command(c *command.Command) []byte {
 	l.seq++
 	copy(c.ReqID[:8], l.prefixes[l.seq%3][:])
 	binary.BigEndian.PutUint64(c.ReqID[8:], l.seq)
@@ -133,8 +134,8 @@ func (l *sizeLoad) command(c *Command) []byte {
 }
 
 // apply applies cmds as batch entries and returns their results.
-func (l *sizeLoad) apply(cmds [][]byte) []*Result {
-	var out []*Result
+func (l *sizeLoad) apply(cmds [][]byte) []*command.Result {
+	var out []*command.Result
 	for len(cmds) > 0 {
 		k := min(sizeBatch, len(cmds))
 		l.index++
@@ -153,13 +154,13 @@ func (l *sizeLoad) kvSets(ttl time.Duration) {
 	value := bytes.Repeat([]byte{'v'}, 100)
 	cmds := make([][]byte, 0, sizeBatch)
 	for _, k := range l.order {
-		cmds = append(cmds, l.command(&Command{Type: TypeKVSet, Key: []byte(fmt.Sprintf("key-%010d", k)), Value: value, TTL: ttl}))
+		cmds = append(cmds, l.command(&command.Command{Type: command.TypeKVSet, Key: []byte(fmt.Sprintf("key-%010d", k)), Value: value, TTL: ttl}))
 		if len(cmds) == sizeBatch {
-			l.check(l.apply(cmds), CodeCreated)
+			l.check(l.apply(cmds), command.CodeCreated)
 			cmds = cmds[:0]
 		}
 	}
-	l.check(l.apply(cmds), CodeCreated)
+	l.check(l.apply(cmds), command.CodeCreated)
 }
 
 // records begins a batch of records, then completes them, as a gateway
@@ -170,24 +171,24 @@ func (l *sizeLoad) records(ttl time.Duration) {
 		keys := l.order[i:min(i+sizeBatch, l.n)]
 		begins := make([][]byte, 0, len(keys))
 		for _, k := range keys {
-			rk := RecordKey("pay", "tenant-0001", fmt.Sprintf("req-%010d", k))
+			rk := command.RecordKey("pay", "tenant-0001", fmt.Sprintf("req-%010d", k))
 			digest := sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(k)))
-			begins = append(begins, l.command(&Command{Type: TypeRecordBegin, Key: rk, Value: digest[:], TTL: ttl,
-				Timeout: 30 * time.Second, DigestKey: DigestKey("pay", "tenant-0001", digest[:]), Window: 5 * time.Minute}))
+			begins = append(begins, l.command(&command.Command{Type: command.TypeRecordBegin, Key: rk, Value: digest[:], TTL: ttl,
+				Timeout: 30 * time.Second, DigestKey: command.DigestKey("pay", "tenant-0001", digest[:]), Window: 5 * time.Minute}))
 		}
 		res := l.apply(begins)
-		l.check(res, CodeCreated)
+		l.check(res, command.CodeCreated)
 		completes := make([][]byte, 0, len(keys))
 		for j, k := range keys {
-			rk := RecordKey("pay", "tenant-0001", fmt.Sprintf("req-%010d", k))
-			completes = append(completes, l.command(&Command{Type: TypeRecordComplete, Key: rk, Fence: res[j].Fence, Status: 200,
-				Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, Body: body}))
+			rk := command.RecordKey("pay", "tenant-0001", fmt.Sprintf("req-%010d", k))
+			completes = append(completes, l.command(&command.Command{Type: command.TypeRecordComplete, Key: rk, Fence: res[j].Fence, Status: 200,
+				Headers: []command.Header{{Name: []byte("Content-Type"), Value: []byte("application/json")}}, Body: body}))
 		}
-		l.check(l.apply(completes), CodeOK)
+		l.check(l.apply(completes), command.CodeOK)
 	}
 }
 
-func (l *sizeLoad) check(rs []*Result, want Code) {
+func (l *sizeLoad) check(rs []*command.Result, want command.Code) {
 	for _, r := range rs {
 		if r.Code != want {
 			l.b.Fatalf("a command answered %v (%v), want code %d", r.Code, r.Err(), want)

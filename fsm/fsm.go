@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/ttl"
 )
@@ -93,12 +94,12 @@ type FSM struct {
 	mu sync.RWMutex // guards db: Restore swaps it
 	db *bolt.DB
 
-	applied atomic.Uint64             // last applied Raft index
-	durable atomic.Uint64             // the applied index the data file holds (commit.go)
-	pend    pending                   // the write transaction kept open (commit.go)
-	now     atomic.Int64              // the state machine's clock
-	rev     atomic.Uint64             // the last command's revision (applier.nextRev)
-	cluster atomic.Pointer[ClusterID] // the cluster's id, once given (cluster.go)
+	applied atomic.Uint64                     // last applied Raft index
+	durable atomic.Uint64                     // the applied index the data file holds (commit.go)
+	pend    pending                           // the write transaction kept open (commit.go)
+	now     atomic.Int64                      // the state machine's clock
+	rev     atomic.Uint64                     // the last command's revision (applier.nextRev)
+	cluster atomic.Pointer[command.ClusterID] // the cluster's id, once given (cluster.go)
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
@@ -109,7 +110,7 @@ type FSM struct {
 	onRemove atomic.Pointer[func(keys [][]byte)]
 	// onGrant, if set, is told the locks a batch granted, after it commits
 	// (the waiters of this node's requests learn of their grant).
-	onGrant atomic.Pointer[func(grants []LockGrant)]
+	onGrant atomic.Pointer[func(grants []command.LockGrant)]
 	// kvObs, if set, is told the KV keys each batch changed (kvfeed.go);
 	// feed is the apply goroutine's buffer of them.
 	kvObs atomic.Pointer[kvObserverBox]
@@ -226,7 +227,7 @@ func (f *FSM) load() error {
 		f.loadClusterID(meta)
 		var counts [4]int64
 		err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-			if len(v) > 1 && v[1] >= byte(StateInFlight) && v[1] <= byte(StateUnknown) {
+			if len(v) > 1 && v[1] >= byte(command.StateInFlight) && v[1] <= byte(command.StateUnknown) {
 				counts[v[1]]++
 			}
 			return nil
@@ -321,8 +322,8 @@ func (f *FSM) fail(err error) {
 func (f *FSM) SetRecordObserver(fn func(keys [][]byte)) { f.onRemove.Store(&fn) }
 
 // RecordCount returns how many records are stored in state s.
-func (f *FSM) RecordCount(s State) int64 {
-	if s < StateInFlight || s > StateUnknown {
+func (f *FSM) RecordCount(s command.State) int64 {
+	if s < command.StateInFlight || s > command.StateUnknown {
 		return 0
 	}
 	return f.records[s].Load()
@@ -430,7 +431,7 @@ func (f *FSM) stopped() bool {
 
 func storageFailure(out []interface{}) []interface{} {
 	for i := range out {
-		out[i] = &Result{Code: CodeStorage}
+		out[i] = &command.Result{Code: command.CodeStorage}
 	}
 	return out
 }
@@ -443,14 +444,14 @@ type applier struct {
 	rev          uint64 // the last revision given (nextRev)
 	recordDelta  *[4]int64
 	expiredDelta *[8]int64
-	cmd          Command
-	removed      [][]byte     // keys of records removed in this batch
-	grants       []LockGrant  // locks granted in this batch
-	gens         *bolt.Bucket // the request-id generations' parent, once opened
-	gen          *bolt.Bucket // the current generation, once opened
+	cmd          command.Command
+	removed      [][]byte            // keys of records removed in this batch
+	grants       []command.LockGrant // locks granted in this batch
+	gens         *bolt.Bucket        // the request-id generations' parent, once opened
+	gen          *bolt.Bucket        // the current generation, once opened
 	genNo        int64
-	clusterSet   ClusterID // the cluster id this batch gave, if it did
-	readOnly     bool      // a read of the applied state (ReadTx), in a read-only transaction
+	clusterSet   command.ClusterID // the cluster id this batch gave, if it did
+	readOnly     bool              // a read of the applied state (ReadTx), in a read-only transaction
 	cursors      []*bolt.Cursor
 	// The KV feed (kvfeed.go): someone listened when the batch began;
 	// every key changed was to be told; how many KV changes it made.
@@ -491,7 +492,7 @@ func (a *applier) applyEntry(tx *bolt.Tx, l *raft.Log) interface{} {
 	}
 	cmds, err := splitBatch(l.Data)
 	if err != nil {
-		return &Result{Code: CodeBadCommand}
+		return &command.Result{Code: command.CodeBadCommand}
 	}
 	out := make(Results, len(cmds))
 	for i, data := range cmds {
@@ -512,10 +513,10 @@ func (a *applier) nextRev(index uint64) uint64 {
 	return a.rev
 }
 
-func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
+func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *command.Result {
 	c := &a.cmd
-	if err := Decode(data, c); err != nil {
-		return &Result{Code: CodeBadCommand}
+	if err := command.Decode(data, c); err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
 	}
 	if c.Stamp > a.now {
 		a.now = c.Stamp
@@ -535,14 +536,16 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *Result {
 	r := spec.apply(a, tx, c, rev)
 	if dedup {
 		if err := a.remember(tx, c.ReqID, r); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 	}
 	return r
 }
 
 // noop is TypeNoop's apply: the stamp moved the clock, nothing else changes.
-func (a *applier) noop(*bolt.Tx, *Command, uint64) *Result { return &Result{Code: CodeOK} }
+func (a *applier) noop(*bolt.Tx, *command.Command, uint64) *command.Result {
+	return &command.Result{Code: command.CodeOK}
+}
 
 func (a *applier) putMeta(tx *bolt.Tx, applied uint64) error {
 	meta := tx.Bucket(bucketMeta)

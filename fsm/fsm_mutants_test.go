@@ -2,7 +2,11 @@
 
 package fsm
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/idemgate/idemgate/command"
+)
 
 // TestPlantedNoAppliedIndexSkipIsCaught: with the planted bug on, entries
 // replayed after a restart are applied again (they carry no request ids, so
@@ -21,7 +25,7 @@ func TestPlantedNoAppliedIndexSkipIsCaught(t *testing.T) {
 func TestPlantedScriptNoReadCheckIsCaught(t *testing.T) {
 	mutantScriptNoReadCheck = true
 	defer func() { mutantScriptNoReadCheck = false }()
-	if code, v := effectsAfterConflict(t); code == CodeConflict && v == "10" {
+	if code, v := effectsAfterConflict(t); code == command.CodeConflict && v == "10" {
 		t.Fatal("the planted bug went unnoticed: effects over a changed read were refused")
 	}
 }

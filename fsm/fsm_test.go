@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -34,15 +35,15 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) advance(d time.Duration) { h.clock += int64(d) }
 
-func (h *harness) log(c Command) *raft.Log {
+func (h *harness) log(c command.Command) *raft.Log {
 	h.index++
 	c.Stamp = h.clock
 	return &raft.Log{Index: h.index, Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}
 }
 
-func (h *harness) apply(c Command) *Result {
+func (h *harness) apply(c command.Command) *command.Result {
 	h.t.Helper()
-	r, ok := h.f.Apply(h.log(c)).(*Result)
+	r, ok := h.f.Apply(h.log(c)).(*command.Result)
 	if !ok {
 		h.t.Fatalf("Apply(%s) returned %T", c.Type, r)
 	}
@@ -51,7 +52,7 @@ func (h *harness) apply(c Command) *Result {
 
 func (h *harness) now() time.Time { return time.Unix(0, h.clock) }
 
-func reqID(b byte) ReqID { return ReqID{0: 0xAA, 15: b} }
+func reqID(b byte) command.ReqID { return command.ReqID{0: 0xAA, 15: b} }
 
 func TestCommands(t *testing.T) {
 	k := []byte("k")
@@ -60,106 +61,106 @@ func TestCommands(t *testing.T) {
 		steps []step
 	}{
 		{"setnx creates then conflicts", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), Mode: SetNX}, code: CodeCreated},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeExists, value: "a"},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a"), Mode: command.SetNX}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetNX}, code: command.CodeExists, value: "a"},
 		}},
 		{"compare-and-delete refuses another version", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a")}, code: CodeCreated},
-			{cmd: Command{Type: TypeKVGetDel, Key: k, Version: 99}, code: CodeVersionMismatch},
-			{cmd: Command{Type: TypeKVGetDel, Key: k, Version: 1}, code: CodeOK, value: "a"},
-			{cmd: Command{Type: TypeKVGetDel, Key: k, Version: 1}, code: CodeNotFound},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a")}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k, Version: 99}, code: command.CodeVersionMismatch},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k, Version: 1}, code: command.CodeOK, value: "a"},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k, Version: 1}, code: command.CodeNotFound},
 		}},
 		{"plain set overwrites", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a")}, code: CodeCreated},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b")}, code: CodeOK},
-			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "b"},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a")}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b")}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeOK, value: "b"},
 		}},
 		{"getdel once", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("v")}, code: CodeCreated},
-			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "v"},
-			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeNotFound},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("v")}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeOK, value: "v"},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeNotFound},
 		}},
 		{"delete", []step{
-			{cmd: Command{Type: TypeKVDelete, Key: k}, code: CodeNotFound},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("v")}, code: CodeCreated},
-			{cmd: Command{Type: TypeKVDelete, Key: k}, code: CodeOK},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("w"), Mode: SetNX}, code: CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVDelete, Key: k}, code: command.CodeNotFound},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("v")}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVDelete, Key: k}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("w"), Mode: command.SetNX}, code: command.CodeCreated},
 		}},
 		{"cas on version", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), Mode: SetCAS, Version: 0}, code: CodeCreated}, // index 1
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS, Version: 0}, code: CodeVersionMismatch},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS, Version: 7}, code: CodeVersionMismatch},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS, Version: 1}, code: CodeOK},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("c"), Mode: SetCAS, Version: 1}, code: CodeVersionMismatch},
-			{cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "b"},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("d"), Mode: SetCAS, Version: 4}, code: CodeVersionMismatch},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a"), Mode: command.SetCAS, Version: 0}, code: command.CodeCreated}, // index 1
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetCAS, Version: 0}, code: command.CodeVersionMismatch},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetCAS, Version: 7}, code: command.CodeVersionMismatch},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetCAS, Version: 1}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("c"), Mode: command.SetCAS, Version: 1}, code: command.CodeVersionMismatch},
+			{cmd: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeOK, value: "b"},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("d"), Mode: command.SetCAS, Version: 4}, code: command.CodeVersionMismatch},
 		}},
 		{"kv ttl edge: alive one ns before, gone at expiry", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Second}, code: CodeCreated},
-			{advance: time.Second - 1, cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeExists},
-			{advance: 1, cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX}, code: CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Second}, code: command.CodeCreated},
+			{advance: time.Second - 1, cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetNX}, code: command.CodeExists},
+			{advance: 1, cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetNX}, code: command.CodeCreated},
 		}},
 		{"plain set without ttl clears the ttl", []step{
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Second}, code: CodeCreated},
-			{cmd: Command{Type: TypeKVSet, Key: k, Value: []byte("b")}, code: CodeOK},
-			{advance: time.Hour, cmd: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK, value: "b"},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Second}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b")}, code: command.CodeOK},
+			{advance: time.Hour, cmd: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeOK, value: "b"},
 		}},
 		{"token issue consume once", []step{
-			{cmd: Command{Type: TypeTokenIssue, Key: TokenKey("pay", "t1"), TTL: time.Minute}, code: CodeCreated},
-			{cmd: Command{Type: TypeTokenIssue, Key: TokenKey("pay", "t1"), TTL: time.Minute}, code: CodeExists},
-			{cmd: Command{Type: TypeTokenConsume, Key: TokenKey("other", "t1")}, code: CodeNotFound},
-			{cmd: Command{Type: TypeTokenConsume, Key: TokenKey("pay", "t1")}, code: CodeOK},
-			{cmd: Command{Type: TypeTokenConsume, Key: TokenKey("pay", "t1")}, code: CodeNotFound},
+			{cmd: command.Command{Type: command.TypeTokenIssue, Key: command.TokenKey("pay", "t1"), TTL: time.Minute}, code: command.CodeCreated},
+			{cmd: command.Command{Type: command.TypeTokenIssue, Key: command.TokenKey("pay", "t1"), TTL: time.Minute}, code: command.CodeExists},
+			{cmd: command.Command{Type: command.TypeTokenConsume, Key: command.TokenKey("other", "t1")}, code: command.CodeNotFound},
+			{cmd: command.Command{Type: command.TypeTokenConsume, Key: command.TokenKey("pay", "t1")}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeTokenConsume, Key: command.TokenKey("pay", "t1")}, code: command.CodeNotFound},
 		}},
 		{"token expires exactly at its ttl", []step{
-			{cmd: Command{Type: TypeTokenIssue, Key: TokenKey("pay", "t"), TTL: time.Minute}, code: CodeCreated},
-			{advance: time.Minute, cmd: Command{Type: TypeTokenConsume, Key: TokenKey("pay", "t")}, code: CodeNotFound},
+			{cmd: command.Command{Type: command.TypeTokenIssue, Key: command.TokenKey("pay", "t"), TTL: time.Minute}, code: command.CodeCreated},
+			{advance: time.Minute, cmd: command.Command{Type: command.TypeTokenConsume, Key: command.TokenKey("pay", "t")}, code: command.CodeNotFound},
 		}},
 		{"begin owns, duplicate sees in flight", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}, code: CodeCreated, fence: 1},
-			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour}, code: CodeExists, state: StateInFlight, fence: 1},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}, code: command.CodeCreated, fence: 1},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour}, code: command.CodeExists, state: command.StateInFlight, fence: 1},
 		}},
 		{"complete then replay", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour}, code: CodeCreated, fence: 1},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 201, Body: []byte("ok"),
-				Headers: []Header{{Name: []byte("Content-Type"), Value: []byte("text/plain")}}}, code: CodeOK},
-			{cmd: Command{Type: TypeRecordBegin, Key: k, Value: []byte("fp")}, code: CodeExists, state: StateCompleted, status: 201, body: "ok"},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeWrongState},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, Value: []byte("fp"), TTL: time.Hour}, code: command.CodeCreated, fence: 1},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 1, Status: 201, Body: []byte("ok"),
+				Headers: []command.Header{{Name: []byte("Content-Type"), Value: []byte("text/plain")}}}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, Value: []byte("fp")}, code: command.CodeExists, state: command.StateCompleted, status: 201, body: "ok"},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: command.CodeWrongState},
 		}},
 		{"fencing: stale owner cannot complete or release", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Timeout: time.Second, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 1},
-			{advance: time.Second, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Flags: FlagReleaseUnknown}, code: CodeCreated, fence: 2},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeFenceMismatch},
-			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 1}, code: CodeFenceMismatch},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 2, Status: 200}, code: CodeOK},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Hour, Timeout: time.Second, Flags: command.FlagReleaseUnknown}, code: command.CodeCreated, fence: 1},
+			{advance: time.Second, cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Hour, Flags: command.FlagReleaseUnknown}, code: command.CodeCreated, fence: 2},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: command.CodeFenceMismatch},
+			{cmd: command.Command{Type: command.TypeRecordRelease, Key: k, Fence: 1}, code: command.CodeFenceMismatch},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 2, Status: 200}, code: command.CodeOK},
 		}},
 		{"processing deadline: reject policy reports unknown", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour, Timeout: time.Second}, code: CodeCreated, fence: 1},
-			{advance: time.Second - 1, cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateInFlight},
-			{advance: 1, cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateUnknown},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeOK}, // late owner still completes
-			{cmd: Command{Type: TypeRecordBegin, Key: k}, code: CodeExists, state: StateCompleted, status: 200},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Hour, Timeout: time.Second}, code: command.CodeCreated, fence: 1},
+			{advance: time.Second - 1, cmd: command.Command{Type: command.TypeRecordBegin, Key: k}, code: command.CodeExists, state: command.StateInFlight},
+			{advance: 1, cmd: command.Command{Type: command.TypeRecordBegin, Key: k}, code: command.CodeExists, state: command.StateUnknown},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: command.CodeOK}, // late owner still completes
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k}, code: command.CodeExists, state: command.StateCompleted, status: 200},
 		}},
 		{"release lets the next begin run", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 1},
-			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 1}, code: CodeOK},
-			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Hour}, code: CodeCreated, fence: 3},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 3, Status: 200}, code: CodeOK},
-			{cmd: Command{Type: TypeRecordRelease, Key: k, Fence: 3}, code: CodeWrongState},
-			{cmd: Command{Type: TypeRecordRelease, Key: k}, code: CodeOK}, // by hand
-			{cmd: Command{Type: TypeRecordRelease, Key: k}, code: CodeNotFound},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Hour}, code: command.CodeCreated, fence: 1},
+			{cmd: command.Command{Type: command.TypeRecordRelease, Key: k, Fence: 1}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Hour}, code: command.CodeCreated, fence: 3},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 3, Status: 200}, code: command.CodeOK},
+			{cmd: command.Command{Type: command.TypeRecordRelease, Key: k, Fence: 3}, code: command.CodeWrongState},
+			{cmd: command.Command{Type: command.TypeRecordRelease, Key: k}, code: command.CodeOK}, // by hand
+			{cmd: command.Command{Type: command.TypeRecordRelease, Key: k}, code: command.CodeNotFound},
 		}},
 		{"record ttl edge", []step{
-			{cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Minute}, code: CodeCreated, fence: 1},
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: CodeOK},
-			{advance: time.Minute - 1, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Minute}, code: CodeExists, state: StateCompleted},
-			{advance: 1, cmd: Command{Type: TypeRecordBegin, Key: k, TTL: time.Minute}, code: CodeCreated, fence: 4},
+			{cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Minute}, code: command.CodeCreated, fence: 1},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 1, Status: 200}, code: command.CodeOK},
+			{advance: time.Minute - 1, cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Minute}, code: command.CodeExists, state: command.StateCompleted},
+			{advance: 1, cmd: command.Command{Type: command.TypeRecordBegin, Key: k, TTL: time.Minute}, code: command.CodeCreated, fence: 4},
 		}},
 		{"complete of a missing record", []step{
-			{cmd: Command{Type: TypeRecordComplete, Key: k, Fence: 9, Status: 200}, code: CodeNotFound},
+			{cmd: command.Command{Type: command.TypeRecordComplete, Key: k, Fence: 9, Status: 200}, code: command.CodeNotFound},
 		}},
 		{"noop", []step{
-			{cmd: Command{Type: TypeNoop, Value: bytes.Repeat([]byte{1}, 64)}, code: CodeOK},
+			{cmd: command.Command{Type: command.TypeNoop, Value: bytes.Repeat([]byte{1}, 64)}, code: command.CodeOK},
 		}},
 	}
 	for _, tt := range tests {
@@ -176,16 +177,16 @@ func TestCommands(t *testing.T) {
 
 type step struct {
 	advance time.Duration
-	cmd     Command
-	code    Code
+	cmd     command.Command
+	code    command.Code
 	value   string
 	fence   uint64
-	state   State
+	state   command.State
 	status  int
 	body    string
 }
 
-func (s step) check(t *testing.T, i int, r *Result) {
+func (s step) check(t *testing.T, i int, r *command.Result) {
 	t.Helper()
 	if r.Code != s.code {
 		t.Fatalf("step %d %s: code = %d (%v), want %d", i, s.cmd.Type, r.Code, r.Err(), s.code)
@@ -214,37 +215,37 @@ func (s step) check(t *testing.T, i int, r *Result) {
 
 func TestRequestIDAppliesOnce(t *testing.T) {
 	h := newHarness(t)
-	getdel := Command{Type: TypeKVGetDel, Key: []byte("k"), ReqID: reqID(1)}
-	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v")})
+	getdel := command.Command{Type: command.TypeKVGetDel, Key: []byte("k"), ReqID: reqID(1)}
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("v")})
 	first := h.apply(getdel)
 	retry := h.apply(getdel) // a retry after a cut connection
-	if first.Code != CodeOK || retry.Code != CodeOK || string(retry.Value) != "v" {
+	if first.Code != command.CodeOK || retry.Code != command.CodeOK || string(retry.Value) != "v" {
 		t.Fatalf("GETDEL retried with one request id: first %+v, retry %+v; want both OK with value v", first, retry)
 	}
 	// A begin retried by its owner must say "you own it", not "in flight".
-	begin := Command{Type: TypeRecordBegin, Key: []byte("r"), TTL: time.Hour, ReqID: reqID(2)}
+	begin := command.Command{Type: command.TypeRecordBegin, Key: []byte("r"), TTL: time.Hour, ReqID: reqID(2)}
 	a, b := h.apply(begin), h.apply(begin)
-	if a.Code != CodeCreated || b.Code != CodeCreated || a.Fence != b.Fence {
+	if a.Code != command.CodeCreated || b.Code != command.CodeCreated || a.Fence != b.Fence {
 		t.Fatalf("begin retry: %+v then %+v, want the same owner twice", a, b)
 	}
 	// A begin that found an existing record is re-read on retry.
-	other := Command{Type: TypeRecordBegin, Key: []byte("r"), ReqID: reqID(3)}
-	if r := h.apply(other); r.Code != CodeExists || r.Record.State != StateInFlight {
+	other := command.Command{Type: command.TypeRecordBegin, Key: []byte("r"), ReqID: reqID(3)}
+	if r := h.apply(other); r.Code != command.CodeExists || r.Record.State != command.StateInFlight {
 		t.Fatalf("begin of owned key = %+v", r)
 	}
-	h.apply(Command{Type: TypeRecordComplete, Key: []byte("r"), Fence: a.Fence, Status: 200, Body: []byte("x")})
-	if r := h.apply(other); r.Code != CodeExists || r.Record.State != StateCompleted || string(r.Record.Body) != "x" {
+	h.apply(command.Command{Type: command.TypeRecordComplete, Key: []byte("r"), Fence: a.Fence, Status: 200, Body: []byte("x")})
+	if r := h.apply(other); r.Code != command.CodeExists || r.Record.State != command.StateCompleted || string(r.Record.Body) != "x" {
 		t.Fatalf("retried begin after completion = %+v, want the completed record", r)
 	}
 	// Remembered for at least the retention, forgotten before twice it.
 	h.advance(RequestIDRetention - time.Second)
-	if r := h.apply(getdel); r.Code != CodeOK || string(r.Value) != "v" {
+	if r := h.apply(getdel); r.Code != command.CodeOK || string(r.Value) != "v" {
 		t.Fatalf("GETDEL retried within the retention = %+v, want the first result", r)
 	}
 	h.advance(RequestIDRetention + 2*time.Second)
-	h.apply(Command{Type: TypeNoop})
-	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("w")})
-	if r := h.apply(getdel); r.Code != CodeOK || string(r.Value) != "w" {
+	h.apply(command.Command{Type: command.TypeNoop})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("w")})
+	if r := h.apply(getdel); r.Code != command.CodeOK || string(r.Value) != "w" {
 		t.Fatalf("GETDEL with an id older than the retention = %+v, want a fresh apply", r)
 	}
 }
@@ -260,8 +261,8 @@ func restartAndReplay(t *testing.T) (*FSM, []interface{}) {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, f: f, clock: 1}
-	set := h.log(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v")})
-	getdel := h.log(Command{Type: TypeKVGetDel, Key: []byte("k")})
+	set := h.log(command.Command{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("v")})
+	getdel := h.log(command.Command{Type: command.TypeKVGetDel, Key: []byte("k")})
 	f.ApplyBatch([]*raft.Log{set, getdel})
 	f.Close()
 	if f, err = Open(Config{Path: path}); err != nil {
@@ -279,7 +280,7 @@ func TestAppliedIndexSkipAfterRestart(t *testing.T) {
 	if out[0] != nil || out[1] != nil {
 		t.Fatalf("replayed entries were applied again: %v", out)
 	}
-	if _, err := f.KV([]byte("k"), time.Unix(0, 1)); !errors.Is(err, ErrNotFound) {
+	if _, err := f.KV([]byte("k"), time.Unix(0, 1)); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("KV(k) after replay = %v, want ErrNotFound", err)
 	}
 }
@@ -287,8 +288,8 @@ func TestAppliedIndexSkipAfterRestart(t *testing.T) {
 func TestBadCommandIsAResult(t *testing.T) {
 	h := newHarness(t)
 	h.index++
-	r := h.f.Apply(&raft.Log{Index: h.index, Type: raft.LogCommand, Data: []byte("garbage")}).(*Result)
-	if !errors.Is(r.Err(), ErrBadCommand) {
+	r := h.f.Apply(&raft.Log{Index: h.index, Type: raft.LogCommand, Data: []byte("garbage")}).(*command.Result)
+	if !errors.Is(r.Err(), command.ErrBadCommand) {
 		t.Fatalf("Apply(garbage) = %v, want ErrBadCommand", r.Err())
 	}
 	if h.f.AppliedIndex() != 1 {
@@ -298,16 +299,16 @@ func TestBadCommandIsAResult(t *testing.T) {
 
 func TestSweepExpires(t *testing.T) {
 	h := newHarness(t)
-	h.apply(Command{Type: TypeKVSet, Key: []byte("a"), Value: []byte("1"), TTL: time.Second})
-	h.apply(Command{Type: TypeKVSet, Key: []byte("b"), Value: []byte("2"), TTL: time.Hour})
-	h.apply(Command{Type: TypeTokenIssue, Key: TokenKey("s", "t"), TTL: time.Second})
-	h.apply(Command{Type: TypeRecordBegin, Key: []byte("r"), TTL: time.Second})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("a"), Value: []byte("1"), TTL: time.Second})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("b"), Value: []byte("2"), TTL: time.Hour})
+	h.apply(command.Command{Type: command.TypeTokenIssue, Key: command.TokenKey("s", "t"), TTL: time.Second})
+	h.apply(command.Command{Type: command.TypeRecordBegin, Key: []byte("r"), TTL: time.Second})
 	h.advance(2 * time.Second)
 	// Invisible to reads before the sweeper removes them.
-	if _, err := h.f.KV([]byte("a"), h.now()); !errors.Is(err, ErrNotFound) {
+	if _, err := h.f.KV([]byte("a"), h.now()); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("expired KV read = %v, want ErrNotFound", err)
 	}
-	if _, err := h.f.Record([]byte("r"), h.now()); !errors.Is(err, ErrNotFound) {
+	if _, err := h.f.Record([]byte("r"), h.now()); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("expired record read = %v", err)
 	}
 	due, err := h.f.Due(h.now(), 100)
@@ -315,8 +316,8 @@ func TestSweepExpires(t *testing.T) {
 		t.Fatalf("Due = %v, %v; want 3 entries", due, err)
 	}
 	// An entry rewritten after the sweep was read keeps its new life.
-	h.apply(Command{Type: TypeKVSet, Key: []byte("a"), Value: []byte("new"), TTL: time.Hour})
-	if r := h.apply(Command{Type: TypeExpire, Entries: due}); r.Code != CodeOK {
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("a"), Value: []byte("new"), TTL: time.Hour})
+	if r := h.apply(command.Command{Type: command.TypeExpire, Entries: due}); r.Code != command.CodeOK {
 		t.Fatalf("expire = %+v", r)
 	}
 	if e, err := h.f.KV([]byte("a"), h.now()); err != nil || string(e.Value) != "new" {
@@ -330,7 +331,7 @@ func TestSweepExpires(t *testing.T) {
 	}
 	// Not yet due at the state machine's clock: nothing happens.
 	kvBefore := h.f.ExpiredCount(ttl.KindKV)
-	h.apply(Command{Type: TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("b"), At: h.clock + int64(time.Hour)}}})
+	h.apply(command.Command{Type: command.TypeExpire, Entries: []ttl.Entry{{Kind: ttl.KindKV, Key: []byte("b"), At: h.clock + int64(time.Hour)}}})
 	if e, err := h.f.KV([]byte("b"), h.now()); err != nil || string(e.Value) != "2" || h.f.ExpiredCount(ttl.KindKV) != kvBefore {
 		t.Fatalf("an expire before its time removed b: %q, %v", e.Value, err)
 	}
@@ -338,22 +339,22 @@ func TestSweepExpires(t *testing.T) {
 
 func TestClockNeverGoesBack(t *testing.T) {
 	h := newHarness(t)
-	h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v"), TTL: time.Second})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("v"), TTL: time.Second})
 	h.advance(2 * time.Second)
-	h.apply(Command{Type: TypeNoop})
+	h.apply(command.Command{Type: command.TypeNoop})
 	h.advance(-10 * time.Second) // a new leader whose clock is behind
-	if r := h.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("w"), Mode: SetNX}); r.Code != CodeCreated {
+	if r := h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("w"), Mode: command.SetNX}); r.Code != command.CodeCreated {
 		t.Fatalf("SETNX after expiry under a lagging leader clock = %+v, want created", r)
 	}
 }
 
 func TestRecordCounts(t *testing.T) {
 	h := newHarness(t)
-	h.apply(Command{Type: TypeRecordBegin, Key: []byte("a")})
-	h.apply(Command{Type: TypeRecordBegin, Key: []byte("b")})
-	h.apply(Command{Type: TypeRecordComplete, Key: []byte("a"), Fence: 1, Status: 200})
-	if h.f.RecordCount(StateInFlight) != 1 || h.f.RecordCount(StateCompleted) != 1 {
-		t.Fatalf("counts: in flight %d, completed %d", h.f.RecordCount(StateInFlight), h.f.RecordCount(StateCompleted))
+	h.apply(command.Command{Type: command.TypeRecordBegin, Key: []byte("a")})
+	h.apply(command.Command{Type: command.TypeRecordBegin, Key: []byte("b")})
+	h.apply(command.Command{Type: command.TypeRecordComplete, Key: []byte("a"), Fence: 1, Status: 200})
+	if h.f.RecordCount(command.StateInFlight) != 1 || h.f.RecordCount(command.StateCompleted) != 1 {
+		t.Fatalf("counts: in flight %d, completed %d", h.f.RecordCount(command.StateInFlight), h.f.RecordCount(command.StateCompleted))
 	}
 }
 
@@ -383,13 +384,13 @@ func snapshotBytes(t *testing.T, f *FSM) []byte {
 
 func TestRestoreDiscardsState(t *testing.T) {
 	a, b := newHarness(t), newHarness(t)
-	a.apply(Command{Type: TypeKVSet, Key: []byte("x"), Value: []byte("1")})
-	b.apply(Command{Type: TypeKVSet, Key: []byte("y"), Value: []byte("2")})
-	b.apply(Command{Type: TypeKVSet, Key: []byte("z"), Value: []byte("2")})
+	a.apply(command.Command{Type: command.TypeKVSet, Key: []byte("x"), Value: []byte("1")})
+	b.apply(command.Command{Type: command.TypeKVSet, Key: []byte("y"), Value: []byte("2")})
+	b.apply(command.Command{Type: command.TypeKVSet, Key: []byte("z"), Value: []byte("2")})
 	if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.f.KV([]byte("y"), b.now()); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.KV([]byte("y"), b.now()); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("key from before the restore survived: %v", err)
 	}
 	if e, err := b.f.KV([]byte("x"), b.now()); err != nil || string(e.Value) != "1" {
@@ -408,43 +409,43 @@ func TestRestoreDiscardsState(t *testing.T) {
 
 func TestSuspectedDuplicates(t *testing.T) {
 	h := newHarness(t)
-	digest := DigestKey("pay", "u1", []byte("sha-of-body"))
+	digest := command.DigestKey("pay", "u1", []byte("sha-of-body"))
 	window := 5 * time.Minute
-	begin := func(key string, flags byte) *Result {
-		return h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", key), TTL: time.Hour,
+	begin := func(key string, flags byte) *command.Result {
+		return h.apply(command.Command{Type: command.TypeRecordBegin, Key: command.RecordKey("pay", "u1", key), TTL: time.Hour,
 			DigestKey: digest, Window: window, Flags: flags})
 	}
-	if r := begin("k1", 0); r.Code != CodeCreated || r.Suspect != nil {
+	if r := begin("k1", 0); r.Code != command.CodeCreated || r.Suspect != nil {
 		t.Fatalf("first begin = %+v", r)
 	}
-	if r := begin("k1", 0); r.Code != CodeExists || r.Suspect != nil {
+	if r := begin("k1", 0); r.Code != command.CodeExists || r.Suspect != nil {
 		t.Fatalf("same key again = %+v, want exists and no suspicion", r)
 	}
 	r := begin("k2", 0)
-	if r.Code != CodeCreated || string(r.Suspect) != string(RecordKey("pay", "u1", "k1")) {
+	if r.Code != command.CodeCreated || string(r.Suspect) != string(command.RecordKey("pay", "u1", "k1")) {
 		t.Fatalf("same body under a new key = %+v, want created and flagged against k1", r)
 	}
-	if r := begin("k3", FlagRejectSuspect); r.Code != CodeSuspect || !errors.Is(r.Err(), ErrSuspect) {
+	if r := begin("k3", command.FlagRejectSuspect); r.Code != command.CodeSuspect || !errors.Is(r.Err(), command.ErrSuspect) {
 		t.Fatalf("reject policy = %+v, want CodeSuspect", r)
 	}
-	if _, err := h.f.Record(RecordKey("pay", "u1", "k3"), h.now()); !errors.Is(err, ErrNotFound) {
+	if _, err := h.f.Record(command.RecordKey("pay", "u1", "k3"), h.now()); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("a refused suspect left a record: %v", err)
 	}
 	// Another tenant with the same body is not a suspect.
-	other := h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u2", "k1"), DigestKey: DigestKey("pay", "u2", []byte("sha-of-body")), Window: window})
+	other := h.apply(command.Command{Type: command.TypeRecordBegin, Key: command.RecordKey("pay", "u2", "k1"), DigestKey: command.DigestKey("pay", "u2", []byte("sha-of-body")), Window: window})
 	if other.Suspect != nil {
 		t.Fatalf("other tenant flagged: %+v", other)
 	}
 	// After the window, the same body under a new key is fine.
 	h.advance(6 * time.Minute)
-	if r := begin("k4", FlagRejectSuspect); r.Code != CodeCreated || r.Suspect != nil {
+	if r := begin("k4", command.FlagRejectSuspect); r.Code != command.CodeCreated || r.Suspect != nil {
 		t.Fatalf("after the window = %+v", r)
 	}
 	log, err := h.f.Suspects(10)
 	if err != nil || len(log) != 2 {
 		t.Fatalf("suspect log = %+v, %v; want 2 entries", log, err)
 	}
-	if string(log[0].Key) != string(RecordKey("pay", "u1", "k3")) || string(log[1].Earlier) != string(RecordKey("pay", "u1", "k1")) {
+	if string(log[0].Key) != string(command.RecordKey("pay", "u1", "k3")) || string(log[1].Earlier) != string(command.RecordKey("pay", "u1", "k1")) {
 		t.Fatalf("suspect log order/content wrong: %+v", log)
 	}
 }
@@ -457,16 +458,16 @@ func TestRecordObserverSeesRemovals(t *testing.T) {
 			removed = append(removed, string(k))
 		}
 	})
-	h.apply(Command{Type: TypeRecordBegin, Key: []byte("a"), TTL: time.Second})
-	h.apply(Command{Type: TypeRecordComplete, Key: []byte("a"), Fence: 1, Status: 200})
-	h.apply(Command{Type: TypeRecordBegin, Key: []byte("b"), TTL: time.Hour})
-	h.apply(Command{Type: TypeRecordRelease, Key: []byte("b")})
+	h.apply(command.Command{Type: command.TypeRecordBegin, Key: []byte("a"), TTL: time.Second})
+	h.apply(command.Command{Type: command.TypeRecordComplete, Key: []byte("a"), Fence: 1, Status: 200})
+	h.apply(command.Command{Type: command.TypeRecordBegin, Key: []byte("b"), TTL: time.Hour})
+	h.apply(command.Command{Type: command.TypeRecordRelease, Key: []byte("b")})
 	if len(removed) != 1 || removed[0] != "b" {
 		t.Fatalf("removed after release = %q", removed)
 	}
 	h.advance(2 * time.Second)
 	due, _ := h.f.Due(h.now(), 10)
-	h.apply(Command{Type: TypeExpire, Entries: due})
+	h.apply(command.Command{Type: command.TypeExpire, Entries: due})
 	if len(removed) != 2 || removed[1] != "a" {
 		t.Fatalf("removed after expiry = %q", removed)
 	}
@@ -481,8 +482,8 @@ func TestRecordObserverSeesRemovals(t *testing.T) {
 // this test hung.
 func TestRestoreWhileASnapshotIsOpen(t *testing.T) {
 	a, b := newHarness(t), newHarness(t)
-	a.apply(Command{Type: TypeKVSet, Key: []byte("x"), Value: []byte("1")})
-	b.apply(Command{Type: TypeKVSet, Key: []byte("y"), Value: []byte("2")})
+	a.apply(command.Command{Type: command.TypeKVSet, Key: []byte("x"), Value: []byte("1")})
+	b.apply(command.Command{Type: command.TypeKVSet, Key: []byte("y"), Value: []byte("2")})
 	open, err := b.f.Snapshot()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"runtime/debug"
 	"testing"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestBulkPace: bulk work holds the collector at Go's default pace while
@@ -43,7 +45,7 @@ func TestBulkPace(t *testing.T) {
 	// A restore holds it, and puts it back.
 	debug.SetGCPercent(400)
 	src := newHarness(t)
-	src.apply(Command{Type: TypeKVSet, Key: []byte("k"), Value: []byte("v")})
+	src.apply(command.Command{Type: command.TypeKVSet, Key: []byte("k"), Value: []byte("v")})
 	dst := newHarness(t)
 	if err := dst.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, src.f)))); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
 package fsm
 
+import "github.com/idemgate/idemgate/command"
+
 // isKeyspaceKey: stored is a client's key of some keyspace (not a
 // reserved key of idemgate's own).
 func isKeyspaceKey(stored []byte) bool {
-	_, _, ok := KeyspaceOf(stored)
+	_, _, ok := command.KeyspaceOf(stored)
 	return ok
 }
 

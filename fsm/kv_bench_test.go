@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/idemgate/idemgate/command"
 )
 
 // BenchmarkSetNXApply is the cost of applying SETNX, in batches of 64
@@ -29,7 +30,7 @@ func BenchmarkSetNXApply(b *testing.B) {
 				logs := make([]*raft.Log, 64)
 				for i := range logs {
 					index++
-					c := KVSetCommand(KVSetRequest{Key: []byte(keys(i)), Value: []byte("owner-token-1234"), TTL: time.Minute, Mode: SetNX})
+					c := command.KVSetCommand(command.KVSetRequest{Key: []byte(keys(i)), Value: []byte("owner-token-1234"), TTL: time.Minute, Mode: command.SetNX})
 					c.Stamp = stamp
 					logs[i] = &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}
 				}

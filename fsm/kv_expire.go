@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -13,45 +14,45 @@ import (
 // compare-and-delete still matches after it extends its lock.
 // CodeNotFound: no such key; CodeUnchanged: a condition did not hold, or
 // there was no lifetime to remove.
-func (a *applier) kvExpire(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) kvExpire(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	return a.kvExpireIn(boltKV{a, tx}, c, rev)
 }
 
-func (a *applier) kvExpireIn(kv kvStore, c *Command, _ uint64) *Result {
+func (a *applier) kvExpireIn(kv kvStore, c *command.Command, _ uint64) *command.Result {
 	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if !exists {
-		return &Result{Code: CodeNotFound}
+		return &command.Result{Code: command.CodeNotFound}
 	}
-	now := c.Flags&FlagExpireNow != 0
+	now := c.Flags&command.FlagExpireNow != 0
 	next := a.expiry(c.TTL) // 0: none
 	if now {
 		next = a.now
 	}
-	if c.Flags&FlagExpireGet != 0 && notString(old, exists) {
-		return &Result{Code: CodeWrongType} // GETEX; a lifetime alone fits any kind
+	if c.Flags&command.FlagExpireGet != 0 && notString(old, exists) {
+		return &command.Result{Code: command.CodeWrongType} // GETEX; a lifetime alone fits any kind
 	}
 	var value []byte
-	if c.Flags&FlagExpireGet != 0 {
+	if c.Flags&command.FlagExpireGet != 0 {
 		value = old.Clone().Value // before a put or delete reuses its memory
 	}
 	if !expireAllowed(c.Flags, old.ExpiresAt, next) || (!now && c.TTL == 0 && old.ExpiresAt == 0) {
-		return &Result{Code: CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: value}
+		return &command.Result{Code: command.CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: value}
 	}
 	if now {
 		if err := kv.del(c.Key, old); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
-		return &Result{Code: CodeOK, Version: old.Version, Value: value}
+		return &command.Result{Code: command.CodeOK, Version: old.Version, Value: value}
 	}
 	e := old.Clone()
 	e.ExpiresAt = next
 	if err := kv.put(c.Key, &e, old, true); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
+	return &command.Result{Code: command.CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
 }
 
 // expireAllowed applies EXPIRE's conditions to a key expiring at cur (0:
@@ -64,13 +65,13 @@ func expireAllowed(flags byte, cur, next int64) bool {
 		return y != 0 && x > y
 	}
 	switch {
-	case flags&FlagExpireNX != 0 && cur != 0:
+	case flags&command.FlagExpireNX != 0 && cur != 0:
 		return false
-	case flags&FlagExpireXX != 0 && cur == 0:
+	case flags&command.FlagExpireXX != 0 && cur == 0:
 		return false
-	case flags&FlagExpireGT != 0 && !later(next, cur):
+	case flags&command.FlagExpireGT != 0 && !later(next, cur):
 		return false
-	case flags&FlagExpireLT != 0 && !later(cur, next):
+	case flags&command.FlagExpireLT != 0 && !later(cur, next):
 		return false
 	}
 	return true
@@ -78,5 +79,5 @@ func expireAllowed(flags byte, cur, next int64) bool {
 
 // The applier's rows of this file's commands (commands.go joins them).
 var kvExpireApplies = applies{
-	TypeKVExpire: {remembered: true, apply: (*applier).kvExpire, kv: (*applier).kvExpireIn},
+	command.TypeKVExpire: {remembered: true, apply: (*applier).kvExpire, kv: (*applier).kvExpireIn},
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,14 +21,14 @@ import (
 // which the keys not yet reached are still read. Keys expired but not yet
 // swept are deleted with their expiry-index entries. idemgate's own keys
 // (package storeapi's reserved keys) are never reached.
-func (a *applier) kvFlush(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) kvFlush(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	bound := c.Version
 	if bound == 0 {
 		bound = rev
 	}
 	type doomed struct {
 		key []byte
-		old KVEntry // its expiry and creation (deleteKV)
+		old command.KVEntry // its expiry and creation (deleteKV)
 	}
 	var (
 		gone   []doomed
@@ -36,7 +37,7 @@ func (a *applier) kvFlush(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	)
 	cur := tx.Bucket(bucketKV).Cursor()
 scan:
-	for _, s := range flushRanges(int(c.Mode), c.Flags&FlagFlushAll != 0) {
+	for _, s := range flushRanges(int(c.Mode), c.Flags&command.FlagFlushAll != 0) {
 		from := s.from
 		if bytes.Compare(c.Value, from) > 0 {
 			from = c.Value
@@ -48,13 +49,13 @@ scan:
 			}
 			seen++
 			if e, ok := decodeKV(v); ok && e.Version < bound && isKeyspaceKey(k) {
-				gone = append(gone, doomed{append([]byte(nil), k...), KVEntry{ExpiresAt: e.ExpiresAt, Created: e.Created}})
+				gone = append(gone, doomed{append([]byte(nil), k...), command.KVEntry{ExpiresAt: e.ExpiresAt, Created: e.Created}})
 			}
 		}
 	}
 	for _, d := range gone {
 		if err := a.deleteKV(tx, d.key, d.old); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 	}
 	if c.Version == 0 {
@@ -63,7 +64,7 @@ scan:
 		// too); the steps after it are told key by key.
 		a.kvChangedAll()
 	}
-	return &Result{Code: CodeOK, Version: bound, Value: resume, Fence: uint64(len(gone))}
+	return &command.Result{Code: command.CodeOK, Version: bound, Value: resume, Fence: uint64(len(gone))}
 }
 
 // flushStep bounds the keys one flush entry looks at, and so deletes
@@ -81,7 +82,7 @@ func flushRanges(db int, all bool) []keyRange {
 	if all {
 		return []keyRange{{[]byte(keyspaceTag), []byte("\x00dc")}, plain}
 	}
-	r := keyRange{KeyspacePrefix(db), KeyspacePrefix(db + 1)}
+	r := keyRange{command.KeyspacePrefix(db), command.KeyspacePrefix(db + 1)}
 	if db == 0 {
 		return []keyRange{r, plain}
 	}
@@ -90,5 +91,5 @@ func flushRanges(db int, all bool) []keyRange {
 
 // The applier's rows of this file's commands (commands.go joins them).
 var kvFlushApplies = applies{
-	TypeKVFlush: {remembered: true, apply: (*applier).kvFlush},
+	command.TypeKVFlush: {remembered: true, apply: (*applier).kvFlush},
 }

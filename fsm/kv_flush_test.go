@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,8 +21,8 @@ func (h *harness) flushAll(db int, all bool) []uint64 {
 		deleted []uint64
 	)
 	for {
-		r := h.apply(*KVFlushCommand(db, all, bound, from))
-		if r.Code != CodeOK {
+		r := h.apply(*command.KVFlushCommand(db, all, bound, from))
+		if r.Code != command.CodeOK {
 			h.t.Fatalf("flush step: %d", r.Code)
 		}
 		if bound != 0 && r.Version != bound {
@@ -55,19 +56,19 @@ func (h *harness) storedKeys() []string {
 func TestKVFlushKeyspaces(t *testing.T) {
 	h := newHarness(t)
 	set := func(k []byte, ttl time.Duration) {
-		if r := h.apply(Command{Type: TypeKVSet, Key: k, Value: []byte("v"), TTL: ttl}); r.Code != CodeCreated && r.Code != CodeOK {
+		if r := h.apply(command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("v"), TTL: ttl}); r.Code != command.CodeCreated && r.Code != command.CodeOK {
 			t.Fatalf("set %q: %d", k, r.Code)
 		}
 	}
-	for db := 0; db < Keyspaces; db++ {
+	for db := 0; db < command.Keyspaces; db++ {
 		for _, k := range []string{"", "a", "b", "\x00db\x01"} {
 			if db == 0 && k == "\x00db\x01" {
 				continue // a client key of keyspace 0 never begins with NUL
 			}
-			set(KeyspaceKey(db, []byte(k)), 0)
+			set(command.KeyspaceKey(db, []byte(k)), 0)
 		}
-		set(KeyspaceKey(db, []byte("ttl")), time.Hour)
-		set(KeyspaceKey(db, []byte("gone")), time.Millisecond)
+		set(command.KeyspaceKey(db, []byte("ttl")), time.Hour)
+		set(command.KeyspaceKey(db, []byte("gone")), time.Millisecond)
 	}
 	set([]byte("\x00node/n1"), 0)    // idemgate's own
 	set([]byte("\x00dbx"), 0)        // reserved, not a keyspace's (16 keyspaces only)
@@ -82,7 +83,7 @@ func TestKVFlushKeyspaces(t *testing.T) {
 	}
 	var want []string
 	for _, k := range before {
-		if db, _, ok := KeyspaceOf([]byte(k)); !ok || db != 3 {
+		if db, _, ok := command.KeyspaceOf([]byte(k)); !ok || db != 3 {
 			want = append(want, k)
 		}
 	}
@@ -114,23 +115,23 @@ func TestKVFlushSteps(t *testing.T) {
 	n := 2*flushStep + 500
 	const perEntry = 512
 	for i := 0; i < n; i += perEntry {
-		var cs []Command
+		var cs []command.Command
 		for j := i; j < min(i+perEntry, n); j++ {
-			cs = append(cs, Command{Type: TypeKVSet, Key: KeyspaceKey(7, []byte(fmt.Sprintf("k%06d", j))), Value: []byte("v")},
-				Command{Type: TypeKVSet, Key: KeyspaceKey(8, []byte(fmt.Sprintf("k%06d", j))), Value: []byte("v")})
+			cs = append(cs, command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(7, []byte(fmt.Sprintf("k%06d", j))), Value: []byte("v")},
+				command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(8, []byte(fmt.Sprintf("k%06d", j))), Value: []byte("v")})
 		}
 		h.applyBatch(cs...)
 	}
-	first := h.apply(*KVFlushCommand(7, false, 0, nil))
+	first := h.apply(*command.KVFlushCommand(7, false, 0, nil))
 	if first.Fence != flushStep || len(first.Value) == 0 {
 		t.Fatalf("the first step deleted %d, resume %q; want %d and more to do", first.Fence, first.Value, flushStep)
 	}
-	late, over := KeyspaceKey(7, []byte("k000001")), KeyspaceKey(7, []byte(fmt.Sprintf("k%06d", n-1)))
-	h.apply(Command{Type: TypeKVSet, Key: late, Value: []byte("late")})
-	h.apply(Command{Type: TypeKVSet, Key: over, Value: []byte("over")})
+	late, over := command.KeyspaceKey(7, []byte("k000001")), command.KeyspaceKey(7, []byte(fmt.Sprintf("k%06d", n-1)))
+	h.apply(command.Command{Type: command.TypeKVSet, Key: late, Value: []byte("late")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: over, Value: []byte("over")})
 	bound, from, steps := first.Version, first.Value, 1
 	for len(from) > 0 {
-		r := h.apply(*KVFlushCommand(7, false, bound, from))
+		r := h.apply(*command.KVFlushCommand(7, false, bound, from))
 		if r.Fence > flushStep {
 			t.Fatalf("a step deleted %d keys, over %d", r.Fence, flushStep)
 		}
@@ -142,7 +143,7 @@ func TestKVFlushSteps(t *testing.T) {
 	var left []string
 	h.f.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketKV).Cursor()
-		p := KeyspacePrefix(7)
+		p := command.KeyspacePrefix(7)
 		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
 			left = append(left, string(k[len(p):]))
 		}
@@ -152,8 +153,8 @@ func TestKVFlushSteps(t *testing.T) {
 		t.Fatalf("keyspace 7 after the flush: %q; want the two keys written during it", left)
 	}
 	count := 0
-	h.f.EachKV(KeyspacePrefix(8), h.now(), func(k []byte) bool {
-		count += boolInt(bytes.HasPrefix(k, KeyspacePrefix(8)))
+	h.f.EachKV(command.KeyspacePrefix(8), h.now(), func(k []byte) bool {
+		count += boolInt(bytes.HasPrefix(k, command.KeyspacePrefix(8)))
 		return true
 	})
 	if count != n {
@@ -171,11 +172,11 @@ func boolInt(b bool) int {
 // TestKVFlushRefusals: a keyspace past the last, an unknown flag and an
 // over-long resume key are refused before they are applied.
 func TestKVFlushRefusals(t *testing.T) {
-	for _, c := range []*Command{
-		{Type: TypeKVFlush, Mode: SetMode(Keyspaces)},
-		{Type: TypeKVFlush, Mode: 255},
-		{Type: TypeKVFlush, Flags: 2},
-		{Type: TypeKVFlush, Value: bytes.Repeat([]byte("k"), MaxStoredKeyLen+5)},
+	for _, c := range []*command.Command{
+		{Type: command.TypeKVFlush, Mode: command.SetMode(command.Keyspaces)},
+		{Type: command.TypeKVFlush, Mode: 255},
+		{Type: command.TypeKVFlush, Flags: 2},
+		{Type: command.TypeKVFlush, Value: bytes.Repeat([]byte("k"), command.MaxStoredKeyLen+5)},
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: valid", c)
@@ -197,17 +198,17 @@ func BenchmarkFlushStep(b *testing.B) {
 		}
 		h := &harness{f: f, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()}
 		for j := 0; j < flushStep; j += 256 {
-			var cs []Command
+			var cs []command.Command
 			for k := j; k < min(j+256, flushStep); k++ {
-				cs = append(cs, Command{Type: TypeKVSet, Key: KeyspaceKey(1, []byte(fmt.Sprintf("key-%08d", k))),
+				cs = append(cs, command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(1, []byte(fmt.Sprintf("key-%08d", k))),
 					Value: bytes.Repeat([]byte{'v'}, 100), TTL: time.Duration(k%2) * time.Hour})
 			}
 			f.Apply(h.batch(cs...))
 		}
 		b.StartTimer()
-		r := f.Apply(h.log(*KVFlushCommand(1, false, 0, nil)))
+		r := f.Apply(h.log(*command.KVFlushCommand(1, false, 0, nil)))
 		b.StopTimer()
-		if res, ok := r.(*Result); !ok || res.Fence != flushStep {
+		if res, ok := r.(*command.Result); !ok || res.Fence != flushStep {
 			b.Fatalf("the step answered %v", r)
 		}
 		f.Close()

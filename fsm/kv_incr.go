@@ -13,39 +13,39 @@ import (
 // INCRBY does: the key keeps its lifetime, and its value becomes the sum in
 // decimal. One command, so racing increments never lose one. The result
 // carries the new value (decimal) and the key's new version.
-func (a *applier) kvIncr(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) kvIncr(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	return a.kvIncrIn(boltKV{a, tx}, c, rev)
 }
 
-func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
+func (a *applier) kvIncrIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
 	delta, ok := command.ParseInt(c.Value)
 	if !ok {
-		return &Result{Code: CodeNotInteger}
+		return &command.Result{Code: command.CodeNotInteger}
 	}
 	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if notString(old, exists) {
-		return &Result{Code: CodeWrongType}
+		return &command.Result{Code: command.CodeWrongType}
 	}
 	var cur int64
 	if exists {
 		if cur, ok = command.ParseInt(old.Value); !ok {
-			return &Result{Code: CodeNotInteger}
+			return &command.Result{Code: command.CodeNotInteger}
 		}
 	}
 	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
-		return &Result{Code: CodeOverflow}
+		return &command.Result{Code: command.CodeOverflow}
 	}
 	if lo, hi, _ := command.IncrBounds(c); cur+delta < lo || cur+delta > hi {
-		r := &Result{Code: CodeOutOfRange, Value: strconv.AppendInt(nil, cur, 10)}
+		r := &command.Result{Code: command.CodeOutOfRange, Value: strconv.AppendInt(nil, cur, 10)}
 		if exists {
 			r.Version, r.ExpiresAt = old.Version, old.ExpiresAt
 		}
 		return r
 	}
-	e := KVEntry{Version: rev, Created: rev, Value: strconv.AppendInt(nil, cur+delta, 10)}
+	e := command.KVEntry{Version: rev, Created: rev, Value: strconv.AppendInt(nil, cur+delta, 10)}
 	if exists {
 		e.ExpiresAt = old.ExpiresAt
 	}
@@ -55,18 +55,18 @@ func (a *applier) kvIncrIn(kv kvStore, c *Command, rev uint64) *Result {
 // storeKV stores e, the key's new entry (old before it, if it existed),
 // and answers CodeCreated or CodeOK with its version and expiry, and
 // value.
-func (a *applier) storeKV(kv kvStore, key []byte, e *KVEntry, old KVEntry, exists bool, value []byte) *Result {
+func (a *applier) storeKV(kv kvStore, key []byte, e *command.KVEntry, old command.KVEntry, exists bool, value []byte) *command.Result {
 	if err := kv.put(key, e, old, exists); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	code := CodeOK
+	code := command.CodeOK
 	if !exists {
-		code = CodeCreated
+		code = command.CodeCreated
 	}
-	return &Result{Code: code, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
+	return &command.Result{Code: code, Version: e.Version, ExpiresAt: e.ExpiresAt, Value: value}
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var kvIncrApplies = applies{
-	TypeKVIncr: {remembered: true, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
+	command.TypeKVIncr: {remembered: true, apply: (*applier).kvIncr, kv: (*applier).kvIncrIn},
 }

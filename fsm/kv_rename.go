@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -13,41 +14,41 @@ import (
 // CodeExists: RENAMENX, or COPY without FlagCopyReplace, found the
 // destination; nothing changed then. A rename of a key onto itself
 // changes nothing (RENAMENX answers CodeExists, as Redis answers 0).
-func (a *applier) kvRename(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) kvRename(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	kv := boltKV{a, tx}
 	src, ok, err := a.liveKV(kv, c.Key)
 	switch {
 	case err != nil:
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	case !ok:
-		return &Result{Code: CodeNotFound}
+		return &command.Result{Code: command.CodeNotFound}
 	case bytes.Equal(c.Key, c.Value):
-		if RenameMode(c.Mode) == RenameNX {
-			return &Result{Code: CodeExists}
+		if command.RenameMode(c.Mode) == command.RenameNX {
+			return &command.Result{Code: command.CodeExists}
 		}
-		return &Result{Code: CodeOK, Version: src.Version, ExpiresAt: src.ExpiresAt}
+		return &command.Result{Code: command.CodeOK, Version: src.Version, ExpiresAt: src.ExpiresAt}
 	}
 	src = src.Clone() // before a write reuses its memory
 	dst, exists, err := a.liveKV(kv, c.Value)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	if exists && (RenameMode(c.Mode) == RenameNX || (RenameMode(c.Mode) == RenameCopy && c.Flags&FlagCopyReplace == 0)) {
-		return &Result{Code: CodeExists}
+	if exists && (command.RenameMode(c.Mode) == command.RenameNX || (command.RenameMode(c.Mode) == command.RenameCopy && c.Flags&command.FlagCopyReplace == 0)) {
+		return &command.Result{Code: command.CodeExists}
 	}
-	e := KVEntry{Version: rev, Created: rev, ExpiresAt: src.ExpiresAt, Kind: src.Kind, Value: src.Value}
+	e := command.KVEntry{Version: rev, Created: rev, ExpiresAt: src.ExpiresAt, Kind: src.Kind, Value: src.Value}
 	if err := kv.put(c.Value, &e, dst, exists); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	if RenameMode(c.Mode) != RenameCopy {
+	if command.RenameMode(c.Mode) != command.RenameCopy {
 		if err := kv.del(c.Key, src); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 	}
-	return &Result{Code: CodeOK, Version: rev, ExpiresAt: e.ExpiresAt}
+	return &command.Result{Code: command.CodeOK, Version: rev, ExpiresAt: e.ExpiresAt}
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var kvRenameApplies = applies{
-	TypeKVRename: {remembered: true, apply: (*applier).kvRename},
+	command.TypeKVRename: {remembered: true, apply: (*applier).kvRename},
 }

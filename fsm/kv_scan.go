@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -41,7 +42,7 @@ var bucketKVScan = []byte("kvscan")
 // scanEntry is the index entry of stored, created at revision created;
 // nil for a key not of a keyspace.
 func scanEntry(stored []byte, created uint64) []byte {
-	db, _, ok := KeyspaceOf(stored)
+	db, _, ok := command.KeyspaceOf(stored)
 	if !ok {
 		return nil
 	}
@@ -81,9 +82,9 @@ func unindexKey(tx *bolt.Tx, stored []byte, created uint64) error {
 // revision, calling fn with the client's key of each live one and its
 // kind; it returns the next cursor, 0 when the keyspace's index is done.
 // The key aliases the store's memory only during fn.
-func (f *FSM) ScanKV(db int, cursor uint64, count int, now time.Time, fn func(key []byte, kind Kind)) (uint64, error) {
+func (f *FSM) ScanKV(db int, cursor uint64, count int, now time.Time, fn func(key []byte, kind command.Kind)) (uint64, error) {
 	at := f.readNow(now)
-	count = min(max(count, 1), MaxScanLook)
+	count = min(max(count, 1), command.MaxScanLook)
 	var next uint64
 	err := f.view(func(tx *bolt.Tx) error {
 		kv := tx.Bucket(bucketKV)
@@ -99,7 +100,7 @@ func (f *FSM) ScanKV(db int, cursor uint64, count int, now time.Time, fn func(ke
 			looked, last = looked+1, rev
 			stored := k[9:]
 			if e, ok := decodeKV(kv.Get(stored)); ok && (e.ExpiresAt == 0 || e.ExpiresAt > at) {
-				_, key, _ := KeyspaceOf(stored)
+				_, key, _ := command.KeyspaceOf(stored)
 				fn(key, e.Kind)
 			}
 		}

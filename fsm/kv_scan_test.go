@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/zeebo/xxh3"
 	bolt "go.etcd.io/bbolt"
 )
@@ -21,7 +22,7 @@ func (h *harness) scanAll(db, count int) ([]string, int) {
 	var keys []string
 	cursor, calls := uint64(0), 0
 	for {
-		next, err := h.f.ScanKV(db, cursor, count, h.now(), func(k []byte, _ Kind) { keys = append(keys, string(k)) })
+		next, err := h.f.ScanKV(db, cursor, count, h.now(), func(k []byte, _ command.Kind) { keys = append(keys, string(k)) })
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -74,17 +75,17 @@ func TestScanKV(t *testing.T) {
 	var want0, want4 []string
 	for i := 0; i < 300; i++ {
 		k := fmt.Sprintf("k%03d", i)
-		h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(0, []byte(k)), Value: []byte("v")})
-		h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(4, []byte(k+"@4")), Value: []byte("v")})
+		h.apply(command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(0, []byte(k)), Value: []byte("v")})
+		h.apply(command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(4, []byte(k+"@4")), Value: []byte("v")})
 		want0, want4 = append(want0, k), append(want4, k+"@4")
 	}
-	h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(0, nil), Value: []byte("empty")})
-	h.apply(Command{Type: TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
-	h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(0, []byte("short")), Value: []byte("v"), TTL: time.Millisecond})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(0, nil), Value: []byte("empty")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(0, []byte("short")), Value: []byte("v"), TTL: time.Millisecond})
 	h.advance(time.Second) // "short" is expired, not swept
 	want0 = append(want0, "")
 	sort.Strings(want0)
-	for _, count := range []int{1, 7, 10, 1000, MaxScanLook + 1} {
+	for _, count := range []int{1, 7, 10, 1000, command.MaxScanLook + 1} {
 		got, calls := h.scanAll(0, count)
 		if fmt.Sprint(got) != fmt.Sprint(want0) {
 			t.Fatalf("COUNT %d: keyspace 0 scanned %d keys, want %d: %q", count, len(got), len(want0), got)
@@ -100,15 +101,15 @@ func TestScanKV(t *testing.T) {
 		}
 	}
 	h.indexMatchesKV()
-	h.apply(*KVDeleteCommand(KeyspaceKey(0, []byte("k000"))))
-	h.apply(*KVRenameCommand(KeyspaceKey(0, []byte("k001")), KeyspaceKey(4, []byte("moved")), RenameNX, false))
-	h.apply(*KVRenameCommand(KeyspaceKey(0, []byte("k002")), KeyspaceKey(0, []byte("k002copy")), RenameCopy, false))
-	h.apply(Command{Type: TypeKVExpire, Key: KeyspaceKey(0, []byte("k003")), Flags: FlagExpireNow})
+	h.apply(*command.KVDeleteCommand(command.KeyspaceKey(0, []byte("k000"))))
+	h.apply(*command.KVRenameCommand(command.KeyspaceKey(0, []byte("k001")), command.KeyspaceKey(4, []byte("moved")), command.RenameNX, false))
+	h.apply(*command.KVRenameCommand(command.KeyspaceKey(0, []byte("k002")), command.KeyspaceKey(0, []byte("k002copy")), command.RenameCopy, false))
+	h.apply(command.Command{Type: command.TypeKVExpire, Key: command.KeyspaceKey(0, []byte("k003")), Flags: command.FlagExpireNow})
 	due, err := h.f.Due(h.now(), 10)
 	if err != nil || len(due) != 1 {
 		t.Fatalf("due: %v, %v", due, err)
 	}
-	h.apply(Command{Type: TypeExpire, Entries: due})
+	h.apply(command.Command{Type: command.TypeExpire, Entries: due})
 	h.indexMatchesKV()
 	got, _ := h.scanAll(0, 10)
 	if len(got) != len(want0)-2 || fmt.Sprint(got[:3]) != "[ k002 k002copy]" { // three gone, one copy more
@@ -132,19 +133,19 @@ func TestScanKV(t *testing.T) {
 // scan is answered after the rest.
 func TestScanKVSharedRevision(t *testing.T) {
 	h := newHarness(t)
-	set := func(k string) Command {
-		return Command{Type: TypeKVSet, Key: KeyspaceKey(2, []byte(k)), Value: []byte("v")}
+	set := func(k string) command.Command {
+		return command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(2, []byte(k)), Value: []byte("v")}
 	}
 	for _, k := range []string{"z", "a", "b", "c", "d", "e"} {
 		h.apply(set(k))
 	}
-	a, _ := h.kv(string(KeyspaceKey(2, []byte("a"))))
-	c, _ := h.kv(string(KeyspaceKey(2, []byte("c"))))
+	a, _ := h.kv(string(command.KeyspaceKey(2, []byte("a"))))
+	c, _ := h.kv(string(command.KeyspaceKey(2, []byte("c"))))
 	h.plantCreated(map[string]uint64{"a": a.Created, "b": a.Created, "c": c.Created, "d": c.Created, "e": c.Created}, 2)
 	h.indexMatchesKV()
 	scan := func(cursor uint64) ([]string, uint64) {
 		var got []string
-		next, err := h.f.ScanKV(2, cursor, 1, h.now(), func(k []byte, _ Kind) { got = append(got, string(k)) })
+		next, err := h.f.ScanKV(2, cursor, 1, h.now(), func(k []byte, _ command.Kind) { got = append(got, string(k)) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +183,7 @@ func (h *harness) plantCreated(created map[string]uint64, db int) {
 	err := h.f.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketKV)
 		for k, rev := range created {
-			stored := KeyspaceKey(db, []byte(k))
+			stored := command.KeyspaceKey(db, []byte(k))
 			e, ok := decodeKV(b.Get(stored))
 			if !ok {
 				return fmt.Errorf("no key %q", k)
@@ -214,7 +215,7 @@ func (h *harness) makeFormat(tx *bolt.Tx, format []byte) error {
 			return err
 		}
 		err = tx.Bucket(bucketKV).ForEach(func(k, _ []byte) error {
-			db, key, ok := KeyspaceOf(k)
+			db, key, ok := command.KeyspaceOf(k)
 			if !ok {
 				return nil
 			}
@@ -250,23 +251,23 @@ func (h *harness) reopen() {
 // Created is the rename's), and n plain keys.
 func (h *harness) hostileKeys(n int) {
 	set := func(db int, k string, ttl time.Duration) {
-		if r := h.apply(Command{Type: TypeKVSet, Key: KeyspaceKey(db, []byte(k)), Value: []byte("v"), TTL: ttl}); r.Code != CodeCreated && r.Code != CodeOK {
+		if r := h.apply(command.Command{Type: command.TypeKVSet, Key: command.KeyspaceKey(db, []byte(k)), Value: []byte("v"), TTL: ttl}); r.Code != command.CodeCreated && r.Code != command.CodeOK {
 			h.t.Fatalf("set %d %q: %v", db, k, r.Code)
 		}
 	}
 	for i := 0; i < n; i++ {
-		set(i%Keyspaces, fmt.Sprintf("k%d", i), 0)
+		set(i%command.Keyspaces, fmt.Sprintf("k%d", i), 0)
 	}
 	set(0, "", 0)
 	set(15, "", time.Hour)
-	set(0, strings.Repeat("x", MaxStoredKeyLen), 0)
-	set(15, strings.Repeat("y", MaxStoredKeyLen-len(KeyspacePrefix(15))), 0)
+	set(0, strings.Repeat("x", command.MaxStoredKeyLen), 0)
+	set(15, strings.Repeat("y", command.MaxStoredKeyLen-len(command.KeyspacePrefix(15))), 0)
 	set(3, "short", time.Millisecond)
 	set(0, "k0", time.Hour) // written again
-	h.apply(*KVRenameCommand(KeyspaceKey(0, []byte("k16")), KeyspaceKey(9, []byte("renamed")), RenamePlain, false))
-	h.apply(*ListPushCommand(KeyspaceKey(5, []byte("list")), [][]byte{[]byte("e")}, true, false))
-	h.apply(Command{Type: TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
-	h.apply(Command{Type: TypeKVSet, Key: []byte("\x00db\x10not-a-keyspace"), Value: []byte("own")})
+	h.apply(*command.KVRenameCommand(command.KeyspaceKey(0, []byte("k16")), command.KeyspaceKey(9, []byte("renamed")), command.RenamePlain, false))
+	h.apply(*command.ListPushCommand(command.KeyspaceKey(5, []byte("list")), [][]byte{[]byte("e")}, true, false))
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("\x00db\x10not-a-keyspace"), Value: []byte("own")})
 	h.advance(time.Second) // "short" is expired, not swept
 }
 
@@ -299,11 +300,11 @@ func TestScanIndexBuiltForOldFile(t *testing.T) {
 				if tc.keys >= 0 {
 					hh.hostileKeys(tc.keys)
 				} else {
-					hh.apply(Command{Type: TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
+					hh.apply(command.Command{Type: command.TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("own")})
 				}
 			}
 			want := map[int][]string{}
-			for db := 0; db < Keyspaces; db++ {
+			for db := 0; db < command.Keyspaces; db++ {
 				want[db], _ = fresh.scanAll(db, 1000)
 			}
 			err := h.f.db.Update(func(tx *bolt.Tx) error {
@@ -336,7 +337,7 @@ func TestScanIndexBuiltForOldFile(t *testing.T) {
 			}
 			h.reopen()
 			h.indexMatchesKV()
-			for db := 0; db < Keyspaces; db++ {
+			for db := 0; db < command.Keyspaces; db++ {
 				if got, _ := h.scanAll(db, 100); fmt.Sprint(got) != fmt.Sprint(want[db]) {
 					t.Fatalf("keyspace %d: %d keys after the index was built, want %d", db, len(got), len(want[db]))
 				}
@@ -393,7 +394,7 @@ func TestScanIndexBuiltForOldSnapshot(t *testing.T) {
 		}
 		b.indexMatchesKV()
 		b.clock = a.clock // "short" is expired there too
-		for db := 0; db < Keyspaces; db++ {
+		for db := 0; db < command.Keyspaces; db++ {
 			want, _ := fresh.scanAll(db, 64)
 			if got, _ := b.scanAll(db, 64); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("format %v, keyspace %d: %d keys after the restore, want %d", format, db, len(got), len(want))

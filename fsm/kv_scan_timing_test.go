@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -28,11 +29,11 @@ func BenchmarkSetNXNewKeys(b *testing.B) {
 	defer f.Close()
 	h := &harness{f: f, clock: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()}
 	rng := rand.New(rand.NewPCG(1, 2))
-	batch := func() []Command {
-		cs := make([]Command, 256)
+	batch := func() []command.Command {
+		cs := make([]command.Command, 256)
 		for i := range cs {
 			k := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, rng.Uint64()), rng.Uint64())
-			cs[i] = Command{Type: TypeKVSet, Key: k, Value: []byte("lock-holder-token"), TTL: 30 * time.Second, Mode: SetNX}
+			cs[i] = command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("lock-holder-token"), TTL: 30 * time.Second, Mode: command.SetNX}
 		}
 		return cs
 	}

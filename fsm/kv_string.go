@@ -20,38 +20,38 @@ import (
 // absent key, empty, as Redis does). The result carries the
 // value's new length (decimal, in Value); CodeTooLong when it would pass
 // the bound, and nothing changed.
-func (a *applier) kvSetRange(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) kvSetRange(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	return a.kvSetRangeIn(boltKV{a, tx}, c, rev)
 }
 
-func (a *applier) kvSetRangeIn(kv kvStore, c *Command, rev uint64) *Result {
+func (a *applier) kvSetRangeIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
 	off, limit := binary.BigEndian.Uint64(c.Body), binary.BigEndian.Uint64(c.Body[8:])
 	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if notString(old, exists) {
-		return &Result{Code: CodeWrongType}
+		return &command.Result{Code: command.CodeWrongType}
 	}
 	n := uint64(len(old.Value))
-	if c.Flags&FlagRangeAppend != 0 {
+	if c.Flags&command.FlagRangeAppend != 0 {
 		off = n
 	}
 	length := func(n uint64) []byte { return strconv.AppendUint(nil, n, 10) }
-	if len(c.Value) == 0 && (exists || c.Flags&FlagRangeAppend == 0) { // APPEND of nothing still creates the key
-		r := &Result{Code: CodeOK, Value: length(n)}
+	if len(c.Value) == 0 && (exists || c.Flags&command.FlagRangeAppend == 0) { // APPEND of nothing still creates the key
+		r := &command.Result{Code: command.CodeOK, Value: length(n)}
 		if exists {
 			r.Version, r.ExpiresAt = old.Version, old.ExpiresAt
 		}
 		return r
 	}
 	if off > limit || uint64(len(c.Value)) > limit-off {
-		return &Result{Code: CodeTooLong}
+		return &command.Result{Code: command.CodeTooLong}
 	}
 	v := make([]byte, max(n, off+uint64(len(c.Value))))
 	copy(v, old.Value)
 	copy(v[off:], c.Value)
-	e := KVEntry{Version: rev, Created: rev, ExpiresAt: old.ExpiresAt, Value: v}
+	e := command.KVEntry{Version: rev, Created: rev, ExpiresAt: old.ExpiresAt, Value: v}
 	return a.storeKV(kv, c.Key, &e, old, exists, length(uint64(len(v))))
 }
 
@@ -62,38 +62,38 @@ func (a *applier) kvSetRangeIn(kv kvStore, c *Command, rev uint64) *Result {
 // and Redis, computes the same text. The result carries it (Value);
 // CodeNotFloat for a value that is not a number, CodeNotFinite when the
 // sum would be infinite or NaN; nothing changed then.
-func (a *applier) kvIncrFloat(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) kvIncrFloat(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	return a.kvIncrFloatIn(boltKV{a, tx}, c, rev)
 }
 
-func (a *applier) kvIncrFloatIn(kv kvStore, c *Command, rev uint64) *Result {
+func (a *applier) kvIncrFloatIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
 	old, exists, err := a.liveKV(kv, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if notString(old, exists) {
-		return &Result{Code: CodeWrongType}
+		return &command.Result{Code: command.CodeWrongType}
 	}
 	cur := command.NewLongDouble()
 	if exists {
-		if cur, err = ParseLongDouble(old.Value); err != nil {
-			return &Result{Code: CodeNotFloat}
+		if cur, err = command.ParseLongDouble(old.Value); err != nil {
+			return &command.Result{Code: command.CodeNotFloat}
 		}
 	}
-	incr, err := ParseLongDouble(c.Value)
+	incr, err := command.ParseLongDouble(c.Value)
 	if err != nil {
-		return &Result{Code: CodeNotFloat}
+		return &command.Result{Code: command.CodeNotFloat}
 	}
 	sum, ok := command.AddLongDouble(cur, incr)
 	if !ok {
-		return &Result{Code: CodeNotFinite}
+		return &command.Result{Code: command.CodeNotFinite}
 	}
-	e := KVEntry{Version: rev, Created: rev, ExpiresAt: old.ExpiresAt, Value: command.FormatLongDouble(sum)}
+	e := command.KVEntry{Version: rev, Created: rev, ExpiresAt: old.ExpiresAt, Value: command.FormatLongDouble(sum)}
 	return a.storeKV(kv, c.Key, &e, old, exists, e.Value)
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var kvStringApplies = applies{
-	TypeKVSetRange:  {remembered: true, apply: (*applier).kvSetRange, kv: (*applier).kvSetRangeIn},
-	TypeKVIncrFloat: {remembered: true, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
+	command.TypeKVSetRange:  {remembered: true, apply: (*applier).kvSetRange, kv: (*applier).kvSetRangeIn},
+	command.TypeKVIncrFloat: {remembered: true, apply: (*applier).kvIncrFloat, kv: (*applier).kvIncrFloatIn},
 }

@@ -4,26 +4,28 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // txResults applies a transaction and returns its code and its commands'
 // results.
-func (h *harness) tx(r TxRequest, id ReqID) (Code, Results) {
+func (h *harness) tx(r command.TxRequest, id command.ReqID) (command.Code, Results) {
 	h.t.Helper()
-	c := KVTxCommand(r)
+	c := command.KVTxCommand(r)
 	c.ReqID = id
 	res := h.apply(*c)
-	if res.Code != CodeOK {
+	if res.Code != command.CodeOK {
 		return res.Code, nil
 	}
-	out, err := TxResults(res)
+	out, err := command.TxResults(res)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return res.Code, out
 }
 
-func (h *harness) kv(key string) (KVEntry, bool) {
+func (h *harness) kv(key string) (command.KVEntry, bool) {
 	e, err := h.f.KV([]byte(key), h.now())
 	return e, err == nil
 }
@@ -34,22 +36,22 @@ func (h *harness) kv(key string) (KVEntry, bool) {
 // the request id is answered from memory.
 func TestKVTx(t *testing.T) {
 	h := newHarness(t)
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("word"), Value: []byte("abc")}))
-	code, rs := h.tx(TxRequest{Commands: []*Command{
-		KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("1")}),
-		KVIncrCommand([]byte("word"), 1),
-		KVIncrCommand([]byte("a"), 1),
-		KVReadCommand([]byte("a"), true),
-		KVReadCommand([]byte("missing"), true),
-		KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("x"), Mode: SetNX}),
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("word"), Value: []byte("abc")}))
+	code, rs := h.tx(command.TxRequest{Commands: []*command.Command{
+		command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("1")}),
+		command.KVIncrCommand([]byte("word"), 1),
+		command.KVIncrCommand([]byte("a"), 1),
+		command.KVReadCommand([]byte("a"), true),
+		command.KVReadCommand([]byte("missing"), true),
+		command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("x"), Mode: command.SetNX}),
 	}, ReplyBudget: 1 << 10}, reqID(1))
-	if code != CodeOK || len(rs) != 6 {
+	if code != command.CodeOK || len(rs) != 6 {
 		t.Fatalf("transaction = %v, %d results", code, len(rs))
 	}
 	want := []struct {
-		code  Code
+		code  command.Code
 		value string
-	}{{CodeCreated, ""}, {CodeNotInteger, ""}, {CodeOK, "2"}, {CodeOK, "2"}, {CodeNotFound, ""}, {CodeExists, ""}}
+	}{{command.CodeCreated, ""}, {command.CodeNotInteger, ""}, {command.CodeOK, "2"}, {command.CodeOK, "2"}, {command.CodeNotFound, ""}, {command.CodeExists, ""}}
 	for i, w := range want {
 		if rs[i].Code != w.code || string(rs[i].Value) != w.value {
 			t.Errorf("command %d = %v %q, want %v %q", i, rs[i].Code, rs[i].Value, w.code, w.value)
@@ -59,7 +61,7 @@ func TestKVTx(t *testing.T) {
 		t.Errorf("two writes of one transaction share revision %d", rs[0].Version)
 	}
 	// The retry of the same request id: answered from memory, applied once.
-	_, again := h.tx(TxRequest{Commands: []*Command{KVIncrCommand([]byte("a"), 1)}}, reqID(1))
+	_, again := h.tx(command.TxRequest{Commands: []*command.Command{command.KVIncrCommand([]byte("a"), 1)}}, reqID(1))
 	if len(again) != 6 || string(again[2].Value) != "2" {
 		t.Fatalf("retry answered %d results", len(again))
 	}
@@ -73,7 +75,7 @@ func TestKVTx(t *testing.T) {
 // absent) lets it apply.
 func TestKVTxWatch(t *testing.T) {
 	set := func(h *harness, k, v string, ttl time.Duration) {
-		h.apply(*KVSetCommand(KVSetRequest{Key: []byte(k), Value: []byte(v), TTL: ttl}))
+		h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte(k), Value: []byte(v), TTL: ttl}))
 	}
 	tests := []struct {
 		name    string
@@ -84,38 +86,38 @@ func TestKVTxWatch(t *testing.T) {
 		{"unchanged", func(h *harness) { set(h, "w", "1", 0) }, func(h *harness) { set(h, "other", "1", 0) }, true},
 		{"absent, still absent", func(h *harness) {}, func(h *harness) { set(h, "other", "1", 0) }, true},
 		{"written with the same value", func(h *harness) { set(h, "w", "1", 0) }, func(h *harness) { set(h, "w", "1", 0) }, false},
-		{"deleted", func(h *harness) { set(h, "w", "1", 0) }, func(h *harness) { h.apply(*KVDeleteCommand([]byte("w"))) }, false},
+		{"deleted", func(h *harness) { set(h, "w", "1", 0) }, func(h *harness) { h.apply(*command.KVDeleteCommand([]byte("w"))) }, false},
 		{"absent, then created", func(h *harness) {}, func(h *harness) { set(h, "w", "1", 0) }, false},
 		{"given a lifetime", func(h *harness) { set(h, "w", "1", 0) },
-			func(h *harness) { h.apply(*KVExpireCommand([]byte("w"), time.Hour, 0)) }, false},
+			func(h *harness) { h.apply(*command.KVExpireCommand([]byte("w"), time.Hour, 0)) }, false},
 		{"lifetime removed", func(h *harness) { set(h, "w", "1", time.Hour) },
-			func(h *harness) { h.apply(*KVExpireCommand([]byte("w"), 0, 0)) }, false},
+			func(h *harness) { h.apply(*command.KVExpireCommand([]byte("w"), 0, 0)) }, false},
 		{"expire whose condition failed", func(h *harness) { set(h, "w", "1", 0) },
-			func(h *harness) { h.apply(*KVExpireCommand([]byte("w"), time.Hour, FlagExpireXX)) }, true},
+			func(h *harness) { h.apply(*command.KVExpireCommand([]byte("w"), time.Hour, command.FlagExpireXX)) }, true},
 		{"expired", func(h *harness) { set(h, "w", "1", time.Second) }, func(h *harness) { h.advance(2 * time.Second) }, false},
 		{"expired before WATCH", func(h *harness) { set(h, "w", "1", time.Second); h.advance(2 * time.Second) },
 			func(h *harness) { h.advance(time.Second) }, true},
-		{"incremented", func(h *harness) { set(h, "w", "1", 0) }, func(h *harness) { h.apply(*KVIncrCommand([]byte("w"), 0)) }, false},
+		{"incremented", func(h *harness) { set(h, "w", "1", 0) }, func(h *harness) { h.apply(*command.KVIncrCommand([]byte("w"), 0)) }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
 			tt.setup(h)
-			w := Watch{Key: []byte("w")}
+			w := command.Watch{Key: []byte("w")}
 			if e, ok := h.kv("w"); ok {
 				w.Version, w.ExpiresAt = e.Version, e.ExpiresAt
 			}
 			tt.between(h)
 			before, _ := h.f.DataHash()
-			code, rs := h.tx(TxRequest{Watches: []Watch{{Key: []byte("unrelated")}, w},
-				Commands: []*Command{KVSetCommand(KVSetRequest{Key: []byte("out"), Value: []byte("x")})}}, reqID(9))
+			code, rs := h.tx(command.TxRequest{Watches: []command.Watch{{Key: []byte("unrelated")}, w},
+				Commands: []*command.Command{command.KVSetCommand(command.KVSetRequest{Key: []byte("out"), Value: []byte("x")})}}, reqID(9))
 			if tt.applies {
-				if code != CodeOK || len(rs) != 1 || rs[0].Code != CodeCreated {
+				if code != command.CodeOK || len(rs) != 1 || rs[0].Code != command.CodeCreated {
 					t.Fatalf("transaction = %v %v, want applied", code, rs)
 				}
 				return
 			}
-			if code != CodeVersionMismatch {
+			if code != command.CodeVersionMismatch {
 				t.Fatalf("transaction = %v, want CodeVersionMismatch", code)
 			}
 			if _, ok := h.kv("out"); ok {
@@ -136,24 +138,24 @@ func TestKVTxWatch(t *testing.T) {
 // a GETDEL past it is not applied; a command that answers no value is.
 func TestKVTxReplyBudget(t *testing.T) {
 	h := newHarness(t)
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("big"), Value: make([]byte, 600)}))
-	code, rs := h.tx(TxRequest{Commands: []*Command{
-		KVReadCommand([]byte("big"), true),
-		KVReadCommand([]byte("big"), true),
-		KVGetDelCommand([]byte("big"), 0),
-		KVReadCommand([]byte("big"), false),
-		KVDeleteCommand([]byte("big")),
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("big"), Value: make([]byte, 600)}))
+	code, rs := h.tx(command.TxRequest{Commands: []*command.Command{
+		command.KVReadCommand([]byte("big"), true),
+		command.KVReadCommand([]byte("big"), true),
+		command.KVGetDelCommand([]byte("big"), 0),
+		command.KVReadCommand([]byte("big"), false),
+		command.KVDeleteCommand([]byte("big")),
 	}, ReplyBudget: 1000}, reqID(2))
-	if code != CodeOK {
+	if code != command.CodeOK {
 		t.Fatal(code)
 	}
-	want := []Code{CodeOK, CodeReplyTooLarge, CodeReplyTooLarge, CodeOK, CodeOK}
+	want := []command.Code{command.CodeOK, command.CodeReplyTooLarge, command.CodeReplyTooLarge, command.CodeOK, command.CodeOK}
 	for i, w := range want {
 		if rs[i].Code != w {
 			t.Errorf("command %d = %v, want %v", i, rs[i].Code, w)
 		}
 	}
-	if !errors.Is(rs[1].Err(), ErrReplyTooLarge) || len(rs[0].Value) != 600 || rs[3].Value != nil {
+	if !errors.Is(rs[1].Err(), command.ErrReplyTooLarge) || len(rs[0].Value) != 600 || rs[3].Value != nil {
 		t.Errorf("results %+v", rs)
 	}
 }
@@ -162,32 +164,32 @@ func TestKVTxReplyBudget(t *testing.T) {
 // applied, with ErrBadCommand; on a replica that decodes it, it applies
 // nothing.
 func TestKVTxHostile(t *testing.T) {
-	withID := KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("1")})
+	withID := command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("1")})
 	withID.ReqID = reqID(3)
-	nested := KVTxCommand(TxRequest{Commands: []*Command{KVDeleteCommand([]byte("a"))}})
-	ok := KVTxCommand(TxRequest{Watches: []Watch{{Key: []byte("w")}}, Commands: []*Command{KVDeleteCommand([]byte("a"))}})
+	nested := command.KVTxCommand(command.TxRequest{Commands: []*command.Command{command.KVDeleteCommand([]byte("a"))}})
+	ok := command.KVTxCommand(command.TxRequest{Watches: []command.Watch{{Key: []byte("w")}}, Commands: []*command.Command{command.KVDeleteCommand([]byte("a"))}})
 	tests := []struct {
 		name string
-		c    *Command
+		c    *command.Command
 	}{
-		{"nested transaction", KVTxCommand(TxRequest{Commands: []*Command{nested}})},
-		{"a record command inside", KVTxCommand(TxRequest{Commands: []*Command{RecordReleaseCommand([]byte("r"), 1)}})},
-		{"a command with its own request id", KVTxCommand(TxRequest{Commands: []*Command{withID}})},
-		{"an invalid command inside", KVTxCommand(TxRequest{Commands: []*Command{{Type: TypeKVSet, Value: []byte("no key")}}})},
-		{"an empty watched key", KVTxCommand(TxRequest{Watches: []Watch{{}}})},
-		{"truncated", &Command{Type: TypeKVTx, Value: ok.Value[:len(ok.Value)-3]}},
-		{"trailing bytes", &Command{Type: TypeKVTx, Value: append(append([]byte(nil), ok.Value...), 0)}},
-		{"a count past the bound", &Command{Type: TypeKVTx, Value: []byte{0xff, 0xff, 0xff, 0xff, 0x0f}}},
-		{"garbage", &Command{Type: TypeKVTx, Value: []byte("\x01\x05hello")}},
-		{"unknown read flags", &Command{Type: TypeKVRead, Key: []byte("a"), Flags: 0x80}},
+		{"nested transaction", command.KVTxCommand(command.TxRequest{Commands: []*command.Command{nested}})},
+		{"a record command inside", command.KVTxCommand(command.TxRequest{Commands: []*command.Command{command.RecordReleaseCommand([]byte("r"), 1)}})},
+		{"a command with its own request id", command.KVTxCommand(command.TxRequest{Commands: []*command.Command{withID}})},
+		{"an invalid command inside", command.KVTxCommand(command.TxRequest{Commands: []*command.Command{{Type: command.TypeKVSet, Value: []byte("no key")}}})},
+		{"an empty watched key", command.KVTxCommand(command.TxRequest{Watches: []command.Watch{{}}})},
+		{"truncated", &command.Command{Type: command.TypeKVTx, Value: ok.Value[:len(ok.Value)-3]}},
+		{"trailing bytes", &command.Command{Type: command.TypeKVTx, Value: append(append([]byte(nil), ok.Value...), 0)}},
+		{"a count past the bound", &command.Command{Type: command.TypeKVTx, Value: []byte{0xff, 0xff, 0xff, 0xff, 0x0f}}},
+		{"garbage", &command.Command{Type: command.TypeKVTx, Value: []byte("\x01\x05hello")}},
+		{"unknown read flags", &command.Command{Type: command.TypeKVRead, Key: []byte("a"), Flags: 0x80}},
 	}
 	h := newHarness(t)
 	for _, tt := range tests {
-		if err := tt.c.Validate(); !errors.Is(err, ErrBadCommand) {
+		if err := tt.c.Validate(); !errors.Is(err, command.ErrBadCommand) {
 			t.Errorf("%s: Validate = %v, want ErrBadCommand", tt.name, err)
 		}
 		before, _ := h.f.DataHash()
-		if r := h.apply(*tt.c); r.Code != CodeBadCommand {
+		if r := h.apply(*tt.c); r.Code != command.CodeBadCommand {
 			t.Errorf("%s: applied with %v", tt.name, r.Code)
 		}
 		if after, _ := h.f.DataHash(); after != before {
@@ -204,16 +206,16 @@ func TestKVTxHostile(t *testing.T) {
 // nothing, not even an expired key it finds; a write is refused.
 func TestReadTx(t *testing.T) {
 	h := newHarness(t)
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("1"), TTL: time.Hour}))
-	h.apply(*KVSetCommand(KVSetRequest{Key: []byte("gone"), Value: []byte("x"), TTL: time.Second}))
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("1"), TTL: time.Hour}))
+	h.apply(*command.KVSetCommand(command.KVSetRequest{Key: []byte("gone"), Value: []byte("x"), TTL: time.Second}))
 	h.advance(2 * time.Second)
 	e, _ := h.kv("a")
-	reads := func() []*Command {
-		return []*Command{KVReadCommand([]byte("a"), true), KVReadCommand([]byte("gone"), true),
-			KVReadCommand([]byte("a"), false), KVReadCommand([]byte("none"), false)}
+	reads := func() []*command.Command {
+		return []*command.Command{command.KVReadCommand([]byte("a"), true), command.KVReadCommand([]byte("gone"), true),
+			command.KVReadCommand([]byte("a"), false), command.KVReadCommand([]byte("none"), false)}
 	}
-	for _, w := range []Watch{{Key: []byte("a"), Version: e.Version, ExpiresAt: e.ExpiresAt}, {Key: []byte("a"), Version: e.Version}} {
-		r := TxRequest{Watches: []Watch{w}, Commands: reads(), ReplyBudget: 100}
+	for _, w := range []command.Watch{{Key: []byte("a"), Version: e.Version, ExpiresAt: e.ExpiresAt}, {Key: []byte("a"), Version: e.Version}} {
+		r := command.TxRequest{Watches: []command.Watch{w}, Commands: reads(), ReplyBudget: 100}
 		before, _ := h.f.DataHash()
 		local, err := h.f.ReadTx(r, h.now())
 		if err != nil {
@@ -222,12 +224,12 @@ func TestReadTx(t *testing.T) {
 		if after, _ := h.f.DataHash(); after != before {
 			t.Fatal("ReadTx changed the state")
 		}
-		logged := h.apply(*KVTxCommand(r))
+		logged := h.apply(*command.KVTxCommand(r))
 		if string(local.Encode(nil)) != string(logged.Encode(nil)) {
 			t.Errorf("watch %+v: ReadTx = %+v, the log = %+v", w, local, logged)
 		}
 	}
-	if _, err := h.f.ReadTx(TxRequest{Commands: []*Command{KVDeleteCommand([]byte("a"))}}, h.now()); !errors.Is(err, ErrBadCommand) {
+	if _, err := h.f.ReadTx(command.TxRequest{Commands: []*command.Command{command.KVDeleteCommand([]byte("a"))}}, h.now()); !errors.Is(err, command.ErrBadCommand) {
 		t.Fatalf("ReadTx of a write = %v", err)
 	}
 }

@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/idemgate/idemgate/command"
+
 // The KV feed: a node-local account of the KV keys each applied batch
 // changed, for client-side caching (the listener's CLIENT TRACKING). Every
 // change of a KV key passes through the apply of this node, whoever made
@@ -8,7 +10,7 @@ package fsm
 // node's own listener reads it.
 
 // kvObserverBox holds the observer for an atomic pointer.
-type kvObserverBox struct{ o KVObserver }
+type kvObserverBox struct{ o command.KVObserver }
 
 // kvFeed is the apply goroutine's buffer of changed keys, reused from
 // batch to batch so that a listened-to apply allocates only as the batch
@@ -22,7 +24,7 @@ type kvFeed struct {
 // SetKVObserver registers o (nil: none) to be told each batch's changed
 // KV keys; o.KVChanged(nil, true) is also called when a snapshot replaces
 // the state.
-func (f *FSM) SetKVObserver(o KVObserver) {
+func (f *FSM) SetKVObserver(o command.KVObserver) {
 	if o == nil {
 		f.kvObs.Store(nil)
 		return
@@ -31,7 +33,7 @@ func (f *FSM) SetKVObserver(o KVObserver) {
 }
 
 // kvObserver is the registered observer, or nil.
-func (f *FSM) kvObserver() KVObserver {
+func (f *FSM) kvObserver() command.KVObserver {
 	if b := f.kvObs.Load(); b != nil {
 		return b.o
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -49,8 +50,8 @@ func TestKVFeed(t *testing.T) {
 	h := newHarness(t)
 	l := &feedLog{}
 	h.f.SetKVObserver(l)
-	set := func(k string, ttl time.Duration) Command {
-		return *KVSetCommand(KVSetRequest{Key: []byte(k), Value: []byte("v"), TTL: ttl})
+	set := func(k string, ttl time.Duration) command.Command {
+		return *command.KVSetCommand(command.KVSetRequest{Key: []byte(k), Value: []byte("v"), TTL: ttl})
 	}
 
 	h.apply(set("quiet", 0))
@@ -61,17 +62,17 @@ func TestKVFeed(t *testing.T) {
 	l.watching.Store(true)
 	steps := []struct {
 		name string
-		cmd  Command
+		cmd  command.Command
 		want [][]string
 	}{
 		{"set", set("a", 0), [][]string{{"a"}}},
 		{"set with a lifetime", set("short", time.Second), [][]string{{"short"}}},
-		{"nx on a live key changes nothing", *KVSetCommand(KVSetRequest{Key: []byte("a"), Value: []byte("w"), Mode: SetNX}), nil},
-		{"incr", *KVIncrCommand([]byte("n"), 1), [][]string{{"n"}}},
-		{"rename moves two keys", *KVRenameCommand([]byte("a"), []byte("b"), RenamePlain, false), [][]string{{"a", "b"}}},
-		{"delete", *KVDeleteCommand([]byte("b")), [][]string{{"b"}}},
-		{"delete of nothing", *KVDeleteCommand([]byte("b")), nil},
-		{"a transaction", *KVTxCommand(TxRequest{Commands: []*Command{KVIncrCommand([]byte("t1"), 1), KVIncrCommand([]byte("t2"), 1)}}), [][]string{{"t1", "t2"}}},
+		{"nx on a live key changes nothing", *command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("w"), Mode: command.SetNX}), nil},
+		{"incr", *command.KVIncrCommand([]byte("n"), 1), [][]string{{"n"}}},
+		{"rename moves two keys", *command.KVRenameCommand([]byte("a"), []byte("b"), command.RenamePlain, false), [][]string{{"a", "b"}}},
+		{"delete", *command.KVDeleteCommand([]byte("b")), [][]string{{"b"}}},
+		{"delete of nothing", *command.KVDeleteCommand([]byte("b")), nil},
+		{"a transaction", *command.KVTxCommand(command.TxRequest{Commands: []*command.Command{command.KVIncrCommand([]byte("t1"), 1), command.KVIncrCommand([]byte("t2"), 1)}}), [][]string{{"t1", "t2"}}},
 	}
 	for _, s := range steps {
 		h.apply(s.cmd)
@@ -81,7 +82,7 @@ func TestKVFeed(t *testing.T) {
 	}
 
 	h.advance(2 * time.Second)
-	h.apply(*ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("short"), At: h.clock - int64(time.Second)}}))
+	h.apply(*command.ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("short"), At: h.clock - int64(time.Second)}}))
 	if got := l.take(); !slices.EqualFunc(got, [][]string{{"short"}}, slices.Equal) {
 		t.Fatalf("expiry by the sweeper: told %q", got)
 	}
@@ -143,7 +144,7 @@ func BenchmarkApplySETNX(b *testing.B) {
 			}
 			logs := make([]*raft.Log, b.N)
 			for i := range logs {
-				c := KVSetCommand(KVSetRequest{Key: []byte("lock:" + strconv.Itoa(i)), Value: []byte("owner"), Mode: SetNX, TTL: time.Minute})
+				c := command.KVSetCommand(command.KVSetRequest{Key: []byte("lock:" + strconv.Itoa(i)), Value: []byte("owner"), Mode: command.SetNX, TTL: time.Minute})
 				c.Stamp = time.Now().UnixNano()
 				logs[i] = &raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: c.Encode(nil)}
 			}

@@ -6,6 +6,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -63,16 +64,16 @@ func setLapse(tx *bolt.Tx, kind ttl.Kind, key []byte, old, at int64) error {
 }
 
 // recordLapse is when rec lapses: its deadline while in flight, else never.
-func recordLapse(rec *Record) int64 {
-	if rec == nil || rec.State != StateInFlight {
+func recordLapse(rec *command.Record) int64 {
+	if rec == nil || rec.State != command.StateInFlight {
 		return 0
 	}
 	return rec.Deadline
 }
 
 // claimLapse is when c lapses: its lease's end while begun, else never.
-func claimLapse(c *Claim) int64 {
-	if c == nil || c.State != ClaimBegun {
+func claimLapse(c *command.Claim) int64 {
+	if c == nil || c.State != command.ClaimBegun {
 		return 0
 	}
 	return c.LeaseEnd
@@ -82,9 +83,9 @@ func claimLapse(c *Claim) int64 {
 // records and claims whose deadline passed by now (the state machine's
 // clock, or now when it is later), from the index key after on (nil: the
 // first); next is the cursor of the page after, nil when none is left.
-func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []Stuck, next []byte, err error) {
+func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []command.Stuck, next []byte, err error) {
 	at := f.readNow(now)
-	limit = max(1, min(limit, MaxStuckPage))
+	limit = max(1, min(limit, command.MaxStuckPage))
 	err = f.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLapses)
 		if b == nil {
@@ -102,7 +103,7 @@ func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []Stuck, next [
 				next = clone(stuckIndexKey(out[len(out)-1]))
 				return nil
 			}
-			out = append(out, Stuck{Kind: ttl.Kind(k[8]), Key: clone(k[9:]), At: int64(getUint64(k[:8]))})
+			out = append(out, command.Stuck{Kind: ttl.Kind(k[8]), Key: clone(k[9:]), At: int64(getUint64(k[:8]))})
 		}
 		return nil
 	})
@@ -110,7 +111,7 @@ func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []Stuck, next [
 }
 
 // stuckIndexKey is s's key in the index: the cursor after it.
-func stuckIndexKey(s Stuck) []byte { return lapseKey(s.Kind, s.Key, s.At) }
+func stuckIndexKey(s command.Stuck) []byte { return lapseKey(s.Kind, s.Key, s.At) }
 
 // CountStuck counts the records and the claims whose deadline passed by
 // now, visiting at most limit index entries: bounded work for a gauge,

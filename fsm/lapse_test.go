@@ -6,6 +6,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // stuckKeys lists every stuck entry at h's clock, a page of limit at a time.
@@ -38,11 +40,11 @@ func stuckKeys(t *testing.T, h *harness, limit int) []string {
 func TestStuckWork(t *testing.T) {
 	h := newHarness(t)
 	h.clock = tableStamp
-	begin := func(key string, timeout time.Duration) *Result {
-		return h.apply(*RecordBeginCommand(BeginRequest{Key: []byte(key), Fingerprint: []byte("fp"), TTL: time.Hour, Timeout: timeout, ReleaseUnknown: true}))
+	begin := func(key string, timeout time.Duration) *command.Result {
+		return h.apply(*command.RecordBeginCommand(command.BeginRequest{Key: []byte(key), Fingerprint: []byte("fp"), TTL: time.Hour, Timeout: timeout, ReleaseUnknown: true}))
 	}
-	claim := func(key string, lease time.Duration) *Result {
-		return h.apply(*OnceBeginCommand([]byte(key), OnceFingerprint([]byte(key)), lease, time.Hour))
+	claim := func(key string, lease time.Duration) *command.Result {
+		return h.apply(*command.OnceBeginCommand([]byte(key), command.OnceFingerprint([]byte(key)), lease, time.Hour))
 	}
 	r1 := begin("r1", time.Second)
 	begin("r2", 2*time.Second)
@@ -61,7 +63,7 @@ func TestStuckWork(t *testing.T) {
 		}
 	}
 	// A renew moves the claim's deadline: listed once, at its new one.
-	if r := h.apply(*OnceRenewCommand([]byte("c3"), c3.Fence, 30*time.Minute)); r.Code != CodeOK {
+	if r := h.apply(*command.OnceRenewCommand([]byte("c3"), c3.Fence, 30*time.Minute)); r.Code != command.CodeOK {
 		t.Fatalf("renew c3: %+v", r)
 	}
 	if recs, claims, err := h.f.CountStuck(h.now(), 100); err != nil || recs != 3 || claims != 2 {
@@ -80,22 +82,22 @@ func TestStuckWork(t *testing.T) {
 		t.Fatalf("restored from a snapshot: %v, want %v", got, want)
 	}
 	// Each way out of the list.
-	if r := h.apply(*RecordCompleteCommand(CompleteRequest{Key: []byte("r1"), Fence: r1.Fence, Status: 200})); r.Code != CodeOK {
+	if r := h.apply(*command.RecordCompleteCommand(command.CompleteRequest{Key: []byte("r1"), Fence: r1.Fence, Status: 200})); r.Code != command.CodeOK {
 		t.Fatalf("late complete: %+v", r)
 	}
-	if r := h.apply(*OnceCompleteCommand([]byte("c1"), c1.Fence, []byte("done"), time.Hour)); r.Code != CodeOK {
+	if r := h.apply(*command.OnceCompleteCommand([]byte("c1"), c1.Fence, []byte("done"), time.Hour)); r.Code != command.CodeOK {
 		t.Fatalf("late claim complete: %+v", r)
 	}
-	if r := begin("r2", time.Minute); r.Code != CodeCreated { // taken over: in flight again, deadline ahead
+	if r := begin("r2", time.Minute); r.Code != command.CodeCreated { // taken over: in flight again, deadline ahead
 		t.Fatalf("takeover of r2: %+v", r)
 	}
-	if r := claim("c2", time.Minute); r.Code != CodeTakenOver {
+	if r := claim("c2", time.Minute); r.Code != command.CodeTakenOver {
 		t.Fatalf("takeover of c2: %+v", r)
 	}
 	if got := stuckKeys(t, h, 10); fmt.Sprint(got) != "[record r3]" {
 		t.Fatalf("after complete and takeover: %v", got)
 	}
-	if r := h.apply(*RecordReleaseCommand([]byte("r3"), 0)); r.Code != CodeOK {
+	if r := h.apply(*command.RecordReleaseCommand([]byte("r3"), 0)); r.Code != command.CodeOK {
 		t.Fatalf("release r3: %+v", r)
 	}
 	if got := stuckKeys(t, h, 10); len(got) != 0 {
@@ -112,7 +114,7 @@ func TestStuckWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.advance(time.Hour)
-	if r := h.apply(*ExpireCommand(due)); r.Code != CodeOK {
+	if r := h.apply(*command.ExpireCommand(due)); r.Code != command.CodeOK {
 		t.Fatalf("expire: %+v", r)
 	}
 	if got := stuckKeys(t, h, 10); len(got) != 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -42,20 +43,20 @@ func lockQueueKey(name []byte, ticket uint64) []byte {
 func lockQueuePrefix(name []byte) []byte { return append(clone(name), 0) }
 
 // (never taken, released, or its lease ran out with nobody waiting).
-func (f *FSM) LockState(name []byte, now time.Time) (*Lock, error) {
+func (f *FSM) LockState(name []byte, now time.Time) (*command.Lock, error) {
 	at := f.readNow(now)
-	var out *Lock
+	var out *command.Lock
 	err := f.view(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketLocks).Get(name)
 		if v == nil {
-			return ErrNotFound
+			return command.ErrNotFound
 		}
-		l, err := DecodeLock(v)
+		l, err := command.DecodeLock(v)
 		if err != nil {
 			return err
 		}
 		if l.LeaseEnd <= at && l.Waiters == 0 {
-			return ErrNotFound
+			return command.ErrNotFound
 		}
 		out = l
 		return nil
@@ -66,4 +67,4 @@ func (f *FSM) LockState(name []byte, now time.Time) (*Lock, error) {
 // SetLockObserver registers fn to be told, after each commit, the grants
 // that batch made. It runs on the apply path: it must be quick and must not
 // call back into the FSM.
-func (f *FSM) SetLockObserver(fn func(grants []LockGrant)) { f.onGrant.Store(&fn) }
+func (f *FSM) SetLockObserver(fn func(grants []command.LockGrant)) { f.onGrant.Store(&fn) }

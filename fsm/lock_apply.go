@@ -5,22 +5,23 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
 // getLock returns the lock stored under name, or nil, as stored (its lease
 // may have run out: the caller passes it on).
-func (a *applier) getLock(tx *bolt.Tx, name []byte) (*Lock, error) {
+func (a *applier) getLock(tx *bolt.Tx, name []byte) (*command.Lock, error) {
 	v := tx.Bucket(bucketLocks).Get(name)
 	if v == nil {
 		return nil, nil
 	}
-	return DecodeLock(v)
+	return command.DecodeLock(v)
 }
 
 // putLock stores l under name, moving its lease end's index entry from
 // old's.
-func (a *applier) putLock(tx *bolt.Tx, name []byte, old, l *Lock) error {
+func (a *applier) putLock(tx *bolt.Tx, name []byte, old, l *command.Lock) error {
 	if old != nil && old.LeaseEnd != l.LeaseEnd {
 		if err := ttl.Delete(tx, ttl.KindLock, name, old.LeaseEnd); err != nil {
 			return err
@@ -36,13 +37,13 @@ func (a *applier) putLock(tx *bolt.Tx, name []byte, old, l *Lock) error {
 
 // grant makes owner the holder of name with a lease of ttl from now and
 // the fence rev, and tells the observer after the commit.
-func (a *applier) grant(tx *bolt.Tx, name []byte, old *Lock, owner []byte, ttlNS int64, waiters uint64, rev uint64) (*Lock, error) {
-	l := &Lock{Fence: rev, Owner: clone(owner), AcquiredAt: a.now, LeaseEnd: a.now + ttlNS, Waiters: waiters}
+func (a *applier) grant(tx *bolt.Tx, name []byte, old *command.Lock, owner []byte, ttlNS int64, waiters uint64, rev uint64) (*command.Lock, error) {
+	l := &command.Lock{Fence: rev, Owner: clone(owner), AcquiredAt: a.now, LeaseEnd: a.now + ttlNS, Waiters: waiters}
 	if err := a.putLock(tx, name, old, l); err != nil {
 		return nil, err
 	}
 	if !a.readOnly {
-		a.grants = append(a.grants, LockGrant{Name: clone(name), Owner: l.Owner, Fence: l.Fence, LeaseEnd: l.LeaseEnd})
+		a.grants = append(a.grants, command.LockGrant{Name: clone(name), Owner: l.Owner, Fence: l.Fence, LeaseEnd: l.LeaseEnd})
 	}
 	return l, nil
 }
@@ -51,15 +52,15 @@ func (a *applier) grant(tx *bolt.Tx, name []byte, old *Lock, owner []byte, ttlNS
 // grants it, with the fence rev, to the first waiter in ticket order that
 // has not given up; waiters that have are dropped on the way. It returns
 // the new holder, or nil when nobody waited (the lock is deleted).
-func (a *applier) pass(tx *bolt.Tx, name []byte, old *Lock, rev uint64) (*Lock, error) {
+func (a *applier) pass(tx *bolt.Tx, name []byte, old *command.Lock, rev uint64) (*command.Lock, error) {
 	q := tx.Bucket(bucketLockQ)
 	prefix := lockQueuePrefix(name)
 	waiters := old.Waiters
 	var drop [][]byte
-	var next *LockWaiter
+	var next *command.LockWaiter
 	cur := q.Cursor()
 	for k, v := cur.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
-		w, err := DecodeLockWaiter(v)
+		w, err := command.DecodeLockWaiter(v)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +93,7 @@ func (a *applier) pass(tx *bolt.Tx, name []byte, old *Lock, rev uint64) (*Lock, 
 
 // live returns the lock under name as it stands now: a holder whose lease
 // ran out passes it on first (so a waiter, not the caller, gets it next).
-func (a *applier) live(tx *bolt.Tx, name []byte, rev uint64) (*Lock, error) {
+func (a *applier) live(tx *bolt.Tx, name []byte, rev uint64) (*command.Lock, error) {
 	l, err := a.getLock(tx, name)
 	if err != nil || l == nil || l.LeaseEnd > a.now {
 		return l, err
@@ -103,66 +104,66 @@ func (a *applier) live(tx *bolt.Tx, name []byte, rev uint64) (*Lock, error) {
 
 // lockAcquire grants a free lock to the caller, or queues the caller
 // behind the holder (and any earlier waiter) when it asked to wait.
-func (a *applier) lockAcquire(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) lockAcquire(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	old, err := a.live(tx, c.Key, rev)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	switch {
 	case old == nil:
 		l, err := a.grant(tx, c.Key, nil, c.Value, int64(c.Timeout), 0, rev)
 		if err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
-		return &Result{Code: CodeCreated, Fence: l.Fence, ExpiresAt: l.LeaseEnd}
+		return &command.Result{Code: command.CodeCreated, Fence: l.Fence, ExpiresAt: l.LeaseEnd}
 	case bytes.Equal(old.Owner, c.Value):
 		// The owner's own acquire again (its grant came while its
 		// acquire was retried under another request id): it holds it.
-		return &Result{Code: CodeCreated, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
+		return &command.Result{Code: command.CodeCreated, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
 	case c.TTL == 0:
-		return &Result{Code: CodeExists, ExpiresAt: old.LeaseEnd}
-	case old.Waiters >= MaxLockWaiters:
-		return &Result{Code: CodeQueueFull, ExpiresAt: old.LeaseEnd}
+		return &command.Result{Code: command.CodeExists, ExpiresAt: old.LeaseEnd}
+	case old.Waiters >= command.MaxLockWaiters:
+		return &command.Result{Code: command.CodeQueueFull, ExpiresAt: old.LeaseEnd}
 	}
-	w := &LockWaiter{Owner: c.Value, TTL: int64(c.Timeout), WaitEnd: a.now + int64(c.TTL)}
+	w := &command.LockWaiter{Owner: c.Value, TTL: int64(c.Timeout), WaitEnd: a.now + int64(c.TTL)}
 	qk := lockQueueKey(c.Key, rev)
 	if err := ttl.Put(tx, ttl.KindLockWait, qk, w.WaitEnd); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if err := tx.Bucket(bucketLockQ).Put(qk, w.Encode(nil)); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	l := *old
 	l.Waiters++
 	if err := a.putLock(tx, c.Key, old, &l); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeQueued, Version: rev, ExpiresAt: w.WaitEnd}
+	return &command.Result{Code: command.CodeQueued, Version: rev, ExpiresAt: w.WaitEnd}
 }
 
 // held returns the live lock under c.Key if c.Fence holds it; else
 // CodeFenceMismatch, with the lease end of a holder of c.Fence whose lease
 // ran out (the face says why), never another holder's fence.
-func (a *applier) held(tx *bolt.Tx, c *Command, rev uint64) (*Lock, *Result) {
+func (a *applier) held(tx *bolt.Tx, c *command.Command, rev uint64) (*command.Lock, *command.Result) {
 	l, err := a.getLock(tx, c.Key)
 	if err != nil {
-		return nil, &Result{Code: CodeStorage}
+		return nil, &command.Result{Code: command.CodeStorage}
 	}
 	if l != nil && l.Fence == c.Fence && l.LeaseEnd <= a.now {
 		if _, err := a.live(tx, c.Key, rev); err != nil {
-			return nil, &Result{Code: CodeStorage}
+			return nil, &command.Result{Code: command.CodeStorage}
 		}
-		return nil, &Result{Code: CodeFenceMismatch, ExpiresAt: l.LeaseEnd}
+		return nil, &command.Result{Code: command.CodeFenceMismatch, ExpiresAt: l.LeaseEnd}
 	}
 	if l == nil || l.Fence != c.Fence {
-		return nil, &Result{Code: CodeFenceMismatch}
+		return nil, &command.Result{Code: command.CodeFenceMismatch}
 	}
 	return l, nil
 }
 
 // lockRenew extends the holder's lease by c.Timeout from now, only while
 // it is live: once it ran out the lock may be another's.
-func (a *applier) lockRenew(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) lockRenew(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	old, res := a.held(tx, c, rev)
 	if res != nil {
 		return res
@@ -170,70 +171,70 @@ func (a *applier) lockRenew(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	l := *old
 	l.LeaseEnd = a.now + int64(c.Timeout)
 	if err := a.putLock(tx, c.Key, old, &l); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK, Fence: l.Fence, ExpiresAt: l.LeaseEnd}
+	return &command.Result{Code: command.CodeOK, Fence: l.Fence, ExpiresAt: l.LeaseEnd}
 }
 
 // lockRelease frees the holder's lock and grants it to the next waiter,
 // whose fence is this release's revision.
-func (a *applier) lockRelease(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) lockRelease(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	old, res := a.held(tx, c, rev)
 	if res != nil {
 		return res
 	}
 	if _, err := a.pass(tx, c.Key, old, rev); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
 // lockLeave takes a waiter that gave up out of the queue, or, when its
 // grant came first, gives the lock back to the next waiter. The queue
 // entry goes first, so that a lapsed holder's lock passed on in this same
 // command never goes to the waiter that is leaving.
-func (a *applier) lockLeave(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) lockLeave(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	if c.Version != 0 {
 		qk := lockQueueKey(c.Key, c.Version)
 		if v := tx.Bucket(bucketLockQ).Get(qk); v != nil {
-			w, err := DecodeLockWaiter(v)
+			w, err := command.DecodeLockWaiter(v)
 			if err != nil {
-				return &Result{Code: CodeStorage}
+				return &command.Result{Code: command.CodeStorage}
 			}
 			l, err := a.getLock(tx, c.Key)
 			if err != nil {
-				return &Result{Code: CodeStorage}
+				return &command.Result{Code: command.CodeStorage}
 			}
 			switch {
 			case !bytes.Equal(w.Owner, c.Value):
 			case l == nil: // cannot happen (a queue only behind a holder): the entry goes alone
 				if ttl.Delete(tx, ttl.KindLockWait, qk, w.WaitEnd) != nil || tx.Bucket(bucketLockQ).Delete(qk) != nil {
-					return &Result{Code: CodeStorage}
+					return &command.Result{Code: command.CodeStorage}
 				}
-				return &Result{Code: CodeOK}
+				return &command.Result{Code: command.CodeOK}
 			default:
 				if err := a.dropWaiter(tx, qk, w, l); err != nil {
-					return &Result{Code: CodeStorage}
+					return &command.Result{Code: command.CodeStorage}
 				}
-				return &Result{Code: CodeOK}
+				return &command.Result{Code: command.CodeOK}
 			}
 		}
 	}
 	l, err := a.live(tx, c.Key, rev)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if l == nil || !bytes.Equal(l.Owner, c.Value) {
-		return &Result{Code: CodeNotFound}
+		return &command.Result{Code: command.CodeNotFound}
 	}
 	if _, err := a.pass(tx, c.Key, l, rev); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
 // dropWaiter removes the waiter w queued under qk behind the holder l.
-func (a *applier) dropWaiter(tx *bolt.Tx, qk []byte, w *LockWaiter, l *Lock) error {
+func (a *applier) dropWaiter(tx *bolt.Tx, qk []byte, w *command.LockWaiter, l *command.Lock) error {
 	if err := ttl.Delete(tx, ttl.KindLockWait, qk, w.WaitEnd); err != nil {
 		return err
 	}
@@ -265,7 +266,7 @@ func (a *applier) expireLockWaiter(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 	if v == nil || len(e.Key) < 9 {
 		return false, nil
 	}
-	w, err := DecodeLockWaiter(v)
+	w, err := command.DecodeLockWaiter(v)
 	if err != nil || w.WaitEnd != e.At {
 		return false, nil
 	}
@@ -281,8 +282,8 @@ func (a *applier) expireLockWaiter(tx *bolt.Tx, e ttl.Entry) (bool, error) {
 
 // The applier's rows of this file's commands (commands.go joins them).
 var lockApplies = applies{
-	TypeLockAcquire: {remembered: true, apply: (*applier).lockAcquire},
-	TypeLockRenew:   {remembered: true, apply: (*applier).lockRenew},
-	TypeLockRelease: {remembered: true, apply: (*applier).lockRelease},
-	TypeLockLeave:   {remembered: true, apply: (*applier).lockLeave},
+	command.TypeLockAcquire: {remembered: true, apply: (*applier).lockAcquire},
+	command.TypeLockRenew:   {remembered: true, apply: (*applier).lockRenew},
+	command.TypeLockRelease: {remembered: true, apply: (*applier).lockRelease},
+	command.TypeLockLeave:   {remembered: true, apply: (*applier).lockLeave},
 }

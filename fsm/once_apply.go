@@ -5,18 +5,19 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
 // getClaim returns the live claim under key, or nil. A claim past its
 // retention is deleted on the spot (with its index entry), as the sweeper
 // would.
-func (a *applier) getClaim(tx *bolt.Tx, key []byte) (*Claim, error) {
+func (a *applier) getClaim(tx *bolt.Tx, key []byte) (*command.Claim, error) {
 	v := tx.Bucket(bucketOnce).Get(key)
 	if v == nil {
 		return nil, nil
 	}
-	stored, err := DecodeClaim(v)
+	stored, err := command.DecodeClaim(v)
 	if err != nil {
 		return nil, err
 	}
@@ -31,7 +32,7 @@ func (a *applier) getClaim(tx *bolt.Tx, key []byte) (*Claim, error) {
 	return c, nil
 }
 
-func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *Claim) error {
+func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *command.Claim) error {
 	if old != nil && old.ExpiresAt != c.ExpiresAt && old.ExpiresAt != 0 {
 		if err := ttl.Delete(tx, ttl.KindOnce, key, old.ExpiresAt); err != nil {
 			return err
@@ -48,7 +49,7 @@ func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *Claim) error {
 	return tx.Bucket(bucketOnce).Put(key, c.Encode(nil))
 }
 
-func (a *applier) deleteClaim(tx *bolt.Tx, key []byte, c *Claim) error {
+func (a *applier) deleteClaim(tx *bolt.Tx, key []byte, c *command.Claim) error {
 	if c.ExpiresAt != 0 {
 		if err := ttl.Delete(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
 			return err
@@ -73,10 +74,10 @@ func (a *applier) claimExpiry(retention int64, leaseEnd int64) int64 {
 // ExpiresAt) while a lease is live, CodeKeyReuse for another payload. The
 // begin that holds the claim, applied again under its request id (a retry
 // whose answer was lost), is answered as it was the first time.
-func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) onceBegin(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	old, err := a.getClaim(tx, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if !c.ReqID.IsZero() && onceBeginSettled(c) && (old == nil || old.Begin != c.ReqID) {
 		// Its id is not looked up before the apply (settled), but a
@@ -85,49 +86,49 @@ func (a *applier) onceBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 			return r
 		}
 	}
-	code := CodeCreated
+	code := command.CodeCreated
 	if old != nil {
 		switch {
 		case !bytes.Equal(old.Fingerprint, c.Value):
-			return &Result{Code: CodeKeyReuse, Fence: old.Fence}
-		case old.State == ClaimCompleted:
-			return &Result{Code: CodeOK, Fence: old.Fence, Value: old.Result, ExpiresAt: old.ExpiresAt}
+			return &command.Result{Code: command.CodeKeyReuse, Fence: old.Fence}
+		case old.State == command.ClaimCompleted:
+			return &command.Result{Code: command.CodeOK, Fence: old.Fence, Value: old.Result, ExpiresAt: old.ExpiresAt}
 		case !c.ReqID.IsZero() && c.ReqID == old.Begin:
 			return beginAnswer(old) // a retry whose answer was lost
 		case old.LeaseLive(a.now):
-			return &Result{Code: CodeExists, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
+			return &command.Result{Code: command.CodeExists, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
 		}
-		code = CodeTakenOver
+		code = command.CodeTakenOver
 		// The claim no longer answers its holder's begin: the memory
 		// does, for as long as it would have answered any (a takeover is
 		// rare; a begin is not).
 		if !old.Begin.IsZero() {
 			if err := a.remember(tx, old.Begin, beginAnswer(old)); err != nil {
-				return &Result{Code: CodeStorage}
+				return &command.Result{Code: command.CodeStorage}
 			}
 		}
 	}
 	lease := a.now + int64(c.Timeout)
-	cl := &Claim{State: ClaimBegun, Fence: rev, Fingerprint: c.Value, CreatedAt: a.now, UpdatedAt: a.now,
+	cl := &command.Claim{State: command.ClaimBegun, Fence: rev, Fingerprint: c.Value, CreatedAt: a.now, UpdatedAt: a.now,
 		LeaseEnd: lease, ExpiresAt: a.claimExpiry(int64(c.TTL), lease), Begin: c.ReqID, TakenOver: old != nil}
 	if old != nil {
 		cl.CreatedAt = old.CreatedAt
 	}
 	if err := a.putClaim(tx, c.Key, old, cl); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: code, Fence: rev, ExpiresAt: lease}
+	return &command.Result{Code: code, Fence: rev, ExpiresAt: lease}
 }
 
 // beginAnswer is what the begin that handed out a begun claim's fence
 // answered: the fence and the lease end (a begin's retry has no answer, so
 // no renew of its own moved it since).
-func beginAnswer(c *Claim) *Result {
-	code := CodeCreated
+func beginAnswer(c *command.Claim) *command.Result {
+	code := command.CodeCreated
 	if c.TakenOver {
-		code = CodeTakenOver
+		code = command.CodeTakenOver
 	}
-	return &Result{Code: code, Fence: c.Fence, ExpiresAt: c.LeaseEnd}
+	return &command.Result{Code: code, Fence: c.Fence, ExpiresAt: c.LeaseEnd}
 }
 
 // onceBeginSettled: a begin whose claim is kept at least as long as a
@@ -140,20 +141,20 @@ func beginAnswer(c *Claim) *Result {
 // replaced begin's answer to the memory (onceBegin). Every HTTP begin
 // carries a caller's key, hashed into an id that lands anywhere in the
 // memory's index: this takes a once pair's last insert there.
-func onceBeginSettled(c *Command) bool { return c.TTL >= 2*RequestIDRetention }
+func onceBeginSettled(c *command.Command) bool { return c.TTL >= 2*RequestIDRetention }
 
 // heldClaim returns the live claim under c.Key if c.Fence holds it;
 // CodeFenceMismatch (the current fence, 0 for none) if not.
-func (a *applier) heldClaim(tx *bolt.Tx, c *Command) (*Claim, *Result) {
+func (a *applier) heldClaim(tx *bolt.Tx, c *command.Command) (*command.Claim, *command.Result) {
 	cl, err := a.getClaim(tx, c.Key)
 	if err != nil {
-		return nil, &Result{Code: CodeStorage}
+		return nil, &command.Result{Code: command.CodeStorage}
 	}
 	if cl == nil {
-		return nil, &Result{Code: CodeFenceMismatch}
+		return nil, &command.Result{Code: command.CodeFenceMismatch}
 	}
 	if cl.Fence != c.Fence {
-		return nil, &Result{Code: CodeFenceMismatch, Fence: cl.Fence}
+		return nil, &command.Result{Code: command.CodeFenceMismatch, Fence: cl.Fence}
 	}
 	return cl, nil
 }
@@ -161,25 +162,25 @@ func (a *applier) heldClaim(tx *bolt.Tx, c *Command) (*Claim, *Result) {
 // onceRenew extends the holder's lease by c.Timeout from now, only while
 // the lease is live: a holder whose lease ran out may have been taken over
 // already in another's view of time, so it must begin again.
-func (a *applier) onceRenew(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) onceRenew(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	old, res := a.heldClaim(tx, c)
 	if res != nil {
 		return res
 	}
 	switch {
-	case old.State == ClaimCompleted:
-		return &Result{Code: CodeWrongState, Fence: old.Fence}
+	case old.State == command.ClaimCompleted:
+		return &command.Result{Code: command.CodeWrongState, Fence: old.Fence}
 	case !old.LeaseLive(a.now):
-		return &Result{Code: CodeFenceMismatch, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
+		return &command.Result{Code: command.CodeFenceMismatch, Fence: old.Fence, ExpiresAt: old.LeaseEnd}
 	}
 	cl := *old
 	cl.LeaseEnd = a.now + int64(c.Timeout)
 	cl.UpdatedAt = a.now
 	cl.ExpiresAt = max(old.ExpiresAt, cl.LeaseEnd)
 	if err := a.putClaim(tx, c.Key, old, &cl); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK, Fence: cl.Fence, ExpiresAt: cl.LeaseEnd}
+	return &command.Result{Code: command.CodeOK, Fence: cl.Fence, ExpiresAt: cl.LeaseEnd}
 }
 
 // onceComplete stores the holder's result, kept for c.TTL from now. Only
@@ -188,27 +189,27 @@ func (a *applier) onceRenew(tx *bolt.Tx, c *Command, _ uint64) *Result {
 // twice); once another took over, its complete is refused and the stored
 // claim is untouched. A repeated complete of the same result is answered
 // as the first; another result for a completed claim is CodeWrongState.
-func (a *applier) onceComplete(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) onceComplete(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	old, res := a.heldClaim(tx, c)
 	if res != nil {
 		return res
 	}
-	if old.State == ClaimCompleted {
+	if old.State == command.ClaimCompleted {
 		if bytes.Equal(old.Result, c.Body) {
-			return &Result{Code: CodeOK, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
+			return &command.Result{Code: command.CodeOK, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
 		}
-		return &Result{Code: CodeWrongState, Fence: old.Fence}
+		return &command.Result{Code: command.CodeWrongState, Fence: old.Fence}
 	}
 	cl := *old
-	cl.State = ClaimCompleted
+	cl.State = command.ClaimCompleted
 	cl.UpdatedAt = a.now
 	cl.LeaseEnd = 0
 	cl.Result = c.Body
 	cl.ExpiresAt = a.now + int64(c.TTL)
 	if err := a.putClaim(tx, c.Key, old, &cl); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK, Fence: cl.Fence, ExpiresAt: cl.ExpiresAt}
+	return &command.Result{Code: command.CodeOK, Fence: cl.Fence, ExpiresAt: cl.ExpiresAt}
 }
 
 // onceCompleteSettled: a complete whose claim is kept at least as long
@@ -220,29 +221,29 @@ func (a *applier) onceComplete(tx *bolt.Tx, c *Command, _ uint64) *Result {
 // remembered anyway. Every HTTP complete carries a caller's key, hashed
 // into an id that lands anywhere in the memory's index: this halves a
 // once pair's inserts there.
-func onceCompleteSettled(c *Command) bool { return c.TTL >= 2*RequestIDRetention }
+func onceCompleteSettled(c *command.Command) bool { return c.TTL >= 2*RequestIDRetention }
 
 // onceRelease drops a begun claim its fence holds: the work failed, and the
 // next begin runs it again (with a higher fence). A completed claim is
 // kept (CodeWrongState).
-func (a *applier) onceRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) onceRelease(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	old, res := a.heldClaim(tx, c)
 	if res != nil {
 		return res
 	}
-	if old.State == ClaimCompleted {
-		return &Result{Code: CodeWrongState, Fence: old.Fence}
+	if old.State == command.ClaimCompleted {
+		return &command.Result{Code: command.CodeWrongState, Fence: old.Fence}
 	}
 	if err := a.deleteClaim(tx, c.Key, old); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var onceApplies = applies{
-	TypeOnceBegin:    {remembered: true, settled: onceBeginSettled, apply: (*applier).onceBegin},
-	TypeOnceRenew:    {remembered: true, apply: (*applier).onceRenew},
-	TypeOnceComplete: {remembered: true, settled: onceCompleteSettled, apply: (*applier).onceComplete},
-	TypeOnceRelease:  {remembered: true, apply: (*applier).onceRelease},
+	command.TypeOnceBegin:    {remembered: true, settled: onceBeginSettled, apply: (*applier).onceBegin},
+	command.TypeOnceRenew:    {remembered: true, apply: (*applier).onceRenew},
+	command.TypeOnceComplete: {remembered: true, settled: onceCompleteSettled, apply: (*applier).onceComplete},
+	command.TypeOnceRelease:  {remembered: true, apply: (*applier).onceRelease},
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/idemgate/idemgate/command"
 )
 
 // BenchmarkOncePairApply is the state machine's cost of one once pair, a
@@ -28,11 +29,11 @@ func BenchmarkOncePairApply(b *testing.B) {
 			}
 			defer f.Close()
 			stamp := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-			fp := OnceFingerprint([]byte(`{"to":"+4912345","text":"welcome"}`))
+			fp := command.OnceFingerprint([]byte(`{"to":"+4912345","text":"welcome"}`))
 			var index, seq uint64
-			id := func() ReqID {
+			id := func() command.ReqID {
 				seq++
-				var r ReqID
+				var r command.ReqID
 				if ids == "http" {
 					h := sha256.Sum256(binary.BigEndian.AppendUint64(nil, seq))
 					copy(r[:], h[:])
@@ -42,7 +43,7 @@ func BenchmarkOncePairApply(b *testing.B) {
 				binary.BigEndian.PutUint64(r[8:], seq)
 				return r
 			}
-			apply := func(cs []*Command) []interface{} {
+			apply := func(cs []*command.Command) []interface{} {
 				logs := make([]*raft.Log, len(cs))
 				for i, c := range cs {
 					index++
@@ -58,22 +59,22 @@ func BenchmarkOncePairApply(b *testing.B) {
 			b.ResetTimer()
 			for n := 0; n < b.N; n += clients {
 				keys := make([][]byte, clients)
-				begins := make([]*Command, clients)
+				begins := make([]*command.Command, clients)
 				for c := range begins {
-					keys[c] = OnceKey("bench", fmt.Sprintf("o-%d-%d", c, n))
-					begins[c] = OnceBeginCommand(keys[c], fp, 30*time.Second, time.Hour)
+					keys[c] = command.OnceKey("bench", fmt.Sprintf("o-%d-%d", c, n))
+					begins[c] = command.OnceBeginCommand(keys[c], fp, 30*time.Second, time.Hour)
 				}
 				out := apply(begins)
-				completes := make([]*Command, clients)
+				completes := make([]*command.Command, clients)
 				for c := range completes {
-					r := out[c].(*Result)
-					if r.Code != CodeCreated {
+					r := out[c].(*command.Result)
+					if r.Code != command.CodeCreated {
 						b.Fatalf("begin: %+v", r)
 					}
-					completes[c] = OnceCompleteCommand(keys[c], r.Fence, []byte(fmt.Sprintf("sms-%d-%d", c, n)), time.Hour)
+					completes[c] = command.OnceCompleteCommand(keys[c], r.Fence, []byte(fmt.Sprintf("sms-%d-%d", c, n)), time.Hour)
 				}
 				for c, r := range apply(completes) {
-					if r.(*Result).Code != CodeOK {
+					if r.(*command.Result).Code != command.CodeOK {
 						b.Fatalf("complete %d: %+v", c, r)
 					}
 				}

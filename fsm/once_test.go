@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -19,14 +20,14 @@ type onceHarness struct {
 func newOnce(t *testing.T) *onceHarness {
 	h := newHarness(t)
 	h.clock = tableStamp
-	return &onceHarness{harness: h, key: OnceKey("jobs", "msg-1"), fp: OnceFingerprint([]byte("payload"))}
+	return &onceHarness{harness: h, key: command.OnceKey("jobs", "msg-1"), fp: command.OnceFingerprint([]byte("payload"))}
 }
 
-func (o *onceHarness) begin(lease time.Duration) *Result {
-	return o.apply(*OnceBeginCommand(o.key, o.fp, lease, time.Hour))
+func (o *onceHarness) begin(lease time.Duration) *command.Result {
+	return o.apply(*command.OnceBeginCommand(o.key, o.fp, lease, time.Hour))
 }
 
-func (o *onceHarness) claim() *Claim {
+func (o *onceHarness) claim() *command.Claim {
 	o.t.Helper()
 	c, err := o.f.Claim(o.key, o.now())
 	if err != nil {
@@ -41,88 +42,88 @@ func (o *onceHarness) claim() *Claim {
 func TestOnceTransitions(t *testing.T) {
 	o := newOnce(t)
 	r := o.begin(10 * time.Second)
-	if r.Code != CodeCreated || r.Fence == 0 || r.ExpiresAt != o.clock+int64(10*time.Second) {
+	if r.Code != command.CodeCreated || r.Fence == 0 || r.ExpiresAt != o.clock+int64(10*time.Second) {
 		t.Fatalf("first begin: %+v", r)
 	}
 	first := r.Fence
 	o.advance(time.Second)
-	if r := o.begin(10 * time.Second); r.Code != CodeExists || r.Fence != first || r.ExpiresAt != tableStamp+int64(10*time.Second) {
+	if r := o.begin(10 * time.Second); r.Code != command.CodeExists || r.Fence != first || r.ExpiresAt != tableStamp+int64(10*time.Second) {
 		t.Fatalf("begin while the lease is live: %+v", r)
 	}
-	if r := o.apply(*OnceBeginCommand(o.key, OnceFingerprint([]byte("other")), time.Second, time.Hour)); r.Code != CodeKeyReuse || r.Err() != ErrKeyReuse {
+	if r := o.apply(*command.OnceBeginCommand(o.key, command.OnceFingerprint([]byte("other")), time.Second, time.Hour)); r.Code != command.CodeKeyReuse || r.Err() != command.ErrKeyReuse {
 		t.Fatalf("begin with another payload: %+v", r)
 	}
 	// Renew moves the lease end from now.
-	if r := o.apply(*OnceRenewCommand(o.key, first, 5*time.Second)); r.Code != CodeOK || r.ExpiresAt != o.clock+int64(5*time.Second) {
+	if r := o.apply(*command.OnceRenewCommand(o.key, first, 5*time.Second)); r.Code != command.CodeOK || r.ExpiresAt != o.clock+int64(5*time.Second) {
 		t.Fatalf("renew: %+v", r)
 	}
-	if r := o.apply(*OnceRenewCommand(o.key, first+1, 5*time.Second)); r.Code != CodeFenceMismatch || r.Fence != first {
+	if r := o.apply(*command.OnceRenewCommand(o.key, first+1, 5*time.Second)); r.Code != command.CodeFenceMismatch || r.Fence != first {
 		t.Fatalf("renew with a forged fence: %+v", r)
 	}
 	// The holder pauses past its lease; a renew is refused, the next begin takes over.
 	o.advance(6 * time.Second)
-	if r := o.apply(*OnceRenewCommand(o.key, first, 5*time.Second)); r.Code != CodeFenceMismatch {
+	if r := o.apply(*command.OnceRenewCommand(o.key, first, 5*time.Second)); r.Code != command.CodeFenceMismatch {
 		t.Fatalf("renew after the lease ran out: %+v", r)
 	}
 	r = o.begin(10 * time.Second)
-	if r.Code != CodeTakenOver || r.Fence <= first {
+	if r.Code != command.CodeTakenOver || r.Fence <= first {
 		t.Fatalf("begin after the lease ran out: %+v", r)
 	}
 	second := r.Fence
 	// The paused holder's late complete is refused; the claim is untouched.
-	if r := o.apply(*OnceCompleteCommand(o.key, first, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch || r.Fence != second {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, first, []byte("late"), time.Hour)); r.Code != command.CodeFenceMismatch || r.Fence != second {
 		t.Fatalf("complete with the taken-over fence: %+v", r)
 	}
-	if c := o.claim(); c.State != ClaimBegun || c.Fence != second || c.Result != nil {
+	if c := o.claim(); c.State != command.ClaimBegun || c.Fence != second || c.Result != nil {
 		t.Fatalf("claim after a stale complete: %+v", c)
 	}
-	if r := o.apply(*OnceCompleteCommand(o.key, second, []byte("sent"), 2*time.Hour)); r.Code != CodeOK || r.ExpiresAt != o.clock+int64(2*time.Hour) {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, second, []byte("sent"), 2*time.Hour)); r.Code != command.CodeOK || r.ExpiresAt != o.clock+int64(2*time.Hour) {
 		t.Fatalf("complete: %+v", r)
 	}
 	// Completing again with the same result answers as the first; another result is refused.
-	if r := o.apply(*OnceCompleteCommand(o.key, second, []byte("sent"), 2*time.Hour)); r.Code != CodeOK {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, second, []byte("sent"), 2*time.Hour)); r.Code != command.CodeOK {
 		t.Fatalf("repeated complete: %+v", r)
 	}
-	if r := o.apply(*OnceCompleteCommand(o.key, second, []byte("else"), 2*time.Hour)); r.Code != CodeWrongState {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, second, []byte("else"), 2*time.Hour)); r.Code != command.CodeWrongState {
 		t.Fatalf("complete with another result: %+v", r)
 	}
-	if r := o.apply(*OnceCompleteCommand(o.key, first, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, first, []byte("late"), time.Hour)); r.Code != command.CodeFenceMismatch {
 		t.Fatalf("stale complete of a completed claim: %+v", r)
 	}
 	o.advance(time.Minute)
-	if r := o.begin(time.Second); r.Code != CodeOK || string(r.Value) != "sent" || r.Fence != second {
+	if r := o.begin(time.Second); r.Code != command.CodeOK || string(r.Value) != "sent" || r.Fence != second {
 		t.Fatalf("begin of a completed claim: %+v", r)
 	}
-	if r := o.apply(*OnceReleaseCommand(o.key, second)); r.Code != CodeWrongState {
+	if r := o.apply(*command.OnceReleaseCommand(o.key, second)); r.Code != command.CodeWrongState {
 		t.Fatalf("release of a completed claim: %+v", r)
 	}
-	if r := o.apply(*OnceRenewCommand(o.key, second, time.Second)); r.Code != CodeWrongState {
+	if r := o.apply(*command.OnceRenewCommand(o.key, second, time.Second)); r.Code != command.CodeWrongState {
 		t.Fatalf("renew of a completed claim: %+v", r)
 	}
 	// Retention: two hours after the complete, the claim is gone, and a
 	// begin starts again with a fence above every earlier one.
 	o.advance(2 * time.Hour)
-	if _, err := o.f.Claim(o.key, o.now()); err != ErrNotFound {
+	if _, err := o.f.Claim(o.key, o.now()); err != command.ErrNotFound {
 		t.Fatalf("claim past its retention: %v", err)
 	}
 	r = o.begin(time.Second)
-	if r.Code != CodeCreated || r.Fence <= second {
+	if r.Code != command.CodeCreated || r.Fence <= second {
 		t.Fatalf("begin after retention: %+v", r)
 	}
 	third := r.Fence
-	if r := o.apply(*OnceReleaseCommand(o.key, second)); r.Code != CodeFenceMismatch {
+	if r := o.apply(*command.OnceReleaseCommand(o.key, second)); r.Code != command.CodeFenceMismatch {
 		t.Fatalf("release with an old fence: %+v", r)
 	}
-	if r := o.apply(*OnceReleaseCommand(o.key, third)); r.Code != CodeOK {
+	if r := o.apply(*command.OnceReleaseCommand(o.key, third)); r.Code != command.CodeOK {
 		t.Fatalf("release: %+v", r)
 	}
-	if _, err := o.f.Claim(o.key, o.now()); err != ErrNotFound {
+	if _, err := o.f.Claim(o.key, o.now()); err != command.ErrNotFound {
 		t.Fatalf("claim after release: %v", err)
 	}
-	if r := o.apply(*OnceCompleteCommand(o.key, third, []byte("x"), time.Hour)); r.Code != CodeFenceMismatch {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, third, []byte("x"), time.Hour)); r.Code != command.CodeFenceMismatch {
 		t.Fatalf("complete after release: %+v", r)
 	}
-	if r := o.begin(time.Second); r.Code != CodeCreated || r.Fence <= third {
+	if r := o.begin(time.Second); r.Code != command.CodeCreated || r.Fence <= third {
 		t.Fatalf("begin after release: %+v", r)
 	}
 }
@@ -132,8 +133,8 @@ func TestOnceTransitions(t *testing.T) {
 // retention keeps living until its lease ends.
 func TestOnceRetentionSweep(t *testing.T) {
 	o := newOnce(t)
-	r := o.apply(*OnceBeginCommand(o.key, o.fp, time.Second, time.Minute))
-	if r.Code != CodeCreated {
+	r := o.apply(*command.OnceBeginCommand(o.key, o.fp, time.Second, time.Minute))
+	if r.Code != command.CodeCreated {
 		t.Fatal(r)
 	}
 	o.advance(30 * time.Second)
@@ -146,8 +147,8 @@ func TestOnceRetentionSweep(t *testing.T) {
 		t.Fatalf("due: %v %v", due, err)
 	}
 	before := o.f.ExpiredCount(ttl.KindOnce)
-	o.apply(*ExpireCommand(due))
-	if _, err := o.f.Claim(o.key, o.now()); err != ErrNotFound {
+	o.apply(*command.ExpireCommand(due))
+	if _, err := o.f.Claim(o.key, o.now()); err != command.ErrNotFound {
 		t.Fatalf("claim after the sweep: %v", err)
 	}
 	if got := o.f.ExpiredCount(ttl.KindOnce); got != before+1 {
@@ -155,7 +156,7 @@ func TestOnceRetentionSweep(t *testing.T) {
 	}
 
 	// A lease longer than the retention keeps the claim to the lease's end.
-	r = o.apply(*OnceBeginCommand(o.key, o.fp, 10*time.Minute, time.Minute))
+	r = o.apply(*command.OnceBeginCommand(o.key, o.fp, 10*time.Minute, time.Minute))
 	if c := o.claim(); c.ExpiresAt != r.ExpiresAt {
 		t.Fatalf("claim expires at %d, lease ends %d", c.ExpiresAt, r.ExpiresAt)
 	}
@@ -178,11 +179,11 @@ func TestOnceRequestIDRemembered(t *testing.T) {
 		{time.Hour, false},
 	} {
 		o, twin := newOnce(t), newOnce(t)
-		c := *OnceBeginCommand(o.key, o.fp, time.Hour, tc.retention)
+		c := *command.OnceBeginCommand(o.key, o.fp, time.Hour, tc.retention)
 		c.ReqID = reqID(1)
 		first := o.apply(c)
 		twin.apply(c)
-		if first.Code != CodeCreated {
+		if first.Code != command.CodeCreated {
 			t.Fatalf("retention %s: first begin %+v", tc.retention, first)
 		}
 		if _, ok, err := o.f.LookupRequest(c.ReqID); err != nil || ok != tc.remembered {
@@ -194,7 +195,7 @@ func TestOnceRequestIDRemembered(t *testing.T) {
 			if again := o.apply(c); !bytes.Equal(first.Encode(nil), again.Encode(nil)) {
 				t.Fatalf("retention %s, retry %s after: first %+v, retry %+v", tc.retention, d, first, again)
 			}
-			twin.apply(Command{Type: TypeNoop})
+			twin.apply(command.Command{Type: command.TypeNoop})
 		}
 		ha, err := o.f.stateHash()
 		if err != nil {
@@ -211,8 +212,8 @@ func TestOnceRequestIDRemembered(t *testing.T) {
 		// claim is held.
 		other := c
 		other.ReqID = reqID(2)
-		for _, b := range []Command{*OnceBeginCommand(o.key, o.fp, time.Hour, tc.retention), other} {
-			if r := o.apply(b); r.Code != CodeExists || r.Fence != first.Fence {
+		for _, b := range []command.Command{*command.OnceBeginCommand(o.key, o.fp, time.Hour, tc.retention), other} {
+			if r := o.apply(b); r.Code != command.CodeExists || r.Fence != first.Fence {
 				t.Fatalf("retention %s: another caller's begin %+v", tc.retention, r)
 			}
 		}
@@ -231,8 +232,8 @@ func TestOnceRequestIDRemembered(t *testing.T) {
 //     a new begin and gets a new begin's answer.
 func TestOnceBeginRetryAfterChanges(t *testing.T) {
 	lease := 10 * time.Second
-	mine := func(o *onceHarness, id byte) Command {
-		c := *OnceBeginCommand(o.key, o.fp, lease, time.Hour)
+	mine := func(o *onceHarness, id byte) command.Command {
+		c := *command.OnceBeginCommand(o.key, o.fp, lease, time.Hour)
 		c.ReqID = reqID(id)
 		return c
 	}
@@ -251,7 +252,7 @@ func TestOnceBeginRetryAfterChanges(t *testing.T) {
 	}
 	o.advance(2 * lease)
 	taker := o.apply(mine(o, 2))
-	if taker.Code != CodeTakenOver || taker.Fence <= first.Fence {
+	if taker.Code != command.CodeTakenOver || taker.Fence <= first.Fence {
 		t.Fatalf("takeover %+v", taker)
 	}
 	if _, ok, _ := o.f.LookupRequest(reqID(1)); !ok {
@@ -264,21 +265,21 @@ func TestOnceBeginRetryAfterChanges(t *testing.T) {
 	if r := o.apply(mine(o, 2)); !bytes.Equal(r.Encode(nil), taker.Encode(nil)) {
 		t.Fatalf("after a takeover: the taker's retry %+v, first %+v", r, taker)
 	}
-	if r := o.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+	if r := o.apply(*command.OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != command.CodeFenceMismatch {
 		t.Fatalf("the replaced holder's complete: %+v", r)
 	}
 
 	o = newOnce(t)
 	first = o.apply(mine(o, 1))
-	o.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("done"), time.Hour))
-	if r := o.apply(mine(o, 1)); r.Code != CodeOK || string(r.Value) != "done" || r.Fence != first.Fence {
+	o.apply(*command.OnceCompleteCommand(o.key, first.Fence, []byte("done"), time.Hour))
+	if r := o.apply(mine(o, 1)); r.Code != command.CodeOK || string(r.Value) != "done" || r.Fence != first.Fence {
 		t.Fatalf("after the complete: retry %+v", r)
 	}
 
 	o = newOnce(t)
 	first = o.apply(mine(o, 1))
-	o.apply(*OnceReleaseCommand(o.key, first.Fence))
-	if r := o.apply(mine(o, 1)); r.Code != CodeCreated || r.Fence <= first.Fence {
+	o.apply(*command.OnceReleaseCommand(o.key, first.Fence))
+	if r := o.apply(mine(o, 1)); r.Code != command.CodeCreated || r.Fence <= first.Fence {
 		t.Fatalf("after the release: retry %+v (first fence %d)", r, first.Fence)
 	}
 }
@@ -300,10 +301,10 @@ func TestOnceCompleteRetrySettled(t *testing.T) {
 	} {
 		o := newOnce(t)
 		fence := o.begin(time.Minute).Fence
-		c := *OnceCompleteCommand(o.key, fence, []byte("sent"), tc.retention)
+		c := *command.OnceCompleteCommand(o.key, fence, []byte("sent"), tc.retention)
 		c.ReqID = reqID(7)
 		first := o.apply(c)
-		if first.Code != CodeOK || first.Fence != fence {
+		if first.Code != command.CodeOK || first.Fence != fence {
 			t.Fatalf("retention %s: complete %+v", tc.retention, first)
 		}
 		if _, ok, err := o.f.LookupRequest(c.ReqID); err != nil || ok != tc.remembered {
@@ -327,24 +328,24 @@ func TestOnceCompleteRetrySettled(t *testing.T) {
 			t.Fatalf("retention %s: a retry was remembered", tc.retention)
 		}
 		// Another result under the same fence is still refused.
-		if r := o.apply(*OnceCompleteCommand(o.key, fence, []byte("other"), tc.retention)); !tc.remembered && r.Code != CodeWrongState {
+		if r := o.apply(*command.OnceCompleteCommand(o.key, fence, []byte("other"), tc.retention)); !tc.remembered && r.Code != command.CodeWrongState {
 			t.Fatalf("retention %s: another result: %+v", tc.retention, r)
 		}
 	}
 }
 
 func TestOnceValidate(t *testing.T) {
-	k, fp := OnceKey("s", "k"), OnceFingerprint(nil)
-	for _, c := range []*Command{
-		OnceBeginCommand(k, fp[:31], time.Second, time.Hour),
-		OnceBeginCommand(k, fp, 0, time.Hour),
-		OnceBeginCommand(k, fp, time.Second, 0),
-		OnceBeginCommand(nil, fp, time.Second, time.Hour),
-		OnceRenewCommand(k, 0, time.Second),
-		OnceRenewCommand(k, 1, 0),
-		OnceCompleteCommand(k, 0, nil, time.Hour),
-		OnceCompleteCommand(k, 1, nil, 0),
-		OnceReleaseCommand(k, 0),
+	k, fp := command.OnceKey("s", "k"), command.OnceFingerprint(nil)
+	for _, c := range []*command.Command{
+		command.OnceBeginCommand(k, fp[:31], time.Second, time.Hour),
+		command.OnceBeginCommand(k, fp, 0, time.Hour),
+		command.OnceBeginCommand(k, fp, time.Second, 0),
+		command.OnceBeginCommand(nil, fp, time.Second, time.Hour),
+		command.OnceRenewCommand(k, 0, time.Second),
+		command.OnceRenewCommand(k, 1, 0),
+		command.OnceCompleteCommand(k, 0, nil, time.Hour),
+		command.OnceCompleteCommand(k, 1, nil, 0),
+		command.OnceReleaseCommand(k, 0),
 	} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%s %+v: valid", c.Type, c)
@@ -353,33 +354,33 @@ func TestOnceValidate(t *testing.T) {
 }
 
 func TestClaimRoundTrip(t *testing.T) {
-	for _, c := range []*Claim{
-		{State: ClaimCompleted, Fence: 42, Fingerprint: OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 2,
+	for _, c := range []*command.Claim{
+		{State: command.ClaimCompleted, Fence: 42, Fingerprint: command.OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 2,
 			LeaseEnd: -3, ExpiresAt: 4, Result: []byte("r")},
-		{State: ClaimBegun, Fence: 7, Fingerprint: OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 1,
+		{State: command.ClaimBegun, Fence: 7, Fingerprint: command.OnceFingerprint([]byte("p")), CreatedAt: 1, UpdatedAt: 1,
 			LeaseEnd: 9, ExpiresAt: 10, Begin: reqID(3), TakenOver: true},
 	} {
 		enc := c.Encode(nil)
-		got, err := DecodeClaim(enc)
+		got, err := command.DecodeClaim(enc)
 		if err != nil || !bytes.Equal(got.Encode(nil), enc) || got.Begin != c.Begin || got.TakenOver != c.TakenOver {
 			t.Fatalf("%+v %v", got, err)
 		}
 		for _, bad := range [][]byte{nil, {2}, {1, 9}, {3, 1}, enc[:len(enc)-1], append(enc, 0),
 			append(append([]byte(nil), enc[:len(enc)-17]...), 0x80|enc[len(enc)-17])} {
-			if _, err := DecodeClaim(bad); err == nil {
+			if _, err := command.DecodeClaim(bad); err == nil {
 				t.Errorf("DecodeClaim(%x) succeeded", bad)
 			}
 		}
 	}
 	// A version 1 claim (no request id, no flags) of an earlier build.
-	v1 := (&Claim{State: ClaimBegun, Fence: 5, CreatedAt: 1, UpdatedAt: 1, LeaseEnd: 2, ExpiresAt: 3}).Encode(nil)
+	v1 := (&command.Claim{State: command.ClaimBegun, Fence: 5, CreatedAt: 1, UpdatedAt: 1, LeaseEnd: 2, ExpiresAt: 3}).Encode(nil)
 	v1 = v1[:len(v1)-1]
 	v1[0] = 1 // version 1
-	got, err := DecodeClaim(v1)
+	got, err := command.DecodeClaim(v1)
 	if err != nil || got.Fence != 5 || !got.Begin.IsZero() || got.TakenOver {
 		t.Fatalf("version 1: %+v %v", got, err)
 	}
-	if _, err := DecodeClaim(append(v1, 0)); err == nil {
+	if _, err := command.DecodeClaim(append(v1, 0)); err == nil {
 		t.Error("a version 1 claim with trailing bytes decoded")
 	}
 }
@@ -397,14 +398,14 @@ func TestOnceSurvivesRestore(t *testing.T) {
 	}
 	g.clock, g.index = o.clock+int64(2*time.Second), o.index
 	c, err := g.f.Claim(o.key, g.now())
-	if err != nil || c.Fence != first.Fence || c.State != ClaimBegun {
+	if err != nil || c.Fence != first.Fence || c.State != command.ClaimBegun {
 		t.Fatalf("restored claim: %+v %v", c, err)
 	}
-	r := g.apply(*OnceBeginCommand(o.key, o.fp, time.Minute, time.Hour))
-	if r.Code != CodeTakenOver || r.Fence <= first.Fence {
+	r := g.apply(*command.OnceBeginCommand(o.key, o.fp, time.Minute, time.Hour))
+	if r.Code != command.CodeTakenOver || r.Fence <= first.Fence {
 		t.Fatalf("takeover on the restored replica: %+v (first fence %d)", r, first.Fence)
 	}
-	if r := g.apply(*OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != CodeFenceMismatch {
+	if r := g.apply(*command.OnceCompleteCommand(o.key, first.Fence, []byte("late"), time.Hour)); r.Code != command.CodeFenceMismatch {
 		t.Fatalf("the old holder's complete on the restored replica: %+v", r)
 	}
 	if due, err := g.f.Due(time.Unix(0, g.clock+int64(2*time.Hour)), 10); err != nil || len(due) != 1 || due[0].Kind != ttl.KindOnce {

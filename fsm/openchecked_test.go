@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
@@ -20,7 +21,7 @@ func fillFSM(t *testing.T, path string) {
 	}
 	h := &harness{t: t, f: f, clock: 1}
 	for i := 0; i < 300; i++ {
-		h.apply(Command{Type: TypeKVSet, Key: []byte{byte(i), byte(i >> 8)}, Value: make([]byte, 300)})
+		h.apply(command.Command{Type: command.TypeKVSet, Key: []byte{byte(i), byte(i >> 8)}, Value: make([]byte, 300)})
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func TestUncleanStopAcrossRebootRebuilds(t *testing.T) {
 	if f.AppliedIndex() != 0 {
 		t.Fatalf("applied after rebuild = %d, want 0 (rebuilt from snapshot and log)", f.AppliedIndex())
 	}
-	if _, err := f.KV([]byte{1, 0}, time.Unix(0, 1)); !errors.Is(err, ErrNotFound) {
+	if _, err := f.KV([]byte{1, 0}, time.Unix(0, 1)); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("KV from the unclean file = %v", err)
 	}
 	if aside, _ := filepath.Glob(path + ".unclean-*"); len(aside) != 1 {
@@ -103,7 +104,7 @@ func TestFreelistWrittenAtClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, f: f, index: 300, clock: 2}
-	h.apply(Command{Type: TypeKVSet, Key: []byte("after"), Value: []byte("v")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("after"), Value: []byte("v")})
 	if syncedFreelist(t, path) {
 		t.Fatal("the free list still counts as synced after a commit")
 	}

@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -24,7 +25,7 @@ func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.db == nil {
-		return ErrStorage
+		return command.ErrStorage
 	}
 	if err := f.flush(); err != nil { // the open transaction's entries are applied (commit.go)
 		return err
@@ -40,7 +41,7 @@ func (f *FSM) pointView(fn func(tx *bolt.Tx) error) error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.db == nil {
-		return ErrStorage
+		return command.ErrStorage
 	}
 	if f.pend.open.Load() {
 		f.pend.mu.Lock()
@@ -63,20 +64,20 @@ func (f *FSM) readNow(now time.Time) int64 {
 
 // Record returns the record stored under key (see RecordKey), with its
 // state as seen at now; ErrNotFound when absent or expired.
-func (f *FSM) Record(key []byte, now time.Time) (*Record, error) {
+func (f *FSM) Record(key []byte, now time.Time) (*command.Record, error) {
 	at := f.readNow(now)
-	var rec *Record
+	var rec *command.Record
 	err := f.pointView(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketRecords).Get(key)
 		if v == nil {
-			return ErrNotFound
+			return command.ErrNotFound
 		}
-		r, err := DecodeRecord(v)
+		r, err := command.DecodeRecord(v)
 		if err != nil {
 			return err
 		}
 		if r.ExpiredAt(at) {
-			return ErrNotFound
+			return command.ErrNotFound
 		}
 		rec = r.Clone()
 		rec.State = r.StateAt(at)
@@ -86,13 +87,13 @@ func (f *FSM) Record(key []byte, now time.Time) (*Record, error) {
 }
 
 // KV returns the key's entry; ErrNotFound when absent or expired.
-func (f *FSM) KV(key []byte, now time.Time) (KVEntry, error) {
+func (f *FSM) KV(key []byte, now time.Time) (command.KVEntry, error) {
 	at := f.readNow(now)
-	var out KVEntry
+	var out command.KVEntry
 	err := f.pointView(func(tx *bolt.Tx) error {
 		e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
 		if !ok || (e.ExpiresAt != 0 && e.ExpiresAt <= at) {
-			return ErrNotFound
+			return command.ErrNotFound
 		}
 		out = e.Clone()
 		return nil

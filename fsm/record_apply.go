@@ -3,17 +3,18 @@ package fsm
 import (
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
 // getRecord returns the live record under key, or nil. An expired record is
 // deleted on the spot (with its index entry), exactly as the sweeper would.
-func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*Record, error) {
+func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*command.Record, error) {
 	v := a.get(tx.Bucket(bucketRecords), key)
 	if v == nil {
 		return nil, nil
 	}
-	stored, err := DecodeRecord(v)
+	stored, err := command.DecodeRecord(v)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +31,7 @@ func (a *applier) getRecord(tx *bolt.Tx, key []byte) (*Record, error) {
 	return rec, nil
 }
 
-func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *Record) error {
+func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *command.Record) error {
 	if old != nil {
 		a.recordDelta[old.State]--
 		if old.Fence != rec.Fence {
@@ -54,7 +55,7 @@ func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *Record) error {
 	return tx.Bucket(bucketRecords).Put(key, rec.Encode(nil))
 }
 
-func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *Record) error {
+func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *command.Record) error {
 	if rec.ExpiresAt != 0 {
 		if err := ttl.Delete(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
 			return err
@@ -71,31 +72,31 @@ func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *Record) error {
 // recordBegin is SETNX for idempotency records: it either makes the caller
 // the owner (fencing token = this command's revision, unique and increasing)
 // or returns the existing record in the same round trip.
-func (a *applier) recordBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) recordBegin(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	old, err := a.getRecord(tx, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if old != nil {
-		takeOver := c.Flags&FlagReleaseUnknown != 0 && old.StateAt(a.now) == StateUnknown
+		takeOver := c.Flags&command.FlagReleaseUnknown != 0 && old.StateAt(a.now) == command.StateUnknown
 		if !takeOver {
 			shown := *old
 			shown.State = old.StateAt(a.now)
-			return &Result{Code: CodeExists, Record: &shown, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
+			return &command.Result{Code: command.CodeExists, Record: &shown, Fence: old.Fence, ExpiresAt: old.ExpiresAt}
 		}
 	}
 	var suspect []byte
 	if len(c.DigestKey) > 0 {
 		var err error
 		if suspect, err = a.checkDigest(tx, c, rev); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
-		if suspect != nil && c.Flags&FlagRejectSuspect != 0 {
-			return &Result{Code: CodeSuspect, Suspect: suspect}
+		if suspect != nil && c.Flags&command.FlagRejectSuspect != 0 {
+			return &command.Result{Code: command.CodeSuspect, Suspect: suspect}
 		}
 	}
-	rec := &Record{
-		State:       StateInFlight,
+	rec := &command.Record{
+		State:       command.StateInFlight,
 		Fence:       rev,
 		Fingerprint: c.Value,
 		CreatedAt:   a.now,
@@ -104,22 +105,22 @@ func (a *applier) recordBegin(tx *bolt.Tx, c *Command, rev uint64) *Result {
 		Deadline:    a.expiry(c.Timeout),
 	}
 	if err := a.putRecord(tx, c.Key, old, rec); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeCreated, Fence: rev, ExpiresAt: rec.ExpiresAt, Suspect: suspect}
+	return &command.Result{Code: command.CodeCreated, Fence: rev, ExpiresAt: rec.ExpiresAt, Suspect: suspect}
 }
 
 // ownedRecord returns the live record under c.Key if c.Fence owns it.
-func (a *applier) ownedRecord(tx *bolt.Tx, c *Command) (*Record, *Result) {
+func (a *applier) ownedRecord(tx *bolt.Tx, c *command.Command) (*command.Record, *command.Result) {
 	rec, err := a.getRecord(tx, c.Key)
 	if err != nil {
-		return nil, &Result{Code: CodeStorage}
+		return nil, &command.Result{Code: command.CodeStorage}
 	}
 	if rec == nil {
-		return nil, &Result{Code: CodeNotFound}
+		return nil, &command.Result{Code: command.CodeNotFound}
 	}
 	if rec.Fence != c.Fence {
-		return nil, &Result{Code: CodeFenceMismatch, Fence: rec.Fence}
+		return nil, &command.Result{Code: command.CodeFenceMismatch, Fence: rec.Fence}
 	}
 	return rec, nil
 }
@@ -128,43 +129,43 @@ func (a *applier) ownedRecord(tx *bolt.Tx, c *Command) (*Record, *Result) {
 // complete, and only once; a late owner whose deadline passed may still
 // complete as long as nobody took the record over (a known outcome is
 // better than an unknown one).
-func (a *applier) recordComplete(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) recordComplete(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	old, res := a.ownedRecord(tx, c)
 	if res != nil {
 		return res
 	}
-	if old.State == StateCompleted {
-		return &Result{Code: CodeWrongState}
+	if old.State == command.StateCompleted {
+		return &command.Result{Code: command.CodeWrongState}
 	}
 	rec := *old
-	rec.State = StateCompleted
+	rec.State = command.StateCompleted
 	rec.UpdatedAt = a.now
 	rec.Deadline = 0
 	rec.Status = c.Status
-	rec.BodyDropped = c.Flags&FlagBodyDropped != 0
+	rec.BodyDropped = c.Flags&command.FlagBodyDropped != 0
 	rec.Headers = c.Headers
 	rec.Body = c.Body
 	// Computed here, from the command, so every replica stores the same
 	// bytes: replays verify it (Record.Verify).
 	rec.Sum, rec.HasSum = rec.ResponseSum(), true
 	if err := a.putRecord(tx, c.Key, old, &rec); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK, Fence: rec.Fence, ExpiresAt: rec.ExpiresAt}
+	return &command.Result{Code: command.CodeOK, Fence: rec.Fence, ExpiresAt: rec.ExpiresAt}
 }
 
 // recordRelease deletes a record so the next request with its key runs. The
 // owner (Fence set) may release only what it has not completed; Fence 0 is
 // an operator's release and removes any record.
-func (a *applier) recordRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
-	var rec *Record
+func (a *applier) recordRelease(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
+	var rec *command.Record
 	if c.Fence == 0 {
 		r, err := a.getRecord(tx, c.Key)
 		if err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 		if r == nil {
-			return &Result{Code: CodeNotFound}
+			return &command.Result{Code: command.CodeNotFound}
 		}
 		rec = r
 	} else {
@@ -172,20 +173,20 @@ func (a *applier) recordRelease(tx *bolt.Tx, c *Command, _ uint64) *Result {
 		if res != nil {
 			return res
 		}
-		if r.State == StateCompleted {
-			return &Result{Code: CodeWrongState}
+		if r.State == command.StateCompleted {
+			return &command.Result{Code: command.CodeWrongState}
 		}
 		rec = r
 	}
 	if err := a.deleteRecord(tx, c.Key, rec); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var recordApplies = applies{
-	TypeRecordBegin:    {remembered: true, apply: (*applier).recordBegin},
-	TypeRecordComplete: {remembered: true, apply: (*applier).recordComplete},
-	TypeRecordRelease:  {remembered: true, apply: (*applier).recordRelease},
+	command.TypeRecordBegin:    {remembered: true, apply: (*applier).recordBegin},
+	command.TypeRecordComplete: {remembered: true, apply: (*applier).recordComplete},
+	command.TypeRecordRelease:  {remembered: true, apply: (*applier).recordRelease},
 }

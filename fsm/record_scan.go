@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -20,7 +21,7 @@ import (
 // holds the pages it sees from reuse and blocks the file's remapping when
 // it grows, which would stall every write of the node behind one slow
 // download.
-func (f *FSM) ScanRecords(prefix, from []byte, now time.Time, max int, fn func(key []byte, r *Record) error) ([]byte, error) {
+func (f *FSM) ScanRecords(prefix, from []byte, now time.Time, max int, fn func(key []byte, r *command.Record) error) ([]byte, error) {
 	at := f.readNow(now)
 	max = min(max, 1<<20)
 	if max < 1 {
@@ -39,7 +40,7 @@ func (f *FSM) ScanRecords(prefix, from []byte, now time.Time, max int, fn func(k
 				return nil
 			}
 			n++
-			r, err := DecodeRecord(v)
+			r, err := command.DecodeRecord(v)
 			if err != nil {
 				return fmt.Errorf("record %q: %w", k, err)
 			}

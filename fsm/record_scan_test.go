@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestScanRecords: a walk in chunks of any size visits every live record
@@ -15,7 +17,7 @@ import (
 func TestScanRecords(t *testing.T) {
 	h := newHarness(t)
 	begin := func(scope, tenant, key string, ttl, timeout time.Duration) {
-		if r := h.apply(Command{Type: TypeRecordBegin, Key: RecordKey(scope, tenant, key), Value: []byte("fp"), TTL: ttl, Timeout: timeout}); r.Code != CodeCreated {
+		if r := h.apply(command.Command{Type: command.TypeRecordBegin, Key: command.RecordKey(scope, tenant, key), Value: []byte("fp"), TTL: ttl, Timeout: timeout}); r.Code != command.CodeCreated {
 			t.Fatalf("begin %s/%s/%s: %v", scope, tenant, key, r.Code)
 		}
 	}
@@ -36,7 +38,7 @@ func TestScanRecords(t *testing.T) {
 				t.Fatalf("prefix %q, chunks of %d: no end after 100 chunks", prefix, max)
 			}
 			n := 0
-			next, err := h.f.ScanRecords([]byte(prefix), from, h.now(), max, func(k []byte, r *Record) error {
+			next, err := h.f.ScanRecords([]byte(prefix), from, h.now(), max, func(k []byte, r *command.Record) error {
 				n++
 				keys = append(keys, strings.ReplaceAll(string(k), "\x00", "/")+"="+r.State.String())
 				return nil
@@ -74,7 +76,7 @@ func TestScanRecords(t *testing.T) {
 	}
 	// fn's error ends the walk and is returned.
 	stop := errors.New("stop")
-	if _, err := h.f.ScanRecords(nil, nil, h.now(), 10, func([]byte, *Record) error { return stop }); !errors.Is(err, stop) {
+	if _, err := h.f.ScanRecords(nil, nil, h.now(), 10, func([]byte, *command.Record) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("ScanRecords = %v, want fn's error", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -80,7 +81,7 @@ const RequestIDRetention = 2 * time.Minute
 // codeReread marks, in entries of the previous encoding, a begin that
 // found an existing record (re-read on a retry, as now every no-effect
 // outcome is).
-const codeReread = Code(0xff)
+const codeReread = command.Code(0xff)
 
 // Fields of a remembered answer.
 const (
@@ -95,10 +96,10 @@ const (
 
 // noEffect reports whether a command that answered with code changed no
 // state (see above).
-func noEffect(code Code) bool {
+func noEffect(code command.Code) bool {
 	switch code {
-	case CodeExists, CodeNotFound, CodeVersionMismatch, CodeFenceMismatch, CodeWrongState,
-		CodeBadCommand, CodeNotInteger, CodeOverflow, CodeUnchanged, CodeReplyTooLarge, CodeOutOfRange, codeReread:
+	case command.CodeExists, command.CodeNotFound, command.CodeVersionMismatch, command.CodeFenceMismatch, command.CodeWrongState,
+		command.CodeBadCommand, command.CodeNotInteger, command.CodeOverflow, command.CodeUnchanged, command.CodeReplyTooLarge, command.CodeOutOfRange, codeReread:
 		return true
 	}
 	return false
@@ -109,7 +110,7 @@ func generationName(g int64) []byte { return strconv.AppendInt(nil, g, 10) }
 // lookup returns the answer remembered for id in the current or the
 // previous generation at now, or nil, reading with get (a bucket's Get).
 // Its slices alias the transaction.
-func lookup(gens *bolt.Bucket, get func(*bolt.Bucket, []byte) []byte, now int64, id ReqID) (*Result, error) {
+func lookup(gens *bolt.Bucket, get func(*bolt.Bucket, []byte) []byte, now int64, id command.ReqID) (*command.Result, error) {
 	g := now / int64(RequestIDRetention)
 	for _, gen := range []int64{g, g - 1} {
 		b := gens.Bucket(generationName(gen))
@@ -128,7 +129,7 @@ func lookup(gens *bolt.Bucket, get func(*bolt.Bucket, []byte) []byte, now int64,
 }
 
 // recall returns the result remembered for id, or nil.
-func (a *applier) recall(tx *bolt.Tx, id ReqID) *Result {
+func (a *applier) recall(tx *bolt.Tx, id command.ReqID) *command.Result {
 	if a.gens == nil {
 		a.gens = tx.Bucket(bucketReqIDs)
 	}
@@ -143,7 +144,7 @@ func (a *applier) recall(tx *bolt.Tx, id ReqID) *Result {
 // remember stores id's result in the current generation, opening it (and
 // dropping older generations) when this is its first command. A result
 // that changed nothing is not stored.
-func (a *applier) remember(tx *bolt.Tx, id ReqID, r *Result) error {
+func (a *applier) remember(tx *bolt.Tx, id command.ReqID, r *command.Result) error {
 	if noEffect(r.Code) {
 		return nil
 	}
@@ -204,7 +205,7 @@ func nearEnd(c *bolt.Cursor, key []byte) bool {
 }
 
 // appendRemembered appends the remembered form of r to dst.
-func appendRemembered(dst []byte, r *Result) []byte {
+func appendRemembered(dst []byte, r *command.Result) []byte {
 	fields := byte(0)
 	set := func(bit byte, present bool) {
 		if present {
@@ -242,19 +243,19 @@ func appendRemembered(dst []byte, r *Result) []byte {
 // decodeRemembered parses a remembered answer of either encoding. Its
 // slices alias v. A begin's reread marker of the previous encoding comes
 // back as a result of code codeReread.
-func decodeRemembered(v []byte) (*Result, error) {
+func decodeRemembered(v []byte) (*command.Result, error) {
 	if len(v) > 0 && v[0]&rememberedMark == 0 { // stamp (8) | Result.Encode
 		if len(v) < 9 {
-			return nil, fmt.Errorf("%w: remembered result: %d bytes", ErrBadCommand, len(v))
+			return nil, fmt.Errorf("%w: remembered result: %d bytes", command.ErrBadCommand, len(v))
 		}
-		if Code(v[8]) == codeReread {
-			return &Result{Code: codeReread}, nil
+		if command.Code(v[8]) == codeReread {
+			return &command.Result{Code: codeReread}, nil
 		}
-		return DecodeResult(v[8:])
+		return command.DecodeResult(v[8:])
 	}
 	rd := reader{b: v}
 	fields := rd.byte()
-	r := &Result{Code: Code(rd.byte())}
+	r := &command.Result{Code: command.Code(rd.byte())}
 	if fields&rememberedFence != 0 {
 		r.Fence = rd.uvarint()
 	}
@@ -271,20 +272,20 @@ func decodeRemembered(v []byte) (*Result, error) {
 		r.Suspect = rd.bytes()
 	}
 	if rd.err != nil {
-		return nil, fmt.Errorf("%w: remembered result: %v", ErrBadCommand, rd.err)
+		return nil, fmt.Errorf("%w: remembered result: %v", command.ErrBadCommand, rd.err)
 	}
-	if r.Code >= codeEnd || fields&^(rememberedMark|rememberedFence|rememberedVersion|rememberedExpiry|
+	if !r.Code.Known() || fields&^(rememberedMark|rememberedFence|rememberedVersion|rememberedExpiry|
 		rememberedValue|rememberedSuspect|rememberedRecord) != 0 {
-		return nil, fmt.Errorf("%w: remembered result: code %d, fields %#x", ErrBadCommand, r.Code, fields)
+		return nil, fmt.Errorf("%w: remembered result: code %d, fields %#x", command.ErrBadCommand, r.Code, fields)
 	}
 	if fields&rememberedRecord != 0 {
-		rec, err := DecodeRecord(rd.b)
+		rec, err := command.DecodeRecord(rd.b)
 		if err != nil {
 			return nil, err
 		}
 		r.Record = rec
 	} else if len(rd.b) != 0 {
-		return nil, fmt.Errorf("%w: remembered result: trailing bytes", ErrBadCommand)
+		return nil, fmt.Errorf("%w: remembered result: trailing bytes", command.ErrBadCommand)
 	}
 	return r, nil
 }
@@ -317,8 +318,8 @@ func (a *applier) dropGenerationsBefore(g int64) error {
 // answer was lost with it: a remembered one took effect with its result;
 // one that is not may be left out of the history, which stays
 // linearizable without an operation that changed nothing.
-func (f *FSM) LookupRequest(id ReqID) (*Result, bool, error) {
-	var out *Result
+func (f *FSM) LookupRequest(id command.ReqID) (*command.Result, bool, error) {
+	var out *command.Result
 	err := f.view(func(tx *bolt.Tx) error {
 		r, err := lookup(tx.Bucket(bucketReqIDs), (*bolt.Bucket).Get, f.now.Load(), id)
 		out = r.Clone()

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // idSource makes request ids as a cluster's proposers do, by kind:
@@ -29,9 +31,9 @@ func newIDSource(kind string) *idSource {
 }
 
 // next is the id of a command proposed for a batch stamped clock.
-func (s *idSource) next(clock int64) ReqID {
+func (s *idSource) next(clock int64) command.ReqID {
 	s.seq++
-	var r ReqID
+	var r command.ReqID
 	switch s.kind {
 	case "none":
 	case "timed":
@@ -73,7 +75,7 @@ func TestMemoryOfOrderedIDs(t *testing.T) {
 			h := newHarness(t)
 			src := newIDSource(tc.kind)
 			type sent struct {
-				id    ReqID
+				id    command.ReqID
 				key   []byte
 				value []byte
 			}
@@ -81,16 +83,16 @@ func TestMemoryOfOrderedIDs(t *testing.T) {
 			const batches, batch = 300, 32
 			for b := range batches {
 				h.advance(batch * 50 * time.Microsecond)
-				cs := make([]Command, batch)
+				cs := make([]command.Command, batch)
 				for i := range cs {
 					k := fmt.Appendf(nil, "k:%06d", b*batch+i)
-					cs[i] = Command{Type: TypeKVSet, Key: k, Value: []byte("first"), Mode: SetNX, ReqID: src.next(h.clock)}
+					cs[i] = command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("first"), Mode: command.SetNX, ReqID: src.next(h.clock)}
 					if i%31 == 0 {
 						first = append(first, sent{cs[i].ReqID, k, cs[i].Value})
 					}
 				}
 				for i, r := range h.applyBatch(cs...) {
-					if r.Code != CodeCreated {
+					if r.Code != command.CodeCreated {
 						t.Fatalf("batch %d command %d: %+v", b, i, r)
 					}
 				}
@@ -104,15 +106,15 @@ func TestMemoryOfOrderedIDs(t *testing.T) {
 			// bump its version if applied again.
 			h.advance(time.Minute)
 			for _, s := range first {
-				del := h.apply(Command{Type: TypeKVDelete, Key: s.key, ReqID: src.next(h.clock)})
-				if del.Code != CodeOK {
+				del := h.apply(command.Command{Type: command.TypeKVDelete, Key: s.key, ReqID: src.next(h.clock)})
+				if del.Code != command.CodeOK {
 					t.Fatalf("delete %s: %+v", s.key, del)
 				}
-				r := h.apply(Command{Type: TypeKVSet, Key: s.key, Value: []byte("retry"), Mode: SetNX, ReqID: s.id})
-				if r.Code != CodeCreated {
+				r := h.apply(command.Command{Type: command.TypeKVSet, Key: s.key, Value: []byte("retry"), Mode: command.SetNX, ReqID: s.id})
+				if r.Code != command.CodeCreated {
 					t.Fatalf("retry of %x = %+v, want the first attempt's Created", s.id, r)
 				}
-				if e, err := h.f.KV(s.key, h.now()); err != ErrNotFound {
+				if e, err := h.f.KV(s.key, h.now()); err != command.ErrNotFound {
 					t.Fatalf("retry of %x applied again: %s = %q, %v", s.id, s.key, e.Value, err)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -21,18 +22,20 @@ import (
 //     in the first attempt's place (the revision counter and the request-id
 //     table included), and the retry answers what applying it now answers.
 func TestRetryAfterEachCommand(t *testing.T) {
-	k, rk, tk := []byte("k"), RecordKey("pay", "u1", "r"), TokenKey("form", "t")
-	set := func(v string) Command { return Command{Type: TypeKVSet, Key: k, Value: []byte(v)} }
-	setTTL := Command{Type: TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Hour}
-	del := Command{Type: TypeKVDelete, Key: k}
-	persist := Command{Type: TypeKVExpire, Key: k}
-	begin := Command{Type: TypeRecordBegin, Key: rk, Value: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}
-	release := Command{Type: TypeRecordRelease, Key: rk}
-	issue := Command{Type: TypeTokenIssue, Key: tk, TTL: time.Hour}
-	consume := Command{Type: TypeTokenConsume, Key: tk}
-	digest := DigestKey("pay", "u1", []byte("digest"))
-	suspectBegin := func(key string, flags byte) Command {
-		return Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", key), TTL: time.Hour, Flags: flags,
+	k, rk, tk := []byte("k"), command.RecordKey("pay", "u1", "r"), command.TokenKey("form", "t")
+	set := func(v string) command.Command {
+		return command.Command{Type: command.TypeKVSet, Key: k, Value: []byte(v)}
+	}
+	setTTL := command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a"), TTL: time.Hour}
+	del := command.Command{Type: command.TypeKVDelete, Key: k}
+	persist := command.Command{Type: command.TypeKVExpire, Key: k}
+	begin := command.Command{Type: command.TypeRecordBegin, Key: rk, Value: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}
+	release := command.Command{Type: command.TypeRecordRelease, Key: rk}
+	issue := command.Command{Type: command.TypeTokenIssue, Key: tk, TTL: time.Hour}
+	consume := command.Command{Type: command.TypeTokenConsume, Key: tk}
+	digest := command.DigestKey("pay", "u1", []byte("digest"))
+	suspectBegin := func(key string, flags byte) command.Command {
+		return command.Command{Type: command.TypeRecordBegin, Key: command.RecordKey("pay", "u1", key), TTL: time.Hour, Flags: flags,
 			DigestKey: digest, Window: time.Hour}
 	}
 	// fence is filled in with the first begin's fence (the record's
@@ -41,84 +44,84 @@ func TestRetryAfterEachCommand(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		setup   []Command
-		first   Command
-		code    Code // the first attempt's
-		between []Command
-		retry   Code   // a no-effect command's re-applied answer
-		value   string // and its value, if any
+		setup   []command.Command
+		first   command.Command
+		code    command.Code // the first attempt's
+		between []command.Command
+		retry   command.Code // a no-effect command's re-applied answer
+		value   string       // and its value, if any
 	}{
 		// KV
-		{name: "set", first: set("a"), code: CodeCreated, between: []Command{set("b")}},
-		{name: "setnx created", first: Command{Type: TypeKVSet, Key: k, Value: []byte("a"), Mode: SetNX}, code: CodeCreated,
-			between: []Command{del}},
-		{name: "setnx refused", setup: []Command{set("a")}, first: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX},
-			code: CodeExists, between: []Command{del}, retry: CodeCreated},
-		{name: "setnx refused, nothing changed", setup: []Command{set("a")}, first: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetNX},
-			code: CodeExists, retry: CodeExists, value: "a"},
-		{name: "compare-and-set refused", setup: []Command{set("a")}, first: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetCAS},
-			code: CodeVersionMismatch, between: []Command{del}, retry: CodeCreated},
-		{name: "set xx refused", first: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Mode: SetXX},
-			code: CodeNotFound, between: []Command{set("a")}, retry: CodeOK},
-		{name: "set get", setup: []Command{set("a")}, first: Command{Type: TypeKVSet, Key: k, Value: []byte("b"), Flags: FlagReturnOld},
-			code: CodeOK, between: []Command{set("c")}},
-		{name: "getdel", setup: []Command{set("a")}, first: Command{Type: TypeKVGetDel, Key: k}, code: CodeOK,
-			between: []Command{set("b")}},
-		{name: "getdel of a missing key", first: Command{Type: TypeKVGetDel, Key: k}, code: CodeNotFound,
-			between: []Command{set("b")}, retry: CodeOK, value: "b"},
-		{name: "compare-and-delete refused", setup: []Command{set("a")}, first: Command{Type: TypeKVDelete, Key: k, Version: 99},
-			code: CodeVersionMismatch, between: []Command{set("b")}, retry: CodeVersionMismatch},
-		{name: "del", setup: []Command{set("a")}, first: del, code: CodeOK, between: []Command{set("b")}},
-		{name: "incr", setup: []Command{set("1")}, first: Command{Type: TypeKVIncr, Key: k, Value: []byte("2")}, code: CodeOK,
-			between: []Command{set("10")}},
-		{name: "incr of a non-integer", setup: []Command{set("x")}, first: Command{Type: TypeKVIncr, Key: k, Value: []byte("2")},
-			code: CodeNotInteger, between: []Command{set("1")}, retry: CodeOK, value: "3"},
-		{name: "incr past the range", setup: []Command{set("9223372036854775807")}, first: Command{Type: TypeKVIncr, Key: k, Value: []byte("1")},
-			code: CodeOverflow, between: []Command{set("1")}, retry: CodeOK, value: "2"},
-		{name: "expire", setup: []Command{set("a")}, first: Command{Type: TypeKVExpire, Key: k, TTL: time.Hour}, code: CodeOK,
-			between: []Command{persist}},
-		{name: "expire refused", setup: []Command{setTTL}, first: Command{Type: TypeKVExpire, Key: k, TTL: time.Minute, Flags: FlagExpireNX},
-			code: CodeUnchanged, between: []Command{persist}, retry: CodeOK},
-		{name: "expire of a missing key", first: Command{Type: TypeKVExpire, Key: k, TTL: time.Hour}, code: CodeNotFound,
-			between: []Command{set("a")}, retry: CodeOK},
-		{name: "expire now", setup: []Command{set("a")}, first: Command{Type: TypeKVExpire, Key: k, Flags: FlagExpireNow}, code: CodeOK,
-			between: []Command{set("b")}},
+		{name: "set", first: set("a"), code: command.CodeCreated, between: []command.Command{set("b")}},
+		{name: "setnx created", first: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("a"), Mode: command.SetNX}, code: command.CodeCreated,
+			between: []command.Command{del}},
+		{name: "setnx refused", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetNX},
+			code: command.CodeExists, between: []command.Command{del}, retry: command.CodeCreated},
+		{name: "setnx refused, nothing changed", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetNX},
+			code: command.CodeExists, retry: command.CodeExists, value: "a"},
+		{name: "compare-and-set refused", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetCAS},
+			code: command.CodeVersionMismatch, between: []command.Command{del}, retry: command.CodeCreated},
+		{name: "set xx refused", first: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Mode: command.SetXX},
+			code: command.CodeNotFound, between: []command.Command{set("a")}, retry: command.CodeOK},
+		{name: "set get", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVSet, Key: k, Value: []byte("b"), Flags: command.FlagReturnOld},
+			code: command.CodeOK, between: []command.Command{set("c")}},
+		{name: "getdel", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeOK,
+			between: []command.Command{set("b")}},
+		{name: "getdel of a missing key", first: command.Command{Type: command.TypeKVGetDel, Key: k}, code: command.CodeNotFound,
+			between: []command.Command{set("b")}, retry: command.CodeOK, value: "b"},
+		{name: "compare-and-delete refused", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVDelete, Key: k, Version: 99},
+			code: command.CodeVersionMismatch, between: []command.Command{set("b")}, retry: command.CodeVersionMismatch},
+		{name: "del", setup: []command.Command{set("a")}, first: del, code: command.CodeOK, between: []command.Command{set("b")}},
+		{name: "incr", setup: []command.Command{set("1")}, first: command.Command{Type: command.TypeKVIncr, Key: k, Value: []byte("2")}, code: command.CodeOK,
+			between: []command.Command{set("10")}},
+		{name: "incr of a non-integer", setup: []command.Command{set("x")}, first: command.Command{Type: command.TypeKVIncr, Key: k, Value: []byte("2")},
+			code: command.CodeNotInteger, between: []command.Command{set("1")}, retry: command.CodeOK, value: "3"},
+		{name: "incr past the range", setup: []command.Command{set("9223372036854775807")}, first: command.Command{Type: command.TypeKVIncr, Key: k, Value: []byte("1")},
+			code: command.CodeOverflow, between: []command.Command{set("1")}, retry: command.CodeOK, value: "2"},
+		{name: "expire", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVExpire, Key: k, TTL: time.Hour}, code: command.CodeOK,
+			between: []command.Command{persist}},
+		{name: "expire refused", setup: []command.Command{setTTL}, first: command.Command{Type: command.TypeKVExpire, Key: k, TTL: time.Minute, Flags: command.FlagExpireNX},
+			code: command.CodeUnchanged, between: []command.Command{persist}, retry: command.CodeOK},
+		{name: "expire of a missing key", first: command.Command{Type: command.TypeKVExpire, Key: k, TTL: time.Hour}, code: command.CodeNotFound,
+			between: []command.Command{set("a")}, retry: command.CodeOK},
+		{name: "expire now", setup: []command.Command{set("a")}, first: command.Command{Type: command.TypeKVExpire, Key: k, Flags: command.FlagExpireNow}, code: command.CodeOK,
+			between: []command.Command{set("b")}},
 		// Records
-		{name: "begin", first: begin, code: CodeCreated, between: []Command{release}},
-		{name: "begin of a begun record", setup: []Command{begin}, first: begin, code: CodeExists,
-			between: []Command{release}, retry: CodeCreated},
-		{name: "begin refused as a suspect", setup: []Command{suspectBegin("one", 0)}, first: suspectBegin("two", FlagRejectSuspect),
-			code: CodeSuspect},
-		{name: "begin reporting a suspect", setup: []Command{suspectBegin("one", 0)}, first: suspectBegin("two", 0),
-			code: CodeCreated, between: []Command{{Type: TypeRecordRelease, Key: RecordKey("pay", "u1", "two")}}},
-		{name: "complete", setup: []Command{begin}, first: Command{Type: TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 200, Body: []byte("x")},
-			code: CodeOK, between: []Command{release, begin}},
-		{name: "complete by a stale owner", setup: []Command{begin}, first: Command{Type: TypeRecordComplete, Key: rk, Fence: 12345, Status: 200},
-			code: CodeFenceMismatch, retry: CodeFenceMismatch},
-		{name: "complete of a missing record", first: Command{Type: TypeRecordComplete, Key: rk, Fence: 1, Status: 200},
-			code: CodeNotFound, between: []Command{begin}, retry: CodeFenceMismatch},
-		{name: "complete twice", setup: []Command{begin, {Type: TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 200}},
-			first: Command{Type: TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 201}, code: CodeWrongState, retry: CodeWrongState},
-		{name: "release", setup: []Command{begin}, first: release, code: CodeOK, between: []Command{begin}},
-		{name: "release of a missing record", first: release, code: CodeNotFound, between: []Command{begin}, retry: CodeOK},
+		{name: "begin", first: begin, code: command.CodeCreated, between: []command.Command{release}},
+		{name: "begin of a begun record", setup: []command.Command{begin}, first: begin, code: command.CodeExists,
+			between: []command.Command{release}, retry: command.CodeCreated},
+		{name: "begin refused as a suspect", setup: []command.Command{suspectBegin("one", 0)}, first: suspectBegin("two", command.FlagRejectSuspect),
+			code: command.CodeSuspect},
+		{name: "begin reporting a suspect", setup: []command.Command{suspectBegin("one", 0)}, first: suspectBegin("two", 0),
+			code: command.CodeCreated, between: []command.Command{{Type: command.TypeRecordRelease, Key: command.RecordKey("pay", "u1", "two")}}},
+		{name: "complete", setup: []command.Command{begin}, first: command.Command{Type: command.TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 200, Body: []byte("x")},
+			code: command.CodeOK, between: []command.Command{release, begin}},
+		{name: "complete by a stale owner", setup: []command.Command{begin}, first: command.Command{Type: command.TypeRecordComplete, Key: rk, Fence: 12345, Status: 200},
+			code: command.CodeFenceMismatch, retry: command.CodeFenceMismatch},
+		{name: "complete of a missing record", first: command.Command{Type: command.TypeRecordComplete, Key: rk, Fence: 1, Status: 200},
+			code: command.CodeNotFound, between: []command.Command{begin}, retry: command.CodeFenceMismatch},
+		{name: "complete twice", setup: []command.Command{begin, {Type: command.TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 200}},
+			first: command.Command{Type: command.TypeRecordComplete, Key: rk, Fence: fenceOfBegin, Status: 201}, code: command.CodeWrongState, retry: command.CodeWrongState},
+		{name: "release", setup: []command.Command{begin}, first: release, code: command.CodeOK, between: []command.Command{begin}},
+		{name: "release of a missing record", first: release, code: command.CodeNotFound, between: []command.Command{begin}, retry: command.CodeOK},
 		// Tokens
-		{name: "issue", first: issue, code: CodeCreated, between: []Command{consume}},
-		{name: "issue of an issued token", setup: []Command{issue}, first: issue, code: CodeExists,
-			between: []Command{consume}, retry: CodeCreated},
-		{name: "consume", setup: []Command{issue}, first: consume, code: CodeOK, between: []Command{issue}},
-		{name: "consume of a missing token", first: consume, code: CodeNotFound, between: []Command{issue}, retry: CodeOK},
+		{name: "issue", first: issue, code: command.CodeCreated, between: []command.Command{consume}},
+		{name: "issue of an issued token", setup: []command.Command{issue}, first: issue, code: command.CodeExists,
+			between: []command.Command{consume}, retry: command.CodeCreated},
+		{name: "consume", setup: []command.Command{issue}, first: consume, code: command.CodeOK, between: []command.Command{issue}},
+		{name: "consume of a missing token", first: consume, code: command.CodeNotFound, between: []command.Command{issue}, retry: command.CodeOK},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			id := reqID(42)
 			a, twin := newHarness(t), newHarness(t)
 			var fence uint64
-			both := func(c Command) (*Result, *Result) {
+			both := func(c command.Command) (*command.Result, *command.Result) {
 				if c.Fence == fenceOfBegin {
 					c.Fence = fence
 				}
 				ra, rb := a.apply(c), twin.apply(c)
-				if c.Type == TypeRecordBegin && fence == 0 {
+				if c.Type == command.TypeRecordBegin && fence == 0 {
 					fence = ra.Fence
 				}
 				a.advance(time.Millisecond)
@@ -138,7 +141,7 @@ func TestRetryAfterEachCommand(t *testing.T) {
 			if effect {
 				twin.apply(first)
 			} else {
-				twin.apply(Command{Type: TypeNoop})
+				twin.apply(command.Command{Type: command.TypeNoop})
 			}
 			a.advance(time.Millisecond)
 			twin.advance(time.Millisecond)
@@ -153,7 +156,7 @@ func TestRetryAfterEachCommand(t *testing.T) {
 			}
 			r2 := a.apply(first)
 			if effect {
-				twin.apply(Command{Type: TypeNoop})
+				twin.apply(command.Command{Type: command.TypeNoop})
 				if !bytes.Equal(r2.Encode(nil), r1.Encode(nil)) {
 					t.Fatalf("retry = %+v, want the first attempt's %+v", r2, r1)
 				}
@@ -184,14 +187,14 @@ func TestRetryAfterEachCommand(t *testing.T) {
 // previous encoding's no-effect entries read as not remembered, as this
 // build never stores them.
 func TestRememberedEncodings(t *testing.T) {
-	results := []*Result{
-		{Code: CodeOK},
-		{Code: CodeCreated, Version: 1 << 40, ExpiresAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()},
-		{Code: CodeOK, Version: 7, Value: bytes.Repeat([]byte("v"), 300)},
-		{Code: CodeCreated, Fence: 99, ExpiresAt: -5, Suspect: []byte("pay\x00u1\x00earlier")},
-		{Code: CodeSuspect, Suspect: []byte("s")},
-		{Code: CodeStorage},
-		{Code: CodeOK, Fence: 3, Record: &Record{State: StateCompleted, Fence: 3, Status: 200, Body: []byte("b"), Headers: []Header{{Name: []byte("A"), Value: []byte("b")}}}},
+	results := []*command.Result{
+		{Code: command.CodeOK},
+		{Code: command.CodeCreated, Version: 1 << 40, ExpiresAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()},
+		{Code: command.CodeOK, Version: 7, Value: bytes.Repeat([]byte("v"), 300)},
+		{Code: command.CodeCreated, Fence: 99, ExpiresAt: -5, Suspect: []byte("pay\x00u1\x00earlier")},
+		{Code: command.CodeSuspect, Suspect: []byte("s")},
+		{Code: command.CodeStorage},
+		{Code: command.CodeOK, Fence: 3, Record: &command.Record{State: command.StateCompleted, Fence: 3, Status: 200, Body: []byte("b"), Headers: []command.Header{{Name: []byte("A"), Value: []byte("b")}}}},
 	}
 	for _, r := range results {
 		want := r.Encode(nil)
@@ -207,10 +210,10 @@ func TestRememberedEncodings(t *testing.T) {
 	}
 	// Every no-effect entry of the previous encoding reads as absent.
 	h := newHarness(t)
-	gone := []*Result{{Code: CodeExists, Value: []byte("existing value")}, {Code: codeReread}, {Code: CodeVersionMismatch, Version: 3}}
+	gone := []*command.Result{{Code: command.CodeExists, Value: []byte("existing value")}, {Code: codeReread}, {Code: command.CodeVersionMismatch, Version: 3}}
 	err := h.f.db.Update(func(tx *bolt.Tx) error {
 		a := applier{f: h.f, now: h.clock}
-		if err := a.remember(tx, reqID(1), &Result{Code: CodeOK}); err != nil { // opens the generation
+		if err := a.remember(tx, reqID(1), &command.Result{Code: command.CodeOK}); err != nil { // opens the generation
 			return err
 		}
 		for i, r := range gone {
@@ -235,10 +238,14 @@ func TestRememberedEncodings(t *testing.T) {
 			t.Errorf("LookupRequest of a stored %v = %+v, %v, %v; want not remembered", gone[i].Code, r, ok, err)
 		}
 	}
-	if r := h.apply(Command{Type: TypeKVSet, ReqID: reqID(10), Key: []byte("k"), Value: []byte("v"), Mode: SetNX}); r.Code != CodeCreated {
+	if r := h.apply(command.Command{Type: command.TypeKVSet, ReqID: reqID(10), Key: []byte("k"), Value: []byte("v"), Mode: command.SetNX}); r.Code != command.CodeCreated {
 		t.Errorf("retry of a refused SETNX stored by the previous build = %+v, want it applied afresh", r)
 	}
-	for _, bad := range [][]byte{{}, {0x80}, {0x80 | rememberedValue, 0, 5, 'a'}, {0xC0, 0}, {0x80, byte(codeEnd)}, {1, 2, 3}, {0x80, 0, 0}} {
+	unknown := command.Code(0) // the first code this build does not know
+	for unknown.Known() {
+		unknown++
+	}
+	for _, bad := range [][]byte{{}, {0x80}, {0x80 | rememberedValue, 0, 5, 'a'}, {0xC0, 0}, {0x80, byte(unknown)}, {1, 2, 3}, {0x80, 0, 0}} {
 		if r, err := decodeRemembered(bad); err == nil {
 			t.Errorf("decodeRemembered(%x) = %+v, want an error", bad, r)
 		}
@@ -253,9 +260,9 @@ func binary64(v uint64) []byte {
 // id, decoding them is an error or a result that encodes back to the same
 // answer, never a panic.
 func FuzzDecodeRemembered(f *testing.F) {
-	f.Add(appendRemembered(nil, &Result{Code: CodeOK, Version: 9, ExpiresAt: 1 << 60, Value: []byte("v")}))
-	f.Add(appendRemembered(nil, &Result{Code: CodeCreated, Fence: 3, Suspect: []byte("s"), Record: &Record{State: StateInFlight}}))
-	f.Add((&Result{Code: CodeOK, Value: []byte("old")}).Encode(binary64(42)))
+	f.Add(appendRemembered(nil, &command.Result{Code: command.CodeOK, Version: 9, ExpiresAt: 1 << 60, Value: []byte("v")}))
+	f.Add(appendRemembered(nil, &command.Result{Code: command.CodeCreated, Fence: 3, Suspect: []byte("s"), Record: &command.Record{State: command.StateInFlight}}))
+	f.Add((&command.Result{Code: command.CodeOK, Value: []byte("old")}).Encode(binary64(42)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeRemembered(b)
 		if err != nil || r.Code == codeReread { // the previous build's marker: read as absent

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -34,15 +35,15 @@ func BenchmarkRememberedWrites(b *testing.B) {
 			const batch = 32
 			var n int
 			apply := func() {
-				cs := make([]Command, batch)
+				cs := make([]command.Command, batch)
 				for i := range cs {
 					n++
-					cs[i] = Command{Type: TypeKVSet, Key: fmt.Appendf(nil, "k:%012d", n), Value: []byte("owner-token-1234"),
-						TTL: time.Minute, Mode: SetNX, ReqID: src.next(h.clock)}
+					cs[i] = command.Command{Type: command.TypeKVSet, Key: fmt.Appendf(nil, "k:%012d", n), Value: []byte("owner-token-1234"),
+						TTL: time.Minute, Mode: command.SetNX, ReqID: src.next(h.clock)}
 				}
 				h.clock += int64(batch * 50 * time.Microsecond)
 				for i, r := range f.Apply(h.batch(cs...)).(Results) {
-					if r.Code != CodeCreated {
+					if r.Code != command.CodeCreated {
 						b.Fatalf("command %d: %+v", i, r)
 					}
 				}

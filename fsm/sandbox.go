@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"fmt"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // Sandbox runs a script's KV commands against a node's applied state
@@ -13,29 +15,29 @@ import (
 // goroutine uses a Sandbox.
 type Sandbox struct {
 	a      applier
-	base   func(key []byte) (KVEntry, bool, error)
+	base   func(key []byte) (command.KVEntry, bool, error)
 	seen   map[string]*slot
-	reads  []ScriptRead
+	reads  []command.ScriptRead
 	writes [][]byte
 	err    error // base's first error
 }
 
 // slot is a key's entry in the overlay.
 type slot struct {
-	e  KVEntry
+	e  command.KVEntry
 	ok bool
 }
 
 // NewSandbox returns a sandbox over base at now (unix nanoseconds, the
 // script's clock: not later than the time base filters expiry at).
-func NewSandbox(now int64, base func(key []byte) (KVEntry, bool, error)) *Sandbox {
+func NewSandbox(now int64, base func(key []byte) (command.KVEntry, bool, error)) *Sandbox {
 	s := &Sandbox{base: base, seen: map[string]*slot{}}
 	s.a = applier{now: now, recordDelta: &[4]int64{}, expiredDelta: &[8]int64{}}
 	return s
 }
 
 // get is kvStore's: the overlay, or base the first time (recorded).
-func (s *Sandbox) get(key []byte) (KVEntry, bool) {
+func (s *Sandbox) get(key []byte) (command.KVEntry, bool) {
 	if sl, ok := s.seen[string(key)]; ok {
 		return sl.e, sl.ok
 	}
@@ -44,7 +46,7 @@ func (s *Sandbox) get(key []byte) (KVEntry, bool) {
 		s.err = err
 	}
 	e = e.Clone()
-	r := ScriptRead{Key: clone(key), Live: ok}
+	r := command.ScriptRead{Key: clone(key), Live: ok}
 	if ok {
 		r.Version, r.ExpiresAt = e.Version, e.ExpiresAt
 	}
@@ -53,22 +55,22 @@ func (s *Sandbox) get(key []byte) (KVEntry, bool) {
 	return e, ok
 }
 
-func (s *Sandbox) put(key []byte, e *KVEntry, _ KVEntry, _ bool) error {
+func (s *Sandbox) put(key []byte, e *command.KVEntry, _ command.KVEntry, _ bool) error {
 	s.seen[string(key)] = &slot{e: e.Clone(), ok: true}
 	return nil
 }
 
-func (s *Sandbox) del(key []byte, _ KVEntry) error {
+func (s *Sandbox) del(key []byte, _ command.KVEntry) error {
 	s.seen[string(key)] = &slot{}
 	return nil
 }
 
 // KV returns the key's entry as the script sees it: its own writes, else
 // the node's state; false when it is not live at the sandbox's clock.
-func (s *Sandbox) KV(key []byte) (KVEntry, bool, error) {
+func (s *Sandbox) KV(key []byte) (command.KVEntry, bool, error) {
 	e, ok, _ := s.a.liveKV(s, key)
 	if s.err != nil {
-		return KVEntry{}, false, s.err
+		return command.KVEntry{}, false, s.err
 	}
 	return e.Clone(), ok, nil
 }
@@ -77,18 +79,18 @@ func (s *Sandbox) KV(key []byte) (KVEntry, bool, error) {
 // overlay and returns its result, as the state machine will answer it
 // when the effects apply. A command a script cannot make, or an invalid
 // one, is an error (ErrBadCommand); so is base's failure to read.
-func (s *Sandbox) Apply(c *Command) (*Result, error) {
+func (s *Sandbox) Apply(c *command.Command) (*command.Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	sp := spec(c.Type)
 	if sp.kv == nil {
-		return nil, fmt.Errorf("%w: a script cannot make a %s", ErrBadCommand, c.Type)
+		return nil, fmt.Errorf("%w: a script cannot make a %s", command.ErrBadCommand, c.Type)
 	}
 	// What the log will carry, decoded: the sandbox applies exactly that.
 	w := c.Encode(nil)
-	var cmd Command
-	if err := Decode(w, &cmd); err != nil {
+	var cmd command.Command
+	if err := command.Decode(w, &cmd); err != nil {
 		return nil, err
 	}
 	r := sp.kv(&s.a, s, &cmd, 0)
@@ -96,7 +98,7 @@ func (s *Sandbox) Apply(c *Command) (*Result, error) {
 		return nil, s.err
 	}
 	// A refusal changed nothing: the reads recorded hold it.
-	if r.Code == CodeOK || r.Code == CodeCreated {
+	if r.Code == command.CodeOK || r.Code == command.CodeCreated {
 		s.writes = append(s.writes, w)
 	}
 	return r.Clone(), nil
@@ -124,9 +126,9 @@ func (s *Sandbox) Unchanged() (bool, error) {
 
 // Effects is the log entry of what the script did (TypeScriptEffects); nil
 // when it wrote nothing.
-func (s *Sandbox) Effects() *Command {
+func (s *Sandbox) Effects() *command.Command {
 	if !s.Wrote() {
 		return nil
 	}
-	return &Command{Type: TypeScriptEffects, Body: encodeEffects(s.a.now, s.reads, s.writes)}
+	return &command.Command{Type: command.TypeScriptEffects, Body: encodeEffects(s.a.now, s.reads, s.writes)}
 }

@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -44,9 +45,9 @@ func BenchmarkApplyAtScale(b *testing.B) {
 			syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				cmds = append(cmds, l.command(&Command{Type: TypeKVSet, Mode: SetNX, Key: []byte(fmt.Sprintf("new-%010d", i)), Value: value, TTL: 24 * time.Hour}))
+				cmds = append(cmds, l.command(&command.Command{Type: command.TypeKVSet, Mode: command.SetNX, Key: []byte(fmt.Sprintf("new-%010d", i)), Value: value, TTL: 24 * time.Hour}))
 				if len(cmds) == perEntry || i == b.N-1 {
-					l.check(l.apply(cmds), CodeCreated)
+					l.check(l.apply(cmds), command.CodeCreated)
 					cmds = cmds[:0]
 				}
 			}
@@ -104,7 +105,7 @@ func BenchmarkExpireDueAtScale(b *testing.B) {
 				if err != nil || len(due) != sizeBatch {
 					b.Fatalf("%d due entries (%v), want %d", len(due), err, sizeBatch)
 				}
-				l.check(l.apply([][]byte{l.command(ExpireCommand(due))}), CodeOK)
+				l.check(l.apply([][]byte{l.command(command.ExpireCommand(due))}), command.CodeOK)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*sizeBatch), "ns/key")

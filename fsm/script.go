@@ -16,13 +16,13 @@ var encodeEffects = command.EncodeEffects
 
 // The row's apply reads the table (the nested commands' rows): set here,
 // once it is built.
-func init() { commands[TypeScriptEffects].apply = (*applier).scriptEffects }
+func init() { commands[command.TypeScriptEffects].apply = (*applier).scriptEffects }
 
 // scriptEffects is TypeScriptEffects's apply (see the top of this file).
-func (a *applier) scriptEffects(tx *bolt.Tx, c *Command, rev uint64) *Result {
+func (a *applier) scriptEffects(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
 	e, err := command.DecodeEffects(c.Body)
 	if err != nil {
-		return &Result{Code: CodeBadCommand}
+		return &command.Result{Code: command.CodeBadCommand}
 	}
 	kv := boltKV{a, tx}
 	// At the state machine's clock: a key the script saw live must be
@@ -33,10 +33,10 @@ func (a *applier) scriptEffects(tx *bolt.Tx, c *Command, rev uint64) *Result {
 	for _, r := range e.Reads {
 		cur, live, err := a.liveKV(kv, r.Key)
 		if err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 		if (live != r.Live || (live && (cur.Version != r.Version || cur.ExpiresAt != r.ExpiresAt))) && !mutantScriptNoReadCheck {
-			return &Result{Code: CodeConflict}
+			return &command.Result{Code: command.CodeConflict}
 		}
 	}
 	now := a.now
@@ -47,14 +47,14 @@ func (a *applier) scriptEffects(tx *bolt.Tx, c *Command, rev uint64) *Result {
 			rev = a.nextRev(0)
 		}
 		w := &e.Writes[i]
-		if r := commands[w.Type].kv(a, kv, w, rev); r.Code == CodeStorage {
+		if r := commands[w.Type].kv(a, kv, w, rev); r.Code == command.CodeStorage {
 			return r
 		}
 	}
-	return &Result{Code: CodeOK}
+	return &command.Result{Code: command.CodeOK}
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var scriptApplies = applies{
-	TypeScriptEffects: {remembered: true}, // apply reads the table: set by init
+	command.TypeScriptEffects: {remembered: true}, // apply reads the table: set by init
 }

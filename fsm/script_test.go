@@ -5,15 +5,17 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // sandboxOn is a sandbox over h's state machine at its clock, reading as a
 // node reads its applied state.
 func sandboxOn(h *harness) *Sandbox {
-	return NewSandbox(h.clock, func(key []byte) (KVEntry, bool, error) {
+	return NewSandbox(h.clock, func(key []byte) (command.KVEntry, bool, error) {
 		e, err := h.f.KV(key, h.now())
-		if errors.Is(err, ErrNotFound) {
-			return KVEntry{}, false, nil
+		if errors.Is(err, command.ErrNotFound) {
+			return command.KVEntry{}, false, nil
 		}
 		return e, err == nil, err
 	})
@@ -26,20 +28,20 @@ func sandboxOn(h *harness) *Sandbox {
 // another key does not.
 func TestScriptEffects(t *testing.T) {
 	h := newHarness(t)
-	h.apply(Command{Type: TypeKVSet, Key: []byte("lock"), Value: []byte("tok"), TTL: time.Minute})
-	h.apply(Command{Type: TypeKVSet, Key: []byte("n"), Value: []byte("41")})
-	h.apply(Command{Type: TypeKVSet, Key: []byte("gone"), Value: []byte("x"), TTL: time.Millisecond})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("lock"), Value: []byte("tok"), TTL: time.Minute})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("n"), Value: []byte("41")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("gone"), Value: []byte("x"), TTL: time.Millisecond})
 	h.advance(time.Second)
 
-	run := func() (*Sandbox, []*Result) {
+	run := func() (*Sandbox, []*command.Result) {
 		sb := sandboxOn(h)
-		var out []*Result
-		for _, c := range []*Command{
-			KVIncrCommand([]byte("n"), 1),
-			KVExpireCommand([]byte("lock"), 2*time.Minute, FlagExpireGT),
-			KVSetCommand(KVSetRequest{Key: []byte("gone"), Value: []byte("new"), Mode: SetNX}),
-			KVGetDelCommand([]byte("absent"), 0),
-			KVSetCommand(KVSetRequest{Key: []byte("lock"), Value: []byte("other"), Mode: SetNX}), // refused: no write
+		var out []*command.Result
+		for _, c := range []*command.Command{
+			command.KVIncrCommand([]byte("n"), 1),
+			command.KVExpireCommand([]byte("lock"), 2*time.Minute, command.FlagExpireGT),
+			command.KVSetCommand(command.KVSetRequest{Key: []byte("gone"), Value: []byte("new"), Mode: command.SetNX}),
+			command.KVGetDelCommand([]byte("absent"), 0),
+			command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte("other"), Mode: command.SetNX}), // refused: no write
 		} {
 			r, err := sb.Apply(c)
 			if err != nil {
@@ -51,7 +53,7 @@ func TestScriptEffects(t *testing.T) {
 	}
 	ran := h.clock
 	sb, res := run()
-	wantCodes := []Code{CodeOK, CodeOK, CodeCreated, CodeNotFound, CodeExists}
+	wantCodes := []command.Code{command.CodeOK, command.CodeOK, command.CodeCreated, command.CodeNotFound, command.CodeExists}
 	for i, r := range res {
 		if r.Code != wantCodes[i] {
 			t.Fatalf("sandbox result %d = %v, want %v", i, r.Code, wantCodes[i])
@@ -65,9 +67,9 @@ func TestScriptEffects(t *testing.T) {
 	}
 
 	// A write elsewhere does not conflict; the effects apply, at once.
-	h.apply(Command{Type: TypeKVSet, Key: []byte("elsewhere"), Value: []byte("1")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("elsewhere"), Value: []byte("1")})
 	eff := sb.Effects()
-	if r := h.apply(*eff); r.Code != CodeOK {
+	if r := h.apply(*eff); r.Code != command.CodeOK {
 		t.Fatalf("effects = %v, want applied", r.Code)
 	}
 	for key, want := range map[string]string{"n": "42", "gone": "new", "lock": "tok"} {
@@ -81,9 +83,9 @@ func TestScriptEffects(t *testing.T) {
 
 	// Run again, then a conflicting write: nothing of it applies.
 	sb, _ = run()
-	h.apply(Command{Type: TypeKVIncr, Key: []byte("n"), Value: []byte("100")})
+	h.apply(command.Command{Type: command.TypeKVIncr, Key: []byte("n"), Value: []byte("100")})
 	before, _ := h.f.DataHash()
-	if r := h.apply(*sb.Effects()); r.Code != CodeConflict || !errors.Is(r.Err(), ErrConflict) {
+	if r := h.apply(*sb.Effects()); r.Code != command.CodeConflict || !errors.Is(r.Err(), command.ErrConflict) {
 		t.Fatalf("effects after a conflicting write = %v, want CodeConflict", r.Code)
 	}
 	if after, _ := h.f.DataHash(); after != before {
@@ -92,18 +94,18 @@ func TestScriptEffects(t *testing.T) {
 
 	// An expiry change is a change too (it keeps the version).
 	sb, _ = run()
-	h.apply(Command{Type: TypeKVExpire, Key: []byte("lock"), TTL: time.Hour})
-	if r := h.apply(*sb.Effects()); r.Code != CodeConflict {
+	h.apply(command.Command{Type: command.TypeKVExpire, Key: []byte("lock"), TTL: time.Hour})
+	if r := h.apply(*sb.Effects()); r.Code != command.CodeConflict {
 		t.Fatalf("effects after an EXPIRE of a key they read = %v, want CodeConflict", r.Code)
 	}
 
 	// A key seen absent that appears conflicts.
 	sb = sandboxOn(h)
-	if r, _ := sb.Apply(KVSetCommand(KVSetRequest{Key: []byte("fresh"), Value: []byte("a"), Mode: SetNX})); r.Code != CodeCreated {
+	if r, _ := sb.Apply(command.KVSetCommand(command.KVSetRequest{Key: []byte("fresh"), Value: []byte("a"), Mode: command.SetNX})); r.Code != command.CodeCreated {
 		t.Fatalf("SET NX fresh = %v", r.Code)
 	}
-	h.apply(Command{Type: TypeKVSet, Key: []byte("fresh"), Value: []byte("b")})
-	if r := h.apply(*sb.Effects()); r.Code != CodeConflict {
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("fresh"), Value: []byte("b")})
+	if r := h.apply(*sb.Effects()); r.Code != command.CodeConflict {
 		t.Fatalf("effects after the key appeared = %v", r.Code)
 	}
 
@@ -115,7 +117,7 @@ func TestScriptEffects(t *testing.T) {
 	if ok, _ := sb.Unchanged(); !ok {
 		t.Fatal("nothing changed, but Unchanged says it did")
 	}
-	h.apply(Command{Type: TypeKVDelete, Key: []byte("n")})
+	h.apply(command.Command{Type: command.TypeKVDelete, Key: []byte("n")})
 	if ok, _ := sb.Unchanged(); ok {
 		t.Fatal("n was deleted, but Unchanged says nothing changed")
 	}
@@ -123,14 +125,14 @@ func TestScriptEffects(t *testing.T) {
 
 // effectsAfterConflict runs a script's INCR in a sandbox, lets another
 // write change the key, then applies the effects: what they answer.
-func effectsAfterConflict(t *testing.T) (Code, string) {
+func effectsAfterConflict(t *testing.T) (command.Code, string) {
 	h := newHarness(t)
-	h.apply(Command{Type: TypeKVSet, Key: []byte("n"), Value: []byte("1")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("n"), Value: []byte("1")})
 	sb := sandboxOn(h)
-	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
+	if _, err := sb.Apply(command.KVIncrCommand([]byte("n"), 1)); err != nil {
 		t.Fatal(err)
 	}
-	h.apply(Command{Type: TypeKVSet, Key: []byte("n"), Value: []byte("10")})
+	h.apply(command.Command{Type: command.TypeKVSet, Key: []byte("n"), Value: []byte("10")})
 	code := h.apply(*sb.Effects()).Code
 	e, _ := h.f.KV([]byte("n"), h.now())
 	return code, string(e.Value)
@@ -138,7 +140,7 @@ func effectsAfterConflict(t *testing.T) (Code, string) {
 
 // TestScriptEffectsConflict: effects over a changed read apply nothing.
 func TestScriptEffectsConflict(t *testing.T) {
-	if code, v := effectsAfterConflict(t); code != CodeConflict || v != "10" {
+	if code, v := effectsAfterConflict(t); code != command.CodeConflict || v != "10" {
 		t.Fatalf("effects after a conflicting write = %v, n = %q; want CodeConflict, 10", code, v)
 	}
 }
@@ -148,24 +150,24 @@ func TestScriptEffectsConflict(t *testing.T) {
 // and the sandbox refuses such commands.
 func TestScriptEffectsRefused(t *testing.T) {
 	good := scriptSample().Body
-	nested := NoopCommand(nil).Encode(nil)
+	nested := command.NoopCommand(nil).Encode(nil)
 	for name, body := range map[string][]byte{
 		"empty":          nil,
 		"truncated":      good[:len(good)-1],
 		"trailing":       append(bytes.Clone(good), 0),
-		"no clock":       encodeEffects(0, nil, [][]byte{KVDeleteCommand([]byte("k")).Encode(nil)}),
+		"no clock":       encodeEffects(0, nil, [][]byte{command.KVDeleteCommand([]byte("k")).Encode(nil)}),
 		"a noop inside":  encodeEffects(1, nil, [][]byte{nested}),
 		"garbage inside": encodeEffects(1, nil, [][]byte{{2, 9, 9}}),
 		"bad liveness":   {2, 1, 1, 'k', 7, 0, 0, 0},
 	} {
-		c := Command{Type: TypeScriptEffects, Body: body}
-		if err := c.Validate(); !errors.Is(err, ErrBadCommand) {
+		c := command.Command{Type: command.TypeScriptEffects, Body: body}
+		if err := c.Validate(); !errors.Is(err, command.ErrBadCommand) {
 			t.Errorf("%s: Validate = %v, want ErrBadCommand", name, err)
 		}
 	}
-	sb := NewSandbox(1, func([]byte) (KVEntry, bool, error) { return KVEntry{}, false, nil })
-	for _, c := range []*Command{NoopCommand(nil), TokenConsumeCommand([]byte("t")), KVSetCommand(KVSetRequest{Value: []byte("no key")})} {
-		if _, err := sb.Apply(c); !errors.Is(err, ErrBadCommand) {
+	sb := NewSandbox(1, func([]byte) (command.KVEntry, bool, error) { return command.KVEntry{}, false, nil })
+	for _, c := range []*command.Command{command.NoopCommand(nil), command.TokenConsumeCommand([]byte("t")), command.KVSetCommand(command.KVSetRequest{Value: []byte("no key")})} {
+		if _, err := sb.Apply(c); !errors.Is(err, command.ErrBadCommand) {
 			t.Errorf("sandbox Apply(%s) = %v, want ErrBadCommand", c.Type, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 )
 
@@ -38,7 +39,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.db == nil {
-		return nil, ErrStorage
+		return nil, command.ErrStorage
 	}
 	// The snapshot is of a committed state, at the applied index: Raft
 	// compacts the log below it.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -16,9 +17,9 @@ func (h *harness) fill(n int, ttl time.Duration) {
 	h.t.Helper()
 	const perEntry = 256
 	for i := 0; i < n; i += perEntry {
-		var cs []Command
+		var cs []command.Command
 		for j := i; j < min(i+perEntry, n); j++ {
-			cs = append(cs, Command{Type: TypeKVSet, Key: []byte(fmt.Sprintf("key-%08d", j)), Value: bytes.Repeat([]byte{'v'}, 100), TTL: ttl})
+			cs = append(cs, command.Command{Type: command.TypeKVSet, Key: []byte(fmt.Sprintf("key-%08d", j)), Value: bytes.Repeat([]byte{'v'}, 100), TTL: ttl})
 		}
 		h.applyBatch(cs...)
 	}
@@ -48,7 +49,7 @@ func TestSnapshotCarriesLiveDataOnly(t *testing.T) {
 		if len(due) == 0 {
 			break
 		}
-		h.apply(Command{Type: TypeExpire, Entries: due})
+		h.apply(command.Command{Type: command.TypeExpire, Entries: due})
 	}
 	h.fill(2000, 0) // the live data
 	want := h.hash()
@@ -124,7 +125,7 @@ func TestRestoreRefusesDamagedStreams(t *testing.T) {
 	}
 	for name, data := range cases {
 		g := newHarness(t)
-		g.apply(Command{Type: TypeKVSet, Key: []byte("mine"), Value: []byte("kept")})
+		g.apply(command.Command{Type: command.TypeKVSet, Key: []byte("mine"), Value: []byte("kept")})
 		before := g.hash()
 		err := g.f.Restore(io.NopCloser(bytes.NewReader(data)))
 		if name == "body twice" {

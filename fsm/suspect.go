@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -30,7 +31,7 @@ const SuspectLogRetention = 24 * time.Hour
 
 // checkDigest looks up the begin's digest key, remembers this record key
 // under it, and returns the earlier record key if this begin is a suspect.
-func (a *applier) checkDigest(tx *bolt.Tx, c *Command, rev uint64) ([]byte, error) {
+func (a *applier) checkDigest(tx *bolt.Tx, c *command.Command, rev uint64) ([]byte, error) {
 	b := tx.Bucket(bucketDigests)
 	var suspect []byte
 	if v := b.Get(c.DigestKey); len(v) >= 8 {
@@ -46,7 +47,7 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *Command, rev uint64) ([]byte, erro
 		if err := a.logSuspect(tx, c.Key, suspect, rev); err != nil {
 			return nil, err
 		}
-		if c.Flags&FlagRejectSuspect != 0 {
+		if c.Flags&command.FlagRejectSuspect != 0 {
 			return suspect, nil // refused: the earlier key stays remembered
 		}
 	}
@@ -83,8 +84,8 @@ func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, rev uint64) error
 }
 
 // Suspects lists up to limit logged suspects, newest first.
-func (f *FSM) Suspects(limit int) ([]Suspect, error) {
-	var out []Suspect
+func (f *FSM) Suspects(limit int) ([]command.Suspect, error) {
+	var out []command.Suspect
 	err := f.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketSuspect).Cursor()
 		for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
@@ -96,7 +97,7 @@ func (f *FSM) Suspects(limit int) ([]Suspect, error) {
 			if r.err != nil {
 				continue
 			}
-			out = append(out, Suspect{At: int64(getUint64(v[:8])), Key: key, Earlier: r.b}.Clone())
+			out = append(out, command.Suspect{At: int64(getUint64(v[:8])), Key: key, Earlier: r.b}.Clone())
 		}
 		return nil
 	})

@@ -5,6 +5,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -35,44 +36,44 @@ func (a *applier) deleteToken(tx *bolt.Tx, key []byte, exp int64) error {
 	return tx.Bucket(bucketTokens).Delete(key)
 }
 
-func (a *applier) tokenIssue(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) tokenIssue(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	_, ok, err := a.liveToken(tx, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if ok {
-		return &Result{Code: CodeExists}
+		return &command.Result{Code: command.CodeExists}
 	}
 	exp := a.expiry(c.TTL)
 	if exp != 0 {
 		if err := ttl.Put(tx, ttl.KindToken, c.Key, exp); err != nil {
-			return &Result{Code: CodeStorage}
+			return &command.Result{Code: command.CodeStorage}
 		}
 	}
 	if err := tx.Bucket(bucketTokens).Put(c.Key, binary.BigEndian.AppendUint64(nil, uint64(exp))); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeCreated, ExpiresAt: exp}
+	return &command.Result{Code: command.CodeCreated, ExpiresAt: exp}
 }
 
 // tokenConsume is GETDEL on a token: exactly one consume of a live token
 // succeeds.
-func (a *applier) tokenConsume(tx *bolt.Tx, c *Command, _ uint64) *Result {
+func (a *applier) tokenConsume(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
 	exp, ok, err := a.liveToken(tx, c.Key)
 	if err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
 	if !ok {
-		return &Result{Code: CodeNotFound}
+		return &command.Result{Code: command.CodeNotFound}
 	}
 	if err := a.deleteToken(tx, c.Key, exp); err != nil {
-		return &Result{Code: CodeStorage}
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &Result{Code: CodeOK, ExpiresAt: exp}
+	return &command.Result{Code: command.CodeOK, ExpiresAt: exp}
 }
 
 // The applier's rows of this file's commands (commands.go joins them).
 var tokenApplies = applies{
-	TypeTokenIssue:   {remembered: true, apply: (*applier).tokenIssue},
-	TypeTokenConsume: {remembered: true, apply: (*applier).tokenConsume},
+	command.TypeTokenIssue:   {remembered: true, apply: (*applier).tokenIssue},
+	command.TypeTokenConsume: {remembered: true, apply: (*applier).tokenConsume},
 }

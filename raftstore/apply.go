@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -42,7 +42,7 @@ func mapRaftErr(err error) error {
 // (through the coalescer, which may pack it with others into one entry).
 // The returned function waits for the command to be applied here, for ctx,
 // or for the store to close; the channel is closed once its result is in.
-func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, error), <-chan struct{}, error) {
+func (s *Store) proposeLocal(data []byte) (func(context.Context) (*command.Result, error), <-chan struct{}, error) {
 	if s.raft.State() != raft.Leader {
 		return nil, nil, storeapi.ErrNotLeader
 	}
@@ -50,7 +50,7 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 		return nil, nil, fmt.Errorf("%w: %d bytes, the limit is %d", storeapi.ErrTooLarge, len(data), s.cfg.MaxCommandBytes)
 	}
 	if err := s.checkDisk(); err != nil {
-		if t, derr := fsm.PeekType(data); derr != nil || !diskExempt(t) {
+		if t, derr := command.PeekType(data); derr != nil || !diskExempt(t) {
 			return nil, nil, err
 		}
 	}
@@ -58,7 +58,7 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 	if err := s.clock.check(context.Background(), stamp); err != nil {
 		return nil, nil, err
 	}
-	if err := fsm.Stamp(data, stamp); err != nil {
+	if err := command.Stamp(data, stamp); err != nil {
 		return nil, nil, err
 	}
 	return s.coal.enqueue(data)
@@ -68,7 +68,7 @@ func (s *Store) proposeLocal(data []byte) (func(context.Context) (*fsm.Result, e
 // guard refuses writes, as the command table says (sweeps free space; the
 // cluster's own facts are a few bytes, once, and membership safety needs
 // them).
-func diskExempt(t fsm.Type) bool { return t.AllowedWhenDiskLow() }
+func diskExempt(t command.Type) bool { return t.AllowedWhenDiskLow() }
 
 // Apply proposes c (through the leader, wherever it is) and returns its
 // result once applied. A command without a request id gets the one ctx
@@ -76,14 +76,14 @@ func diskExempt(t fsm.Type) bool { return t.AllowedWhenDiskLow() }
 // after a cut connection or a leadership change carries the same id, so the
 // state machine applies it once. A nil error means the command was applied;
 // the Result says how it went (Result.Err).
-func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s *Store) Apply(ctx context.Context, c *command.Command) (*command.Result, error) {
 	if s.refuseRemoved() {
 		return nil, storeapi.ErrRemoved
 	}
 	if err := s.checkDisk(); err != nil && !diskExempt(c.Type) {
 		return nil, err
 	}
-	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
+	if c.ReqID.IsZero() && c.Type != command.TypeNoop {
 		c.ReqID = storeapi.RequestID(ctx)
 	}
 	if err := c.Validate(); err != nil {
@@ -109,14 +109,14 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 			// inside Raft: never re-stamp bytes it may hold.
 			return append([]byte(nil), data...)
 		},
-		func(payload []byte) (*fsm.Result, error) {
+		func(payload []byte) (*command.Result, error) {
 			wait, _, err := s.proposeLocal(payload)
 			if err != nil {
 				return nil, err
 			}
 			return wait(ctx)
 		},
-		fsm.DecodeResult)
+		command.DecodeResult)
 }
 
 // leaderCall runs one request on the leader: locally when this node leads,

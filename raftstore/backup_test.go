@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/backup"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/datadir"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -26,10 +26,10 @@ func putKeys(t *testing.T, c *TestCluster, prefix string, n int) map[string]uint
 		// As a client does: a 503 (an election under way, answered at
 		// once) is retried, under the same request id.
 		ctx := storeapi.WithRequestID(ctxT(t, 20*time.Second), storeapi.RequestID(context.Background()))
-		res, err := c.Store(i%len(c.Cfgs)).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
+		res, err := c.Store(i%len(c.Cfgs)).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
 		for err != nil && storeapi.Unavailable(err) && ctx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
-			res, err = c.Store(i%len(c.Cfgs)).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
+			res, err = c.Store(i%len(c.Cfgs)).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(key), Value: []byte("value-" + key)}))
 		}
 		if err != nil {
 			t.Fatalf("set %s: %v", key, err)
@@ -138,7 +138,7 @@ func TestBackupRestoreNewCluster(t *testing.T) {
 	}
 	dst.WaitConverged(10 * time.Second)
 	// The new cluster never talks to the old one: they share nothing.
-	if _, err := src.Store(0).KV(ctxT(t, 5*time.Second), []byte("after-0"), false); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := src.Store(0).KV(ctxT(t, 5*time.Second), []byte("after-0"), false); !errors.Is(err, command.ErrNotFound) {
 		t.Fatalf("the source cluster sees a key written to the restored one: %v", err)
 	}
 }
@@ -154,7 +154,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 	c.Stop(2)
 	// Without a quorum nothing is written.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if _, err := c.Store(0).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lost"), Value: []byte("x")})); err == nil {
+	if _, err := c.Store(0).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("lost"), Value: []byte("x")})); err == nil {
 		t.Fatal("a write succeeded without a quorum")
 	}
 	cancel()
@@ -200,7 +200,7 @@ func TestRecoverLostQuorum(t *testing.T) {
 			t.Fatalf("after recovery %s = %q v%d, %v; want v%d", key, e.Value, e.Version, err, v)
 		}
 	}
-	if _, err := s.ApplyKV(ctxT(t, 5*time.Second), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("x")})); err != nil {
+	if _, err := s.ApplyKV(ctxT(t, 5*time.Second), command.KVSetCommand(command.KVSetRequest{Key: []byte("after"), Value: []byte("x")})); err != nil {
 		t.Fatalf("write after recovery: %v", err)
 	}
 	servers, _ := s.Servers()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
@@ -42,7 +42,7 @@ func (s *Store) waiting() bool { return !s.hasConfiguration() }
 
 // clusterID is this node's cluster id: the one its state machine applied,
 // else the one of the cluster it waits to join; zero when neither is known.
-func (s *Store) clusterID() fsm.ClusterID {
+func (s *Store) clusterID() command.ClusterID {
 	if id := s.fsm.ClusterID(); !id.IsZero() {
 		return id
 	}
@@ -172,14 +172,14 @@ func (s *Store) giveClusterID(ctx context.Context) {
 		if !s.IsLeader() || !s.fsm.ClusterID().IsZero() {
 			continue
 		}
-		id, err := fsm.NewClusterID()
+		id, err := command.NewClusterID()
 		if err != nil {
 			continue
 		}
 		c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
-		res, err := s.Apply(c, fsm.ClusterIDCommand(id))
+		res, err := s.Apply(c, command.ClusterIDCommand(id))
 		cancel()
-		if err == nil && res.Code == fsm.CodeCreated {
+		if err == nil && res.Code == command.CodeCreated {
 			s.logger.Info("gave the cluster its id", "cluster", id.String())
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
@@ -106,7 +106,7 @@ func TestBootstrapWaitsForEveryNode(t *testing.T) {
 	c.Start(2)
 	c.WaitLeader(20 * time.Second)
 	c.WaitClusterID(10 * time.Second)
-	ids := map[fsm.ClusterID]bool{}
+	ids := map[command.ClusterID]bool{}
 	for i := range c.Cfgs {
 		ids[c.Store(i).FSM().ClusterID()] = true
 	}
@@ -126,12 +126,12 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 	leader := c.WaitLeader(5 * time.Second)
 	ctx := ctxT(t, 60*time.Second)
 	acked := putKeys(t, c, "paid", 20)
-	order := fsm.RecordKey("pay", "alice", "order-42")
-	res, err := c.Store(leader).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
+	order := command.RecordKey("pay", "alice", "order-42")
+	res, err := c.Store(leader).Begin(ctx, command.BeginRequest{Key: order, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Store(leader).Complete(ctx, fsm.CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
+	if err := c.Store(leader).Complete(ctx, command.CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -172,12 +172,12 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 			}
 		}
 		r, err := s.Record(ctx, order, false)
-		if err != nil || r.State != fsm.StateCompleted || string(r.Body) != "charged once" {
+		if err != nil || r.State != command.StateCompleted || string(r.Body) != "charged once" {
 			t.Errorf("%s: order-42 = %+v, %v; want it completed, charged once", s.NodeID(), r, err)
 		}
 	}
-	again, err := c.Store(2).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
-	if err != nil || again.Code == fsm.CodeCreated {
+	again, err := c.Store(2).Begin(ctx, command.BeginRequest{Key: order, TTL: time.Hour})
+	if err != nil || again.Code == command.CodeCreated {
 		t.Errorf("order-42 begun again on a rejoined node: %+v, %v; want the completed record", again, err)
 	}
 }
@@ -186,7 +186,7 @@ func TestWipedNodesNeverSplitARecoveredCluster(t *testing.T) {
 // an attacker's transport holding a certificate of the cluster's CA.
 type tlsLayer struct {
 	cfg     *tls.Config
-	cluster fsm.ClusterID
+	cluster command.ClusterID
 }
 
 func (l tlsLayer) Accept() (net.Conn, error) { select {} }
@@ -252,7 +252,7 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 		t.Fatalf("n5 learned %+v, want the cluster's three voters and id", v)
 	}
 
-	poison := func(name, reason string, src *certs.Source, cluster fsm.ClusterID) {
+	poison := func(name, reason string, src *certs.Source, cluster command.ClusterID) {
 		t.Helper()
 		before := testutil.ToFloat64(n5.members.rejected.WithLabelValues(reason))
 		trans := raft.NewNetworkTransport(tlsLayer{cfg: src.PeerClient("", nil), cluster: cluster}, 1, 2*time.Second, io.Discard)
@@ -263,7 +263,7 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 			{ID: "n2", Address: raft.ServerAddress(c.Cfgs[1].RaftBind), Suffrage: raft.Voter},
 			{ID: "n3", Address: raft.ServerAddress(c.Cfgs[2].RaftBind), Suffrage: raft.Voter},
 			{ID: "n5", Address: raft.ServerAddress(addrs[1]), Suffrage: raft.Voter}}}
-		write := fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("poison-" + name), Value: []byte("x")})
+		write := command.KVSetCommand(command.KVSetRequest{Key: []byte("poison-" + name), Value: []byte("x")})
 		req := &raft.AppendEntriesRequest{
 			RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(src.NodeID()), Addr: []byte("127.0.0.1:1")},
 			Term:      term, PrevLogEntry: 0, PrevLogTerm: 0, LeaderCommitIndex: 2,
@@ -286,8 +286,8 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 	real := c.Store(0).FSM().ClusterID()
 	poison("removed member", "removed_certificate", loadSource(t, dir, dir, "n4"), real)
 	poison("CA-signed stranger", "not_member", loadSource(t, dir, dir, "n9"), real)
-	poison("stranger, no cluster id", "not_member", loadSource(t, dir, dir, "n9"), fsm.ClusterID{})
-	other, _ := fsm.NewClusterID()
+	poison("stranger, no cluster id", "not_member", loadSource(t, dir, dir, "n9"), command.ClusterID{})
+	other, _ := command.NewClusterID()
 	poison("another cluster's member", "cluster_mismatch", loadSource(t, dir, dir, "n1"), other)
 
 	// The admin's routine add: n5 joins the real cluster.
@@ -308,7 +308,7 @@ func TestJoiningNodeCannotBePoisoned(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"removed member", "CA-signed stranger", "stranger, no cluster id", "another cluster's member"} {
-		if _, err := n5.KV(ctx, []byte("poison-"+name), false); !errors.Is(err, fsm.ErrNotFound) {
+		if _, err := n5.KV(ctx, []byte("poison-"+name), false); !errors.Is(err, command.ErrNotFound) {
 			t.Errorf("poison-%s on n5: %v, want not found", name, err)
 		}
 	}

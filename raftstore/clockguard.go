@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -115,7 +115,7 @@ func (s *Store) tick(ctx context.Context) {
 			continue
 		}
 		c, cancel := context.WithTimeout(ctx, s.cfg.ApplyTimeout)
-		s.Apply(c, fsm.NoopCommand(nil))
+		s.Apply(c, command.NoopCommand(nil))
 		cancel()
 	}
 }

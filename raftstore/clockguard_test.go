@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -31,11 +31,11 @@ func TestClockGuardRefusesAJumpedLeader(t *testing.T) {
 	c, skews := skewedCluster(t)
 	ctx := context.Background()
 	leader := c.WaitLeader(10 * time.Second)
-	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("held"), TTL: time.Hour, Mode: fsm.SetNX})); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte("held"), TTL: time.Hour, Mode: command.SetNX})); err != nil {
 		t.Fatal(err)
 	}
 	skews[leader].Store(int64(10 * 365 * 24 * time.Hour))
-	_, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("other"), Value: []byte("x")}))
+	_, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("other"), Value: []byte("x")}))
 	if err == nil {
 		// Leadership may have moved on before the write reached the guard:
 		// then the write was stamped by a sane leader.
@@ -58,7 +58,7 @@ func TestClockGuardRefusesAJumpedLeader(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := c.Store(next).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("y")})); err != nil {
+	if _, err := c.Store(next).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("after"), Value: []byte("y")})); err != nil {
 		t.Fatalf("write on the new leader: %v", err)
 	}
 	for i := 0; i < 3; i++ {
@@ -79,14 +79,14 @@ func TestClockGuardAcceptsWhatAQuorumAgrees(t *testing.T) {
 	c, skews := skewedCluster(t)
 	ctx := context.Background()
 	leader := c.WaitLeader(10 * time.Second)
-	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("a"), Value: []byte("1")})); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("1")})); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range skews {
 		s.Store(int64(2 * time.Hour))
 	}
 	leader = c.WaitLeader(10 * time.Second)
-	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("b"), Value: []byte("2")})); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("b"), Value: []byte("2")})); err != nil {
 		t.Fatalf("a write after the whole cluster's clock moved on: %v", err)
 	}
 	if now := time.Unix(0, c.Store(leader).FSM().Now()); now.Before(time.Now().Add(time.Hour)) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -27,7 +27,7 @@ func TestSETNXRaceOneWinner(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	const racers = 64
 	var wg sync.WaitGroup
-	results := make([]*fsm.Result, racers)
+	results := make([]*command.Result, racers)
 	errs := make([]error, racers)
 	start := make(chan struct{})
 	for i := 0; i < racers; i++ {
@@ -36,7 +36,7 @@ func TestSETNXRaceOneWinner(t *testing.T) {
 			defer wg.Done()
 			<-start
 			s := c.Stores[i%3]
-			results[i], errs[i] = s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("hot"), Value: []byte(fmt.Sprint("v", i)), TTL: time.Minute, Mode: fsm.SetNX}))
+			results[i], errs[i] = s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("hot"), Value: []byte(fmt.Sprint("v", i)), TTL: time.Minute, Mode: command.SetNX}))
 		}(i)
 	}
 	close(start)
@@ -47,7 +47,7 @@ func TestSETNXRaceOneWinner(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("racer %d: %v", i, errs[i])
 		}
-		if r.Code == fsm.CodeCreated {
+		if r.Code == command.CodeCreated {
 			winners++
 			winner = fmt.Sprint("v", i)
 		}
@@ -56,7 +56,7 @@ func TestSETNXRaceOneWinner(t *testing.T) {
 		t.Fatalf("SETNX winners = %d, want exactly 1", winners)
 	}
 	for i, r := range results {
-		if r.Code == fsm.CodeExists && string(r.Value) != winner {
+		if r.Code == command.CodeExists && string(r.Value) != winner {
 			t.Fatalf("loser %d saw value %q, want the winner's %q", i, r.Value, winner)
 		}
 	}
@@ -71,7 +71,7 @@ func TestSETNXRaceOneWinner(t *testing.T) {
 func TestGETDELTokenRaceOneWinner(t *testing.T) {
 	c := StartTestCluster(t, 3, nil)
 	ctx := ctxT(t, 30*time.Second)
-	key := fsm.TokenKey("pay", "tok-1")
+	key := command.TokenKey("pay", "tok-1")
 	if _, err := c.Stores[1].IssueToken(ctx, key, time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestGETDELTokenRaceOneWinner(t *testing.T) {
 			switch {
 			case err == nil:
 				wins.Add(1)
-			case errors.Is(err, fsm.ErrNotFound):
+			case errors.Is(err, command.ErrNotFound):
 				gone.Add(1)
 			default:
 				t.Errorf("consume %d: %v", i, err)
@@ -108,7 +108,7 @@ func TestLinearizableReadOnFollower(t *testing.T) {
 	follower := c.Stores[(leader+1)%3]
 	for i := 0; i < 50; i++ {
 		k := []byte(fmt.Sprint("k", i))
-		if _, err := c.Stores[leader].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v")})); err != nil {
+		if _, err := c.Stores[leader].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: k, Value: []byte("v")})); err != nil {
 			t.Fatal(err)
 		}
 		// Acknowledged on the leader, read at once on a follower.
@@ -158,7 +158,7 @@ func TestLeaderStopMidRun(t *testing.T) {
 				}
 				k, val := fmt.Sprintf("w%d-%d", w, n), fmt.Sprint(n)
 				wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				_, err := s.ApplyKV(wctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte(val), Mode: fsm.SetNX}))
+				_, err := s.ApplyKV(wctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(k), Value: []byte(val), Mode: command.SetNX}))
 				cancel()
 				if err == nil {
 					mu.Lock()
@@ -241,7 +241,7 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 	if err := asker.AddVoter(ctx, c.Cfgs[victim].NodeID, c.Cfgs[victim].RaftBind); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Stores[leader].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("x")})); err != nil {
+	if _, err := c.Stores[leader].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("after"), Value: []byte("x")})); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(20 * time.Second)
@@ -254,7 +254,7 @@ func TestMembershipRemoveAndAdd(t *testing.T) {
 func TestSingleNodeBootstrapsAlone(t *testing.T) {
 	c := StartTestCluster(t, 1, nil)
 	ctx := ctxT(t, 10*time.Second)
-	if _, err := c.Stores[0].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v"), TTL: time.Second, Mode: fsm.SetNX})); err != nil {
+	if _, err := c.Stores[0].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v"), TTL: time.Second, Mode: command.SetNX})); err != nil {
 		t.Fatal(err)
 	}
 	c.Stop(0)
@@ -270,7 +270,7 @@ func TestSweeperExpiresOnLeader(t *testing.T) {
 	c := StartTestCluster(t, 3, func(cfg *Config) { cfg.Sweeper.Interval = 50 * time.Millisecond })
 	ctx := ctxT(t, 30*time.Second)
 	for i := 0; i < 20; i++ {
-		if _, err := c.Stores[i%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("e", i)), Value: []byte("v"), TTL: 100 * time.Millisecond})); err != nil {
+		if _, err := c.Stores[i%3].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("e", i)), Value: []byte("v"), TTL: 100 * time.Millisecond})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,7 +296,7 @@ func TestNoQuorumIsUnavailable(t *testing.T) {
 	c.Stop((leader + 1) % 3)
 	c.Stop((leader + 2) % 3)
 	start := time.Now()
-	_, err := c.Stores[leader].ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
+	_, err := c.Stores[leader].ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 	if !storeapi.Unavailable(err) {
 		t.Fatalf("write without quorum = %v, want an unavailable error", err)
 	}
@@ -316,7 +316,7 @@ func TestRebuildAfterUncleanReboot(t *testing.T) {
 	})
 	ctx := ctxT(t, 60*time.Second)
 	for i := 0; i < 400; i++ {
-		if _, err := c.Stores[i%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})); err != nil {
+		if _, err := c.Stores[i%3].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -329,7 +329,7 @@ func TestRebuildAfterUncleanReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 400; i < 450; i++ { // writes it missed while down
-		if _, err := c.Stores[(victim+1)%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})); err != nil {
+		if _, err := c.Stores[(victim+1)%3].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte(fmt.Sprint(i))})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,7 +367,7 @@ func TestCloseWithAppliesInFlight(t *testing.T) {
 					default:
 					}
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					_, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("w%d-%d", w, i)), Value: []byte("v")}))
+					_, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("w%d-%d", w, i)), Value: []byte("v")}))
 					cancel()
 					if err != nil {
 						return
@@ -402,13 +402,13 @@ func TestInvalidCommandNeverProposed(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := s.Raft().LastIndex()
-	for _, cmd := range []*fsm.Command{
-		fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), TTL: 2562047 * time.Hour}),
-		fsm.KVSetCommand(fsm.KVSetRequest{Key: make([]byte, fsm.MaxStoredKeyLen+1)}),
-		fsm.RecordBeginCommand(fsm.BeginRequest{}),
+	for _, cmd := range []*command.Command{
+		command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), TTL: 2562047 * time.Hour}),
+		command.KVSetCommand(command.KVSetRequest{Key: make([]byte, command.MaxStoredKeyLen+1)}),
+		command.RecordBeginCommand(command.BeginRequest{}),
 		{Type: 200, Key: []byte("k")}, // forged: no such command
 	} {
-		if _, err := s.Apply(ctx, cmd); !errors.Is(err, fsm.ErrBadCommand) {
+		if _, err := s.Apply(ctx, cmd); !errors.Is(err, command.ErrBadCommand) {
 			t.Fatalf("Apply(%s) = %v, want ErrBadCommand", cmd.Type, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -41,7 +42,7 @@ type proposal struct {
 	start    time.Time
 	answered time.Time     // when done was closed
 	done     chan struct{} // closed once res or err is set
-	res      *fsm.Result
+	res      *command.Result
 	err      error
 }
 
@@ -60,7 +61,7 @@ func newCoalescer(s *Store) *coalescer {
 
 // enqueue hands a stamped command to the coalescer and returns the wait
 // for its result, and a channel closed once the wait returns at once.
-func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, error), <-chan struct{}, error) {
+func (c *coalescer) enqueue(data []byte) (func(context.Context) (*command.Result, error), <-chan struct{}, error) {
 	p := &proposal{data: data, start: time.Now(), done: make(chan struct{})}
 	if c.maxCmds == 1 {
 		c.propose([]*proposal{p}, false) // no group commit: one entry per command, as many in flight as come
@@ -71,7 +72,7 @@ func (c *coalescer) enqueue(data []byte) (func(context.Context) (*fsm.Result, er
 			return nil, nil, storeapi.ErrShutdown
 		}
 	}
-	return func(ctx context.Context) (*fsm.Result, error) {
+	return func(ctx context.Context) (*command.Result, error) {
 		select {
 		case <-p.done:
 			measureSince(stageWake, p.answered)
@@ -151,7 +152,7 @@ func (c *coalescer) propose(batch []*proposal, slot bool) {
 		var results fsm.Results
 		if err == nil {
 			switch r := f.Response().(type) {
-			case *fsm.Result:
+			case *command.Result:
 				results = fsm.Results{r}
 			case fsm.Results:
 				results = r

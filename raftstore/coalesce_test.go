@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/idemgate/idemgate/fsm"
 )
 
 // batchStats reads the leader's batch-size histogram: how many entries it
@@ -57,12 +56,12 @@ func setnxLoad(t *testing.T, c *TestCluster, prefix string, clients int, value [
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				res, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("%s%d-%d", prefix, g, i)), Value: value, Mode: fsm.SetNX}))
+				res, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("%s%d-%d", prefix, g, i)), Value: value, Mode: command.SetNX}))
 				cancel()
 				if err != nil {
 					continue // unavailable: not acknowledged
 				}
-				if res.Code != fsm.CodeCreated {
+				if res.Code != command.CodeCreated {
 					t.Errorf("SETNX %s%d-%d answered %v: applied twice", prefix, g, i, res.Code)
 					return
 				}
@@ -166,8 +165,8 @@ func TestForwardedConcurrentApplies(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				res, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("f%d-%d", g, i)), Value: []byte("v"), Mode: fsm.SetNX}))
-				if err != nil || res.Code != fsm.CodeCreated {
+				res, err := f.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("f%d-%d", g, i)), Value: []byte("v"), Mode: command.SetNX}))
+				if err != nil || res.Code != command.CodeCreated {
 					failed.Add(1)
 				}
 			}

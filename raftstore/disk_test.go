@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -24,7 +24,7 @@ func TestDiskGuard(t *testing.T) {
 	leader := c.WaitLeader(5 * time.Second)
 	follower := (leader + 1) % 3
 	set := func(i int, k string) error {
-		_, err := c.Store(i).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte("v")}))
+		_, err := c.Store(i).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(k), Value: []byte("v")}))
 		return err
 	}
 
@@ -75,7 +75,7 @@ func TestDiskGuard(t *testing.T) {
 	survivor := (leader + 2) % 3
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if _, err = c.Store(survivor).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("e"), Value: []byte("v")})); err == nil || !storeapi.Unavailable(err) {
+		if _, err = c.Store(survivor).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("e"), Value: []byte("v")})); err == nil || !storeapi.Unavailable(err) {
 			break
 		}
 	}
@@ -141,7 +141,7 @@ func TestDiskGuardStopIsFinal(t *testing.T) {
 	holdAndStop := func(leader int) (release func(answer error) (storeOpen bool)) {
 		s := c.Store(leader)
 		entered, release := g.arm(s.NodeID())
-		go s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("held"), Value: []byte("v")}))
+		go s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("held"), Value: []byte("v")}))
 		select {
 		case <-entered:
 		case <-ctx.Done():

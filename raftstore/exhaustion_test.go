@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -77,7 +77,7 @@ func TestIdleConnectionFlood(t *testing.T) {
 	follower := (leader + 1) % 3
 	for i := 0; i < 20; i++ {
 		s := c.Store([]int{leader, follower}[i%2])
-		if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("during-", i)), Value: []byte("v")})); err != nil {
+		if _, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("during-", i)), Value: []byte("v")})); err != nil {
 			t.Fatalf("write %d during the flood: %v", i, err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestForwardFrameLimits(t *testing.T) {
 	target := c.Cfgs[leader].RaftBind
 	member := loadSource(t, dir, dir, c.Cfgs[(leader+1)%3].NodeID)
 	open := func() net.Conn {
-		conn, err := dialPeer(target, time.Second, wireForward, fsm.ClusterID{}, member.PeerClient("", nil))
+		conn, err := dialPeer(target, time.Second, wireForward, command.ClusterID{}, member.PeerClient("", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,14 +131,14 @@ func TestForwardFrameLimits(t *testing.T) {
 	conn.Close()
 	// A command over the limit is refused before it is proposed.
 	big := make([]byte, c.Cfgs[leader].MaxCommandBytes)
-	if _, err := c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("big"), Value: big})); err == nil || !strings.Contains(err.Error(), storeapi.ErrTooLarge.Error()) {
+	if _, err := c.Store(leader).ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte("big"), Value: big})); err == nil || !strings.Contains(err.Error(), storeapi.ErrTooLarge.Error()) {
 		t.Errorf("a command over MaxCommandBytes = %v, want ErrTooLarge", err)
 	}
 	// The node still serves. On a loaded machine it may be between two
 	// elections (503 at once, as a client sees): a client retries that.
 	var err error
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_, err = c.Store(leader).ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("v")}))
+		_, err = c.Store(leader).ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte("after"), Value: []byte("v")}))
 		if err == nil || !storeapi.Unavailable(err) || time.Now().After(deadline) {
 			break
 		}
@@ -190,7 +190,7 @@ func TestManyHostsCannotStarveMembers(t *testing.T) {
 	// and their slots free again.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := c.Store(other).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("rejoined"), Value: []byte("v")})); err != nil {
+	if _, err := c.Store(other).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("rejoined"), Value: []byte("v")})); err != nil {
 		t.Fatalf("a write through the restarted follower: %v", err)
 	}
 	c.WaitConverged(10 * time.Second)

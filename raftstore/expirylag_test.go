@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestReadAfterExpiryBeforeLaggingWrite: a compare-and-set stamped by the
@@ -28,8 +28,8 @@ func TestReadAfterExpiryBeforeLaggingWrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	key := []byte("k")
-	res, err := leader.Apply(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("v1"), Mode: fsm.SetNX, TTL: 1500 * time.Millisecond}))
-	if err != nil || res.Code != fsm.CodeCreated {
+	res, err := leader.Apply(ctx, command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("v1"), Mode: command.SetNX, TTL: 1500 * time.Millisecond}))
+	if err != nil || res.Code != command.CodeCreated {
 		t.Fatalf("setnx: %v %+v", err, res)
 	}
 	if err := follower.Barrier(ctx); err != nil {
@@ -43,13 +43,13 @@ func TestReadAfterExpiryBeforeLaggingWrite(t *testing.T) {
 	expiry := time.Unix(0, res.ExpiresAt)
 	time.Sleep(time.Until(expiry.Add(-100 * time.Millisecond)))
 	type casAnswer struct {
-		res *fsm.Result
+		res *command.Result
 		err error
 	}
 	casDone := make(chan casAnswer, 1)
 	go func() {
-		cas := fsm.KVSetRequest{Key: key, Value: []byte("v2"), Mode: fsm.SetCAS, Version: res.Version}
-		r, err := leader.Apply(ctx, fsm.KVSetCommand(cas))
+		cas := command.KVSetRequest{Key: key, Value: []byte("v2"), Mode: command.SetCAS, Version: res.Version}
+		r, err := leader.Apply(ctx, command.KVSetCommand(cas))
 		casDone <- casAnswer{r, err}
 	}()
 	for !time.Now().After(expiry) {
@@ -61,10 +61,10 @@ func TestReadAfterExpiryBeforeLaggingWrite(t *testing.T) {
 		t.Fatalf("cas: %v", cas.err)
 	}
 	t.Logf("read after the expiry: %q %v; the CAS stamped before it: code %d", got.Value, rerr, cas.res.Code)
-	if cas.res.Code == fsm.CodeOK && errors.Is(rerr, fsm.ErrNotFound) {
+	if cas.res.Code == command.CodeOK && errors.Is(rerr, command.ErrNotFound) {
 		t.Fatal("the read found the key expired, then a CAS on its version succeeded")
 	}
-	if rerr != nil && !errors.Is(rerr, fsm.ErrNotFound) {
+	if rerr != nil && !errors.Is(rerr, command.ErrNotFound) {
 		t.Fatalf("read: %v", rerr)
 	}
 }

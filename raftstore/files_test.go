@@ -16,8 +16,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/datadir"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/boltcheck"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
@@ -29,7 +29,7 @@ func TestDataFilesArePrivate(t *testing.T) {
 	c := StartTestCluster(t, 1, nil)
 	s := c.Store(0)
 	for i := 0; i < 20; i++ {
-		if _, err := s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte{byte('a' + i)}, Value: []byte("secret")})); err != nil {
+		if _, err := s.ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte{byte('a' + i)}, Value: []byte("secret")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestOpenDamagedFiles(t *testing.T) {
 	ctx := context.Background()
 	put := func(from, to int) {
 		for i := from; i < to; i++ {
-			if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("k%03d", i)), Value: make([]byte, 300)})); err != nil {
+			if _, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("k%03d", i)), Value: make([]byte, 300)})); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -187,7 +187,7 @@ func TestOpenDamagedFiles(t *testing.T) {
 			}
 			defer st.Close()
 			for i := 0; i < 300; i++ {
-				var e fsm.KVEntry
+				var e command.KVEntry
 				var err error
 				testsupport.WaitFor(t, fmt.Sprintf("k%03d readable after the rebuild", i), 5*time.Second, func() bool {
 					e, err = st.KV(ctx, []byte(fmt.Sprintf("k%03d", i)), false)

@@ -8,7 +8,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -32,7 +32,7 @@ var wireErrors = transport.Errors{
 		3: storeapi.ErrDiskFull,
 		4: storeapi.ErrTooLarge,
 		5: storeapi.ErrClockJump,
-		6: fsm.ErrBadCommand,
+		6: command.ErrBadCommand,
 		7: storeapi.ErrMembership,
 		8: storeapi.ErrQuorumAtRisk,
 		9: storeapi.ErrNotCaughtUp,

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -77,12 +77,12 @@ func forwardedRetries(t *testing.T) error {
 			defer wg.Done()
 			for i := 0; ctx.Err() == nil && (i < 40 || cuts.Load() < minCuts); i++ {
 				k := []byte(fmt.Sprintf("w%d-%d", w, i))
-				res, err := follower.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v"), Mode: fsm.SetNX}))
+				res, err := follower.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: k, Value: []byte("v"), Mode: command.SetNX}))
 				if err != nil {
 					errs <- fmt.Errorf("%s: %v", k, err)
 					return
 				}
-				if res.Code != fsm.CodeCreated {
+				if res.Code != command.CodeCreated {
 					errs <- fmt.Errorf("%s: first SETNX answered %v: a retry was applied twice", k, res.Err())
 					return
 				}
@@ -151,7 +151,7 @@ func TestWireErrorsKeepTheirIdentity(t *testing.T) {
 		if err != nil {
 			return
 		}
-		if _, err := io.ReadFull(conn, make([]byte, 1+len(fsm.ClusterID{}))); err != nil { // the preamble: the mux's part
+		if _, err := io.ReadFull(conn, make([]byte, 1+len(command.ClusterID{}))); err != nil { // the preamble: the mux's part
 			conn.Close()
 			return
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // BenchmarkForwardHop: one client's SETNX latency through the leader and
@@ -25,7 +25,7 @@ func BenchmarkForwardHop(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				if _, err := tc.s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint(tc.name, i)), Value: []byte("v"), Mode: fsm.SetNX})); err != nil {
+				if _, err := tc.s.ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint(tc.name, i)), Value: []byte("v"), Mode: command.SetNX})); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(t0))

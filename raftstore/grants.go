@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -45,7 +45,7 @@ const (
 // grantBatch is one applied batch's grants under the feed's sequence.
 type grantBatch struct {
 	seq    uint64
-	grants []fsm.LockGrant
+	grants []command.LockGrant
 }
 
 // grantFeed is this node's applied grants, for the watchers of other
@@ -68,10 +68,10 @@ func newGrantFeed() *grantFeed {
 
 // publish records a batch's grants; it runs on the apply path (fsm's lock
 // observer), whose slices it must not keep.
-func (g *grantFeed) publish(grants []fsm.LockGrant) {
-	own := make([]fsm.LockGrant, len(grants))
+func (g *grantFeed) publish(grants []command.LockGrant) {
+	own := make([]command.LockGrant, len(grants))
 	for i, gr := range grants {
-		own[i] = fsm.LockGrant{Name: append([]byte(nil), gr.Name...), Owner: append([]byte(nil), gr.Owner...),
+		own[i] = command.LockGrant{Name: append([]byte(nil), gr.Name...), Owner: append([]byte(nil), gr.Owner...),
 			Fence: gr.Fence, LeaseEnd: gr.LeaseEnd}
 	}
 	g.mu.Lock()
@@ -86,7 +86,7 @@ func (g *grantFeed) publish(grants []fsm.LockGrant) {
 // a watcher with no cursor of this feed), oldest first, and the sequence
 // they reach. ok is false when none are there yet; changed is then closed
 // at the next publish.
-func (g *grantFeed) after(seq uint64, fresh bool) (grants []fsm.LockGrant, upTo uint64, changed <-chan struct{}, ok bool) {
+func (g *grantFeed) after(seq uint64, fresh bool) (grants []command.LockGrant, upTo uint64, changed <-chan struct{}, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !fresh && seq >= g.seq {
@@ -100,7 +100,7 @@ func (g *grantFeed) after(seq uint64, fresh bool) (grants []fsm.LockGrant, upTo 
 		from = seq + 1
 	}
 	size := 0
-	var batches [][]fsm.LockGrant
+	var batches [][]command.LockGrant
 	for s := g.seq; s >= from && s > 0; s-- {
 		b := g.ring[s%grantsRing].grants
 		for _, gr := range b {
@@ -145,7 +145,7 @@ func (g *grantFeed) wait(cursor []byte, hold time.Duration, closing <-chan struc
 // encodeGrants is a feed's answer: cursor (feed id (8) | seq (8)), then per
 // grant name and owner (uvarint length, bytes), fence (uvarint) and lease
 // end (varint).
-func encodeGrants(id, seq uint64, grants []fsm.LockGrant) []byte {
+func encodeGrants(id, seq uint64, grants []command.LockGrant) []byte {
 	out := binary.BigEndian.AppendUint64(nil, id)
 	out = binary.BigEndian.AppendUint64(out, seq)
 	for _, g := range grants {
@@ -161,7 +161,7 @@ func encodeGrants(id, seq uint64, grants []fsm.LockGrant) []byte {
 
 var errBadGrants = errors.New("grants answer: malformed")
 
-func decodeGrants(b []byte) (cursor [16]byte, grants []fsm.LockGrant, err error) {
+func decodeGrants(b []byte) (cursor [16]byte, grants []command.LockGrant, err error) {
 	if len(b) < 16 {
 		return cursor, nil, errBadGrants
 	}
@@ -178,7 +178,7 @@ func decodeGrants(b []byte) (cursor [16]byte, grants []fsm.LockGrant, err error)
 		return v
 	}
 	for len(b) > 0 && err == nil {
-		var g fsm.LockGrant
+		var g command.LockGrant
 		g.Name, g.Owner = bytesField(), nil
 		if err == nil {
 			g.Owner = bytesField()
@@ -207,7 +207,7 @@ func decodeGrants(b []byte) (cursor [16]byte, grants []fsm.LockGrant, err error)
 // the cursor of its next call. Forwarded, it is answered beside the
 // connection's writes, never ahead of or behind them; on the leader it
 // reads this node's own feed.
-func (s *Store) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]fsm.LockGrant, [16]byte, error) {
+func (s *Store) LeaderLockGrants(ctx context.Context, cursor [16]byte) ([]command.LockGrant, [16]byte, error) {
 	addr, id := s.raft.LeaderWithID()
 	if addr == "" {
 		return nil, cursor, storeapi.ErrNoLeader

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestLeaderLockGrants: on a real 3-node cluster, a follower's call to the
@@ -27,13 +27,13 @@ func TestLeaderLockGrants(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	name := []byte("hot")
-	held, err := leader.Lock(ctx, fsm.LockAcquireCommand(name, bytes.Repeat([]byte{'a'}, fsm.LockOwnerLen), time.Minute, 0))
-	if err != nil || held.Code != fsm.CodeCreated {
+	held, err := leader.Lock(ctx, command.LockAcquireCommand(name, bytes.Repeat([]byte{'a'}, command.LockOwnerLen), time.Minute, 0))
+	if err != nil || held.Code != command.CodeCreated {
 		t.Fatalf("acquire: %+v %v", held, err)
 	}
-	owner := bytes.Repeat([]byte{'b'}, fsm.LockOwnerLen)
-	q, err := follower.Lock(ctx, fsm.LockAcquireCommand(name, owner, time.Minute, time.Minute))
-	if err != nil || q.Code != fsm.CodeQueued {
+	owner := bytes.Repeat([]byte{'b'}, command.LockOwnerLen)
+	q, err := follower.Lock(ctx, command.LockAcquireCommand(name, owner, time.Minute, time.Minute))
+	if err != nil || q.Code != command.CodeQueued {
 		t.Fatalf("queue through the follower: %+v %v", q, err)
 	}
 	_, cursor, err := follower.LeaderLockGrants(ctx, [16]byte{})
@@ -44,7 +44,7 @@ func TestLeaderLockGrants(t *testing.T) {
 	if g, next, err := follower.LeaderLockGrants(ctx, cursor); err != nil || len(g) != 0 || next != cursor {
 		t.Fatalf("no grant since: %+v, cursor %x (was %x), %v", g, next, cursor, err)
 	}
-	got := make(chan []fsm.LockGrant, 1)
+	got := make(chan []command.LockGrant, 1)
 	go func() {
 		for range 20 {
 			g, next, err := follower.LeaderLockGrants(ctx, cursor)
@@ -62,7 +62,7 @@ func TestLeaderLockGrants(t *testing.T) {
 		}
 		got <- nil
 	}()
-	if r, err := leader.Lock(ctx, fsm.LockReleaseCommand(name, held.Fence)); err != nil || r.Code != fsm.CodeOK {
+	if r, err := leader.Lock(ctx, command.LockReleaseCommand(name, held.Fence)); err != nil || r.Code != command.CodeOK {
 		t.Fatalf("release: %+v %v", r, err)
 	}
 	grants := <-got
@@ -79,7 +79,7 @@ func TestLeaderLockGrants(t *testing.T) {
 // does not hold, or ends inside a number is refused, never read past its
 // end; a whole one reads back as written.
 func TestDecodeGrantsHostile(t *testing.T) {
-	grants := []fsm.LockGrant{{Name: []byte("a"), Owner: []byte("owner-1"), Fence: 7, LeaseEnd: -1},
+	grants := []command.LockGrant{{Name: []byte("a"), Owner: []byte("owner-1"), Fence: 7, LeaseEnd: -1},
 		{Name: []byte("b"), Owner: []byte("owner-2"), Fence: 1 << 40, LeaseEnd: 1 << 60}}
 	whole := encodeGrants(3, 9, grants)
 	cursor, got, err := decodeGrants(whole)
@@ -126,7 +126,7 @@ func TestGrantFeed(t *testing.T) {
 		t.Fatal("nothing published: a watcher with the cursor is answered at once")
 	}
 	name, owner := []byte("hot"), []byte("owner-1")
-	g.publish([]fsm.LockGrant{{Name: name, Owner: owner, Fence: 5, LeaseEnd: 9}})
+	g.publish([]command.LockGrant{{Name: name, Owner: owner, Fence: 5, LeaseEnd: 9}})
 	name[0], owner[0] = 'X', 'X' // the apply path's memory, reused
 	select {
 	case <-changed:
@@ -138,7 +138,7 @@ func TestGrantFeed(t *testing.T) {
 		t.Fatalf("after the publish: %+v %v", grants, err)
 	}
 	for i := range 2 * grantsRing {
-		g.publish([]fsm.LockGrant{{Name: []byte("k"), Owner: []byte("o"), Fence: uint64(10 + i)}})
+		g.publish([]command.LockGrant{{Name: []byte("k"), Owner: []byte("o"), Fence: uint64(10 + i)}})
 	}
 	got, upTo, _, ok := g.after(1, false)
 	if !ok || upTo != 1+2*grantsRing || len(got) != grantsRing || got[0].Fence != 10+grantsRing || got[len(got)-1].Fence != 10+2*grantsRing-1 {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -59,7 +59,7 @@ func TestReadyBehindWhenApplyStalls(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 20; i++ {
-		if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")})); err != nil {
+		if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprint("k", i)), Value: []byte("v")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,15 +150,15 @@ func TestNoLeaderAnswersAtOnce(t *testing.T) {
 				call func(context.Context) error
 			}{
 				{"write", func(ctx context.Context) error {
-					_, err := st.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
+					_, err := st.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 					return err
 				}},
 				{"linearizable read", func(ctx context.Context) error { _, err := st.KV(ctx, []byte("k"), false); return err }},
 				{"barrier without a deadline", func(context.Context) error { return st.Barrier(context.Background()) }},
 				{"pipelined writes", func(ctx context.Context) error {
-					var ops []*fsm.Command
+					var ops []*command.Command
 					for i := 0; i < 5; i++ {
-						ops = append(ops, fsm.KVIncrCommand([]byte(fmt.Sprint("p", i)), 1))
+						ops = append(ops, command.KVIncrCommand([]byte(fmt.Sprint("p", i)), 1))
 					}
 					// Each command is ErrNoLeader, or ErrTimeout if it
 					// was logged; the pipeline's answer is its worst.
@@ -226,19 +226,19 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, storeapi.ErrRemoved) || !storeapi.Unavailable(err) {
+	if _, err := r.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); !errors.Is(err, storeapi.ErrRemoved) || !storeapi.Unavailable(err) {
 		t.Errorf("write on a removed node = %v, want ErrRemoved", err)
 	}
 	if _, err := r.KV(ctx, []byte("k"), false); !errors.Is(err, storeapi.ErrRemoved) {
 		t.Errorf("linearizable read on a removed node = %v, want ErrRemoved", err)
 	}
-	for _, res := range r.ApplyInOrder(ctx, []*fsm.Command{fsm.KVIncrCommand([]byte("p"), 1)}) {
+	for _, res := range r.ApplyInOrder(ctx, []*command.Command{command.KVIncrCommand([]byte("p"), 1)}) {
 		if !errors.Is(res.Err, storeapi.ErrRemoved) {
 			t.Errorf("pipelined write on a removed node = %v, want ErrRemoved", res.Err)
 		}
 	}
 	testsupport.WaitFor(t, "SeenRemoved", 5*time.Second, r.SeenRemoved)
-	if _, err := c.Store(leader).KV(ctx, []byte("k"), false); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := c.Store(leader).KV(ctx, []byte("k"), false); !errors.Is(err, command.ErrNotFound) {
 		t.Errorf("the refused write reached the cluster: %v", err)
 	}
 
@@ -246,7 +246,7 @@ func TestRemovedRefusesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	testsupport.WaitFor(t, "the re-added node serving", 10*time.Second, func() bool { return !r.Removed() && !r.SeenRemoved() })
-	if _, err := r.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k2"), Value: []byte("v")})); err != nil {
+	if _, err := r.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("k2"), Value: []byte("v")})); err != nil {
 		t.Errorf("write on the re-added node = %v", err)
 	}
 }
@@ -276,7 +276,7 @@ func TestLostQuorumMidWriteIsFateUnknown(t *testing.T) {
 	before := st.Raft().LastIndex()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := st.ApplyKV(ctx, fsm.KVIncrCommand([]byte("counter"), 1))
+	_, err := st.ApplyKV(ctx, command.KVIncrCommand([]byte("counter"), 1))
 	if st.Raft().LastIndex() == before {
 		t.Skipf("the leader stepped down before logging the write (%v): nothing to check", err)
 	}

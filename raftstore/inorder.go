@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -31,7 +31,7 @@ import (
 // pipeline applies ops in the order given, pipelined to the leader (see
 // the top of this file); it returns when every op has its outcome. It is
 // the Store's Commands.Pipeline: faces call Commands.ApplyInOrder.
-func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpResult {
+func (s *Store) pipeline(ctx context.Context, ops []*command.Command) []storeapi.OpResult {
 	out := make([]storeapi.OpResult, len(ops))
 	if len(ops) == 0 {
 		return out
@@ -41,7 +41,7 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpR
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.ApplyTimeout)
 		defer cancel()
 	}
-	cmds := make([]fsm.Command, len(ops))
+	cmds := make([]command.Command, len(ops))
 	data := make([][]byte, len(ops))
 	for i := range ops {
 		cmds[i] = *ops[i]
@@ -81,8 +81,8 @@ func (s *Store) pipeline(ctx context.Context, ops []*fsm.Command) []storeapi.OpR
 // waiting, and returns a wait per command; nil for one it could not hand
 // over (the caller applies it the slow way). A follower forwards over its
 // one connection to the leader, so one pipeline is one stream of frames.
-func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.Context) (*fsm.Result, error) {
-	waits := make([]func(context.Context) (*fsm.Result, error), len(data))
+func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.Context) (*command.Result, error) {
+	waits := make([]func(context.Context) (*command.Result, error), len(data))
 	if s.checkDisk() != nil || s.refuseRemoved() {
 		return waits
 	}
@@ -116,13 +116,13 @@ func (s *Store) sendInOrder(ctx context.Context, data [][]byte) []func(context.C
 		if err != nil {
 			break
 		}
-		waits[i] = func(ctx context.Context) (*fsm.Result, error) {
+		waits[i] = func(ctx context.Context) (*command.Result, error) {
 			p, err := wait(ctx)
 			if err != nil {
 				return nil, err
 			}
 			measureSince(stageForward, sent)
-			return fsm.DecodeResult(p)
+			return command.DecodeResult(p)
 		}
 	}
 	return waits

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestApplyInOrderKeepsTheOrder: a pipeline of dependent writes, from the
@@ -22,12 +22,12 @@ func TestApplyInOrderKeepsTheOrder(t *testing.T) {
 	for _, node := range []int{leader, (leader + 1) % 3} {
 		s := c.Stores[node]
 		key, ctr := []byte(fmt.Sprint("chain", node)), []byte(fmt.Sprint("ctr", node))
-		ops := []*fsm.Command{fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("0")})}
+		ops := []*command.Command{command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("0")})}
 		for i := 1; i <= 200; i++ {
-			ops = append(ops, fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte(strconv.Itoa(i)), Mode: fsm.SetXX, ReturnOld: true}),
-				fsm.KVIncrCommand(ctr, 1))
+			ops = append(ops, command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte(strconv.Itoa(i)), Mode: command.SetXX, ReturnOld: true}),
+				command.KVIncrCommand(ctr, 1))
 		}
-		ops = append(ops, fsm.KVIncrCommand(nil, 1), fsm.KVDeleteCommand(key))
+		ops = append(ops, command.KVIncrCommand(nil, 1), command.KVDeleteCommand(key))
 		out := s.ApplyInOrder(ctx, ops)
 		var lastRev uint64
 		for i, r := range out[:len(out)-2] {
@@ -49,10 +49,10 @@ func TestApplyInOrderKeepsTheOrder(t *testing.T) {
 				t.Fatalf("node %d op %d: value %q, want %q", node, i, r.Res.Value, want)
 			}
 		}
-		if err := out[len(out)-2].Err; !errors.Is(err, fsm.ErrBadCommand) {
+		if err := out[len(out)-2].Err; !errors.Is(err, command.ErrBadCommand) {
 			t.Fatalf("node %d: an op without a key: %v, want ErrBadCommand", node, err)
 		}
-		if r := out[len(out)-1]; r.Err != nil || r.Res.Code != fsm.CodeOK {
+		if r := out[len(out)-1]; r.Err != nil || r.Res.Code != command.CodeOK {
 			t.Fatalf("node %d: the delete after the bad op: %+v", node, r)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
@@ -31,9 +31,9 @@ import (
 
 // joinView is the cluster a waiting node learned from its peers.
 type joinView struct {
-	cluster fsm.ClusterID
+	cluster command.ClusterID
 	voters  map[string]string // id -> raft address
-	removed map[string]map[fsm.Fingerprint]bool
+	removed map[string]map[command.Fingerprint]bool
 	from    []string // the voters that reported it
 }
 
@@ -68,11 +68,11 @@ func (j *joiner) current() *joinView {
 func (j *joiner) known() bool { return j.current() != nil }
 
 // cluster is the waited-for cluster's id (zero when none is known).
-func (j *joiner) cluster() fsm.ClusterID {
+func (j *joiner) cluster() command.ClusterID {
 	if v := j.current(); v != nil {
 		return v.cluster
 	}
-	return fsm.ClusterID{}
+	return command.ClusterID{}
 }
 
 // votes reports whether the waited-for cluster counts this node among its
@@ -100,7 +100,7 @@ func (j *joiner) idAt(addr string) string {
 
 // removedCert reports whether the waited-for cluster removed node id with
 // the certificate fp.
-func (j *joiner) removedCert(id string, fp fsm.Fingerprint) bool {
+func (j *joiner) removedCert(id string, fp command.Fingerprint) bool {
 	v := j.current()
 	return v != nil && v.removed[id][fp]
 }
@@ -108,7 +108,7 @@ func (j *joiner) removedCert(id string, fp fsm.Fingerprint) bool {
 // admit decides, on a node without a configuration, whether node may send
 // Raft or forwarding traffic. ask: ask the peers again first (at most every
 // joinAskEvery) when the view does not name it.
-func (j *joiner) admit(node string, cluster fsm.ClusterID, ask bool) (reason string, err error) {
+func (j *joiner) admit(node string, cluster command.ClusterID, ask bool) (reason string, err error) {
 	v := j.current()
 	if ask && (v == nil || !v.admits(node, j.s.cfg.PeerTLS != nil)) {
 		j.mu.Lock()
@@ -244,7 +244,7 @@ func chooseView(answers map[string]transport.Hello) (view *joinView, conflict st
 	}
 	g := best[0]
 	sort.Strings(g.from)
-	v := &joinView{cluster: g.h.ClusterID(), voters: map[string]string{}, removed: map[string]map[fsm.Fingerprint]bool{}, from: g.from}
+	v := &joinView{cluster: g.h.ClusterID(), voters: map[string]string{}, removed: map[string]map[command.Fingerprint]bool{}, from: g.from}
 	for _, p := range g.h.Voters {
 		v.voters[p.ID] = p.Raft
 	}
@@ -253,7 +253,7 @@ func chooseView(answers map[string]transport.Hello) (view *joinView, conflict st
 		for _, gone := range answers[id].Removed {
 			set := v.removed[gone.ID]
 			if set == nil {
-				set = map[fsm.Fingerprint]bool{}
+				set = map[command.Fingerprint]bool{}
 				v.removed[gone.ID] = set
 			}
 			for _, s := range gone.Fingerprints {
@@ -266,10 +266,10 @@ func chooseView(answers map[string]transport.Hello) (view *joinView, conflict st
 	return v, ""
 }
 
-func parseFingerprint(s string) (fsm.Fingerprint, bool) {
+func parseFingerprint(s string) (command.Fingerprint, bool) {
 	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != len(fsm.Fingerprint{}) {
-		return fsm.Fingerprint{}, false
+	if err != nil || len(b) != len(command.Fingerprint{}) {
+		return command.Fingerprint{}, false
 	}
-	return fsm.Fingerprint(b), true
+	return command.Fingerprint(b), true
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -24,15 +24,15 @@ import (
 // for a caller whose result is checked again in the log, as a script's
 // effects are (fsm.Sandbox), where it saves the wait a follower's barrier
 // is. false when the key is absent or expired.
-func (s *Store) LeaderKV(ctx context.Context, key []byte, now time.Time) (fsm.KVEntry, bool, error) {
+func (s *Store) LeaderKV(ctx context.Context, key []byte, now time.Time) (command.KVEntry, bool, error) {
 	if err := storeapi.CheckKeyspaceKey(key); err != nil {
-		return fsm.KVEntry{}, false, err
+		return command.KVEntry{}, false, err
 	}
 	if s.refuseRemoved() {
-		return fsm.KVEntry{}, false, storeapi.ErrRemoved
+		return command.KVEntry{}, false, storeapi.ErrRemoved
 	}
 	type found struct {
-		e  fsm.KVEntry
+		e  command.KVEntry
 		ok bool
 	}
 	f, err := leaderCall(s, ctx, transport.LeaderKV,
@@ -44,13 +44,13 @@ func (s *Store) LeaderKV(ctx context.Context, key []byte, now time.Time) (fsm.KV
 
 // leaderKVLocal is LeaderKV on the leader; storeapi.ErrNotLeader elsewhere,
 // so that a forwarded read finds the leader.
-func (s *Store) leaderKVLocal(key []byte, now time.Time) (fsm.KVEntry, bool, error) {
+func (s *Store) leaderKVLocal(key []byte, now time.Time) (command.KVEntry, bool, error) {
 	if s.raft.State() != raft.Leader {
-		return fsm.KVEntry{}, false, storeapi.ErrNotLeader
+		return command.KVEntry{}, false, storeapi.ErrNotLeader
 	}
 	e, err := s.fsm.KV(key, now)
-	if errors.Is(err, fsm.ErrNotFound) {
-		return fsm.KVEntry{}, false, nil
+	if errors.Is(err, command.ErrNotFound) {
+		return command.KVEntry{}, false, nil
 	}
 	return e, err == nil, err
 }
@@ -58,7 +58,7 @@ func (s *Store) leaderKVLocal(key []byte, now time.Time) (fsm.KVEntry, bool, err
 // serveLeaderKV answers a forwarded LeaderKV.
 func (s *Store) serveLeaderKV(payload []byte) ([]byte, error) {
 	if len(payload) < 8 {
-		return nil, fmt.Errorf("%w: a leader read of %d bytes", fsm.ErrBadCommand, len(payload))
+		return nil, fmt.Errorf("%w: a leader read of %d bytes", command.ErrBadCommand, len(payload))
 	}
 	now := time.Unix(0, int64(binary.BigEndian.Uint64(payload)))
 	key := payload[8:]
@@ -76,7 +76,7 @@ func (s *Store) serveLeaderKV(payload []byte) ([]byte, error) {
 // expiry (8 bytes each), kind (1) and the value.
 const leaderKVHeader = 25
 
-func encodeLeaderKV(e fsm.KVEntry) []byte {
+func encodeLeaderKV(e command.KVEntry) []byte {
 	b := make([]byte, leaderKVHeader, leaderKVHeader+len(e.Value))
 	binary.BigEndian.PutUint64(b, e.Version)
 	binary.BigEndian.PutUint64(b[8:], e.Created)
@@ -85,18 +85,18 @@ func encodeLeaderKV(e fsm.KVEntry) []byte {
 	return append(b, e.Value...)
 }
 
-func decodeLeaderKV(b []byte) (fsm.KVEntry, bool, error) {
+func decodeLeaderKV(b []byte) (command.KVEntry, bool, error) {
 	switch {
 	case len(b) == 0:
-		return fsm.KVEntry{}, false, nil
+		return command.KVEntry{}, false, nil
 	case len(b) < leaderKVHeader:
-		return fsm.KVEntry{}, false, fmt.Errorf("a leader read answered %d bytes", len(b))
+		return command.KVEntry{}, false, fmt.Errorf("a leader read answered %d bytes", len(b))
 	}
-	return fsm.KVEntry{
+	return command.KVEntry{
 		Version:   binary.BigEndian.Uint64(b),
 		Created:   binary.BigEndian.Uint64(b[8:]),
 		ExpiresAt: int64(binary.BigEndian.Uint64(b[16:])),
-		Kind:      fsm.Kind(b[24]),
+		Kind:      command.Kind(b[24]),
 		Value:     append([]byte(nil), b[leaderKVHeader:]...),
 	}, true, nil
 }

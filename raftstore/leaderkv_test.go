@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -33,7 +33,7 @@ func holdApply(ctx context.Context, t *testing.T, l, f *Store) *stalledApply {
 	st := &stalledApply{stalled: make(chan struct{}), release: make(chan struct{})}
 	f.OnKVChanged(st)
 	t.Cleanup(st.free)
-	if _, err := l.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("stall"), Value: []byte("x")})); err != nil {
+	if _, err := l.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("stall"), Value: []byte("x")})); err != nil {
 		t.Fatal(err)
 	}
 	<-st.stalled
@@ -58,14 +58,14 @@ func TestLeaderKV(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	li := c.WaitLeader(5 * time.Second)
 	l, f := c.Store(li), c.Store((li+1)%3)
-	if _, err := l.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("gone"), Value: []byte("a")})); err != nil {
+	if _, err := l.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("gone"), Value: []byte("a")})); err != nil {
 		t.Fatal(err)
 	}
 	st := holdApply(ctx, t, l, f)
-	if _, err := l.ApplyKV(ctx, fsm.KVDeleteCommand([]byte("gone"))); err != nil {
+	if _, err := l.ApplyKV(ctx, command.KVDeleteCommand([]byte("gone"))); err != nil {
 		t.Fatal(err)
 	}
-	written, err := l.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("new"), Value: []byte("b")}))
+	written, err := l.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("new"), Value: []byte("b")}))
 	if err != nil {
 		t.Fatal(err)
 	}

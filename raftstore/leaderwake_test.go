@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestLeaderWake: a wait's channel is closed by the next wake, every
@@ -63,8 +62,8 @@ func TestCallWokenByLeaderChange(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after-failover"), Value: []byte("v"), Mode: fsm.SetNX}))
-	if err != nil || res.Code != fsm.CodeCreated {
+	res, err := f.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("after-failover"), Value: []byte("v"), Mode: command.SetNX}))
+	if err != nil || res.Code != command.CodeCreated {
 		t.Fatalf("the write on the follower: %+v, %v; want it applied by the new leader", res, err)
 	}
 	if f.raft.State() != raft.Leader {

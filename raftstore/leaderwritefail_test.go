@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -41,7 +41,7 @@ func TestLeaderWriteFailureAnswersTruthfully(t *testing.T) {
 	defer cancel()
 	// Sent through a follower, which forwards it to the leader and, told
 	// the outcome is unknown, retries it on whichever node leads next.
-	res, applyErr := c.Stores[(leader+1)%3].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("v"), Mode: fsm.SetNX}))
+	res, applyErr := c.Stores[(leader+1)%3].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("v"), Mode: command.SetNX}))
 	h.mu.Lock()
 	failed := h.fail[leaderID] == 0
 	h.mu.Unlock()
@@ -52,14 +52,14 @@ func TestLeaderWriteFailureAnswersTruthfully(t *testing.T) {
 	// The outcome, read linearizably on another node (once a leader of
 	// the new term has committed, an entry a majority had is in).
 	reader := c.Stores[(leader+2)%3]
-	var e fsm.KVEntry
+	var e command.KVEntry
 	var readErr error
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		e, readErr = reader.KV(rctx, key, false)
 		rcancel()
-		if readErr == nil || errors.Is(readErr, fsm.ErrNotFound) {
+		if readErr == nil || errors.Is(readErr, command.ErrNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -68,7 +68,7 @@ func TestLeaderWriteFailureAnswersTruthfully(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	switch {
-	case applyErr == nil && res.Code == fsm.CodeCreated:
+	case applyErr == nil && res.Code == command.CodeCreated:
 		if readErr != nil || string(e.Value) != "v" {
 			t.Fatalf("answered Created, but the key reads %q, %v", e.Value, readErr)
 		}

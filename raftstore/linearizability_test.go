@@ -13,8 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/datadir"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/faults"
 	"github.com/idemgate/idemgate/internal/history"
 	"github.com/idemgate/idemgate/storeapi"
@@ -30,7 +30,7 @@ import (
 
 type recorded struct {
 	op      porcupine.Operation
-	reqID   fsm.ReqID
+	reqID   command.ReqID
 	unknown bool
 }
 
@@ -101,23 +101,23 @@ func (h *historyRun) client(id int, keys []string, stop <-chan struct{}) {
 }
 
 // commandOf is the write in stands for; nil for a read.
-func commandOf(in history.Input) *fsm.Command {
-	set := fsm.KVSetRequest{Key: []byte(in.Key), Value: []byte(in.Value), TTL: time.Duration(in.TTL)}
+func commandOf(in history.Input) *command.Command {
+	set := command.KVSetRequest{Key: []byte(in.Key), Value: []byte(in.Value), TTL: time.Duration(in.TTL)}
 	switch in.Kind {
 	case history.SetNX:
-		set.Mode = fsm.SetNX
+		set.Mode = command.SetNX
 	case history.Set:
 	case history.CAS:
-		set.Mode, set.Version = fsm.SetCAS, in.Version
+		set.Mode, set.Version = command.SetCAS, in.Version
 	case history.GetDel:
-		return fsm.KVGetDelCommand([]byte(in.Key), 0)
+		return command.KVGetDelCommand([]byte(in.Key), 0)
 	default:
 		return nil
 	}
-	return fsm.KVSetCommand(set)
+	return command.KVSetCommand(set)
 }
 
-func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command) {
+func (h *historyRun) do(client int, s *Store, in history.Input, cmd *command.Command) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	note := opNote{node: s.NodeID(), leader: s.IsLeader()}
@@ -125,10 +125,10 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command
 	var out history.Output
 	var err error
 	if in.Kind == history.Get {
-		var e fsm.KVEntry
+		var e command.KVEntry
 		e, err = s.KV(ctx, []byte(in.Key), false)
 		switch {
-		case errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, command.ErrNotFound):
 			out, err = history.Output{}, nil
 		case err == nil:
 			out = history.Output{OK: true, Value: string(e.Value), Version: e.Version}
@@ -138,7 +138,7 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command
 		}
 	} else {
 		cmd.ReqID = storeapi.NewRequestID()
-		var res *fsm.Result
+		var res *command.Result
 		res, err = s.Apply(ctx, cmd)
 		if err == nil {
 			out = outputOf(in.Kind, res)
@@ -161,10 +161,10 @@ func (h *historyRun) do(client int, s *Store, in history.Input, cmd *fsm.Command
 	h.record(recorded{op: porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out, Metadata: note}})
 }
 
-func outputOf(k history.Kind, r *fsm.Result) history.Output {
+func outputOf(k history.Kind, r *command.Result) history.Output {
 	switch k {
 	case history.SetNX:
-		if r.Code == fsm.CodeCreated {
+		if r.Code == command.CodeCreated {
 			return history.Output{OK: true, Version: r.Version}
 		}
 		return history.Output{Value: string(r.Value)}
@@ -418,7 +418,7 @@ func TestFailoverTime(t *testing.T) {
 		stopped := time.Now()
 		for i := 0; ; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			_, err := survivor.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("r%d-%d", round, i)), Value: []byte("v")}))
+			_, err := survivor.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("r%d-%d", round, i)), Value: []byte("v")}))
 			cancel()
 			if err == nil {
 				took = append(took, time.Since(stopped))

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -300,7 +300,7 @@ func (s *Store) changeMembershipLocal(ctx context.Context, kind transport.Kind, 
 		// the removal, so no moment passes in which it is out of the
 		// configuration but its certificate still opens doors.
 		fps := s.members.seenCerts(id)
-		if res, err := s.Apply(ctx, fsm.MemberRemovedCommand(id, fps)); err != nil {
+		if res, err := s.Apply(ctx, command.MemberRemovedCommand(id, fps)); err != nil {
 			return err
 		} else if err := res.Err(); err != nil {
 			return err

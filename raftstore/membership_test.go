@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/loopback"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/storeapi"
@@ -44,7 +44,7 @@ func startWrites(c *TestCluster, writers int) *writeLoad {
 				}
 				k, v := fmt.Sprintf("w%d-%d", g, i), fmt.Sprintf("v%d", i)
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-				_, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(k), Value: []byte(v)}))
+				_, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(k), Value: []byte(v)}))
 				cancel()
 				if err != nil {
 					w.fails.Add(1)
@@ -223,7 +223,7 @@ func TestRemovalThatWouldLoseQuorumIsRefused(t *testing.T) {
 	if err := c.Store(leader).RemoveServer(ctx, c.Cfgs[leader].NodeID, true); !errors.Is(err, storeapi.ErrMembership) {
 		t.Fatalf("removing the last voter = %v, want ErrMembership", err)
 	}
-	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
 		t.Fatalf("the one-node cluster does not write: %v", err)
 	}
 }
@@ -248,7 +248,7 @@ func TestForcedRemoval(t *testing.T) {
 	testsupport.WaitFor(t, "a write once the down voter is back", 20*time.Second, func() bool {
 		for _, s := range c.Running() {
 			w, cancel := context.WithTimeout(ctx, time.Second)
-			_, err := s.ApplyKV(w, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
+			_, err := s.ApplyKV(w, command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")}))
 			cancel()
 			if err == nil {
 				return true
@@ -265,7 +265,7 @@ func TestNonvoterAddAndPromote(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
 	for i := 0; i < 50; i++ {
-		if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte("v")})); err != nil {
+		if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte("v")})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -369,7 +369,7 @@ func TestClusterViewReportsPeers(t *testing.T) {
 	c := StartTestCluster(t, 3, nil)
 	ctx := ctxT(t, 30*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
-	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("k"), Value: []byte("v")})); err != nil {
 		t.Fatal(err)
 	}
 	asker := c.Store((leader + 1) % 3)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -97,7 +97,7 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Help: "Transactions this node's state machine has committed to its file since it started.",
 		}, func() float64 { return float64(s.fsm.Commits()) }),
 	}
-	for _, st := range []fsm.State{fsm.StateInFlight, fsm.StateCompleted, fsm.StateUnknown} {
+	for _, st := range []command.State{command.StateInFlight, command.StateCompleted, command.StateUnknown} {
 		st := st
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "idemgate_records",

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/ttl"
 )
@@ -19,14 +19,14 @@ import (
 type Commands struct {
 	// Propose applies c wherever the state machine is and returns its
 	// result; a nil error means it was applied.
-	Propose func(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
+	Propose func(ctx context.Context, c *command.Command) (*command.Result, error)
 	// Read reads a KV key: linearizable, or this node's applied state
 	// when local.
-	Read func(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error)
+	Read func(ctx context.Context, key []byte, local bool) (command.KVEntry, error)
 	// Pipeline applies commands in the order given, each under a fresh
 	// request id of its own, pipelined to the leader (inorder.go); nil
 	// applies them one after the other through Propose.
-	Pipeline func(ctx context.Context, cmds []*fsm.Command) []storeapi.OpResult
+	Pipeline func(ctx context.Context, cmds []*command.Command) []storeapi.OpResult
 	// GoneOnLeader reports whether a key this node holds live is absent
 	// from the leader's state (setnx.go); nil where this node's state is
 	// the leader's.
@@ -37,12 +37,12 @@ type Commands struct {
 // fencing token in Result.Fence) or returns the existing record in
 // Result.Record, in one round trip; fsm.CodeSuspect when it refused a
 // suspected duplicate.
-func (s Commands) Begin(ctx context.Context, r fsm.BeginRequest) (*fsm.Result, error) {
-	res, err := s.Propose(ctx, fsm.RecordBeginCommand(r))
+func (s Commands) Begin(ctx context.Context, r command.BeginRequest) (*command.Result, error) {
+	res, err := s.Propose(ctx, command.RecordBeginCommand(r))
 	if err != nil {
 		return nil, err
 	}
-	if res.Code != fsm.CodeCreated && res.Code != fsm.CodeExists && res.Code != fsm.CodeSuspect {
+	if res.Code != command.CodeCreated && res.Code != command.CodeExists && res.Code != command.CodeSuspect {
 		return nil, fmt.Errorf("begin: %w", res.Err())
 	}
 	return res, nil
@@ -50,21 +50,21 @@ func (s Commands) Begin(ctx context.Context, r fsm.BeginRequest) (*fsm.Result, e
 
 // Complete stores the response; fsm.ErrFenceMismatch when the caller no
 // longer owns the record.
-func (s Commands) Complete(ctx context.Context, r fsm.CompleteRequest) error {
-	return s.applyErr(ctx, fsm.RecordCompleteCommand(r))
+func (s Commands) Complete(ctx context.Context, r command.CompleteRequest) error {
+	return s.applyErr(ctx, command.RecordCompleteCommand(r))
 }
 
 // Release deletes a record so a retry can run. Fence 0 releases whatever
 // owns it (an operator's release).
 func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
-	return s.applyErr(ctx, fsm.RecordReleaseCommand(key, fence))
+	return s.applyErr(ctx, command.RecordReleaseCommand(key, fence))
 }
 
 // Once applies a once command (fsm.OnceBeginCommand, ...) and returns its
 // result, whose Code carries a refusal (fsm.CodeExists while another holds
 // the lease, fsm.CodeFenceMismatch, ...) with a nil error. Its keys are in
 // a bucket of their own: no reserved key to check.
-func (s Commands) Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s Commands) Once(ctx context.Context, c *command.Command) (*command.Result, error) {
 	return s.Propose(ctx, c)
 }
 
@@ -72,13 +72,13 @@ func (s Commands) Once(ctx context.Context, c *fsm.Command) (*fsm.Result, error)
 // its result, whose Code carries a refusal (fsm.CodeExists while another
 // holds it, fsm.CodeFenceMismatch, ...) with a nil error. Locks are in a
 // bucket of their own: no reserved key to check.
-func (s Commands) Lock(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s Commands) Lock(ctx context.Context, c *command.Command) (*command.Result, error) {
 	return s.Propose(ctx, c)
 }
 
 // IssueToken stores a new form token; it returns its expiry.
 func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration) (time.Time, error) {
-	res, err := s.Propose(ctx, fsm.TokenIssueCommand(key, ttl))
+	res, err := s.Propose(ctx, command.TokenIssueCommand(key, ttl))
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -91,7 +91,7 @@ func (s Commands) IssueToken(ctx context.Context, key []byte, ttl time.Duration)
 // ConsumeToken deletes a live token; fsm.ErrNotFound when it was already
 // consumed, never issued, or expired. Exactly one consume succeeds.
 func (s Commands) ConsumeToken(ctx context.Context, key []byte) error {
-	return s.applyErr(ctx, fsm.TokenConsumeCommand(key))
+	return s.applyErr(ctx, command.TokenConsumeCommand(key))
 }
 
 // ApplyKV applies one command of the KV keyspace that a face built
@@ -103,7 +103,7 @@ func (s Commands) ConsumeToken(ctx context.Context, key []byte) error {
 // request id (an API retry under an Idempotency-Key): that answer must be
 // the first attempt's, which only the state machine's memory of the id
 // gives.
-func (s Commands) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s Commands) ApplyKV(ctx context.Context, c *command.Command) (*command.Result, error) {
 	if err := storeapi.CheckKVKey(c.Key); err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (s Commands) ApplyKV(ctx context.Context, c *fsm.Command) (*fsm.Result, err
 // (storeapi.CheckKVKey). A SETNX whose key is live here when the pipeline reaches
 // it is answered from a linearizable read (setnx.go), taken once the
 // commands before it have applied, so that it sees them.
-func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []storeapi.OpResult {
+func (s Commands) ApplyInOrder(ctx context.Context, cmds []*command.Command) []storeapi.OpResult {
 	out := make([]storeapi.OpResult, len(cmds))
 	from := 0
 	for i, c := range cmds {
@@ -149,17 +149,17 @@ func (s Commands) ApplyInOrder(ctx context.Context, cmds []*fsm.Command) []store
 // key among its commands or watches refuses it whole (ErrReservedKey)
 // before anything is proposed; one over the store's command size is
 // ErrTooLarge, nothing proposed either.
-func (s Commands) ApplyTx(ctx context.Context, r fsm.TxRequest) (*fsm.Result, error) {
+func (s Commands) ApplyTx(ctx context.Context, r command.TxRequest) (*command.Result, error) {
 	if err := CheckTxKeys(r); err != nil {
 		return nil, err
 	}
-	return s.Propose(ctx, fsm.KVTxCommand(r))
+	return s.Propose(ctx, command.KVTxCommand(r))
 }
 
 // CheckTxKeys refuses a transaction that names a reserved key
 // (ErrReservedKey), among its commands or its watches; keys of every
 // keyspace (fsm.KeyspaceKey) are the Redis face's.
-func CheckTxKeys(r fsm.TxRequest) error {
+func CheckTxKeys(r command.TxRequest) error {
 	for _, w := range r.Watches {
 		if err := storeapi.CheckKeyspaceKey(w.Key); err != nil {
 			return err
@@ -175,7 +175,7 @@ func CheckTxKeys(r fsm.TxRequest) error {
 
 // inOrder applies cmds, in order, into out: through the store's Pipeline,
 // or one after the other.
-func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []storeapi.OpResult) {
+func (s Commands) inOrder(ctx context.Context, cmds []*command.Command, out []storeapi.OpResult) {
 	if len(cmds) == 0 {
 		return
 	}
@@ -192,7 +192,7 @@ func (s Commands) inOrder(ctx context.Context, cmds []*fsm.Command, out []storea
 	}
 }
 
-func (s Commands) applyErr(ctx context.Context, c *fsm.Command) error {
+func (s Commands) applyErr(ctx context.Context, c *command.Command) error {
 	res, err := s.Propose(ctx, c)
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 			size += len(entries[n].Key) + expireEntryOverhead
 			n++
 		}
-		if err := s.Commands.applyErr(ctx, fsm.ExpireCommand(entries[:n])); err != nil {
+		if err := s.Commands.applyErr(ctx, command.ExpireCommand(entries[:n])); err != nil {
 			return err
 		}
 		entries = entries[n:]

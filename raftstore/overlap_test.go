@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // diskWatch holds and watches the log writes of a test cluster's nodes:
@@ -143,7 +142,7 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 
 	type answer struct {
 		key      string
-		res      *fsm.Result
+		res      *command.Result
 		err      error
 		durable  bool // on the leader and a follower when answered
 		quorumOf []string
@@ -154,7 +153,7 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				res, err := ls.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: k, Value: []byte("v"), Mode: fsm.SetNX}))
+				res, err := ls.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: k, Value: []byte("v"), Mode: command.SetNX}))
 				a := answer{key: string(k), res: res, err: err}
 				w.mu.Lock()
 				for _, f := range followers {
@@ -213,7 +212,7 @@ func TestOverlappingBatchWaitsForQuorum(t *testing.T) {
 		if a.err != nil {
 			t.Fatalf("%s: %v", a.key, a.err)
 		}
-		if a.res.Code != fsm.CodeCreated {
+		if a.res.Code != command.CodeCreated {
 			t.Fatalf("%s answered %v, want Created", a.key, a.res.Code)
 		}
 		if !a.durable {

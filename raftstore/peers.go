@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgate/idemgate/certs"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -44,13 +45,13 @@ type members struct {
 
 	mu      sync.Mutex
 	ids     map[string]string // id -> raft address; nil until raft reports a configuration
-	removed map[string]map[fsm.Fingerprint]bool
+	removed map[string]map[command.Fingerprint]bool
 	fetched time.Time
 
 	// seen holds, by node id, the certificates that node was seen with
 	// (newest last): a removal records them, so they are refused after.
 	seenMu sync.Mutex
-	seen   map[string][]fsm.Fingerprint
+	seen   map[string][]command.Fingerprint
 
 	rejected *prometheus.CounterVec
 
@@ -72,7 +73,7 @@ func newMembers(s *Store) *members {
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idemgate_peer_rejected_total",
 			Help: "Connections refused on the Raft port (before any of their bytes were read), or closed when their node was removed, by reason.",
-		}, []string{"reason"}), seen: map[string][]fsm.Fingerprint{}}
+		}, []string{"reason"}), seen: map[string][]command.Fingerprint{}}
 	for _, r := range rejectReasons {
 		m.rejected.WithLabelValues(r) // at 0 from the start (metrics.go)
 	}
@@ -208,7 +209,7 @@ func (m *members) run(ctx context.Context) {
 // certificate is remembered for its node, so removing the node can record
 // it.
 func (m *members) handshake(id string, leaf *x509.Certificate) error {
-	fp := fsm.Fingerprint(sha256.Sum256(leaf.Raw))
+	fp := command.Fingerprint(sha256.Sum256(leaf.Raw))
 	m.mu.Lock()
 	dead := m.removed[id][fp]
 	m.mu.Unlock()
@@ -238,16 +239,16 @@ func (m *members) handshake(id string, leaf *x509.Certificate) error {
 }
 
 // seenCerts returns the certificates node id was seen with.
-func (m *members) seenCerts(id string) []fsm.Fingerprint {
+func (m *members) seenCerts(id string) []command.Fingerprint {
 	m.seenMu.Lock()
 	defer m.seenMu.Unlock()
-	return append([]fsm.Fingerprint(nil), m.seen[id]...)
+	return append([]command.Fingerprint(nil), m.seen[id]...)
 }
 
 // Admit decides whether a Raft or forwarding connection from node (the id
 // its certificate proved; "" without TLS), whose dialler belongs to
 // cluster, may go on (transport.Gate).
-func (m *members) Admit(node string, cluster fsm.ClusterID) (reason string, err error) {
+func (m *members) Admit(node string, cluster command.ClusterID) (reason string, err error) {
 	select {
 	case <-m.s.started:
 	case <-m.s.closing:
@@ -283,10 +284,10 @@ func (m *members) Admit(node string, cluster fsm.ClusterID) (reason string, err 
 }
 
 // fingerprintSets indexes removed nodes' certificates by node id.
-func fingerprintSets(rs []fsm.RemovedNode) map[string]map[fsm.Fingerprint]bool {
-	out := make(map[string]map[fsm.Fingerprint]bool, len(rs))
+func fingerprintSets(rs []fsm.RemovedNode) map[string]map[command.Fingerprint]bool {
+	out := make(map[string]map[command.Fingerprint]bool, len(rs))
 	for _, r := range rs {
-		set := make(map[fsm.Fingerprint]bool, len(r.Fingerprints))
+		set := make(map[command.Fingerprint]bool, len(r.Fingerprints))
 		for _, fp := range r.Fingerprints {
 			set[fp] = true
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/localcluster"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
@@ -59,14 +59,14 @@ func startTLSCluster(t *testing.T) (*TestCluster, string) {
 // Set-Cookie for a key that exists, a never-expiring token, the reserved
 // node keys, and membership changes.
 func forgedFrames(key string) [][]byte {
-	cmds := []fsm.Command{
-		{Type: fsm.TypeKVSet, Key: []byte(key), Value: []byte("forged")},
-		{Type: fsm.TypeRecordBegin, Key: fsm.RecordKey("pay", "alice", "future-"+key)},
-		{Type: fsm.TypeRecordComplete, Key: fsm.RecordKey("pay", "alice", "order-1"), Fence: 1, Status: 200,
-			Headers: []fsm.Header{{Name: []byte("Set-Cookie"), Value: []byte("session=attacker")}}, Body: []byte("paid")},
-		{Type: fsm.TypeRecordRelease, Key: fsm.RecordKey("pay", "alice", "order-1")},
-		{Type: fsm.TypeTokenIssue, Key: fsm.TokenKey("form", key)},
-		{Type: fsm.TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("10.6.6.6:1")},
+	cmds := []command.Command{
+		{Type: command.TypeKVSet, Key: []byte(key), Value: []byte("forged")},
+		{Type: command.TypeRecordBegin, Key: command.RecordKey("pay", "alice", "future-"+key)},
+		{Type: command.TypeRecordComplete, Key: command.RecordKey("pay", "alice", "order-1"), Fence: 1, Status: 200,
+			Headers: []command.Header{{Name: []byte("Set-Cookie"), Value: []byte("session=attacker")}}, Body: []byte("paid")},
+		{Type: command.TypeRecordRelease, Key: command.RecordKey("pay", "alice", "order-1")},
+		{Type: command.TypeTokenIssue, Key: command.TokenKey("form", key)},
+		{Type: command.TypeKVSet, Key: []byte("\x00node/n1"), Value: []byte("10.6.6.6:1")},
 	}
 	var frames [][]byte
 	for _, c := range cmds {
@@ -81,7 +81,7 @@ func forgedFrames(key string) [][]byte {
 func attackForward(t *testing.T, conn net.Conn, key string) bool {
 	t.Helper()
 	defer conn.Close()
-	msg := append([]byte{wireForward}, make([]byte, len(fsm.ClusterID{}))...)
+	msg := append([]byte{wireForward}, make([]byte, len(command.ClusterID{}))...)
 	for _, f := range forgedFrames(key) {
 		msg = append(msg, f...)
 	}
@@ -100,24 +100,24 @@ func (l plainLayer) Accept() (net.Conn, error) { select {} }
 func (l plainLayer) Close() error              { return nil }
 func (l plainLayer) Addr() net.Addr            { return l.addr }
 func (l plainLayer) Dial(a raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialPeer(string(a), timeout, wireRaft, fsm.ClusterID{}, nil)
+	return dialPeer(string(a), timeout, wireRaft, command.ClusterID{}, nil)
 }
 
 func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	c, dir := startTLSCluster(t)
 	leader := c.WaitLeader(10 * time.Second)
 	ctx := context.Background()
-	if _, err := c.Store(leader).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("before"), Value: []byte("1")})); err != nil {
+	if _, err := c.Store(leader).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("before"), Value: []byte("1")})); err != nil {
 		t.Fatal(err)
 	}
 	// A customer's completed payment, which a forged release would let run
 	// again and a forged complete would overwrite.
-	order := fsm.RecordKey("pay", "alice", "order-1")
-	res, err := c.Store(leader).Begin(ctx, fsm.BeginRequest{Key: order, TTL: time.Hour})
+	order := command.RecordKey("pay", "alice", "order-1")
+	res, err := c.Store(leader).Begin(ctx, command.BeginRequest{Key: order, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Store(leader).Complete(ctx, fsm.CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
+	if err := c.Store(leader).Complete(ctx, command.CompleteRequest{Key: order, Fence: res.Fence, Status: 201, Body: []byte("charged once")}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -150,7 +150,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 	// leader: "log not found"), a fake leader's heartbeat (without TLS every
 	// node would follow it), and an InstallSnapshot of garbage.
 	trans := raft.NewNetworkTransport(plainLayer{addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}, 1, time.Second, io.Discard)
-	forged := fsm.Command{Type: fsm.TypeKVSet, Key: []byte("planted-raft"), Value: []byte("x"), Stamp: time.Now().Add(10 * 365 * 24 * time.Hour).UnixNano()}
+	forged := command.Command{Type: command.TypeKVSet, Key: []byte("planted-raft"), Value: []byte("x"), Stamp: time.Now().Add(10 * 365 * 24 * time.Hour).UnixNano()}
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("evil"), Addr: []byte("127.0.0.1:1")},
 		Term: term + 1<<40, PrevLogEntry: 0, LeaderCommitIndex: 1 << 40,
 		Entries: []*raft.Log{{Index: 1 << 30, Term: term + 1<<40, Type: raft.LogCommand, Data: forged.Encode(nil)}}}
@@ -215,7 +215,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 		t.Errorf("term %d -> %d, leader still: %v", term, now, c.Store(leader).IsLeader())
 	}
 	for _, key := range []string{"planted-plain", "planted-raft", "planted-foreign CA", "planted-not a member"} {
-		if _, err := c.Store(leader).KV(ctx, []byte(key), false); err != fsm.ErrNotFound {
+		if _, err := c.Store(leader).KV(ctx, []byte(key), false); err != command.ErrNotFound {
 			t.Errorf("key %q: %v, want not found", key, err)
 		}
 	}
@@ -230,7 +230,7 @@ func TestPeerTLSRefusesOutsiders(t *testing.T) {
 
 	// A real member still replicates, forwarding included.
 	follower := (leader + 1) % 3
-	if _, err := c.Store(follower).ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after"), Value: []byte("2")})); err != nil {
+	if _, err := c.Store(follower).ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("after"), Value: []byte("2")})); err != nil {
 		t.Fatalf("a member's forwarded write failed: %v", err)
 	}
 	c.WaitConverged(10 * time.Second)
@@ -261,7 +261,7 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 	victim := (leader + 1) % 3
 	id := c.Cfgs[victim].NodeID
 	stolen := loadSource(t, dir, dir, id)
-	conn, err := dialPeer(c.Cfgs[leader].RaftBind, time.Second, wireForward, fsm.ClusterID{}, stolen.PeerClient("", nil))
+	conn, err := dialPeer(c.Cfgs[leader].RaftBind, time.Second, wireForward, command.ClusterID{}, stolen.PeerClient("", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +288,14 @@ func TestRemovedNodeIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // a few membership refreshes
-	cmd := fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("after-removal"), Value: []byte("x")})
+	cmd := command.KVSetCommand(command.KVSetRequest{Key: []byte("after-removal"), Value: []byte("x")})
 	conn.SetDeadline(time.Now().Add(2 * time.Second))
 	conn.Write(forwardFrame(transport.Apply, cmd.Encode(nil)))
 	var hdr [13]byte
 	if _, err := io.ReadFull(conn, hdr[:]); err == nil {
 		t.Fatal("a removed node's old connection still had its frame answered")
 	}
-	if _, err := c.Store(leader).KV(context.Background(), []byte("after-removal"), false); err != fsm.ErrNotFound {
+	if _, err := c.Store(leader).KV(context.Background(), []byte("after-removal"), false); err != command.ErrNotFound {
 		t.Fatalf("the removed node's write: %v, want not found", err)
 	}
 	if again, err := dialProtoRaw(c.Cfgs[leader].RaftBind, stolen.PeerClient("", nil)); err == nil && attackForward(t, again, "removed-again") {

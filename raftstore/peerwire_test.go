@@ -7,7 +7,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 )
 
@@ -24,7 +24,7 @@ const (
 
 // dialPeer opens a connection to a Raft port as any dialler can: TLS with
 // cfg (nil: plaintext), then the preamble for proto and cluster.
-func dialPeer(addr string, timeout time.Duration, proto byte, cluster fsm.ClusterID, cfg *tls.Config) (net.Conn, error) {
+func dialPeer(addr string, timeout time.Duration, proto byte, cluster command.ClusterID, cfg *tls.Config) (net.Conn, error) {
 	var c net.Conn
 	var err error
 	if cfg != nil {

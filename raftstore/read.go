@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -205,7 +205,7 @@ func (s *Store) Alive() bool {
 // Record returns the record stored under key. Linearizable unless local is
 // set; local reads serve the gateway's fast path (a completed record never
 // changes until it expires).
-func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record, error) {
+func (s *Store) Record(ctx context.Context, key []byte, local bool) (*command.Record, error) {
 	if !local {
 		if err := s.Barrier(ctx); err != nil {
 			return nil, err
@@ -217,13 +217,13 @@ func (s *Store) Record(ctx context.Context, key []byte, local bool) (*fsm.Record
 // ScanRecords visits this node's records under prefix as they are, a
 // chunk of at most max from the key from on (fsm.FSM.ScanRecords): a
 // caller that wants every acknowledged write runs Barrier first.
-func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error) {
+func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *command.Record) error) ([]byte, error) {
 	return s.fsm.ScanRecords(prefix, from, time.Now(), max, fn)
 }
 
 // Claim returns the once claim stored under key (fsm.OnceKey),
 // linearizable unless local; fsm.ErrNotFound when there is none.
-func (s *Store) Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, error) {
+func (s *Store) Claim(ctx context.Context, key []byte, local bool) (*command.Claim, error) {
 	if !local {
 		if err := s.Barrier(ctx); err != nil {
 			return nil, err
@@ -234,7 +234,7 @@ func (s *Store) Claim(ctx context.Context, key []byte, local bool) (*fsm.Claim, 
 
 // LockState returns the lock held under name (fsm.CheckLockName),
 // linearizable unless local; fsm.ErrNotFound when it is free.
-func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*fsm.Lock, error) {
+func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*command.Lock, error) {
 	if !local {
 		if err := s.Barrier(ctx); err != nil {
 			return nil, err
@@ -247,21 +247,21 @@ func (s *Store) LockState(ctx context.Context, name []byte, local bool) (*fsm.Lo
 // locks it granted: the waiters of this node's requests learn of their
 // grant from this node's own apply (and sooner from the leader's,
 // LeaderLockGrants). fn runs on the apply path and must be quick.
-func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.onGrants.Store(&fn) }
+func (s *Store) OnLockGrants(fn func(grants []command.LockGrant)) { s.onGrants.Store(&fn) }
 
 // KV returns the value of a KV key of any keyspace (fsm.KeyspaceKey;
 // linearizable unless local); a reserved key is refused
 // (storeapi.ErrReservedKey). A face that has keyspace 0 only checks its
 // keys with storeapi.CheckKVKey first.
-func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, error) {
+func (s *Store) KV(ctx context.Context, key []byte, local bool) (command.KVEntry, error) {
 	if err := storeapi.CheckKeyspaceKey(key); err != nil {
-		return fsm.KVEntry{}, err
+		return command.KVEntry{}, err
 	}
 	if local || mutantLocalReads {
 		return s.fsm.KV(key, time.Now())
 	}
 	if err := s.Barrier(ctx); err != nil {
-		return fsm.KVEntry{}, err
+		return command.KVEntry{}, err
 	}
 	return s.linearizableKV(ctx, key)
 }
@@ -278,16 +278,16 @@ func (s *Store) KV(ctx context.Context, key []byte, local bool) (fsm.KVEntry, er
 // clock lags real time by the writes in flight, or by up to clockTickEvery
 // when idle), an empty command stamped by the leader now moves the clock
 // on, and the key is judged again once it is applied here.
-func (s *Store) linearizableKV(ctx context.Context, key []byte) (fsm.KVEntry, error) {
+func (s *Store) linearizableKV(ctx context.Context, key []byte) (command.KVEntry, error) {
 	e, err := s.fsm.KV(key, time.Unix(0, s.fsm.Now()))
 	if err != nil || e.ExpiresAt == 0 || e.ExpiresAt > time.Now().UnixNano() {
 		return e, err
 	}
-	if _, err := s.Apply(ctx, fsm.NoopCommand(nil)); err != nil {
-		return fsm.KVEntry{}, err
+	if _, err := s.Apply(ctx, command.NoopCommand(nil)); err != nil {
+		return command.KVEntry{}, err
 	}
 	if err := s.Barrier(ctx); err != nil {
-		return fsm.KVEntry{}, err
+		return command.KVEntry{}, err
 	}
 	return s.fsm.KV(key, time.Unix(0, s.fsm.Now()))
 }
@@ -309,7 +309,7 @@ func (s *Store) EachKV(ctx context.Context, local bool, from []byte, fn func(key
 
 // ScanKV is a SCAN step over keyspace db from this node's applied state
 // (fsm.FSM.ScanKV); the Redis face runs its barrier first.
-func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error) {
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind command.Kind)) (uint64, error) {
 	return s.fsm.ScanKV(db, cursor, count, time.Now(), fn)
 }
 
@@ -317,7 +317,7 @@ func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn f
 // included) from this node's applied state (fsm.FSM.ReadTx): the caller
 // runs the barrier first to make it linearizable, as for local KV reads.
 // A reserved key is refused (ErrReservedKey).
-func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
+func (s *Store) LocalTx(r command.TxRequest) (*command.Result, error) {
 	if err := CheckTxKeys(r); err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (s *Store) Changed() <-chan struct{} { return s.wrap.changed() }
 
 // Suspects lists up to limit suspected duplicates, newest first
 // (linearizable unless local).
-func (s *Store) Suspects(ctx context.Context, limit int, local bool) ([]fsm.Suspect, error) {
+func (s *Store) Suspects(ctx context.Context, limit int, local bool) ([]command.Suspect, error) {
 	if !local {
 		if err := s.Barrier(ctx); err != nil {
 			return nil, err
@@ -342,7 +342,7 @@ func (s *Store) Suspects(ctx context.Context, limit int, local bool) ([]fsm.Susp
 // Stuck lists a page of the records and once claims whose holder's
 // deadline passed, earliest first, from the cursor after (fsm.FSM.Stuck);
 // linearizable unless local.
-func (s *Store) Stuck(ctx context.Context, after []byte, limit int, local bool) ([]fsm.Stuck, []byte, error) {
+func (s *Store) Stuck(ctx context.Context, after []byte, limit int, local bool) ([]command.Stuck, []byte, error) {
 	if !local {
 		if err := s.Barrier(ctx); err != nil {
 			return nil, nil, err
@@ -366,4 +366,4 @@ func (s *Store) OnRecordsRemoved(fn func(keys [][]byte)) { s.fsm.SetRecordObserv
 // the KV keys it changed, and "all" when a snapshot replaces the state
 // (fsm.KVObserver): the listener's client-side caching invalidates from
 // it. o runs on the apply path and must be quick.
-func (s *Store) OnKVChanged(o fsm.KVObserver) { s.fsm.SetKVObserver(o) }
+func (s *Store) OnKVChanged(o command.KVObserver) { s.fsm.SetKVObserver(o) }

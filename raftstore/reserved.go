@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // Idemgate's own records in the KV keyspace: a member's API address, which
@@ -21,7 +21,7 @@ func NodeAPIKey(id string) []byte { return []byte("\x00node/" + id) }
 // SetNodeAPI records member id's API address (a node added at runtime,
 // which the cluster file does not list).
 func (s Commands) SetNodeAPI(ctx context.Context, id, api string) error {
-	return s.applyErr(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: NodeAPIKey(id), Value: []byte(api)}))
+	return s.applyErr(ctx, command.KVSetCommand(command.KVSetRequest{Key: NodeAPIKey(id), Value: []byte(api)}))
 }
 
 // NodeAPI is the API address SetNodeAPI recorded for member id, from this

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -28,11 +28,11 @@ func TestReservedKeysRefused(t *testing.T) {
 	// Another keyspace's stored key (the Redis face's SELECT): refused on
 	// the API's path, taken on the Redis face's, and never listed among
 	// keyspace 0's keys (the listing below).
-	ks := fsm.KeyspaceKey(1, []byte("a"))
-	if res, err := c.Stores[leader].ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: ks, Value: []byte("evil")})); !errors.Is(err, storeapi.ErrReservedKey) {
+	ks := command.KeyspaceKey(1, []byte("a"))
+	if res, err := c.Stores[leader].ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: ks, Value: []byte("evil")})); !errors.Is(err, storeapi.ErrReservedKey) {
 		t.Fatalf("ApplyKV of keyspace 1's key = %+v, %v; want ErrReservedKey", res, err)
 	}
-	if r := c.Stores[leader].ApplyInOrder(ctx, []*fsm.Command{fsm.KVSetCommand(fsm.KVSetRequest{Key: ks, Value: []byte("one")})}); r[0].Err != nil {
+	if r := c.Stores[leader].ApplyInOrder(ctx, []*command.Command{command.KVSetCommand(command.KVSetRequest{Key: ks, Value: []byte("one")})}); r[0].Err != nil {
 		t.Fatalf("ApplyInOrder of keyspace 1's key: %v", r[0].Err)
 	}
 	if e, err := c.Stores[leader].KV(ctx, ks, false); err != nil || string(e.Value) != "one" {
@@ -49,24 +49,24 @@ func TestReservedKeysRefused(t *testing.T) {
 					t.Fatalf("node %d: %s(%q) = %v, want ErrReservedKey", i, what, key, err)
 				}
 			}
-			writes := map[string]*fsm.Command{
-				"set":         fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil")}),
-				"set NX":      fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), Mode: fsm.SetNX}),
-				"set GET":     fsm.KVSetCommand(fsm.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
-				"getdel":      fsm.KVGetDelCommand(key, 0),
-				"incr":        fsm.KVIncrCommand(key, 1),
-				"expire":      fsm.KVExpireCommand(key, 0, fsm.FlagExpireNow),
-				"delete":      fsm.KVDeleteCommand(key),
-				"append":      fsm.KVAppendCommand(key, []byte("evil"), 1024),
-				"incrbyfloat": fsm.KVIncrFloatCommand(key, []byte("1.5")),
+			writes := map[string]*command.Command{
+				"set":         command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("evil")}),
+				"set NX":      command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("evil"), Mode: command.SetNX}),
+				"set GET":     command.KVSetCommand(command.KVSetRequest{Key: key, Value: []byte("evil"), ReturnOld: true}),
+				"getdel":      command.KVGetDelCommand(key, 0),
+				"incr":        command.KVIncrCommand(key, 1),
+				"expire":      command.KVExpireCommand(key, 0, command.FlagExpireNow),
+				"delete":      command.KVDeleteCommand(key),
+				"append":      command.KVAppendCommand(key, []byte("evil"), 1024),
+				"incrbyfloat": command.KVIncrFloatCommand(key, []byte("1.5")),
 			}
 			for what, c := range writes {
 				if res, err := s.ApplyKV(ctx, c); !errors.Is(err, storeapi.ErrReservedKey) || res != nil {
 					t.Fatalf("node %d: ApplyKV(%s %q) = %+v, %v; want ErrReservedKey", i, what, key, res, err)
 				}
 			}
-			res := s.ApplyInOrder(ctx, []*fsm.Command{fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("before"), Value: []byte("1")}),
-				fsm.KVDeleteCommand(key), writes["set NX"], fsm.KVIncrCommand([]byte("after"), 1)})
+			res := s.ApplyInOrder(ctx, []*command.Command{command.KVSetCommand(command.KVSetRequest{Key: []byte("before"), Value: []byte("1")}),
+				command.KVDeleteCommand(key), writes["set NX"], command.KVIncrCommand([]byte("after"), 1)})
 			if res[0].Err != nil || res[3].Err != nil || !errors.Is(res[1].Err, storeapi.ErrReservedKey) || res[1].Res != nil ||
 				!errors.Is(res[2].Err, storeapi.ErrReservedKey) || res[2].Res != nil {
 				t.Fatalf("node %d: ApplyInOrder = %+v, want the reserved ops alone refused", i, res)

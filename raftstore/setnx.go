@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // The SETNX shortcut, taken by every face's SETNX (Commands.ApplyKV and
@@ -32,8 +31,8 @@ import (
 // linearizable read, and one proposed is decided by the state machine.
 
 // liveSetNX reports whether c is a SETNX whose key this node holds live.
-func (s Commands) liveSetNX(ctx context.Context, c *fsm.Command) bool {
-	if c.Type != fsm.TypeKVSet || c.Mode != fsm.SetNX || s.Read == nil {
+func (s Commands) liveSetNX(ctx context.Context, c *command.Command) bool {
+	if c.Type != command.TypeKVSet || c.Mode != command.SetNX || s.Read == nil {
 		return false
 	}
 	_, err := s.Read(ctx, c.Key, true)
@@ -44,7 +43,7 @@ func (s Commands) liveSetNX(ctx context.Context, c *fsm.Command) bool {
 // read, as the state machine would (its current value, version and
 // expiry); false when it must be proposed instead: the key is not live
 // here, or the read did not confirm it.
-func (s Commands) readSetNX(ctx context.Context, c *fsm.Command) (*fsm.Result, bool) {
+func (s Commands) readSetNX(ctx context.Context, c *command.Command) (*command.Result, bool) {
 	if !s.liveSetNX(ctx, c) || (s.GoneOnLeader != nil && s.GoneOnLeader(ctx, c.Key)) {
 		return nil, false
 	}
@@ -52,8 +51,8 @@ func (s Commands) readSetNX(ctx context.Context, c *fsm.Command) (*fsm.Result, b
 	if err != nil {
 		return nil, false
 	}
-	r := &fsm.Result{Code: fsm.CodeExists, Version: e.Version, ExpiresAt: e.ExpiresAt}
-	if e.Kind == fsm.KindString { // a list's encoding is no value to answer (as the state machine answers)
+	r := &command.Result{Code: command.CodeExists, Version: e.Version, ExpiresAt: e.ExpiresAt}
+	if e.Kind == command.KindString { // a list's encoding is no value to answer (as the state machine answers)
 		r.Value = e.Value
 	}
 	return r, true

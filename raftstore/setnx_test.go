@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -19,8 +19,8 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 	ctx := ctxT(t, 20*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
 	f := c.Store((leader + 1) % 3)
-	first, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("a"), TTL: time.Minute, Mode: fsm.SetNX}))
-	if err != nil || first.Code != fsm.CodeCreated {
+	first, err := f.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte("a"), TTL: time.Minute, Mode: command.SetNX}))
+	if err != nil || first.Code != command.CodeCreated {
 		t.Fatalf("first SETNX = %+v, %v", first, err)
 	}
 	if err := f.Barrier(ctx); err != nil {
@@ -29,8 +29,8 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 	before := c.Store(leader).Raft().LastIndex()
 	for i, s := range []*Store{f, c.Store(leader)} {
 		for j := 0; j < 5; j++ {
-			r, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: fsm.SetNX}))
-			if err != nil || r.Code != fsm.CodeExists || string(r.Value) != "a" || r.Version != first.Version {
+			r, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: command.SetNX}))
+			if err != nil || r.Code != command.CodeExists || string(r.Value) != "a" || r.Version != first.Version {
 				t.Fatalf("store %d: refused SETNX = %+v, %v; want exists with a@%d", i, r, err, first.Version)
 			}
 		}
@@ -40,17 +40,17 @@ func TestRefusedSETNXWritesNothing(t *testing.T) {
 	}
 	// A retry under a request id goes through the state machine.
 	rctx := storeapi.WithRequestID(ctx, storeapi.RequestIDFor([]byte("t"), []byte("k")))
-	if r, err := f.ApplyKV(rctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: fsm.SetNX})); err != nil || r.Code != fsm.CodeExists {
+	if r, err := f.ApplyKV(rctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte("b"), TTL: time.Minute, Mode: command.SetNX})); err != nil || r.Code != command.CodeExists {
 		t.Fatalf("SETNX with a request id = %+v, %v", r, err)
 	}
 	if after := c.Store(leader).Raft().LastIndex(); after == before {
 		t.Fatal("a SETNX carrying a request id was not proposed")
 	}
 	// Deleted through the leader: the follower's read confirms it is gone.
-	if r, err := c.Store(leader).ApplyKV(ctx, fsm.KVGetDelCommand([]byte("lock"), 0)); err != nil || r.Code != fsm.CodeOK {
+	if r, err := c.Store(leader).ApplyKV(ctx, command.KVGetDelCommand([]byte("lock"), 0)); err != nil || r.Code != command.CodeOK {
 		t.Fatalf("GETDEL = %+v, %v", r, err)
 	}
-	if r, err := f.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte("c"), TTL: time.Minute, Mode: fsm.SetNX})); err != nil || r.Code != fsm.CodeCreated {
+	if r, err := f.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte("c"), TTL: time.Minute, Mode: command.SetNX})); err != nil || r.Code != command.CodeCreated {
 		t.Fatalf("SETNX after the delete = %+v, %v; want created", r, err)
 	}
 }
@@ -64,37 +64,37 @@ func TestPipelinedSETNXIsARead(t *testing.T) {
 	c := StartTestCluster(t, 3, nil)
 	ctx := ctxT(t, 20*time.Second)
 	leader := c.WaitLeader(5 * time.Second)
-	setnx := func(v string) *fsm.Command {
-		return fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte(v), TTL: time.Minute, Mode: fsm.SetNX})
+	setnx := func(v string) *command.Command {
+		return command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte(v), TTL: time.Minute, Mode: command.SetNX})
 	}
 	for round, s := range []*Store{c.Store((leader + 1) % 3), c.Store(leader)} {
 		owner := []string{"a", "b"}[round]
-		if r, err := s.ApplyKV(ctx, setnx(owner)); err != nil || r.Code != fsm.CodeCreated {
+		if r, err := s.ApplyKV(ctx, setnx(owner)); err != nil || r.Code != command.CodeCreated {
 			t.Fatalf("round %d: first SETNX = %+v, %v", round, r, err)
 		}
 		if err := s.Barrier(ctx); err != nil {
 			t.Fatal(err)
 		}
 		before := c.Store(leader).Raft().LastIndex()
-		out := s.ApplyInOrder(ctx, []*fsm.Command{setnx("x"), setnx("y"), setnx("z")})
+		out := s.ApplyInOrder(ctx, []*command.Command{setnx("x"), setnx("y"), setnx("z")})
 		for i, r := range out {
-			if r.Err != nil || r.Res.Code != fsm.CodeExists || string(r.Res.Value) != owner {
+			if r.Err != nil || r.Res.Code != command.CodeExists || string(r.Res.Value) != owner {
 				t.Fatalf("round %d: pipelined SETNX %d = %+v; want exists with %s", round, i, r, owner)
 			}
 		}
 		if after := c.Store(leader).Raft().LastIndex(); after != before {
 			t.Fatalf("round %d: 3 refused SETNX grew the log from %d to %d", round, before, after)
 		}
-		out = s.ApplyInOrder(ctx, []*fsm.Command{setnx("x"), fsm.KVGetDelCommand([]byte("lock"), 0), setnx("new"), setnx("late")})
+		out = s.ApplyInOrder(ctx, []*command.Command{setnx("x"), command.KVGetDelCommand([]byte("lock"), 0), setnx("new"), setnx("late")})
 		for i, want := range []struct {
-			code  fsm.Code
+			code  command.Code
 			value string
-		}{{fsm.CodeExists, owner}, {fsm.CodeOK, owner}, {fsm.CodeCreated, ""}, {fsm.CodeExists, "new"}} {
+		}{{command.CodeExists, owner}, {command.CodeOK, owner}, {command.CodeCreated, ""}, {command.CodeExists, "new"}} {
 			if r := out[i]; r.Err != nil || r.Res.Code != want.code || string(r.Res.Value) != want.value {
 				t.Fatalf("round %d: op %d = %+v, want %v %q", round, i, r, want.code, want.value)
 			}
 		}
-		if r, err := s.ApplyKV(ctx, fsm.KVDeleteCommand([]byte("lock"))); err != nil || r.Code != fsm.CodeOK {
+		if r, err := s.ApplyKV(ctx, command.KVDeleteCommand([]byte("lock"))); err != nil || r.Code != command.CodeOK {
 			t.Fatalf("round %d: DEL = %+v, %v", round, r, err)
 		}
 	}
@@ -111,18 +111,18 @@ func TestSETNXAfterDeleteElsewhere(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	li := c.WaitLeader(5 * time.Second)
 	l, f := c.Store(li), c.Store((li+1)%3)
-	setnx := func(v string) *fsm.Command {
-		return fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte("lock"), Value: []byte(v), TTL: time.Minute, Mode: fsm.SetNX})
+	setnx := func(v string) *command.Command {
+		return command.KVSetCommand(command.KVSetRequest{Key: []byte("lock"), Value: []byte(v), TTL: time.Minute, Mode: command.SetNX})
 	}
-	if r, err := f.ApplyKV(ctx, setnx("a")); err != nil || r.Code != fsm.CodeCreated {
+	if r, err := f.ApplyKV(ctx, setnx("a")); err != nil || r.Code != command.CodeCreated {
 		t.Fatalf("first SETNX = %+v, %v", r, err)
 	}
 	st := holdApply(ctx, t, l, f)
-	if r, err := l.ApplyKV(ctx, fsm.KVDeleteCommand([]byte("lock"))); err != nil || r.Code != fsm.CodeOK {
+	if r, err := l.ApplyKV(ctx, command.KVDeleteCommand([]byte("lock"))); err != nil || r.Code != command.CodeOK {
 		t.Fatalf("DEL = %+v, %v", r, err)
 	}
 	barriers := countBarriers(f)
-	if r, err := f.ApplyKV(ctx, setnx("b")); err != nil || r.Code != fsm.CodeCreated {
+	if r, err := f.ApplyKV(ctx, setnx("b")); err != nil || r.Code != command.CodeCreated {
 		t.Fatalf("SETNX on the held follower = %+v, %v; want created", r, err)
 	}
 	if n := barriers.Load(); n != 0 {
@@ -134,8 +134,8 @@ func TestSETNXAfterDeleteElsewhere(t *testing.T) {
 	// Live on the leader too: "exists" is confirmed by the read index,
 	// which needs this node's apply.
 	st.free()
-	out := f.ApplyInOrder(ctx, []*fsm.Command{setnx("c")})
-	if r := out[0]; r.Err != nil || r.Res.Code != fsm.CodeExists || string(r.Res.Value) != "b" {
+	out := f.ApplyInOrder(ctx, []*command.Command{setnx("c")})
+	if r := out[0]; r.Err != nil || r.Res.Code != command.CodeExists || string(r.Res.Value) != "b" {
 		t.Fatalf("SETNX of the key taken = %+v; want exists with b", r)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/datadir"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore/transport"
@@ -51,7 +52,7 @@ type Store struct {
 	fwdClosed bool
 	fwdServer *transport.Server // answers the requests forwarded to this node
 	grants    *grantFeed        // the grants this node applied, for others' waiters (grants.go)
-	onGrants  atomic.Pointer[func(grants []fsm.LockGrant)]
+	onGrants  atomic.Pointer[func(grants []command.LockGrant)]
 	fwdConns  sync.WaitGroup
 	connMu    sync.Mutex
 	inbound   map[net.Conn]struct{}
@@ -127,7 +128,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	}
 	closers = append(closers, s.fsm)
 	s.grants = newGrantFeed()
-	s.fsm.SetLockObserver(func(grants []fsm.LockGrant) {
+	s.fsm.SetLockObserver(func(grants []command.LockGrant) {
 		s.grants.publish(grants)
 		if fn := s.onGrants.Load(); fn != nil {
 			(*fn)(grants)

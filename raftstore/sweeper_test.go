@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -20,7 +20,7 @@ func setDueKeys(ctx context.Context, t *testing.T, s *Store, keys int) {
 		go func() {
 			defer wg.Done()
 			for i := g; i < keys; i += 32 {
-				if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("e%d", i)), Value: []byte("v"), TTL: time.Millisecond})); err != nil {
+				if _, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("e%d", i)), Value: []byte("v"), TTL: time.Millisecond})); err != nil {
 					t.Error(err)
 					return
 				}
@@ -117,7 +117,7 @@ func TestExpireSplitsByCommandLimit(t *testing.T) {
 		long[i] = 'k'
 	}
 	for i := 0; i < keys; i++ {
-		if _, err := s.ApplyKV(ctx, fsm.KVSetCommand(fsm.KVSetRequest{Key: fmt.Appendf(append([]byte(nil), long...), "%d", i), Value: []byte("v"), TTL: time.Millisecond})); err != nil {
+		if _, err := s.ApplyKV(ctx, command.KVSetCommand(command.KVSetRequest{Key: fmt.Appendf(append([]byte(nil), long...), "%d", i), Value: []byte("v"), TTL: time.Millisecond})); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -136,7 +136,7 @@ func writeKeys(b *testing.B, s *Store, clients, n int, life func() time.Duration
 				if at != nil {
 					at(i)
 				}
-				if _, err := s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(prefix + fmt.Sprint(i)), Value: []byte("v"), TTL: life(), Mode: fsm.SetNX})); err != nil {
+				if _, err := s.ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte(prefix + fmt.Sprint(i)), Value: []byte("v"), TTL: life(), Mode: command.SetNX})); err != nil {
 					b.Error(err)
 					return
 				}
@@ -210,7 +210,7 @@ func startProbe(s *Store) func() latencies {
 			default:
 			}
 			t0 := time.Now()
-			if _, err := s.ApplyKV(context.Background(), fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("probe-%d", i)), Value: []byte("v"), Mode: fsm.SetNX})); err == nil {
+			if _, err := s.ApplyKV(context.Background(), command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("probe-%d", i)), Value: []byte("v"), Mode: command.SetNX})); err == nil {
 				out = append(out, struct {
 					at   time.Time
 					took time.Duration

@@ -12,7 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/history"
 )
 
@@ -33,7 +33,7 @@ const explainBefore, explainAfter = 120, 40
 type opNote struct {
 	node   string // the node the client called
 	leader bool   // whether that node led when the call began
-	reqID  fsm.ReqID
+	reqID  command.ReqID
 	err    string // the error of a write whose answer was lost
 }
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/datadir"
-	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
 
@@ -32,7 +32,7 @@ func TestWALTornTailRejoins(t *testing.T) {
 	ctx := context.Background()
 	leader := c.WaitLeader(10 * time.Second)
 	for i := 0; i < 30; i++ {
-		cmd := fsm.KVSetCommand(fsm.KVSetRequest{Key: []byte(fmt.Sprintf("k%d", i)), Value: bytes.Repeat([]byte("v"), i*7%50)})
+		cmd := command.KVSetCommand(command.KVSetRequest{Key: []byte(fmt.Sprintf("k%d", i)), Value: bytes.Repeat([]byte("v"), i*7%50)})
 		if _, err := c.Store(leader).ApplyKV(ctx, cmd); err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/backup"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/fsm"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/storeapi"
@@ -71,14 +72,14 @@ func New(tb testing.TB) *Store {
 // Apply stamps c with the wall clock and applies it as the next log entry.
 // A command without a request id gets the one ctx carries
 // (storeapi.WithRequestID) or a fresh one, as in a cluster.
-func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) {
+func (s *Store) Apply(ctx context.Context, c *command.Command) (*command.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.ReqID.IsZero() && c.Type != fsm.TypeNoop {
+	if c.ReqID.IsZero() && c.Type != command.TypeNoop {
 		c.ReqID = storeapi.RequestID(ctx)
 	}
 	s.mu.Lock()
@@ -88,7 +89,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	res, ok := out[0].(*fsm.Result)
+	res, ok := out[0].(*command.Result)
 	if !ok {
 		return nil, errors.New("memstore: the state machine answered no result")
 	}
@@ -99,7 +100,7 @@ func (s *Store) Apply(ctx context.Context, c *fsm.Command) (*fsm.Result, error) 
 // entry each, as a leader's group commit makes them), stamped with the wall
 // clock: a test that needs a large state writes it in seconds. It answers
 // each command's result, and fails on the first it refused.
-func (s *Store) ApplyMany(cmds []*fsm.Command) (fsm.Results, error) {
+func (s *Store) ApplyMany(cmds []*command.Command) (fsm.Results, error) {
 	var all fsm.Results
 	for len(cmds) > 0 {
 		n := min(len(cmds), fsm.MaxBatchCommands)
@@ -126,7 +127,7 @@ func (s *Store) ApplyMany(cmds []*fsm.Command) (fsm.Results, error) {
 			return nil, fmt.Errorf("memstore: the state machine answered %T for a batch of %d", out[0], n)
 		}
 		for i, r := range res {
-			if r.Code != fsm.CodeOK && r.Code != fsm.CodeCreated {
+			if r.Code != command.CodeOK && r.Code != command.CodeCreated {
 				return nil, fmt.Errorf("memstore: command %d of the batch: %w", i, r.Err())
 			}
 		}
@@ -158,39 +159,39 @@ func (s *Store) Changed() <-chan struct{} {
 
 // Reads see the one state there is: local or not, they are linearizable.
 
-func (s *Store) Record(_ context.Context, key []byte, _ bool) (*fsm.Record, error) {
+func (s *Store) Record(_ context.Context, key []byte, _ bool) (*command.Record, error) {
 	return s.f.Record(key, time.Now())
 }
 
-func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *fsm.Record) error) ([]byte, error) {
+func (s *Store) ScanRecords(prefix, from []byte, max int, fn func(key []byte, r *command.Record) error) ([]byte, error) {
 	return s.f.ScanRecords(prefix, from, time.Now(), max, fn)
 }
 
-func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*fsm.Claim, error) {
+func (s *Store) Claim(_ context.Context, key []byte, _ bool) (*command.Claim, error) {
 	return s.f.Claim(key, time.Now())
 }
 
-func (s *Store) LockState(_ context.Context, name []byte, _ bool) (*fsm.Lock, error) {
+func (s *Store) LockState(_ context.Context, name []byte, _ bool) (*command.Lock, error) {
 	return s.f.LockState(name, time.Now())
 }
 
-func (s *Store) OnLockGrants(fn func(grants []fsm.LockGrant)) { s.f.SetLockObserver(fn) }
+func (s *Store) OnLockGrants(fn func(grants []command.LockGrant)) { s.f.SetLockObserver(fn) }
 
-func (s *Store) KV(_ context.Context, key []byte, _ bool) (fsm.KVEntry, error) {
+func (s *Store) KV(_ context.Context, key []byte, _ bool) (command.KVEntry, error) {
 	if err := storeapi.CheckKeyspaceKey(key); err != nil {
-		return fsm.KVEntry{}, err
+		return command.KVEntry{}, err
 	}
 	return s.f.KV(key, time.Now())
 }
 
 // LeaderKV is raftstore.Store.LeaderKV: one node is its own leader.
-func (s *Store) LeaderKV(_ context.Context, key []byte, now time.Time) (fsm.KVEntry, bool, error) {
+func (s *Store) LeaderKV(_ context.Context, key []byte, now time.Time) (command.KVEntry, bool, error) {
 	if err := storeapi.CheckKeyspaceKey(key); err != nil {
-		return fsm.KVEntry{}, false, err
+		return command.KVEntry{}, false, err
 	}
 	e, err := s.f.KV(key, now)
-	if errors.Is(err, fsm.ErrNotFound) {
-		return fsm.KVEntry{}, false, nil
+	if errors.Is(err, command.ErrNotFound) {
+		return command.KVEntry{}, false, nil
 	}
 	return e, err == nil, err
 }
@@ -201,12 +202,12 @@ func (s *Store) EachKV(_ context.Context, _ bool, from []byte, fn func(key []byt
 }
 
 // ScanKV is raftstore.Store.ScanKV.
-func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind fsm.Kind)) (uint64, error) {
+func (s *Store) ScanKV(_ context.Context, db int, cursor uint64, count int, fn func(key []byte, kind command.Kind)) (uint64, error) {
 	return s.f.ScanKV(db, cursor, count, time.Now(), fn)
 }
 
 // LocalTx is raftstore.Store.LocalTx.
-func (s *Store) LocalTx(r fsm.TxRequest) (*fsm.Result, error) {
+func (s *Store) LocalTx(r command.TxRequest) (*command.Result, error) {
 	if err := raftstore.CheckTxKeys(r); err != nil {
 		return nil, err
 	}
@@ -219,11 +220,11 @@ func (s *Store) NodeAPI(id string) (string, bool) {
 	return string(e.Value), err == nil
 }
 
-func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]fsm.Suspect, error) {
+func (s *Store) Suspects(_ context.Context, limit int, _ bool) ([]command.Suspect, error) {
 	return s.f.Suspects(limit)
 }
 
-func (s *Store) Stuck(_ context.Context, after []byte, limit int, _ bool) ([]fsm.Stuck, []byte, error) {
+func (s *Store) Stuck(_ context.Context, after []byte, limit int, _ bool) ([]command.Stuck, []byte, error) {
 	return s.f.Stuck(time.Now(), after, limit)
 }
 
@@ -295,13 +296,13 @@ func (s *Store) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 }
 func (s *Store) CountDue(now time.Time, limit int) (int, error) { return s.f.CountDue(now, limit) }
 func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
-	_, err := s.Apply(ctx, fsm.ExpireCommand(entries))
+	_, err := s.Apply(ctx, command.ExpireCommand(entries))
 	return err
 }
 
 // OnKVChanged registers the state machine's KV observer (one: the last
 // registered).
-func (s *Store) OnKVChanged(o fsm.KVObserver) { s.f.SetKVObserver(o) }
+func (s *Store) OnKVChanged(o command.KVObserver) { s.f.SetKVObserver(o) }
 
 // NewSandbox is raftstore.Store.NewSandbox.
 func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase) storeapi.Sandbox {

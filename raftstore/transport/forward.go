@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // Forwarding (frame.go has the protocol): a follower's calls to the leader
@@ -32,7 +32,7 @@ type Peer struct {
 	TLS *tls.Config
 	// Cluster is the dialler's cluster id, sent in the preamble (zero
 	// while it knows none).
-	Cluster fsm.ClusterID
+	Cluster command.ClusterID
 	// Timeout bounds the dial, the handshake and the preamble.
 	Timeout time.Duration
 }

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // Hello: what a node says of itself to any node the CA vouches for, member
@@ -110,8 +110,8 @@ func AskHello(p Peer) (Hello, error) {
 
 // ClusterID is the cluster id the hello names (zero when none or
 // malformed).
-func (h Hello) ClusterID() fsm.ClusterID {
-	id, _ := fsm.ParseClusterID(h.Cluster)
+func (h Hello) ClusterID() command.ClusterID {
+	id, _ := command.ParseClusterID(h.Cluster)
 	return id
 }
 

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // TestHello: an answer comes back whole; one that names another node, is
 // over the limit, is not JSON or never comes is an error naming the node
 // asked.
 func TestHello(t *testing.T) {
-	id := fsm.ClusterID{1, 2, 3}
+	id := command.ClusterID{1, 2, 3}
 	want := Hello{Node: "n1", State: HelloMember, Cluster: id.String(), Leader: "n2", Term: 7,
 		Voters: []HelloPeer{{"n1", "10.0.0.1:7000"}, {"n2", "10.0.0.2:7000"}}, Nonvoters: []HelloPeer{{"n3", "10.0.0.3:7000"}},
 		Removed: []HelloGone{{ID: "n4", Fingerprints: []string{"ab"}}}}

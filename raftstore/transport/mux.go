@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/conncap"
 )
 
@@ -36,7 +36,7 @@ const (
 	protoRaft    byte = 'R'
 	protoForward byte = 'F'
 	protoHello   byte = 'H'
-	preambleLen       = 1 + len(fsm.ClusterID{})
+	preambleLen       = 1 + len(command.ClusterID{})
 
 	// handshakeTimeout bounds an accepted connection's TLS handshake and
 	// first byte together: a peer that says nothing is closed.
@@ -57,7 +57,7 @@ type Gate interface {
 	// (the id its certificate names; "" without TLS), dialled by a member
 	// of cluster, may go on; a refusal names its reason (the metric
 	// label).
-	Admit(node string, cluster fsm.ClusterID) (reason string, err error)
+	Admit(node string, cluster command.ClusterID) (reason string, err error)
 	// Track is told each connection that passed the TLS handshake and the
 	// node it proved; the returned func is called when it closes.
 	Track(c net.Conn, node string) (untrack func())
@@ -83,7 +83,7 @@ type Config struct {
 	Hello func() (Hello, bool)
 	// Cluster is this node's cluster id, sent in the preamble of every
 	// Raft connection it dials.
-	Cluster func() fsm.ClusterID
+	Cluster func() command.ClusterID
 	// DialTLS is the client side of mutual TLS for dialling a Raft peer at
 	// addr; nil (or a nil result): plaintext.
 	DialTLS func(addr string) *tls.Config
@@ -199,7 +199,7 @@ func (m *Mux) route(c net.Conn, ip string) {
 		conn.Close()
 		return
 	}
-	proto, cluster := pre[0], fsm.ClusterID(pre[1:])
+	proto, cluster := pre[0], command.ClusterID(pre[1:])
 	switch proto {
 	case protoRaft, protoForward:
 		if reason, err := m.cfg.Gate.Admit(node, cluster); err != nil {
@@ -331,7 +331,7 @@ func (m *Mux) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, er
 // dialProto connects to a Raft port, completes the TLS handshake when
 // tlsCfg is set, and sends the preamble: which protocol follows, and the
 // dialler's cluster id.
-func dialProto(addr string, timeout time.Duration, proto byte, cluster fsm.ClusterID, tlsCfg *tls.Config) (net.Conn, error) {
+func dialProto(addr string, timeout time.Duration, proto byte, cluster command.ClusterID, tlsCfg *tls.Config) (net.Conn, error) {
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err

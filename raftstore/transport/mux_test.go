@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/idemgate/idemgate/certs"
-	"github.com/idemgate/idemgate/fsm"
+	"github.com/idemgate/idemgate/command"
 )
 
 // testGate is the membership a node would give the Mux: members' hosts,
@@ -34,7 +34,7 @@ func newTestGate() *testGate {
 
 func (g *testGate) MemberHost(ip string) bool { return g.members[ip] }
 
-func (g *testGate) Admit(node string, cluster fsm.ClusterID) (string, error) {
+func (g *testGate) Admit(node string, cluster command.ClusterID) (string, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.refuse != "" {
@@ -91,7 +91,7 @@ func startMux(t *testing.T, g *testGate, edit func(*Config)) (*Mux, string, <-ch
 	cfg := Config{Advertise: ln.Addr(), MaxConns: 64, Gate: g, Logger: discard,
 		Forward: func(c net.Conn) { forwarded <- c },
 		Hello:   func() (Hello, bool) { return Hello{Node: "n1", State: HelloMember}, true },
-		Cluster: func() fsm.ClusterID { return fsm.ClusterID{} }}
+		Cluster: func() command.ClusterID { return command.ClusterID{} }}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -138,7 +138,7 @@ func TestMuxRoutesByProtocolByte(t *testing.T) {
 		t.Fatalf("the Raft connection carried %q, %v", b, err)
 	}
 
-	fc, err := dialProto(addr, 5*time.Second, protoForward, fsm.ClusterID{}, nil)
+	fc, err := dialProto(addr, 5*time.Second, protoForward, command.ClusterID{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestMuxRoutesByProtocolByte(t *testing.T) {
 		t.Fatalf("hello = %+v, %v", h, err)
 	}
 
-	bad, err := dialProto(addr, 5*time.Second, 'Z', fsm.ClusterID{}, nil)
+	bad, err := dialProto(addr, 5*time.Second, 'Z', command.ClusterID{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestMuxRoutesByProtocolByte(t *testing.T) {
 	g.refuse = "not_member"
 	g.mu.Unlock()
 	for _, proto := range []byte{protoRaft, protoForward} {
-		c, err := dialProto(addr, 5*time.Second, proto, fsm.ClusterID{}, nil)
+		c, err := dialProto(addr, 5*time.Second, proto, command.ClusterID{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
