@@ -124,6 +124,12 @@ type Op struct {
 	Tx bool
 	// Role is the least role a caller needs.
 	Role Role
+	// Codes is every outcome the state machine may answer for it: each
+	// row holds always (CodeStorage, CodeBadCommand) and what its apply
+	// answers; package fsm's TestApplyCodes holds the apply functions to
+	// them. A face answers each one (an error reply or problem, or a
+	// reply of its own).
+	Codes Codes
 }
 
 // Role is the least grant a caller of an operation needs.
@@ -147,116 +153,116 @@ var commands = [typeEnd]spec{
 	// while the disk is low: a few bytes, and a linearizable read of a key
 	// past its expiry by the wall clock needs the cluster's clock moved on
 	// (raftstore's read.go).
-	TypeNoop: {name: "noop", uses: fValue, diskLow: true, Op: Op{Write: true, Role: RoleNode}},
+	TypeNoop: {name: "noop", uses: fValue, diskLow: true, Op: Op{Write: true, Role: RoleNode, Codes: always | CodesOf(CodeOK)}},
 	// Value: the request's fingerprint; Timeout: the processing timeout;
 	// DigestKey (empty: none) and Window: suspect detection (suspect.go).
 	TypeRecordBegin: {name: "record_begin", uses: fKey | fValue | fTTL | fTimeout | fFlags | fDigestKey | fWindow, key: true,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeCreated, CodeExists, CodeSuspect)}},
 	TypeRecordComplete: {name: "record_complete", uses: fKey | fFence | fStatus | fFlags | fHeaders | fBody, key: true, check: checkComplete,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeFenceMismatch, CodeWrongState)}},
 	// Fence 0: an operator's release of whatever owns the record.
 	TypeRecordRelease: {name: "record_release", uses: fKey | fFence, key: true,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeFenceMismatch, CodeWrongState)}},
 	// Entries: what a sweeper found due.
 	TypeExpire: {name: "expire", uses: fEntries, diskLow: true, check: checkExpire,
-		Op: Op{Write: true, Role: RoleNode}},
+		Op: Op{Write: true, Role: RoleNode, Codes: always | CodesOf(CodeOK)}},
 	// Key: TokenKey(scope, token).
-	TypeTokenIssue:   {name: "token_issue", uses: fKey | fTTL, key: true, Op: Op{Write: true, Role: RoleWrite}},
-	TypeTokenConsume: {name: "token_consume", uses: fKey, key: true, Op: Op{Write: true, Role: RoleWrite}},
+	TypeTokenIssue:   {name: "token_issue", uses: fKey | fTTL, key: true, Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeCreated, CodeExists)}},
+	TypeTokenConsume: {name: "token_consume", uses: fKey, key: true, Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound)}},
 	// Version: the version a SetCAS expects (0: the key must not exist).
 	TypeKVSet: {name: "kv_set", uses: fKey | fValue | fTTL | fMode | fVersion | fFlags | fBody, key: true, check: checkKVSet,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeExists, CodeNotFound, CodeVersionMismatch, CodeWrongType)}},
 	// Version (0: any): compare-and-delete, for both.
 	TypeKVGetDel: {name: "kv_getdel", uses: fKey | fVersion, key: true,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeVersionMismatch, CodeWrongType)}},
 	TypeKVDelete: {name: "kv_delete", uses: fKey | fVersion | fMode | fBody, key: true, check: checkKVDelete,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeVersionMismatch, CodeWrongType)}},
 	// Value: the increment, a signed decimal integer (Redis INCRBY).
 	// Flags and Body: the bounds of a guarded increment (FlagIncrMin,
 	// FlagIncrMax; Body the two, 8 big-endian bytes each).
 	TypeKVIncr: {name: "kv_incr", uses: fKey | fValue | fFlags | fBody, key: true, check: checkKVIncr,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotInteger, CodeOverflow, CodeOutOfRange, CodeWrongType)}},
 	// TTL: the new lifetime (zero without FlagExpireNow: none; Redis
 	// EXPIRE, PERSIST).
 	TypeKVExpire: {name: "kv_expire", uses: fKey | fTTL | fFlags, key: true, check: checkKVExpire,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeUnchanged, CodeWrongType)}},
 	// Value: the 16-byte id; applied only while the state holds none
 	// (cluster.go).
 	TypeClusterID: {name: "cluster_id", uses: fValue, diskLow: true, check: checkClusterID,
-		Op: Op{Write: true, Role: RoleNode}},
+		Op: Op{Write: true, Role: RoleNode, Codes: always | CodesOf(CodeCreated, CodeExists)}},
 	// Key: the node id; Value: its certificates' fingerprints, 32 bytes
 	// each (cluster.go).
 	TypeMemberRemoved: {name: "member_removed", uses: fKey | fValue, key: true, diskLow: true, check: checkMemberRemoved,
-		Op: Op{Write: true, Role: RoleNode}},
+		Op: Op{Write: true, Role: RoleNode, Codes: always | CodesOf(CodeOK)}},
 	// A read in the log, a transaction's (kv_tx.go); Flags: FlagReadValue.
 	TypeKVRead: {name: "kv_read", uses: fKey | fFlags, key: true, check: checkKVRead,
-		Op: Op{Script: true, Tx: true, Role: RoleRead}},
+		Op: Op{Script: true, Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeNotFound)}},
 	// Value: the watches and the commands (kv_tx.go); Version: the bytes
 	// of values its results may carry.
-	TypeKVTx: {name: "kv_tx", uses: fValue | fVersion, check: checkKVTx, Op: Op{Write: true, Role: RoleWrite}},
+	TypeKVTx: {name: "kv_tx", uses: fValue | fVersion, check: checkKVTx, Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeVersionMismatch)}},
 	// Body: a script's effects (script.go): what it read, at which
 	// versions, and the KV commands it made; applied whole only while
 	// every key it read is as it read it (CodeConflict if not).
-	TypeScriptEffects: {name: "script_effects", uses: fBody, Op: Op{Write: true, Role: RoleWrite}},
+	TypeScriptEffects: {name: "script_effects", uses: fBody, Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeConflict)}},
 	// Value: the bytes to write; Body: the offset and the longest the
 	// value may become, 8 big-endian bytes each; Flags: FlagRangeAppend
 	// (Redis SETRANGE, APPEND; kv_string.go).
 	TypeKVSetRange: {name: "kv_setrange", uses: fKey | fValue | fFlags | fBody, key: true, check: checkKVSetRange,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeTooLong, CodeWrongType)}},
 	// Value: the increment, as strtold reads it (Redis INCRBYFLOAT).
 	TypeKVIncrFloat: {name: "kv_incrfloat", uses: fKey | fValue, key: true, check: checkKVIncrFloat,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFloat, CodeNotFinite, CodeWrongType)}},
 	// Key: the source; Value: the destination; Mode: a RenameMode; Flags:
 	// FlagCopyReplace (Redis RENAME, RENAMENX, COPY; kv_rename.go). Not a
 	// script's: a script's effects name the keys they write by Key alone.
 	TypeKVRename: {name: "kv_rename", uses: fKey | fValue | fMode | fFlags, key: true, check: checkKVRename,
-		Op: Op{Write: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeExists)}},
 	// Key: OnceKey(scope, key). Value: the payload's fingerprint
 	// (OnceFingerprint); Timeout: the lease; TTL: the scope's retention.
 	TypeOnceBegin: {name: "once_begin", uses: fKey | fValue | fTTL | fTimeout, key: true, check: checkOnceBegin,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeCreated, CodeTakenOver, CodeOK, CodeExists, CodeKeyReuse)}},
 	// Timeout: the new lease, from the renew.
 	TypeOnceRenew: {name: "once_renew", uses: fKey | fFence | fTimeout, key: true, check: checkOnceRenew,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeFenceMismatch, CodeWrongState)}},
 	// Body: the result; TTL: the scope's retention, from the complete.
 	TypeOnceComplete: {name: "once_complete", uses: fKey | fFence | fBody | fTTL, key: true, check: checkOnceComplete,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeFenceMismatch, CodeWrongState)}},
 	TypeOnceRelease: {name: "once_release", uses: fKey | fFence, key: true, check: checkFence,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeFenceMismatch, CodeWrongState)}},
 	// Key: the lock's name (CheckLockName). Value: the owner token the
 	// waiting request chose; Timeout: the lease; TTL: how long to wait
 	// in the queue (0: not at all).
 	TypeLockAcquire: {name: "lock_acquire", uses: fKey | fValue | fTTL | fTimeout, key: true, check: checkLockAcquire,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeCreated, CodeExists, CodeQueued, CodeQueueFull)}},
 	// Timeout: the new lease, from the renew.
 	TypeLockRenew: {name: "lock_renew", uses: fKey | fFence | fTimeout, key: true, check: checkLockRenew,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeFenceMismatch)}},
 	TypeLockRelease: {name: "lock_release", uses: fKey | fFence, key: true, check: checkLockFence,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeFenceMismatch)}},
 	// Value: the waiter's owner token; Version: its ticket (0: unknown,
 	// only a grant it holds is given back).
 	TypeLockLeave: {name: "lock_leave", uses: fKey | fValue | fVersion, key: true, check: checkLockLeave,
-		Op: Op{Write: true, Role: RoleWrite}},
+		Op: Op{Write: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound)}},
 	// The list commands (list.go). Value: the elements, a list's
 	// encoding; Flags: FlagListRight, FlagListExisting.
 	TypeListPush: {name: "list_push", uses: fKey | fValue | fFlags, key: true, check: checkListPush,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFound, CodeTooLong, CodeWrongType)}},
 	// Value: the further keys (BLPOP's), a list's encoding; Body: the
 	// count, with FlagListCount.
 	TypeListPop: {name: "list_pop", uses: fKey | fValue | fFlags | fBody, key: true, check: checkListPop,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeWrongType)}},
 	// Value: the element; Body: the signed count.
 	TypeListRem: {name: "list_rem", uses: fKey | fValue | fBody, key: true, check: checkListRem,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
 	// Body: start and stop, signed.
 	TypeListTrim: {name: "list_trim", uses: fKey | fBody, key: true, check: checkListTrim,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
 	// Mode: the keyspace; Flags: FlagFlushAll; Version: the flush's bound
 	// (0: this entry's revision); Value: the stored key it resumes at
 	// (Redis FLUSHDB, FLUSHALL; kv_flush.go). Proposed while the disk is
 	// low: it frees space.
 	TypeKVFlush: {name: "kv_flush", uses: fMode | fFlags | fVersion | fValue, diskLow: true, check: checkKVFlush,
-		Op: Op{Write: true, Role: RoleAdmin}},
+		Op: Op{Write: true, Role: RoleAdmin, Codes: always | CodesOf(CodeOK)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -80,3 +80,33 @@ func TestCommandTable(t *testing.T) {
 		t.Errorf("String of unknown types = %q, %q", TypeUnknown.String(), Type(200).String())
 	}
 }
+
+// TestCommandCodes: every row declares what the state machine may answer
+// for it: what every command may (always) and at least one code of its
+// own, each one this build knows; a type this build does not apply
+// declares nothing. Package fsm's TestApplyCodes holds the rows to the
+// apply functions.
+func TestCommandCodes(t *testing.T) {
+	for typ := TypeNoop; typ < typeEnd; typ++ {
+		if !typ.Known() {
+			continue
+		}
+		codes := typ.Op().Codes
+		if codes&always != always || codes == always {
+			t.Errorf("%s: declares %v", typ, codes)
+		}
+		for c := range codes.All() {
+			if !c.Known() {
+				t.Errorf("%s: declares unknown code %d", typ, c)
+			}
+		}
+	}
+	for _, typ := range []Type{TypeUnknown, typeMarkUnknownRetired, typeEnd, 255} {
+		if typ.Op().Codes != 0 {
+			t.Errorf("type %d declares %v", typ, typ.Op().Codes)
+		}
+	}
+	if s := CodesOf(CodeOK, CodeNotFound, CodeWrongType); s.String() != "{0 3 23}" || s&CodesOf(CodeExists) != 0 {
+		t.Errorf("CodesOf(0, 3, 23) = %v", s)
+	}
+}
