@@ -17,20 +17,20 @@ import (
 type codeCase struct {
 	name  string
 	prep  func(h *harness) // before the steps, beside the log
-	steps []*Command
+	steps []*command.Command
 	// advance moves the clock before the last step.
 	advance time.Duration
 	// last, where set, builds the last step from the state the others left.
-	last func(h *harness) *Command
-	want Code
+	last func(h *harness) *command.Command
+	want command.Code
 }
 
 // unreached are the codes every row declares (the state machine may
 // answer them for any command) that no case reaches, with why.
-var unreached = map[Code]string{
-	CodeStorage: "a bbolt failure, or a stored value that does not decode: the fault and " +
+var unreached = map[command.Code]string{
+	command.CodeStorage: "a bbolt failure, or a stored value that does not decode: the fault and " +
 		"damage tests (fsm's openchecked, raftstore's) cause those, not a table of commands",
-	CodeBadCommand: "an entry or payload that does not decode: Decode validates it before " +
+	command.CodeBadCommand: "an entry or payload that does not decode: Decode validates it before " +
 		"apply reads it, so the command table's checks answer it, whatever the row",
 }
 
@@ -38,172 +38,176 @@ var unreached = map[Code]string{
 // those in unreached).
 func applyCodeCases() []codeCase {
 	k, l, s := []byte("k"), []byte("l"), []byte("s")
-	str := KVSetCommand(KVSetRequest{Key: s, Value: []byte("str")})
-	list := ListPushCommand(l, [][]byte{[]byte("a"), []byte("b")}, true, false)
-	ttlKey := KVSetCommand(KVSetRequest{Key: k, Value: []byte("1"), TTL: time.Hour})
+	str := command.KVSetCommand(command.KVSetRequest{Key: s, Value: []byte("str")})
+	list := command.ListPushCommand(l, [][]byte{[]byte("a"), []byte("b")}, true, false)
+	ttlKey := command.KVSetCommand(command.KVSetRequest{Key: k, Value: []byte("1"), TTL: time.Hour})
 	i64 := func(v int64) *int64 { return &v }
-	rk := RecordKey("pay", "u", "r")
-	begin := func(key []byte, digest bool) *Command {
-		r := BeginRequest{Key: key, Fingerprint: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}
+	rk := command.RecordKey("pay", "u", "r")
+	begin := func(key []byte, digest bool) *command.Command {
+		r := command.BeginRequest{Key: key, Fingerprint: []byte("fp"), TTL: time.Hour, Timeout: time.Minute}
 		if digest {
 			r.DigestKey, r.Window, r.RejectSuspect = []byte("digest"), time.Hour, true
 		}
-		return RecordBeginCommand(r)
+		return command.RecordBeginCommand(r)
 	}
-	complete := func(fence uint64, body string) *Command {
-		return RecordCompleteCommand(CompleteRequest{Key: rk, Fence: fence, Status: 200, Body: []byte(body)})
+	complete := func(fence uint64, body string) *command.Command {
+		return command.RecordCompleteCommand(command.CompleteRequest{Key: rk, Fence: fence, Status: 200, Body: []byte(body)})
 	}
-	ok := OnceKey("jobs", "o")
+	ok := command.OnceKey("jobs", "o")
 	fp, fp2 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)
-	onceBegin := func(p []byte) *Command { return OnceBeginCommand(ok, p, time.Minute, time.Hour) }
+	onceBegin := func(p []byte) *command.Command { return command.OnceBeginCommand(ok, p, time.Minute, time.Hour) }
 	lk := []byte("orders")
-	acquire := func(o byte, wait time.Duration) *Command { return LockAcquireCommand(lk, owner(o), time.Minute, wait) }
-	incrSet := func(v string) *Command { return KVSetCommand(KVSetRequest{Key: k, Value: []byte(v)}) }
+	acquire := func(o byte, wait time.Duration) *command.Command {
+		return command.LockAcquireCommand(lk, owner(o), time.Minute, wait)
+	}
+	incrSet := func(v string) *command.Command {
+		return command.KVSetCommand(command.KVSetRequest{Key: k, Value: []byte(v)})
+	}
 	// The fences below are the revisions of the commands that handed
 	// them: the entry's index, one per step from 1.
 	return []codeCase{
-		{name: "noop", steps: []*Command{NoopCommand(nil)}, want: CodeOK},
+		{name: "noop", steps: []*command.Command{command.NoopCommand(nil)}, want: command.CodeOK},
 
-		{name: "record begin", steps: []*Command{begin(rk, false)}, want: CodeCreated},
-		{name: "record begin again", steps: []*Command{begin(rk, false), begin(rk, false)}, want: CodeExists},
-		{name: "record begin suspect", steps: []*Command{begin(rk, true), begin(RecordKey("pay", "u", "r2"), true)}, want: CodeSuspect},
-		{name: "record complete", steps: []*Command{begin(rk, false), complete(1, "a")}, want: CodeOK},
-		{name: "record complete absent", steps: []*Command{complete(1, "a")}, want: CodeNotFound},
-		{name: "record complete other fence", steps: []*Command{begin(rk, false), complete(9, "a")}, want: CodeFenceMismatch},
-		{name: "record complete twice", steps: []*Command{begin(rk, false), complete(1, "a"), complete(1, "b")}, want: CodeWrongState},
-		{name: "record release", steps: []*Command{begin(rk, false), RecordReleaseCommand(rk, 1)}, want: CodeOK},
-		{name: "record release absent", steps: []*Command{RecordReleaseCommand(rk, 0)}, want: CodeNotFound},
-		{name: "record release other fence", steps: []*Command{begin(rk, false), RecordReleaseCommand(rk, 9)}, want: CodeFenceMismatch},
-		{name: "record release completed", steps: []*Command{begin(rk, false), complete(1, "a"), RecordReleaseCommand(rk, 1)}, want: CodeWrongState},
+		{name: "record begin", steps: []*command.Command{begin(rk, false)}, want: command.CodeCreated},
+		{name: "record begin again", steps: []*command.Command{begin(rk, false), begin(rk, false)}, want: command.CodeExists},
+		{name: "record begin suspect", steps: []*command.Command{begin(rk, true), begin(command.RecordKey("pay", "u", "r2"), true)}, want: command.CodeSuspect},
+		{name: "record complete", steps: []*command.Command{begin(rk, false), complete(1, "a")}, want: command.CodeOK},
+		{name: "record complete absent", steps: []*command.Command{complete(1, "a")}, want: command.CodeNotFound},
+		{name: "record complete other fence", steps: []*command.Command{begin(rk, false), complete(9, "a")}, want: command.CodeFenceMismatch},
+		{name: "record complete twice", steps: []*command.Command{begin(rk, false), complete(1, "a"), complete(1, "b")}, want: command.CodeWrongState},
+		{name: "record release", steps: []*command.Command{begin(rk, false), command.RecordReleaseCommand(rk, 1)}, want: command.CodeOK},
+		{name: "record release absent", steps: []*command.Command{command.RecordReleaseCommand(rk, 0)}, want: command.CodeNotFound},
+		{name: "record release other fence", steps: []*command.Command{begin(rk, false), command.RecordReleaseCommand(rk, 9)}, want: command.CodeFenceMismatch},
+		{name: "record release completed", steps: []*command.Command{begin(rk, false), complete(1, "a"), command.RecordReleaseCommand(rk, 1)}, want: command.CodeWrongState},
 
-		{name: "expire", steps: []*Command{ttlKey, ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: k, At: 1}})}, want: CodeOK},
+		{name: "expire", steps: []*command.Command{ttlKey, command.ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: k, At: 1}})}, want: command.CodeOK},
 
-		{name: "token issue", steps: []*Command{TokenIssueCommand(TokenKey("f", "t"), time.Hour)}, want: CodeCreated},
-		{name: "token issue again", steps: []*Command{TokenIssueCommand(TokenKey("f", "t"), time.Hour), TokenIssueCommand(TokenKey("f", "t"), time.Hour)}, want: CodeExists},
-		{name: "token consume", steps: []*Command{TokenIssueCommand(TokenKey("f", "t"), time.Hour), TokenConsumeCommand(TokenKey("f", "t"))}, want: CodeOK},
-		{name: "token consume absent", steps: []*Command{TokenConsumeCommand(TokenKey("f", "t"))}, want: CodeNotFound},
+		{name: "token issue", steps: []*command.Command{command.TokenIssueCommand(command.TokenKey("f", "t"), time.Hour)}, want: command.CodeCreated},
+		{name: "token issue again", steps: []*command.Command{command.TokenIssueCommand(command.TokenKey("f", "t"), time.Hour), command.TokenIssueCommand(command.TokenKey("f", "t"), time.Hour)}, want: command.CodeExists},
+		{name: "token consume", steps: []*command.Command{command.TokenIssueCommand(command.TokenKey("f", "t"), time.Hour), command.TokenConsumeCommand(command.TokenKey("f", "t"))}, want: command.CodeOK},
+		{name: "token consume absent", steps: []*command.Command{command.TokenConsumeCommand(command.TokenKey("f", "t"))}, want: command.CodeNotFound},
 
-		{name: "set creates", steps: []*Command{incrSet("a")}, want: CodeCreated},
-		{name: "set replaces", steps: []*Command{incrSet("a"), incrSet("b")}, want: CodeOK},
-		{name: "set nx", steps: []*Command{incrSet("a"), KVSetCommand(KVSetRequest{Key: k, Mode: SetNX})}, want: CodeExists},
-		{name: "set xx", steps: []*Command{KVSetCommand(KVSetRequest{Key: k, Mode: SetXX})}, want: CodeNotFound},
-		{name: "set cas", steps: []*Command{KVSetCommand(KVSetRequest{Key: k, Mode: SetCAS, Version: 7})}, want: CodeVersionMismatch},
-		{name: "set get on a list", steps: []*Command{list, KVSetCommand(KVSetRequest{Key: l, ReturnOld: true})}, want: CodeWrongType},
+		{name: "set creates", steps: []*command.Command{incrSet("a")}, want: command.CodeCreated},
+		{name: "set replaces", steps: []*command.Command{incrSet("a"), incrSet("b")}, want: command.CodeOK},
+		{name: "set nx", steps: []*command.Command{incrSet("a"), command.KVSetCommand(command.KVSetRequest{Key: k, Mode: command.SetNX})}, want: command.CodeExists},
+		{name: "set xx", steps: []*command.Command{command.KVSetCommand(command.KVSetRequest{Key: k, Mode: command.SetXX})}, want: command.CodeNotFound},
+		{name: "set cas", steps: []*command.Command{command.KVSetCommand(command.KVSetRequest{Key: k, Mode: command.SetCAS, Version: 7})}, want: command.CodeVersionMismatch},
+		{name: "set get on a list", steps: []*command.Command{list, command.KVSetCommand(command.KVSetRequest{Key: l, ReturnOld: true})}, want: command.CodeWrongType},
 
-		{name: "getdel", steps: []*Command{incrSet("a"), KVGetDelCommand(k, 0)}, want: CodeOK},
-		{name: "getdel absent", steps: []*Command{KVGetDelCommand(k, 0)}, want: CodeNotFound},
-		{name: "getdel other version", steps: []*Command{incrSet("a"), KVGetDelCommand(k, 9)}, want: CodeVersionMismatch},
-		{name: "getdel a list", steps: []*Command{list, KVGetDelCommand(l, 0)}, want: CodeWrongType},
-		{name: "delete", steps: []*Command{incrSet("a"), KVDeleteCommand(k)}, want: CodeOK},
-		{name: "delete absent", steps: []*Command{KVDeleteCommand(k)}, want: CodeNotFound},
-		{name: "delete if other", steps: []*Command{incrSet("a"), KVDeleteIfCommand(k, SetIfEq, []byte("b"), 0)}, want: CodeVersionMismatch},
-		{name: "delete if on a list", steps: []*Command{list, KVDeleteIfCommand(l, SetIfEq, []byte("b"), 0)}, want: CodeWrongType},
+		{name: "getdel", steps: []*command.Command{incrSet("a"), command.KVGetDelCommand(k, 0)}, want: command.CodeOK},
+		{name: "getdel absent", steps: []*command.Command{command.KVGetDelCommand(k, 0)}, want: command.CodeNotFound},
+		{name: "getdel other version", steps: []*command.Command{incrSet("a"), command.KVGetDelCommand(k, 9)}, want: command.CodeVersionMismatch},
+		{name: "getdel a list", steps: []*command.Command{list, command.KVGetDelCommand(l, 0)}, want: command.CodeWrongType},
+		{name: "delete", steps: []*command.Command{incrSet("a"), command.KVDeleteCommand(k)}, want: command.CodeOK},
+		{name: "delete absent", steps: []*command.Command{command.KVDeleteCommand(k)}, want: command.CodeNotFound},
+		{name: "delete if other", steps: []*command.Command{incrSet("a"), command.KVDeleteIfCommand(k, command.SetIfEq, []byte("b"), 0)}, want: command.CodeVersionMismatch},
+		{name: "delete if on a list", steps: []*command.Command{list, command.KVDeleteIfCommand(l, command.SetIfEq, []byte("b"), 0)}, want: command.CodeWrongType},
 
-		{name: "incr creates", steps: []*Command{KVIncrCommand(k, 1)}, want: CodeCreated},
-		{name: "incr", steps: []*Command{incrSet("1"), KVIncrCommand(k, 1)}, want: CodeOK},
-		{name: "incr not an integer", steps: []*Command{incrSet("x"), KVIncrCommand(k, 1)}, want: CodeNotInteger},
-		{name: "incr overflow", steps: []*Command{incrSet("9223372036854775807"), KVIncrCommand(k, 1)}, want: CodeOverflow},
-		{name: "incr out of range", steps: []*Command{KVIncrBoundedCommand(k, 5, nil, i64(3))}, want: CodeOutOfRange},
-		{name: "incr a list", steps: []*Command{list, KVIncrCommand(l, 1)}, want: CodeWrongType},
+		{name: "incr creates", steps: []*command.Command{command.KVIncrCommand(k, 1)}, want: command.CodeCreated},
+		{name: "incr", steps: []*command.Command{incrSet("1"), command.KVIncrCommand(k, 1)}, want: command.CodeOK},
+		{name: "incr not an integer", steps: []*command.Command{incrSet("x"), command.KVIncrCommand(k, 1)}, want: command.CodeNotInteger},
+		{name: "incr overflow", steps: []*command.Command{incrSet("9223372036854775807"), command.KVIncrCommand(k, 1)}, want: command.CodeOverflow},
+		{name: "incr out of range", steps: []*command.Command{command.KVIncrBoundedCommand(k, 5, nil, i64(3))}, want: command.CodeOutOfRange},
+		{name: "incr a list", steps: []*command.Command{list, command.KVIncrCommand(l, 1)}, want: command.CodeWrongType},
 
-		{name: "expire key", steps: []*Command{incrSet("a"), KVExpireCommand(k, time.Hour, 0)}, want: CodeOK},
-		{name: "expire absent", steps: []*Command{KVExpireCommand(k, time.Hour, 0)}, want: CodeNotFound},
-		{name: "expire nx", steps: []*Command{ttlKey, KVExpireCommand(k, time.Hour, FlagExpireNX)}, want: CodeUnchanged},
-		{name: "getex a list", steps: []*Command{list, KVExpireCommand(l, time.Hour, FlagExpireGet)}, want: CodeWrongType},
+		{name: "expire key", steps: []*command.Command{incrSet("a"), command.KVExpireCommand(k, time.Hour, 0)}, want: command.CodeOK},
+		{name: "expire absent", steps: []*command.Command{command.KVExpireCommand(k, time.Hour, 0)}, want: command.CodeNotFound},
+		{name: "expire nx", steps: []*command.Command{ttlKey, command.KVExpireCommand(k, time.Hour, command.FlagExpireNX)}, want: command.CodeUnchanged},
+		{name: "getex a list", steps: []*command.Command{list, command.KVExpireCommand(l, time.Hour, command.FlagExpireGet)}, want: command.CodeWrongType},
 
-		{name: "cluster id", steps: []*Command{ClusterIDCommand(ClusterID{1})}, want: CodeCreated},
-		{name: "cluster id again", steps: []*Command{ClusterIDCommand(ClusterID{1}), ClusterIDCommand(ClusterID{2})}, want: CodeExists},
-		{name: "member removed", steps: []*Command{MemberRemovedCommand("n2", []Fingerprint{{1}})}, want: CodeOK},
+		{name: "cluster id", steps: []*command.Command{command.ClusterIDCommand(command.ClusterID{1})}, want: command.CodeCreated},
+		{name: "cluster id again", steps: []*command.Command{command.ClusterIDCommand(command.ClusterID{1}), command.ClusterIDCommand(command.ClusterID{2})}, want: command.CodeExists},
+		{name: "member removed", steps: []*command.Command{command.MemberRemovedCommand("n2", []command.Fingerprint{{1}})}, want: command.CodeOK},
 
-		{name: "read", steps: []*Command{incrSet("a"), KVReadCommand(k, true)}, want: CodeOK},
-		{name: "read absent", steps: []*Command{KVReadCommand(k, true)}, want: CodeNotFound},
-		{name: "tx", steps: []*Command{KVTxCommand(TxRequest{Commands: []*Command{incrSet("a")}, ReplyBudget: 1 << 10})}, want: CodeOK},
-		{name: "tx watch changed", steps: []*Command{KVTxCommand(TxRequest{Watches: []Watch{{Key: k, Version: 9}},
-			Commands: []*Command{incrSet("a")}, ReplyBudget: 1 << 10})}, want: CodeVersionMismatch},
+		{name: "read", steps: []*command.Command{incrSet("a"), command.KVReadCommand(k, true)}, want: command.CodeOK},
+		{name: "read absent", steps: []*command.Command{command.KVReadCommand(k, true)}, want: command.CodeNotFound},
+		{name: "tx", steps: []*command.Command{command.KVTxCommand(command.TxRequest{Commands: []*command.Command{incrSet("a")}, ReplyBudget: 1 << 10})}, want: command.CodeOK},
+		{name: "tx watch changed", steps: []*command.Command{command.KVTxCommand(command.TxRequest{Watches: []command.Watch{{Key: k, Version: 9}},
+			Commands: []*command.Command{incrSet("a")}, ReplyBudget: 1 << 10})}, want: command.CodeVersionMismatch},
 
-		{name: "script effects", steps: []*Command{incrSet("1")}, last: func(h *harness) *Command {
+		{name: "script effects", steps: []*command.Command{incrSet("1")}, last: func(h *harness) *command.Command {
 			sb := sandboxOn(h)
-			if _, err := sb.Apply(KVIncrCommand(k, 1)); err != nil {
+			if _, err := sb.Apply(command.KVIncrCommand(k, 1)); err != nil {
 				h.t.Fatal(err)
 			}
 			return sb.Effects()
-		}, want: CodeOK},
-		{name: "script effects conflict", steps: []*Command{incrSet("1")}, last: func(h *harness) *Command {
+		}, want: command.CodeOK},
+		{name: "script effects conflict", steps: []*command.Command{incrSet("1")}, last: func(h *harness) *command.Command {
 			sb := sandboxOn(h)
-			if _, err := sb.Apply(KVIncrCommand(k, 1)); err != nil {
+			if _, err := sb.Apply(command.KVIncrCommand(k, 1)); err != nil {
 				h.t.Fatal(err)
 			}
 			h.apply(*incrSet("10"))
 			return sb.Effects()
-		}, want: CodeConflict},
+		}, want: command.CodeConflict},
 
-		{name: "setrange creates", steps: []*Command{KVSetRangeCommand(k, 0, []byte("a"), 10)}, want: CodeCreated},
-		{name: "setrange", steps: []*Command{incrSet("a"), KVSetRangeCommand(k, 0, []byte("b"), 10)}, want: CodeOK},
-		{name: "setrange too long", steps: []*Command{KVSetRangeCommand(k, 5, []byte("b"), 3)}, want: CodeTooLong},
-		{name: "setrange a list", steps: []*Command{list, KVSetRangeCommand(l, 0, []byte("b"), 10)}, want: CodeWrongType},
-		{name: "incrfloat creates", steps: []*Command{KVIncrFloatCommand(k, []byte("1.5"))}, want: CodeCreated},
-		{name: "incrfloat", steps: []*Command{incrSet("1"), KVIncrFloatCommand(k, []byte("1.5"))}, want: CodeOK},
-		{name: "incrfloat not a number", steps: []*Command{incrSet("x"), KVIncrFloatCommand(k, []byte("1.5"))}, want: CodeNotFloat},
-		{name: "incrfloat infinite", steps: []*Command{incrSet("1e4932"), KVIncrFloatCommand(k, []byte("1e4932"))}, want: CodeNotFinite},
-		{name: "incrfloat a list", steps: []*Command{list, KVIncrFloatCommand(l, []byte("1"))}, want: CodeWrongType},
+		{name: "setrange creates", steps: []*command.Command{command.KVSetRangeCommand(k, 0, []byte("a"), 10)}, want: command.CodeCreated},
+		{name: "setrange", steps: []*command.Command{incrSet("a"), command.KVSetRangeCommand(k, 0, []byte("b"), 10)}, want: command.CodeOK},
+		{name: "setrange too long", steps: []*command.Command{command.KVSetRangeCommand(k, 5, []byte("b"), 3)}, want: command.CodeTooLong},
+		{name: "setrange a list", steps: []*command.Command{list, command.KVSetRangeCommand(l, 0, []byte("b"), 10)}, want: command.CodeWrongType},
+		{name: "incrfloat creates", steps: []*command.Command{command.KVIncrFloatCommand(k, []byte("1.5"))}, want: command.CodeCreated},
+		{name: "incrfloat", steps: []*command.Command{incrSet("1"), command.KVIncrFloatCommand(k, []byte("1.5"))}, want: command.CodeOK},
+		{name: "incrfloat not a number", steps: []*command.Command{incrSet("x"), command.KVIncrFloatCommand(k, []byte("1.5"))}, want: command.CodeNotFloat},
+		{name: "incrfloat infinite", steps: []*command.Command{incrSet("1e4932"), command.KVIncrFloatCommand(k, []byte("1e4932"))}, want: command.CodeNotFinite},
+		{name: "incrfloat a list", steps: []*command.Command{list, command.KVIncrFloatCommand(l, []byte("1"))}, want: command.CodeWrongType},
 
-		{name: "rename", steps: []*Command{incrSet("a"), KVRenameCommand(k, s, RenamePlain, false)}, want: CodeOK},
-		{name: "rename absent", steps: []*Command{KVRenameCommand(k, s, RenamePlain, false)}, want: CodeNotFound},
-		{name: "renamenx taken", steps: []*Command{incrSet("a"), str, KVRenameCommand(k, s, RenameNX, false)}, want: CodeExists},
+		{name: "rename", steps: []*command.Command{incrSet("a"), command.KVRenameCommand(k, s, command.RenamePlain, false)}, want: command.CodeOK},
+		{name: "rename absent", steps: []*command.Command{command.KVRenameCommand(k, s, command.RenamePlain, false)}, want: command.CodeNotFound},
+		{name: "renamenx taken", steps: []*command.Command{incrSet("a"), str, command.KVRenameCommand(k, s, command.RenameNX, false)}, want: command.CodeExists},
 
-		{name: "once begin", steps: []*Command{onceBegin(fp)}, want: CodeCreated},
-		{name: "once begin held", steps: []*Command{onceBegin(fp), onceBegin(fp)}, want: CodeExists},
-		{name: "once begin other payload", steps: []*Command{onceBegin(fp), onceBegin(fp2)}, want: CodeKeyReuse},
-		{name: "once begin after the lease", steps: []*Command{onceBegin(fp), onceBegin(fp)}, advance: time.Hour / 2, want: CodeTakenOver},
-		{name: "once begin completed", steps: []*Command{onceBegin(fp), OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), onceBegin(fp)}, want: CodeOK},
-		{name: "once renew", steps: []*Command{onceBegin(fp), OnceRenewCommand(ok, 1, time.Minute)}, want: CodeOK},
-		{name: "once renew other fence", steps: []*Command{onceBegin(fp), OnceRenewCommand(ok, 9, time.Minute)}, want: CodeFenceMismatch},
-		{name: "once renew completed", steps: []*Command{onceBegin(fp), OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), OnceRenewCommand(ok, 1, time.Minute)}, want: CodeWrongState},
-		{name: "once complete", steps: []*Command{onceBegin(fp), OnceCompleteCommand(ok, 1, []byte("r"), time.Hour)}, want: CodeOK},
-		{name: "once complete other fence", steps: []*Command{onceBegin(fp), OnceCompleteCommand(ok, 9, []byte("r"), time.Hour)}, want: CodeFenceMismatch},
-		{name: "once complete other result", steps: []*Command{onceBegin(fp), OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), OnceCompleteCommand(ok, 1, []byte("x"), time.Hour)}, want: CodeWrongState},
-		{name: "once release", steps: []*Command{onceBegin(fp), OnceReleaseCommand(ok, 1)}, want: CodeOK},
-		{name: "once release other fence", steps: []*Command{onceBegin(fp), OnceReleaseCommand(ok, 9)}, want: CodeFenceMismatch},
-		{name: "once release completed", steps: []*Command{onceBegin(fp), OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), OnceReleaseCommand(ok, 1)}, want: CodeWrongState},
+		{name: "once begin", steps: []*command.Command{onceBegin(fp)}, want: command.CodeCreated},
+		{name: "once begin held", steps: []*command.Command{onceBegin(fp), onceBegin(fp)}, want: command.CodeExists},
+		{name: "once begin other payload", steps: []*command.Command{onceBegin(fp), onceBegin(fp2)}, want: command.CodeKeyReuse},
+		{name: "once begin after the lease", steps: []*command.Command{onceBegin(fp), onceBegin(fp)}, advance: time.Hour / 2, want: command.CodeTakenOver},
+		{name: "once begin completed", steps: []*command.Command{onceBegin(fp), command.OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), onceBegin(fp)}, want: command.CodeOK},
+		{name: "once renew", steps: []*command.Command{onceBegin(fp), command.OnceRenewCommand(ok, 1, time.Minute)}, want: command.CodeOK},
+		{name: "once renew other fence", steps: []*command.Command{onceBegin(fp), command.OnceRenewCommand(ok, 9, time.Minute)}, want: command.CodeFenceMismatch},
+		{name: "once renew completed", steps: []*command.Command{onceBegin(fp), command.OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), command.OnceRenewCommand(ok, 1, time.Minute)}, want: command.CodeWrongState},
+		{name: "once complete", steps: []*command.Command{onceBegin(fp), command.OnceCompleteCommand(ok, 1, []byte("r"), time.Hour)}, want: command.CodeOK},
+		{name: "once complete other fence", steps: []*command.Command{onceBegin(fp), command.OnceCompleteCommand(ok, 9, []byte("r"), time.Hour)}, want: command.CodeFenceMismatch},
+		{name: "once complete other result", steps: []*command.Command{onceBegin(fp), command.OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), command.OnceCompleteCommand(ok, 1, []byte("x"), time.Hour)}, want: command.CodeWrongState},
+		{name: "once release", steps: []*command.Command{onceBegin(fp), command.OnceReleaseCommand(ok, 1)}, want: command.CodeOK},
+		{name: "once release other fence", steps: []*command.Command{onceBegin(fp), command.OnceReleaseCommand(ok, 9)}, want: command.CodeFenceMismatch},
+		{name: "once release completed", steps: []*command.Command{onceBegin(fp), command.OnceCompleteCommand(ok, 1, []byte("r"), time.Hour), command.OnceReleaseCommand(ok, 1)}, want: command.CodeWrongState},
 
-		{name: "lock acquire", steps: []*Command{acquire(1, 0)}, want: CodeCreated},
-		{name: "lock acquire held", steps: []*Command{acquire(1, 0), acquire(2, 0)}, want: CodeExists},
-		{name: "lock acquire queued", steps: []*Command{acquire(1, 0), acquire(2, time.Minute)}, want: CodeQueued},
-		{name: "lock acquire queue full", steps: []*Command{acquire(1, 0), acquire(2, time.Minute)}, last: func(h *harness) *Command {
+		{name: "lock acquire", steps: []*command.Command{acquire(1, 0)}, want: command.CodeCreated},
+		{name: "lock acquire held", steps: []*command.Command{acquire(1, 0), acquire(2, 0)}, want: command.CodeExists},
+		{name: "lock acquire queued", steps: []*command.Command{acquire(1, 0), acquire(2, time.Minute)}, want: command.CodeQueued},
+		{name: "lock acquire queue full", steps: []*command.Command{acquire(1, 0), acquire(2, time.Minute)}, last: func(h *harness) *command.Command {
 			if err := h.f.db.Update(func(tx *bolt.Tx) error {
 				b := tx.Bucket(bucketLocks)
-				lock, err := DecodeLock(b.Get(lk))
+				lock, err := command.DecodeLock(b.Get(lk))
 				if err != nil {
 					return err
 				}
-				lock.Waiters = MaxLockWaiters
+				lock.Waiters = command.MaxLockWaiters
 				return b.Put(lk, lock.Encode(nil))
 			}); err != nil {
 				h.t.Fatal(err)
 			}
 			return acquire(3, time.Minute)
-		}, want: CodeQueueFull},
-		{name: "lock renew", steps: []*Command{acquire(1, 0), LockRenewCommand(lk, 1, time.Minute)}, want: CodeOK},
-		{name: "lock renew other fence", steps: []*Command{acquire(1, 0), LockRenewCommand(lk, 9, time.Minute)}, want: CodeFenceMismatch},
-		{name: "lock release", steps: []*Command{acquire(1, 0), LockReleaseCommand(lk, 1)}, want: CodeOK},
-		{name: "lock release other fence", steps: []*Command{acquire(1, 0), LockReleaseCommand(lk, 9)}, want: CodeFenceMismatch},
-		{name: "lock leave", steps: []*Command{acquire(1, 0), acquire(2, time.Minute), LockLeaveCommand(lk, owner(2), 2)}, want: CodeOK},
-		{name: "lock leave absent", steps: []*Command{LockLeaveCommand(lk, owner(2), 0)}, want: CodeNotFound},
+		}, want: command.CodeQueueFull},
+		{name: "lock renew", steps: []*command.Command{acquire(1, 0), command.LockRenewCommand(lk, 1, time.Minute)}, want: command.CodeOK},
+		{name: "lock renew other fence", steps: []*command.Command{acquire(1, 0), command.LockRenewCommand(lk, 9, time.Minute)}, want: command.CodeFenceMismatch},
+		{name: "lock release", steps: []*command.Command{acquire(1, 0), command.LockReleaseCommand(lk, 1)}, want: command.CodeOK},
+		{name: "lock release other fence", steps: []*command.Command{acquire(1, 0), command.LockReleaseCommand(lk, 9)}, want: command.CodeFenceMismatch},
+		{name: "lock leave", steps: []*command.Command{acquire(1, 0), acquire(2, time.Minute), command.LockLeaveCommand(lk, owner(2), 2)}, want: command.CodeOK},
+		{name: "lock leave absent", steps: []*command.Command{command.LockLeaveCommand(lk, owner(2), 0)}, want: command.CodeNotFound},
 
-		{name: "push creates", steps: []*Command{list}, want: CodeCreated},
-		{name: "push", steps: []*Command{list, list}, want: CodeOK},
-		{name: "pushx absent", steps: []*Command{ListPushCommand(l, [][]byte{[]byte("a")}, true, true)}, want: CodeNotFound},
-		{name: "push past the bound", steps: []*Command{list, ListPushCommand(l, make([][]byte, MaxListElems-1), true, false)}, want: CodeTooLong},
-		{name: "push onto a string", steps: []*Command{str, ListPushCommand(s, [][]byte{[]byte("a")}, true, false)}, want: CodeWrongType},
-		{name: "pop", steps: []*Command{list, ListPopCommand([][]byte{l}, false, 0)}, want: CodeOK},
-		{name: "pop absent", steps: []*Command{ListPopCommand([][]byte{l}, false, 0)}, want: CodeNotFound},
-		{name: "pop a string", steps: []*Command{str, ListPopCommand([][]byte{s}, false, 0)}, want: CodeWrongType},
-		{name: "lrem", steps: []*Command{list, ListRemCommand(l, []byte("a"), 0)}, want: CodeOK},
-		{name: "lrem a string", steps: []*Command{str, ListRemCommand(s, []byte("a"), 0)}, want: CodeWrongType},
-		{name: "ltrim", steps: []*Command{list, ListTrimCommand(l, 0, 0)}, want: CodeOK},
-		{name: "ltrim a string", steps: []*Command{str, ListTrimCommand(s, 0, 0)}, want: CodeWrongType},
+		{name: "push creates", steps: []*command.Command{list}, want: command.CodeCreated},
+		{name: "push", steps: []*command.Command{list, list}, want: command.CodeOK},
+		{name: "pushx absent", steps: []*command.Command{command.ListPushCommand(l, [][]byte{[]byte("a")}, true, true)}, want: command.CodeNotFound},
+		{name: "push past the bound", steps: []*command.Command{list, command.ListPushCommand(l, make([][]byte, command.MaxListElems-1), true, false)}, want: command.CodeTooLong},
+		{name: "push onto a string", steps: []*command.Command{str, command.ListPushCommand(s, [][]byte{[]byte("a")}, true, false)}, want: command.CodeWrongType},
+		{name: "pop", steps: []*command.Command{list, command.ListPopCommand([][]byte{l}, false, 0)}, want: command.CodeOK},
+		{name: "pop absent", steps: []*command.Command{command.ListPopCommand([][]byte{l}, false, 0)}, want: command.CodeNotFound},
+		{name: "pop a string", steps: []*command.Command{str, command.ListPopCommand([][]byte{s}, false, 0)}, want: command.CodeWrongType},
+		{name: "lrem", steps: []*command.Command{list, command.ListRemCommand(l, []byte("a"), 0)}, want: command.CodeOK},
+		{name: "lrem a string", steps: []*command.Command{str, command.ListRemCommand(s, []byte("a"), 0)}, want: command.CodeWrongType},
+		{name: "ltrim", steps: []*command.Command{list, command.ListTrimCommand(l, 0, 0)}, want: command.CodeOK},
+		{name: "ltrim a string", steps: []*command.Command{str, command.ListTrimCommand(s, 0, 0)}, want: command.CodeWrongType},
 
-		{name: "flush", steps: []*Command{incrSet("a"), KVFlushCommand(0, false, 0, nil)}, want: CodeOK},
+		{name: "flush", steps: []*command.Command{incrSet("a"), command.KVFlushCommand(0, false, 0, nil)}, want: command.CodeOK},
 	}
 }
 
@@ -220,16 +224,16 @@ func unreachedCodes() command.Codes {
 // row declares is answered by a case (or is in unreached), so the
 // declaration neither misses an answer nor keeps one that went.
 func TestApplyCodes(t *testing.T) {
-	reached := map[Type]command.Codes{}
+	reached := map[command.Type]command.Codes{}
 	for _, tc := range applyCodeCases() {
 		h := newHarness(t)
 		h.clock = tableStamp
 		if tc.prep != nil {
 			tc.prep(h)
 		}
-		var last *Result
-		var lastType Type
-		check := func(c *Command) {
+		var last *command.Result
+		var lastType command.Type
+		check := func(c *command.Command) {
 			r := h.apply(*c)
 			if codes := c.Type.Op().Codes; codes&command.CodesOf(r.Code) == 0 {
 				t.Errorf("%s: %s answered code %d (%v); its row declares %v", tc.name, c.Type, r.Code, r.Err(), codes)
@@ -252,7 +256,7 @@ func TestApplyCodes(t *testing.T) {
 		}
 	}
 	for i := range 256 {
-		typ := Type(i)
+		typ := command.Type(i)
 		if !typ.Known() {
 			continue
 		}
