@@ -342,8 +342,15 @@ func TestOpenAPIProblemTypes(t *testing.T) {
 	ast.Inspect(f, func(n ast.Node) bool {
 		if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Values) == len(vs.Names) {
 			for i, v := range vs.Values {
+				// A kind is a Kind literal, or storeKind(err): a store
+				// error's answer, from storeapi.Answers.
 				if cl, ok := v.(*ast.CompositeLit); ok {
 					if id, ok := cl.Type.(*ast.Ident); ok && id.Name == "Kind" {
+						table = append(table, vs.Names[i].Name)
+					}
+				}
+				if call, ok := v.(*ast.CallExpr); ok {
+					if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "storeKind" {
 						table = append(table, vs.Names[i].Name)
 					}
 				}

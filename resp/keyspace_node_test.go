@@ -17,7 +17,10 @@ import (
 // installing the snapshot, and after its restart answers every keyspace's
 // DBSIZE, keys, values and a whole SCAN exactly as the leader does.
 func TestKeyspacesAcrossNodes(t *testing.T) {
-	rc := testcluster.Start(t, 3, func(c *raftstore.Config) { c.TrailingLogs = 4 })
+	// boltdb: raft-wal still serves entries its head truncation dropped
+	// while they sit in its open segment, so a leader on it sends this
+	// short log instead of the snapshot this test is about.
+	rc := testcluster.Start(t, 3, func(c *raftstore.Config) { c.TrailingLogs = 4; c.LogStore = "boltdb" })
 	leader := rc.WaitLeader(5 * time.Second)
 	follower := (leader + 1) % 3
 	lc := dialRaw(t, startServer(t, rc.Stores[leader], rc.Cfgs[leader].NodeID, nil).Addr())
