@@ -49,10 +49,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// logStore is the node's log store kind: empty lets datadir.OpenLog
-// take the one on disk.
-func (c Config) logStore() string { return c.LogStore }
-
 // Voter is one voter of the cluster Restore or Recover makes.
 type Voter struct {
 	ID       string

@@ -75,7 +75,7 @@ func Recover(cfg Config, voters []Voter) (_ RecoverInfo, err error) {
 		return RecoverInfo{}, err
 	}
 	defer f.Close()
-	logs, err := datadir.OpenLog(cfg.DataDir, cfg.logStore(), false)
+	logs, err := datadir.OpenLog(cfg.DataDir, cfg.LogStore, false)
 	if err != nil {
 		return RecoverInfo{}, err
 	}

@@ -135,7 +135,7 @@ func restoreInto(cfg Config, path string, meta Meta, conf raft.Configuration) er
 		return fmt.Errorf("backup: restore: %w", err)
 	}
 
-	logs, err := datadir.OpenLog(cfg.DataDir, cfg.logStore(), false)
+	logs, err := datadir.OpenLog(cfg.DataDir, cfg.LogStore, false)
 	if err != nil {
 		return err
 	}
