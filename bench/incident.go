@@ -116,6 +116,7 @@ func RunIncident(cfg IncidentConfig) (IncidentResult, error) {
 	users := make(chan int)
 	var wg sync.WaitGroup
 	var killOnce sync.Once
+	var killed sync.WaitGroup // the kill runs beside the users; its name is part of the result
 	for w := 0; w < cfg.Concurrency; w++ {
 		wg.Add(1)
 		go func() {
@@ -123,7 +124,10 @@ func RunIncident(cfg IncidentConfig) (IncidentResult, error) {
 			for u := range users {
 				r.user(u)
 				if n := r.done.Add(1); cfg.Kill != nil && float64(n) >= cfg.KillAt*float64(cfg.Users) {
-					killOnce.Do(func() { go func() { r.res.Killed = cfg.Kill() }() })
+					killOnce.Do(func() {
+						killed.Add(1)
+						go func() { defer killed.Done(); r.res.Killed = cfg.Kill() }()
+					})
 				}
 			}
 		}()
@@ -133,6 +137,7 @@ func RunIncident(cfg IncidentConfig) (IncidentResult, error) {
 	}
 	close(users)
 	wg.Wait()
+	killed.Wait()
 	close(progressDone)
 	<-progressExited
 	r.res.Elapsed = time.Since(start)
