@@ -13,6 +13,10 @@
 // the keys already held. Key and secret files are looked at again once a
 // second and reread when they change, so keys rotate without a restart.
 //
+// A token verified once is remembered, by its SHA-256, while the keys it
+// was verified with are held and its exp admits it (4,096 at most): a
+// client sends one token many times, and its signature is checked once.
+//
 // The signatures and claims are golang-jwt/jwt/v5's; fetching and reading
 // the JWKS, and the JWK to public key conversion, are this package's (the
 // JWKS helpers for jwt/v5 wait on their refetch limiter inside the

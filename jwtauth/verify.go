@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rsa"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,6 +35,8 @@ type Verifier struct {
 	cfg    Config
 	parser *jwt.Parser
 	keys   *keyCache
+	tokens tokenCache
+	now    func() time.Time // time.Now; tests move it
 }
 
 // New builds a Verifier and reads its key and secret files (an error wraps
@@ -42,15 +45,16 @@ func New(cfg Config) (*Verifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	v := &Verifier{cfg: cfg, keys: newKeyCache(cfg), now: time.Now}
 	opts := []jwt.ParserOption{jwt.WithValidMethods(cfg.algorithms()), jwt.WithLeeway(cfg.Leeway),
-		jwt.WithExpirationRequired(), jwt.WithStrictDecoding()}
+		jwt.WithExpirationRequired(), jwt.WithStrictDecoding(), jwt.WithTimeFunc(func() time.Time { return v.now() })}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
 	}
 	if len(cfg.Audiences) > 0 {
 		opts = append(opts, jwt.WithAudience(cfg.Audiences...))
 	}
-	v := &Verifier{cfg: cfg, parser: jwt.NewParser(opts...), keys: newKeyCache(cfg)}
+	v.parser = jwt.NewParser(opts...)
 	if cfg.JWKSURL == "" {
 		if err := v.keys.load(); err != nil {
 			return nil, err
@@ -69,14 +73,28 @@ type Token struct{ claims jwt.MapClaims }
 // Verify checks a bearer token: its length, its form, its algorithm, its
 // signature with the key its kid names (or the secret, for HS256), and its
 // exp, nbf, iss and aud. It waits at most FetchTimeout, for a load of the
-// keys when the kid is unknown.
+// keys when the kid is unknown. A token verified before with the keys
+// held, whose exp and nbf still admit it, is not verified again
+// (tokencache.go).
 func (v *Verifier) Verify(ctx context.Context, token string) (Token, error) {
 	if len(token) > MaxTokenLen {
 		return Token{}, fmt.Errorf("%w: the token is %d bytes, more than %d", ErrInvalid, len(token), MaxTokenLen)
 	}
+	now := v.now()
+	set := v.keys.current(now)
+	sum := sha256.Sum256([]byte(token))
+	if claims, ok := v.tokens.get(sum, set, now, v.cfg.Leeway); ok {
+		return Token{claims}, nil
+	}
 	claims := jwt.MapClaims{}
-	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) { return v.key(ctx, t) })
+	_, err := v.parser.ParseWithClaims(token, claims, func(t *jwt.Token) (any, error) {
+		var key any
+		var err error
+		key, set, err = v.key(ctx, t, set, now)
+		return key, err
+	})
 	if err == nil {
+		v.tokens.put(sum, set, claims)
 		return Token{claims}, nil
 	}
 	// The key function's own error says it best, without jwt's "token is
@@ -93,29 +111,28 @@ type keyError struct{ err error }
 func (e *keyError) Error() string { return e.err.Error() }
 func (e *keyError) Unwrap() error { return e.err }
 
-// key finds the key a token is verified with: the secret for HS256, else
-// the key its kid names, of the type its algorithm needs. A kid the held
-// keys lack makes the keys load again (refetch).
-func (v *Verifier) key(ctx context.Context, t *jwt.Token) (any, error) {
+// key finds the key a token is verified with, in set, the keys held: the
+// secret for HS256, else the key its kid names, of the type its algorithm
+// needs. A kid the held keys lack makes the keys load again (refetch). It
+// returns the keys it found the key in.
+func (v *Verifier) key(ctx context.Context, t *jwt.Token, set *keySet, now time.Time) (any, *keySet, error) {
 	if _, ok := t.Header["crit"]; ok {
 		// RFC 7515 4.1.11: extensions a recipient does not understand
 		// make the token invalid, and this one understands none.
-		return nil, &keyError{fmt.Errorf("%w: the token's header has crit, and no extension is understood here", ErrInvalid)}
+		return nil, set, &keyError{fmt.Errorf("%w: the token's header has crit, and no extension is understood here", ErrInvalid)}
 	}
 	alg := t.Method.Alg()
-	now := time.Now()
-	set := v.keys.current(now)
 	if alg == "HS256" {
 		if set == nil || set.secret == nil {
-			return nil, &keyError{fmt.Errorf("%w: no HS256 secret is loaded", ErrUnavailable)}
+			return nil, set, &keyError{fmt.Errorf("%w: no HS256 secret is loaded", ErrUnavailable)}
 		}
-		return set.secret, nil
+		return set.secret, set, nil
 	}
 	kid := ""
 	if k, ok := t.Header["kid"]; ok {
 		s, ok := k.(string)
 		if !ok {
-			return nil, &keyError{fmt.Errorf("%w: the header's kid is not a string", ErrInvalid)}
+			return nil, set, &keyError{fmt.Errorf("%w: the header's kid is not a string", ErrInvalid)}
 		}
 		kid = s
 	}
@@ -125,15 +142,15 @@ func (v *Verifier) key(ctx context.Context, t *jwt.Token) (any, error) {
 		set, err = v.keys.refetch(ctx, now)
 		if pk, ok = lookup(set, kid); !ok {
 			if set == nil {
-				return nil, &keyError{fmt.Errorf("%w: %v", ErrUnavailable, err)}
+				return nil, set, &keyError{fmt.Errorf("%w: %v", ErrUnavailable, err)}
 			}
-			return nil, &keyError{fmt.Errorf("%w: no key with kid %q (the keys were loaded again at most once per %s)", ErrInvalid, kid, v.cfg.MinRefetch)}
+			return nil, set, &keyError{fmt.Errorf("%w: no key with kid %q (the keys were loaded again at most once per %s)", ErrInvalid, kid, v.cfg.MinRefetch)}
 		}
 	}
 	if pk.alg != alg || !fits(alg, pk.key) {
-		return nil, &keyError{fmt.Errorf("%w: the key with kid %q is for %s, the token is %s", ErrInvalid, kid, pk.alg, alg)}
+		return nil, set, &keyError{fmt.Errorf("%w: the key with kid %q is for %s, the token is %s", ErrInvalid, kid, pk.alg, alg)}
 	}
-	return pk.key, nil
+	return pk.key, set, nil
 }
 
 func lookup(set *keySet, kid string) (publicKey, bool) {
