@@ -14,12 +14,12 @@ import (
 // test: adding one means placing it here.
 var layers = [][]string{
 	{"ttl", "certs", "config", "version", "client", "internal/boltcheck", "internal/conncap", "internal/loopback",
-		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout", "script"},
+		"internal/testsupport", "internal/history", "internal/faults", "examples/checkout", "examples/idp", "script"},
 	{"command"}, // the store's vocabulary: commands, results, errors
 	{"fsm", "datadir"},
 	{"backup", "storeapi", "raftstore/transport", "fence"},
 	{"raftstore", "tokens", "internal/localcluster"},
-	{"internal/memstore", "auth", "internal/httpx", "internal/testcluster", "once", "locks"},
+	{"internal/memstore", "auth", "jwtauth", "internal/httpx", "internal/testcluster", "once", "locks"},
 	{"gateway", "api", "resp"},
 	{"node", "bench", "reconcile"},
 	{"internal/democluster"},

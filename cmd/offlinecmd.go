@@ -62,6 +62,12 @@ func checkConfigCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
 		return 2
 	}
+	// The key and secret files of the jwt section, read as serve reads
+	// them (its JWKS URL is not fetched).
+	if _, err := node.JWTVerifier(file, nil); err != nil {
+		fmt.Fprintf(stderr, "idemgate check-config: %s\n", config.Detail(err))
+		return 2
+	}
 	security := "plaintext (loopback only)"
 	if file.TLS != nil {
 		security = "mutual TLS"

@@ -35,6 +35,8 @@ type File struct {
 	// address gets: "reject" (400) or "ignore" (dropped before the record
 	// and the upstream see it).
 	UntrustedTenant string `yaml:"untrusted_tenant"`
+	// JWT verifies bearer JWTs at the gateway (jwt.go); nil: none.
+	JWT *JWT `yaml:"jwt"`
 	// TrustedPrefixes is TrustedProxies parsed (set by validation; nil
 	// when the file leaves trusted_proxies out).
 	TrustedPrefixes []netip.Prefix `yaml:"-"`
@@ -96,13 +98,16 @@ type Tokens struct {
 
 // Route is one idempotent route of the gateway.
 type Route struct {
-	Name              string   `yaml:"name"`
-	Methods           []string `yaml:"methods"`
-	Path              string   `yaml:"path"`
-	Scope             string   `yaml:"scope"`
-	Key               string   `yaml:"key"`
-	RequireKey        *bool    `yaml:"require_key"`
-	Tenant            string   `yaml:"tenant"`
+	Name       string   `yaml:"name"`
+	Methods    []string `yaml:"methods"`
+	Path       string   `yaml:"path"`
+	Scope      string   `yaml:"scope"`
+	Key        string   `yaml:"key"`
+	RequireKey *bool    `yaml:"require_key"`
+	Tenant     string   `yaml:"tenant"`
+	// Auth "jwt" requires a valid bearer JWT (the jwt section) before
+	// anything else; tenant: jwt:CLAIM implies it.
+	Auth              string   `yaml:"auth"`
 	TTL               Duration `yaml:"ttl"`
 	ProcessingTimeout Duration `yaml:"processing_timeout"`
 	OnInFlight        string   `yaml:"on_in_flight"`
@@ -332,6 +337,9 @@ func (f *File) validate() error {
 	if err := f.validateTrust(); err != nil {
 		return err
 	}
+	if err := f.validateJWT(); err != nil {
+		return err
+	}
 	if len(f.Routes) > 0 && f.Upstream == "" {
 		return fieldErrAt("upstream", "routes", "required when routes are configured (without upstream and routes, a node runs the store and the API only)")
 	}
@@ -455,10 +463,20 @@ func (r *Route) validate(at string, names map[string]bool) error {
 		t := true
 		r.RequireKey = &t
 	}
+	var err error
 	if r.Tenant != "" {
 		if err := checkSource(r.Tenant, true); err != nil {
 			return fieldErr(at+".tenant", "%v", err)
 		}
+	}
+	if strings.HasPrefix(r.Tenant, "jwt:") {
+		if r.Auth == "none" {
+			return fieldErr(at+".auth", "none, but tenant %s takes the tenant from a verified token", r.Tenant)
+		}
+		r.Auth = "jwt"
+	}
+	if r.Auth, err = oneOf(at+".auth", r.Auth, "none", "jwt"); err != nil {
+		return err
 	}
 	if r.TTL == 0 {
 		r.TTL = Duration(DefaultRecordTTL)
@@ -472,7 +490,6 @@ func (r *Route) validate(at string, names map[string]bool) error {
 	if r.WaitTimeout == 0 {
 		r.WaitTimeout = Duration(DefaultWaitTimeout)
 	}
-	var err error
 	if r.OnInFlight, err = oneOf(at+".on_in_flight", r.OnInFlight, "conflict", "wait"); err != nil {
 		return err
 	}
@@ -536,10 +553,16 @@ func checkRoutePath(p string) error {
 	return nil
 }
 
-// checkSource validates "header:NAME", "query:NAME" (keys only) or
-// "authorization" (tenants only).
+// checkSource validates "header:NAME", "query:NAME" (keys only),
+// "authorization" or "jwt:CLAIM" (tenants only).
 func checkSource(s string, tenant bool) error {
 	if tenant && s == "authorization" {
+		return nil
+	}
+	if c, ok := strings.CutPrefix(s, "jwt:"); ok && tenant {
+		if !claimRe.MatchString(c) {
+			return fmt.Errorf("%q: want jwt:CLAIM, a claim name (1-128 visible ASCII characters) such as jwt:sub", s)
+		}
 		return nil
 	}
 	if p, ok := strings.CutPrefix(s, "json:"); ok && !tenant {
@@ -551,7 +574,7 @@ func checkSource(s string, tenant bool) error {
 	kind, name, ok := strings.Cut(s, ":")
 	if !ok || (kind != "header" && (tenant || kind != "query")) || !tokenRe.MatchString(name) {
 		if tenant {
-			return fmt.Errorf("%q: want header:NAME or authorization", s)
+			return fmt.Errorf("%q: want header:NAME, authorization or jwt:CLAIM", s)
 		}
 		return fmt.Errorf("%q: want header:NAME, query:NAME or json:/POINTER", s)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/gateway"
+	"github.com/idemgate/idemgate/jwtauth"
 	"github.com/idemgate/idemgate/node"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
@@ -145,7 +146,13 @@ func contains(list []string, s string) bool {
 // for the package that owns them to fill (node.Start applies them).
 func packageDefaults() map[string]int64 {
 	rc, g, sc, rs := raftstore.DefaultConfig(), gateway.DefaultConfig(), ttl.DefaultSweeperConfig(), resp.DefaultConfig()
+	jc := jwtauth.DefaultConfig()
 	return map[string]int64{
+		"jwt.leeway":                       int64(jc.Leeway),
+		"jwt.fetch_timeout":                int64(jc.FetchTimeout),
+		"jwt.refresh":                      int64(jc.Refresh),
+		"jwt.min_refetch":                  int64(jc.MinRefetch),
+		"jwt.max_keys_size":                jc.MaxKeysBytes,
 		"expiry.interval":                  int64(sc.Interval),
 		"expiry.batch_size":                int64(sc.BatchSize),
 		"expiry.max_batches":               int64(sc.MaxBatches),

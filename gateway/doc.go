@@ -2,7 +2,8 @@
 // that matches routes, derives idempotency keys and fingerprints, claims a
 // key's record, proxies the first request to the upstream, stores its answer
 // and replays it to every retry (from a local cache when it can), checks
-// form tokens, and serves the browser helper client.js.
+// form tokens and, on the routes that require them, bearer JWTs (with
+// package jwtauth; jwt.go), and serves the browser helper client.js.
 //
 // It depends on the store and on form tokens only through its own small
 // interfaces, Store and Tokens (store.go); the JSON API is

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/config"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/jwtauth"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -46,7 +47,11 @@ type Config struct {
 	// header from any other address instead of refusing the request.
 	TrustedProxies        []netip.Prefix
 	IgnoreUntrustedTenant bool
-	Logger                *slog.Logger
+	// JWT verifies the bearer JWTs of the routes that require one (jwt.go);
+	// RequireJWT requires one on every request the gateway forwards.
+	JWT        *jwtauth.Verifier
+	RequireJWT bool
+	Logger     *slog.Logger
 }
 
 // DefaultConfig returns safe limits; callers set Addr, Upstream and Routes.
@@ -103,6 +108,9 @@ func New(cfg Config, store Store, tok Tokens) (*Gateway, error) {
 	}
 	routes, err := compileRoutes(cfg.Routes)
 	if err != nil {
+		return nil, err
+	}
+	if err := requireJWT(cfg, routes); err != nil {
 		return nil, err
 	}
 	up, err := newUpstream(cfg)
@@ -168,6 +176,7 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	case refused != "":
 		httpx.WriteProblem(ctx, httpx.AmbiguousPath, refused)
 		rm.done(outAmbiguous, start)
+	case t.r == nil && !g.passBearer(ctx, rm, start): // answered 401
 	case t.r == nil || g.idempotent(ctx, t, start): // no route takes it, or it has no key
 		g.passthrough(ctx, rm, start)
 	}

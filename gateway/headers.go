@@ -100,10 +100,11 @@ func stripHopByHop(h *fasthttp.RequestHeader) {
 }
 
 // hopByHopNamed returns a header the route reads (its key header, its
-// tenant header, Authorization for tenant: authorization) that a Connection
-// header names, or "". Such a header would be stripped before the upstream
-// (RFC 9110 7.6.1) after the gateway scoped the record by it: the upstream
-// would act on a request, for a tenant, other than the one recorded.
+// tenant header, Authorization for tenant: authorization and bearer JWTs)
+// that a Connection header names, or "". Such a header would be stripped
+// before the upstream (RFC 9110 7.6.1) after the gateway scoped the record
+// by it: the upstream would act on a request, for a tenant, other than the
+// one recorded.
 func (r *route) hopByHopNamed(h *fasthttp.RequestHeader) string {
 	for _, conn := range h.PeekAll("Connection") {
 		for len(conn) > 0 {
@@ -137,7 +138,7 @@ func (r *route) headerKeyName() string {
 }
 
 func (r *route) authHeader() string {
-	if r.tenantAuth {
+	if r.tenantAuth || r.jwt {
 		return "Authorization"
 	}
 	return ""

@@ -32,12 +32,14 @@ const (
 	outBadRequest
 	outAmbiguous
 	outUntrustedTenant
+	outUnauthorized
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{"first", "replayed", "in_progress", "key_reuse", "missing_key",
 	"invalid_key", "missing_token", "token_used", "upstream_error", "outcome_unknown", "passthrough",
-	"unavailable", "replay_unavailable", "suspected_duplicate", "bad_request", "ambiguous_path", "untrusted_tenant"}
+	"unavailable", "replay_unavailable", "suspected_duplicate", "bad_request", "ambiguous_path", "untrusted_tenant",
+	"unauthorized"}
 
 // metrics are the gateway listener's collectors.
 type metrics struct {

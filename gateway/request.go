@@ -111,6 +111,12 @@ func (q *request) read(t routed, tbuf, kbuf []byte) (tenant, rk []byte, ok bool)
 		rm.done(outUntrustedTenant, q.start)
 		return nil, nil, false
 	}
+	var claimed []byte // the tenant from the bearer JWT
+	if r.jwt {
+		if claimed, ok = q.g.bearer(ctx, r, rm, q.start, tbuf); !ok {
+			return nil, nil, false
+		}
+	}
 	var body *jsonNode // the JSON body, for a route that reads one
 	if r.keyJSON != nil {
 		if body = q.jsonBody(); body == nil {
@@ -135,6 +141,9 @@ func (q *request) read(t routed, tbuf, kbuf []byte) (tenant, rk []byte, ok bool)
 		httpx.WriteProblem(ctx, httpx.BadRequest, err.Error())
 		rm.done(outBadRequest, q.start)
 		return nil, nil, false
+	}
+	if r.tenantClaim != "" {
+		tenant = claimed
 	}
 	if rk = command.AppendRecordKey(kbuf, r.scope, tenant, key); len(rk) > command.MaxStoredKeyLen {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf(

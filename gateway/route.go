@@ -35,6 +35,8 @@ type route struct {
 	requireKey        bool
 	tenantHeader      string // "" and !tenantAuth: no tenant
 	tenantAuth        bool   // tenant = digest of Authorization
+	tenantClaim       string // tenant = this claim of the bearer JWT
+	jwt               bool   // a valid bearer JWT is required
 	ttl               time.Duration
 	processingTimeout time.Duration
 	waitTimeout       time.Duration
@@ -81,6 +83,8 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 		switch {
 		case c.Tenant == "authorization":
 			r.tenantAuth = true
+		case strings.HasPrefix(c.Tenant, "jwt:"):
+			r.tenantClaim = strings.TrimPrefix(c.Tenant, "jwt:")
 		case c.Tenant != "":
 			_, r.tenantHeader, _ = strings.Cut(c.Tenant, ":")
 		}
@@ -90,6 +94,7 @@ func compileRoutes(rs []config.Route) ([]*route, error) {
 		case "required":
 			r.token = tokenRequired
 		}
+		r.jwt = c.Auth == "jwt" || r.tenantClaim != ""
 		if c.MaxStoredBody != nil {
 			r.maxStoredBody = int(*c.MaxStoredBody)
 		}

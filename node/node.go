@@ -56,6 +56,13 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		return nil, err
 	}
 	gw := gatewayConfig(file, cn, rc.ApplyTimeout, logger)
+	if file.Gateway() {
+		if gw.JWT, err = JWTVerifier(file, logger); err != nil {
+			return nil, err
+		}
+		gw.RequireJWT = file.JWT != nil && file.JWT.Require == "all"
+		startJWT(gw.JWT, file, logger)
+	}
 	rc.MaxCommandBytes = commandLimit(file, gw)
 	rc.Logger = logger
 	store, err := raftstore.Open(rc)

@@ -34,15 +34,21 @@ type Kind struct {
 // The kinds of problem answers. Those of the store's errors are the
 // store's table's (storeapi.Answers), which the Redis face reads too.
 var (
-	AmbiguousPath            = Kind{fasthttp.StatusBadRequest, "ambiguous-path", "Path or method is an alias of a route"}
-	BadRequest               = storeKind(command.ErrBadCommand)
-	CrossOrigin              = Kind{fasthttp.StatusForbidden, "cross-origin", "Request from a web page of another origin"}
-	HeadersTooLarge          = Kind{fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "Bad request"}
-	RequestTimeout           = Kind{fasthttp.StatusRequestTimeout, "bad-request", "Bad request"}
-	BodyTooLarge             = storeKind(storeapi.ErrTooLarge)
-	Forbidden                = Kind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
-	InProgress               = Kind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
-	Internal                 = Kind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
+	AmbiguousPath   = Kind{fasthttp.StatusBadRequest, "ambiguous-path", "Path or method is an alias of a route"}
+	BadRequest      = storeKind(command.ErrBadCommand)
+	CrossOrigin     = Kind{fasthttp.StatusForbidden, "cross-origin", "Request from a web page of another origin"}
+	HeadersTooLarge = Kind{fasthttp.StatusRequestHeaderFieldsTooLarge, "bad-request", "Bad request"}
+	RequestTimeout  = Kind{fasthttp.StatusRequestTimeout, "bad-request", "Bad request"}
+	BodyTooLarge    = storeKind(storeapi.ErrTooLarge)
+	Forbidden       = Kind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
+	InProgress      = Kind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
+	Internal        = Kind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
+	// BearerRequired and InvalidBearer refuse a request without a valid
+	// bearer JWT on a route that requires one; JWTKeysUnavailable, one that
+	// came while no key to check it with could be loaded.
+	BearerRequired           = Kind{fasthttp.StatusUnauthorized, "bearer-required", "Bearer token required"}
+	InvalidBearer            = Kind{fasthttp.StatusUnauthorized, "invalid-bearer-token", "Invalid bearer token"}
+	JWTKeysUnavailable       = Kind{fasthttp.StatusServiceUnavailable, "jwt-keys-unavailable", "Token keys unavailable"}
 	InvalidJSON              = Kind{fasthttp.StatusBadRequest, "invalid-json", "Invalid JSON body"}
 	InvalidKey               = storeKind(storeapi.ErrReservedKey)
 	InvalidScope             = Kind{fasthttp.StatusBadRequest, "invalid-scope", "Invalid scope"}
