@@ -42,7 +42,7 @@ var (
 	BodyTooLarge             = storeKind(storeapi.ErrTooLarge)
 	Forbidden                = Kind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
 	InProgress               = Kind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
-	Internal                 = Kind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
+	Internal                 = storeKind(command.ErrStorage) // also what no row of the store's answers answers
 	InvalidJSON              = Kind{fasthttp.StatusBadRequest, "invalid-json", "Invalid JSON body"}
 	InvalidKey               = storeKind(storeapi.ErrReservedKey)
 	InvalidScope             = Kind{fasthttp.StatusBadRequest, "invalid-scope", "Invalid scope"}
