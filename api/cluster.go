@@ -178,3 +178,48 @@ func (h *clusterHandlers) clusterAfterChange(ctx *fasthttp.RequestCtx, c context
 	}
 	h.cluster(ctx)
 }
+
+// routes are the membership's: read it, add, remove and promote a node. A
+// wrong method on a node's path is 405 whatever the id.
+func (h *clusterHandlers) routes() []resource {
+	return []resource{
+		{path: "/v1/cluster", ops: []op{{method: "GET", id: "cluster", role: read, handle: plain(h.cluster), doc: opDoc{
+			summary:     "The membership",
+			description: "The members as one node sees them (the leader's view when it answers, else the node asked's), with what its probes found; leader, removed, indexes and version are the node asked's.",
+			answers: map[int]string{
+				200: jsonAnswer("The cluster.", "Cluster"),
+				400: "Problem400BadRequestInvalidKey",
+			},
+		}}}},
+		{path: "/v1/cluster/nodes", ops: []op{{method: "POST", id: "addNode", role: admin, handle: plain(h.addNode), doc: opDoc{
+			summary:     "Add a member",
+			description: "Adds a voter (or, with voter false, a non-voter) once it answers at its Raft address; answers with the membership after the change.",
+			body:        jsonRequest("The new member.", "AddNodeRequest"),
+			answers:     changeAnswers("Problem400BadRequestInvalidJsonInvalidKey"),
+		}}}},
+		{path: "/v1/cluster/nodes/{id...}", check: nodePath, methodFirst: true, params: []string{"NodeID"},
+			ops: []op{{method: "DELETE", id: "removeNode", role: admin, handle: with1(h.removeNode), doc: opDoc{
+				summary:     "Remove a member",
+				description: "Removing the leader transfers leadership first. Refused (409) when it would leave fewer than a quorum of reachable voters, unless force=1.",
+				params:      []string{"Force"},
+				answers:     changeAnswers("Problem400BadRequestInvalidKey"),
+			}}}},
+		{path: "/v1/cluster/nodes/{id...}/promote", check: nodePath, methodFirst: true, params: []string{"NodeID"},
+			ops: []op{{method: "POST", id: "promoteNode", role: admin, handle: with1(h.promoteNode), doc: opDoc{
+				summary:     "Make a non-voter a voter",
+				description: "Without force=1, only a reachable member that has caught up.",
+				params:      []string{"Force"},
+				answers:     changeAnswers("Problem400BadRequestInvalidKey"),
+			}}}},
+	}
+}
+
+// changeAnswers are a membership change's answers; bad names its 400s.
+func changeAnswers(bad string) map[int]string {
+	return map[int]string{
+		200: jsonAnswer("The membership after the change.", "Cluster"),
+		400: bad,
+		404: "Problem404UnknownNode",
+		409: "Problem409MembershipConflict",
+	}
+}

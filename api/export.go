@@ -254,3 +254,16 @@ func reconcileID(body []byte, ptr []string) (string, bool) {
 	}
 	return id, true
 }
+
+// exportRoutes are the records export's.
+func (h *dataHandlers) exportRoutes() []resource {
+	return []resource{{path: exportPath, ops: []op{{method: "GET", id: "recordsExport", role: admin, handle: plain(h.exportRecords), doc: opDoc{
+		summary:     "Export the records of a time window",
+		description: "Every idempotency record begun (created) in [since, until), of one scope (route) and tenant if given, as NDJSON: one JSON object per line (schema ExportLine), in key order, streamed in bounded memory however many there are. The last line is {\"end\":true,\"records\":N}; an export that failed part way ends with {\"end\":false,\"error\":...} instead, and one cut off ends with neither. Taken after a linearizable barrier (every record acknowledged before the request is in it) unless consistency=local. For `idemgate reconcile`. Admin role: it lists every tenant's keys in bulk and reads a member out of each stored response.",
+		params:      []string{`{"name": "since", "in": "query", "required": true, "description": "RFC 3339 time: the first creation time included.", "schema": {"type": "string", "format": "date-time"}}`, `{"name": "until", "in": "query", "required": true, "description": "RFC 3339 time, after since: the first creation time left out.", "schema": {"type": "string", "format": "date-time"}}`, `{"name": "scope", "in": "query", "description": "Only this route's records.", "schema": {"$ref": "#/components/schemas/Scope"}}`, `{"name": "tenant", "in": "query", "description": "With scope: only this tenant's records (\"\" is the records of no tenant).", "schema": {"type": "string"}}`, "Consistency"},
+		answers: map[int]string{
+			200: `{"description": "The records, one JSON object per line (x-idemgate-item-schema: each line is an ExportLine, what OpenAPI 3.2 calls itemSchema), then the end line.", "content": {"application/x-ndjson": {"x-idemgate-item-schema": {"$ref": "#/components/schemas/ExportLine"}, "example": "{\"scope\":\"pay\",\"tenant\":\"\",\"key\":\"k1\",\"state\":\"completed\",\"status_code\":201,\"fingerprint\":\"9f86d0\",\"created_at\":\"2026-01-02T10:00:00Z\",\"completed_at\":\"2026-01-02T10:00:01Z\",\"reconcile_id\":\"ch_1\"}\n{\"end\":true,\"records\":1}\n"}}}`,
+			400: "Problem400BadRequestInvalidKeyInvalidScope",
+		},
+	}}}}}
+}

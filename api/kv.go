@@ -215,3 +215,71 @@ func (h *dataHandlers) kvDelete(ctx *fasthttp.RequestCtx, key string) {
 }
 
 func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }
+
+// kvRoutes are the KV keyspace's: a key's path, GET, PUT, POST (kv_incr.go)
+// and DELETE.
+func (h *dataHandlers) kvRoutes() []resource {
+	return []resource{{path: "/v1/kv/{key...}", check: kvPath, params: []string{"KVKey"}, ops: []op{
+		{method: "GET", id: "kvGet", role: read, handle: with1(h.kvGet), doc: opDoc{
+			summary:     "Read a key",
+			description: "The value as the raw body, its version as ETag. Linearizable unless consistency=local.",
+			params:      []string{"Consistency"},
+			answers: map[int]string{
+				200: valueAnswer("The value."),
+				400: "Problem400BadRequestInvalidKey",
+				404: "Problem404NotFound",
+				409: "Problem409WrongType",
+			},
+		}},
+		{method: "PUT", id: "kvPut", role: app, handle: with1(h.kvPut), stores: []command.Type{command.TypeKVSet}, doc: opDoc{
+			summary:     "Set a key",
+			description: "Plain set (200), SETNX with nx=1 or If-None-Match: * (201 when created; 409 with the current value and its version when the key exists), or compare-and-set with If-Match (200, or 412 when the version moved). The body is the value, stored as sent. With If-Value, only while the key holds that value (200, or 412 value-mismatch): the state-transition guard.",
+			params:      []string{"NX", "TTL", "IfMatch", "IfValue", "IfNoneMatch", "IdempotencyKey"},
+			body:        `{"description": "The value, any bytes (up to limits.max_request_body).", "content": {"*/*": {}}}`,
+			answers: map[int]string{
+				200: valueAnswer("Set (no body)."),
+				201: valueAnswer("Created (no body)."),
+				400: "Problem400BadRequestInvalidKeyInvalidTtlInvalidVersion",
+				409: valueAnswer("nx: the key exists; the body is its current value, ETag its version."),
+				412: "Problem412ValueMismatchVersionMismatch",
+			},
+		}},
+		{method: "POST", id: "kvIncr", role: app, handle: with1(h.kvIncr), note: "an increment", stores: []command.Type{command.TypeKVIncr}, doc: opDoc{
+			summary:     "Add to a key, within bounds",
+			description: "A guarded counter: adds by (default 1) to the key's decimal integer value (an absent key counts from 0), refused with 409 out-of-range, nothing changed, when the result would leave [min, max]. The bound is checked in the write itself, so concurrent increments never pass it.",
+			params:      []string{"IdempotencyKey"},
+			body:        jsonRequest("by, min and max, each optional.", "IncrRequest"),
+			answers: map[int]string{
+				200: `{"description": "The value after the increment.", "headers": {"ETag": {"$ref": "#/components/headers/ETag"}}, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IncrAnswer"}}}}`,
+				400: "Problem400BadRequestInvalidJsonInvalidKey",
+				409: "Problem409NotIntegerOutOfRange",
+			},
+		}},
+		{method: "DELETE", id: "kvDelete", role: app, handle: with1(h.kvDelete), stores: []command.Type{command.TypeKVGetDel}, doc: opDoc{
+			summary:     "Delete a key (GETDEL)",
+			description: "200 with the value it removed; 404 when there was none. With If-Match, compare-and-delete: 412 while the key is at another version.",
+			params:      []string{"IfMatch", "IdempotencyKey"},
+			answers: map[int]string{
+				200: valueAnswer("Deleted; the body is the value removed."),
+				400: "Problem400BadRequestInvalidKeyInvalidVersion",
+				404: "Problem404NotFound",
+				409: "Problem409WrongType",
+				412: "Problem412VersionMismatch",
+			},
+		}},
+	}}}
+}
+
+// valueAnswer is a response object of a key's value (or none): the body
+// as stored, the version as ETag, the expiry as Expires-At.
+func valueAnswer(desc string) string {
+	type ref struct {
+		Ref string `json:"$ref"`
+	}
+	return mustJSON(struct {
+		Description string         `json:"description"`
+		Headers     map[string]ref `json:"headers"`
+		Content     map[string]any `json:"content"`
+	}{desc, map[string]ref{"ETag": {"#/components/headers/ETag"}, "Expires-At": {"#/components/headers/ExpiresAt"}},
+		map[string]any{"application/octet-stream": struct{}{}}})
+}

@@ -181,3 +181,57 @@ func writeLockError(ctx *fasthttp.RequestCtx, err error) {
 		httpx.WriteError(ctx, err)
 	}
 }
+
+// routes are fair locks': read, acquire, release, renew. A wrong method is
+// 405 whatever the name.
+func (h *lockHandlers) routes() []resource {
+	return []resource{
+		{path: "/v1/locks/{name...}", check: lockPath, methodFirst: true, ops: []op{
+			{method: "GET", id: "getLock", role: read, handle: with1(h.lockGet), doc: opDoc{
+				summary:     "Read a lock",
+				description: "Whether the lock is held, until when, and how many wait for it (linearizable).",
+				params:      []string{"LockName"},
+				answers: map[int]string{
+					200: jsonAnswer("The lock is held.", "LockState"),
+					400: "Problem400InvalidLockName",
+					404: "Problem404NotFound",
+				},
+			}},
+			{method: "POST", id: "acquireLock", role: app, handle: with1(h.lockAcquire),
+				stores: []command.Type{command.TypeLockAcquire, command.TypeLockLeave}, doc: opDoc{
+					summary:     "Acquire a lock, waiting FIFO",
+					description: "201: yours, with a fence strictly higher than every earlier holder's (across releases, expiry and leader changes); pass the fence to what the lock protects, renew before the lease ends, release when done. With ?wait= the acquire queues behind the holder and earlier waiters and is granted in that order the moment the lock is freed (released, or its holder's lease ran out); 409 locked when the wait ran out first (or at once without one). A client that goes away while it waits leaves the queue. 429 when too many wait already.",
+					params:      []string{"LockName", "LockTTL", "LockWait"},
+					answers: map[int]string{
+						201: jsonAnswer("Yours: the fence and the lease end.", "LockHeld"),
+						400: "Problem400BadRequestInvalidLockNameInvalidTtl",
+						409: "Problem409Locked",
+						429: "Problem429TooManyRequests",
+					},
+				}},
+			{method: "DELETE", id: "releaseLock", role: app, handle: with1(h.lockRelease),
+				stores: []command.Type{command.TypeLockRelease}, doc: opDoc{
+					summary:     "Release a lock by its fence",
+					description: "Frees the lock the fence holds; the next waiter is granted it at once. 409 stale-fence when the fence does not hold it (released, its lease ran out).",
+					params:      []string{"LockName", "LockFence"},
+					answers: map[int]string{
+						200: jsonAnswer("Released.", "LockReleased"),
+						400: "Problem400BadRequestInvalidLockName",
+						409: "Problem409StaleFenceLock",
+					},
+				}},
+		}},
+		{path: "/v1/locks/{name...}/renew", check: lockPath, methodFirst: true, ops: []op{{method: "POST", id: "renewLock", role: app, handle: with1(h.lockRenew),
+			stores: []command.Type{command.TypeLockRenew}, doc: opDoc{
+				summary:     "Renew a lock's lease",
+				description: "Extends the holder's lease to ?ttl= (10s) from now while it is live; 409 stale-fence once it was lost.",
+				params:      []string{"LockName", "LockTTL"},
+				body:        jsonRequest("The holder's fence.", "FenceRequest"),
+				answers: map[int]string{
+					200: jsonAnswer("The new lease end.", "LockHeld"),
+					400: "Problem400BadRequestInvalidJsonInvalidLockNameInvalidTtl",
+					409: "Problem409StaleFenceLock",
+				},
+			}}}},
+	}
+}

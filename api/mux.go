@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/auth"
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 )
 
@@ -36,7 +37,10 @@ type resource struct {
 	// methodFirst: then a wrong method is 405 whatever the parameters.
 	check       func(ctx *fasthttp.RequestCtx, p []string) bool
 	methodFirst bool
-	ops         []op
+	// params are the path's parameters in the document: names of its
+	// components.parameters.
+	params []string
+	ops    []op
 
 	pat            []segment
 	allow, allowed string // the Allow header and the detail of a 405
@@ -51,6 +55,11 @@ type op struct {
 	// note says what the method does where it is not plain (a 405's
 	// detail: "POST (an increment)").
 	note string
+	// stores are the store operations the handler proposes, each of whose
+	// result codes (command.Op.Codes) it answers (TestEveryCodeAnswered).
+	stores []command.Type
+	// doc is the operation in api/openapi.json, beyond what the row says.
+	doc opDoc
 }
 
 // stray answers a path under prefix that no resource takes; rest is the

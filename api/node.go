@@ -50,3 +50,49 @@ func (h *nodeHandlers) status(ctx *fasthttp.RequestCtx) {
 		Leader: st.Leader, ClusterID: st.ClusterID, LastIndex: st.LastIndex, CommitIndex: st.CommitIndex,
 		AppliedIndex: st.AppliedIndex, Ready: st.NotReady == "", NotReady: st.NotReady})
 }
+
+// routes are this node's own: health, readiness, metrics and status.
+func (h *nodeHandlers) routes() []resource {
+	return []resource{
+		{path: "/healthz", ops: []op{{method: "GET", id: "healthz", role: read, handle: plain(h.healthz), doc: opDoc{
+			local:       true,
+			summary:     "Is the process alive",
+			description: "200 while this node's Raft and state machine run; 503 not-alive once they stopped (restart the node). Open (no token) unless api.open leaves it out.",
+			answers: map[int]string{
+				200: `{"description": "Alive.", "content": {"text/plain": {"schema": {"const": "ok\n"}}}}`,
+				400: "Problem400BadRequest",
+				503: "Problem503NotAliveUnavailable",
+			},
+		}}}},
+		{path: "/readyz", ops: []op{{method: "GET", id: "readyz", role: read, handle: plain(h.readyz), doc: opDoc{
+			local:       true,
+			summary:     "Can this node serve writes",
+			description: "200 once the node knows a leader and has applied up to the commit index it learned; 503 not-ready otherwise (no leader, disk guard, removed, behind, Raft shut down), the detail saying why. Open (no token) unless api.open leaves it out.",
+			answers: map[int]string{
+				200: `{"description": "Ready.", "content": {"text/plain": {"schema": {"const": "ready\n"}}}}`,
+				400: "Problem400BadRequest",
+				503: "Problem503NotReadyUnavailable",
+			},
+		}}}},
+		{path: "/metrics", ops: []op{{method: "GET", id: "metrics", role: read, handle: plain(h.serveMetrics), doc: opDoc{
+			local:       true,
+			summary:     "Prometheus metrics",
+			description: "The node's metrics in the Prometheus text format (OpenMetrics when the scraper asks for it). Open (no token) unless api.open leaves it out.",
+			answers: map[int]string{
+				200: `{"description": "The metrics.", "content": {"text/plain": {"schema": {"type": "string"}}, "application/openmetrics-text": {"schema": {"type": "string"}}}}`,
+				400: "Problem400BadRequest",
+				503: "Problem503Unavailable",
+			},
+		}}}},
+		{path: "/v1/status", ops: []op{{method: "GET", id: "status", role: read, handle: plain(h.status), doc: opDoc{
+			local:       true,
+			summary:     "This node as it sees itself",
+			description: "Role, term, indexes, readiness and build version of the node asked.",
+			answers: map[int]string{
+				200: jsonAnswer("The node's status.", "Status"),
+				400: "Problem400BadRequest",
+				503: "Problem503Unavailable",
+			},
+		}}}},
+	}
+}

@@ -242,3 +242,69 @@ func writeOnceError(ctx *fasthttp.RequestCtx, err error) {
 		httpx.WriteError(ctx, err)
 	}
 }
+
+// routes are once claims': read one, and the holder's four calls.
+func (h *onceHandlers) routes() []resource {
+	return []resource{
+		{path: "/v1/once/{scope}/{key}", check: oncePath, ops: []op{{method: "GET", id: "getClaim", role: read, handle: with2(h.onceGet), doc: opDoc{
+			summary:     "Read a once claim",
+			description: "The claim as the cluster holds it (a linearizable read): begun with its holder's fence and lease end, or completed with its result.",
+			params:      []string{"OnceScope", "OnceKey"},
+			answers: map[int]string{
+				200: jsonAnswer("The claim.", "Claim"),
+				400: "Problem400InvalidKeyInvalidScope",
+				404: "Problem404NotFound",
+			},
+		}}}},
+		{path: "/v1/once/{scope}/{key}/begin", check: oncePath, ops: []op{{method: "POST", id: "beginOnce", role: app, handle: with2(h.onceBegin),
+			stores: []command.Type{command.TypeOnceBegin}, doc: opDoc{
+				summary:     "Begin work at most once",
+				description: "The body is the payload: its SHA-256 is the claim's fingerprint. 201: yours, do the work under the fence, renew before the lease ends, then complete (or release). 200: done by someone, here is the result. 409 in-progress while another holder's lease is live; a begin after it ran out takes over with a higher fence. 422 key-reuse for another payload.",
+				params:      []string{"OnceScope", "OnceKey", "Lease", "IdempotencyKey"},
+				body:        `{"description": "The payload (any bytes but a form's; bounded by limits.max_request_body).", "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}}`,
+				answers: map[int]string{
+					200: jsonAnswer("Completed: the stored result.", "OnceCompleted"),
+					201: jsonAnswer("Yours: the fence and the lease.", "OnceBegun"),
+					400: "Problem400BadRequestInvalidKeyInvalidScopeInvalidTtl",
+					409: "Problem409InProgress",
+					422: "Problem422KeyReuse",
+				},
+			}}}},
+		{path: "/v1/once/{scope}/{key}/renew", check: oncePath, ops: []op{{method: "POST", id: "renewOnce", role: app, handle: with2(h.onceRenew),
+			stores: []command.Type{command.TypeOnceRenew}, doc: opDoc{
+				summary:     "Renew a lease",
+				description: "Extends the holder's lease to ?lease= (30s) from now while it is live; 409 stale-fence once it was lost (ran out, taken over, released, completed).",
+				params:      []string{"OnceScope", "OnceKey", "Lease", "IdempotencyKey"},
+				body:        jsonRequest("The holder's fence.", "FenceRequest"),
+				answers: map[int]string{
+					200: jsonAnswer("The new lease end.", "Renewed"),
+					400: "Problem400BadRequestInvalidJsonInvalidKeyInvalidScopeInvalidTtl",
+					409: "Problem409StaleFence",
+				},
+			}}}},
+		{path: "/v1/once/{scope}/{key}/complete", check: oncePath, ops: []op{{method: "POST", id: "completeOnce", role: app, handle: with2(h.onceComplete),
+			stores: []command.Type{command.TypeOnceComplete}, doc: opDoc{
+				summary:     "Complete with the result",
+				description: "Stores the holder's result; every later begin answers it. 409 stale-fence if another caller took over: its result is kept, this one is not.",
+				params:      []string{"OnceScope", "OnceKey", "IdempotencyKey"},
+				body:        jsonRequest("The holder's fence and the result.", "CompleteRequest"),
+				answers: map[int]string{
+					200: jsonAnswer("Stored.", "OnceDone"),
+					400: "Problem400BadRequestInvalidJsonInvalidKeyInvalidScope",
+					409: "Problem409StaleFence",
+				},
+			}}}},
+		{path: "/v1/once/{scope}/{key}/release", check: oncePath, ops: []op{{method: "POST", id: "releaseOnce", role: app, handle: with2(h.onceRelease),
+			stores: []command.Type{command.TypeOnceRelease}, doc: opDoc{
+				summary:     "Release: the work failed",
+				description: "Drops the holder's begun claim: the next begin runs the work again, with a higher fence. 409 stale-fence when the fence does not hold it (or it is completed).",
+				params:      []string{"OnceScope", "OnceKey", "IdempotencyKey"},
+				body:        jsonRequest("The holder's fence.", "FenceRequest"),
+				answers: map[int]string{
+					200: jsonAnswer("Released.", "OnceReleased"),
+					400: "Problem400BadRequestInvalidJsonInvalidKeyInvalidScope",
+					409: "Problem409StaleFence",
+				},
+			}}}},
+	}
+}

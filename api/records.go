@@ -107,3 +107,28 @@ func (h *dataHandlers) recordRelease(ctx *fasthttp.RequestCtx, scope, key string
 		httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"released": true, "scope": scope, "tenant": tenant, "key": key})
 	}
 }
+
+// recordRoutes are a record's: read it, release it.
+func (h *dataHandlers) recordRoutes() []resource {
+	return []resource{{path: "/v1/records/{scope}/{key...}", check: recordPath, params: []string{"RecordScope", "RecordKey", "Tenant"}, ops: []op{
+		{method: "GET", id: "recordGet", role: read, handle: with2(h.recordGet), doc: opDoc{
+			summary:     "Read an idempotency record",
+			description: "What the gateway holds for a key: its state, fingerprint, times and stored answer's status.",
+			answers: map[int]string{
+				200: jsonAnswer("The record.", "Record"),
+				400: "Problem400BadRequestInvalidKey",
+				404: "Problem404NotFound",
+			},
+		}},
+		{method: "DELETE", id: "recordRelease", role: admin, handle: with2(h.recordRelease), stores: []command.Type{command.TypeRecordRelease}, doc: opDoc{
+			summary:     "Release a key by hand",
+			description: "Removes the record, so the key's next request is a first attempt; applied on this node before the answer, so a replay from it cannot follow.",
+			params:      []string{"IdempotencyKey"},
+			answers: map[int]string{
+				200: jsonAnswer("Released.", "Released"),
+				400: "Problem400BadRequestInvalidKey",
+				404: "Problem404NotFound",
+			},
+		}},
+	}}}
+}

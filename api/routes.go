@@ -1,13 +1,16 @@
 package api
 
-// The API's routes: one table, read by the router (mux.go), the token
-// check (auth.go) and the tests that hold api/openapi.json to it both ways
-// (openapi_test.go: every operation here is in the document with its
-// method, id and role, and every operation of the document is here).
-// A new endpoint is a row here, its handler in its group's file, and its
-// operation in the document.
+// The API's routes: one table, read by the router (mux.go), the token check
+// (auth.go), and the tests that generate api/openapi.json from it
+// (openapi_gen_test.go) and hold the API to the document. Each group's
+// file declares its routes beside their handlers, each operation with its
+// part of the document (opDoc) and the store operations it proposes, whose
+// every result code it answers (TestEveryCodeAnswered): a new endpoint is
+// a row and a handler in one file.
 
 import (
+	"slices"
+
 	"github.com/valyala/fasthttp"
 
 	"github.com/idemgate/idemgate/auth"
@@ -21,58 +24,14 @@ const (
 	admin = auth.RoleAdmin
 )
 
-// routes is the table over g's handlers.
+// routes is the table over g's handlers, in the document's order.
 func (g *handlers) routes() []resource {
-	d, c, n := g.data, g.cluster, g.node
-	return []resource{
-		{path: "/healthz", ops: []op{{"GET", "healthz", read, plain(n.healthz), ""}}},
-		{path: "/readyz", ops: []op{{"GET", "readyz", read, plain(n.readyz), ""}}},
-		{path: "/metrics", ops: []op{{"GET", "metrics", read, plain(n.serveMetrics), ""}}},
-		{path: openAPIPath, public: true, ops: []op{{"GET", "openapi", read, plain(n.openAPI), ""}}},
-
-		{path: "/v1/tokens", ops: []op{{"POST", "issueToken", app, plain(g.tokens.issueToken), ""}}},
-		{path: "/v1/tokens/consume", ops: []op{{"POST", "consumeToken", app, plain(g.tokens.consumeToken), ""}}},
-
-		{path: "/v1/kv/{key...}", check: kvPath, ops: []op{
-			{"GET", "kvGet", read, with1(d.kvGet), ""},
-			{"PUT", "kvPut", app, with1(d.kvPut), ""},
-			{"POST", "kvIncr", app, with1(d.kvIncr), "an increment"},
-			{"DELETE", "kvDelete", app, with1(d.kvDelete), ""},
-		}},
-
-		{path: exportPath, ops: []op{{"GET", "recordsExport", admin, plain(d.exportRecords), ""}}},
-		{path: "/v1/records/{scope}/{key...}", check: recordPath, ops: []op{
-			{"GET", "recordGet", read, with2(d.recordGet), ""},
-			{"DELETE", "recordRelease", admin, with2(d.recordRelease), ""},
-		}},
-
-		{path: "/v1/once/{scope}/{key}", check: oncePath, ops: []op{{"GET", "getClaim", read, with2(g.once.onceGet), ""}}},
-		{path: "/v1/once/{scope}/{key}/begin", check: oncePath, ops: []op{{"POST", "beginOnce", app, with2(g.once.onceBegin), ""}}},
-		{path: "/v1/once/{scope}/{key}/renew", check: oncePath, ops: []op{{"POST", "renewOnce", app, with2(g.once.onceRenew), ""}}},
-		{path: "/v1/once/{scope}/{key}/complete", check: oncePath, ops: []op{{"POST", "completeOnce", app, with2(g.once.onceComplete), ""}}},
-		{path: "/v1/once/{scope}/{key}/release", check: oncePath, ops: []op{{"POST", "releaseOnce", app, with2(g.once.onceRelease), ""}}},
-
-		{path: "/v1/locks/{name...}", check: lockPath, methodFirst: true, ops: []op{
-			{"GET", "getLock", read, with1(g.locks.lockGet), ""},
-			{"POST", "acquireLock", app, with1(g.locks.lockAcquire), ""},
-			{"DELETE", "releaseLock", app, with1(g.locks.lockRelease), ""},
-		}},
-		{path: "/v1/locks/{name...}/renew", check: lockPath, methodFirst: true, ops: []op{{"POST", "renewLock", app, with1(g.locks.lockRenew), ""}}},
-
-		{path: "/v1/suspects", ops: []op{{"GET", "suspects", read, plain(d.listSuspects), ""}}},
-		{path: "/v1/stuck", ops: []op{{"GET", "stuck", read, plain(d.listStuck), ""}}},
-		{path: "/v1/status", ops: []op{{"GET", "status", read, plain(n.status), ""}}},
-
-		{path: "/v1/cluster", ops: []op{{"GET", "cluster", read, plain(c.cluster), ""}}},
-		{path: "/v1/cluster/nodes", ops: []op{{"POST", "addNode", admin, plain(c.addNode), ""}}},
-		{path: "/v1/cluster/nodes/{id...}", check: nodePath, methodFirst: true, ops: []op{{"DELETE", "removeNode", admin, with1(c.removeNode), ""}}},
-		{path: "/v1/cluster/nodes/{id...}/promote", check: nodePath, methodFirst: true, ops: []op{{"POST", "promoteNode", admin, with1(c.promoteNode), ""}}},
-
-		{path: "/v1/snapshot", ops: []op{
-			{"GET", "backup", admin, plain(n.snapshot), ""},
-			{"POST", "takeSnapshot", admin, plain(n.takeSnapshot), ""},
-		}},
-	}
+	return slices.Concat(
+		g.node.routes(), g.node.openAPIRoutes(), g.tokens.routes(),
+		g.data.kvRoutes(), g.data.exportRoutes(), g.data.recordRoutes(),
+		g.once.routes(), g.locks.routes(), g.data.suspectRoutes(), g.data.stuckRoutes(),
+		g.cluster.routes(), g.node.snapshotRoutes(),
+	)
 }
 
 // strays answer the paths under a prefix that no route takes.

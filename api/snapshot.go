@@ -89,3 +89,25 @@ func (h *nodeHandlers) takeSnapshot(ctx *fasthttp.RequestCtx) {
 // snapshotTimeout bounds a snapshot taken on request: ten million keys take
 // tens of seconds to write.
 const snapshotTimeout = 10 * time.Minute
+
+// snapshotRoutes are the backup's and the Raft snapshot's.
+func (h *nodeHandlers) snapshotRoutes() []resource {
+	return []resource{{path: "/v1/snapshot", ops: []op{
+		{method: "GET", id: "backup", role: admin, handle: plain(h.snapshot), doc: opDoc{
+			summary:     "Stream a backup",
+			description: "A backup file of the node's state, taken after a linearizable barrier (every write acknowledged before the request is in it), for `idemgate snapshot restore`.",
+			answers: map[int]string{
+				200: `{"description": "The backup file.", "headers": {"Idemgate-Snapshot-Index": {"$ref": "#/components/headers/SnapshotIndex"}, "Idemgate-Snapshot-Term": {"$ref": "#/components/headers/SnapshotTerm"}, "Content-Disposition": {"$ref": "#/components/headers/ContentDisposition"}}, "content": {"application/octet-stream": {}}}`,
+				400: "Problem400BadRequestInvalidKey",
+			},
+		}},
+		{method: "POST", id: "takeSnapshot", role: admin, handle: plain(h.takeSnapshot), doc: opDoc{
+			summary:     "Take a Raft snapshot now",
+			description: "This node takes a Raft snapshot and compacts its log.",
+			answers: map[int]string{
+				200: jsonAnswer("The snapshot taken (or the newest, when nothing was applied since).", "SnapshotInfo"),
+				400: "Problem400BadRequestInvalidKey",
+			},
+		}},
+	}}}
+}

@@ -77,3 +77,16 @@ func (h *dataHandlers) listStuck(ctx *fasthttp.RequestCtx) {
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, answer)
 }
+
+// stuckRoutes are the stuck work's.
+func (h *dataHandlers) stuckRoutes() []resource {
+	return []resource{{path: "/v1/stuck", ops: []op{{method: "GET", id: "stuck", role: read, handle: plain(h.listStuck), doc: opDoc{
+		summary:     "Work its holder left behind",
+		description: "Gateway records in flight past their processing deadline (the client's request may or may not have reached the upstream) and once claims begun past their lease that nobody took over or completed, earliest deadline first, a page at a time: for reconciliation. idemgate_stuck counts them.",
+		params:      []string{"Limit", `{"name": "after", "in": "query", "description": "The next of the page before: the page after it.", "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$"}}`, "Consistency"},
+		answers: map[int]string{
+			200: jsonAnswer("A page of stuck work.", "Stuck"),
+			400: "Problem400BadRequestInvalidKey",
+		},
+	}}}}}
+}

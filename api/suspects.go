@@ -61,3 +61,16 @@ func pageLimit(ctx *fasthttp.RequestCtx) (int, bool) {
 	}
 	return n, true
 }
+
+// suspectRoutes are the suspects list's.
+func (h *dataHandlers) suspectRoutes() []resource {
+	return []resource{{path: "/v1/suspects", ops: []op{{method: "GET", id: "suspects", role: read, handle: plain(h.listSuspects), doc: opDoc{
+		summary:     "Suspected duplicates",
+		description: "The replicated log of suspected duplicates (two keys, one body digest, one route and tenant, within the window), newest first.",
+		params:      []string{"Limit", "Consistency"},
+		answers: map[int]string{
+			200: jsonAnswer("The suspects.", "Suspects"),
+			400: "Problem400BadRequestInvalidKey",
+		},
+	}}}}}
+}

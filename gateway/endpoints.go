@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"fmt"
 	"time"
 
@@ -12,8 +11,8 @@ import (
 
 // The gateway's own endpoints, under /_idem/: they are the gateway's
 // answers, never proxied, recorded or matched against the routes. Handle
-// looks a request's path up here once, before routing; a path outside
-// /_idem/ costs one prefix check.
+// looks a request's path up in ownEndpoints once, before routing
+// (ownEndpoint); a path outside /_idem/ costs one prefix check.
 
 // tokensPath is where the gateway listener issues form tokens.
 const tokensPath = "/_idem/tokens"
@@ -24,15 +23,6 @@ const ownPrefix = "/_idem/"
 var ownEndpoints = map[string]func(*Gateway, *fasthttp.RequestCtx){
 	tokensPath:   (*Gateway).issueToken,
 	ClientJSPath: func(_ *Gateway, ctx *fasthttp.RequestCtx) { serveClientJS(ctx) },
-}
-
-// ownEndpoint returns what serves path when it is one of the gateway's own
-// endpoints, or nil. It allocates nothing.
-func ownEndpoint(path []byte) func(*Gateway, *fasthttp.RequestCtx) {
-	if !bytes.HasPrefix(path, []byte(ownPrefix)) {
-		return nil
-	}
-	return ownEndpoints[string(path)]
 }
 
 // issueToken is POST /_idem/tokens?scope=S[&ttl=D]: a form token for

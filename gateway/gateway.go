@@ -182,6 +182,15 @@ func (g *Gateway) Handle(ctx *fasthttp.RequestCtx) {
 	}
 }
 
+// ownEndpoint returns what serves path when it is one of the gateway's own
+// endpoints, or nil. It allocates nothing.
+func ownEndpoint(path []byte) func(*Gateway, *fasthttp.RequestCtx) {
+	if !bytes.HasPrefix(path, []byte(ownPrefix)) {
+		return nil
+	}
+	return ownEndpoints[string(path)]
+}
+
 // Details of the requests whose framing the gateway refuses (RFC 9112 6.3:
 // 400, and the connection closed).
 const (

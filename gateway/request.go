@@ -398,7 +398,10 @@ func (q *request) own() {
 	q.key = bytes.Clone(q.key) // it may alias the header toUpstream rewrites
 	err := q.g.send(ctx, rm, q.key, min(q.r.processingTimeout, q.g.cfg.UpstreamTimeout))
 	if err != nil {
-		q.g.upstreamFailed(ctx, q.r, q.key, err)
+		f := q.g.failure(err)
+		writeKeyProblem(ctx, f.kind, f.detail, q.key)
+		q.g.logFailure(f, err, ctx.Response.StatusCode(), string(ctx.Method()), string(ctx.Path()),
+			"route", q.r.name, "scope", q.r.scope, "key", string(q.key), "record", f.record)
 		status := statusInProgress
 		switch {
 		case nothingSent(err):

@@ -55,7 +55,7 @@ func (g *Gateway) passthrough(ctx *fasthttp.RequestCtx, rm *routeMetrics, start 
 		ctx.Request.Header.Set("X-Request-Id", uuid.NewString())
 	}
 	if err := g.send(ctx, rm, nil, 0); err != nil {
-		g.upstreamFailed(ctx, nil, nil, err)
+		g.upstreamFailed(ctx, err)
 		rm.done(outUpstreamError, start)
 		return
 	}
@@ -159,42 +159,55 @@ func responseTooLarge(err error) bool {
 	return errors.As(err, &small) || errors.Is(err, fasthttp.ErrBodyTooLarge)
 }
 
-// upstreamFailed answers a request whose upstream call failed (502 when
-// nothing was sent or the answer is too large to relay, 504 when the
-// request may have been carried out) and logs it once. r is nil for a
-// passthrough request. Neither the answer nor the log line quotes
+// upstreamFailure is the answer to a request whose upstream call failed:
+// 502 when nothing was sent or the answer is too large to relay, 504 when
+// the request may have been carried out; and what becomes of its key's
+// record, for the log. Neither the answer nor the log line quotes
 // fasthttp's error text: it can hold the upstream's headers (a malformed
 // answer is quoted), and a 502 may be stored and replayed to every retry.
-func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, r *route, key []byte, err error) {
-	class := upstreamErrorClass(err)
-	var record string // what becomes of the key's record
-	writeProblem := httpx.WriteProblem
-	if r != nil { // an answer about the key's record
-		writeProblem = func(ctx *fasthttp.RequestCtx, k httpx.Kind, detail string) { writeKeyProblem(ctx, k, detail, key) }
-	}
+type upstreamFailure struct {
+	kind          httpx.Kind
+	detail        string
+	class, record string
+}
+
+// failure is err's answer. It reads nothing of the request: a pass-through
+// request answers it as a problem (upstreamFailed), an idempotent one as a
+// problem about its key's record (request.own).
+func (g *Gateway) failure(err error) upstreamFailure {
+	f := upstreamFailure{class: upstreamErrorClass(err)}
 	switch {
 	case nothingSent(err):
-		writeProblem(ctx, httpx.UpstreamUnreachable, "the upstream could not be reached ("+class+"); nothing was sent")
-		record = "released"
+		f.kind, f.record = httpx.UpstreamUnreachable, "released"
+		f.detail = "the upstream could not be reached (" + f.class + "); nothing was sent"
 	case responseTooLarge(err):
-		writeProblem(ctx, httpx.UpstreamResponseTooLarge, fmt.Sprintf(
-			"the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
-			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody))
-		record = "completed"
+		f.kind, f.record = httpx.UpstreamResponseTooLarge, "completed"
+		f.detail = fmt.Sprintf("the upstream answered with more than the gateway reads (headers over %d bytes, or a body over %d bytes): the request was carried out, but its answer cannot be relayed",
+			g.cfg.MaxResponseHeaderBytes, g.cfg.MaxResponseBody)
 	default:
-		writeProblem(ctx, httpx.UpstreamTimeout, "the upstream did not answer in time or the connection broke after the request was sent ("+class+")")
-		record = "in_flight_until_processing_timeout"
+		f.kind, f.record = httpx.UpstreamTimeout, "in_flight_until_processing_timeout"
+		f.detail = "the upstream did not answer in time or the connection broke after the request was sent (" + f.class + ")"
 	}
-	attrs := []any{"status", ctx.Response.StatusCode(), "error_class", class, "method", string(ctx.Method()), "path", string(ctx.Path())}
-	if r != nil {
-		attrs = append(attrs, "route", r.name, "scope", r.scope, "key", string(key), "record", record)
-	} else {
-		attrs = append(attrs, "passthrough", true)
-	}
+	return f
+}
+
+// logFailure logs a failed upstream call once, answered with status: the
+// request's method and path, and who (a route's key and its record, or a
+// pass-through).
+func (g *Gateway) logFailure(f upstreamFailure, err error, status int, method, path string, who ...any) {
+	attrs := append([]any{"status", status, "error_class", f.class, "method", method, "path", path}, who...)
 	if text := httpx.NetErrorText(err); text != "" {
 		attrs = append(attrs, "error", text)
 	}
 	g.logger.Warn("upstream failed", attrs...)
+}
+
+// upstreamFailed answers a pass-through request whose upstream call
+// failed, and logs it.
+func (g *Gateway) upstreamFailed(ctx *fasthttp.RequestCtx, err error) {
+	f := g.failure(err)
+	httpx.WriteProblem(ctx, f.kind, f.detail)
+	g.logFailure(f, err, ctx.Response.StatusCode(), string(ctx.Method()), string(ctx.Path()), "passthrough", true)
 }
 
 // upstreamErrorClass names what went wrong with an upstream call, in words

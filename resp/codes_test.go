@@ -25,8 +25,6 @@ var readByHandlers = map[command.Code]string{
 	command.CodeWrongState:    "IDEM.RENEW, IDEM.COMPLETE, IDEM.RELEASE: once's refusal (the claim is completed)",
 	command.CodeKeyReuse:      "IDEM.BEGIN: onceError's own reply",
 	command.CodeQueueFull:     "IDEM.LOCK: lockError's BUSY",
-	command.CodeStorage: "no row of storeapi.Answers: answered as ERR and the store's text " +
-		"(errorReply): a node's fault, said as is",
 }
 
 // TestEveryCodeAnswered: every code a store operation of this face's

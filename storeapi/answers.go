@@ -65,6 +65,9 @@ var Answers = []Answer{
 	{command.ErrNotFloat, Problem{}, "ERR value is not a valid float"},
 	{command.ErrNotFinite, Problem{}, "ERR increment would produce NaN or Infinity"},
 	{command.ErrBadCommand, Problem{http.StatusBadRequest, "bad-request", "Bad request"}, ""}, // its own text: what was wrong with the key or value
+	// The state machine could not read or write its state: a node's
+	// fault, said as is on both faces.
+	{command.ErrStorage, Problem{http.StatusInternalServerError, "internal", "Internal error"}, ""},
 }
 
 // AnswerFor is the row of Answers for err; false when none matches.

@@ -42,7 +42,7 @@ var (
 	BodyTooLarge    = storeKind(storeapi.ErrTooLarge)
 	Forbidden       = Kind{fasthttp.StatusForbidden, "forbidden", "Not allowed for this token's role"}
 	InProgress      = Kind{fasthttp.StatusConflict, "in-progress", "Request in progress"}
-	Internal        = Kind{fasthttp.StatusInternalServerError, "internal", "Internal error"}
+	Internal        = storeKind(command.ErrStorage) // also what no row of the store's answers answers
 	// BearerRequired and InvalidBearer refuse a request without a valid
 	// bearer JWT on a route that requires one; JWTKeysUnavailable, one that
 	// came while no key to check it with could be loaded.
