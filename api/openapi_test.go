@@ -271,7 +271,8 @@ var apiKinds = map[string]httpx.Kind{
 	"UpstreamResponseTooLarge": httpx.UpstreamResponseTooLarge, "UpstreamTimeout": httpx.UpstreamTimeout,
 	"UpstreamUnreachable": httpx.UpstreamUnreachable, "VersionMismatch": httpx.VersionMismatch,
 	"ValueMismatch": httpx.ValueMismatch, "OutOfRange": httpx.OutOfRange, "NotInteger": httpx.NotInteger,
-	"WrongType": httpx.WrongType,
+	"WrongType": httpx.WrongType, "BearerRequired": httpx.BearerRequired, "InvalidBearer": httpx.InvalidBearer,
+	"JWTKeysUnavailable": httpx.JWTKeysUnavailable,
 }
 
 // kindsNamed reads the httpx.Kind names the files named use (httpx.X in
