@@ -77,6 +77,14 @@ func (b *blocker) add(keys [][]byte) *waiter {
 	return w
 }
 
+// blocked is how many clients wait on this node (INFO's blocked_clients,
+// which Redis's own tests wait on).
+func (b *blocker) blocked() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiters
+}
+
 // remove takes w out of every queue.
 func (b *blocker) remove(w *waiter) {
 	b.mu.Lock()

@@ -16,7 +16,8 @@ import (
 // exact answer (numkeys Redis would overflow on is a syntax error here);
 // a move, insert or set past a list's bounds is refused whole and both
 // lists keep what they held; a refused blocking form blocks nothing; and
-// two clients rotating one list concurrently leave it whole.
+// two clients rotating one list concurrently leave it whole; INFO counts
+// a blocked client.
 func TestListMoveHostile(t *testing.T) {
 	srv := startServer(t, memstore.New(t), "mem", nil)
 	c := dialRaw(t, srv.Addr())
@@ -79,6 +80,20 @@ func TestListMoveHostile(t *testing.T) {
 	}
 	if w, k := blocked(srv); w != 0 || k != 0 {
 		t.Fatalf("%d clients blocked on %d keys by refused or timed-out commands", w, k)
+	}
+
+	// INFO counts a blocked client, as Redis's blocked_clients does (its
+	// own tests wait on it).
+	w := dialRaw(t, srv.Addr())
+	w.send(array("BLMOVE", "h:wait", "h:waited", "LEFT", "LEFT", "0"))
+	waitBlocked(t, srv, 1)
+	if got := do("INFO", "clients"); !strings.Contains(got, "\r\nblocked_clients:1\r\n") {
+		t.Fatalf("INFO clients with a client blocked: %q", got)
+	}
+	do("RPUSH", "h:wait", "w")
+	w.expect("a push", []string{"$1\r\nw\r\n"})
+	if got := do("INFO", "clients"); !strings.Contains(got, "\r\nblocked_clients:0\r\n") {
+		t.Fatalf("INFO clients once it was served: %q", got)
 	}
 
 	// Bounds: a move onto a full list, an insert into one, a set or an
