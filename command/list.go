@@ -60,8 +60,6 @@ func DecodeList(v []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// listOf is the key's list: nil when absent; CodeWrongType when it holds
-
 // ListPopped is the key and the elements of a pop's result (CodeOK).
 func ListPopped(r *Result) (key []byte, elems [][]byte, err error) {
 	rd := reader{b: r.Value}
@@ -112,12 +110,23 @@ func checkListPop(c *Command) error {
 		return errors.New("a pop's count is 8 bytes, and only with the count flag")
 	}
 	for _, k := range keys {
-		switch {
-		case len(k) == 0 || len(k) > MaxStoredKeyLen:
-			return errors.New("a pop's further key is empty or too long")
-		case k[0] == 0 && !isKeyspaceKey(k):
-			return errors.New("a pop's further key is a reserved key") // idemgate's own, never a list
+		if err := checkListKey(k, "a pop's further key"); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// checkListKey: a key a list command names beside its Key (a pop's
+// further keys, a move's destination) is a key of some keyspace, not
+// idemgate's own (the store checks Key alone, and only idemgate writes
+// its own keys, never as a list).
+func checkListKey(k []byte, what string) error {
+	switch {
+	case len(k) == 0 || len(k) > MaxStoredKeyLen:
+		return errors.New(what + " is empty or too long")
+	case k[0] == 0 && !isKeyspaceKey(k):
+		return errors.New(what + " is a reserved key")
 	}
 	return nil
 }
@@ -179,9 +188,70 @@ func ListTrimCommand(key []byte, start, stop int64) *Command {
 		Body: binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(start)), uint64(stop))}
 }
 
+// ListMoveCommand pops one element from the key src's list, at its head
+// or its tail (right), and pushes it onto dst's, at its head or its tail
+// (toRight), in one step (Redis LMOVE, RPOPLPUSH; src and dst may be one
+// list, which it rotates). Result.Value is the element; CodeNotFound
+// without src (whatever dst holds); CodeWrongType when src, or dst, holds
+// another kind; CodeTooLong when dst is full. Refused, it changes nothing.
+func ListMoveCommand(src, dst []byte, right, toRight bool) *Command {
+	c := &Command{Type: TypeListMove, Key: src, Value: dst}
+	if right {
+		c.Flags |= FlagListRight
+	}
+	if toRight {
+		c.Flags |= FlagListToRight
+	}
+	return c
+}
+
+// ListSetCommand replaces the element at index (negative: counted from
+// the tail) with elem (Redis LSET); CodeNotFound without the key,
+// CodeOutOfRange past the list's ends, CodeWrongType, CodeTooLong.
+func ListSetCommand(key []byte, index int64, elem []byte) *Command {
+	return &Command{Type: TypeListSet, Key: key, Value: elem, Body: binary.BigEndian.AppendUint64(nil, uint64(index))}
+}
+
+// ListInsertCommand inserts elem before the first element equal to
+// pivot, from the head, or after it (Redis LINSERT). Result.Value is the
+// new length, in decimal; CodeNotFound without the key, CodeUnchanged
+// when no element is the pivot (nothing written), CodeWrongType,
+// CodeTooLong.
+func ListInsertCommand(key, pivot, elem []byte, after bool) *Command {
+	c := &Command{Type: TypeListInsert, Key: key, Value: elem, Body: pivot}
+	if after {
+		c.Flags |= FlagListRight
+	}
+	return c
+}
+
+func checkListMove(c *Command) error {
+	if c.Flags&^(FlagListRight|FlagListToRight) != 0 {
+		return errors.New("unknown move flags")
+	}
+	return checkListKey(c.Value, "a move's destination")
+}
+
+func checkListSet(c *Command) error {
+	if len(c.Body) != 8 {
+		return errors.New("a set's index is 8 bytes")
+	}
+	return nil
+}
+
+func checkListInsert(c *Command) error {
+	if c.Flags&^FlagListRight != 0 {
+		return errors.New("unknown insert flags")
+	}
+	return nil
+}
+
 // List flags.
 const (
-	FlagListRight    byte = 1 << 0 // at the tail (RPUSH, RPOP), not the head
+	// FlagListRight: at the tail (RPUSH, RPOP, a move's pop), not the
+	// head; an insert's: after the pivot (its tail side), not before.
+	FlagListRight    byte = 1 << 0
 	FlagListExisting byte = 1 << 1 // a push only onto a list that exists (LPUSHX)
 	FlagListCount    byte = 1 << 2 // a pop's count is in Body
+	FlagListToRight  byte = 1 << 3 // a move's push at the destination's tail, not its head
 )

@@ -23,12 +23,13 @@ const (
 	CodeSuspect    // a begin refused as a suspected duplicate (FlagRejectSuspect)
 	CodeNotInteger // an increment of a value that is not a decimal integer
 	CodeOverflow   // an increment past the range of a 64-bit integer
-	CodeUnchanged  // a conditional change whose condition did not hold
+	CodeUnchanged  // a conditional change whose condition did not hold (an EXPIRE's, LINSERT's pivot)
 	// CodeReplyTooLarge: a transaction's command whose value would take
 	// the transaction's results past its reply budget; not applied.
 	CodeReplyTooLarge
 	// CodeOutOfRange: a guarded increment whose result would leave its
-	// bounds; nothing changed (Result.Value is the value kept).
+	// bounds (Result.Value is the value kept), or a list's index past its
+	// ends (LSET); nothing changed.
 	CodeOutOfRange
 	CodeConflict  // a script's effects whose reads another write changed: nothing applied
 	CodeTooLong   // a string edit that would make the value longer than its bound

@@ -65,6 +65,9 @@ const (
 	TypeListRem
 	TypeListTrim
 	TypeKVFlush
+	TypeListMove
+	TypeListSet
+	TypeListInsert
 	typeEnd
 )
 
@@ -263,6 +266,18 @@ var commands = [typeEnd]spec{
 	// low: it frees space.
 	TypeKVFlush: {name: "kv_flush", uses: fMode | fFlags | fVersion | fValue, diskLow: true, check: checkKVFlush,
 		Op: Op{Write: true, Role: RoleAdmin, Codes: always | CodesOf(CodeOK)}},
+	// More list commands (list.go). Value: the destination (stored, of
+	// any keyspace); Flags: FlagListRight (the pop), FlagListToRight (the
+	// push).
+	TypeListMove: {name: "list_move", uses: fKey | fValue | fFlags, key: true, check: checkListMove,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeTooLong, CodeWrongType)}},
+	// Value: the element; Body: the index, signed.
+	TypeListSet: {name: "list_set", uses: fKey | fValue | fBody, key: true, check: checkListSet,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeOutOfRange, CodeTooLong, CodeWrongType)}},
+	// Value: the element; Body: the pivot; Flags: FlagListRight (after
+	// the pivot).
+	TypeListInsert: {name: "list_insert", uses: fKey | fValue | fFlags | fBody, key: true, check: checkListInsert,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeUnchanged, CodeTooLong, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

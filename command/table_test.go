@@ -9,8 +9,8 @@ import (
 // properties are the rules the state machine, its proposer and the faces
 // followed before they were one table: which pass the disk guard (sweeps
 // and the cluster's facts) and which need a key; a transaction holds the
-// KV keyspace's commands, each of one key, and a script those of them
-// that name their keys by Key alone (not a rename); only a read changes
+// KV keyspace's commands, and a script all of them but a rename; only a
+// read changes
 // nothing, only a flush needs the admin role, and no face calls the
 // node's own commands.
 func TestCommandTable(t *testing.T) {
@@ -18,7 +18,7 @@ func TestCommandTable(t *testing.T) {
 	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true, TypeKVFlush: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
-		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true}
+		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true, TypeListMove: true, TypeListSet: true, TypeListInsert: true}
 	node := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {

@@ -93,6 +93,9 @@ func tableSamples() map[Type]*Command {
 		TypeListRem:       ListRemCommand([]byte("l"), []byte("a"), -1),
 		TypeListTrim:      ListTrimCommand([]byte("l"), 1, -2),
 		TypeKVFlush:       KVFlushCommand(0, false, 0, nil),
+		TypeListMove:      ListMoveCommand([]byte("l"), []byte("m"), true, true),
+		TypeListSet:       ListSetCommand([]byte("l"), -1, []byte("z")),
+		TypeListInsert:    ListInsertCommand([]byte("l"), []byte("b"), []byte("z"), true),
 	}
 }
 

@@ -36,7 +36,7 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.ReqID = command.ReqID{0: byte(i), 1: byte(i >> 8), 2: 1}
 			ids = append(ids, c.ReqID)
 		}
-		switch rng.IntN(26) {
+		switch rng.IntN(29) {
 		case 0:
 			c.Type = command.TypeRecordBegin
 			c.Timeout = time.Duration(rng.IntN(2)) * time.Second
@@ -120,6 +120,15 @@ func randomStream(seed uint64, n int) []*raft.Log {
 			c.Stamp = clock
 		case 25:
 			c = *command.ListTrimCommand(c.Key, int64(rng.IntN(5))-2, int64(rng.IntN(5))-2)
+			c.Stamp = clock
+		case 26: // a move between two keys, or one key's rotation
+			c = *command.ListMoveCommand(c.Key, key(), rng.IntN(2) == 0, rng.IntN(2) == 0)
+			c.Stamp = clock
+		case 27:
+			c = *command.ListSetCommand(c.Key, int64(rng.IntN(5))-2, []byte{byte(i)})
+			c.Stamp = clock
+		case 28:
+			c = *command.ListInsertCommand(c.Key, []byte{byte(rng.IntN(3))}, []byte{byte(i)}, rng.IntN(2) == 0)
 			c.Stamp = clock
 		case 10:
 			c.Type = command.TypeExpire

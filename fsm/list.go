@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"strconv"
 
@@ -8,6 +9,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// listOf is the key's list: absent (exists false, no elements), or its
+// elements (aliasing the stored value); CodeWrongType when the key holds
 // a string.
 func (a *applier) listOf(kv kvStore, key []byte) (old command.KVEntry, exists bool, elems [][]byte, code command.Code) {
 	old, exists, err := a.liveKV(kv, key)
@@ -37,10 +40,23 @@ func (a *applier) storeList(kv kvStore, key []byte, elems [][]byte, old command.
 		}
 		return &command.Result{Code: command.CodeOK, Value: value}
 	}
-	v := command.EncodeList(elems) // copies: elems may alias the old value's memory
-	if len(elems) > command.MaxListElems || len(v) > command.MaxListBytes {
+	v, ok := listValue(elems)
+	if !ok {
 		return &command.Result{Code: command.CodeTooLong}
 	}
+	return a.storeListValue(kv, key, v, old, exists, rev, value)
+}
+
+// listValue is the encoding of elems as a stored list, a copy (elems may
+// alias the old value's memory); false past a list's bounds.
+func listValue(elems [][]byte) ([]byte, bool) {
+	v := command.EncodeList(elems)
+	return v, len(elems) <= command.MaxListElems && len(v) <= command.MaxListBytes
+}
+
+// storeListValue writes v, a non-empty list's encoding, as the key's
+// list, keeping its lifetime.
+func (a *applier) storeListValue(kv kvStore, key, v []byte, old command.KVEntry, exists bool, rev uint64, value []byte) *command.Result {
 	e := command.KVEntry{Version: rev, Created: rev, ExpiresAt: old.ExpiresAt, Kind: command.KindList, Value: v}
 	return a.storeKV(kv, key, &e, old, exists, value)
 }
@@ -195,10 +211,131 @@ func (a *applier) listTrimIn(kv kvStore, c *command.Command, rev uint64) *comman
 	return a.storeList(kv, c.Key, elems[lo:hi], old, true, rev, nil)
 }
 
+// listSet is LSET: the element at the index in c.Body (8 signed
+// big-endian bytes, negative counted from the tail) becomes c.Value.
+// CodeNotFound without the key, CodeOutOfRange past the list's ends.
+func (a *applier) listSet(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.listSetIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) listSetIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
+	i := int64(binary.BigEndian.Uint64(c.Body))
+	old, exists, elems, code := a.listOf(kv, c.Key)
+	switch {
+	case code != command.CodeOK:
+		return &command.Result{Code: code}
+	case !exists:
+		return &command.Result{Code: command.CodeNotFound}
+	}
+	if i < 0 {
+		i += int64(len(elems))
+	}
+	if i < 0 || i >= int64(len(elems)) {
+		return &command.Result{Code: command.CodeOutOfRange}
+	}
+	out := append([][]byte(nil), elems...)
+	out[i] = c.Value
+	return a.storeList(kv, c.Key, out, old, true, rev, nil)
+}
+
+// listInsert is LINSERT: c.Value goes before the first element equal to
+// the pivot (c.Body), from the head, or after it (FlagListRight). The
+// result carries the new length, in decimal; CodeNotFound without the
+// key ("0"), CodeUnchanged without the pivot ("-1"), nothing written.
+func (a *applier) listInsert(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.listInsertIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) listInsertIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
+	old, exists, elems, code := a.listOf(kv, c.Key)
+	switch {
+	case code != command.CodeOK:
+		return &command.Result{Code: code}
+	case !exists:
+		return &command.Result{Code: command.CodeNotFound, Value: []byte("0")}
+	}
+	at := -1
+	for i, e := range elems {
+		if string(e) == string(c.Body) {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return &command.Result{Code: command.CodeUnchanged, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: []byte("-1")}
+	}
+	if c.Flags&command.FlagListRight != 0 {
+		at++
+	}
+	out := make([][]byte, 0, len(elems)+1)
+	out = append(append(append(out, elems[:at]...), c.Value), elems[at:]...)
+	return a.storeList(kv, c.Key, out, old, true, rev, strconv.AppendInt(nil, int64(len(out)), 10))
+}
+
+// listMove is LMOVE and RPOPLPUSH, and the move of BLMOVE and
+// BRPOPLPUSH: one element popped from c.Key's list, at its head or its
+// tail (FlagListRight), and pushed onto c.Value's, at its head or its
+// tail (FlagListToRight), in one step; a list moved onto itself is
+// rotated. The result (CodeOK) carries the element. CodeNotFound without
+// the source, whatever the destination holds (Redis answers nil before
+// it looks at the destination); CodeWrongType when either holds a
+// string; CodeTooLong when the destination is full. Nothing is written
+// unless both writes can be made: each list's encoding is made before
+// either is stored.
+func (a *applier) listMove(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.listMoveIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) listMoveIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
+	old, _, elems, code := a.listOf(kv, c.Key)
+	switch {
+	case code != command.CodeOK:
+		return &command.Result{Code: code}
+	case len(elems) == 0: // absent: a stored list is never empty
+		return &command.Result{Code: command.CodeNotFound}
+	}
+	var elem []byte
+	if c.Flags&command.FlagListRight != 0 {
+		elem, elems = elems[len(elems)-1], elems[:len(elems)-1]
+	} else {
+		elem, elems = elems[0], elems[1:]
+	}
+	push := func(onto [][]byte) [][]byte {
+		out := make([][]byte, 0, len(onto)+1)
+		if c.Flags&command.FlagListToRight != 0 {
+			return append(append(out, onto...), elem)
+		}
+		return append(append(out, elem), onto...)
+	}
+	moved := bytes.Clone(elem) // the result's: elem aliases the stored value
+	if bytes.Equal(c.Key, c.Value) {
+		return a.storeList(kv, c.Key, push(elems), old, true, rev, moved)
+	}
+	dstOld, dstExists, dst, code := a.listOf(kv, c.Value)
+	if code != command.CodeOK {
+		return &command.Result{Code: code}
+	}
+	dv, ok := listValue(push(dst))
+	if !ok {
+		return &command.Result{Code: command.CodeTooLong}
+	}
+	if r := a.storeList(kv, c.Key, elems, old, true, rev, nil); r.Code != command.CodeOK {
+		return r // CodeStorage: a source that held an element fits once it holds one fewer
+	}
+	r := a.storeListValue(kv, c.Value, dv, dstOld, dstExists, rev, moved)
+	if r.Code == command.CodeCreated {
+		r.Code = command.CodeOK // the move's answer is the element, wherever it went
+	}
+	return r
+}
+
 // The applier's rows of this file's commands (commands.go joins them).
 var listApplies = applies{
-	command.TypeListPush: {remembered: true, apply: (*applier).listPush, kv: (*applier).listPushIn},
-	command.TypeListPop:  {remembered: true, apply: (*applier).listPop, kv: (*applier).listPopIn},
-	command.TypeListRem:  {remembered: true, apply: (*applier).listRem, kv: (*applier).listRemIn},
-	command.TypeListTrim: {remembered: true, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
+	command.TypeListPush:   {remembered: true, apply: (*applier).listPush, kv: (*applier).listPushIn},
+	command.TypeListPop:    {remembered: true, apply: (*applier).listPop, kv: (*applier).listPopIn},
+	command.TypeListRem:    {remembered: true, apply: (*applier).listRem, kv: (*applier).listRemIn},
+	command.TypeListTrim:   {remembered: true, apply: (*applier).listTrim, kv: (*applier).listTrimIn},
+	command.TypeListSet:    {remembered: true, apply: (*applier).listSet, kv: (*applier).listSetIn},
+	command.TypeListInsert: {remembered: true, apply: (*applier).listInsert, kv: (*applier).listInsertIn},
+	command.TypeListMove:   {remembered: true, apply: (*applier).listMove, kv: (*applier).listMoveIn},
 }

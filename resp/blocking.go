@@ -11,7 +11,8 @@ import (
 	"github.com/idemgate/idemgate/storeapi"
 )
 
-// Blocking pops (BLPOP, BRPOP). A client blocks on the node it is
+// Blocking pops (BLPOP, BRPOP, BLMPOP) and moves (BLMOVE, BRPOPLPUSH),
+// each waiting on its source keys. A client blocks on the node it is
 // connected to. Its pop is always a write through the log (never a pop on
 // one node only): first at once, unless none of its keys exists here
 // after the read barrier; when every key was empty, it waits in
@@ -74,6 +75,14 @@ func (b *blocker) add(keys [][]byte) *waiter {
 	}
 	b.pokeLocked()
 	return w
+}
+
+// blocked is how many clients wait on this node (INFO's blocked_clients,
+// which Redis's own tests wait on).
+func (b *blocker) blocked() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiters
 }
 
 // remove takes w out of every queue.

@@ -12,15 +12,15 @@ import (
 // their own (a nil, a 0, a refusal of their own words), beside the
 // store's errors storeapi.Answers answers, each with who reads it.
 var readByHandlers = map[command.Code]string{
-	command.CodeNotFound: "a nil or a 0: GET's, DEL's, the list commands' (answerCode's also, " +
+	command.CodeNotFound: "a nil or a 0: GET's, DEL's, the list commands' (LSET's no such key; answerCode's also, " +
 		"blocking.go), IDEM.CONSUME's (tokens)",
 	command.CodeExists: "SETNX, MSETNX, COPY, RENAMENX answer 0, SET NX nil (answerCode's also, " +
 		"setReply); IDEM.BEGIN and IDEM.LOCK through once and locks (held); IDEM.TOKEN: a " +
 		"128-bit token taken already, answered as ERR and the store's text",
 	command.CodeVersionMismatch: "SET IFEQ and DELEX's conditions (setReply, answerCode), the CAS commands " +
 		"(commands_cas.go); plain SET and DEL send no version",
-	command.CodeUnchanged:     "EXPIRE's NX/XX/GT/LT and GETEX answer 0 or the value (answerChanged)",
-	command.CodeOutOfRange:    "only a guarded increment (KVIncrBoundedCommand, the HTTP face's) answers it; INCR sends none",
+	command.CodeUnchanged:     "EXPIRE's NX/XX/GT/LT and GETEX answer 0 or the value (answerChanged); LINSERT without its pivot -1",
+	command.CodeOutOfRange:    "a guarded increment (KVIncrBoundedCommand, the HTTP face's; INCR sends none); LSET's index out of range",
 	command.CodeFenceMismatch: "IDEM.RENEW, IDEM.COMPLETE, IDEM.RELEASE, IDEM.RENEWLOCK, IDEM.UNLOCK: once's and locks' refusals (stale fence)",
 	command.CodeWrongState:    "IDEM.RENEW, IDEM.COMPLETE, IDEM.RELEASE: once's refusal (the claim is completed)",
 	command.CodeKeyReuse:      "IDEM.BEGIN: onceError's own reply",

@@ -330,7 +330,7 @@ func cmdInfo(c *conn, a [][]byte) {
 			int(time.Since(c.s.start).Seconds()), c.s.cfg.NodeID)
 	}
 	if all || want["clients"] {
-		fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\n\r\n", c.s.clients())
+		fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\nblocked_clients:%d\r\n\r\n", c.s.clients(), c.s.blocks.blocked())
 	}
 	if all || want["replication"] {
 		id, _ := c.s.store.Leader()

@@ -638,11 +638,6 @@ func eq(s, lower string) bool {
 	return true
 }
 
-// parseInt64 reads a Redis integer argument.
-func parseInt64(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 || b[0] == '+' || b[0] == ' ' {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
-}
+// parseInt64 reads a Redis integer argument as Redis's string2ll does
+// (command.ParseInt): "01" and "-0" are not integers there.
+func parseInt64(b []byte) (int64, bool) { return command.ParseInt(b) }

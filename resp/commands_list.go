@@ -21,35 +21,44 @@ const (
 	msgTimeoutNeg  = "ERR timeout is negative"
 )
 
-func init() {
-	rd := func(name string, arity int, fn func(w *writer, a [][]byte, e command.KVEntry, ok bool), args func(a [][]byte) string) *redisCommand {
-		return &redisCommand{name: name, op: command.TypeKVRead, arity: arity, flags: []string{"readonly"}, firstKey: 1, lastKey: 1, step: 1,
-			read: func(c *conn, ctx context.Context, a [][]byte) {
-				if args != nil {
-					if refusal := args(a); refusal != "" {
-						c.w.errorLine(refusal)
-						return
-					}
-				}
-				e, ok, err := c.local(ctx, a[1])
-				if err != nil {
-					c.w.errorLine(errorReply(err))
+// listRead is a list read's command: fn answers from the key's entry,
+// read here (after the pipeline's barrier) or in the log inside a
+// transaction; args, when set, refuses bad arguments first, before the
+// key is read, as Redis does.
+func listRead(name string, arity int, fn func(w *writer, a [][]byte, e command.KVEntry, ok bool), args func(a [][]byte) string) *redisCommand {
+	return &redisCommand{name: name, op: command.TypeKVRead, arity: arity, firstKey: 1, lastKey: 1, step: 1,
+		read: func(c *conn, ctx context.Context, a [][]byte) {
+			if args != nil {
+				if refusal := args(a); refusal != "" {
+					c.w.errorLine(refusal)
 					return
 				}
-				fn(&c.w, a, e, ok)
-			},
-			txRead: func(a [][]byte) plan {
-				if args != nil {
-					if refusal := args(a); refusal != "" {
-						return plan{err: refusal}
-					}
+			}
+			e, ok, err := c.local(ctx, a[1])
+			if err != nil {
+				c.w.errorLine(errorReply(err))
+				return
+			}
+			fn(&c.w, a, e, ok)
+		},
+		txRead: func(a [][]byte) plan {
+			if args != nil {
+				if refusal := args(a); refusal != "" {
+					return plan{err: refusal}
 				}
-				return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, oks []bool) { fn(w, a, es[0], oks[0]) })
-			}}
-	}
-	wr := func(name string, op command.Type, arity, last int, fn func(*conn, [][]byte) plan) *redisCommand {
-		return &redisCommand{name: name, op: op, arity: arity, flags: []string{"write"}, firstKey: 1, lastKey: last, step: 1, plan: fn}
-	}
+			}
+			return txReads(a[1:2], true, func(w *writer, es []command.KVEntry, oks []bool) { fn(w, a, es[0], oks[0]) })
+		}}
+}
+
+// listWrite is a list write's command of op, its keys from the first
+// argument to last (negative: counted from the end).
+func listWrite(name string, op command.Type, arity, last int, fn func(*conn, [][]byte) plan, flags ...string) *redisCommand {
+	return &redisCommand{name: name, op: op, arity: arity, flags: flags, firstKey: 1, lastKey: last, step: 1, plan: fn}
+}
+
+func init() {
+	rd, wr := listRead, listWrite
 	register(
 		rd("llen", 2, answerLLen, nil),
 		rd("lrange", 4, answerLRange, func(a [][]byte) string { return intArgs(a[2:4]) }),
@@ -151,14 +160,16 @@ func answerLIndex(w *writer, a [][]byte, e command.KVEntry, ok bool) {
 	w.bulk(elems[i])
 }
 
-// answerList answers a list command's result: ok writes the success.
+// answerList answers a list command's result: ok writes the success,
+// or an outcome that is an answer of its own (no key, no pivot).
 func answerList(w *writer, r storeapi.OpResult, ok func(res *command.Result)) {
 	switch {
 	case r.Err != nil:
 		w.errorLine(errorReply(r.Err))
 	case r.Res.Code == command.CodeTooLong:
 		w.errorLine("ERR " + command.ErrListTooLong.Error())
-	case r.Res.Code == command.CodeOK || r.Res.Code == command.CodeCreated || r.Res.Code == command.CodeNotFound:
+	case r.Res.Code == command.CodeOK || r.Res.Code == command.CodeCreated || r.Res.Code == command.CodeNotFound ||
+		r.Res.Code == command.CodeUnchanged:
 		ok(r.Res)
 	default:
 		w.errorLine(errorReply(r.Res.Err()))
@@ -267,8 +278,13 @@ func planBlockingPop(a [][]byte, right bool) plan {
 }
 
 // answerBlockingPop: [key, element], or a null array when no key had one.
-func answerBlockingPop(w *writer, r []storeapi.OpResult) {
-	answerList(w, r[0], func(res *command.Result) {
+func answerBlockingPop(w *writer, r []storeapi.OpResult) { answerKeyPop(w, r[0], false) }
+
+// answerKeyPop answers a pop from the first of several keys that holds a
+// list: [key, element], or nested (LMPOP's) [key, [element ...]] in pop
+// order; a null array when none did.
+func answerKeyPop(w *writer, r storeapi.OpResult, nested bool) {
+	answerList(w, r, func(res *command.Result) {
 		if res.Code == command.CodeNotFound {
 			w.nullArray()
 			return
@@ -281,7 +297,14 @@ func answerBlockingPop(w *writer, r []storeapi.OpResult) {
 		_, key, _ = command.KeyspaceOf(key) // the client's key, not as stored
 		w.array(2)
 		w.bulk(key)
-		w.bulk(elems[0])
+		if !nested {
+			w.bulk(elems[0])
+			return
+		}
+		w.array(len(elems))
+		for _, el := range elems {
+			w.bulk(el)
+		}
 	})
 }
 

@@ -21,7 +21,8 @@ func TestScriptAllowList(t *testing.T) {
 		"getset", "setex", "psetex", "mset", "append", "setrange", "incrbyfloat",
 		"type", "expiretime", "pexpiretime", "object",
 		"llen", "lrange", "lindex", "lpush", "rpush", "lpushx", "rpushx",
-		"lpop", "rpop", "lrem", "ltrim", "keys"}
+		"lpop", "rpop", "lrem", "ltrim", "keys",
+		"lpos", "lset", "linsert", "lmove", "rpoplpush", "lmpop", "blmpop"}
 	var got []string
 	for name, c := range commands {
 		if c.script {

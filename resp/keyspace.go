@@ -22,8 +22,8 @@ func (c *conn) key(k []byte) []byte { return command.KeyspaceKey(c.db, k) }
 
 // inKeyspace maps a plan's KV commands and watches to the connection's
 // keyspace; a reserved client key refuses the plan whole (none of its keys
-// is written). A rename's destination (Value) is mapped by its planner,
-// which knows its keyspace (COPY ... DB n, MOVE).
+// is written). A list move's destination (Value) is mapped here; a
+// rename's by its planner, which knows its keyspace (COPY ... DB n, MOVE).
 func (c *conn) inKeyspace(p plan) plan {
 	if p.err != "" || (len(p.ops) == 0 && len(p.watches) == 0 && p.block == nil) || c.storedAsNamed(p) {
 		return p
@@ -52,6 +52,12 @@ func (c *conn) inKeyspace(p plan) plan {
 				stored[j] = c.key(k)
 			}
 			m.Value = command.EncodeList(stored)
+		}
+		if op.Type == command.TypeListMove { // a move's destination
+			if err := storeapi.CheckKVKey(op.Value); err != nil {
+				return plan{err: errorReply(err)}
+			}
+			m.Value = c.key(op.Value)
 		}
 		ops[i] = &m
 	}
@@ -84,13 +90,17 @@ func (c *conn) inKeyspace(p plan) plan {
 // storedAsNamed reports whether every key of p is stored as the client
 // named it, so inKeyspace has nothing to map or copy: keyspace 0, no empty
 // key (stored under the keyspace prefix), no reserved key (refused), no
-// blocking pop (its further keys are in its value). Most writes take it.
+// blocking pop (its further keys are in its value), no move whose
+// destination is not. Most writes take it.
 func (c *conn) storedAsNamed(p plan) bool {
 	if c.db != 0 || p.block != nil {
 		return false
 	}
 	for _, op := range p.ops {
 		if command.InTx(op.Type) && (op.Type == command.TypeListPop || len(op.Key) == 0 || storeapi.CheckKVKey(op.Key) != nil) {
+			return false
+		}
+		if op.Type == command.TypeListMove && (len(op.Value) == 0 || storeapi.CheckKVKey(op.Value) != nil) {
 			return false
 		}
 	}

@@ -17,7 +17,8 @@ var listStreams = [][][]string{
 		{"LRANGE", "{k}l", "-9223372036854775808", "9223372036854775807"}, {"LRANGE", "{k}l", "0"},
 		{"LINDEX", "{k}l", "0"}, {"LINDEX", "{k}l", "-1"}, {"LINDEX", "{k}l", "4"}, {"LINDEX", "{k}l", "5"}, {"LINDEX", "{k}l", "-5"},
 		{"LINDEX", "{k}l", "-6"}, {"LINDEX", "{k}l", "x"}, {"LINDEX", "{k}none", "x"}, {"LINDEX", "{k}none", "0"},
-		{"LLEN", "{k}none"}, {"LPUSH", "{k}l"}, {"LLEN"}, {"RPUSH", "{k}b", "", "\x00\xff\r\n"}, {"LRANGE", "{k}b", "0", "-1"}},
+		{"LLEN", "{k}none"}, {"LPUSH", "{k}l"}, {"LLEN"}, {"RPUSH", "{k}b", "", "\x00\xff\r\n"}, {"LRANGE", "{k}b", "0", "-1"},
+		{"LRANGE", "{k}l", "01", "1"}, {"LRANGE", "{k}l", "-0", "1"}, {"LINDEX", "{k}l", "00"}, {"LPOP", "{k}l", "01"}},
 	// LPUSHX, RPUSHX
 	{{"LPUSHX", "{k}l", "a"}, {"RPUSHX", "{k}l", "a", "b"}, {"EXISTS", "{k}l"}, {"RPUSH", "{k}l", "x"}, {"LPUSHX", "{k}l", "a", "b"},
 		{"RPUSHX", "{k}l", "c"}, {"LRANGE", "{k}l", "0", "-1"}, {"SET", "{k}s", "v"}, {"LPUSHX", "{k}s", "a"}, {"RPUSHX", "{k}s", "a"}},

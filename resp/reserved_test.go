@@ -38,6 +38,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		"llen": {rk}, "lrange": {rk, "0", "-1"}, "lindex": {rk, "0"}, "lpush": {rk, "evil"}, "rpush": {rk, "evil"},
 		"lpushx": {rk, "evil"}, "rpushx": {rk, "evil"}, "lpop": {rk}, "rpop": {rk, "2"}, "lrem": {rk, "0", "x"},
 		"ltrim": {rk, "0", "1"}, "blpop": {"plain", rk, "1"}, "brpop": {rk, "plain", "0"},
+		"lmove": {"plain", rk, "LEFT", "LEFT"}, "rpoplpush": {rk, "plain"}, "blmove": {rk, "plain", "LEFT", "RIGHT", "1"},
+		"brpoplpush": {"plain", rk, "0"}, "lpos": {rk, "x"}, "lset": {rk, "0", "x"}, "linsert": {rk, "BEFORE", "a", "b"},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
@@ -48,7 +50,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		{"SET", "\x00other", "v", "EX", "100"}, {"DEL", "\x00node/n2"},
 		{"GETEX", rk}, {"GETEX", rk, "EX", "0"}, {"GETEX", rk, "EX", "x"}, {"GETEX", rk, "EXAT", "1"},
 		{"SETRANGE", rk, "0", ""}, {"APPEND", rk, ""},
-		{"RENAME", "plain", rk}, {"RENAMENX", rk, "plain"}, {"COPY", "plain", rk}, {"COPY", "plain", rk, "REPLACE"}, {"RENAME", "plain", "\x00"}}
+		{"RENAME", "plain", rk}, {"RENAMENX", rk, "plain"}, {"COPY", "plain", rk}, {"COPY", "plain", rk, "REPLACE"}, {"RENAME", "plain", "\x00"},
+		{"LMPOP", "2", "plain", rk, "LEFT"}, {"BLMPOP", "1", "2", rk, "plain", "LEFT"}, {"LMOVE", rk, rk, "LEFT", "RIGHT"}, {"LSET", rk, "x", "y"}}
 	rows := extra
 	for name, args := range calls {
 		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))
