@@ -118,8 +118,9 @@ func random(L *lua.LState, rng *rand.Rand) int {
 }
 
 // redisLib is the redis table: call and pcall over the Caller, the reply
-// helpers, sha1hex, and what Redis 7 keeps for old scripts (log,
-// replicate_commands, set_repl, setresp(2)) as harmless no-ops.
+// helpers, sha1hex, setresp (the protocol of the replies call and pcall
+// answer), and what Redis 7 keeps for old scripts (log,
+// replicate_commands, set_repl) as harmless no-ops.
 func (v *vm) redisLib(L *lua.LState) *lua.LTable {
 	t := L.CreateTable(0, 24)
 	fn := func(name string, f lua.LGFunction) { t.RawSetString(name, L.NewFunction(f)) }
@@ -197,13 +198,12 @@ func (v *vm) redisLib(L *lua.LState) *lua.LTable {
 		if L.GetTop() != 1 {
 			raiseReply(L, "redis.setresp() requires one argument.")
 		}
-		switch f, _ := toNumber(L.Get(1)); cInt32(f) {
-		case 2:
-		case 3:
-			raiseReply(L, "RESP version 3 is not supported in scripts here (idemgate's scripts speak RESP2).")
-		default:
-			raiseReply(L, "RESP version must be 2 or 3.")
+		f, _ := toNumber(L.Get(1))
+		if n := cInt32(f); n == 2 || n == 3 {
+			v.cur.resp = int(n)
+			return 0
 		}
+		raiseReply(L, "RESP version must be 2 or 3.")
 		return 0
 	})
 	fn("breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 })
@@ -251,12 +251,12 @@ func (r *run) call(L *lua.LState, raise bool) int {
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
 	}
-	reply := r.c.Call(args)
+	reply := r.c.Call(args, r.resp)
 	if reply.Kind == Error {
 		return fail(reply.Str)
 	}
 	r.charge(L, replyCost(reply))
-	L.Push(toLua(L, reply))
+	L.Push(toLua(L, reply, r.resp))
 	return 1
 }
 

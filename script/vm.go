@@ -81,9 +81,11 @@ func SHA1(body []byte) string {
 
 // Caller runs one command for a script (redis.call, redis.pcall): args[0]
 // is its name. It answers the command's reply, an Error reply for a
-// refusal (Redis's text: "ERR Unknown Redis command called from script").
+// refusal (Redis's text: "ERR Unknown Redis command called from script"),
+// in the protocol resp the script set with redis.setresp: 2 (RESP2's
+// kinds only, the default) or 3.
 type Caller interface {
-	Call(args [][]byte) Reply
+	Call(args [][]byte, resp int) Reply
 }
 
 // Run runs the script with KEYS and ARGV and answers its reply: what it
@@ -109,7 +111,7 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 		}
 	}()
 	L.SetContext(b)
-	r := &run{s: s, cfg: cfg, c: c, b: b}
+	r := &run{s: s, cfg: cfg, c: c, b: b, resp: 2}
 	v.cur = r
 	v.json = defaultJSONConfig
 	v.pcg.Seed(0, 0)
@@ -273,6 +275,8 @@ type run struct {
 	cfg Config
 	c   Caller
 	b   *budget
+	// resp is the protocol redis.setresp set: 2 or 3.
+	resp int
 }
 
 // errorHandler runs where an error was raised (Redis's error handler): it

@@ -14,7 +14,7 @@ import (
 // with +OK: enough to see the conversions and the error texts.
 type echoCaller struct{ calls int }
 
-func (c *echoCaller) Call(args [][]byte) Reply {
+func (c *echoCaller) Call(args [][]byte, _ int) Reply {
 	c.calls++
 	switch strings.ToLower(string(args[0])) {
 	case "get":
