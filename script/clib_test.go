@@ -99,3 +99,34 @@ func TestCLibsStatePerRun(t *testing.T) {
 		}
 	}
 }
+
+// TestCLibs: a few of each library's answers, as redis-server 7.0.15
+// gives them (resp's TestScriptLibsAgainstRedis compares some 400 with
+// it; these need no server).
+func TestCLibs(t *testing.T) {
+	cfg := DefaultConfig()
+	for _, tt := range []struct{ body, want string }{
+		{"return cjson.encode({1, 'a/b', {}, {x = 0.1}, cjson.null, 1/3})", `"[1,\"a\\/b\",{},{\"x\":0.1},null,0.33333333333333]"`},
+		{"return cjson.encode(string.char(0, 31, 127, 128))", `"\"\\u0000\\u001f\\u007f\x80\""`},
+		{"return cjson.decode('{\"a\":[1,2.5,\"\\\\u00e9\"]}').a[3]", `"é"`},
+		{"local ok, e = pcall(cjson.decode, '[1,]') return e", `"Expected value but found T_ARR_END at character 4"`},
+		{"return cmsgpack.pack(1, -1, 255, -129, 0.5, 1/3, 'ab', {1, 2}, {a = true})",
+			`"\x01\xff\xcc\xff\xd1\xff\x7f\xca?\x00\x00\x00\xcb?\xd5UUUUUU\xa2ab\x92\x01\x02\x81\xa1a\xc3"`},
+		{"return {cmsgpack.unpack(string.char(0xcf, 255, 255, 255, 255, 255, 255, 255, 255, 0xd0, 0x80))}", "[-1 -128]"},
+		{"return {cmsgpack.unpack_one(cmsgpack.pack(7, 8))}", "[1 7]"},
+		{"return {bit.tobit(2^32 + 5), bit.band(-1, 0xff), bit.lshift(1, 31), bit.tohex(-1, -4), bit.bswap(0x01020304)}", `[5 255 -2147483648 "FFFF" 67305985]`},
+		{"return struct.pack('>i2 <I4 c2 s', -2, 1, 'xyz', 'q')", `"\xff\xfe\x01\x00\x00\x00xyq\x00"`},
+		{"return {struct.unpack('>h !4 i', '\\255\\254\\0\\0\\1\\0\\0\\0')}", "[-2 16777216 9]"},
+		{"return struct.size('b !4 i d')", "16"},
+		{"redis.setresp(3) return {true, false}", "[#t #f]"},
+		{"return {true, false}", "[1 nil]"},
+		{"return {map = {a = 1}, set = {b = true}}", `%["a" 1]`},
+		{"return {set = {b = true}}", `~["b"]`},
+		{"return {double = 2.5}", ",2.5"},
+	} {
+		r, err := runBody(t, cfg, tt.body)
+		if got := show(r); got != tt.want || err != nil {
+			t.Errorf("%s: reply = %s, %v; want %s", tt.body, got, err, tt.want)
+		}
+	}
+}
