@@ -175,6 +175,11 @@ func (c *conn) txScript(sub *conn, sc *scriptCall, cmd *redisCommand, args [][]b
 		sub.w.errorLine(refusal)
 		return ""
 	}
+	readOnly, refusal = scriptReadOnly(s, readOnly)
+	if refusal != "" {
+		sub.w.errorLine(refusal)
+		return ""
+	}
 	sc.readOnly = readOnly
 	reply, stop, refused := sc.run(s, keys, argv)
 	sc.readOnly = false

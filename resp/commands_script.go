@@ -73,7 +73,21 @@ func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
 	if refusal != "" {
 		return plan{err: refusal}
 	}
+	readOnly, refusal = scriptReadOnly(s, readOnly)
+	if refusal != "" {
+		return plan{err: refusal}
+	}
 	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(w, s, keys, argv, readOnly) }}
+}
+
+// scriptReadOnly is whether s runs read-only: called by EVAL_RO or
+// EVALSHA_RO (ro), or declaring no-writes in its shebang; or EVAL_RO's
+// refusal of a script whose shebang lets it write.
+func scriptReadOnly(s *script.Script, ro bool) (readOnly bool, refusal string) {
+	if ro && s.Flags.Shebang && !s.Flags.NoWrites {
+		return false, script.MsgWriteFlagRO
+	}
+	return ro || s.Flags.NoWrites, ""
 }
 
 // evalArgs is EVAL's script, keys and arguments, or the refusal (a

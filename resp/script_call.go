@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -173,7 +174,7 @@ func (sc *scriptCall) exec(sub *conn, cmd *redisCommand, args [][]byte) {
 // marked script (the KV keyspace's, which a sandbox can run, and TIME,
 // PING, ECHO, KEYS); other commands idemgate has are Redis's "not
 // allowed from script", commands it does not have "unknown".
-func (sc *scriptCall) Call(args [][]byte) script.Reply {
+func (sc *scriptCall) Call(args [][]byte, resp int) script.Reply {
 	name := strings.ToLower(string(args[0]))
 	cmd, ok := commands[name]
 	switch {
@@ -209,6 +210,7 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 	}
 	sc.buf.Reset()
 	sub := sc.sub
+	sub.proto, sub.w.proto = resp, resp // redis.setresp's: the reply is read back in it
 	sc.exec(sub, cmd, args)
 	sub.w.bw.Flush()
 	r, _, ok := parseReply(sc.buf.Bytes())
@@ -218,7 +220,8 @@ func (sc *scriptCall) Call(args [][]byte) script.Reply {
 	return r
 }
 
-// parseReply reads one RESP2 reply (as the listener writes them) from b.
+// parseReply reads one RESP2 or RESP3 reply (as the listener writes
+// them) from b.
 func parseReply(b []byte) (script.Reply, []byte, bool) {
 	line, rest, found := bytes.Cut(b, []byte("\r\n"))
 	if !found || len(line) == 0 {
@@ -226,6 +229,37 @@ func parseReply(b []byte) (script.Reply, []byte, bool) {
 	}
 	body := string(line[1:])
 	switch line[0] {
+	case '_':
+		return script.Reply{Kind: script.Nil}, rest, true
+	case '#':
+		return script.Reply{Kind: script.Bool, Int: int64(boolInt(body == "t"))}, rest, body == "t" || body == "f"
+	case ',':
+		f, err := strconv.ParseFloat(body, 64)
+		return script.Reply{Kind: script.Double, Float: f}, rest, err == nil
+	case '(':
+		return script.Reply{Kind: script.BigNumber, Str: body}, rest, true
+	case '=':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 4 || n > len(rest)-2 {
+			return script.Reply{}, nil, false
+		}
+		return script.Reply{Kind: script.Verbatim, Format: string(rest[:3]), Str: string(rest[4:n])}, rest[n+2:], true
+	case '%', '~':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < 0 {
+			return script.Reply{}, nil, false
+		}
+		r := script.Reply{Kind: script.Set, Elems: make([]script.Reply, n)}
+		if line[0] == '%' {
+			r = script.Reply{Kind: script.Map, Elems: make([]script.Reply, 2*n)}
+		}
+		for i := range r.Elems {
+			var ok bool
+			if r.Elems[i], rest, ok = parseReply(rest); !ok {
+				return script.Reply{}, nil, false
+			}
+		}
+		return r, rest, true
 	case '+':
 		return script.Reply{Kind: script.Status, Str: body}, rest, true
 	case '-':
@@ -276,10 +310,62 @@ func (w *writer) scriptReply(r script.Reply) {
 		w.simple(strings.NewReplacer("\r", " ", "\n", " ").Replace(r.Str))
 	case script.Error:
 		w.errorLine(r.Str)
-	case script.Array:
-		w.array(len(r.Elems))
+	case script.Array, script.Set, script.Map:
+		switch r.Kind {
+		case script.Array:
+			w.array(len(r.Elems))
+		case script.Set:
+			w.set(len(r.Elems))
+		default:
+			w.mapHeader(len(r.Elems) / 2)
+		}
 		for _, e := range r.Elems {
 			w.scriptReply(e)
 		}
+	case script.Double:
+		w.double(r.Float)
+	case script.Bool:
+		if w.proto >= 3 {
+			w.bw.WriteString(map[bool]string{true: "#t\r\n", false: "#f\r\n"}[r.Int != 0])
+		} else {
+			w.integer(r.Int)
+		}
+	case script.BigNumber:
+		if w.proto >= 3 {
+			w.bw.WriteString("(" + r.Str + "\r\n")
+		} else {
+			w.bulkString(r.Str)
+		}
+	case script.Verbatim:
+		if w.proto >= 3 {
+			f := (r.Format + "\x00\x00\x00")[:3] // Redis copies three bytes of it
+			w.prefixed('=', int64(len(r.Str)+4))
+			w.bw.WriteString(f + ":" + r.Str + "\r\n")
+		} else {
+			w.bulkString(r.Str)
+		}
 	}
+}
+
+// double is a double as Redis answers one: ",<%.17g>" in RESP3, its text
+// as a bulk string in RESP2 (C's inf, -inf and nan).
+func (w *writer) double(f float64) {
+	var s string
+	switch {
+	case math.IsInf(f, 1):
+		s = "inf"
+	case math.IsInf(f, -1):
+		s = "-inf"
+	case math.IsNaN(f) && math.Signbit(f):
+		s = "-nan"
+	case math.IsNaN(f):
+		s = "nan"
+	default:
+		s = fmt.Sprintf("%.17g", f)
+	}
+	if w.proto >= 3 {
+		w.bw.WriteString("," + s + "\r\n")
+		return
+	}
+	w.bulkString(s)
 }

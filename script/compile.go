@@ -31,7 +31,11 @@ var syntaxErr = regexp.MustCompile(`^` + chunkName + ` line:(\d+)\(column:\d+\) 
 // bounded before gopher-lua parses and compiles it (levels.go), and a
 // panic in either is an error.
 func Compile(body []byte) (*Script, error) {
-	fn, err := compileChunk(string(body), chunkName)
+	flags, n, err := shebang(body)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := compileChunk(string(body[n:]), chunkName)
 	if err == nil {
 		// gopher-lua's Lua 5.0 compatibility gives every call of a
 		// vararg function a table of its arguments, arg; the main
@@ -39,7 +43,7 @@ func Compile(body []byte) (*Script, error) {
 		// is a global, as in Lua 5.1): a table and a map made per
 		// run, unreachable.
 		fn.IsVarArg &^= lua.VarArgNeedsArg
-		return &Script{SHA: SHA1(body), Body: body, fn: fn, stores: storesIntoTables(fn)}, nil
+		return &Script{SHA: SHA1(body), Body: body, Flags: flags, fn: fn, stores: storesIntoTables(fn)}, nil
 	}
 	return nil, compileError(err)
 }
@@ -63,7 +67,11 @@ func compileError(err error) error {
 // a script before compiling it (a cache bounded by compiled size) checks
 // first, so that a script nested too deep gets Lua's own answer.
 func Check(body []byte) error {
-	if err := checkChunk(string(body), chunkName); err != nil {
+	_, n, err := shebang(body)
+	if err != nil {
+		return err
+	}
+	if err := checkChunk(string(body[n:]), chunkName); err != nil {
 		return compileError(err)
 	}
 	return nil

@@ -4,8 +4,11 @@
 // of replies between Redis and Lua, and Redis's error texts ("ERR
 // user_script:1: ... script: <sha>, on @user_script:1.").
 //
-// It owns the VM: which libraries a script gets (base, table, string, math;
-// no os, io, debug, package or coroutines), and the limits that keep a
+// It owns the VM: which libraries a script gets (base, table, string, math,
+// and Redis's cjson, cmsgpack, bit and struct, written after their C code
+// for the same bytes and errors: clib.go; no os, io, debug, package or
+// coroutines), RESP3's conversions after redis.setresp(3) (resp3.go), a
+// script's shebang flags (shebang.go), and the limits that keep a
 // script from harming the node it runs on: its source's size, tokens and
 // nesting, bounded before it is compiled (compile.go, levels.go); a
 // wall-clock budget and a cap on the heap it may grow, checked as it runs

@@ -1,7 +1,6 @@
 package script
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"strings"
 
@@ -11,7 +10,8 @@ import (
 // openLibs gives a VM Redis's environment: the base library without
 // what reaches files or other code (dofile, loadfile, require, module),
 // table, string and math (math.random from a generator seeded the same
-// for every run, as Redis 7 seeds it), and the redis library. Its
+// for every run, as Redis 7 seeds it), the redis library, and the C
+// libraries Redis adds: cjson, cmsgpack, bit and struct. Its
 // functions act for the VM's current run (v.cur).
 func openLibs(L *lua.LState, v *vm) {
 	for _, lib := range []struct {
@@ -55,6 +55,12 @@ func openLibs(L *lua.LState, v *vm) {
 		return 0
 	}))
 	L.SetGlobal("redis", v.redisLib(L))
+	// Redis's C libraries (clib.go).
+	v.jsonNull = L.NewUserData()
+	L.SetGlobal("cjson", cjsonLib(L, v, &v.json))
+	L.SetGlobal("cmsgpack", cmsgpackLib(L, v))
+	L.SetGlobal("bit", bitLib(L))
+	L.SetGlobal("struct", structLib(L, v))
 }
 
 // callOriginal calls fn with the arguments of the current call and
@@ -112,45 +118,98 @@ func random(L *lua.LState, rng *rand.Rand) int {
 }
 
 // redisLib is the redis table: call and pcall over the Caller, the reply
-// helpers, sha1hex, and what Redis 7 keeps for old scripts (log,
-// replicate_commands, set_repl, setresp(2)) as harmless no-ops.
+// helpers, sha1hex, setresp (the protocol of the replies call and pcall
+// answer), and what Redis 7 keeps for old scripts (log,
+// replicate_commands, set_repl) as harmless no-ops.
 func (v *vm) redisLib(L *lua.LState) *lua.LTable {
 	t := L.CreateTable(0, 24)
 	fn := func(name string, f lua.LGFunction) { t.RawSetString(name, L.NewFunction(f)) }
 	fn("call", func(L *lua.LState) int { return v.cur.call(L, true) })
 	fn("pcall", func(L *lua.LState) int { return v.cur.call(L, false) })
+	// error_reply and status_reply answer an error for anything but one
+	// string; sha1hex hashes any one value (a non-string as "").
+	single := func(L *lua.LState) (string, bool) {
+		s, ok := L.Get(1).(lua.LString)
+		if L.GetTop() != 1 || !ok {
+			L.Push(errorTable(L, luaPushError("wrong number or type of arguments")))
+			return "", false
+		}
+		return string(s), true
+	}
 	fn("error_reply", func(L *lua.LState) int {
-		L.Push(errorTable(L, pushedError(L.CheckString(1))))
+		if s, ok := single(L); ok {
+			if i := strings.IndexByte(s, 0); i >= 0 { // read as a C string
+				s = s[:i]
+			}
+			if !strings.HasPrefix(s, "-") {
+				s = "-" + s
+			}
+			L.Push(errorTable(L, luaPushError(s)))
+		}
 		return 1
 	})
 	fn("status_reply", func(L *lua.LState) int {
-		s := L.CreateTable(0, 1)
-		s.RawSetString("ok", lua.LString(L.CheckString(1)))
-		L.Push(s)
+		if s, ok := single(L); ok {
+			t := L.CreateTable(0, 1)
+			t.RawSetString("ok", lua.LString(s))
+			L.Push(t)
+		}
 		return 1
 	})
 	fn("sha1hex", func(L *lua.LState) int {
-		L.Push(lua.LString(SHA1([]byte(L.CheckString(1)))))
+		if L.GetTop() != 1 {
+			raiseReply(L, "wrong number of arguments")
+		}
+		var s string
+		switch v := L.Get(1).(type) {
+		case lua.LString:
+			s = string(v)
+		case lua.LNumber:
+			s = formatLua(float64(v))
+		}
+		L.Push(lua.LString(SHA1([]byte(s))))
 		return 1
 	})
 	fn("log", func(L *lua.LState) int {
-		if L.GetTop() < 2 {
-			L.RaiseError("redis.log() requires two arguments or more.")
+		n := L.GetTop()
+		if n < 2 {
+			raiseReply(L, "redis.log() requires two arguments or more.")
+		}
+		level, ok := toNumber(L.Get(1))
+		if !ok {
+			raiseReply(L, "First argument must be a number (log level).")
+		}
+		if l := cInt32(level); l < 0 || l > 3 {
+			raiseReply(L, "Invalid debug level.")
 		}
 		return 0
 	})
 	fn("replicate_commands", func(L *lua.LState) int { L.Push(lua.LTrue); return 1 })
-	fn("set_repl", func(L *lua.LState) int { return 0 })
-	fn("setresp", func(L *lua.LState) int {
-		if n := L.CheckInt(1); n != 2 {
-			L.RaiseError("RESP version must be 2 (idemgate's scripts speak RESP2)")
+	fn("set_repl", func(L *lua.LState) int {
+		if L.GetTop() != 1 {
+			raiseReply(L, "redis.set_repl() requires two arguments.")
 		}
+		if f, _ := toNumber(L.Get(1)); cInt32(f)&^3 != 0 {
+			raiseReply(L, "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.")
+		}
+		return 0
+	})
+	fn("setresp", func(L *lua.LState) int {
+		if L.GetTop() != 1 {
+			raiseReply(L, "redis.setresp() requires one argument.")
+		}
+		f, _ := toNumber(L.Get(1))
+		if n := cInt32(f); n == 2 || n == 3 {
+			v.cur.resp = int(n)
+			return 0
+		}
+		raiseReply(L, "RESP version must be 2 or 3.")
 		return 0
 	})
 	fn("breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 })
 	fn("debug", func(L *lua.LState) int { return 0 })
 	for name, v := range map[string]int{"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
-		"REPL_NONE": 0, "REPL_SLAVE": 1, "REPL_REPLICA": 1, "REPL_AOF": 2, "REPL_ALL": 3} {
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3} {
 		t.RawSetString(name, lua.LNumber(v))
 	}
 	t.RawSetString("REDIS_VERSION", lua.LString("7.0.15"))
@@ -192,12 +251,12 @@ func (r *run) call(L *lua.LState, raise bool) int {
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
 	}
-	reply := r.c.Call(args)
+	reply := r.c.Call(args, r.resp)
 	if reply.Kind == Error {
 		return fail(reply.Str)
 	}
 	r.charge(L, replyCost(reply))
-	L.Push(toLua(L, reply))
+	L.Push(toLua(L, reply, r.resp))
 	return 1
 }
 
@@ -208,17 +267,23 @@ func errorTable(L *lua.LState, msg string) *lua.LTable {
 	return t
 }
 
-// pushedError is redis.error_reply's text as Redis 7 makes it: a message
-// that starts with '-' keeps its first word as its code, any other is
-// "-" + msg, whose first word becomes the code (or ERR if it is one
-// word); a trailing newline goes.
-func pushedError(msg string) string {
-	if !strings.HasPrefix(msg, "-") {
-		msg = "-" + msg
+// luaPushError is the text of Redis's error table for msg
+// (luaPushErrorBuff): a message that starts with '-' keeps its first
+// word as its code (or ERR if it is one word), any other gets ERR; the
+// message is trimmed of CR and LF at either end.
+func luaPushError(msg string) string {
+	code := "ERR"
+	if rest, ok := strings.CutPrefix(msg, "-"); ok {
+		msg = rest
+		if c, m, ok := strings.Cut(rest, " "); ok {
+			code, msg = c, m
+		}
 	}
-	code, rest, ok := strings.Cut(msg[1:], " ")
-	if !ok {
-		code, rest = "ERR", msg[1:]
-	}
-	return fmt.Sprintf("%s %s", code, strings.TrimRight(rest, "\r\n"))
+	return code + " " + strings.Trim(msg, "\r\n")
+}
+
+// raiseReply raises Redis's error table for msg (luaPushError, then
+// lua_error): the error handler adds where.
+func raiseReply(L *lua.LState, msg string) {
+	L.Error(errorTable(L, luaPushError(msg)), 0)
 }

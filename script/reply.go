@@ -12,23 +12,33 @@ import (
 // Kind is a reply's type.
 type Kind byte
 
-// The kinds of reply a script sees and returns (RESP2's).
+// The kinds of reply a script sees and returns: RESP2's, and RESP3's
+// (a script that called redis.setresp(3) sees them; any script may
+// return them, as {map=...}, {double=...}, ...: resp3.go).
 const (
-	Nil    Kind = iota // a null bulk or array: false in Lua
-	Int                // integer
-	Bulk               // bulk string
-	Status             // +status: {ok=...} in Lua
-	Error              // -error: {err=...} in Lua
-	Array              // array of replies
+	Nil       Kind = iota // a null: false in Lua (nil after redis.setresp(3))
+	Int                   // integer
+	Bulk                  // bulk string
+	Status                // +status: {ok=...} in Lua
+	Error                 // -error: {err=...} in Lua
+	Array                 // array of replies
+	Map                   // RESP3 map: Elems holds keys and values, alternately
+	Set                   // RESP3 set
+	Double                // RESP3 double: Float
+	Bool                  // RESP3 boolean: Int, 0 or 1
+	BigNumber             // RESP3 big number: Str, its digits
+	Verbatim              // RESP3 verbatim string: Str, with Format
 )
 
 // Reply is a Redis reply: what a command answered a script, or what a
 // script answers its caller.
 type Reply struct {
-	Kind  Kind
-	Int   int64
-	Str   string // Bulk's value; Status's and Error's text (an Error's starts with its code: "ERR ...")
-	Elems []Reply
+	Kind   Kind
+	Int    int64
+	Str    string // Bulk's value; Status's and Error's text (an Error's starts with its code: "ERR ..."); BigNumber's and Verbatim's
+	Elems  []Reply
+	Float  float64 // Double's
+	Format string  // Verbatim's ("txt")
 }
 
 // ErrorReply is an error reply with text msg ("ERR ...").
@@ -40,8 +50,11 @@ const maxReplyDepth = 1000
 
 // toLua converts a command's reply as Redis does: integer to number, bulk
 // to string, null to false, array to table, status to {ok=s}, error to
-// {err=s}.
-func toLua(L *lua.LState, r Reply) lua.LValue {
+// {err=s}; RESP3's kinds as resp3ToLua does (and null to nil).
+func toLua(L *lua.LState, r Reply, resp int) lua.LValue {
+	if lv, ok := resp3ToLua(L, r, resp); ok {
+		return lv
+	}
 	switch r.Kind {
 	case Int:
 		return lua.LNumber(r.Int)
@@ -58,7 +71,7 @@ func toLua(L *lua.LState, r Reply) lua.LValue {
 	case Array:
 		t := L.CreateTable(len(r.Elems), 0)
 		for i, e := range r.Elems {
-			t.RawSetInt(i+1, toLua(L, e))
+			t.RawSetInt(i+1, toLua(L, e, resp))
 		}
 		return t
 	}
@@ -78,7 +91,7 @@ const replyBytes = int64(unsafe.Sizeof(Reply{}))
 // holding itself once nests maxReplyDepth deep, then answers Redis's
 // "reached lua stack limit" in place.
 func (r *run) reply(v lua.LValue) (Reply, error) {
-	c := replyConv{room: r.b.room()}
+	c := replyConv{room: r.b.room(), resp: r.resp}
 	reply := c.fromLua(v, 0)
 	if c.room < 0 {
 		err := ErrMemory
@@ -88,8 +101,13 @@ func (r *run) reply(v lua.LValue) (Reply, error) {
 	return reply, nil
 }
 
-// replyConv converts a value, counting what it makes against room.
-type replyConv struct{ room int64 }
+// replyConv converts a value, counting what it makes against room; resp
+// is the protocol the script set (redis.setresp), which decides what a
+// boolean becomes.
+type replyConv struct {
+	room int64
+	resp int
+}
 
 // fromLua converts a script's value to a reply as Redis does: a number is
 // truncated to an integer, a string is bulk, true is 1, false and nil are
@@ -107,6 +125,9 @@ func (c *replyConv) fromLua(v lua.LValue, depth int) Reply {
 		c.room -= int64(len(v))
 		return Reply{Kind: Bulk, Str: string(v)}
 	case lua.LBool:
+		if c.resp == 3 {
+			return Reply{Kind: Bool, Int: int64(boolInt(bool(v)))}
+		}
 		if v {
 			return Reply{Kind: Int, Int: 1}
 		}
@@ -121,6 +142,9 @@ func (c *replyConv) fromLua(v lua.LValue, depth int) Reply {
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
 			c.room -= int64(len(s))
 			return Reply{Kind: Status, Str: string(s)}
+		}
+		if r, ok := c.resp3FromLua(v, depth); ok {
+			return r
 		}
 		var elems []Reply
 		for i := 1; c.room >= 0; i++ {

@@ -64,9 +64,10 @@ var (
 
 // Script is a compiled script.
 type Script struct {
-	SHA  string // SHA-1 of the body, lowercase hex: EVALSHA's name
-	Body []byte
-	fn   *lua.FunctionProto
+	SHA   string // SHA-1 of the body, lowercase hex: EVALSHA's name
+	Body  []byte
+	Flags Flags // what its shebang declares (shebang.go)
+	fn    *lua.FunctionProto
 	// stores: some function of it stores into a table or a global; its
 	// runs' states are compared before reuse (pristine.go).
 	stores bool
@@ -80,9 +81,11 @@ func SHA1(body []byte) string {
 
 // Caller runs one command for a script (redis.call, redis.pcall): args[0]
 // is its name. It answers the command's reply, an Error reply for a
-// refusal (Redis's text: "ERR Unknown Redis command called from script").
+// refusal (Redis's text: "ERR Unknown Redis command called from script"),
+// in the protocol resp the script set with redis.setresp: 2 (RESP2's
+// kinds only, the default) or 3.
 type Caller interface {
-	Call(args [][]byte) Reply
+	Call(args [][]byte, resp int) Reply
 }
 
 // Run runs the script with KEYS and ARGV and answers its reply: what it
@@ -108,8 +111,9 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 		}
 	}()
 	L.SetContext(b)
-	r := &run{s: s, cfg: cfg, c: c, b: b}
+	r := &run{s: s, cfg: cfg, c: c, b: b, resp: 2}
 	v.cur = r
+	v.json = defaultJSONConfig
 	v.pcg.Seed(0, 0)
 	L.SetGlobal("KEYS", stringTable(L, keys))
 	L.SetGlobal("ARGV", stringTable(L, argv))
@@ -172,6 +176,10 @@ type vm struct {
 	// changed: the run called a builtin that may change the environment
 	// (pristine.go).
 	changed bool
+	// jsonNull is cjson.null; json the cjson table's settings, as opened
+	// at each run's start.
+	jsonNull *lua.LUserData
+	json     jsonConfig
 }
 
 // tableSnap is one of the environment's tables as opened.
@@ -236,7 +244,8 @@ func putVM(v *vm, stores bool) {
 		return
 	}
 	v.changed = false
-	pristine := L.Env == L.G.Global && len(v.snap) > 0 && L.GetMetatable(lua.LString("")) == v.snap[len(v.snap)-1].t
+	pristine := L.Env == L.G.Global && len(v.snap) > 0 && L.GetMetatable(lua.LString("")) == v.snap[len(v.snap)-1].t &&
+		v.jsonNull.Metatable == lua.LNil
 	for _, s := range v.snap {
 		if !pristine {
 			break
@@ -266,6 +275,8 @@ type run struct {
 	cfg Config
 	c   Caller
 	b   *budget
+	// resp is the protocol redis.setresp set: 2 or 3.
+	resp int
 }
 
 // errorHandler runs where an error was raised (Redis's error handler): it

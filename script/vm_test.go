@@ -14,7 +14,7 @@ import (
 // with +OK: enough to see the conversions and the error texts.
 type echoCaller struct{ calls int }
 
-func (c *echoCaller) Call(args [][]byte) Reply {
+func (c *echoCaller) Call(args [][]byte, _ int) Reply {
 	c.calls++
 	switch strings.ToLower(string(args[0])) {
 	case "get":
@@ -53,12 +53,16 @@ func show(r Reply) string {
 		return "+" + r.Str
 	case Error:
 		return "-" + r.Str
+	case Bool:
+		return map[bool]string{true: "#t", false: "#f"}[r.Int != 0]
+	case Double:
+		return fmt.Sprint(",", r.Float)
 	}
 	var b []string
 	for _, e := range r.Elems {
 		b = append(b, show(e))
 	}
-	return "[" + strings.Join(b, " ") + "]"
+	return map[Kind]string{Map: "%", Set: "~"}[r.Kind] + "[" + strings.Join(b, " ") + "]"
 }
 
 // TestRun: replies and errors as redis-server 7.0.15 gives them for the
