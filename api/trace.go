@@ -27,8 +27,9 @@ func (a *API) serve(ctx *fasthttp.RequestCtx, method, path string) {
 	if r, _ := a.mux.resolve(path); r != nil {
 		route = r.path
 	}
-	span := tracing.Serve(a.cfg.Tracer, ctx, "api "+method+" "+route, func() { a.mux.serve(ctx, method, path) })
-	tracing.EndServer(span, method, &ctx.Response, attribute.String("http.route", route))
+	span := tracing.StartServer(a.cfg.Tracer, ctx, "api "+method+" "+route)
+	a.mux.serve(ctx, method, path)
+	tracing.EndServer(ctx, span, attribute.String("http.route", route))
 }
 
 // writeOpCtx is opCtx under the request's span, when it has one.

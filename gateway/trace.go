@@ -39,16 +39,18 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		g.Handle(ctx)
 		return
 	}
-	method, path := string(ctx.Method()), string(ctx.Path()) // before the upstream call rewrites the request
-	span := tracing.Serve(g.cfg.Tracer, ctx, "gateway "+method, func() { g.Handle(ctx) })
+	// Named by its route once it is known (traceRecord): a name built
+	// here would cost every request, sampled or not.
+	span := tracing.StartServer(g.cfg.Tracer, ctx, "gateway")
+	g.Handle(ctx)
 	var attrs []attribute.KeyValue
 	if span.IsRecording() {
-		attrs = append(attrs, attribute.String("url.path", path))
+		attrs = append(attrs, attribute.String("url.path", string(ctx.Path())))
 		if st := ctx.Response.Header.Peek(statusHeader); len(st) > 0 {
 			attrs = append(attrs, attribute.String(attrStatus, string(st)))
 		}
 	}
-	tracing.EndServer(span, method, &ctx.Response, attrs...)
+	tracing.EndServer(ctx, span, attrs...)
 }
 
 // traceContext is the context of the request's span, for the store calls

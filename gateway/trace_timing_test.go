@@ -18,7 +18,9 @@ import (
 // loopback cluster in front of a trivial upstream: three sets of gateways
 // over the same stores, the traced ones exporting to a collector on
 // loopback (which decodes every export), clients spread over the nodes.
-// Requests come without a traceparent: each starts its trace at the
+// Allocations are the whole process's per request (clients, nodes,
+// upstream, collector): unlike the times, they do not depend on the
+// machine's load. Requests come without a traceparent: each starts its trace at the
 // gateway, where the ratio decides (a caller's sampled flag would).
 //
 //	go test -run XXX -bench GatewayTracing -benchtime 2000x ./gateway
@@ -74,6 +76,7 @@ func BenchmarkGatewayTracing(b *testing.B) {
 		for _, kind := range []string{"first", "replay"} {
 			for _, n := range []int{1, 64} {
 				b.Run(fmt.Sprintf("tracing=%s/%s/clients=%d", set.name, kind, n), func(b *testing.B) {
+					b.ReportAllocs() // the whole process's: clients, three nodes, upstream, collector
 					testsupport.RunClients(b, n, func(cl int) error {
 						key := "replayed-" + set.name
 						if kind == "first" {

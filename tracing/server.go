@@ -15,21 +15,18 @@ import (
 // context of its server span while its handler runs.
 const userKey = "idemgate.trace"
 
-// Serve runs handle inside a server span named name, the child of the
-// request's traceparent (a trace of its own when none parses); while
-// handle runs, RequestContext(ctx) is the span's context. The caller sets
-// the answer's attributes on the span it returns and ends it (EndServer).
-func Serve(t trace.Tracer, ctx *fasthttp.RequestCtx, name string, handle func()) trace.Span {
+// StartServer starts the request's server span named name, the child of
+// its traceparent (a trace of its own when none parses); until EndServer,
+// RequestContext(ctx) is the span's context.
+func StartServer(t trace.Tracer, ctx *fasthttp.RequestCtx, name string) trace.Span {
 	parent := Extract(context.Background(), &ctx.Request.Header)
 	tc, span := t.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer))
 	ctx.SetUserValue(userKey, tc)
-	defer ctx.RemoveUserValue(userKey)
-	handle()
 	return span
 }
 
-// RequestContext is the context of the request's server span while Serve
-// runs its handler; context.Background() outside one.
+// RequestContext is the context of the request's server span between
+// StartServer and EndServer; context.Background() outside one.
 func RequestContext(ctx *fasthttp.RequestCtx) context.Context {
 	if tc, ok := ctx.UserValue(userKey).(context.Context); ok {
 		return tc
@@ -37,12 +34,14 @@ func RequestContext(ctx *fasthttp.RequestCtx) context.Context {
 	return context.Background()
 }
 
-// EndServer ends a server span with the request's method and its answer's
-// status code (an error status for a 5xx), and attrs.
-func EndServer(span trace.Span, method string, resp *fasthttp.Response, attrs ...attribute.KeyValue) {
+// EndServer ends a request's server span, with the request's method, its
+// answer's status code (an error status for a 5xx), and attrs, which the
+// caller builds only for a span that records (span.IsRecording).
+func EndServer(ctx *fasthttp.RequestCtx, span trace.Span, attrs ...attribute.KeyValue) {
+	ctx.RemoveUserValue(userKey)
 	if span.IsRecording() {
-		code := resp.StatusCode()
-		span.SetAttributes(attribute.String("http.request.method", method), attribute.Int("http.response.status_code", code))
+		code := ctx.Response.StatusCode()
+		span.SetAttributes(attribute.String("http.request.method", string(ctx.Method())), attribute.Int("http.response.status_code", code))
 		span.SetAttributes(attrs...)
 		if code >= 500 {
 			span.SetStatus(codes.Error, "")
