@@ -79,7 +79,6 @@ func tracedGateways(t testing.TB, c *testcluster.Cluster, stores []nodeStore, up
 	return gc, provs
 }
 
-
 // tracedPost posts a JSON body to url with headers (name, value pairs; a name
 // may repeat) and returns the status.
 func tracedPost(t testing.TB, url string, headers ...string) int {
