@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
@@ -41,6 +42,8 @@ type Config struct {
 	// (json:/pointer, validated): the records export reads them out of
 	// stored responses.
 	ReconcileIDs map[string][]string
+	// Tracer makes the spans of the writes (trace.go); nil: tracing off.
+	Tracer trace.Tracer
 }
 
 // API is the API listener.
@@ -112,7 +115,7 @@ func (a *API) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	defer release()
-	a.mux.serve(ctx, method, path)
+	a.serve(ctx, method, path)
 }
 
 // flagParam reads a yes/no query parameter (1 or true, 0 or false, absent:

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgate/idemgate/auth"
 	"github.com/idemgate/idemgate/internal/httpx"
@@ -52,6 +53,8 @@ type apiCluster struct {
 	// locks is each store's lock service: one per store, as a node has
 	// (the store tells one observer its grants).
 	locks map[nodeStore]*locks.Service
+	// tracer is every listener's Config.Tracer (nil: tracing off).
+	tracer trace.Tracer
 }
 
 // startAPIs starts n API listeners over one in-memory store, authorizing by
@@ -90,7 +93,7 @@ func (ac *apiCluster) serve(t testing.TB, s nodeStore, reg *prometheus.Registry,
 	}
 	api := New(Config{Addr: "127.0.0.1:0", OpTimeout: 5 * time.Second,
 		Limits: httpx.Limits{MaxRequestBody: 1 << 20, MaxHeaderBytes: 8 << 10, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile}, s, tok, onceSvc, lockSvc, reg)
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Access: access, ReconcileIDs: ac.reconcile, Tracer: ac.tracer}, s, tok, onceSvc, lockSvc, reg)
 	if err := api.Listen(); err != nil {
 		t.Fatal(err)
 	}

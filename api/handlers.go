@@ -87,7 +87,7 @@ func (b *base) opCtx() (context.Context, context.CancelFunc) {
 func (b *base) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc, bool) {
 	vals := ctx.Request.Header.PeekAll("Idempotency-Key")
 	if len(vals) == 0 {
-		c, cancel := b.opCtx()
+		c, cancel := b.writeOpCtx(ctx)
 		return c, cancel, true
 	}
 	if len(vals) > 1 {
@@ -102,7 +102,7 @@ func (b *base) writeCtx(ctx *fasthttp.RequestCtx) (context.Context, context.Canc
 	h := &ctx.Request.Header
 	id := storeapi.RequestIDFor([]byte("api"), key, ctx.Method(), ctx.RequestURI(),
 		h.Peek("If-Match"), h.Peek("If-None-Match"), ctx.PostBody())
-	c, cancel := b.opCtx()
+	c, cancel := b.writeOpCtx(ctx)
 	return storeapi.WithRequestID(c, id), cancel, true
 }
 

@@ -26,6 +26,8 @@ type File struct {
 	Once     Once     `yaml:"once"`
 	TLS      *TLS     `yaml:"tls"`
 	API      API      `yaml:"api"`
+	// Tracing is the OpenTelemetry export (tracing.go); off when left out.
+	Tracing Tracing `yaml:"tracing"`
 	// TrustedProxies are the client addresses (CIDRs, or single addresses)
 	// that may send a route's tenant header (tenant: header:NAME): the
 	// proxy in front of the gateway that sets it from the credential it
@@ -362,6 +364,9 @@ func (f *File) validate() error {
 		f.Suspects.Window = Duration(DefaultSuspectWindow)
 	}
 	if err := f.Once.validate(); err != nil {
+		return err
+	}
+	if err := f.Tracing.validate(); err != nil {
 		return err
 	}
 	return f.validateSecurity()

@@ -20,6 +20,7 @@ import (
 	"github.com/idemgate/idemgate/node"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
+	"github.com/idemgate/idemgate/tracing"
 	"github.com/idemgate/idemgate/ttl"
 )
 
@@ -100,6 +101,8 @@ func typeWord(t reflect.Type) []string {
 		return []string{"integer"}
 	case t.Kind() == reflect.String:
 		return []string{"string", "path", "host:port", "URL"}
+	case t.Kind() == reflect.Float64:
+		return []string{"number"}
 	case t.Kind() == reflect.Struct:
 		return []string{"mapping"}
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
@@ -146,7 +149,7 @@ func contains(list []string, s string) bool {
 // for the package that owns them to fill (node.Start applies them).
 func packageDefaults() map[string]int64 {
 	rc, g, sc, rs := raftstore.DefaultConfig(), gateway.DefaultConfig(), ttl.DefaultSweeperConfig(), resp.DefaultConfig()
-	jc := jwtauth.DefaultConfig()
+	jc, tc := jwtauth.DefaultConfig(), tracing.DefaultConfig()
 	return map[string]int64{
 		"jwt.leeway":                       int64(jc.Leeway),
 		"jwt.fetch_timeout":                int64(jc.FetchTimeout),
@@ -182,6 +185,10 @@ func packageDefaults() map[string]int64 {
 		"scripts.max_size":                 rs.MaxScriptSize,
 		"scripts.queue_wait":               int64(rs.ScriptQueueWait),
 		"scripts.max_keys":                 int64(rs.MaxScriptKeys),
+		"tracing.queue_size":               int64(tc.QueueSize),
+		"tracing.batch_size":               int64(tc.BatchSize),
+		"tracing.batch_timeout":            int64(tc.BatchTimeout),
+		"tracing.export_timeout":           int64(tc.ExportTimeout),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/config"
@@ -52,6 +53,8 @@ type Config struct {
 	JWT        *jwtauth.Verifier
 	RequireJWT bool
 	Logger     *slog.Logger
+	// Tracer makes the spans of the requests (trace.go); nil: tracing off.
+	Tracer trace.Tracer
 }
 
 // DefaultConfig returns safe limits; callers set Addr, Upstream and Routes.
@@ -134,7 +137,7 @@ func New(cfg Config, store Store, tok Tokens) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: TokenRate must be positive and TokenBurst at least 1")
 	}
 	g.tokenLimit = newIPLimiter(cfg.TokenRate, cfg.TokenBurst, 100_000)
-	g.Listener = httpx.NewListener("gateway listener", cfg.Addr, g.Handle, cfg.Limits, cfg.Logger)
+	g.Listener = httpx.NewListener("gateway listener", cfg.Addr, g.serve, cfg.Limits, cfg.Logger)
 	g.bodies = httpx.NewBodyBudget(cfg.MaxBodyBuffer, cfg.MaxRequestBody)
 	return g, nil
 }

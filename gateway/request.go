@@ -53,6 +53,9 @@ type request struct {
 	// nanoseconds; 0: never).
 	fence     uint64
 	expiresAt int64
+	// tc is the context of the request's span, the parent of its store
+	// calls' contexts (trace.go); context.Background() when tracing is off.
+	tc context.Context
 }
 
 // idempotent runs a request on an idempotent route through its steps. It
@@ -60,7 +63,7 @@ type request struct {
 // require one: its form token spent, it then passes through like a
 // request no route takes.
 func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time) (pass bool) {
-	q := request{g: g, ctx: ctx, r: t.r, rm: t.r.metrics, start: start}
+	q := request{g: g, ctx: ctx, r: t.r, rm: t.r.metrics, start: start, tc: g.traceContext(ctx)}
 	var tbuf [96]byte  // the tenant and the record key, on the stack
 	var kbuf [512]byte // until the request goes past the cache
 	tenant, rk, ok := q.read(t, tbuf[:0], kbuf[:0])
@@ -70,6 +73,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	case q.key == nil:
 		return q.spendToken()
 	}
+	q.traceRecord(rk)
 	// Replay: a completed record never changes until it expires, so any
 	// node may replay it from its own state, without Raft.
 	if e := g.cache.get(rk, start.UnixNano()); e != nil {
@@ -82,7 +86,7 @@ func (g *Gateway) idempotent(ctx *fasthttp.RequestCtx, t routed, start time.Time
 	if g.cfg.SuspectWindow > 0 {
 		q.digestKey = command.DigestKey(q.r.scope, string(tenant), q.digest[:])
 	}
-	if rec, err := g.store.Record(context.Background(), q.rk, true); err == nil && rec.State == command.StateCompleted {
+	if rec, err := g.store.Record(q.tc, q.rk, true); err == nil && rec.State == command.StateCompleted {
 		q.answerCompleted(q.cacheRecord(rec))
 		return false
 	}
@@ -204,7 +208,7 @@ func (q *request) spendToken() bool {
 		rm.done(outMissingToken, q.start)
 		return false
 	}
-	c, cancel := context.WithTimeout(context.Background(), q.g.cfg.OpTimeout)
+	c, cancel := context.WithTimeout(q.tc, q.g.cfg.OpTimeout)
 	defer cancel()
 	err := q.g.tokens.Consume(c, r.scope, string(tok))
 	switch {
@@ -244,7 +248,7 @@ func (q *request) begin() {
 		req.RejectSuspect = r.rejectSuspect
 	}
 	for {
-		c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
+		c, cancel := context.WithTimeout(q.tc, g.cfg.OpTimeout)
 		res, err := g.store.Begin(c, req)
 		cancel()
 		if err != nil {
@@ -296,7 +300,7 @@ func (q *request) waitLocal(deadline time.Time) (rec *command.Record, released b
 	defer t.Stop()
 	for {
 		changed := q.g.store.Changed()
-		r, err := q.g.store.Record(context.Background(), q.rk, true)
+		r, err := q.g.store.Record(q.tc, q.rk, true)
 		switch {
 		case errors.Is(err, command.ErrNotFound):
 			return nil, true
@@ -448,7 +452,7 @@ func (q *request) complete() {
 	if !dropped {
 		cr.Body = body
 	}
-	c, cancel := context.WithTimeout(context.Background(), g.cfg.OpTimeout)
+	c, cancel := context.WithTimeout(q.tc, g.cfg.OpTimeout)
 	err := throughElection(c, func(c context.Context) error { return g.store.Complete(c, cr) })
 	cancel()
 	if err == nil {
@@ -470,7 +474,7 @@ func (q *request) complete() {
 // release gives the key back under the request's fence, so that a retry
 // may own it.
 func (q *request) release() {
-	c, cancel := context.WithTimeout(context.Background(), q.g.cfg.OpTimeout)
+	c, cancel := context.WithTimeout(q.tc, q.g.cfg.OpTimeout)
 	defer cancel()
 	if err := throughElection(c, func(c context.Context) error { return q.g.store.Release(c, q.rk, q.fence) }); err != nil {
 		q.g.logger.Warn("release failed; the key frees at its processing deadline", "error", err)

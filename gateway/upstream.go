@@ -77,6 +77,7 @@ const staleRetries = 4
 // goes on another connection.
 func (g *Gateway) send(ctx *fasthttp.RequestCtx, rm *routeMetrics, key []byte, timeout time.Duration) error {
 	g.toUpstream(ctx, key)
+	span := g.startUpstream(ctx)
 	t0 := time.Now()
 	var err error
 	for attempt := 0; attempt <= staleRetries; attempt++ {
@@ -94,6 +95,7 @@ func (g *Gateway) send(ctx *fasthttp.RequestCtx, rm *routeMetrics, key []byte, t
 		}
 	}
 	rm.upstream.Observe(time.Since(t0).Seconds())
+	endUpstream(span, &ctx.Response, err)
 	if err != nil {
 		ctx.Response.Reset()
 		return err

@@ -21,6 +21,7 @@ import (
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/resp"
 	"github.com/idemgate/idemgate/tokens"
+	"github.com/idemgate/idemgate/tracing"
 	"github.com/idemgate/idemgate/ttl"
 	"github.com/idemgate/idemgate/version"
 )
@@ -38,6 +39,8 @@ type Node struct {
 	// Resp is the Redis-protocol listener; nil without nodes[].resp.
 	Resp *resp.Server
 	Reg  *prometheus.Registry
+	// Tracing exports the node's spans; nil when tracing is off.
+	Tracing *tracing.Provider
 	// Errs receives a listener's error if one stops serving.
 	Errs   chan error
 	logger *slog.Logger
@@ -80,6 +83,15 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	if err := store.Register(n.Reg); err != nil {
 		return nil, err
 	}
+	if n.Tracing, err = startTracing(file, cn.ID, logger, n.Reg); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			n.stopTracing(time.Second)
+		}
+	}()
+	gw.Tracer = n.Tracing.Tracer(tracerGateway)
 	tok := tokens.New(store, file.Tokens.TTL.D())
 	var scopes []string
 	reconcile := map[string][]string{}
@@ -114,7 +126,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 	}
 	n.API = api.New(api.Config{Addr: cn.API, NodeAPIs: nodeAPIs, OpTimeout: rc.ApplyTimeout,
 		Limits: listenerLimits(file.Limits), Access: s.Access, Hosts: hosts, Logger: logger, Version: version.String(),
-		ReconcileIDs: reconcile}, store, tok, onceSvc, lockSvc, n.Reg)
+		ReconcileIDs: reconcile, Tracer: n.Tracing.Tracer(tracerAPI)}, store, tok, onceSvc, lockSvc, n.Reg)
 	if s.PeerTLS != nil {
 		n.API.UseTLS(s.PeerTLS.Server())
 	}
@@ -193,6 +205,7 @@ func (n *Node) startResp(s Settings, store *raftstore.Store, tok *tokens.Service
 	}
 	rc.IdleTimeout, rc.ReadTimeout, rc.WriteTimeout = lim.IdleTimeout, lim.ReadTimeout, lim.WriteTimeout
 	rc.Auth = RespAuth(s.Access)
+	rc.Tracer = n.Tracing.Tracer(tracerResp)
 	sc := s.File.Scripts // what it leaves out keeps resp's default
 	rc.ScriptCache = cmp.Or(int64(sc.Cache), rc.ScriptCache)
 	rc.MaxScriptSize = cmp.Or(int64(sc.MaxSize), rc.MaxScriptSize)
@@ -318,6 +331,7 @@ func (n *Node) Kill() {
 	}
 	n.API.Shutdown(ctx)
 	n.Store.Close()
+	n.stopTracing(time.Millisecond)
 }
 
 // listenerLimits are every listener's limits: the defaults, and what the
@@ -359,4 +373,5 @@ func (n *Node) Stop(drain time.Duration) {
 	if err := n.Store.Close(); err != nil {
 		n.logger.Warn("close store", "node", n.ID, "error", err)
 	}
+	n.stopTracing(5 * time.Second)
 }

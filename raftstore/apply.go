@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
@@ -109,7 +110,9 @@ func (s *Store) Apply(ctx context.Context, c *command.Command) (*command.Result,
 			// inside Raft: never re-stamp bytes it may hold.
 			return append([]byte(nil), data...)
 		},
-		func(payload []byte) (*command.Result, error) {
+		func(payload []byte) (res *command.Result, err error) {
+			_, span := startSpan(ctx, "raft.commit", trace.SpanKindInternal)
+			defer func() { endSpan(span, err) }()
 			wait, _, err := s.proposeLocal(payload)
 			if err != nil {
 				return nil, err
@@ -162,7 +165,9 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 			sawLeader, leaderless = true, time.Time{}
 			var raw []byte
 			forwardStart := time.Now()
-			raw, err = s.forward(ctx, string(id), string(addr), kind, payload())
+			fctx, span := forwardSpan(ctx, string(id))
+			raw, err = s.forward(fctx, string(id), string(addr), kind, payload())
+			endSpan(span, err)
 			if kind == transport.Apply {
 				measureSince(stageForward, forwardStart)
 			}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/ttl"
@@ -37,7 +40,9 @@ type Commands struct {
 // fencing token in Result.Fence) or returns the existing record in
 // Result.Record, in one round trip; fsm.CodeSuspect when it refused a
 // suspected duplicate.
-func (s Commands) Begin(ctx context.Context, r command.BeginRequest) (*command.Result, error) {
+func (s Commands) Begin(ctx context.Context, r command.BeginRequest) (_ *command.Result, err error) {
+	ctx, span := startSpan(ctx, "store.begin", trace.SpanKindInternal)
+	defer func() { endSpan(span, err) }()
 	res, err := s.Propose(ctx, command.RecordBeginCommand(r))
 	if err != nil {
 		return nil, err
@@ -45,18 +50,25 @@ func (s Commands) Begin(ctx context.Context, r command.BeginRequest) (*command.R
 	if res.Code != command.CodeCreated && res.Code != command.CodeExists && res.Code != command.CodeSuspect {
 		return nil, fmt.Errorf("begin: %w", res.Err())
 	}
+	if span != nil {
+		span.SetAttributes(attribute.Bool("idemgate.created", res.Code == command.CodeCreated))
+	}
 	return res, nil
 }
 
 // Complete stores the response; fsm.ErrFenceMismatch when the caller no
 // longer owns the record.
-func (s Commands) Complete(ctx context.Context, r command.CompleteRequest) error {
+func (s Commands) Complete(ctx context.Context, r command.CompleteRequest) (err error) {
+	ctx, span := startSpan(ctx, "store.complete", trace.SpanKindInternal)
+	defer func() { endSpan(span, err) }()
 	return s.applyErr(ctx, command.RecordCompleteCommand(r))
 }
 
 // Release deletes a record so a retry can run. Fence 0 releases whatever
 // owns it (an operator's release).
-func (s Commands) Release(ctx context.Context, key []byte, fence uint64) error {
+func (s Commands) Release(ctx context.Context, key []byte, fence uint64) (err error) {
+	ctx, span := startSpan(ctx, "store.release", trace.SpanKindInternal)
+	defer func() { endSpan(span, err) }()
 	return s.applyErr(ctx, command.RecordReleaseCommand(key, fence))
 }
 

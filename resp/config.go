@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/script"
@@ -98,6 +100,8 @@ type Config struct {
 	// (script_call.go, overKeys). A script that only reads has no bound.
 	MaxScriptKeys int
 	Logger        *slog.Logger
+	// Tracer makes the spans of the writes (trace.go); nil: tracing off.
+	Tracer trace.Tracer
 }
 
 // Grant is what an authenticated client may do.

@@ -155,6 +155,8 @@ func (c *conn) runWrites(batch []request, i int) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 	defer cancel()
+	ctx, span := c.s.traceWrites(ctx, cmds)
+	defer endTrace(span)
 	if len(plans) == 1 && plans[0].direct != nil {
 		errs := c.w.errors
 		plans[0].direct(ctx, &c.w)
