@@ -41,7 +41,7 @@ func init() {
 func (c *conn) publish(shard bool, a [][]byte) {
 	// The request's buffers are not the subscribers': they outlive it.
 	ch, msg := bytes.Clone(a[1]), bytes.Clone(a[2])
-	n := c.s.ps.publish(shard, ch, msg)
+	n := c.s.ps.publish(shard, ch, msg, true)
 	if c.s.bcast != nil {
 		c.s.bcast.Broadcast(shard, ch, msg)
 	}

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"sort"
 	"strings"
 	"sync"
@@ -212,19 +213,27 @@ func (c *conn) pubsubHeader(n int) {
 
 // publish delivers a message to this node's subscribers: the number of
 // deliveries (a client subscribed to the channel and to a pattern that
-// matches it counts twice, as in Redis).
-func (p *pubsub) publish(shard bool, channel, payload []byte) int {
+// matches it counts twice, as in Redis). Unless owned, channel and payload
+// are copied before a subscriber holds them (once, when one does).
+func (p *pubsub) publish(shard bool, channel, payload []byte, owned bool) int {
+	own := func() {
+		if !owned {
+			channel, payload, owned = bytes.Clone(channel), bytes.Clone(payload), true
+		}
+	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	n := 0
 	if shard {
 		for c := range p.shard[string(channel)] {
+			own()
 			c.push.message(psMsg{kind: psSMessage, channel: channel, payload: payload})
 			n++
 		}
 		return n
 	}
 	for c := range p.channels[string(channel)] {
+		own()
 		c.push.message(psMsg{kind: psMessage, channel: channel, payload: payload})
 		n++
 	}
@@ -232,6 +241,7 @@ func (p *pubsub) publish(shard bool, channel, payload []byte) int {
 		if !globMatch([]byte(pat), channel) {
 			continue
 		}
+		own()
 		pb := []byte(pat)
 		for c := range set {
 			c.push.message(psMsg{kind: psPMessage, pattern: pb, channel: channel, payload: payload})
@@ -242,9 +252,10 @@ func (p *pubsub) publish(shard bool, channel, payload []byte) int {
 }
 
 // deliverRemote is a message another node published (the Broadcaster's
-// callback): its payload is this node's from here on.
+// callback); its slices are the peer's frame, copied for a subscriber that
+// holds them.
 func (s *Server) deliverRemote(shard bool, channel, payload []byte) {
-	s.ps.publish(shard, channel, payload)
+	s.ps.publish(shard, channel, payload, false)
 }
 
 // message queues m for the connection, charging it to the connection's
