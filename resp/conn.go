@@ -94,8 +94,11 @@ func (c *conn) serve() {
 		c.wmu.Lock()
 		if len(batch) > 0 {
 			// Messages delivered before the batch is run come before
-			// its replies, as from Redis (pubsub.go).
-			c.writeMessages(c.push.takeMessages())
+			// its replies, as from Redis (pubsub.go); its pusher
+			// writes any that come after.
+			if c.subs.any() {
+				c.writeMessages(c.push.takeMessages())
+			}
 			errs, pre := c.w.errors, c.preAuth()
 			c.run(batch)
 			if pre && c.w.errors != errs && c.preAuth() {
