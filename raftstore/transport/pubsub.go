@@ -78,15 +78,7 @@ func (l *Link) Send(shard bool, channel, message []byte) bool {
 		l.Dropped.Add(1)
 		return false
 	}
-	flags := byte(0)
-	if shard {
-		flags = 1
-	}
-	l.queue = append(l.queue, flags)
-	l.queue = binary.AppendUvarint(l.queue, uint64(len(channel)))
-	l.queue = append(l.queue, channel...)
-	l.queue = binary.AppendUvarint(l.queue, uint64(len(message)))
-	l.queue = append(l.queue, message...)
+	l.queue = appendMessage(l.queue, shard, channel, message)
 	l.count++
 	l.mu.Unlock()
 	select {
@@ -94,6 +86,19 @@ func (l *Link) Send(shard bool, channel, message []byte) bool {
 	default:
 	}
 	return true
+}
+
+// appendMessage appends one message to b as a frame holds it.
+func appendMessage(b []byte, shard bool, channel, message []byte) []byte {
+	flags := byte(0)
+	if shard {
+		flags = 1
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, uint64(len(channel)))
+	b = append(b, channel...)
+	b = binary.AppendUvarint(b, uint64(len(message)))
+	return append(b, message...)
 }
 
 // Close stops the link and waits for its goroutine; what is queued is
