@@ -39,6 +39,9 @@ type fanout struct {
 	closed bool
 	// inbound are the peers' links to this node, being read.
 	inbound map[net.Conn]struct{}
+	// sentGone and droppedGone are the counts of links closed since:
+	// the counters never go down when a member leaves.
+	sentGone, droppedGone int64
 }
 
 func newFanout(s *Store) *fanout {
@@ -76,6 +79,8 @@ func (f *fanout) refresh() {
 		if _, ok := members[id]; !ok || id == f.s.cfg.NodeID {
 			delete(f.links, id)
 			delete(f.addrs, id)
+			f.sentGone += l.Sent.Load()
+			f.droppedGone += l.Dropped.Load()
 			go l.Close()
 		}
 	}
@@ -136,10 +141,11 @@ func (s *Store) readLink(conn net.Conn) {
 }
 
 // pubSubCounts are the messages this node's links wrote and lost, all
-// peers together (tests).
+// peers together (idemgate_pubsub_messages_total).
 func (s *Store) pubSubCounts() (sent, dropped int64) {
 	s.fan.mu.Lock()
 	defer s.fan.mu.Unlock()
+	sent, dropped = s.fan.sentGone, s.fan.droppedGone
 	for _, l := range s.fan.links {
 		sent += l.Sent.Load()
 		dropped += l.Dropped.Load()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idemgate/idemgate/command"
@@ -168,6 +169,30 @@ func TestPubSubFanout(t *testing.T) {
 	}
 	// Node 2's link was never dropped: it got every message.
 	recs[2].waitFor(t, "node 2 got every drop= message", func(g []string) bool { return countPrefix(g, "drop=") == sent })
+
+	// idemgate_pubsub_messages_total counts, per peer, what was written
+	// and what was lost.
+	reg := prometheus.NewRegistry()
+	if err := c.Store(0).Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metric := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() == "idemgate_pubsub_messages_total" {
+			for _, m := range f.GetMetric() {
+				metric[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	sentTotal, droppedTotal := c.Store(0).pubSubCounts()
+	if metric["dropped"] != float64(droppedTotal) || metric["dropped"] < 1 || metric["sent"] < float64(n+sent) {
+		t.Fatalf("idemgate_pubsub_messages_total = %v, want dropped %d (at least one: the drops) and sent at least %d", metric, droppedTotal, n+sent)
+	}
+	t.Logf("idemgate_pubsub_messages_total %v (sent %d)", metric, sentTotal)
 }
 
 // pubSubWire is a Pub/Sub frame as an outsider writes it: preamble
