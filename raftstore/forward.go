@@ -41,7 +41,11 @@ var wireErrors = transport.Errors{
 
 // serveForward runs on the leader side of one forwarding connection, once
 // the store has started; Close closes it and waits for it.
-func (s *Store) serveForward(conn net.Conn) {
+func (s *Store) serveForward(conn net.Conn) { s.serveInbound(conn, s.fwdServer.Serve) }
+
+// serveInbound runs serve on a peer's connection (forwarding, Pub/Sub) once
+// the store has started; Close closes it and waits for serve to return.
+func (s *Store) serveInbound(conn net.Conn, serve func(net.Conn)) {
 	select {
 	case <-s.started:
 	case <-s.closing:
@@ -52,7 +56,7 @@ func (s *Store) serveForward(conn net.Conn) {
 	defer s.fwdConns.Done()
 	s.trackConn(conn, true)
 	defer s.trackConn(conn, false)
-	s.fwdServer.Serve(conn)
+	serve(conn)
 }
 
 // forwarded is the store as the Handler of forwarded requests.

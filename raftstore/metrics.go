@@ -93,6 +93,16 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 			Help: "The applied index this node's state machine file holds: what a crash of the process leaves (the log replays the rest). It trails idemgate_raft_applied_index while a transaction is open (raft.apply_commit_every).",
 		}, func() float64 { return float64(s.fsm.DurableIndex()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "idemgate_pubsub_messages_total",
+			Help:        "Published messages this node's Pub/Sub links wrote to its peers (result sent), or lost for a peer (result dropped: its link's queue was full or broke), counted per peer.",
+			ConstLabels: prometheus.Labels{"result": "sent"},
+		}, func() float64 { sent, _ := s.pubSubCounts(); return float64(sent) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "idemgate_pubsub_messages_total",
+			Help:        "Published messages this node's Pub/Sub links wrote to its peers (result sent), or lost for a peer (result dropped: its link's queue was full or broke), counted per peer.",
+			ConstLabels: prometheus.Labels{"result": "dropped"},
+		}, func() float64 { _, dropped := s.pubSubCounts(); return float64(dropped) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "idemgate_fsm_commits_total",
 			Help: "Transactions this node's state machine has committed to its file since it started.",
 		}, func() float64 { return float64(s.fsm.Commits()) }),

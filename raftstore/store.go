@@ -56,6 +56,7 @@ type Store struct {
 	fwdConns  sync.WaitGroup
 	connMu    sync.Mutex
 	inbound   map[net.Conn]struct{}
+	fan       *fanout // Pub/Sub's links to the peers (pubsub.go)
 
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes
@@ -166,12 +167,13 @@ func Open(cfg Config) (_ *Store, err error) {
 		return nil, fmt.Errorf("raftstore: advertise %s: %w", cfg.advertise(), err)
 	}
 	s.members = newMembers(s)
+	s.fan = newFanout(s)
 	s.join = newJoiner(s)
 	s.peers = newPeerWatch(s)
 	s.coal = newCoalescer(s)
 	s.reads = &readGroup{barrier: s.barrier, timeout: cfg.ApplyTimeout}
 	s.fwdServer = &transport.Server{Handler: forwarded{s}, MaxFrame: s.maxFrame(), Errors: &wireErrors, Logger: s.logger}
-	mc := transport.Config{Advertise: adv, MaxConns: cfg.MaxPeerConns, Gate: s.members, Forward: s.serveForward, Hello: s.helloNow,
+	mc := transport.Config{Advertise: adv, MaxConns: cfg.MaxPeerConns, Gate: s.members, Forward: s.serveForward, PubSub: s.servePubSub, Hello: s.helloNow,
 		Cluster: s.clusterID, DialTLS: func(addr string) *tls.Config { return s.peerClientTLS(s.members.idAt(addr)) }, Logger: s.logger}
 	if cfg.PeerTLS != nil {
 		mc.TLS = cfg.PeerTLS.PeerServer(s.members.handshake)
@@ -286,6 +288,7 @@ func (s *Store) Close() error {
 			c.Close()
 		}
 		s.fwdMu.Unlock()
+		s.fan.close()
 		errs = append(errs, s.trans.Close())
 		s.connMu.Lock()
 		for c := range s.inbound {

@@ -79,8 +79,7 @@ func notInScripts(c *redisCommand) *redisCommand {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"fcall", "fcall_ro", "function", "subscribe", "psubscribe", "ssubscribe",
-	"publish", "swapdb", "wait"}
+var unsupported = []string{"fcall", "fcall_ro", "function", "swapdb", "wait"}
 
 // isUnsupported reports whether name is a Redis command idemgate does
 // not run.
@@ -130,6 +129,9 @@ func (c *conn) check(args [][]byte) (cmd *redisCommand, refusal string) {
 	}
 	if sess := c.sess.Load(); sess != nil && ((cmd.write && !sess.grant.Write) || (cmd.admin && !sess.grant.Admin)) {
 		return nil, fmt.Sprintf("NOPERM User %s has no permissions to run the '%s' command", sess.grant.Name, cmd.name)
+	}
+	if refusal := c.subscribeRefusal(cmd.name, args); refusal != "" {
+		return nil, refusal
 	}
 	return cmd, ""
 }

@@ -40,6 +40,18 @@ func init() {
 }
 
 func cmdPing(c *conn, a [][]byte) {
+	if c.proto < 3 && c.subs.any() && len(a) <= 2 {
+		// In RESP2's subscribe mode, as a message: "pong" and its
+		// argument ("" without one).
+		c.w.array(2)
+		c.w.bulkString("pong")
+		if len(a) == 1 {
+			c.w.bulkString("")
+		} else {
+			c.w.bulk(a[1])
+		}
+		return
+	}
 	switch len(a) {
 	case 1:
 		c.w.simple("PONG")

@@ -190,6 +190,9 @@ func (c *conn) queue(cmd *redisCommand, r request) string {
 // queueable says whether a command can run inside a transaction: "", or
 // the refusal (a format taking the command's name).
 func (c *conn) queueable(cmd *redisCommand, args [][]byte) string {
+	if isSubscribe(cmd.name) {
+		return msgNoTx // its replies would not be one per command
+	}
 	switch cmd.kind {
 	case kindRead:
 		if cmd.txRead == nil {

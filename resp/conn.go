@@ -59,6 +59,9 @@ type conn struct {
 	// replyHeld is what of acct the request being answered holds for
 	// its reply (budget.go's hold), given back when it is answered.
 	replyHeld int64
+	// subs are its Pub/Sub subscriptions (pubsub.go): its goroutine
+	// changes them under wmu, its pusher reads them under wmu.
+	subs subscriptions
 }
 
 // now is the time a command runs at: the script's clock inside a script,
@@ -90,6 +93,12 @@ func (c *conn) serve() {
 		batch, perr := c.readBatch()
 		c.wmu.Lock()
 		if len(batch) > 0 {
+			// Messages delivered before the batch is run come before
+			// its replies, as from Redis (pubsub.go); its pusher
+			// writes any that come after.
+			if c.subs.any() {
+				c.writeMessages(c.push.takeMessages())
+			}
 			errs, pre := c.w.errors, c.preAuth()
 			c.run(batch)
 			if pre && c.w.errors != errs && c.preAuth() {
@@ -160,7 +169,9 @@ func (c *conn) readBatch() ([]request, error) {
 		if len(batch) > 0 && (c.r.br.Buffered() == 0 || c.r.lim.preAuth) {
 			break
 		}
-		if len(batch) == 0 && c.s.cfg.IdleTimeout > 0 {
+		// A subscriber waits for messages, not requests: as in Redis,
+		// the idle timeout does not close it.
+		if len(batch) == 0 && c.s.cfg.IdleTimeout > 0 && !c.subs.any() {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
 		} else if len(batch) == 0 {
 			c.nc.SetReadDeadline(time.Time{})

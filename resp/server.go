@@ -40,6 +40,10 @@ type Server struct {
 	track *tracker
 	// budget counts the bytes held for clients (budget.go).
 	budget budget
+	// ps is the node's Pub/Sub subscriptions; bcast carries a PUBLISH to
+	// the other nodes (nil: a store that has none, one node).
+	ps    *pubsub
+	bcast Broadcaster
 
 	ln     net.Listener
 	mu     sync.Mutex
@@ -71,8 +75,13 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	s.scripts = newScriptCache(cfg.ScriptCache, cfg.MaxScriptSize, s.runs)
 	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
+	s.ps = newPubSub()
 	if store != nil { // a listener built only for its metrics has none
 		store.OnKVChanged(s)
+	}
+	if b, ok := store.(Broadcaster); ok {
+		s.bcast = b
+		b.OnBroadcast(s.deliverRemote)
 	}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)
@@ -159,6 +168,9 @@ func (s *Server) release(c *conn) {
 	delete(s.ids, c.id)
 	s.mu.Unlock()
 	s.track.set(c, &tracking{})
+	c.wmu.Lock() // its pusher reads the subscriptions under it
+	c.unsubscribeAll()
+	c.wmu.Unlock()
 	c.push.close()
 	c.acct.keep(0)
 	s.m.conns.Dec()

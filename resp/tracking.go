@@ -481,6 +481,12 @@ type pushSink struct {
 	// hold; a key it cannot give room to makes "everything" due instead.
 	acct   account
 	queued int64
+	// msgs are the Pub/Sub messages waiting (pubsub.go), msgBytes what
+	// they cost; dropped: the subscriber fell past its bound and its
+	// connection was closed.
+	msgs     []psMsg
+	msgBytes int64
+	dropped  bool
 }
 
 // close ends the sink with its connection.
@@ -490,7 +496,7 @@ func (p *pushSink) close() {
 	if !p.closed {
 		p.closed = true
 		close(p.done)
-		p.keys = nil
+		p.keys, p.msgs = nil, nil
 		p.acct.keep(0)
 	}
 }
@@ -518,6 +524,12 @@ func (p *pushSink) add(key []byte, all bool, broken int64) {
 		p.bytes += len(key)
 		p.queued += int64(len(key) + sliceOverhead)
 	}
+	p.wakeLocked()
+}
+
+// wakeLocked starts c's pusher, or wakes it, for what was just queued.
+// Under p.mu.
+func (p *pushSink) wakeLocked() {
 	if !p.started {
 		p.started = true
 		go p.c.pusher()
@@ -540,11 +552,14 @@ func (c *conn) pusher() {
 		}
 		p.mu.Lock()
 		keys, all, broken, held := p.keys, p.all, p.broken, p.queued
+		msgs := p.msgs
+		held += p.msgBytes
 		p.keys, p.all, p.broken, p.bytes, p.queued = nil, false, 0, 0, 0
+		p.msgs, p.msgBytes = nil, 0
 		p.mu.Unlock()
-		err := c.writePushes(keys, all, broken)
+		err := c.writePushes(keys, all, broken, msgs)
 		p.mu.Lock()
-		p.acct.release(held) // the keys written are given back
+		p.acct.release(held) // the keys and messages written are given back
 		p.mu.Unlock()
 		if err != nil {
 			c.nc.Close() // a client that does not read its pushes is dropped
@@ -557,17 +572,35 @@ func (c *conn) pusher() {
 // socket for WriteTimeout (peer.go).
 var errNotReading = errors.New("the client reads nothing of what is written to it")
 
-// writePushes writes invalidations under the write lock, after any reply
-// being made. A RESP2 connection gets none (Redis sends RESP2 clients
-// invalidations only on a Pub/Sub redirection, which idemgate lacks).
-func (c *conn) writePushes(keys [][]byte, all bool, broken int64) error {
+// takeMessages takes the Pub/Sub messages waiting, to be written by the
+// connection's own goroutine (which holds the write lock), giving back
+// what they held.
+func (p *pushSink) takeMessages() []psMsg {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	msgs := p.msgs
+	p.acct.release(p.msgBytes)
+	p.msgs, p.msgBytes = nil, 0
+	return msgs
+}
+
+// writePushes writes invalidations and Pub/Sub messages under the write
+// lock, after any reply being made. A RESP2 connection gets invalidations
+// only while it is subscribed (a tracking client's REDIRECT to it), as
+// messages of __redis__:invalidate, as Redis sends them.
+func (c *conn) writePushes(keys [][]byte, all bool, broken int64, msgs []psMsg) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.proto < 3 {
+	if c.proto < 3 && len(msgs) == 0 && !c.subs.any() {
 		return nil
 	}
 	if c.out.stalled(time.Now()) {
 		return errNotReading
+	}
+	c.writeMessages(msgs)
+	if c.proto < 3 {
+		c.writeInvalidateMessages(keys, all)
+		return c.flush()
 	}
 	if broken != 0 {
 		c.w.push(2)

@@ -29,6 +29,9 @@ import (
 //
 //	proto (1) | cluster id (16)
 //
+// protoPubSub carries published messages to a peer (pubsub.go), admitted
+// as Raft and forwarding are.
+//
 // protoHello asks a node what it is (hello.go): any node the CA vouches for
 // may ask, members or not, so a node being bootstrapped or added can learn
 // who its peers are before it accepts their Raft traffic.
@@ -36,6 +39,7 @@ const (
 	protoRaft    byte = 'R'
 	protoForward byte = 'F'
 	protoHello   byte = 'H'
+	protoPubSub  byte = 'P'
 	preambleLen       = 1 + len(command.ClusterID{})
 
 	// handshakeTimeout bounds an accepted connection's TLS handshake and
@@ -78,6 +82,9 @@ type Config struct {
 	// Forward serves a forwarding connection past its preamble until it
 	// ends (Server.Serve), and closes it.
 	Forward func(net.Conn)
+	// PubSub serves a Pub/Sub connection past its preamble until it ends
+	// (ServePubSub), and closes it; nil: such connections are closed.
+	PubSub func(net.Conn)
 	// Hello is this node's hello, for a hello connection; false: none
 	// (the node is closing), the connection is closed unanswered.
 	Hello func() (Hello, bool)
@@ -201,7 +208,7 @@ func (m *Mux) route(c net.Conn, ip string) {
 	}
 	proto, cluster := pre[0], command.ClusterID(pre[1:])
 	switch proto {
-	case protoRaft, protoForward:
+	case protoRaft, protoForward, protoPubSub:
 		if reason, err := m.cfg.Gate.Admit(node, cluster); err != nil {
 			m.refuse(c.RemoteAddr(), node, reason, err)
 			conn.Close()
@@ -223,6 +230,12 @@ func (m *Mux) route(c net.Conn, ip string) {
 		}
 	case protoForward:
 		m.cfg.Forward(conn)
+	case protoPubSub:
+		if m.cfg.PubSub == nil {
+			conn.Close()
+			return
+		}
+		m.cfg.PubSub(conn)
 	case protoHello:
 		m.answerHello(conn)
 	}

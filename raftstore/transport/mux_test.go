@@ -167,7 +167,7 @@ func TestMuxRoutesByProtocolByte(t *testing.T) {
 	g.mu.Lock()
 	g.refuse = "not_member"
 	g.mu.Unlock()
-	for _, proto := range []byte{protoRaft, protoForward} {
+	for _, proto := range []byte{protoRaft, protoForward, protoPubSub} {
 		c, err := dialProto(addr, 5*time.Second, proto, command.ClusterID{}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +176,7 @@ func TestMuxRoutesByProtocolByte(t *testing.T) {
 			t.Fatalf("protocol %q: a connection the gate refused stayed open", proto)
 		}
 	}
-	g.waitCount(t, "not_member", 2)
+	g.waitCount(t, "not_member", 3)
 	// Hello asks nothing of the gate: any node may ask.
 	if _, err := AskHello(Peer{ID: "n1", Addr: addr, Timeout: 5 * time.Second}); err != nil {
 		t.Fatalf("hello with a refusing gate: %v", err)
