@@ -64,4 +64,8 @@ func (n *Node) stopTracing(wait time.Duration) {
 	if err := n.Tracing.Shutdown(ctx); err != nil {
 		n.logger.Warn("tracing: spans still queued were not exported", "node", n.ID, "error", err)
 	}
+	// The last word on what the collector got, for a node whose metrics
+	// are no longer scraped.
+	st := n.Tracing.Stats()
+	n.logger.Info("tracing off", "node", n.ID, "spans_exported", st.Exported, "spans_dropped", st.Dropped, "spans_failed", st.Failed)
 }
