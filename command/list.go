@@ -102,24 +102,13 @@ func checkListPush(c *Command) error {
 }
 
 func checkListPop(c *Command) error {
-	keys, err := DecodeList(c.Value)
 	switch {
 	case c.Flags&^(FlagListRight|FlagListCount) != 0:
 		return errors.New("unknown pop flags")
-	case err != nil:
-		return errors.New("a pop's further keys are a list's encoding")
 	case (c.Flags&FlagListCount != 0) != (len(c.Body) == 8):
 		return errors.New("a pop's count is 8 bytes, and only with the count flag")
 	}
-	for _, k := range keys {
-		switch {
-		case len(k) == 0 || len(k) > MaxStoredKeyLen:
-			return errors.New("a pop's further key is empty or too long")
-		case k[0] == 0 && !isKeyspaceKey(k):
-			return errors.New("a pop's further key is a reserved key") // idemgate's own, never a list
-		}
-	}
-	return nil
+	return checkMoreKeys(c.Value) // a reserved key is idemgate's own, never a list
 }
 
 func checkListRem(c *Command) error {
