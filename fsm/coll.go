@@ -164,7 +164,3 @@ func sameColl(e *command.KVEntry, old command.KVEntry) bool {
 	o, ok2 := command.DecodeCollHeader(old.Value)
 	return ok1 && ok2 && h.ID == o.ID
 }
-
-// countElems counts the element bucket's entries (tests: no element
-// outlives its key).
-func countElems(tx *bolt.Tx) int { return tx.Bucket(bucketElems).Stats().KeyN }

@@ -21,6 +21,10 @@ func (h *harness) elemCount() int {
 	return n
 }
 
+// countElems counts the element bucket's entries: no element outlives its
+// key.
+func countElems(tx *bolt.Tx) int { return tx.Bucket(bucketElems).Stats().KeyN }
+
 func fields(prefix string, n int) [][]byte {
 	out := make([][]byte, n)
 	for i := range out {
