@@ -25,7 +25,7 @@ import (
 // cursor and the random choices of SPOP, SRANDMEMBER and HRANDFIELD read
 // (a number a client can carry, and a place as likely as any other). The
 // tag leaves room for other indexes of one key (a sorted set's score
-// order is TagScore). Every place that removes a header removes its
+// order, tag 1). Every place that removes a header removes its
 // elements too (DEL, expiry, an overwrite, FLUSH), in the same
 // transaction: no element outlives its key.
 //
@@ -51,11 +51,10 @@ var ErrCollTooLarge = fmt.Errorf("hash or set too large: one holds at most %d el
 // ErrFieldTooLong is a field's bound.
 var ErrFieldTooLong = fmt.Errorf("hash field or set member too long: at most %d bytes", MaxFieldLen)
 
-// The element tags: the index of a collection an element entry is of.
-const (
-	TagElem  byte = 0 // field -> value (a set's: empty)
-	TagScore byte = 1 // a sorted set's (score, member) order: unused yet
-)
+// TagElem is the tag of a collection's elements, field -> value (a
+// set's: empty). A tag is the index of a collection an element entry is
+// of; tag 1 is kept for a sorted set's (score, member) order.
+const TagElem byte = 0
 
 // CollHeaderLen is a collection header's length.
 const CollHeaderLen = 25
