@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -383,5 +384,42 @@ func TestCollDeleteAtTheBound(t *testing.T) {
 	t.Logf("DEL of a set of %d members: %s", command.MaxCollElems, time.Since(start))
 	if n := h.elemCount(); n != 0 {
 		t.Fatalf("%d elements left", n)
+	}
+}
+
+// TestCollReadInTheOpenTransaction: with amortised commits, a read of a
+// hash sees the write just applied, from the open transaction, and
+// commits nothing (a read of one key is a point read); a transaction of
+// two reads commits it first, as every other read does.
+func TestCollReadInTheOpenTransaction(t *testing.T) {
+	h := amortised(t, filepath.Join(t.TempDir(), "fsm.db"), 100, time.Minute)
+	h.apply(*command.HashSetCommand([]byte("h"), [][]byte{[]byte("f"), []byte("v")}, false))
+	read := func(n int) []*command.Result {
+		cmds := make([]*command.Command, n)
+		for i := range cmds {
+			cmds[i] = command.CollReadCommand([]byte("h"), false, command.ReadFields, [][]byte{[]byte("f")}, 0, 0, false)
+		}
+		r, err := h.f.ReadTx(command.TxRequest{Commands: cmds, ReplyBudget: 1 << 20}, h.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := command.TxResults(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	before := h.f.Commits()
+	if rs := read(1); rs[0].Code != command.CodeOK || rs[0].Fence != 1 {
+		t.Fatalf("HGET in the open transaction: %+v", rs[0])
+	}
+	if h.f.Commits() != before {
+		t.Fatal("a read of one hash committed the open transaction")
+	}
+	if rs := read(2); rs[1].Code != command.CodeOK {
+		t.Fatalf("two reads: %+v", rs[1])
+	}
+	if h.f.Commits() == before {
+		t.Fatal("a transaction of two reads did not commit the open transaction")
 	}
 }
