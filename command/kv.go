@@ -14,7 +14,8 @@ import (
 // Created the revision of the write that created the key. A revision is
 // unique and increasing across the whole keyspace; for a command that had
 // a log entry of its own it is that entry's index (see applier.nextRev).
-// Kind is Redis's type of the value (a string, or a list: list.go); it
+// Kind is Redis's type of the value (a string, a list: list.go, a hash
+// or a set: coll.go); it
 // takes the top byte of Created, which a revision never reaches (2^56
 // entries), so a string is stored as it always was and reads cost the
 // same.
@@ -33,7 +34,25 @@ type Kind byte
 const (
 	KindString Kind = 0
 	KindList   Kind = 1 // Value is a list's encoding (list.go)
+	KindHash   Kind = 2 // Value is a collection's header (coll.go)
+	KindSet    Kind = 3 // Value is a collection's header (coll.go)
 )
+
+// Name is the kind as Redis's TYPE names it ("" for one this build does
+// not know).
+func (k Kind) Name() string {
+	switch k {
+	case KindString:
+		return "string"
+	case KindList:
+		return "list"
+	case KindHash:
+		return "hash"
+	case KindSet:
+		return "set"
+	}
+	return ""
+}
 
 // KVObserver is told, after each applied batch commits, the KV keys it
 // wrote or removed.

@@ -100,21 +100,13 @@ func checkListPush(c *Command) error {
 }
 
 func checkListPop(c *Command) error {
-	keys, err := DecodeList(c.Value)
 	switch {
 	case c.Flags&^(FlagListRight|FlagListCount) != 0:
 		return errors.New("unknown pop flags")
-	case err != nil:
-		return errors.New("a pop's further keys are a list's encoding")
 	case (c.Flags&FlagListCount != 0) != (len(c.Body) == 8):
 		return errors.New("a pop's count is 8 bytes, and only with the count flag")
 	}
-	for _, k := range keys {
-		if err := checkListKey(k, "a pop's further key"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return checkMoreKeys(c.Value) // a reserved key is idemgate's own, never a list
 }
 
 // checkListKey: a key a list command names beside its Key (a pop's

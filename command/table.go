@@ -68,6 +68,13 @@ const (
 	TypeListMove
 	TypeListSet
 	TypeListInsert
+	TypeCollPut
+	TypeCollDel
+	TypeHashIncr
+	TypeCollRead
+	TypeSetPop
+	TypeSetMove
+	TypeSetStore
 	typeEnd
 )
 
@@ -278,6 +285,33 @@ var commands = [typeEnd]spec{
 	// the pivot).
 	TypeListInsert: {name: "list_insert", uses: fKey | fValue | fFlags | fBody, key: true, check: checkListInsert,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeUnchanged, CodeTooLong, CodeWrongType)}},
+	// The hash and set commands (coll.go). Value: the elements, a list's
+	// encoding (a hash's fields and values alternating); Flags:
+	// FlagCollSet, FlagCollNX.
+	TypeCollPut: {name: "coll_put", uses: fKey | fValue | fFlags, key: true, check: checkCollPut,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeTooLong, CodeWrongType)}},
+	// Value: the fields, a list's encoding.
+	TypeCollDel: {name: "coll_del", uses: fKey | fValue | fFlags, key: true, check: checkCollDel,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
+	// Value: the field; Body: the increment; Flags: FlagCollFloat.
+	TypeHashIncr: {name: "hash_incr", uses: fKey | fValue | fFlags | fBody, key: true, check: checkHashIncr,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotInteger, CodeOverflow, CodeNotFloat, CodeNotFinite, CodeTooLong, CodeWrongType)}},
+	// A read (in the log inside a transaction). Mode: a CollReadMode;
+	// Value: further keys (a set algebra's), a list's encoding; Body: the
+	// mode's arguments; Flags: FlagCollSet, FlagCollCount.
+	TypeCollRead: {name: "coll_read", uses: fKey | fValue | fMode | fFlags | fBody, key: true, check: checkCollRead,
+		Op: Op{Script: true, Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeWrongType)}},
+	// Body: the seed and the count, 8 bytes each; Flags: FlagCollCount.
+	TypeSetPop: {name: "set_pop", uses: fKey | fFlags | fBody, key: true, check: checkSetPop,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeWrongType)}},
+	// Value: the destination, a list's encoding of one key; Body: the
+	// member.
+	TypeSetMove: {name: "set_move", uses: fKey | fValue | fBody, key: true, check: checkSetMove,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
+	// Key: the destination; Value: the sources, a list's encoding; Mode:
+	// a SetStoreMode.
+	TypeSetStore: {name: "set_store", uses: fKey | fValue | fMode, key: true, check: checkSetStore,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -18,7 +18,9 @@ func TestCommandTable(t *testing.T) {
 	keyless := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeKVTx: true, TypeScriptEffects: true, TypeKVFlush: true}
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
-		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true, TypeListMove: true, TypeListSet: true, TypeListInsert: true}
+		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true, TypeListMove: true, TypeListSet: true, TypeListInsert: true,
+		TypeCollPut: true, TypeCollDel: true, TypeHashIncr: true, TypeCollRead: true, TypeSetPop: true, TypeSetMove: true, TypeSetStore: true}
+	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true}
 	node := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
@@ -48,14 +50,14 @@ func TestCommandTable(t *testing.T) {
 		if s.Script != (inTx[typ] && typ != TypeKVRename) {
 			t.Errorf("%s: a script may make it = %v", typ, s.Script)
 		}
-		if s.Write == (typ == TypeKVRead) {
+		if s.Write == reads[typ] {
 			t.Errorf("%s: writes = %v", typ, s.Write)
 		}
 		want := RoleWrite
 		switch {
 		case node[typ]:
 			want = RoleNode
-		case typ == TypeKVRead:
+		case reads[typ]:
 			want = RoleRead
 		case typ == TypeKVFlush:
 			want = RoleAdmin

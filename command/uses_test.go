@@ -96,6 +96,13 @@ func tableSamples() map[Type]*Command {
 		TypeListMove:      ListMoveCommand([]byte("l"), []byte("m"), true, true),
 		TypeListSet:       ListSetCommand([]byte("l"), -1, []byte("z")),
 		TypeListInsert:    ListInsertCommand([]byte("l"), []byte("b"), []byte("z"), true),
+		TypeCollPut:       HashSetCommand([]byte("h"), [][]byte{[]byte("f1"), []byte("x"), []byte("f3"), []byte("y")}, false),
+		TypeCollDel:       CollDelCommand([]byte("s"), [][]byte{[]byte("a"), []byte("z")}, true),
+		TypeHashIncr:      HashIncrCommand([]byte("h"), []byte("n"), []byte("3"), false),
+		TypeCollRead:      CollReadCommand([]byte("h"), false, ReadFields, [][]byte{[]byte("f1"), []byte("q")}, 0, 0, false),
+		TypeSetPop:        SetPopCommand([]byte("s"), 7, 2),
+		TypeSetMove:       SetMoveCommand([]byte("s"), []byte("t"), []byte("b")),
+		TypeSetStore:      SetStoreCommand([]byte("u"), [][]byte{[]byte("s"), []byte("none")}, StoreUnion),
 	}
 }
 
@@ -127,7 +134,8 @@ const tableStamp = int64(1_767_225_600_000_000_000) // 2026-01-01
 
 // tableSetup leaves a record owned by fence 1, a KV key "n" = 5 at version
 // 2, a key "short" that expires a millisecond later, a token, a once
-// claim begun with a minute's lease, and a list "l" of a, b, c, a.
+// claim begun with a minute's lease, a list "l" of a, b, c, a, a hash "h"
+// of f1 and f2 and a set "s" of a, b, c.
 func tableSetup(h *harness) {
 	h.clock = tableStamp
 	h.apply(Command{Type: TypeRecordBegin, Key: RecordKey("pay", "u1", "held"), Value: []byte("fp"), TTL: time.Hour})
@@ -141,6 +149,8 @@ func tableSetup(h *harness) {
 		h.t.Fatalf("the lock's fence is %d, want %d", r.Fence, tableLockFence)
 	}
 	h.apply(*ListPushCommand([]byte("l"), [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("a")}, true, false))
+	h.apply(*HashSetCommand([]byte("h"), [][]byte{[]byte("f1"), []byte("1"), []byte("f2"), []byte("2")}, false))
+	h.apply(*SetAddCommand([]byte("s"), [][]byte{[]byte("a"), []byte("b"), []byte("c")}))
 	h.advance(time.Second)
 }
 

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -226,8 +227,54 @@ func applyCodeCases() []codeCase {
 			command.ListInsertCommand(l, nil, []byte("z"), false)}, want: command.CodeTooLong},
 
 		{name: "flush", steps: []*command.Command{incrSet("a"), command.KVFlushCommand(0, false, 0, nil)}, want: command.CodeOK},
+
+		{name: "hset creates", steps: []*command.Command{hashCmd}, want: command.CodeCreated},
+		{name: "hset", steps: []*command.Command{hashCmd, hashCmd}, want: command.CodeOK},
+		{name: "hset a string", steps: []*command.Command{str, command.HashSetCommand(s, [][]byte{[]byte("f"), nil}, false)}, want: command.CodeWrongType},
+		{name: "sadd past the bound", steps: []*command.Command{fullSet(), command.SetAddCommand(fs, [][]byte{[]byte("x")})}, want: command.CodeTooLong},
+		{name: "hdel", steps: []*command.Command{hashCmd, command.CollDelCommand(hk, [][]byte{[]byte("f")}, false)}, want: command.CodeOK},
+		{name: "srem a hash", steps: []*command.Command{hashCmd, command.CollDelCommand(hk, [][]byte{[]byte("f")}, true)}, want: command.CodeWrongType},
+		{name: "hincrby creates", steps: []*command.Command{command.HashIncrCommand(hk, []byte("n"), []byte("1"), false)}, want: command.CodeCreated},
+		{name: "hincrby", steps: []*command.Command{hashCmd, command.HashIncrCommand(hk, []byte("n"), []byte("1"), false)}, want: command.CodeOK},
+		{name: "hincrby a word", steps: []*command.Command{hashCmd, command.HashIncrCommand(hk, []byte("f"), []byte("1"), false)}, want: command.CodeNotInteger},
+		{name: "hincrby past the range", steps: []*command.Command{command.HashSetCommand(hk, [][]byte{[]byte("m"), []byte("9223372036854775807")}, false),
+			command.HashIncrCommand(hk, []byte("m"), []byte("1"), false)}, want: command.CodeOverflow},
+		{name: "hincrbyfloat a word", steps: []*command.Command{hashCmd, command.HashIncrCommand(hk, []byte("f"), []byte("1"), true)}, want: command.CodeNotFloat},
+		{name: "hincrbyfloat past the range", steps: []*command.Command{command.HashSetCommand(hk, [][]byte{[]byte("m"), []byte("1e4932")}, false),
+			command.HashIncrCommand(hk, []byte("m"), []byte("1e4932"), true)}, want: command.CodeNotFinite},
+		{name: "hincrby past the bound", steps: []*command.Command{command.HashSetCommand(hk, [][]byte{[]byte("b"), make([]byte, command.MaxCollBytes-1)}, false),
+			command.HashIncrCommand(hk, []byte("n"), []byte("1"), false)}, want: command.CodeTooLong},
+		{name: "hincrby a set", steps: []*command.Command{setCmd, command.HashIncrCommand(sk, []byte("n"), []byte("1"), false)}, want: command.CodeWrongType},
+		{name: "hget", steps: []*command.Command{hashCmd, command.CollReadCommand(hk, false, command.ReadFields, [][]byte{[]byte("f")}, 0, 0, false)}, want: command.CodeOK},
+		{name: "hget absent", steps: []*command.Command{command.CollReadCommand(hk, false, command.ReadAll, nil, 0, 0, false)}, want: command.CodeNotFound},
+		{name: "smembers a hash", steps: []*command.Command{hashCmd, command.CollReadCommand(hk, true, command.ReadAll, nil, 0, 0, false)}, want: command.CodeWrongType},
+		{name: "spop", steps: []*command.Command{setCmd, command.SetPopCommand(sk, 1, 1)}, want: command.CodeOK},
+		{name: "spop absent", steps: []*command.Command{command.SetPopCommand(sk, 1, -1)}, want: command.CodeNotFound},
+		{name: "spop a hash", steps: []*command.Command{hashCmd, command.SetPopCommand(hk, 1, -1)}, want: command.CodeWrongType},
+		{name: "smove", steps: []*command.Command{setCmd, command.SetMoveCommand(sk, []byte("t"), []byte("a"))}, want: command.CodeOK},
+		{name: "smove onto a hash", steps: []*command.Command{setCmd, hashCmd, command.SetMoveCommand(sk, hk, []byte("a"))}, want: command.CodeWrongType},
+		{name: "smove past the bound", steps: []*command.Command{setCmd, fullSet(), command.SetMoveCommand(sk, fs, []byte("a"))}, want: command.CodeTooLong},
+		{name: "sunionstore", steps: []*command.Command{setCmd, command.SetStoreCommand([]byte("u"), [][]byte{sk}, command.StoreUnion)}, want: command.CodeOK},
+		{name: "sunionstore of a hash", steps: []*command.Command{hashCmd, command.SetStoreCommand([]byte("u"), [][]byte{hk}, command.StoreUnion)}, want: command.CodeWrongType},
+		{name: "sunionstore past the bound", steps: []*command.Command{setCmd, fullSet(), command.SetStoreCommand([]byte("u"), [][]byte{sk, fs}, command.StoreUnion)}, want: command.CodeTooLong},
 	}
 }
+
+// fullSet is a set "full" at its bound of bytes: 8192 members of 8 KiB.
+func fullSet() *command.Command {
+	members := make([][]byte, command.MaxCollBytes/command.MaxFieldLen)
+	for i := range members {
+		members[i] = bytes.Repeat([]byte{'m'}, command.MaxFieldLen)
+		copy(members[i], fmt.Appendf(nil, "%d:", i))
+	}
+	return command.SetAddCommand(fs, members)
+}
+
+var (
+	hk, sk, fs = []byte("hash"), []byte("set"), []byte("full")
+	hashCmd    = command.HashSetCommand(hk, [][]byte{[]byte("f"), []byte("word")}, false)
+	setCmd     = command.SetAddCommand(sk, [][]byte{[]byte("a"), []byte("b")})
+)
 
 func unreachedCodes() command.Codes {
 	var s command.Codes

@@ -66,6 +66,11 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 		if err := unindexKey(tx, e.Key, kv.Created); err != nil {
 			return false, err
 		}
+		if kv.Kind.IsColl() {
+			if err := dropElems(tx, kv.Value); err != nil {
+				return false, err
+			}
+		}
 		return true, tx.Bucket(bucketKV).Delete(e.Key)
 	case ttl.KindDigest:
 		v := tx.Bucket(bucketDigests).Get(e.Key)

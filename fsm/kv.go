@@ -51,8 +51,20 @@ type kvStore interface {
 	// it did), so an index of expiries can move.
 	put(key []byte, e *command.KVEntry, old command.KVEntry, exists bool) error
 	// del removes key; old is its entry (its expiry and its creation's
-	// revision find its entries in the expiry and scan indexes).
+	// revision find its entries in the expiry and scan indexes), and a
+	// collection's elements with it.
 	del(key []byte, old command.KVEntry) error
+
+	// The elements of key's collection, whose header is h (coll.go).
+	// elem returns field's value (it may alias the store's memory, valid
+	// until the next write).
+	elem(key []byte, h command.CollHeader, field []byte) ([]byte, bool)
+	putElem(key []byte, h command.CollHeader, field, value []byte) error
+	delElem(key []byte, h command.CollHeader, field []byte) error
+	// elems calls fn with the elements from order from on, in order
+	// (ElemOrder, then field), until fn returns false; fn must not write,
+	// and its slices are valid during the call only.
+	elems(key []byte, h command.CollHeader, from uint64, fn func(order uint64, field, value []byte) bool) error
 }
 
 // boltKV is the KV keyspace of a batch's transaction.
@@ -96,8 +108,19 @@ func (a *applier) liveKV(kv kvStore, key []byte) (command.KVEntry, bool, error) 
 	return e, true, nil
 }
 
-// deleteKV removes key, whose stored entry is old.
+// deleteKV removes key, whose stored entry is old, and its elements.
 func (a *applier) deleteKV(tx *bolt.Tx, key []byte, old command.KVEntry) error {
+	if old.Kind.IsColl() {
+		if err := dropElems(tx, old.Value); err != nil {
+			return err
+		}
+	}
+	return a.removeKey(tx, key, old)
+}
+
+// removeKey removes key, whose stored entry is old, but not its elements
+// (a RENAME moves them with the header).
+func (a *applier) removeKey(tx *bolt.Tx, key []byte, old command.KVEntry) error {
 	if old.ExpiresAt != 0 {
 		if err := ttl.Delete(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
 			return err
@@ -179,6 +202,11 @@ func (a *applier) kvSetIn(kv kvStore, c *command.Command, rev uint64) *command.R
 func (a *applier) putKV(tx *bolt.Tx, key []byte, e *command.KVEntry, old command.KVEntry, exists bool) error {
 	if exists {
 		e.Created = old.Created
+		if old.Kind.IsColl() && !sameColl(e, old) {
+			if err := dropElems(tx, old.Value); err != nil {
+				return err
+			}
+		}
 		if old.ExpiresAt != 0 && old.ExpiresAt != e.ExpiresAt {
 			if err := ttl.Delete(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
 				return err

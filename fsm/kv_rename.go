@@ -37,11 +37,27 @@ func (a *applier) kvRename(tx *bolt.Tx, c *command.Command, rev uint64) *command
 		return &command.Result{Code: command.CodeExists}
 	}
 	e := command.KVEntry{Version: rev, Created: rev, ExpiresAt: src.ExpiresAt, Kind: src.Kind, Value: src.Value}
+	copying := command.RenameMode(c.Mode) == command.RenameCopy
+	if copying && src.Kind.IsColl() {
+		// A copy of a collection is a new one: its elements again,
+		// under its own id.
+		h, ok := command.DecodeCollHeader(src.Value)
+		if !ok {
+			return &command.Result{Code: command.CodeStorage}
+		}
+		to := h
+		to.ID = rev
+		if err := copyElems(tx, h, to); err != nil {
+			return &command.Result{Code: command.CodeStorage}
+		}
+		e.Value = to.Encode()
+	}
 	if err := kv.put(c.Value, &e, dst, exists); err != nil {
 		return &command.Result{Code: command.CodeStorage}
 	}
-	if command.RenameMode(c.Mode) != command.RenameCopy {
-		if err := kv.del(c.Key, src); err != nil {
+	if !copying {
+		// The header moves; its elements stay under its id.
+		if err := a.removeKey(tx, c.Key, src); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
 	}

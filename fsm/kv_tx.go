@@ -5,6 +5,7 @@ package fsm
 // its watches all hold and every command applies, or none does.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -78,6 +79,15 @@ func (a *applier) kvTx(tx *bolt.Tx, c *command.Command, rev uint64) *command.Res
 		if r.Code == command.CodeStorage {
 			return r
 		}
+		if sub.Type == command.TypeCollRead {
+			// A read changes nothing: its answer, once known, is
+			// counted against the budget, or dropped.
+			if n := uint64(len(r.Value)); n > budget {
+				r = &command.Result{Code: command.CodeReplyTooLarge}
+			} else {
+				budget -= n
+			}
+		}
 		if sub.Type == command.TypeKVSet && sub.Flags&command.FlagReturnOld == 0 {
 			r.Value = nil // SET NX's current value: not asked for
 		}
@@ -90,6 +100,17 @@ func (a *applier) kvTx(tx *bolt.Tx, c *command.Command, rev uint64) *command.Res
 // results: the key's value, for the commands that answer it.
 func (a *applier) replyBytes(tx *bolt.Tx, c *command.Command) uint64 {
 	switch {
+	case c.Type == command.TypeSetPop:
+		// At most its count of members, each at most MaxFieldLen.
+		h, ok := liveColl(tx, c.Key, a.now)
+		if !ok {
+			return 0
+		}
+		n := binary.BigEndian.Uint64(c.Body[8:])
+		if c.Flags&command.FlagCollCount == 0 {
+			n = 1
+		}
+		return min(n, h.Count) * (command.MaxFieldLen + binary.MaxVarintLen32)
 	case c.Type == command.TypeKVRead && c.Flags&command.FlagReadValue != 0, c.Type == command.TypeKVGetDel,
 		c.Type == command.TypeKVSet && c.Flags&command.FlagReturnOld != 0, c.Type == command.TypeKVExpire && c.Flags&command.FlagExpireGet != 0:
 	default:
@@ -109,7 +130,7 @@ func (a *applier) replyBytes(tx *bolt.Tx, c *command.Command) uint64 {
 // caller makes it linearizable (a barrier first), as for every read.
 func (f *FSM) ReadTx(r command.TxRequest, now time.Time) (*command.Result, error) {
 	for _, c := range r.Commands {
-		if c.Type != command.TypeKVRead {
+		if c.Type.Op().Write || !command.InTx(c.Type) {
 			return nil, fmt.Errorf("%w: a %s in a transaction of reads", command.ErrBadCommand, c.Type)
 		}
 	}
@@ -117,8 +138,15 @@ func (f *FSM) ReadTx(r command.TxRequest, now time.Time) (*command.Result, error
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	// One read and no watch (a hash's or a set's read outside a
+	// transaction) is a point read, as KV's: served from the open
+	// transaction, if one is, rather than committing it (commit.go).
+	view := f.view
+	if len(r.Commands) == 1 && len(r.Watches) == 0 {
+		view = f.pointView
+	}
 	var res *command.Result
-	err := f.view(func(tx *bolt.Tx) error {
+	err := view(func(tx *bolt.Tx) error {
 		var expired [8]int64
 		a := applier{f: f, now: f.readNow(now), rev: f.rev.Load(), readOnly: true, expiredDelta: &expired}
 		res = a.kvTx(tx, c, a.nextRev(0))
@@ -134,4 +162,14 @@ func (f *FSM) ReadTx(r command.TxRequest, now time.Time) (*command.Result, error
 var txApplies = applies{
 	command.TypeKVRead: {apply: (*applier).kvRead},
 	command.TypeKVTx:   {remembered: true, apply: (*applier).kvTx},
+}
+
+// liveColl is the header of the collection under key, if it is one that
+// lives at now.
+func liveColl(tx *bolt.Tx, key []byte, now int64) (command.CollHeader, bool) {
+	e, ok := decodeKV(tx.Bucket(bucketKV).Get(key))
+	if !ok || !e.Kind.IsColl() || (e.ExpiresAt != 0 && e.ExpiresAt <= now) {
+		return command.CollHeader{}, false
+	}
+	return command.DecodeCollHeader(e.Value)
 }

@@ -22,10 +22,14 @@ type Sandbox struct {
 	err    error // base's first error
 }
 
-// slot is a key's entry in the overlay.
+// slot is a key's entry in the overlay, and a collection's elements:
+// those of the collection of id elID (a collection the script read, as
+// base gave it whole, or one it made).
 type slot struct {
-	e  command.KVEntry
-	ok bool
+	e    command.KVEntry
+	ok   bool
+	el   *elemSet
+	elID uint64
 }
 
 // NewSandbox returns a sandbox over base at now (unix nanoseconds, the
@@ -51,17 +55,96 @@ func (s *Sandbox) get(key []byte) (command.KVEntry, bool) {
 		r.Version, r.ExpiresAt = e.Version, e.ExpiresAt
 	}
 	s.reads = append(s.reads, r)
-	s.seen[string(key)] = &slot{e: e, ok: ok}
-	return e, ok
+	sl := &slot{e: e, ok: ok}
+	if ok && e.Kind.IsColl() {
+		// base gives a collection whole (command.WholeColl): the overlay
+		// keeps its elements, the entry its header.
+		h, pairs, err := command.DecodeWholeColl(e.Value)
+		if err != nil {
+			if s.err == nil {
+				s.err = err
+			}
+			e.Value = nil
+			sl.e = e
+		} else {
+			sl.e.Value = h.Encode()
+			sl.el, sl.elID = newElemSet(pairs), h.ID
+		}
+	}
+	s.seen[string(key)] = sl
+	return sl.e, ok
 }
 
 func (s *Sandbox) put(key []byte, e *command.KVEntry, _ command.KVEntry, _ bool) error {
-	s.seen[string(key)] = &slot{e: e.Clone(), ok: true}
+	sl := s.slotOf(key)
+	sl.e, sl.ok = e.Clone(), true
+	if h, ok := command.DecodeCollHeader(e.Value); !ok || !e.Kind.IsColl() || h.ID != sl.elID {
+		sl.el = nil // another value: the elements it had are gone
+	}
 	return nil
 }
 
 func (s *Sandbox) del(key []byte, _ command.KVEntry) error {
 	s.seen[string(key)] = &slot{}
+	return nil
+}
+
+// slotOf is the key's slot (the key was read through get before any
+// write of it: every write reads its key first).
+func (s *Sandbox) slotOf(key []byte) *slot {
+	sl, ok := s.seen[string(key)]
+	if !ok {
+		sl = &slot{}
+		s.seen[string(key)] = sl
+	}
+	return sl
+}
+
+// elemsOf is the elements of the collection h of key; with make, an
+// empty set is made for a collection the script makes.
+func (s *Sandbox) elemsOf(key []byte, h command.CollHeader, make bool) *elemSet {
+	sl := s.slotOf(key)
+	if sl.el != nil && sl.elID == h.ID {
+		return sl.el
+	}
+	if !make {
+		return nil
+	}
+	sl.el, sl.elID = newElemSet(nil), h.ID
+	return sl.el
+}
+
+func (s *Sandbox) elem(key []byte, h command.CollHeader, field []byte) ([]byte, bool) {
+	if el := s.elemsOf(key, h, false); el != nil {
+		v, ok := el.m[string(field)]
+		return v, ok
+	}
+	return nil, false
+}
+
+func (s *Sandbox) putElem(key []byte, h command.CollHeader, field, value []byte) error {
+	s.elemsOf(key, h, true).put(field, value)
+	return nil
+}
+
+func (s *Sandbox) delElem(key []byte, h command.CollHeader, field []byte) error {
+	if el := s.elemsOf(key, h, false); el != nil {
+		el.del(field)
+	}
+	return nil
+}
+
+func (s *Sandbox) elems(key []byte, h command.CollHeader, from uint64, fn func(order uint64, field, value []byte) bool) error {
+	el := s.elemsOf(key, h, false)
+	if el == nil {
+		return nil
+	}
+	i, _ := el.find(from, nil)
+	for _, k := range el.keys[i:] {
+		if !fn(k.order, []byte(k.field), el.m[k.field]) {
+			return nil
+		}
+	}
 	return nil
 }
 
@@ -97,8 +180,9 @@ func (s *Sandbox) Apply(c *command.Command) (*command.Result, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	// A refusal changed nothing: the reads recorded hold it.
-	if r.Code == command.CodeOK || r.Code == command.CodeCreated {
+	// A refusal changed nothing: the reads recorded hold it; a read
+	// changes nothing either.
+	if c.Type.Op().Write && (r.Code == command.CodeOK || r.Code == command.CodeCreated) {
 		s.writes = append(s.writes, w)
 	}
 	return r.Clone(), nil

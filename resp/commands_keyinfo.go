@@ -44,6 +44,11 @@ func init() {
 			w.bulkString("quicklist") // Redis 7.0's only list encoding (7.2 added listpack for small lists)
 			return
 		}
+		if e.Kind.IsColl() {
+			h, _ := command.DecodeCollHeader(e.Value)
+			w.bulkString(h.Encoding(e.Kind))
+			return
+		}
 		w.bulkString(encoding(e.Value))
 	}})
 	object.sub = checkObject
@@ -52,14 +57,11 @@ func init() {
 		rd("expiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Second) }}),
 		rd("pexpiretime", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) { answerExpireTime(w, e, ok, time.Millisecond) }}),
 		rd("type", 2, 1, keyAnswer{fn: func(w *writer, _ [][]byte, e command.KVEntry, ok bool) {
-			switch {
-			case !ok:
+			if !ok {
 				w.simple("none")
-			case e.Kind == command.KindList:
-				w.simple("list")
-			default:
-				w.simple("string")
+				return
 			}
+			w.simple(e.Kind.Name())
 		}}),
 	)
 }

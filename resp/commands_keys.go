@@ -164,7 +164,7 @@ func cmdScan(c *conn, ctx context.Context, a [][]byte) {
 	}
 	var keys [][]byte
 	next, err := c.s.store.ScanKV(ctx, c.db, cursor, count, func(k []byte, kind command.Kind) {
-		if (typ == "" || eq(typ, map[command.Kind]string{command.KindString: "string", command.KindList: "list"}[kind])) &&
+		if (typ == "" || eq(typ, kind.Name())) &&
 			(match == nil || globMatch(match, k)) {
 			keys = append(keys, append([]byte(nil), k...))
 		}

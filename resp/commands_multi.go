@@ -352,7 +352,7 @@ func (c *conn) applyTx(r command.TxRequest, track func()) (*command.Result, erro
 
 func readsOnly(ops []*command.Command) bool {
 	for _, op := range ops {
-		if op.Type != command.TypeKVRead {
+		if op.Type.Op().Write {
 			return false
 		}
 	}

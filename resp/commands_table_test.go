@@ -22,7 +22,12 @@ func TestScriptAllowList(t *testing.T) {
 		"type", "expiretime", "pexpiretime", "object",
 		"llen", "lrange", "lindex", "lpush", "rpush", "lpushx", "rpushx",
 		"lpop", "rpop", "lrem", "ltrim", "keys",
-		"lpos", "lset", "linsert", "lmove", "rpoplpush", "lmpop", "blmpop"}
+		"lpos", "lset", "linsert", "lmove", "rpoplpush", "lmpop", "blmpop",
+		// hashes and sets (issue 37), each a command of the KV keyspace
+		"hset", "hmset", "hsetnx", "hget", "hmget", "hgetall", "hkeys", "hvals", "hdel", "hlen", "hexists",
+		"hstrlen", "hincrby", "hincrbyfloat", "hrandfield", "hscan", "sadd", "srem", "sismember", "smismember",
+		"smembers", "scard", "spop", "srandmember", "smove", "sinter", "sunion", "sdiff", "sinterstore",
+		"sunionstore", "sdiffstore", "sintercard", "sscan"}
 	var got []string
 	for name, c := range commands {
 		if c.script {

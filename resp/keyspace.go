@@ -39,7 +39,7 @@ func (c *conn) inKeyspace(p plan) plan {
 		}
 		m := *op
 		m.Key = c.key(op.Key)
-		if op.Type == command.TypeListPop { // BLPOP's further keys, a list's encoding
+		if op.Type.MoreKeys() && len(op.Value) > 0 { // BLPOP's further keys, a set algebra's: a list's encoding
 			more, err := command.DecodeList(op.Value)
 			if err != nil {
 				return plan{err: errorReply(err)}
@@ -97,7 +97,7 @@ func (c *conn) storedAsNamed(p plan) bool {
 		return false
 	}
 	for _, op := range p.ops {
-		if command.InTx(op.Type) && (op.Type == command.TypeListPop || len(op.Key) == 0 || storeapi.CheckKVKey(op.Key) != nil) {
+		if command.InTx(op.Type) && (op.Type.MoreKeys() || len(op.Key) == 0 || storeapi.CheckKVKey(op.Key) != nil) {
 			return false
 		}
 		if op.Type == command.TypeListMove && (len(op.Value) == 0 || storeapi.CheckKVKey(op.Value) != nil) {

@@ -40,6 +40,14 @@ func TestReservedKeysRefused(t *testing.T) {
 		"ltrim": {rk, "0", "1"}, "blpop": {"plain", rk, "1"}, "brpop": {rk, "plain", "0"},
 		"lmove": {"plain", rk, "LEFT", "LEFT"}, "rpoplpush": {rk, "plain"}, "blmove": {rk, "plain", "LEFT", "RIGHT", "1"},
 		"brpoplpush": {"plain", rk, "0"}, "lpos": {rk, "x"}, "lset": {rk, "0", "x"}, "linsert": {rk, "BEFORE", "a", "b"},
+		"hset": {rk, "f", "v"}, "hmset": {rk, "f", "v"}, "hsetnx": {rk, "f", "v"}, "hget": {rk, "f"}, "hmget": {rk, "f"},
+		"hgetall": {rk}, "hkeys": {rk}, "hvals": {rk}, "hdel": {rk, "f"}, "hlen": {rk}, "hexists": {rk, "f"},
+		"hstrlen": {rk, "f"}, "hincrby": {rk, "f", "1"}, "hincrbyfloat": {rk, "f", "1"}, "hrandfield": {rk},
+		"hscan": {rk, "0"}, "sadd": {rk, "m"}, "srem": {rk, "m"}, "sismember": {rk, "m"}, "smismember": {rk, "m"},
+		"smembers": {rk}, "scard": {rk}, "spop": {rk}, "srandmember": {rk, "2"}, "sscan": {rk, "0"},
+		"smove": {"plain", rk, "m"}, "sinter": {"plain", rk}, "sunion": {rk, "plain"}, "sdiff": {"plain", rk},
+		"sinterstore": {"plain", "plain", rk}, "sunionstore": {rk, "plain"}, "sdiffstore": {"plain", rk},
+		"sintercard": {"2", "plain", rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {

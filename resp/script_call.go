@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -128,12 +129,20 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 				e, ok, err = c.s.store.LeaderKV(ctx, key, time.Now()) // judged as a local read would be: now, not earlier than the script's clock
 				return err
 			})
-			if err != nil {
+			if err != nil || (ok && e.Kind.IsColl()) {
+				// A hash or a set is read whole, from this node's state:
+				// the run is redone here.
 				sc.redoHere = true
+				if err == nil {
+					err = errRedoHere
+				}
 			}
 			return e, ok, err
 		}
 		e, ok, err := c.localStored(ctx, key) // the sandbox's keys are as stored (inKeyspace)
+		if err == nil && ok && e.Kind.IsColl() {
+			e, ok, err = c.wholeColl(key, e.Kind)
+		}
 		if err != nil && sc.storeErr == nil {
 			sc.storeErr = err
 		}
@@ -143,6 +152,38 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 	sc.sub.w = writer{bw: bufio.NewWriterSize(&sc.buf, 256), proto: 2} // into buf: a reply larger than this goes there directly; the default 4 KiB was an allocation per run
 	sc.sub.sess.Store(c.sess.Load())
 	return sc
+}
+
+// errRedoHere: a run that read a follower's leader met a hash or a set,
+// which a sandbox is given whole: it is redone from this node's state.
+var errRedoHere = errors.New("a script reads a hash or a set from this node's state")
+
+// wholeColl reads the collection under key (stored) whole, as a sandbox
+// is given one (command.WholeColl): its entry as the read found it, in
+// one read of this node's state. The script's effects apply only while
+// it is still at that version, so the read and the script's others need
+// not be one.
+func (c *conn) wholeColl(key []byte, kind command.Kind) (command.KVEntry, bool, error) {
+	op := command.CollReadCommand(key, kind == command.KindSet, command.ReadAll, nil, 0, 0, false)
+	r, err := c.s.store.LocalTx(command.TxRequest{Commands: []*command.Command{op}, ReplyBudget: maxReadReply})
+	var rs []*command.Result
+	if err == nil {
+		if rs, err = command.TxResults(r); err == nil && len(rs) != 1 {
+			err = command.ErrBadCommand
+		}
+	}
+	switch {
+	case err != nil:
+		return command.KVEntry{}, false, err
+	case rs[0].Code == command.CodeNotFound:
+		return command.KVEntry{}, false, nil
+	case rs[0].Code != command.CodeOK:
+		return command.KVEntry{}, false, rs[0].Err()
+	}
+	if err := c.hold(len(rs[0].Value)); err != nil {
+		return command.KVEntry{}, false, err
+	}
+	return command.KVEntry{Version: rs[0].Version, ExpiresAt: rs[0].ExpiresAt, Kind: kind, Value: rs[0].Value}, true, nil
 }
 
 // exec runs one command on sub, a connection whose reads and writes are
