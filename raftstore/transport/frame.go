@@ -41,6 +41,13 @@ const (
 	LeaderKV   Kind = 'K' // payload: unix ns (8) | a stored KV key; answer: the leader's entry of it, or empty when absent
 )
 
+// The applies with a trace context (trace.go), sent only to a leader whose
+// hello names FeatureTracedApply.
+const (
+	applyTraced      Kind = 'a' // payload: a trace context | an encoded fsm.Command; answered as an Apply
+	applyBatchTraced Kind = 'm' // frame seq unused; payload: trace contexts | applies (encodeTracedApplyBatch), answered as applyBatch's
+)
+
 const (
 	statusOK        byte = 0
 	statusNotLeader byte = 1 // retry against the current leader
@@ -148,12 +155,19 @@ func decodeApplyBatch(p []byte, each func(seq uint64, cmd []byte)) error {
 
 // writeFrame appends one frame to w (the caller flushes).
 func writeFrame(w *bufio.Writer, tag byte, seq uint64, payload []byte) error {
+	return writeFrameParts(w, tag, seq, nil, payload)
+}
+
+// writeFrameParts appends one frame whose payload is head then body (a
+// traced apply's trace context and command, not copied into one slice).
+func writeFrameParts(w *bufio.Writer, tag byte, seq uint64, head, body []byte) error {
 	var hdr [frameHeaderLen]byte
 	hdr[0] = tag
 	binary.BigEndian.PutUint64(hdr[1:], seq)
-	binary.BigEndian.PutUint32(hdr[9:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(hdr[9:], uint32(len(head)+len(body)))
 	w.Write(hdr[:])
-	_, err := w.Write(payload)
+	w.Write(head)
+	_, err := w.Write(body)
 	return err
 }
 
