@@ -41,7 +41,6 @@ type fwdCall struct {
 	kind    Kind
 	seq     uint64
 	payload []byte
-	trace   TraceContext // an Apply's, sent when valid and the peer reads it
 	done    chan fwdResp
 }
 
@@ -122,10 +121,14 @@ func (c *Client) Send(ctx context.Context, kind Kind, payload []byte) (wait func
 // apply is that span's child. A zero tc, another kind or a peer that does
 // not read them: Send, byte for byte.
 func (c *Client) SendApplyTraced(ctx context.Context, kind Kind, payload []byte, tc TraceContext) (wait func(context.Context) ([]byte, error), err error) {
-	if kind != Apply || !c.traced.Load() {
-		tc = TraceContext{}
+	if kind == Apply && tc.IsValid() && c.traced.Load() {
+		// The trace field ahead of the command, as applyTraced's payload
+		// holds it: a traced call's own copy, so that an untraced one
+		// costs nothing more.
+		kind = applyTraced
+		payload = append(appendTrace(make([]byte, 0, 1+traceContextLen+len(payload)), tc), payload...)
 	}
-	call, err := c.send(ctx, kind, payload, tc)
+	call, err := c.send(ctx, kind, payload)
 	if err != nil {
 		return nil, c.connErr(err)
 	}
@@ -150,8 +153,8 @@ func (c *Client) connErr(err error) error {
 	return err
 }
 
-func (c *Client) send(ctx context.Context, kind Kind, payload []byte, tc TraceContext) (*fwdCall, error) {
-	call := &fwdCall{kind: kind, payload: payload, trace: tc, done: make(chan fwdResp, 1)}
+func (c *Client) send(ctx context.Context, kind Kind, payload []byte) (*fwdCall, error) {
+	call := &fwdCall{kind: kind, payload: payload, done: make(chan fwdResp, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -219,10 +222,10 @@ func (c *Client) writeLoop() {
 		batch = append(batch[:0], call)
 		size := len(call.payload)
 	gather:
-		for call.kind == Apply && len(batch) < maxForwardBatch {
+		for isApply(call.kind) && len(batch) < maxForwardBatch {
 			select {
 			case more := <-c.calls:
-				if more.kind != Apply || size+len(more.payload) > maxBytes {
+				if !isApply(more.kind) || size+len(more.payload) > maxBytes {
 					next = more
 					break gather
 				}
@@ -249,25 +252,23 @@ func (c *Client) writeLoop() {
 }
 
 // writeCalls writes a batch as writeLoop gathered it: one call in a frame
-// of its kind, or applies in a batch frame; a traced kind only when a call
-// carries a trace context (they do only to a peer that reads them).
+// of its kind, or applies in a batch frame, a traced one when one of them
+// is traced (they are only to a peer that reads them).
 func writeCalls(bw *bufio.Writer, batch []*fwdCall) error {
-	traced := false
-	for _, c := range batch {
-		traced = traced || c.trace.IsValid()
-	}
-	switch call := batch[0]; {
-	case len(batch) == 1 && traced:
-		var head [1 + traceContextLen]byte
-		appendTrace(head[:0], call.trace)
-		return writeFrameParts(bw, byte(applyTraced), call.seq, head[:], call.payload)
-	case len(batch) == 1:
+	if call := batch[0]; len(batch) == 1 {
 		return writeFrame(bw, byte(call.kind), call.seq, call.payload)
-	case traced:
-		return writeFrame(bw, byte(applyBatchTraced), 0, encodeTracedApplyBatch(batch))
+	}
+	for _, c := range batch {
+		if c.kind == applyTraced {
+			return writeFrame(bw, byte(applyBatchTraced), 0, encodeTracedApplyBatch(batch))
+		}
 	}
 	return writeFrame(bw, byte(applyBatch), 0, encodeApplyBatch(batch))
 }
+
+// isApply reports whether a call of kind k is an apply, traced or not:
+// applies that queue together share a batch frame.
+func isApply(k Kind) bool { return k == Apply || k == applyTraced }
 
 func (c *Client) readLoop() {
 	br := bufio.NewReaderSize(c.conn, 64<<10)

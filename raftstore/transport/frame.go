@@ -112,9 +112,10 @@ func encodeApplyBatch(calls []*fwdCall) []byte {
 	}
 	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(calls)))
 	for _, c := range calls {
+		cmd := c.command()
 		b = binary.BigEndian.AppendUint64(b, c.seq)
-		b = binary.AppendUvarint(b, uint64(len(c.payload)))
-		b = append(b, c.payload...)
+		b = binary.AppendUvarint(b, uint64(len(cmd)))
+		b = append(b, cmd...)
 	}
 	return b
 }
@@ -155,19 +156,12 @@ func decodeApplyBatch(p []byte, each func(seq uint64, cmd []byte)) error {
 
 // writeFrame appends one frame to w (the caller flushes).
 func writeFrame(w *bufio.Writer, tag byte, seq uint64, payload []byte) error {
-	return writeFrameParts(w, tag, seq, nil, payload)
-}
-
-// writeFrameParts appends one frame whose payload is head then body (a
-// traced apply's trace context and command, not copied into one slice).
-func writeFrameParts(w *bufio.Writer, tag byte, seq uint64, head, body []byte) error {
 	var hdr [frameHeaderLen]byte
 	hdr[0] = tag
 	binary.BigEndian.PutUint64(hdr[1:], seq)
-	binary.BigEndian.PutUint32(hdr[9:], uint32(len(head)+len(body)))
+	binary.BigEndian.PutUint32(hdr[9:], uint32(len(payload)))
 	w.Write(hdr[:])
-	w.Write(head)
-	_, err := w.Write(body)
+	_, err := w.Write(payload)
 	return err
 }
 

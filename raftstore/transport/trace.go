@@ -90,14 +90,23 @@ func encodeTracedApplyBatch(calls []*fwdCall) []byte {
 	var head []byte
 	n := 0
 	for i, c := range calls {
-		if c.trace.IsValid() {
+		if c.kind == applyTraced {
 			n++
-			head = appendTrace(binary.AppendUvarint(head, uint64(i)), c.trace)
+			head = append(binary.AppendUvarint(head, uint64(i)), c.payload[:1+traceContextLen]...)
 		}
 	}
 	out := binary.AppendUvarint(nil, uint64(n))
 	out = append(out, head...)
 	return append(out, encodeApplyBatch(calls)...)
+}
+
+// command is the encoded command a call of an apply sends: its payload,
+// past the trace field of a traced one.
+func (c *fwdCall) command() []byte {
+	if c.kind == applyTraced {
+		return c.payload[1+traceContextLen:]
+	}
+	return c.payload
 }
 
 // decodeTracedApplyBatch calls each for every apply of an

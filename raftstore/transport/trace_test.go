@@ -19,6 +19,12 @@ func tcOf(i byte) TraceContext {
 	return TraceContext{TraceID: [16]byte{i, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, i}, SpanID: [8]byte{i, 7, 7, 7, 7, 7, 7, i}, Flags: 1}
 }
 
+// tracedCall is an apply's call with trace context tc, as
+// SendApplyTraced queues it.
+func tracedCall(seq uint64, cmd []byte, tc TraceContext) *fwdCall {
+	return &fwdCall{kind: applyTraced, seq: seq, payload: append(appendTrace(nil, tc), cmd...)}
+}
+
 // traceField is a trace field of tlen bytes: the first of them from tc's
 // encoding, zeros past it.
 func traceField(tlen int, tc TraceContext) []byte {
@@ -48,16 +54,20 @@ func decodeTraced(p []byte) ([]decodedApply, error) {
 // does not read (another length, zero ids) is skipped, and its apply
 // handed on untraced.
 func TestTracedApplyFrames(t *testing.T) {
-	calls := []*fwdCall{{seq: 7, payload: []byte("one"), trace: tcOf(1)}, {seq: 9, payload: []byte("two")},
-		{seq: 12, payload: bytes.Repeat([]byte{1}, 300), trace: tcOf(3)}, {seq: 13, payload: nil}}
+	calls := []*fwdCall{tracedCall(7, []byte("one"), tcOf(1)), {kind: Apply, seq: 9, payload: []byte("two")},
+		tracedCall(12, bytes.Repeat([]byte{1}, 300), tcOf(3)), {kind: Apply, seq: 13, payload: nil}}
 	enc := encodeTracedApplyBatch(calls)
 	got, err := decodeTraced(enc)
 	if err != nil || len(got) != len(calls) {
 		t.Fatalf("decoded %d applies, %v", len(got), err)
 	}
 	for i, c := range calls {
-		if got[i].seq != c.seq || got[i].cmd != string(c.payload) || got[i].tc != c.trace {
-			t.Errorf("apply %d = %+v, want seq %d %q %+v", i, got[i], c.seq, c.payload, c.trace)
+		want := TraceContext{}
+		if c.kind == applyTraced {
+			want, _, _ = readTrace(c.payload)
+		}
+		if got[i].seq != c.seq || got[i].cmd != string(c.command()) || got[i].tc != want {
+			t.Errorf("apply %d = %+v, want seq %d %q %+v", i, got[i], c.seq, c.command(), want)
 		}
 	}
 	// The untraced applies cost no byte: the batch body is applyBatch's.
@@ -120,7 +130,7 @@ func TestTracedApplyFrames(t *testing.T) {
 			TraceContext{TraceID: tcOf(5).TraceID, SpanID: tcOf(5).SpanID, Flags: 0xff}},
 	} {
 		got, err := decodeTraced(head(1, entry(2, tc.field)))
-		if err != nil || len(got) != 4 || got[2].tc != tc.want || got[2].cmd != string(calls[2].payload) || got[0].tc.IsValid() {
+		if err != nil || len(got) != 4 || got[2].tc != tc.want || got[2].cmd != string(calls[2].command()) || got[0].tc.IsValid() {
 			t.Errorf("batch, %s trace context: %+v, %v; want every apply, the third with %+v", tc.name, got, err, tc.want)
 		}
 		gotTC, cmd, err := readTrace(append(append([]byte(nil), tc.field...), "cmd"...))
@@ -140,7 +150,7 @@ func TestTracedApplyFrames(t *testing.T) {
 // good one hands on, encoded again as a Client encodes it, decodes to the
 // same applies.
 func FuzzDecodeApplyBatch(f *testing.F) {
-	calls := []*fwdCall{{seq: 1, payload: []byte("a"), trace: tcOf(1)}, {seq: 2, payload: []byte("bc")}}
+	calls := []*fwdCall{tracedCall(1, []byte("a"), tcOf(1)), {kind: Apply, seq: 2, payload: []byte("bc")}}
 	f.Add(false, encodeApplyBatch(calls))
 	f.Add(true, encodeTracedApplyBatch(calls))
 	f.Add(true, []byte{1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0})
@@ -165,8 +175,11 @@ func FuzzDecodeApplyBatch(f *testing.F) {
 			if !traced && a.tc.IsValid() {
 				t.Fatalf("an untraced batch gave a trace context: %+v", a)
 			}
-			anyTraced = anyTraced || a.tc.IsValid()
-			again = append(again, &fwdCall{seq: a.seq, payload: []byte(a.cmd), trace: a.tc})
+			call := &fwdCall{kind: Apply, seq: a.seq, payload: []byte(a.cmd)}
+			if a.tc.IsValid() {
+				anyTraced, call = true, tracedCall(a.seq, []byte(a.cmd), a.tc)
+			}
+			again = append(again, call)
 		}
 		enc := encodeApplyBatch(again)
 		if anyTraced {
@@ -205,7 +218,7 @@ func (h *tracing) HandleApply(payload []byte, tc TraceContext) Pending {
 
 // serveNode runs srv behind a listener that answers a hello with the
 // JSON hello and serves forwarding, as a node of that hello would.
-func serveNode(t *testing.T, srv *Server, hello string) string {
+func serveNode(t testing.TB, srv *Server, hello string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
