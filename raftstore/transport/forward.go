@@ -91,7 +91,7 @@ func (c *Client) Alive() bool {
 }
 
 // Learn records what the peer's hello says it reads: a peer whose hello
-// names FeatureTracedApply gets the trace contexts of SendApply's applies,
+// names FeatureTracedApply gets the trace contexts SendApplyTraced is given,
 // any other gets none (an older node would close the connection on their
 // kinds). What a hello says holds for the connection's life: a node
 // restarted on another version is a new connection, and a new hello.
@@ -333,7 +333,7 @@ type Handler interface {
 
 // TracedHandler is a Handler that takes the trace context a follower sent
 // with an apply: its span of the apply is a child of the follower's. A
-// Server whose Handler is none handles traced applies as untraced ones.
+// Server whose Handler is not one handles traced applies as untraced ones.
 type TracedHandler interface {
 	Handler
 	// HandleApply is Handle(Apply, cmd) for an apply sent with tc (a
