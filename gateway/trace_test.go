@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testcluster"
@@ -69,6 +70,9 @@ func tracedGateways(t testing.TB, c *testcluster.Cluster, stores []nodeStore, up
 	for i, s := range stores {
 		p := testsupport.NewTracing(t, endpoint, fmt.Sprint("n", i+1), ratio, tweak)
 		provs = append(provs, p)
+		if rs, ok := s.(interface{ SetTracer(trace.Tracer) }); ok { // a cluster's store: the spans of applies forwarded to it
+			rs.SetTracer(p.Tracer("raftstore"))
+		}
 		one := startGatewaysOver(t, c, []nodeStore{s}, up, func(cfg *Config) { cfg.Tracer = p.Tracer("gateway") })
 		if gc == nil {
 			gc = one
@@ -164,7 +168,8 @@ func noKey(t testing.TB, spans []testsupport.Span, key string) {
 // gateway, its replay, a first request to a follower's gateway and one
 // without a traceparent give the spans and parent links the docs show,
 // and the upstream is told the trace it belongs to with the gateway's
-// upstream span as its parent.
+// upstream span as its parent. A write the follower forwards is committed
+// in a span of the leader's, the child of the follower's raft.forward.
 func TestTraceSpans(t *testing.T) {
 	col := testsupport.StartCollector(t)
 	up := startTraceUpstream(t)
@@ -229,11 +234,31 @@ func TestTraceSpans(t *testing.T) {
 			t.Fatalf("first = %d", code)
 		}
 		testsupport.FlushTraces(t, provs...)
-		s := tree(t, col.Trace(tid3), pid, "gateway pay<-remote", "store.begin<-gateway pay", "raft.forward<-store.begin",
-			"upstream<-gateway pay", "store.complete<-gateway pay", "raft.forward<-store.complete")
+		spans := col.Trace(tid3)
+		s := tree(t, spans, pid, "gateway pay<-remote", "store.begin<-gateway pay", "raft.forward<-store.begin",
+			"upstream<-gateway pay", "store.complete<-gateway pay", "raft.forward<-store.complete",
+			"raft.commit<-raft.forward", "raft.commit<-raft.forward")
 		for _, name := range []string{"raft.forward<-store.begin", "raft.forward<-store.complete"} {
 			if sp := s[name]; sp.Attrs["idemgate.leader"] != c.Stores[leader].NodeID() || sp.Node != fmt.Sprint("n", follower+1) || sp.Kind != "SPAN_KIND_CLIENT" {
 				t.Errorf("%s = %+v, want the leader %s named, made on the follower", name, sp, c.Stores[leader].NodeID())
+			}
+		}
+		// The leader's commit of each forwarded write: its own span, a
+		// child of that write's raft.forward (tree checked the parent's
+		// name; here each forward has one commit, made on the leader).
+		forwards := map[string]int{s["raft.forward<-store.begin"].SpanID: 0, s["raft.forward<-store.complete"].SpanID: 0}
+		for _, sp := range spans {
+			if sp.Name != "raft.commit" {
+				continue
+			}
+			forwards[sp.ParentID]++
+			if sp.Node != fmt.Sprint("n", leader+1) || sp.Kind != "SPAN_KIND_SERVER" || sp.Attrs["idemgate.forwarded"] != "true" {
+				t.Errorf("raft.commit of a forwarded write = %+v, want a server span made on the leader n%d", sp, leader+1)
+			}
+		}
+		for id, n := range forwards {
+			if n != 1 {
+				t.Errorf("raft.forward %s has %d raft.commit children on the leader, want 1", id, n)
 			}
 		}
 		seen := up.got("trace-follower-key")

@@ -92,6 +92,7 @@ func Start(s Settings, logger *slog.Logger) (_ *Node, err error) {
 		}
 	}()
 	gw.Tracer = n.Tracing.Tracer(tracerGateway)
+	store.SetTracer(n.Tracing.Tracer(tracerStore)) // the spans of applies forwarded to it
 	tok := tokens.New(store, file.Tokens.TTL.D())
 	var scopes []string
 	reconcile := map[string][]string{}

@@ -17,6 +17,7 @@ const (
 	tracerGateway = "github.com/idemgate/idemgate/gateway"
 	tracerAPI     = "github.com/idemgate/idemgate/api"
 	tracerResp    = "github.com/idemgate/idemgate/resp"
+	tracerStore   = "github.com/idemgate/idemgate/raftstore"
 )
 
 // tracingConfig is the node's tracing config: tracing's defaults, and what

@@ -62,6 +62,24 @@ func (s *Store) serveInbound(conn net.Conn, serve func(net.Conn)) {
 // forwarded is the store as the Handler of forwarded requests.
 type forwarded struct{ s *Store }
 
+// HandleApply is Handle(Apply, payload) for an apply whose follower sent
+// its span's trace context: the commit here is a span of this node's
+// tracer, that span's child (none when this node does not trace).
+func (f forwarded) HandleApply(payload []byte, tc transport.TraceContext) transport.Pending {
+	span := f.s.forwardedSpan(tc)
+	if span == nil {
+		return f.Handle(transport.Apply, payload)
+	}
+	p := f.Handle(transport.Apply, payload)
+	wait := p.Wait
+	p.Wait = func() ([]byte, error) {
+		b, err := wait()
+		endSpan(span, err)
+		return b, err
+	}
+	return p
+}
+
 // Handle starts one forwarded request and returns its answer to come; an
 // apply's is ready once its batch is applied here. Applies are handed to
 // Raft at once, so the requests of one connection are batched together by
@@ -136,7 +154,7 @@ func (s *Store) forwardSend(ctx context.Context, leaderID, leaderAddr string, ki
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: dial leader %s: %v", errRetry, errNotSent, leaderID, err)
 	}
-	return c.Send(ctx, kind, payload)
+	return c.SendApplyTraced(ctx, kind, payload, wireTraceContext(ctx))
 }
 
 // maxFrame bounds a forwarding frame: the largest command, and room for
@@ -159,10 +177,20 @@ func (s *Store) fwdClientFor(id, addr string) (*transport.Client, error) {
 	if c := s.fwd[target]; c != nil && c.Alive() {
 		return c, nil
 	}
+	// The leader's hello says whether it reads traced applies: asked
+	// beside the dial, so a new connection waits for the slower of the
+	// two, not for both. A hello that fails leaves the connection as the
+	// first protocol's.
+	hello := make(chan transport.Hello, 1)
+	go func() {
+		h, _ := s.askHello(id, addr)
+		hello <- h
+	}()
 	c, err := transport.DialForward(s.peer(id, addr, s.cfg.DialTimeout), s.maxFrame(), &wireErrors)
 	if err != nil {
 		return nil, err
 	}
+	c.Learn(<-hello)
 	s.fwd[target] = c
 	return c, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/datadir"
@@ -50,8 +51,9 @@ type Store struct {
 	fwdMu     sync.Mutex
 	fwd       map[string]*transport.Client // by address dialled: this node's connections to leaders
 	fwdClosed bool
-	fwdServer *transport.Server // answers the requests forwarded to this node
-	grants    *grantFeed        // the grants this node applied, for others' waiters (grants.go)
+	fwdServer *transport.Server            // answers the requests forwarded to this node
+	tracer    atomic.Pointer[trace.Tracer] // spans of applies forwarded with a trace context (SetTracer)
+	grants    *grantFeed                   // the grants this node applied, for others' waiters (grants.go)
 	onGrants  atomic.Pointer[func(grants []command.LockGrant)]
 	fwdConns  sync.WaitGroup
 	connMu    sync.Mutex

@@ -2,8 +2,9 @@
 // TLS, that carries four protocols told apart by the first byte of each
 // connection (mux.go): Raft's own RPCs (the Mux is hashicorp/raft's
 // StreamLayer), forwarding (a follower's pipelined requests to the leader,
-// frame.go and forward.go), Pub/Sub (a node's published messages to each
-// peer, pubsub.go) and hello (what a node says of itself, hello.go).
+// frame.go and forward.go; a write's trace context, trace.go), Pub/Sub (a
+// node's published messages to each peer, pubsub.go) and hello (what a
+// node says of itself, hello.go).
 // It owns the wire: the preamble, the frames, the error codes, the limits
 // and caps on every inbound connection, and the refusals with their reasons.
 //

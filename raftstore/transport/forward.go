@@ -63,6 +63,7 @@ type Client struct {
 	inUse    map[uint64]*fwdCall
 	dead     chan struct{}
 	closed   bool
+	traced   atomic.Bool // the peer reads traced applies (Learn)
 }
 
 // DialForward opens a forwarding connection to p; answers are read up to
@@ -89,6 +90,13 @@ func (c *Client) Alive() bool {
 	}
 }
 
+// Learn records what the peer's hello says it reads: a peer whose hello
+// names FeatureTracedApply gets the trace contexts SendApplyTraced is given,
+// any other gets none (an older node would close the connection on their
+// kinds). What a hello says holds for the connection's life: a node
+// restarted on another version is a new connection, and a new hello.
+func (c *Client) Learn(h Hello) { c.traced.Store(h.Has(FeatureTracedApply)) }
+
 // Call sends one request and waits for its answer or ctx: an OK answer's
 // payload, or the error the peer answered with (as Errors map it).
 func (c *Client) Call(ctx context.Context, kind Kind, payload []byte) ([]byte, error) {
@@ -105,6 +113,21 @@ func (c *Client) Call(ctx context.Context, kind Kind, payload []byte) ([]byte, e
 // them in the order they arrive. A request cut off by a lost connection
 // fails with an error wrapping Errors.Retry: its fate is unknown.
 func (c *Client) Send(ctx context.Context, kind Kind, payload []byte) (wait func(context.Context) ([]byte, error), err error) {
+	return c.SendApplyTraced(ctx, kind, payload, TraceContext{})
+}
+
+// SendApplyTraced is Send with the trace context of the caller's span: an
+// Apply carries it to a peer that reads it (Learn), where its span of the
+// apply is that span's child. A zero tc, another kind or a peer that does
+// not read them: Send, byte for byte.
+func (c *Client) SendApplyTraced(ctx context.Context, kind Kind, payload []byte, tc TraceContext) (wait func(context.Context) ([]byte, error), err error) {
+	if kind == Apply && tc.IsValid() && c.traced.Load() {
+		// The trace field ahead of the command, as applyTraced's payload
+		// holds it: a traced call's own copy, so that an untraced one
+		// costs nothing more.
+		kind = applyTraced
+		payload = append(appendTrace(make([]byte, 0, 1+traceContextLen+len(payload)), tc), payload...)
+	}
 	call, err := c.send(ctx, kind, payload)
 	if err != nil {
 		return nil, c.connErr(err)
@@ -199,10 +222,10 @@ func (c *Client) writeLoop() {
 		batch = append(batch[:0], call)
 		size := len(call.payload)
 	gather:
-		for call.kind == Apply && len(batch) < maxForwardBatch {
+		for isApply(call.kind) && len(batch) < maxForwardBatch {
 			select {
 			case more := <-c.calls:
-				if more.kind != Apply || size+len(more.payload) > maxBytes {
+				if !isApply(more.kind) || size+len(more.payload) > maxBytes {
 					next = more
 					break gather
 				}
@@ -211,12 +234,7 @@ func (c *Client) writeLoop() {
 				break gather
 			}
 		}
-		var err error
-		if len(batch) == 1 {
-			err = writeFrame(bw, byte(call.kind), call.seq, call.payload)
-		} else {
-			err = writeFrame(bw, byte(applyBatch), 0, encodeApplyBatch(batch))
-		}
+		err := writeCalls(bw, batch)
 		if err == nil && next == nil && len(c.calls) == 0 {
 			if !yielded {
 				yielded = true
@@ -232,6 +250,25 @@ func (c *Client) writeLoop() {
 		}
 	}
 }
+
+// writeCalls writes a batch as writeLoop gathered it: one call in a frame
+// of its kind, or applies in a batch frame, a traced one when one of them
+// is traced (they are only to a peer that reads them).
+func writeCalls(bw *bufio.Writer, batch []*fwdCall) error {
+	if call := batch[0]; len(batch) == 1 {
+		return writeFrame(bw, byte(call.kind), call.seq, call.payload)
+	}
+	for _, c := range batch {
+		if c.kind == applyTraced {
+			return writeFrame(bw, byte(applyBatchTraced), 0, encodeTracedApplyBatch(batch))
+		}
+	}
+	return writeFrame(bw, byte(applyBatch), 0, encodeApplyBatch(batch))
+}
+
+// isApply reports whether a call of kind k is an apply, traced or not:
+// applies that queue together share a batch frame.
+func isApply(k Kind) bool { return k == Apply || k == applyTraced }
 
 func (c *Client) readLoop() {
 	br := bufio.NewReaderSize(c.conn, 64<<10)
@@ -294,6 +331,16 @@ type Handler interface {
 	Handle(kind Kind, payload []byte) Pending
 }
 
+// TracedHandler is a Handler that takes the trace context a follower sent
+// with an apply: its span of the apply is a child of the follower's. A
+// Server whose Handler is not one handles traced applies as untraced ones.
+type TracedHandler interface {
+	Handler
+	// HandleApply is Handle(Apply, cmd) for an apply sent with tc (a
+	// valid one; applies without one go to Handle).
+	HandleApply(cmd []byte, tc TraceContext) Pending
+}
+
 // Pending is a request's answer to come: Wait returns an OK answer's
 // payload, or the error to answer with (Errors say how it travels).
 // Ready, when not nil, is closed once Wait will not block: the writer
@@ -330,6 +377,16 @@ type Server struct {
 
 	batches atomic.Int64 // apply-batch frames received
 	frames  atomic.Int64 // frames received, of every kind
+	traced  atomic.Int64 // frames of a traced kind received
+}
+
+// handleApply hands one apply to the Handler, with its trace context when
+// it came with a valid one and the Handler takes it.
+func (s *Server) handleApply(cmd []byte, tc TraceContext) Pending {
+	if th, ok := s.Handler.(TracedHandler); ok && tc.IsValid() {
+		return th.HandleApply(cmd, tc)
+	}
+	return s.Handler.Handle(Apply, cmd)
 }
 
 // Serve answers the requests of one forwarding connection (past its
@@ -420,15 +477,28 @@ func (s *Server) Serve(conn net.Conn) {
 			}()
 			continue
 		}
-		if Kind(kind) != applyBatch {
+		switch Kind(kind) {
+		case applyBatch:
+			// Many applies in one frame: each answered under its own seq.
+			s.batches.Add(1)
+			err = decodeApplyBatch(payload, func(seq uint64, cmd []byte) {
+				answers <- answer{seq: seq, p: s.Handler.Handle(Apply, cmd)}
+			})
+		case applyTraced:
+			s.traced.Add(1)
+			var tc TraceContext
+			if tc, payload, err = readTrace(payload); err == nil {
+				answers <- answer{seq: seq, p: s.handleApply(payload, tc)}
+			}
+		case applyBatchTraced:
+			s.batches.Add(1)
+			s.traced.Add(1)
+			err = decodeTracedApplyBatch(payload, func(seq uint64, cmd []byte, tc TraceContext) {
+				answers <- answer{seq: seq, p: s.handleApply(cmd, tc)}
+			})
+		default:
 			answers <- answer{seq: seq, p: s.Handler.Handle(Kind(kind), payload)}
-			continue
 		}
-		// Many applies in one frame: each answered under its own seq.
-		s.batches.Add(1)
-		err = decodeApplyBatch(payload, func(seq uint64, cmd []byte) {
-			answers <- answer{seq: seq, p: s.Handler.Handle(Apply, cmd)}
-		})
 		if err != nil {
 			s.Logger.Warn("forwarding: closing the connection", "error", err, "peer", conn.RemoteAddr())
 			return

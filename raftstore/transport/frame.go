@@ -41,6 +41,13 @@ const (
 	LeaderKV   Kind = 'K' // payload: unix ns (8) | a stored KV key; answer: the leader's entry of it, or empty when absent
 )
 
+// The applies with a trace context (trace.go), sent only to a leader whose
+// hello names FeatureTracedApply.
+const (
+	applyTraced      Kind = 'a' // payload: a trace context | an encoded fsm.Command; answered as an Apply
+	applyBatchTraced Kind = 'm' // frame seq unused; payload: trace contexts | applies (encodeTracedApplyBatch), answered as applyBatch's
+)
+
 const (
 	statusOK        byte = 0
 	statusNotLeader byte = 1 // retry against the current leader
@@ -105,9 +112,10 @@ func encodeApplyBatch(calls []*fwdCall) []byte {
 	}
 	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(calls)))
 	for _, c := range calls {
+		cmd := c.command()
 		b = binary.BigEndian.AppendUint64(b, c.seq)
-		b = binary.AppendUvarint(b, uint64(len(c.payload)))
-		b = append(b, c.payload...)
+		b = binary.AppendUvarint(b, uint64(len(cmd)))
+		b = append(b, cmd...)
 	}
 	return b
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"time"
 
@@ -50,6 +51,11 @@ type Hello struct {
 	Voters    []HelloPeer `json:"voters,omitempty"`
 	Nonvoters []HelloPeer `json:"nonvoters,omitempty"`
 	Removed   []HelloGone `json:"removed,omitempty"`
+	// Features are what the node's transport reads beyond the first
+	// forwarding protocol (FeatureTracedApply): a peer sends a frame of
+	// a later kind only to a node that names it here. An older node
+	// names none.
+	Features []string `json:"features,omitempty"`
 }
 
 // HelloPeer is a member as a hello names it.
@@ -71,6 +77,7 @@ func (m *Mux) answerHello(conn net.Conn) {
 	if !ok {
 		return
 	}
+	h.Features = features
 	b, _ := json.Marshal(h)
 	conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
 	conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
@@ -124,6 +131,11 @@ func (h Hello) VoterSet() string {
 	}
 	sort.Strings(out)
 	return fmt.Sprint(out)
+}
+
+// Has reports whether the hello names feature among its Features.
+func (h Hello) Has(feature string) bool {
+	return slices.Contains(h.Features, feature)
 }
 
 // Votes reports whether the answering node is a voter of the configuration

@@ -28,6 +28,9 @@ func TestHello(t *testing.T) {
 		h.Term != 7 || len(h.Nonvoters) != 1 || h.Removed[0].Fingerprints[0] != "ab" {
 		t.Fatalf("hello = %+v, %v", h, err)
 	}
+	if !h.Has(FeatureTracedApply) || h.Has("something-later") {
+		t.Errorf("hello features = %q, want this transport's (%q)", h.Features, FeatureTracedApply)
+	}
 	answer.Node = "n9"
 	if _, err := ask(); err == nil || !strings.Contains(err.Error(), `hello from n1: it says it is "n9"`) {
 		t.Fatalf("a hello naming another node: %v", err)
