@@ -19,7 +19,10 @@ import (
 // two clients rotating one list concurrently leave it whole; INFO counts
 // a blocked client.
 func TestListMoveHostile(t *testing.T) {
-	srv := startServer(t, memstore.New(t), "mem", nil)
+	// A pipeline step may wait for the store a minute: the rotations'
+	// 200-command runs met the 5 s default on a loaded machine under
+	// -race, and this test is about whole moves, not the time limit.
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) { c.OpTimeout = time.Minute })
 	c := dialRaw(t, srv.Addr())
 	c.nc.SetDeadline(time.Now().Add(120 * time.Second))
 	const (
