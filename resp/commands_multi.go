@@ -279,7 +279,7 @@ func (c *conn) exec() {
 	}
 	var results []*command.Result
 	if len(ops) > 0 || len(watches) > 0 {
-		res, err := c.applyTx(command.TxRequest{Watches: watches, Commands: ops,
+		res, err := c.applyTx(context.Background(), "exec", command.TxRequest{Watches: watches, Commands: ops,
 			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(ops)}, track)
 		switch {
 		case errors.Is(err, storeapi.ErrTooLarge):
@@ -330,14 +330,20 @@ func (c *conn) exec() {
 // read after a barrier (none after READONLY, as for every read), as the log
 // would answer it: it changes nothing, so it needs no entry. track runs
 // just before the reads do.
-func (c *conn) applyTx(r command.TxRequest, track func()) (*command.Result, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+//
+// name is the span's (tracing on, a transaction that writes): "exec", or
+// the command whose plan runs as one transaction; parent is the pipeline's
+// context, whose span (if any) it goes under, never its deadline.
+func (c *conn) applyTx(parent context.Context, name string, r command.TxRequest, track func()) (*command.Result, error) {
+	ctx, cancel := context.WithTimeout(c.s.spanOnly(parent), c.s.cfg.OpTimeout)
 	defer cancel()
 	if mutantTxOneByOne {
 		track()
 		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
 	}
 	if !readsOnly(r.Commands) {
+		ctx, span := c.s.traceRun(ctx, name, len(r.Commands))
+		defer endTrace(span)
 		track()
 		return c.s.store.ApplyTx(ctx, r)
 	}

@@ -52,6 +52,8 @@ func (c *conn) execScripted(m *multiState, watches []command.Watch) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
 	defer cancel()
+	ctx, span := c.s.traceRun(ctx, "exec", len(m.cmds))
+	defer endTrace(span)
 	for run := 1; ; run++ {
 		id, _ := c.s.store.Leader()
 		barriered := run > 1 || id != c.s.cfg.NodeID

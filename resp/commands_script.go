@@ -77,7 +77,7 @@ func planEval(c *conn, a [][]byte, bySHA, readOnly bool) plan {
 	if refusal != "" {
 		return plan{err: refusal}
 	}
-	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(w, s, keys, argv, readOnly) }}
+	return plan{direct: func(ctx context.Context, w *writer) { c.runScript(ctx, w, s, keys, argv, readOnly) }}
 }
 
 // scriptReadOnly is whether s runs read-only: called by EVAL_RO or
@@ -120,8 +120,10 @@ func evalArgs(ctx context.Context, c *conn, a [][]byte, bySHA bool) (s *script.S
 
 // runScript runs s until its effects apply (or it wrote nothing and what
 // it read held), and answers its reply.
-func (c *conn) runScript(w *writer, s *script.Script, keys, argv [][]byte, readOnly bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
+// parent is the pipeline step's context: the store's spans go under its
+// span (the script's own, "resp eval"), its deadline is not the script's.
+func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, keys, argv [][]byte, readOnly bool) {
+	ctx, cancel := context.WithTimeout(c.s.spanOnly(parent), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
 	defer cancel()
 	barrier := func() bool {
 		if c.readonly {

@@ -204,8 +204,8 @@ func planMSetNX(c *conn, a [][]byte) plan {
 // atomically is an atomic plan made to run alone: its ops go to the store
 // as one transaction (command.KVTxCommand) under its watches.
 func (c *conn) atomically(p plan) plan {
-	return plan{direct: func(_ context.Context, w *writer) {
-		res, err := c.applyTx(command.TxRequest{Watches: p.watches, Commands: p.ops,
+	return plan{direct: func(ctx context.Context, w *writer) {
+		res, err := c.applyTx(ctx, "", command.TxRequest{Watches: p.watches, Commands: p.ops,
 			ReplyBudget: c.s.cfg.MaxBulk - txResultOverhead*len(p.ops)}, func() {})
 		if err == nil && res.Code == command.CodeVersionMismatch && p.conflict != nil {
 			p.conflict(w)

@@ -2,7 +2,10 @@ package resp
 
 import (
 	"context"
+	"slices"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/idemgate/idemgate/internal/testsupport"
 )
@@ -36,5 +39,61 @@ func TestTraceWrites(t *testing.T) {
 		if v == "traced-secret-key" || v == "traced-secret-value" {
 			t.Errorf("attribute %s = %q", k, v)
 		}
+	}
+}
+
+// TestTraceTransactionsAndScripts: a MULTI/EXEC that writes and a script
+// run each get a root server span of their own, with the store's spans of
+// their effects (the forward to the leader: the client is on a follower)
+// under it; a transaction of reads gets none.
+func TestTraceTransactionsAndScripts(t *testing.T) {
+	col := testsupport.StartCollector(t)
+	p := testsupport.NewTracing(t, col.URL, "resp-test", 1, nil)
+	tc := startCluster(t, func(c *Config) { c.Tracer = p.Tracer("resp") })
+	rdb := client(t, tc.addrs[1])
+	ctx := context.Background()
+	if _, err := rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, "tx-a", "1", 0)
+		pipe.Incr(ctx, "tx-b")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Get(ctx, "tx-a")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Eval(ctx, "return redis.call('SET', KEYS[1], ARGV[1])", []string{"sc-a"}, "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.FlushTraces(t, p)
+	spans := col.Spans()
+	roots := map[string]string{} // span id -> name
+	var names []string
+	for _, s := range spans {
+		if s.ParentID == "" {
+			if s.Kind != "SPAN_KIND_SERVER" {
+				t.Errorf("root span %+v: want a server span", s)
+			}
+			roots[s.SpanID] = s.Name
+			names = append(names, s.Name+" "+s.Attrs["idemgate.resp.count"])
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"resp eval 1", "resp exec 2"}; !slices.Equal(names, want) {
+		t.Fatalf("root spans (name count) %q, want %q", names, want)
+	}
+	under := map[string]int{} // root name -> store spans under it
+	for _, s := range spans {
+		if s.ParentID != "" {
+			if root, ok := roots[s.ParentID]; ok && s.Name == "raft.forward" {
+				under[root]++
+			}
+		}
+	}
+	if under["resp exec"] != 1 || under["resp eval"] != 1 {
+		t.Fatalf("raft.forward spans under each root: %v, want one under each", under)
 	}
 }
