@@ -75,6 +75,7 @@ const (
 	TypeSetPop
 	TypeSetMove
 	TypeSetStore
+	TypeZAdd
 	typeEnd
 )
 
@@ -312,6 +313,10 @@ var commands = [typeEnd]spec{
 	// a SetStoreMode.
 	TypeSetStore: {name: "set_store", uses: fKey | fValue | fMode, key: true, check: checkSetStore,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
+	// The sorted set's write (zset.go). Value: scores and members
+	// alternating; Mode: its ZADD flags.
+	TypeZAdd: {name: "zset_add", uses: fKey | fValue | fMode, key: true, check: checkZAdd,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFinite, CodeTooLong, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -103,6 +103,7 @@ func tableSamples() map[Type]*Command {
 		TypeSetPop:        SetPopCommand([]byte("s"), 7, 2),
 		TypeSetMove:       SetMoveCommand([]byte("s"), []byte("t"), []byte("b")),
 		TypeSetStore:      SetStoreCommand([]byte("u"), [][]byte{[]byte("s"), []byte("none")}, StoreUnion),
+		TypeZAdd:          ZAddCommand([]byte("z"), []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, ZAddCH),
 	}
 }
 

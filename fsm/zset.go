@@ -1,0 +1,278 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strconv"
+
+	"github.com/idemgate/idemgate/command"
+	bolt "go.etcd.io/bbolt"
+)
+
+// The sorted set's commands (package command's zset.go): a member's
+// score is its tag 0 element's value and its tag 1 entry's key, and
+// every write keeps the two together.
+
+// zmember is one member's state while a ZADD computes.
+type zmember struct {
+	cur, now         float64
+	existed, present bool
+}
+
+// zadd is ZADD and ZINCRBY: each pair in turn, as Redis takes them (a
+// member named twice sees its first change). A ZADD that would take the
+// set past its bounds changes nothing (CodeTooLong), nor does one whose
+// increment makes NaN (CodeNotFinite).
+func (a *applier) zadd(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.zaddIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) zaddIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
+	elems, err := command.DecodeList(c.Value)
+	if err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
+	}
+	f := byte(c.Mode)
+	old, h, exists, code := a.collOf(kv, c.Key, command.KindZSet)
+	if code != command.CodeOK {
+		return &command.Result{Code: code}
+	}
+	if !exists {
+		h = newColl(rev)
+	}
+	state := map[string]*zmember{}
+	var order [][]byte
+	nh, added, changed := h, 0, 0
+	var incrOut []byte
+	for i := 0; i+1 < len(elems); i += 2 {
+		score := math.Float64frombits(binary.BigEndian.Uint64(elems[i]))
+		m := elems[i+1]
+		st := state[string(m)]
+		if st == nil {
+			st = &zmember{}
+			if exists {
+				if v, ok := kv.elem(c.Key, h, m); ok {
+					st.cur, _ = command.ScoreFromBytes(v)
+					st.existed, st.present = true, true
+				}
+			}
+			st.now = st.cur
+			state[string(m)] = st
+			order = append(order, m)
+		}
+		if !st.present {
+			if f&command.ZAddXX != 0 {
+				continue
+			}
+			st.present, st.now = true, score
+			nh = nh.Grow(command.KindZSet, m, make([]byte, 8))
+			added++
+			incrOut = command.ScoreBytes(score)
+			continue
+		}
+		if f&command.ZAddNX != 0 {
+			continue
+		}
+		n := score
+		if f&command.ZAddIncr != 0 {
+			n = st.now + score
+			if math.IsNaN(n) {
+				return &command.Result{Code: command.CodeNotFinite}
+			}
+		}
+		if (f&command.ZAddGT != 0 && n <= st.now) || (f&command.ZAddLT != 0 && n >= st.now) {
+			continue
+		}
+		incrOut = command.ScoreBytes(n)
+		if n != st.now {
+			st.now = n
+			changed++
+		}
+	}
+	var out []byte
+	switch {
+	case f&command.ZAddIncr != 0:
+		out = incrOut
+		if out == nil {
+			out = []byte{}
+		}
+	case f&command.ZAddCH != 0:
+		out = strconv.AppendInt(nil, int64(added+changed), 10)
+	default:
+		out = strconv.AppendInt(nil, int64(added), 10)
+	}
+	if nh.Over() {
+		return &command.Result{Code: command.CodeTooLong}
+	}
+	wrote := false
+	for _, m := range order {
+		st := state[string(m)]
+		if !st.present || (st.existed && st.now == st.cur && math.Signbit(st.now) == math.Signbit(st.cur)) {
+			continue
+		}
+		if st.existed {
+			if err := kv.delScore(c.Key, h, st.cur, m); err != nil {
+				return &command.Result{Code: command.CodeStorage}
+			}
+		}
+		if kv.putElem(c.Key, nh, m, command.ScoreBytes(st.now)) != nil || kv.putScore(c.Key, nh, st.now, m) != nil {
+			return &command.Result{Code: command.CodeStorage}
+		}
+		wrote = true
+	}
+	if !wrote {
+		return &command.Result{Code: command.CodeOK, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: out}
+	}
+	r := a.storeColl(kv, c.Key, command.KindZSet, nh, old, exists, rev, out)
+	return r
+}
+
+// zrange is ReadZRange's answer: the members and scores of the range, a
+// list's encoding, or (Count) how many in decimal.
+func zrange(kv kvStore, key []byte, h command.CollHeader, s command.ZRangeSpec) ([]byte, error) {
+	var out [][]byte
+	n := int64(0)
+	skip, limit := s.Offset, s.Limit
+	if s.Count {
+		skip, limit = 0, -1
+	}
+	if skip < 0 {
+		return command.EncodeList(nil), nil
+	}
+	take := func(score uint64, m []byte) bool {
+		if skip > 0 {
+			skip--
+			return true
+		}
+		if limit >= 0 && n >= limit {
+			return false
+		}
+		n++
+		if !s.Count {
+			out = append(out, clone(m), binary.BigEndian.AppendUint64(nil, score))
+		}
+		return true
+	}
+	// walk takes the entries from from on that out places in the range,
+	// until one past its end.
+	walk := func(from []byte, out func(k uint64, m []byte) (below, above bool)) error {
+		return kv.scores(key, h, from, s.Rev, func(k uint64, m []byte) bool {
+			below, above := out(k, m)
+			switch {
+			case !s.Rev && above, s.Rev && below:
+				return false
+			case below || above:
+				return true
+			}
+			return take(k, m)
+		})
+	}
+	var err error
+	switch s.By {
+	case command.ZByRank:
+		cnt := int64(min(h.Count, math.MaxInt64))
+		start, stop := s.Start, s.Stop
+		if start < 0 {
+			start += cnt
+		}
+		if stop < 0 {
+			stop += cnt
+		}
+		start = max(start, 0)
+		if start > stop || start >= cnt {
+			break
+		}
+		stop = min(stop, cnt-1)
+		skip, limit = start, stop-start+1
+		err = kv.scores(key, h, nil, s.Rev, take)
+	case command.ZByScore:
+		lo, hi := s.Min, s.Max
+		var from []byte
+		switch {
+		case !s.Rev:
+			from = binary.BigEndian.AppendUint64(nil, command.ScoreKey(lo))
+		case command.ScoreKey(hi) != math.MaxUint64:
+			from = binary.BigEndian.AppendUint64(nil, command.ScoreKey(hi)+1)
+		}
+		err = walk(from, func(k uint64, _ []byte) (bool, bool) {
+			f := command.ScoreOf(k)
+			return f < lo || (s.MinEx && f == lo), f > hi || (s.MaxEx && f == hi)
+		})
+	case command.ZByLex:
+		var first []byte
+		_ = kv.scores(key, h, nil, s.Rev, func(k uint64, _ []byte) bool {
+			first = binary.BigEndian.AppendUint64(nil, k)
+			return false
+		})
+		if first == nil {
+			break
+		}
+		from := first
+		switch {
+		case !s.Rev && s.LexMinInf == 0:
+			from = append(from, s.LexMin...)
+		case s.Rev && s.LexMaxInf == 0:
+			from = append(from, s.LexMax...)
+		case s.Rev:
+			from = nil
+		}
+		err = walk(from, func(_ uint64, m []byte) (bool, bool) { return lexBelow(m, s), lexAbove(m, s) })
+	}
+	if s.Count {
+		return strconv.AppendInt(nil, n, 10), err
+	}
+	return command.EncodeList(out), err
+}
+
+func lexBelow(m []byte, s command.ZRangeSpec) bool {
+	switch s.LexMinInf {
+	case -1:
+		return false
+	case 1:
+		return true
+	}
+	c := bytes.Compare(m, s.LexMin)
+	return c < 0 || (c == 0 && s.MinEx)
+}
+
+func lexAbove(m []byte, s command.ZRangeSpec) bool {
+	switch s.LexMaxInf {
+	case 1:
+		return false
+	case -1:
+		return true
+	}
+	c := bytes.Compare(m, s.LexMax)
+	return c > 0 || (c == 0 && s.MaxEx)
+}
+
+// zrank is ReadZRank's answer: the member's rank and score, 8 bytes
+// each, or nothing when it is absent; a walk of the score order from the
+// lowest (rev: the highest).
+func zrank(kv kvStore, key []byte, h command.CollHeader, member []byte, rev bool) ([]byte, error) {
+	v, ok := kv.elem(key, h, member)
+	if !ok || len(v) != 8 {
+		return []byte{}, nil
+	}
+	want := append(clone(v), member...)
+	rank := uint64(0)
+	found := false
+	err := kv.scores(key, h, nil, rev, func(k uint64, m []byte) bool {
+		if binary.BigEndian.Uint64(want) == k && bytes.Equal(m, member) {
+			found = true
+			return false
+		}
+		rank++
+		return true
+	})
+	if !found {
+		return []byte{}, err
+	}
+	return append(binary.BigEndian.AppendUint64(nil, rank), v...), err
+}
+
+// The applier's rows of this file's commands (commands.go joins them).
+var zsetApplies = applies{
+	command.TypeZAdd: {remembered: true, apply: (*applier).zadd, kv: (*applier).zaddIn},
+}

@@ -1,0 +1,410 @@
+package resp
+
+import (
+	"encoding/binary"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/idemgate/idemgate/command"
+	"github.com/idemgate/idemgate/storeapi"
+)
+
+// The sorted set commands, with Redis 7.0's replies: a sorted set is a
+// collection as a hash is (commands_hash.go) whose members each have a
+// score, kept in the member's element and in the score order
+// (command/zset.go), so a range is a seek.
+
+const (
+	msgZNaN        = "ERR resulting score is not a number (NaN)"
+	msgZRangeFloat = "ERR min or max is not a float"
+	msgZRangeLex   = "ERR min or max not valid string range item"
+	msgZXXNX       = "ERR XX and NX options at the same time are not compatible"
+	msgZGTLTNX     = "ERR GT, LT, and/or NX options at the same time are not compatible"
+	msgZIncrPairs  = "ERR INCR option supports a single increment-element pair"
+	msgZLimitRank  = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+	msgZLexScores  = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+)
+
+func init() {
+	wr := func(name string, op command.Type, arity int, fn func([][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, op: op, arity: arity, flags: []string{"write"}, firstKey: 1, lastKey: 1, step: 1,
+			plan: func(_ *conn, a [][]byte) plan { return fn(a) }}
+	}
+	rng := func(name string, by command.ZBy, rev, legacy bool) *redisCommand {
+		return collRd(name, -4, 1, func(a [][]byte) plan { return planZRange(a, by, rev, legacy) })
+	}
+	register(
+		wr("zadd", command.TypeZAdd, -4, planZAdd),
+		wr("zincrby", command.TypeZAdd, 4, planZIncrBy),
+		wr("zrem", command.TypeCollDel, -3, planZRem),
+		collRd("zscore", 3, 1, func(a [][]byte) plan {
+			return readScores(a[1], a[2:3], func(w *writer, s []float64, found []bool) { doubleOrNull(w, s[0], found[0]) })
+		}),
+		collRd("zmscore", -3, 1, func(a [][]byte) plan {
+			return readScores(a[1], a[2:], func(w *writer, s []float64, found []bool) {
+				w.array(len(s))
+				for i := range s {
+					doubleOrNull(w, s[i], found[i])
+				}
+			})
+		}),
+		collRd("zcard", 2, 1, func(a [][]byte) plan {
+			return readScores(a[1], nil, nil)
+		}),
+		collRd("zcount", 4, 1, func(a [][]byte) plan { return planZCount(a, command.ZByScore) }),
+		collRd("zlexcount", 4, 1, func(a [][]byte) plan { return planZCount(a, command.ZByLex) }),
+		rng("zrange", command.ZByRank, false, false),
+		rng("zrevrange", command.ZByRank, true, true),
+		rng("zrangebyscore", command.ZByScore, false, true),
+		rng("zrevrangebyscore", command.ZByScore, true, true),
+		rng("zrangebylex", command.ZByLex, false, true),
+		rng("zrevrangebylex", command.ZByLex, true, true),
+		collRd("zrank", 3, 1, func(a [][]byte) plan { return planZRank(a, false) }),
+		collRd("zrevrank", 3, 1, func(a [][]byte) plan { return planZRank(a, true) }),
+	)
+}
+
+// Redis's doubles as strtod reads them (getDoubleFromObject): decimal,
+// hexadecimal, or infinity, all the bytes; NaN refused.
+var (
+	zDec = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+	zHex = regexp.MustCompile(`^[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?[0-9]+)?$`)
+	zInf = regexp.MustCompile(`^[+-]?(?i:inf|infinity)$`)
+)
+
+// strtod reads s whole as C's strtod; overflow is ±inf with ok and
+// ranged; underflow to zero is ranged too.
+func strtod(s string) (f float64, ranged, ok bool) {
+	switch {
+	case zInf.MatchString(s):
+		return math.Inf(map[bool]int{true: -1, false: 1}[s[0] == '-']), false, true
+	case zDec.MatchString(s):
+	case zHex.MatchString(s):
+		if !strings.ContainsAny(s, "pP") {
+			s += "p0"
+		}
+	default:
+		return 0, false, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return f, true, true
+	}
+	return f, false, true
+}
+
+// parseScore is a score as ZADD and ZINCRBY take one: what strtod
+// reads of all the bytes, not out of range, not NaN.
+func parseScore(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 5000 {
+		return 0, false
+	}
+	f, ranged, ok := strtod(string(b))
+	if !ok || (ranged && (math.IsInf(f, 0) || f == 0)) {
+		return 0, false
+	}
+	return f, true
+}
+
+// parseRangeScore is a bound of a range by score (zslParseRange): "("
+// makes it exclusive; strtod of the rest, whose overflow is an infinity
+// and whose empty text is 0.
+func parseRangeScore(b []byte) (f float64, ex, ok bool) {
+	if len(b) > 0 && b[0] == '(' {
+		b, ex = b[1:], true
+	}
+	if len(b) == 0 {
+		return 0, ex, true
+	}
+	s := strings.TrimLeft(string(b), " \t\n\v\f\r")
+	if s == "" || len(s) > 5000 {
+		return 0, ex, false
+	}
+	f, _, ok = strtod(s)
+	return f, ex, ok
+}
+
+// parseLexBound is a bound of a range by member: "-", "+", or "(" or "["
+// and the member.
+func parseLexBound(b []byte) (m []byte, ex bool, inf int8, ok bool) {
+	switch {
+	case len(b) == 1 && b[0] == '-':
+		return nil, false, -1, true
+	case len(b) == 1 && b[0] == '+':
+		return nil, false, 1, true
+	case len(b) > 0 && (b[0] == '(' || b[0] == '['):
+		return b[1:], b[0] == '(', 0, len(b)-1 <= command.MaxFieldLen
+	}
+	return nil, false, 0, false
+}
+
+func doubleOrNull(w *writer, f float64, ok bool) {
+	if ok {
+		w.double(f)
+		return
+	}
+	w.null()
+}
+
+// answerZ answers a sorted set command's result as answerColl does, and
+// a NaN sum as Redis words it.
+func answerZ(w *writer, r storeapi.OpResult, ok func(res *command.Result)) {
+	if r.Err == nil && r.Res.Code == command.CodeNotFinite {
+		w.errorLine(msgZNaN)
+		return
+	}
+	answerColl(w, r, ok)
+}
+
+func planZAdd(a [][]byte) plan {
+	var f byte
+	i := 2
+	for ; i < len(a); i++ {
+		switch strings.ToLower(string(a[i])) {
+		case "nx":
+			f |= command.ZAddNX
+		case "xx":
+			f |= command.ZAddXX
+		case "ch":
+			f |= command.ZAddCH
+		case "incr":
+			f |= command.ZAddIncr
+		case "gt":
+			f |= command.ZAddGT
+		case "lt":
+			f |= command.ZAddLT
+		default:
+			goto done
+		}
+	}
+done:
+	n := len(a) - i
+	switch {
+	case n%2 != 0 || n == 0:
+		return plan{err: msgSyntax}
+	case f&command.ZAddNX != 0 && f&command.ZAddXX != 0:
+		return plan{err: msgZXXNX}
+	case f&command.ZAddNX != 0 && f&(command.ZAddGT|command.ZAddLT) != 0, f&command.ZAddGT != 0 && f&command.ZAddLT != 0:
+		return plan{err: msgZGTLTNX}
+	case f&command.ZAddIncr != 0 && n > 2:
+		return plan{err: msgZIncrPairs}
+	}
+	return planZAddPairs(a[1], a[i:], f)
+}
+
+func planZIncrBy(a [][]byte) plan {
+	return planZAddPairs(a[1], [][]byte{a[2], a[3]}, command.ZAddIncr)
+}
+
+func planZAddPairs(key []byte, pairs [][]byte, f byte) plan {
+	scores := make([]float64, 0, len(pairs)/2)
+	members := make([][]byte, 0, len(pairs)/2)
+	for j := 0; j < len(pairs); j += 2 {
+		s, ok := parseScore(pairs[j])
+		if !ok {
+			return plan{err: msgNotFloat}
+		}
+		scores, members = append(scores, s), append(members, pairs[j+1])
+	}
+	if refusal := checkElems(members, 1); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZAddCommand(key, scores, members, f)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) {
+			if f&command.ZAddIncr == 0 {
+				w.integer(decimal(res))
+				return
+			}
+			s, ok := command.ScoreFromBytes(res.Value)
+			doubleOrNull(w, s, ok)
+		})
+	}}
+}
+
+func planZRem(a [][]byte) plan {
+	if refusal := checkElems(a[2:], 1); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZRemCommand(a[1], a[2:])
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
+	}}
+}
+
+// readScores plans ZSCORE and ZMSCORE (answer nil: ZCARD).
+func readScores(key []byte, members [][]byte, answer func(w *writer, s []float64, found []bool)) plan {
+	if refusal := checkElems(members, 1); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZScoresCommand(key, members)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) {
+			if answer == nil {
+				w.integer(int64(res.Fence))
+				return
+			}
+			scores, found := make([]float64, len(members)), make([]bool, len(members))
+			if res.Code != command.CodeNotFound {
+				vals, fs, err := command.DecodeFound(res.Value)
+				if err != nil || len(vals) != len(members) {
+					w.errorLine(errorReply(command.ErrBadCommand))
+					return
+				}
+				for i := range vals {
+					scores[i], found[i] = command.ScoreFromBytes(vals[i])
+					found[i] = found[i] && fs[i]
+				}
+			}
+			answer(w, scores, found)
+		})
+	}}
+}
+
+// parseZBounds reads a range's bounds lo and hi into s.
+func parseZBounds(s *command.ZRangeSpec, lo, hi []byte) string {
+	switch s.By {
+	case command.ZByScore:
+		var ok1, ok2 bool
+		s.Min, s.MinEx, ok1 = parseRangeScore(lo)
+		s.Max, s.MaxEx, ok2 = parseRangeScore(hi)
+		if !ok1 || !ok2 || math.IsNaN(s.Min) || math.IsNaN(s.Max) {
+			return msgZRangeFloat
+		}
+	case command.ZByLex:
+		var ok1, ok2 bool
+		s.LexMin, s.MinEx, s.LexMinInf, ok1 = parseLexBound(lo)
+		s.LexMax, s.MaxEx, s.LexMaxInf, ok2 = parseLexBound(hi)
+		if !ok1 || !ok2 {
+			return msgZRangeLex
+		}
+	default:
+		var ok1, ok2 bool
+		s.Start, ok1 = parseInt64(lo)
+		s.Stop, ok2 = parseInt64(hi)
+		if !ok1 || !ok2 {
+			return msgNotInteger
+		}
+	}
+	return ""
+}
+
+func planZCount(a [][]byte, by command.ZBy) plan {
+	s := command.ZRangeSpec{By: by, Count: true, Limit: -1}
+	if refusal := parseZBounds(&s, a[2], a[3]); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZRangeCommand(a[1], s)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) {
+			if res.Code == command.CodeNotFound {
+				w.integer(0)
+				return
+			}
+			w.integer(decimal(res))
+		})
+	}}
+}
+
+// planZRange is ZRANGE and its older forms (legacy: by and rev are the
+// command's, not options), as Redis 7.0's zrangeGenericCommand parses
+// them.
+func planZRange(a [][]byte, by command.ZBy, rev, legacy bool) plan {
+	s := command.ZRangeSpec{By: by, Rev: rev, Limit: -1}
+	withScores, byGiven, revGiven := false, legacy, legacy
+	for j := 4; j < len(a); j++ {
+		opt := strings.ToLower(string(a[j]))
+		switch {
+		case opt == "withscores":
+			withScores = true
+		case opt == "limit" && len(a)-j-1 >= 2:
+			var ok1, ok2 bool
+			s.Offset, ok1 = parseInt64(a[j+1])
+			if ok1 {
+				s.Limit, ok2 = parseInt64(a[j+2])
+			}
+			if !ok1 || !ok2 {
+				return plan{err: msgNotInteger}
+			}
+			j += 2
+		case opt == "rev" && !revGiven:
+			s.Rev, revGiven = true, true
+		case opt == "bylex" && !byGiven:
+			s.By, byGiven = command.ZByLex, true
+		case opt == "byscore" && !byGiven:
+			s.By, byGiven = command.ZByScore, true
+		default:
+			return plan{err: msgSyntax}
+		}
+	}
+	switch {
+	case s.Limit != -1 && s.By == command.ZByRank:
+		return plan{err: msgZLimitRank}
+	case withScores && s.By == command.ZByLex:
+		return plan{err: msgZLexScores}
+	}
+	lo, hi := a[2], a[3]
+	if s.Rev && s.By != command.ZByRank {
+		lo, hi = hi, lo
+	}
+	if refusal := parseZBounds(&s, lo, hi); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZRangeCommand(a[1], s)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) {
+			var pairs [][]byte
+			if res.Code != command.CodeNotFound {
+				var err error
+				if pairs, err = command.DecodeElems(res.Value); err != nil || len(pairs)%2 != 0 {
+					w.errorLine(errorReply(command.ErrBadCommand))
+					return
+				}
+			}
+			answerZPairs(w, pairs, withScores)
+		})
+	}}
+}
+
+// answerZPairs answers members and their score keys, alternating: the
+// members, or with scores each beside its score (RESP3: a pair each).
+func answerZPairs(w *writer, pairs [][]byte, withScores bool) {
+	n := len(pairs) / 2
+	switch {
+	case !withScores:
+		w.array(n)
+	case w.proto >= 3:
+		w.array(n)
+	default:
+		w.array(2 * n)
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		if !withScores {
+			w.bulk(pairs[i])
+			continue
+		}
+		if w.proto >= 3 {
+			w.array(2)
+		}
+		w.bulk(pairs[i])
+		w.double(command.ScoreOf(binary.BigEndian.Uint64(pairs[i+1])))
+	}
+}
+
+func planZRank(a [][]byte, rev bool) plan {
+	if refusal := checkElems(a[2:3], 1); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZRankCommand(a[1], a[2], rev)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) {
+			if res.Code == command.CodeNotFound || len(res.Value) != 16 {
+				w.null()
+				return
+			}
+			w.integer(int64(binary.BigEndian.Uint64(res.Value)))
+		})
+	}}
+}
