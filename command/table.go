@@ -76,6 +76,7 @@ const (
 	TypeSetMove
 	TypeSetStore
 	TypeZAdd
+	TypeZRemRange
 	typeEnd
 )
 
@@ -317,6 +318,9 @@ var commands = [typeEnd]spec{
 	// alternating; Mode: its ZADD flags.
 	TypeZAdd: {name: "zset_add", uses: fKey | fValue | fMode, key: true, check: checkZAdd,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFinite, CodeTooLong, CodeWrongType)}},
+	// Body: a ZRangeSpec; Flags: FlagCollCount (answer the members).
+	TypeZRemRange: {name: "zset_rem_range", uses: fKey | fFlags | fBody, key: true, check: checkZRemRange,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -206,3 +206,41 @@ func ZScoresCommand(key []byte, members [][]byte) *Command {
 func ZRemCommand(key []byte, members [][]byte) *Command {
 	return &Command{Type: TypeCollDel, Key: key, Value: EncodeList(members), Flags: FlagCollZSet}
 }
+
+// ZRemRangeCommand removes a range of a sorted set: ZREMRANGEBY*
+// (Result.Value how many, in decimal), or with pop ZPOPMIN and ZPOPMAX
+// (the members and score keys removed, alternating, a list's encoding).
+func ZRemRangeCommand(key []byte, s ZRangeSpec, pop bool) *Command {
+	s.Count = false
+	c := &Command{Type: TypeZRemRange, Key: key, Body: s.Encode()}
+	if pop {
+		c.Flags = FlagCollCount
+	}
+	return c
+}
+
+func checkZRemRange(c *Command) error {
+	if c.Flags&^FlagCollCount != 0 {
+		return errors.New("unknown flags of a range's removal")
+	}
+	s, err := DecodeZRangeSpec(c.Body)
+	if err == nil && s.Count {
+		return errors.New("a removal answers its count")
+	}
+	return err
+}
+
+// ZRandCommand reads members at random (ZRANDMEMBER), as
+// CollReadCommand's ReadRandom.
+func ZRandCommand(key []byte, seed uint64, count int64, hasCount bool) *Command {
+	c := CollReadCommand(key, false, ReadRandom, nil, int64(seed), count, hasCount)
+	c.Flags |= FlagCollZSet
+	return c
+}
+
+// ZScanCommand is a step of ZSCAN, as CollReadCommand's ReadScan.
+func ZScanCommand(key []byte, cursor uint64, count int64) *Command {
+	c := CollReadCommand(key, false, ReadScan, nil, int64(cursor), count, true)
+	c.Flags |= FlagCollZSet
+	return c
+}

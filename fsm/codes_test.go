@@ -266,6 +266,8 @@ func applyCodeCases() []codeCase {
 			command.ZAddCommand(zk, []float64{math.Inf(-1)}, [][]byte{[]byte("a")}, command.ZAddIncr)}, want: command.CodeNotFinite},
 		{name: "zadd past the bound", steps: []*command.Command{fullZSet(), command.ZAddCommand(fs, []float64{1}, [][]byte{make([]byte, 100)}, 0)}, want: command.CodeTooLong},
 		{name: "zrange", steps: []*command.Command{zsetCmd, command.ZRangeCommand(zk, command.ZRangeSpec{By: command.ZByScore, Min: 0, Max: 9, Limit: -1})}, want: command.CodeOK},
+		{name: "zpopmin", steps: []*command.Command{zsetCmd, command.ZRemRangeCommand(zk, command.ZRangeSpec{By: command.ZByRank, Stop: 0, Limit: -1}, true)}, want: command.CodeOK},
+		{name: "zremrangebyscore a set", steps: []*command.Command{setCmd, command.ZRemRangeCommand(sk, command.ZRangeSpec{By: command.ZByScore, Limit: -1}, false)}, want: command.CodeWrongType},
 		{name: "zrem", steps: []*command.Command{zsetCmd, command.ZRemCommand(zk, [][]byte{[]byte("a")})}, want: command.CodeOK},
 	}
 }

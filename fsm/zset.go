@@ -274,5 +274,57 @@ func zrank(kv kvStore, key []byte, h command.CollHeader, member []byte, rev bool
 
 // The applier's rows of this file's commands (commands.go joins them).
 var zsetApplies = applies{
-	command.TypeZAdd: {remembered: true, apply: (*applier).zadd, kv: (*applier).zaddIn},
+	command.TypeZAdd:      {remembered: true, apply: (*applier).zadd, kv: (*applier).zaddIn},
+	command.TypeZRemRange: {remembered: true, apply: (*applier).zremRange, kv: (*applier).zremRangeIn},
+}
+
+// zremRange is ZREMRANGEBY*, ZPOPMIN and ZPOPMAX: the range's members
+// are removed, both their entries; the result carries how many (with
+// FlagCollCount: them and their score keys, a list's encoding).
+func (a *applier) zremRange(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.zremRangeIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) zremRangeIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
+	s, err := command.DecodeZRangeSpec(c.Body)
+	if err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
+	}
+	pop := c.Flags&command.FlagCollCount != 0
+	empty := []byte("0")
+	if pop {
+		empty = command.EncodeList(nil)
+	}
+	old, h, exists, code := a.collOf(kv, c.Key, command.KindZSet)
+	switch {
+	case code != command.CodeOK:
+		return &command.Result{Code: code}
+	case !exists:
+		return &command.Result{Code: command.CodeOK, Value: empty}
+	}
+	v, err := zrange(kv, c.Key, h, s)
+	if err != nil {
+		return &command.Result{Code: command.CodeStorage}
+	}
+	pairs, err := command.DecodeElems(v)
+	if err != nil {
+		return &command.Result{Code: command.CodeStorage}
+	}
+	if len(pairs) == 0 {
+		return &command.Result{Code: command.CodeOK, Version: old.Version, ExpiresAt: old.ExpiresAt, Value: empty}
+	}
+	nh := h
+	for i := 0; i+1 < len(pairs); i += 2 {
+		score := command.ScoreOf(binary.BigEndian.Uint64(pairs[i+1]))
+		if kv.delScore(c.Key, h, score, pairs[i]) != nil || kv.delElem(c.Key, h, pairs[i]) != nil {
+			return &command.Result{Code: command.CodeStorage}
+		}
+		nh.Count--
+		nh.Bytes -= uint64(len(pairs[i]) + 8)
+	}
+	out := strconv.AppendInt(nil, int64(len(pairs)/2), 10)
+	if pop {
+		out = v
+	}
+	return a.storeColl(kv, c.Key, command.KindZSet, nh, old, true, rev, out)
 }

@@ -363,19 +363,20 @@ func planZRange(a [][]byte, by command.ZBy, rev, legacy bool) plan {
 					return
 				}
 			}
-			answerZPairs(w, pairs, withScores)
+			answerZPairs(w, pairs, withScores, true)
 		})
 	}}
 }
 
 // answerZPairs answers members and their score keys, alternating: the
 // members, or with scores each beside its score (RESP3: a pair each).
-func answerZPairs(w *writer, pairs [][]byte, withScores bool) {
+func answerZPairs(w *writer, pairs [][]byte, withScores, nested bool) {
 	n := len(pairs) / 2
+	nested = nested && w.proto >= 3
 	switch {
 	case !withScores:
 		w.array(n)
-	case w.proto >= 3:
+	case nested:
 		w.array(n)
 	default:
 		w.array(2 * n)
@@ -385,7 +386,7 @@ func answerZPairs(w *writer, pairs [][]byte, withScores bool) {
 			w.bulk(pairs[i])
 			continue
 		}
-		if w.proto >= 3 {
+		if nested {
 			w.array(2)
 		}
 		w.bulk(pairs[i])
@@ -407,4 +408,120 @@ func planZRank(a [][]byte, rev bool) plan {
 			w.integer(int64(binary.BigEndian.Uint64(res.Value)))
 		})
 	}}
+}
+
+func init() {
+	wr := func(name string, fn func([][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, op: command.TypeZRemRange, arity: -2, flags: []string{"write"}, firstKey: 1, lastKey: 1, step: 1,
+			plan: func(_ *conn, a [][]byte) plan { return fn(a) }}
+	}
+	remRange := func(name string, by command.ZBy) *redisCommand {
+		c := wr(name, func(a [][]byte) plan { return planZRemRange(a, by) })
+		c.arity = 4
+		return c
+	}
+	register(
+		wr("zpopmin", func(a [][]byte) plan { return planZPop(a, false) }),
+		wr("zpopmax", func(a [][]byte) plan { return planZPop(a, true) }),
+		remRange("zremrangebyrank", command.ZByRank),
+		remRange("zremrangebyscore", command.ZByScore),
+		remRange("zremrangebylex", command.ZByLex),
+		collRd("zrandmember", -2, 1, planZRandMember),
+		collRd("zscan", -3, 1, func(a [][]byte) plan {
+			return planScanOf(a, false, func(v []byte) []byte {
+				f, _ := command.ScoreFromBytes(v)
+				return []byte(formatScore(f))
+			})
+		}),
+	)
+}
+
+// formatScore is a score as Redis 7.0 prints one: "%.17g", inf, -inf.
+func formatScore(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 17, 64)
+}
+
+// planZPop is ZPOPMIN and ZPOPMAX key [count].
+func planZPop(a [][]byte, max bool) plan {
+	count := int64(1)
+	switch {
+	case len(a) > 3:
+		return plan{err: msgSyntax}
+	case len(a) == 3:
+		n, ok := parseInt64(a[2])
+		if !ok || n < 0 {
+			return plan{err: msgNotPositive}
+		}
+		count = n
+	}
+	s := command.ZRangeSpec{By: command.ZByRank, Rev: max, Start: 0, Stop: count - 1, Limit: -1}
+	if count == 0 {
+		s.Start, s.Stop = 1, 0
+	}
+	op := command.ZRemRangeCommand(a[1], s, true)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) {
+			pairs, err := command.DecodeElems(res.Value)
+			if err != nil || len(pairs)%2 != 0 {
+				w.errorLine(errorReply(command.ErrBadCommand))
+				return
+			}
+			answerZPairs(w, pairs, true, len(a) == 3)
+		})
+	}}
+}
+
+// planZRemRange is ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX.
+func planZRemRange(a [][]byte, by command.ZBy) plan {
+	s := command.ZRangeSpec{By: by, Limit: -1}
+	if refusal := parseZBounds(&s, a[2], a[3]); refusal != "" {
+		return plan{err: refusal}
+	}
+	op := command.ZRemRangeCommand(a[1], s, false)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
+	}}
+}
+
+// planZRandMember is ZRANDMEMBER key [count [WITHSCORES]].
+func planZRandMember(a [][]byte) plan {
+	if len(a) == 2 {
+		p := readRandom(a[1], false, 0, false, func(w *writer, pairs [][]byte, ok bool) {
+			if !ok || len(pairs) == 0 {
+				w.null()
+				return
+			}
+			w.bulk(pairs[0])
+		})
+		p.ops[0].Flags |= command.FlagCollZSet
+		return p
+	}
+	count, refusal := parseRandomCount(a[2])
+	if refusal != "" {
+		return plan{err: refusal}
+	}
+	withScores := false
+	switch {
+	case len(a) > 4 || (len(a) == 4 && !eq(string(a[3]), "withscores")):
+		return plan{err: msgSyntax}
+	case len(a) == 4:
+		withScores = true
+		if count < -math.MaxInt64/2 || count > math.MaxInt64/2 {
+			return plan{err: msgOutOfRange}
+		}
+	}
+	if refusal := overRandomCount(count); refusal != "" {
+		return plan{err: refusal}
+	}
+	p := readRandom(a[1], false, count, true, func(w *writer, pairs [][]byte, _ bool) {
+		answerZPairs(w, pairs, withScores, true)
+	})
+	p.ops[0].Flags |= command.FlagCollZSet
+	return p
 }

@@ -107,6 +107,28 @@ var zsetStreams = [][][]string{
 		{"EVAL", "return redis.pcall('ZADD', KEYS[1], 'x', 'b')", "1", "{k}z"},
 		{"EVAL", "redis.call('SET', KEYS[1], 'x'); return redis.pcall('ZADD', KEYS[1], 1, 'b')", "1", "{k}w"},
 		{"ZRANGE", "{k}z", "0", "-1", "WITHSCORES"}},
+	// ZPOPMIN, ZPOPMAX
+	{{"ZADD", "{k}z", "1", "a", "2", "b", "3", "c", "4", "d", "1.5", "e"}, {"ZPOPMIN", "{k}z"}, {"ZPOPMAX", "{k}z"},
+		{"ZPOPMIN", "{k}z", "2"}, {"ZPOPMIN", "{k}z", "0"}, {"ZPOPMIN", "{k}z", "-1"}, {"ZPOPMIN", "{k}z", "x"}, {"ZPOPMIN", "{k}z", "1", "2"},
+		{"ZPOPMAX", "{k}z", "10"}, {"EXISTS", "{k}z"}, {"ZPOPMIN", "{k}z"}, {"ZPOPMIN", "{k}z", "3"}, {"ZPOPMAX", "{k}none"},
+		{"SET", "{k}s", "v"}, {"ZPOPMIN", "{k}s"}, {"ZPOPMAX", "{k}s", "1"}, {"ZPOPMIN"}},
+	// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX
+	{{"ZADD", "{k}z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"}, {"ZREMRANGEBYRANK", "{k}z", "0", "0"},
+		{"ZREMRANGEBYRANK", "{k}z", "-1", "-1"}, {"ZREMRANGEBYRANK", "{k}z", "5", "1"}, {"ZREMRANGEBYRANK", "{k}z", "x", "1"},
+		{"ZRANGE", "{k}z", "0", "-1"}, {"ZREMRANGEBYSCORE", "{k}z", "(2", "3"}, {"ZREMRANGEBYSCORE", "{k}z", "9", "10"},
+		{"ZREMRANGEBYSCORE", "{k}z", "x", "1"}, {"ZRANGE", "{k}z", "0", "-1", "WITHSCORES"}, {"ZREMRANGEBYSCORE", "{k}z", "-inf", "+inf"},
+		{"EXISTS", "{k}z"}, {"ZREMRANGEBYRANK", "{k}none", "0", "-1"}, {"ZADD", "{k}l", "0", "a", "0", "b", "0", "c", "0", "d"},
+		{"ZREMRANGEBYLEX", "{k}l", "[b", "(d"}, {"ZREMRANGEBYLEX", "{k}l", "b", "d"}, {"ZRANGE", "{k}l", "0", "-1"},
+		{"ZREMRANGEBYLEX", "{k}l", "-", "+"}, {"EXISTS", "{k}l"}, {"SET", "{k}s", "v"}, {"ZREMRANGEBYRANK", "{k}s", "0", "1"},
+		{"ZREMRANGEBYSCORE", "{k}s", "x", "1"}, {"ZREMRANGEBYLEX", "{k}s", "-", "+"}, {"ZREMRANGEBYRANK", "{k}z", "0"}},
+	// ZRANDMEMBER's arguments and the answers that are not random; ZSCAN of a small set
+	{{"ZRANDMEMBER", "{k}none"}, {"ZRANDMEMBER", "{k}none", "3"}, {"ZRANDMEMBER", "{k}none", "-3", "WITHSCORES"}, {"ZADD", "{k}z", "1.5", "a"},
+		{"ZRANDMEMBER", "{k}z"}, {"ZRANDMEMBER", "{k}z", "0"}, {"ZRANDMEMBER", "{k}z", "5"}, {"ZRANDMEMBER", "{k}z", "-3"},
+		{"ZRANDMEMBER", "{k}z", "2", "WITHSCORES"}, {"ZRANDMEMBER", "{k}z", "-2", "withscores"}, {"ZRANDMEMBER", "{k}z", "1", "WITHSCORE"},
+		{"ZRANDMEMBER", "{k}z", "1", "WITHSCORES", "x"}, {"ZRANDMEMBER", "{k}z", "x"}, {"ZRANDMEMBER", "{k}z", "-9223372036854775808"},
+		{"ZRANDMEMBER", "{k}z", "9223372036854775807", "WITHSCORES"}, {"SET", "{k}s", "v"}, {"ZRANDMEMBER", "{k}s"},
+		{"ZSCAN", "{k}z", "0"}, {"ZADD", "{k}y", "0.1", "a", "inf", "b", "-3", "ab"}, {"ZSCAN", "{k}y", "0", "MATCH", "a*"},
+		{"ZSCAN", "{k}y", "0", "COUNT", "1"}, {"ZSCAN", "{k}y", "x"}, {"ZSCAN", "{k}none", "0"}, {"ZSCAN", "{k}s", "0"}, {"ZSCAN", "{k}y"}},
 }
 
 func TestZSetsAgainstRedis(t *testing.T) { collAgainstRedis(t, "zset", zsetStreams) }
