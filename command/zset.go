@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // Sorted sets, Redis's fifth type: a collection (coll.go) of kind
@@ -61,6 +63,28 @@ func ScoreFromBytes(b []byte) (float64, bool) {
 func ScoreElemKey(id uint64, score float64, member []byte) []byte {
 	b := ElemPrefix(id, TagScore, ScoreKey(score))
 	return append(b, member...)
+}
+
+// Strtod reads s whole as C's strtod reads a double (Redis's scores):
+// decimal, hexadecimal or infinity, NaN refused; ranged reports an
+// overflow (f is then an infinity) or an underflow to zero.
+func Strtod(s string) (f float64, ranged, ok bool) {
+	switch {
+	case infFloat.MatchString(s):
+		if s[0] == '-' {
+			return math.Inf(-1), false, true
+		}
+		return math.Inf(1), false, true
+	case decFloat.MatchString(s):
+	case hexFloat.MatchString(s):
+		if !strings.ContainsAny(s, "pP") {
+			s += "p0"
+		}
+	default:
+		return 0, false, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err != nil || (f == 0 && nonZeroMantissa(s)), true
 }
 
 // ZADD's flags (FlagCollZSet is always set on a TypeZAdd).

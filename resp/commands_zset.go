@@ -3,7 +3,6 @@ package resp
 import (
 	"encoding/binary"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -66,42 +65,13 @@ func init() {
 	)
 }
 
-// Redis's doubles as strtod reads them (getDoubleFromObject): decimal,
-// hexadecimal, or infinity, all the bytes; NaN refused.
-var (
-	zDec = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
-	zHex = regexp.MustCompile(`^[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)([pP][+-]?[0-9]+)?$`)
-	zInf = regexp.MustCompile(`^[+-]?(?i:inf|infinity)$`)
-)
-
-// strtod reads s whole as C's strtod; overflow is ±inf with ok and
-// ranged; underflow to zero is ranged too.
-func strtod(s string) (f float64, ranged, ok bool) {
-	switch {
-	case zInf.MatchString(s):
-		return math.Inf(map[bool]int{true: -1, false: 1}[s[0] == '-']), false, true
-	case zDec.MatchString(s):
-	case zHex.MatchString(s):
-		if !strings.ContainsAny(s, "pP") {
-			s += "p0"
-		}
-	default:
-		return 0, false, false
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return f, true, true
-	}
-	return f, false, true
-}
-
 // parseScore is a score as ZADD and ZINCRBY take one: what strtod
 // reads of all the bytes, not out of range, not NaN.
 func parseScore(b []byte) (float64, bool) {
 	if len(b) == 0 || len(b) > 5000 {
 		return 0, false
 	}
-	f, ranged, ok := strtod(string(b))
+	f, ranged, ok := command.Strtod(string(b))
 	if !ok || (ranged && (math.IsInf(f, 0) || f == 0)) {
 		return 0, false
 	}
@@ -122,7 +92,7 @@ func parseRangeScore(b []byte) (f float64, ex, ok bool) {
 	if s == "" || len(s) > 5000 {
 		return 0, ex, false
 	}
-	f, _, ok = strtod(s)
+	f, _, ok = command.Strtod(s)
 	return f, ex, ok
 }
 
@@ -207,6 +177,9 @@ func planZAddPairs(key []byte, pairs [][]byte, f byte) plan {
 			return plan{err: msgNotFloat}
 		}
 		scores, members = append(scores, s), append(members, pairs[j+1])
+	}
+	if refusal := checkElems(pairs, 2); refusal != "" { // the pairs' count (a score is not past a field's bound)
+		return plan{err: refusal}
 	}
 	if refusal := checkElems(members, 1); refusal != "" {
 		return plan{err: refusal}

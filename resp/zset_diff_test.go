@@ -26,7 +26,7 @@ var zsetStreams = [][][]string{
 		{"ZADD", "{k}z", "NX", "XX", "1", "a"}, {"ZADD", "{k}z", "NX", "GT", "1", "a"}, {"ZADD", "{k}z", "GT", "LT", "1", "a"},
 		{"ZADD", "{k}z", "XX", "GT", "LT", "1", "a"}, {"ZADD", "{k}z", "1"}, {"ZADD", "{k}z", "1", "a", "2"}, {"ZADD", "{k}z", "NX"},
 		{"ZADD", "{k}z", "x", "a"}, {"ZADD", "{k}z", "nan", "a"}, {"ZADD", "{k}z", "", "a"}, {"ZADD", "{k}z", " 1", "a"},
-		{"ZADD", "{k}z", "1 ", "a"}, {"ZADD", "{k}z", "1e400", "a"}, {"ZADD", "{k}z", "1", "a", "x", "b"}, {"ZCARD", "{k}z"},
+		{"ZADD", "{k}z", "1 ", "a"}, {"ZADD", "{k}z", "1e400", "a"}, {"ZADD", "{k}z", "1", "a", "x", "b"}, {"ZADD", "{k}z", "1e-400", "u"}, {"ZADD", "{k}z", "-0x0.0p3", "u"}, {"ZADD", "{k}z", "4.9e-324", "u"}, {"ZCARD", "{k}z"},
 		{"ZADD", "{k}xx", "XX", "1", "a"}, {"EXISTS", "{k}xx"}, {"ZADD", "{k}xx", "XX", "INCR", "1", "a"}, {"ZCARD", "{k}z", "x"}},
 	// scores' edges
 	{{"ZADD", "{k}z", "inf", "a", "-inf", "b", "+inf", "c", "1e308", "d", "-1.7976931348623157e308", "e", "5e-324", "f", "0x10", "g",
