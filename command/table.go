@@ -77,6 +77,7 @@ const (
 	TypeSetStore
 	TypeZAdd
 	TypeZRemRange
+	TypeZStore
 	typeEnd
 )
 
@@ -321,6 +322,10 @@ var commands = [typeEnd]spec{
 	// Body: a ZRangeSpec; Flags: FlagCollCount (answer the members).
 	TypeZRemRange: {name: "zset_rem_range", uses: fKey | fFlags | fBody, key: true, check: checkZRemRange,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
+	// Key: the destination; Value: the sources, a list's encoding; Mode:
+	// a ZStoreMode; Body: a ZRangeSpec, or an aggregate and the weights.
+	TypeZStore: {name: "zset_store", uses: fKey | fValue | fMode | fBody, key: true, check: checkZStore,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

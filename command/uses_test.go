@@ -105,6 +105,7 @@ func tableSamples() map[Type]*Command {
 		TypeSetStore:      SetStoreCommand([]byte("u"), [][]byte{[]byte("s"), []byte("none")}, StoreUnion),
 		TypeZAdd:          ZAddCommand([]byte("z"), []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, ZAddCH),
 		TypeZRemRange:     ZRemRangeCommand([]byte("z"), ZRangeSpec{By: ZByRank, Start: 0, Stop: 0, Limit: -1}, true),
+		TypeZStore:        ZCombineStoreCommand([]byte("u"), [][]byte{[]byte("z"), []byte("s")}, ZStoreUnion, []float64{1, 2}, ZAggSum),
 	}
 }
 

@@ -268,3 +268,62 @@ func ZScanCommand(key []byte, cursor uint64, count int64) *Command {
 	c.Flags |= FlagCollZSet
 	return c
 }
+
+// ZStoreMode is what a ZStore stores.
+type ZStoreMode byte
+
+// The stores: ZRANGESTORE, ZUNIONSTORE, ZINTERSTORE.
+const (
+	ZStoreRange ZStoreMode = iota
+	ZStoreUnion
+	ZStoreInter
+	zStoreEnd
+)
+
+// The aggregates of ZUNIONSTORE and ZINTERSTORE.
+const (
+	ZAggSum byte = iota
+	ZAggMin
+	ZAggMax
+	zAggEnd
+)
+
+// ZRangeStoreCommand stores src's range s in dst (ZRANGESTORE).
+// Result.Value is the members stored, in decimal; an empty range deletes
+// dst.
+func ZRangeStoreCommand(dst, src []byte, s ZRangeSpec) *Command {
+	s.Count = false
+	return &Command{Type: TypeZStore, Key: dst, Value: EncodeList([][]byte{src}), Mode: SetMode(ZStoreRange), Body: s.Encode()}
+}
+
+// ZCombineStoreCommand stores the union or intersection of srcs (sorted
+// sets or sets, a set's members scored 1) in dst, each source's scores
+// times its weight, aggregated by agg (ZUNIONSTORE, ZINTERSTORE).
+func ZCombineStoreCommand(dst []byte, srcs [][]byte, mode ZStoreMode, weights []float64, agg byte) *Command {
+	b := []byte{agg}
+	for _, w := range weights {
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(w))
+	}
+	return &Command{Type: TypeZStore, Key: dst, Value: EncodeList(srcs), Mode: SetMode(mode), Body: b}
+}
+
+func checkZStore(c *Command) error {
+	m := ZStoreMode(c.Mode)
+	if m >= zStoreEnd {
+		return errors.New("unknown store mode")
+	}
+	keys, err := DecodeList(c.Value)
+	switch {
+	case err != nil || len(keys) == 0:
+		return errors.New("a store's sources are keys, not none")
+	case m == ZStoreRange && len(keys) != 1:
+		return errors.New("a range's store has one source")
+	case m == ZStoreRange:
+		if _, err := DecodeZRangeSpec(c.Body); err != nil {
+			return err
+		}
+	case len(c.Body) != 1+8*len(keys) || c.Body[0] >= zAggEnd:
+		return errors.New("an aggregate and a weight for each source")
+	}
+	return checkMoreKeys(c.Value)
+}

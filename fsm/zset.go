@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/idemgate/idemgate/command"
@@ -276,6 +277,7 @@ func zrank(kv kvStore, key []byte, h command.CollHeader, member []byte, rev bool
 var zsetApplies = applies{
 	command.TypeZAdd:      {remembered: true, apply: (*applier).zadd, kv: (*applier).zaddIn},
 	command.TypeZRemRange: {remembered: true, apply: (*applier).zremRange, kv: (*applier).zremRangeIn},
+	command.TypeZStore:    {remembered: true, apply: (*applier).zstore, kv: (*applier).zstoreIn},
 }
 
 // zremRange is ZREMRANGEBY*, ZPOPMIN and ZPOPMAX: the range's members
@@ -327,4 +329,153 @@ func (a *applier) zremRangeIn(kv kvStore, c *command.Command, rev uint64) *comma
 		out = v
 	}
 	return a.storeColl(kv, c.Key, command.KindZSet, nh, old, true, rev, out)
+}
+
+// zstore is ZRANGESTORE, ZUNIONSTORE and ZINTERSTORE: the sources are
+// read whole first, then the result replaces c.Key, whatever it held
+// (an empty result deletes it). The result carries how many members, in
+// decimal.
+func (a *applier) zstore(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.zstoreIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) zstoreIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
+	srcs, err := command.DecodeList(c.Value)
+	if err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
+	}
+	var members [][]byte
+	var scores []float64
+	code := command.CodeOK
+	if command.ZStoreMode(c.Mode) == command.ZStoreRange {
+		members, scores, code, err = a.zrangeOf(kv, srcs[0], c.Body)
+	} else {
+		members, scores, code, err = a.zcombine(kv, srcs, command.ZStoreMode(c.Mode), c.Body)
+	}
+	switch {
+	case err != nil:
+		return &command.Result{Code: command.CodeStorage}
+	case code != command.CodeOK:
+		return &command.Result{Code: code}
+	}
+	nh := newColl(rev)
+	for _, m := range members {
+		nh = nh.Grow(command.KindZSet, m, make([]byte, 8))
+	}
+	if nh.Over() {
+		return &command.Result{Code: command.CodeTooLong}
+	}
+	if err := a.dropKey(kv, c.Key); err != nil {
+		return &command.Result{Code: command.CodeStorage}
+	}
+	for i, m := range members {
+		if kv.putElem(c.Key, nh, m, command.ScoreBytes(scores[i])) != nil || kv.putScore(c.Key, nh, scores[i], m) != nil {
+			return &command.Result{Code: command.CodeStorage}
+		}
+	}
+	r := a.storeColl(kv, c.Key, command.KindZSet, nh, command.KVEntry{}, false, rev, strconv.AppendInt(nil, int64(len(members)), 10))
+	if r.Code == command.CodeCreated {
+		r.Code = command.CodeOK
+	}
+	return r
+}
+
+// zrangeOf is src's range (a ZRangeSpec), members and scores.
+func (a *applier) zrangeOf(kv kvStore, src, spec []byte) ([][]byte, []float64, command.Code, error) {
+	s, err := command.DecodeZRangeSpec(spec)
+	if err != nil {
+		return nil, nil, command.CodeBadCommand, nil
+	}
+	_, h, ok, code := a.collOf(kv, src, command.KindZSet)
+	if code != command.CodeOK || !ok {
+		return nil, nil, code, nil
+	}
+	s.Count = false
+	v, err := zrange(kv, src, h, s)
+	if err != nil {
+		return nil, nil, command.CodeOK, err
+	}
+	pairs, err := command.DecodeElems(v)
+	var members [][]byte
+	var scores []float64
+	for i := 0; i+1 < len(pairs); i += 2 {
+		members, scores = append(members, pairs[i]), append(scores, command.ScoreOf(binary.BigEndian.Uint64(pairs[i+1])))
+	}
+	return members, scores, command.CodeOK, err
+}
+
+// zcombine is the union or intersection of srcs (sorted sets, or sets
+// whose members score 1; absent: empty), weighted and aggregated as
+// body says, in member order.
+func (a *applier) zcombine(kv kvStore, srcs [][]byte, mode command.ZStoreMode, body []byte) ([][]byte, []float64, command.Code, error) {
+	agg := body[0]
+	type source struct {
+		key  []byte
+		kind command.Kind
+		h    command.CollHeader
+		ok   bool
+	}
+	sources := make([]source, len(srcs))
+	for i, k := range srcs {
+		e, ok, err := a.liveKV(kv, k)
+		switch {
+		case err != nil:
+			return nil, nil, command.CodeStorage, nil
+		case ok && e.Kind != command.KindZSet && e.Kind != command.KindSet:
+			return nil, nil, command.CodeWrongType, nil
+		}
+		h, _ := command.DecodeCollHeader(e.Value)
+		sources[i] = source{k, e.Kind, h, ok}
+	}
+	acc := map[string]float64{}
+	seen := map[string]int{}
+	for i, s := range sources {
+		if !s.ok {
+			continue
+		}
+		w := math.Float64frombits(binary.BigEndian.Uint64(body[1+8*i:]))
+		err := kv.elems(s.key, s.h, 0, func(_ uint64, m, v []byte) bool {
+			score := 1.0
+			if s.kind == command.KindZSet {
+				score, _ = command.ScoreFromBytes(v)
+			}
+			score *= w
+			if math.IsNaN(score) {
+				score = 0
+			}
+			cur, there := acc[string(m)]
+			switch {
+			case !there:
+				cur = score
+			case agg == command.ZAggSum:
+				cur += score
+			case agg == command.ZAggMin:
+				cur = min(cur, score)
+			default:
+				cur = max(cur, score)
+			}
+			if math.IsNaN(cur) {
+				cur = 0
+			}
+			acc[string(m)] = cur
+			seen[string(m)]++
+			return true
+		})
+		if err != nil {
+			return nil, nil, command.CodeOK, err
+		}
+	}
+	members := make([][]byte, 0, len(acc))
+	for m := range acc {
+		if mode == command.ZStoreInter && seen[m] != len(sources) {
+			continue
+		}
+		members = append(members, []byte(m))
+	}
+	slices.SortFunc(members, bytes.Compare)
+	scores := make([]float64, len(members))
+	for i, m := range members {
+		scores[i] = acc[string(m)]
+	}
+	return members, scores, command.CodeOK, nil
 }

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -285,12 +286,18 @@ func planZCount(a [][]byte, by command.ZBy) plan {
 // command's, not options), as Redis 7.0's zrangeGenericCommand parses
 // them.
 func planZRange(a [][]byte, by command.ZBy, rev, legacy bool) plan {
+	return planZRangeOf(a, by, rev, legacy, nil)
+}
+
+// planZRangeOf is planZRange, or with dst ZRANGESTORE (a without the
+// destination).
+func planZRangeOf(a [][]byte, by command.ZBy, rev, legacy bool, dst []byte) plan {
 	s := command.ZRangeSpec{By: by, Rev: rev, Limit: -1}
 	withScores, byGiven, revGiven := false, legacy, legacy
 	for j := 4; j < len(a); j++ {
 		opt := strings.ToLower(string(a[j]))
 		switch {
-		case opt == "withscores":
+		case opt == "withscores" && dst == nil:
 			withScores = true
 		case opt == "limit" && len(a)-j-1 >= 2:
 			var ok1, ok2 bool
@@ -324,6 +331,12 @@ func planZRange(a [][]byte, by command.ZBy, rev, legacy bool) plan {
 	}
 	if refusal := parseZBounds(&s, lo, hi); refusal != "" {
 		return plan{err: refusal}
+	}
+	if dst != nil {
+		op := command.ZRangeStoreCommand(dst, a[1], s)
+		return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+			answerZ(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
+		}}
 	}
 	op := command.ZRangeCommand(a[1], s)
 	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
@@ -497,4 +510,73 @@ func planZRandMember(a [][]byte) plan {
 	})
 	p.ops[0].Flags |= command.FlagCollZSet
 	return p
+}
+
+func init() {
+	wr := func(name string, arity int, fn func([][]byte) plan) *redisCommand {
+		return &redisCommand{name: name, op: command.TypeZStore, arity: arity, flags: []string{"write"}, firstKey: 1, lastKey: 2, step: 1,
+			plan: func(_ *conn, a [][]byte) plan { return fn(a) }}
+	}
+	combine := func(name string, mode command.ZStoreMode) *redisCommand {
+		c := wr(name, -4, func(a [][]byte) plan { return planZCombineStore(a, mode) })
+		c.lastKey = 1 // the sources follow numkeys
+		return c
+	}
+	register(
+		wr("zrangestore", -5, func(a [][]byte) plan { return planZRangeOf(a[1:], command.ZByRank, false, false, a[1]) }),
+		combine("zunionstore", command.ZStoreUnion),
+		combine("zinterstore", command.ZStoreInter),
+	)
+}
+
+// planZCombineStore is ZUNIONSTORE and ZINTERSTORE dst numkeys key …
+// [WEIGHTS w …] [AGGREGATE SUM|MIN|MAX].
+func planZCombineStore(a [][]byte, mode command.ZStoreMode) plan {
+	n, ok := parseInt64(a[2])
+	switch {
+	case !ok:
+		return plan{err: msgNotInteger}
+	case n < 1:
+		return plan{err: fmt.Sprintf("ERR at least 1 input key is needed for '%s' command", lower(a[0]))}
+	case n > int64(len(a)-3):
+		return plan{err: msgSyntax}
+	}
+	srcs := a[3 : 3+n]
+	weights := make([]float64, n)
+	for i := range weights {
+		weights[i] = 1
+	}
+	agg := command.ZAggSum
+	for j := 3 + int(n); j < len(a); j++ {
+		left := len(a) - j - 1
+		switch opt := strings.ToLower(string(a[j])); {
+		case opt == "weights" && left >= int(n):
+			for i := range weights {
+				f, ok := parseScore(a[j+1+i])
+				if !ok {
+					return plan{err: "ERR weight value is not a float"}
+				}
+				weights[i] = f
+			}
+			j += int(n)
+		case opt == "aggregate" && left >= 1:
+			switch strings.ToLower(string(a[j+1])) {
+			case "sum":
+				agg = command.ZAggSum
+			case "min":
+				agg = command.ZAggMin
+			case "max":
+				agg = command.ZAggMax
+			default:
+				return plan{err: msgSyntax}
+			}
+			j++
+		default:
+			return plan{err: msgSyntax}
+		}
+	}
+	op := command.ZCombineStoreCommand(a[1], srcs, mode, weights, agg)
+	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
+		answerZ(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
+	}}
 }

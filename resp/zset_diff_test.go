@@ -129,6 +129,22 @@ var zsetStreams = [][][]string{
 		{"ZRANDMEMBER", "{k}z", "9223372036854775807", "WITHSCORES"}, {"SET", "{k}s", "v"}, {"ZRANDMEMBER", "{k}s"},
 		{"ZSCAN", "{k}z", "0"}, {"ZADD", "{k}y", "0.1", "a", "inf", "b", "-3", "ab"}, {"ZSCAN", "{k}y", "0", "MATCH", "a*"},
 		{"ZSCAN", "{k}y", "0", "COUNT", "1"}, {"ZSCAN", "{k}y", "x"}, {"ZSCAN", "{k}none", "0"}, {"ZSCAN", "{k}s", "0"}, {"ZSCAN", "{k}y"}},
+	// ZRANGESTORE, ZUNIONSTORE, ZINTERSTORE
+	{{"ZADD", "{k}a", "1", "x", "2", "y", "3", "z"}, {"ZADD", "{k}b", "10", "y", "20", "z", "30", "w"}, {"SADD", "{k}s", "x", "w", "v"},
+		{"ZRANGESTORE", "{k}d", "{k}a", "0", "1"}, {"ZRANGE", "{k}d", "0", "-1", "WITHSCORES"}, {"ZRANGESTORE", "{k}d", "{k}b", "(10", "+inf", "BYSCORE", "LIMIT", "0", "1"},
+		{"ZRANGE", "{k}d", "0", "-1", "WITHSCORES"}, {"ZRANGESTORE", "{k}d", "{k}a", "[z", "-", "BYLEX", "REV"}, {"ZRANGE", "{k}d", "0", "-1"},
+		{"ZRANGESTORE", "{k}d", "{k}none", "0", "-1"}, {"EXISTS", "{k}d"}, {"ZRANGESTORE", "{k}d", "{k}a", "0", "-1", "WITHSCORES"},
+		{"ZRANGESTORE", "{k}d", "{k}s", "0", "-1"}, {"ZRANGESTORE", "{k}a", "{k}a", "1", "2"}, {"ZRANGE", "{k}a", "0", "-1", "WITHSCORES"},
+		{"ZADD", "{k}a", "1", "x"}, {"ZUNIONSTORE", "{k}u", "2", "{k}a", "{k}b"}, {"ZRANGE", "{k}u", "0", "-1", "WITHSCORES"},
+		{"ZUNIONSTORE", "{k}u", "3", "{k}a", "{k}b", "{k}s", "WEIGHTS", "2", "0.5", "-1", "AGGREGATE", "MAX"}, {"ZRANGE", "{k}u", "0", "-1", "WITHSCORES"},
+		{"ZINTERSTORE", "{k}i", "2", "{k}a", "{k}b", "AGGREGATE", "min"}, {"ZRANGE", "{k}i", "0", "-1", "WITHSCORES"},
+		{"ZINTERSTORE", "{k}i", "2", "{k}a", "{k}none"}, {"EXISTS", "{k}i"}, {"ZUNIONSTORE", "{k}u", "1", "{k}none"}, {"EXISTS", "{k}u"},
+		{"ZADD", "{k}inf", "inf", "x"}, {"ZADD", "{k}ninf", "-inf", "x"}, {"ZUNIONSTORE", "{k}u", "2", "{k}inf", "{k}ninf"}, {"ZSCORE", "{k}u", "x"},
+		{"ZUNIONSTORE", "{k}u", "1", "{k}inf", "WEIGHTS", "0"}, {"ZSCORE", "{k}u", "x"},
+		{"ZUNIONSTORE", "{k}u", "0", "{k}a"}, {"ZUNIONSTORE", "{k}u", "x", "{k}a"}, {"ZUNIONSTORE", "{k}u", "3", "{k}a"},
+		{"ZUNIONSTORE", "{k}u", "1", "{k}a", "WEIGHTS"}, {"ZUNIONSTORE", "{k}u", "1", "{k}a", "WEIGHTS", "x"}, {"ZUNIONSTORE", "{k}u", "1", "{k}a", "AGGREGATE", "avg"},
+		{"ZUNIONSTORE", "{k}u", "1", "{k}a", "BOGUS"}, {"SET", "{k}str", "v"}, {"ZUNIONSTORE", "{k}u", "2", "{k}a", "{k}str"},
+		{"ZINTERSTORE", "{k}u", "2", "{k}str", "{k}none"}, {"ZUNIONSTORE", "{k}str", "1", "{k}a"}, {"TYPE", "{k}str"}},
 }
 
 func TestZSetsAgainstRedis(t *testing.T) { collAgainstRedis(t, "zset", zsetStreams) }
