@@ -77,6 +77,8 @@ const (
 	hashSmallEntries = 128 // hash-max-listpack-entries
 	hashSmallValue   = 64  // hash-max-listpack-value
 	setSmallEntries  = 512 // set-max-intset-entries
+	zsetSmallEntries = 128 // zset-max-listpack-entries
+	zsetSmallValue   = 64  // zset-max-listpack-value
 )
 
 // Encode is the header as stored.
@@ -100,7 +102,7 @@ func DecodeCollHeader(v []byte) (CollHeader, bool) {
 }
 
 // IsColl reports whether k is a kind of elements (a hash, a set).
-func (k Kind) IsColl() bool { return k == KindHash || k == KindSet }
+func (k Kind) IsColl() bool { return k == KindHash || k == KindSet || k == KindZSet }
 
 // Grow is h after an element of field and value was added to a
 // collection of kind k: the small encoding's bounds are Redis's.
@@ -109,6 +111,8 @@ func (h CollHeader) Grow(k Kind, field, value []byte) CollHeader {
 	h.Bytes += uint64(len(field) + len(value))
 	switch {
 	case k == KindHash && (h.Count > hashSmallEntries || len(field) > hashSmallValue || len(value) > hashSmallValue):
+		h.Flags |= CollBig
+	case k == KindZSet && (h.Count > zsetSmallEntries || len(field) > zsetSmallValue):
 		h.Flags |= CollBig
 	case k == KindSet && h.Count > setSmallEntries:
 		h.Flags |= CollBig
@@ -123,6 +127,8 @@ func (h CollHeader) Grow(k Kind, field, value []byte) CollHeader {
 // Encoding is OBJECT ENCODING's answer for a collection of kind k.
 func (h CollHeader) Encoding(k Kind) string {
 	switch {
+	case h.Flags&CollBig != 0 && k == KindZSet:
+		return "skiplist"
 	case h.Flags&CollBig != 0:
 		return "hashtable"
 	case k == KindSet:
@@ -228,6 +234,13 @@ const (
 	ReadUnion
 	ReadDiff
 	ReadInterCard
+	// The sorted set's reads (zset.go): Body a ZRangeSpec; the members
+	// and scores, alternating, a list's encoding, or their count in
+	// decimal.
+	ReadZRange
+	// ReadZRank: Body the member; its rank (8 bytes) and score (8), or
+	// nothing when absent; with FlagCollCount from the highest score.
+	ReadZRank
 	readModeEnd
 )
 
@@ -242,10 +255,16 @@ const (
 	FlagCollCount byte = 1 << 2
 	// FlagCollFloat: an increment by a float (HINCRBYFLOAT).
 	FlagCollFloat byte = 1 << 3
+	// FlagCollZSet: the command is a sorted set's (its elements' values
+	// are scores, ScoreKey's 8 bytes, and each has a TagScore entry too).
+	FlagCollZSet byte = 1 << 4
 )
 
 // CollKind is the kind a collection command with flags works on.
 func CollKind(flags byte) Kind {
+	if flags&FlagCollZSet != 0 {
+		return KindZSet
+	}
 	if flags&FlagCollSet != 0 {
 		return KindSet
 	}
@@ -345,7 +364,7 @@ func checkCollPut(c *Command) error {
 }
 
 func checkCollDel(c *Command) error {
-	if c.Flags&^FlagCollSet != 0 {
+	if c.Flags&^(FlagCollSet|FlagCollZSet) != 0 || c.Flags == FlagCollSet|FlagCollZSet {
 		return errors.New("unknown delete flags")
 	}
 	return checkFields(c.Value, false, "a delete's fields")
@@ -373,8 +392,20 @@ func checkCollRead(c *Command) error {
 	switch m := CollReadMode(c.Mode); {
 	case m >= readModeEnd:
 		return errors.New("unknown read mode")
-	case c.Flags&^(FlagCollSet|FlagCollCount) != 0:
+	case c.Flags&^(FlagCollSet|FlagCollCount|FlagCollZSet) != 0 || c.Flags&(FlagCollSet|FlagCollZSet) == FlagCollSet|FlagCollZSet:
 		return errors.New("unknown read flags")
+	case m >= ReadZRange:
+		if c.Flags&FlagCollZSet == 0 || len(c.Value) != 0 {
+			return errors.New("a sorted set's read of one key")
+		}
+		if m == ReadZRange {
+			_, err := DecodeZRangeSpec(c.Body)
+			return err
+		}
+		if len(c.Body) > MaxFieldLen {
+			return ErrFieldTooLong
+		}
+		return nil
 	case m >= ReadInter:
 		if c.Flags&FlagCollSet == 0 {
 			return errors.New("set algebra is a set's")
@@ -531,5 +562,5 @@ func SetStoreCommand(dst []byte, srcs [][]byte, mode SetStoreMode) *Command {
 // list's encoding, in Value (BLPOP's, a set algebra's): a face maps them
 // as it maps Key.
 func (t Type) MoreKeys() bool {
-	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore
+	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore
 }

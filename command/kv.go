@@ -36,6 +36,7 @@ const (
 	KindList   Kind = 1 // Value is a list's encoding (list.go)
 	KindHash   Kind = 2 // Value is a collection's header (coll.go)
 	KindSet    Kind = 3 // Value is a collection's header (coll.go)
+	KindZSet   Kind = 4 // Value is a collection's header (coll.go, zset.go)
 )
 
 // Name is the kind as Redis's TYPE names it ("" for one this build does
@@ -50,6 +51,8 @@ func (k Kind) Name() string {
 		return "hash"
 	case KindSet:
 		return "set"
+	case KindZSet:
+		return "zset"
 	}
 	return ""
 }

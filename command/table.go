@@ -75,6 +75,9 @@ const (
 	TypeSetPop
 	TypeSetMove
 	TypeSetStore
+	TypeZAdd
+	TypeZRemRange
+	TypeZStore
 	typeEnd
 )
 
@@ -311,6 +314,17 @@ var commands = [typeEnd]spec{
 	// Key: the destination; Value: the sources, a list's encoding; Mode:
 	// a SetStoreMode.
 	TypeSetStore: {name: "set_store", uses: fKey | fValue | fMode, key: true, check: checkSetStore,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
+	// The sorted set's write (zset.go). Value: scores and members
+	// alternating; Mode: its ZADD flags.
+	TypeZAdd: {name: "zset_add", uses: fKey | fValue | fMode, key: true, check: checkZAdd,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFinite, CodeTooLong, CodeWrongType)}},
+	// Body: a ZRangeSpec; Flags: FlagCollCount (answer the members).
+	TypeZRemRange: {name: "zset_rem_range", uses: fKey | fFlags | fBody, key: true, check: checkZRemRange,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
+	// Key: the destination; Value: the sources, a list's encoding; Mode:
+	// a ZStoreMode; Body: a ZRangeSpec, or an aggregate and the weights.
+	TypeZStore: {name: "zset_store", uses: fKey | fValue | fMode | fBody, key: true, check: checkZStore,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
 }
 

@@ -103,6 +103,9 @@ func tableSamples() map[Type]*Command {
 		TypeSetPop:        SetPopCommand([]byte("s"), 7, 2),
 		TypeSetMove:       SetMoveCommand([]byte("s"), []byte("t"), []byte("b")),
 		TypeSetStore:      SetStoreCommand([]byte("u"), [][]byte{[]byte("s"), []byte("none")}, StoreUnion),
+		TypeZAdd:          ZAddCommand([]byte("z"), []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, ZAddCH),
+		TypeZRemRange:     ZRemRangeCommand([]byte("z"), ZRangeSpec{By: ZByRank, Start: 0, Stop: 0, Limit: -1}, true),
+		TypeZStore:        ZCombineStoreCommand([]byte("u"), [][]byte{[]byte("z"), []byte("s")}, ZStoreUnion, []float64{1, 2}, ZAggSum),
 	}
 }
 

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -257,7 +258,32 @@ func applyCodeCases() []codeCase {
 		{name: "sunionstore", steps: []*command.Command{setCmd, command.SetStoreCommand([]byte("u"), [][]byte{sk}, command.StoreUnion)}, want: command.CodeOK},
 		{name: "sunionstore of a hash", steps: []*command.Command{hashCmd, command.SetStoreCommand([]byte("u"), [][]byte{hk}, command.StoreUnion)}, want: command.CodeWrongType},
 		{name: "sunionstore past the bound", steps: []*command.Command{setCmd, fullSet(), command.SetStoreCommand([]byte("u"), [][]byte{sk, fs}, command.StoreUnion)}, want: command.CodeTooLong},
+
+		{name: "zadd creates", steps: []*command.Command{zsetCmd}, want: command.CodeCreated},
+		{name: "zadd", steps: []*command.Command{zsetCmd, command.ZAddCommand(zk, []float64{3}, [][]byte{[]byte("a")}, 0)}, want: command.CodeOK},
+		{name: "zadd a set", steps: []*command.Command{setCmd, command.ZAddCommand(sk, []float64{3}, [][]byte{[]byte("a")}, 0)}, want: command.CodeWrongType},
+		{name: "zincrby to NaN", steps: []*command.Command{command.ZAddCommand(zk, []float64{math.Inf(1)}, [][]byte{[]byte("a")}, 0),
+			command.ZAddCommand(zk, []float64{math.Inf(-1)}, [][]byte{[]byte("a")}, command.ZAddIncr)}, want: command.CodeNotFinite},
+		{name: "zadd past the bound", steps: []*command.Command{fullZSet(), command.ZAddCommand(fs, []float64{1}, [][]byte{make([]byte, 100)}, 0)}, want: command.CodeTooLong},
+		{name: "zrange", steps: []*command.Command{zsetCmd, command.ZRangeCommand(zk, command.ZRangeSpec{By: command.ZByScore, Min: 0, Max: 9, Limit: -1})}, want: command.CodeOK},
+		{name: "zpopmin", steps: []*command.Command{zsetCmd, command.ZRemRangeCommand(zk, command.ZRangeSpec{By: command.ZByRank, Stop: 0, Limit: -1}, true)}, want: command.CodeOK},
+		{name: "zremrangebyscore a set", steps: []*command.Command{setCmd, command.ZRemRangeCommand(sk, command.ZRangeSpec{By: command.ZByScore, Limit: -1}, false)}, want: command.CodeWrongType},
+		{name: "zunionstore", steps: []*command.Command{zsetCmd, setCmd, command.ZCombineStoreCommand([]byte("u"), [][]byte{zk, sk}, command.ZStoreUnion, []float64{1, 2}, command.ZAggSum)}, want: command.CodeOK},
+		{name: "zrangestore of a hash", steps: []*command.Command{hashCmd, command.ZRangeStoreCommand([]byte("u"), hk, command.ZRangeSpec{Limit: -1})}, want: command.CodeWrongType},
+		{name: "zunionstore past the bound", steps: []*command.Command{fullZSet(), command.ZAddCommand(zk, []float64{1}, [][]byte{make([]byte, 100)}, 0),
+			command.ZCombineStoreCommand([]byte("u"), [][]byte{fs, zk}, command.ZStoreUnion, []float64{1, 1}, command.ZAggSum)}, want: command.CodeTooLong},
+		{name: "zrem", steps: []*command.Command{zsetCmd, command.ZRemCommand(zk, [][]byte{[]byte("a")})}, want: command.CodeOK},
 	}
+}
+
+// fullZSet is a sorted set at its bound's bytes but for 64.
+func fullZSet() *command.Command {
+	members := make([][]byte, command.MaxCollBytes/(command.MaxFieldLen+8))
+	for i := range members {
+		members[i] = bytes.Repeat([]byte{'m'}, command.MaxFieldLen)
+		copy(members[i], fmt.Appendf(nil, "%d:", i))
+	}
+	return command.ZAddCommand(fs, make([]float64, len(members)), members, 0)
 }
 
 // fullSet is a set "full" at its bound of bytes: 8192 members of 8 KiB.
@@ -274,6 +300,8 @@ var (
 	hk, sk, fs = []byte("hash"), []byte("set"), []byte("full")
 	hashCmd    = command.HashSetCommand(hk, [][]byte{[]byte("f"), []byte("word")}, false)
 	setCmd     = command.SetAddCommand(sk, [][]byte{[]byte("a"), []byte("b")})
+	zk         = []byte("zset")
+	zsetCmd    = command.ZAddCommand(zk, []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, 0)
 )
 
 func unreachedCodes() command.Codes {

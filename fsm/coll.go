@@ -62,6 +62,17 @@ func (a *applier) storeColl(kv kvStore, key []byte, kind command.Kind, h command
 	return a.storeKV(kv, key, &e, old, exists, value)
 }
 
+// dropKey deletes key, whatever it holds, before a store writes a new
+// collection there: the result is a new collection, never the old one's
+// elements (a sandbox knows a collection by its key).
+func (a *applier) dropKey(kv kvStore, key []byte) error {
+	old, exists, err := a.liveKV(kv, key)
+	if err != nil || !exists {
+		return err
+	}
+	return kv.del(key, old)
+}
+
 // elemsBucket is the element bucket of the batch's transaction.
 func (b boltKV) elemsBucket() *bolt.Bucket { return b.tx.Bucket(bucketElems) }
 

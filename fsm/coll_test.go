@@ -199,8 +199,11 @@ func wholeBase(h *harness) func(key []byte) (command.KVEntry, bool, error) {
 		if !e.Kind.IsColl() {
 			return e, true, nil
 		}
-		res, err := h.f.ReadTx(command.TxRequest{Commands: []*command.Command{
-			command.CollReadCommand(key, e.Kind == command.KindSet, command.ReadAll, nil, 0, 0, false)}, ReplyBudget: 1 << 30}, h.now())
+		op := command.CollReadCommand(key, e.Kind == command.KindSet, command.ReadAll, nil, 0, 0, false)
+		if e.Kind == command.KindZSet {
+			op.Flags = command.FlagCollZSet
+		}
+		res, err := h.f.ReadTx(command.TxRequest{Commands: []*command.Command{op}, ReplyBudget: 1 << 30}, h.now())
 		if err != nil {
 			return command.KVEntry{}, false, err
 		}

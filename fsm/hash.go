@@ -114,6 +114,12 @@ func (a *applier) collDelIn(kv kvStore, c *command.Command, rev uint64) *command
 		}
 		nh.Count--
 		nh.Bytes -= uint64(len(f) + len(cur))
+		if kind == command.KindZSet {
+			score, _ := command.ScoreFromBytes(cur)
+			if err := kv.delScore(c.Key, h, score, f); err != nil {
+				return &command.Result{Code: command.CodeStorage}
+			}
+		}
 		if err := kv.delElem(c.Key, h, f); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
@@ -200,7 +206,7 @@ func (a *applier) collRead(tx *bolt.Tx, c *command.Command, rev uint64) *command
 
 func (a *applier) collReadIn(kv kvStore, c *command.Command, _ uint64) *command.Result {
 	mode := command.CollReadMode(c.Mode)
-	if mode >= command.ReadInter {
+	if mode >= command.ReadInter && mode <= command.ReadInterCard {
 		return a.setAlgebra(kv, c)
 	}
 	kind := command.CollKind(c.Flags)
@@ -238,6 +244,14 @@ func (a *applier) collReadIn(kv kvStore, c *command.Command, _ uint64) *command.
 		r.Value = command.EncodeList(pairs)
 	case command.ReadScan:
 		r.Value, err = scanElems(kv, c.Key, h, c)
+	case command.ReadZRange:
+		s, derr := command.DecodeZRangeSpec(c.Body)
+		if derr != nil {
+			return &command.Result{Code: command.CodeBadCommand}
+		}
+		r.Value, err = zrange(kv, c.Key, h, s)
+	case command.ReadZRank:
+		r.Value, err = zrank(kv, c.Key, h, c.Body, c.Flags&command.FlagCollCount != 0)
 	}
 	if err != nil {
 		return &command.Result{Code: command.CodeStorage}

@@ -65,6 +65,15 @@ type kvStore interface {
 	// (ElemOrder, then field), until fn returns false; fn must not write,
 	// and its slices are valid during the call only.
 	elems(key []byte, h command.CollHeader, from uint64, fn func(order uint64, field, value []byte) bool) error
+
+	// A sorted set's score order (tag 1, zset.go): putScore and delScore
+	// write and remove a member's entry (the tag 0 element is putElem's);
+	// scores calls fn with the entries from from on (a score key, then a
+	// member's bytes; nil: the first, or with rev the last), or with rev
+	// those at or before it backwards, until fn returns false.
+	putScore(key []byte, h command.CollHeader, score float64, member []byte) error
+	delScore(key []byte, h command.CollHeader, score float64, member []byte) error
+	scores(key []byte, h command.CollHeader, from []byte, rev bool, fn func(score uint64, member []byte) bool) error
 }
 
 // boltKV is the KV keyspace of a batch's transaction.

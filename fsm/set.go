@@ -290,16 +290,8 @@ func (a *applier) setStoreIn(kv kvStore, c *command.Command, rev uint64) *comman
 	if nh.Over() {
 		return &command.Result{Code: command.CodeTooLong}
 	}
-	old, exists, err := a.liveKV(kv, c.Key)
-	if err != nil {
+	if err := a.dropKey(kv, c.Key); err != nil {
 		return &command.Result{Code: command.CodeStorage}
-	}
-	if exists {
-		// Deleted first: the result is a new set, never the old one's
-		// elements (a sandbox knows a collection by its key).
-		if err := kv.del(c.Key, old); err != nil {
-			return &command.Result{Code: command.CodeStorage}
-		}
 	}
 	n := strconv.AppendInt(nil, int64(len(members)), 10)
 	for _, m := range members {

@@ -215,7 +215,7 @@ func unorderedMode(args []string) string {
 			return "pairs"
 		}
 		return "sorted"
-	case "hscan":
+	case "hscan", "zscan":
 		return "scanpairs"
 	case "sscan":
 		return "scan"

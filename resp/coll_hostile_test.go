@@ -41,15 +41,7 @@ func TestCollHostile(t *testing.T) {
 				"*3\r\n$1\r\na\r\n$1\r\na\r\n$1\r\na\r\n"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := dialRaw(t, srv.Addr())
-			for i, args := range tt.send {
-				c.send(array(args...))
-				if r := c.replies(1)[0]; r != tt.replies[i] {
-					t.Fatalf("%.80q = %.200q, want %q", args, r, tt.replies[i])
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { askEach(t, srv.Addr(), tt.send, tt.replies) })
 	}
 
 	t.Run("a set grown to its bound", func(t *testing.T) {

@@ -417,7 +417,12 @@ func readRandom(key []byte, set bool, count int64, hasCount bool, answer func(w 
 // same on every node; a hash or a set of Redis's small encoding answers
 // whole, cursor 0, as Redis's does. As in Redis, the cursor is read
 // first, then the key (absent: an empty scan), then the options.
-func planCollScan(a [][]byte, set bool) plan {
+func planCollScan(a [][]byte, set bool) plan { return planScanOf(a, set, nil) }
+
+// planScanOf is planCollScan; value, if not nil, is how an element's
+// value is answered (a sorted set's score), and op's flags are a sorted
+// set's.
+func planScanOf(a [][]byte, set bool, value func([]byte) []byte) plan {
 	cursor, ok := parseCursor(a[2])
 	if !ok {
 		return plan{err: "ERR invalid cursor"}
@@ -444,6 +449,9 @@ func planCollScan(a [][]byte, set bool) plan {
 		}
 	}
 	op := command.CollReadCommand(a[1], set, command.ReadScan, nil, int64(cursor), min(max(count, 1), command.MaxScanLook), true)
+	if value != nil {
+		op = command.ZScanCommand(a[1], cursor, min(max(count, 1), command.MaxScanLook))
+	}
 	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerColl(w, r[0], func(res *command.Result) {
 			if res.Code == command.CodeNotFound {
@@ -469,7 +477,10 @@ func planCollScan(a [][]byte, set bool) plan {
 			for i := 0; i+1 < len(pairs); i += 2 {
 				if match == nil || globMatch(match, pairs[i]) {
 					keep = append(keep, pairs[i])
-					if !set {
+					switch {
+					case value != nil:
+						keep = append(keep, value(pairs[i+1]))
+					case !set:
 						keep = append(keep, pairs[i+1])
 					}
 				}

@@ -48,6 +48,13 @@ func TestReservedKeysRefused(t *testing.T) {
 		"smove": {"plain", rk, "m"}, "sinter": {"plain", rk}, "sunion": {rk, "plain"}, "sdiff": {"plain", rk},
 		"sinterstore": {"plain", "plain", rk}, "sunionstore": {rk, "plain"}, "sdiffstore": {"plain", rk},
 		"sintercard": {"2", "plain", rk},
+		"zadd":       {rk, "1", "m"}, "zincrby": {rk, "1", "m"}, "zrem": {rk, "m"}, "zscore": {rk, "m"}, "zmscore": {rk, "m"},
+		"zcard": {rk}, "zcount": {rk, "0", "1"}, "zlexcount": {rk, "-", "+"}, "zrange": {rk, "0", "-1"}, "zrevrange": {rk, "0", "-1"},
+		"zrangebyscore": {rk, "0", "1"}, "zrevrangebyscore": {rk, "1", "0"}, "zrangebylex": {rk, "-", "+"},
+		"zrevrangebylex": {rk, "+", "-"}, "zrank": {rk, "m"}, "zrevrank": {rk, "m"}, "zpopmin": {rk}, "zpopmax": {rk},
+		"zremrangebyrank": {rk, "0", "1"}, "zremrangebyscore": {rk, "0", "1"}, "zremrangebylex": {rk, "-", "+"},
+		"zrandmember": {rk}, "zscan": {rk, "0"}, "zrangestore": {"plain", rk, "0", "-1"}, "zunionstore": {"plain", "2", "plain", rk},
+		"zinterstore": {rk, "1", "plain"},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
