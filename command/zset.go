@@ -254,14 +254,6 @@ func checkZRemRange(c *Command) error {
 	return err
 }
 
-// ZRandCommand reads members at random (ZRANDMEMBER), as
-// CollReadCommand's ReadRandom.
-func ZRandCommand(key []byte, seed uint64, count int64, hasCount bool) *Command {
-	c := CollReadCommand(key, false, ReadRandom, nil, int64(seed), count, hasCount)
-	c.Flags |= FlagCollZSet
-	return c
-}
-
 // ZScanCommand is a step of ZSCAN, as CollReadCommand's ReadScan.
 func ZScanCommand(key []byte, cursor uint64, count int64) *Command {
 	c := CollReadCommand(key, false, ReadScan, nil, int64(cursor), count, true)

@@ -27,7 +27,12 @@ func TestScriptAllowList(t *testing.T) {
 		"hset", "hmset", "hsetnx", "hget", "hmget", "hgetall", "hkeys", "hvals", "hdel", "hlen", "hexists",
 		"hstrlen", "hincrby", "hincrbyfloat", "hrandfield", "hscan", "sadd", "srem", "sismember", "smismember",
 		"smembers", "scard", "spop", "srandmember", "smove", "sinter", "sunion", "sdiff", "sinterstore",
-		"sunionstore", "sdiffstore", "sintercard", "sscan"}
+		"sunionstore", "sdiffstore", "sintercard", "sscan",
+		// sorted sets
+		"zadd", "zcard", "zcount", "zincrby", "zinterstore", "zlexcount", "zmscore", "zpopmax", "zpopmin",
+		"zrandmember", "zrange", "zrangebylex", "zrangebyscore", "zrangestore", "zrank", "zrem",
+		"zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange", "zrevrangebylex",
+		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore"}
 	var got []string
 	for name, c := range commands {
 		if c.script {
