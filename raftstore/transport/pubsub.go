@@ -44,9 +44,9 @@ const (
 type Link struct {
 	peer     func() Peer // read at each dial: the peer's address may move
 	maxFrame uint32
-	// unbatched writes and flushes each message as a frame of its own
-	// (the benchmark's comparison; never set outside it).
-	unbatched bool
+	// write writes and flushes the n messages of batch: writeBatch, as
+	// one frame (the benchmark compares a frame a message).
+	write func(bw *bufio.Writer, n int, batch []byte) error
 
 	mu      sync.Mutex
 	queue   []byte // encoded messages waiting (after a count's room)
@@ -62,8 +62,10 @@ type Link struct {
 }
 
 // NewLink starts a link to peer; frames are at most maxFrame bytes.
-func NewLink(peer func() Peer, maxFrame uint32) *Link {
-	l := &Link{peer: peer, maxFrame: maxFrame, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+func NewLink(peer func() Peer, maxFrame uint32) *Link { return newLink(peer, maxFrame, writeBatch) }
+
+func newLink(peer func() Peer, maxFrame uint32, write func(*bufio.Writer, int, []byte) error) *Link {
+	l := &Link{peer: peer, maxFrame: maxFrame, write: write, wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	go l.run()
 	return l
 }
@@ -157,17 +159,7 @@ func (l *Link) run() {
 		}
 		spare = batch
 		conn.SetWriteDeadline(time.Now().Add(frameTimeout))
-		var err error
-		if l.unbatched {
-			err = writeEach(bw, batch)
-		} else {
-			payload := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen32+len(batch)), uint64(n))
-			payload = append(payload, batch...)
-			if err = writeFrame(bw, tagPubSub, 0, payload); err == nil {
-				err = bw.Flush()
-			}
-		}
-		if err != nil {
+		if err := l.write(bw, n, batch); err != nil {
 			// At most once: what was in flight is lost for this peer.
 			l.Dropped.Add(int64(n))
 			conn.Close()
@@ -179,24 +171,14 @@ func (l *Link) run() {
 	}
 }
 
-// writeEach writes the messages of q a frame each, flushing each.
-func writeEach(bw *bufio.Writer, q []byte) error {
-	for len(q) > 0 {
-		n := 1
-		for range 2 {
-			l, k := binary.Uvarint(q[n:])
-			n += k + int(l)
-		}
-		payload := append([]byte{1}, q[:n]...)
-		if err := writeFrame(bw, tagPubSub, 0, payload); err != nil {
-			return err
-		}
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-		q = q[n:]
+// writeBatch writes the n messages of batch as one frame, and flushes.
+func writeBatch(bw *bufio.Writer, n int, batch []byte) error {
+	payload := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen32+len(batch)), uint64(n))
+	payload = append(payload, batch...)
+	if err := writeFrame(bw, tagPubSub, 0, payload); err != nil {
+		return err
 	}
-	return nil
+	return bw.Flush()
 }
 
 // poke wakes the link's goroutine for what is queued.

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bufio"
 	"encoding/binary"
 	"sort"
 	"sync/atomic"
@@ -20,9 +21,9 @@ import (
 //	go test -run XXX -bench BenchmarkLink -benchtime 200000x ./raftstore/transport/
 func BenchmarkLink(b *testing.B) {
 	for _, mode := range []struct {
-		name      string
-		unbatched bool
-	}{{"batched", false}, {"unbatched", true}} {
+		name  string
+		write func(*bufio.Writer, int, []byte) error
+	}{{"batched", writeBatch}, {"unbatched", writeEach}} {
 		b.Run("throughput/"+mode.name, func(b *testing.B) {
 			var got atomic.Int64
 			var lat []time.Duration // the sink's one connection appends; read after got says all came
@@ -30,8 +31,7 @@ func BenchmarkLink(b *testing.B) {
 				lat = append(lat, time.Duration(time.Now().UnixNano()-int64(binary.BigEndian.Uint64(m))))
 				got.Add(1)
 			})
-			l := NewLink(func() Peer { return Peer{ID: "p", Addr: sink, Timeout: time.Second, Cluster: command.ClusterID{}} }, 1<<20)
-			l.unbatched = mode.unbatched
+			l := newLink(func() Peer { return Peer{ID: "p", Addr: sink, Timeout: time.Second, Cluster: command.ClusterID{}} }, 1<<20, mode.write)
 			defer l.Close()
 			msg := make([]byte, 64)
 			b.ResetTimer()
@@ -54,8 +54,7 @@ func BenchmarkLink(b *testing.B) {
 		b.Run("latency/"+mode.name, func(b *testing.B) {
 			got := make(chan struct{}, 1)
 			sink := pubSubSink(b, func(bool, []byte, []byte) { got <- struct{}{} })
-			l := NewLink(func() Peer { return Peer{ID: "p", Addr: sink, Timeout: time.Second, Cluster: command.ClusterID{}} }, 1<<20)
-			l.unbatched = mode.unbatched
+			l := newLink(func() Peer { return Peer{ID: "p", Addr: sink, Timeout: time.Second, Cluster: command.ClusterID{}} }, 1<<20, mode.write)
 			defer l.Close()
 			msg := make([]byte, 64)
 			l.Send(false, []byte("warm"), msg)
@@ -77,4 +76,25 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// writeEach writes the messages of q a frame each, flushing each: the
+// benchmark's comparison with writeBatch.
+func writeEach(bw *bufio.Writer, _ int, q []byte) error {
+	for len(q) > 0 {
+		n := 1
+		for range 2 {
+			l, k := binary.Uvarint(q[n:])
+			n += k + int(l)
+		}
+		payload := append([]byte{1}, q[:n]...)
+		if err := writeFrame(bw, tagPubSub, 0, payload); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		q = q[n:]
+	}
+	return nil
 }
