@@ -331,9 +331,10 @@ func (c *conn) exec() {
 // would answer it: it changes nothing, so it needs no entry. track runs
 // just before the reads do.
 //
-// name is the span's (tracing on, a transaction that writes): "exec", or
-// the command whose plan runs as one transaction; parent is the pipeline's
-// context, whose span (if any) it goes under, never its deadline.
+// name is the span's (tracing on, a transaction that writes): "exec"; ""
+// for a command whose plan runs as one transaction, whose pipeline step's
+// span stands for it. parent is that step's context: the store's spans go
+// under its span (if any), the deadline is applyTx's own.
 func (c *conn) applyTx(parent context.Context, name string, r command.TxRequest, track func()) (*command.Result, error) {
 	ctx, cancel := context.WithTimeout(c.s.spanOnly(parent), c.s.cfg.OpTimeout)
 	defer cancel()
