@@ -550,6 +550,12 @@ func (c *conn) pusher() {
 			return
 		case <-p.wake:
 		}
+		// What waits is taken under the write lock, not before it: a
+		// connection's goroutine that holds the lock (a PUBLISH to a
+		// channel it is subscribed to) may take and write the rest of a
+		// publish's messages first, and the client would see them out
+		// of order around its reply.
+		c.wmu.Lock()
 		p.mu.Lock()
 		keys, all, broken, held := p.keys, p.all, p.broken, p.queued
 		msgs := p.msgs
@@ -558,6 +564,7 @@ func (c *conn) pusher() {
 		p.msgs, p.msgBytes = nil, 0
 		p.mu.Unlock()
 		err := c.writePushes(keys, all, broken, msgs)
+		c.wmu.Unlock()
 		p.mu.Lock()
 		p.acct.release(held) // the keys and messages written are given back
 		p.mu.Unlock()
@@ -584,13 +591,11 @@ func (p *pushSink) takeMessages() []psMsg {
 	return msgs
 }
 
-// writePushes writes invalidations and Pub/Sub messages under the write
-// lock, after any reply being made. A RESP2 connection gets invalidations
+// writePushes writes invalidations and Pub/Sub messages; under the write
+// lock, so after any reply being made. A RESP2 connection gets invalidations
 // only while it is subscribed (a tracking client's REDIRECT to it), as
 // messages of __redis__:invalidate, as Redis sends them.
 func (c *conn) writePushes(keys [][]byte, all bool, broken int64, msgs []psMsg) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	if c.proto < 3 && len(msgs) == 0 && !c.subs.any() {
 		return nil
 	}
