@@ -506,6 +506,14 @@ func TestE2ERecover(t *testing.T) {
 			lost = append(lost, id)
 		}
 	}
+	// A write is acknowledged once a quorum holds it, which need not
+	// include the survivor; a lost quorum takes with it what only the lost
+	// nodes held (the docs say so). The survivor catches up first, as an
+	// operator picks the survivor furthest along.
+	want := amortApplied(c.apis[leader])
+	waitFor(t, survivor+" at the leader's applied index", 30*time.Second, func() bool {
+		return amortApplied(c.apis[survivor]) >= want
+	})
 	for _, id := range lost {
 		nodes[id].cmd.Process.Signal(syscall.SIGKILL)
 		nodes[id].cmd.Wait()
