@@ -17,4 +17,8 @@ const (
 	// that the keys it read are as it read them: a lock two clients took
 	// at once, a reply that is not true of the state.
 	mutantScriptNoReadCheck = false
+	// mutantUnseededDraw draws SPOP's, SRANDMEMBER's, HRANDFIELD's and
+	// ZRANDMEMBER's choices from a source of the applying replica's own,
+	// not from the seed in the entry: replicas pop different members.
+	mutantUnseededDraw = false
 )

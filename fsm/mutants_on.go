@@ -7,6 +7,7 @@ var (
 	mutantWallClockInApply   bool
 	mutantNoAppliedIndexSkip bool
 	mutantScriptNoReadCheck  bool
+	mutantUnseededDraw       bool
 )
 
 // PlantWallClockInApply turns the wall-clock planted bug on or off, for the
@@ -17,3 +18,7 @@ func PlantWallClockInApply(on bool) { mutantWallClockInApply = on }
 // PlantScriptNoReadCheck turns the script planted bug on or off, for
 // resp's lock history, which must catch it.
 func PlantScriptNoReadCheck(on bool) { mutantScriptNoReadCheck = on }
+
+// PlantUnseededDraw turns the unseeded-draw planted bug on or off, for
+// resp's soak, which must catch it.
+func PlantUnseededDraw(on bool) { mutantUnseededDraw = on }

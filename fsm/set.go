@@ -21,7 +21,12 @@ import (
 // orders are a hash's.
 
 // rngOf is the random source of a command's seed.
-func rngOf(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)) }
+func rngOf(seed uint64) *rand.Rand {
+	if mutantUnseededDraw {
+		seed = rand.Uint64()
+	}
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+}
 
 // pickAt is the first element at or after order r, wrapping, not one skip
 // refuses; false when there is none.

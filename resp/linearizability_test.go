@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -33,19 +34,81 @@ func TestLinearizableAcrossLeaderKill(t *testing.T) {
 // leaderKillHistory runs the clients, kills the leader midway, and checks
 // the history; on a failure, path is a visualization of it.
 func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
+	ops := killHistory(t, 1, history.Output{Unknown: true}, func(ctx context.Context, id, n int, rng *rand.Rand, cmds redis.Cmdable, run func(redis.Cmder) error) (any, any, bool, error) {
+		in := history.Input{Key: fmt.Sprint("k", rng.IntN(3)), Value: fmt.Sprintf("c%d-%d", id, n)}
+		var out history.Output
+		var err error
+		switch rng.IntN(4) {
+		case 0:
+			in.Kind = history.Set
+			err = run(cmds.Set(ctx, in.Key, in.Value, 0))
+			out.OK = err == nil
+		case 1:
+			in.Kind = history.SetNX
+			cmd := cmds.SetArgs(ctx, in.Key, in.Value, redis.SetArgs{Mode: "NX", Get: true})
+			if err = run(cmd); errors.Is(err, redis.Nil) {
+				out.OK, err = true, nil
+			} else {
+				out.Value = cmd.Val()
+			}
+		case 2:
+			in.Kind = history.Get
+			cmd := cmds.Get(ctx, in.Key)
+			if err = run(cmd); errors.Is(err, redis.Nil) {
+				err = nil
+			} else {
+				out.OK, out.Value = true, cmd.Val()
+			}
+		default:
+			in.Kind = history.GetDel
+			cmd := cmds.GetDel(ctx, in.Key)
+			if err = run(cmd); errors.Is(err, redis.Nil) {
+				err = nil
+			} else {
+				out.OK, out.Value = true, cmd.Val()
+			}
+		}
+		return in, out, in.Kind == history.Get, err
+	})
+	// The model needs each operation's window for TTLs.
+	for i := range ops {
+		ops[i].Input = withTimes(ops[i].Input.(history.Input), ops[i].Call, ops[i].Return)
+	}
+	res, info := porcupine.CheckOperationsVerbose(history.ValueModel.ToModel(), ops, 60*time.Second)
+	if res != porcupine.Ok {
+		path = t.TempDir() + "/history.html"
+		porcupine.VisualizePath(history.ValueModel.ToModel(), info, path)
+	}
+	return res, path
+}
+
+// historyOp sends one operation (the n-th of client id) through cmds and
+// runs it (run: alone, or the EXEC of its transaction); it returns the
+// model's input and output, whether it only read, and the error.
+type historyOp func(ctx context.Context, id, n int, rng *rand.Rand, cmds redis.Cmdable, run func(redis.Cmder) error) (in, out any, read bool, err error)
+
+// killHistory starts a cluster; nine go-redis clients, three per node,
+// each run op again and again (alone, or as the one command of a
+// MULTI/EXEC transaction: a read then goes through the log), while the
+// leader (its listener and its store) is killed after 300 operations; it
+// returns the history of 900 or more, as the clients saw it. A write whose
+// reply never came is unknown (Output unknown, returned at the end of
+// time): it may or may not have happened. A read that failed did nothing
+// and is left out. stream varies the clients' draws between histories.
+func killHistory(t *testing.T, stream uint64, unknown any, op historyOp) []porcupine.Operation {
 	tc := startCluster(t, nil)
-	ctx := ctxT(t, 120*time.Second)
+	ctx := ctxT(t, 150*time.Second)
 	leader := tc.rc.WaitLeader(5 * time.Second)
 	base := time.Now()
 	now := func() int64 { return int64(time.Since(base)) }
 
 	var (
-		mu      sync.Mutex
-		ops     []porcupine.Operation
-		done    atomic.Int64 // operations answered
-		unknown atomic.Int64
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
+		mu       sync.Mutex
+		ops      []porcupine.Operation
+		done     atomic.Int64 // operations answered
+		nUnknown atomic.Int64
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
 	)
 	const killAt, total = 300, 900
 	for id := 0; id < 9; id++ {
@@ -54,16 +117,13 @@ func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(id), 1))
-			for n := 0; ; n++ {
+			rng := rand.New(rand.NewPCG(uint64(id), stream))
+			for n := 0; n < 100_000; n++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				in := history.Input{Key: fmt.Sprint("k", rng.IntN(3)), Value: fmt.Sprintf("c%d-%d", id, n)}
-				var out history.Output
-				var err error
 				// The command runs alone, or queued in a transaction:
 				// then its result is there once EXEC answered.
 				var cmds redis.Cmdable = c
@@ -79,49 +139,21 @@ func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
 					}
 				}
 				call := now()
-				switch rng.IntN(4) {
-				case 0:
-					in.Kind = history.Set
-					err = run(cmds.Set(ctx, in.Key, in.Value, 0))
-					out.OK = err == nil
-				case 1:
-					in.Kind = history.SetNX
-					cmd := cmds.SetArgs(ctx, in.Key, in.Value, redis.SetArgs{Mode: "NX", Get: true})
-					if err = run(cmd); errors.Is(err, redis.Nil) {
-						out.OK, err = true, nil
-					} else {
-						out.Value = cmd.Val()
-					}
-				case 2:
-					in.Kind = history.Get
-					cmd := cmds.Get(ctx, in.Key)
-					if err = run(cmd); errors.Is(err, redis.Nil) {
-						err = nil
-					} else {
-						out.OK, out.Value = true, cmd.Val()
-					}
-				default:
-					in.Kind = history.GetDel
-					cmd := cmds.GetDel(ctx, in.Key)
-					if err = run(cmd); errors.Is(err, redis.Nil) {
-						err = nil
-					} else {
-						out.OK, out.Value = true, cmd.Val()
-					}
-				}
-				ret := now()
-				op := porcupine.Operation{ClientId: id, Call: call, Return: ret, Input: in, Output: out}
-				if err != nil {
-					if in.Kind == history.Get {
-						continue // a read that failed changed nothing
-					}
+				in, out, read, err := op(ctx, id, n, rng, cmds, run)
+				o := porcupine.Operation{ClientId: id, Call: call, Return: now(), Input: in, Output: out}
+				switch {
+				case err != nil && read && node == leader:
+					return // its node is gone
+				case err != nil && read:
+					time.Sleep(200 * time.Millisecond) // see below
+					continue                           // a read that failed changed nothing
+				case err != nil:
 					// Never answered: it may have happened, at any time after the call.
-					unknown.Add(1)
-					op.Return, op.Output = math.MaxInt64, history.Output{Unknown: true}
+					nUnknown.Add(1)
+					o.Return, o.Output = math.MaxInt64, unknown
 				}
-				op.Input = withTimes(in, call, op.Return)
 				mu.Lock()
-				ops = append(ops, op)
+				ops = append(ops, o)
 				mu.Unlock()
 				done.Add(1)
 				if err != nil && node == leader {
@@ -146,13 +178,8 @@ func leaderKillHistory(t *testing.T) (res porcupine.CheckResult, path string) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d operations, %d unknown, leader %s killed after %d", len(ops), unknown.Load(), tc.rc.Cfgs[leader].NodeID, killAt)
-	res, info := porcupine.CheckOperationsVerbose(history.ValueModel.ToModel(), ops, 60*time.Second)
-	if res != porcupine.Ok {
-		path = t.TempDir() + "/history.html"
-		porcupine.VisualizePath(history.ValueModel.ToModel(), info, path)
-	}
-	return res, path
+	t.Logf("%d operations, %d unknown, leader %s killed after %d", len(ops), nUnknown.Load(), tc.rc.Cfgs[leader].NodeID, killAt)
+	return ops
 }
 
 func withTimes(in history.Input, call, ret int64) history.Input {

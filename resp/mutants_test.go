@@ -4,6 +4,7 @@ package resp
 
 import (
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 
@@ -55,4 +56,34 @@ func TestPlantedScriptNoReadCheckIsCaught(t *testing.T) {
 		}
 	}
 	t.Fatal("the planted bug (script effects applied without their read check) was not caught in 3 runs")
+}
+
+// TestCollNoReadBarrierIsCaught: with reads served without the barrier,
+// the hash's or the sorted set's leader-kill history fails within a few
+// runs: collModel has the power to see stale HGET, HGETALL, ZSCORE and
+// ZRANGE answers.
+func TestCollNoReadBarrierIsCaught(t *testing.T) {
+	mutantNoReadBarrier = true
+	t.Cleanup(func() { mutantNoReadBarrier = false }) // after the histories' listeners close
+	for run := 1; run <= 6; run++ {
+		ops := collKillHistory(t, run%2 == 0)
+		if res, _ := porcupine.CheckOperationsVerbose(collModel, ops, 60*time.Second); res != porcupine.Ok {
+			t.Logf("caught in run %d: %v", run, res)
+			return
+		}
+	}
+	t.Fatal("the planted bug (reads without a barrier) was not caught in 6 histories")
+}
+
+// TestPlantedUnseededDrawIsCaught: with SPOP's draw taken from each
+// replica's own random source, not the entry's seed, the soak's replicas
+// end with different state hashes.
+func TestPlantedUnseededDrawIsCaught(t *testing.T) {
+	fsm.PlantUnseededDraw(true)
+	t.Cleanup(func() { fsm.PlantUnseededDraw(false) }) // after the soak's cluster closes
+	err := collSoak(t, 15*time.Second)                 // they never agree: no need to wait long
+	if err == nil {
+		t.Fatal("the planted bug (an unseeded SPOP) was not caught: the replicas agree")
+	}
+	t.Logf("caught: %v", err)
 }
