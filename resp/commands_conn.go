@@ -221,9 +221,11 @@ func cmdClient(c *conn, a [][]byte) {
 			c.libVer = string(a[3])
 		}
 		c.w.ok()
-	case (sub == "tracking" && len(a) < 3) || (sub == "caching" && len(a) != 3) ||
+	case (sub == "tracking" && len(a) < 3) || ((sub == "caching" || sub == "reply") && len(a) != 3) ||
 		((sub == "getredir" || sub == "trackinginfo") && len(a) != 2):
 		c.w.errorLine(fmt.Sprintf("ERR wrong number of arguments for 'client|%s' command", sub))
+	case sub == "reply":
+		c.clientReply(a[2])
 	case sub == "tracking":
 		c.clientTracking(a)
 	case sub == "caching":

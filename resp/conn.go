@@ -26,8 +26,9 @@ type conn struct {
 	name     string
 	libName  string
 	libVer   string
-	readonly bool // READONLY: reads are this node's applied state, not linearized
-	db       int  // SELECT: the keyspace (keyspace.go)
+	readonly bool      // READONLY: reads are this node's applied state, not linearized
+	reply    replyMode // CLIENT REPLY (reply_mode.go)
+	db       int       // SELECT: the keyspace (keyspace.go)
 	// sess is what AUTH granted (nil before); revoked is set when a
 	// reload took it away (auth.go). Both are read by SetAuth's goroutine.
 	sess    atomic.Pointer[session]

@@ -26,31 +26,43 @@ import (
 // run executes a batch of requests in order and buffers their replies.
 func (c *conn) run(batch []request) {
 	for i := 0; i < len(batch) && !c.quit; {
-		if c.multi != nil {
-			// Only MULTI opens one, and it is a command of its own:
-			// the runs below never reach past it.
-			c.inMulti(batch[i])
+		if c.reply.silenced() {
+			// One command, its replies dropped (reply_mode.go).
+			c.w.mute()
+			c.run1(batch[:i+1], i)
+			c.w.unmute()
 			i++
 			continue
 		}
-		cmd, refusal := c.check(batch[i].args)
-		if refusal != "" {
-			c.w.errorLine(refusal)
-			c.done(batch[i], c.lastCmd, true)
-			i++
-			continue
-		}
-		switch cmd.kind {
-		case kindConn:
-			errs := c.w.errors
-			cmd.conn(c, batch[i].args)
-			c.done(batch[i], cmd.name, c.w.errors != errs)
-			i++
-		case kindRead:
-			i = c.runReads(batch, i)
-		case kindWrite:
-			i = c.runWrites(batch, i)
-		}
+		i = c.run1(batch, i)
+	}
+}
+
+// run1 runs the command at i (and, for a read or a write, those of its
+// kind after it in batch: a run) and returns the index after them.
+func (c *conn) run1(batch []request, i int) int {
+	if c.multi != nil {
+		// Only MULTI opens one, and it is a command of its own:
+		// the runs below never reach past it.
+		c.inMulti(batch[i])
+		return i + 1
+	}
+	cmd, refusal := c.check(batch[i].args)
+	if refusal != "" {
+		c.w.errorLine(refusal)
+		c.done(batch[i], c.lastCmd, true)
+		return i + 1
+	}
+	switch cmd.kind {
+	case kindConn:
+		errs := c.w.errors
+		cmd.conn(c, batch[i].args)
+		c.done(batch[i], cmd.name, c.w.errors != errs)
+		return i + 1
+	case kindRead:
+		return c.runReads(batch, i)
+	default:
+		return c.runWrites(batch, i)
 	}
 }
 

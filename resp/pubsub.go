@@ -192,14 +192,16 @@ func (c *conn) unsubscribeAll() {
 // subReply is one (un)subscribe's answer: a push in RESP3, an array in
 // RESP2; a nil name is a null.
 func (c *conn) subReply(word string, name []byte, count int) {
-	c.pubsubHeader(3)
-	c.w.bulkString(word)
-	if name == nil {
-		c.w.null()
-	} else {
-		c.w.bulk(name)
-	}
-	c.w.integer(int64(count))
+	c.w.pushing(func() { // a push, even under CLIENT REPLY OFF
+		c.pubsubHeader(3)
+		c.w.bulkString(word)
+		if name == nil {
+			c.w.null()
+		} else {
+			c.w.bulk(name)
+		}
+		c.w.integer(int64(count))
+	})
 }
 
 // pubsubHeader opens a Pub/Sub reply or message of n parts.
@@ -282,6 +284,10 @@ func (p *pushSink) message(m psMsg) {
 
 // writeMessages writes queued messages; under the write lock.
 func (c *conn) writeMessages(msgs []psMsg) {
+	if len(msgs) > 0 && c.w.real != nil {
+		c.w.pushing(func() { c.writeMessages(msgs) }) // pushed, even under CLIENT REPLY OFF
+		return
+	}
 	for _, m := range msgs {
 		switch m.kind {
 		case psMessage:

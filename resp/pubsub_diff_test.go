@@ -166,6 +166,25 @@ func TestPubSubAsRedis(t *testing.T) {
 			{2, "SET tk 2", 1, false},
 			{3, "PING", 1, false}, // connection 3 never subscribed: it gets nothing
 		}},
+		{"CLIENT REPLY OFF still pushes", []psStep{
+			{0, "HELLO 3", 1, true},
+			{0, "CLIENT REPLY OFF\r\nSET rk v\r\nGET rk\r\nSUBSCRIBE ch\r\nPSUBSCRIBE c*\r\nGET rk", 2, false},
+			{1, "PUBLISH ch hi", 1, false},
+			{0, "", 2, false},
+			{0, "CLIENT REPLY ON\r\nGET rk", 2, false},
+			{0, "CLIENT REPLY SKIP\r\nGET rk\r\nPING skipped\r\nPING answered", 2, false},
+			{0, "CLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nPING skipped\r\nPING answered", 1, false},
+			{0, "CLIENT REPLY FOO", 1, false},
+			{0, "CLIENT REPLY", 1, false},
+			{0, "CLIENT REPLY ON ON", 1, false},
+			{0, "CLIENT REPLY OFF\r\nUNSUBSCRIBE ch\r\nMULTI\r\nINCR rc\r\nEXEC\r\nCLIENT REPLY ON\r\nGET rc", 3, false},
+		}},
+		{"CLIENT REPLY in RESP2", []psStep{
+			{0, "CLIENT REPLY OFF\r\nSET rk v\r\nSUBSCRIBE ch", 1, false},
+			{1, "PUBLISH ch hi", 1, false},
+			{0, "", 1, false},
+			{0, "UNSUBSCRIBE ch\r\nCLIENT REPLY ON", 2, false},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := psTranscript(t, redis, tc.steps)

@@ -35,6 +35,9 @@ type writer struct {
 	proto  int
 	buf    []byte
 	errors int // error replies written: the metrics' result
+	// real is the connection's buffer while CLIENT REPLY silences the
+	// command running (bw is then discard): reply_mode.go.
+	real, discard *bufio.Writer
 }
 
 func (w *writer) raw(b []byte) { w.bw.Write(b) }
