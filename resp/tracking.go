@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -336,6 +337,15 @@ func (c *conn) clientTracking(a [][]byte) {
 				return
 			}
 		}
+		// Tracking begins after every write acknowledged before it: on
+		// a follower, such a write (a FLUSHALL this client just made)
+		// may not be applied here yet, and its invalidation, pushed to
+		// the client once applied, would come after the OK, as if the
+		// write had followed it (Redis's order: one thread).
+		if err := c.trackBarrier(); err != nil {
+			c.w.errorLine(errorReply(err))
+			return
+		}
 		// As Redis's enableTracking: the flags are replaced, the prefixes
 		// added to those the connection has ("" when none is given).
 		tr.on, tr.redirect, tr.bcast, tr.optin, tr.optout, tr.noloop = true, redirect, bcast, optin, optout, noloop
@@ -359,6 +369,18 @@ func (c *conn) clientTracking(a [][]byte) {
 	c.trackBroken.Store(false) // as Redis: enabling or disabling clears it
 	c.s.track.set(c, tr)
 	c.w.ok()
+}
+
+// trackBarrier waits until this node has applied every write
+// acknowledged before the call (a READONLY connection reads this node's
+// state as it is, and waits for nothing).
+func (c *conn) trackBarrier() error {
+	if c.readonly {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
+	defer cancel()
+	return c.s.store.Barrier(ctx)
 }
 
 // prefixCollision is Redis's refusal of BCAST prefixes of which one is a

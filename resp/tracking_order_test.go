@@ -1,0 +1,38 @@
+package resp
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestTrackingStartsAfterOwnWrites: a client on a follower writes
+// (FLUSHALL, then a SET, forwarded to the leader and acknowledged before
+// this node applied them), turns tracking on (BCAST, RESP3) and has
+// another node write a key; the first invalidation it is pushed must be
+// that key's: not an "everything" for its own FLUSHALL, nor its own SET's
+// key, which came before tracking began (Redis's order, the tcl units'
+// "Adding prefixes to BCAST mode works" and their neighbours). Twenty
+// rounds: without the barrier at CLIENT TRACKING ON a follower lags its
+// own client's acknowledged writes often enough to fail.
+func TestTrackingStartsAfterOwnWrites(t *testing.T) {
+	tc := startCluster(t, nil)
+	leader := tc.rc.WaitLeader(5 * time.Second)
+	follower, other := tc.addrs[(leader+1)%3], tc.addrs[(leader+2)%3]
+	for round := range 20 {
+		c := dialRaw(t, follower)
+		c.send(array("HELLO", "3"))
+		c.replies(1)
+		c.send(array("FLUSHALL") + array("SET", "pre:own", "1") + array("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "pre:"))
+		if got := c.replies(3); got[0] != "+OK\r\n" || got[2] != "+OK\r\n" {
+			t.Fatalf("round %d: FLUSHALL, SET, CLIENT TRACKING: %q", round, got)
+		}
+		key := fmt.Sprint("pre:other", round)
+		mustAsk(t, other, array("SET", key, "1"), "+OK\r\n")
+		want := fmt.Sprintf(">2\r\n$10\r\ninvalidate\r\n*1\r\n$%d\r\n%s\r\n", len(key), key)
+		if got := c.replies(1)[0]; got != want {
+			t.Fatalf("round %d: first push %q, want %q", round, got, want)
+		}
+		c.nc.Close()
+	}
+}
