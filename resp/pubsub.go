@@ -345,9 +345,10 @@ func isSubscribe(name string) bool {
 
 // writeInvalidateMessages writes invalidations to a RESP2 connection a
 // tracking client redirects to, as messages of __redis__:invalidate
-// (Redis's sendTrackingMessage): a key as an array of one, everything as
-// a null; nothing when it is not subscribed. Under the write lock.
-func (c *conn) writeInvalidateMessages(keys [][]byte, all bool) {
+// (Redis's sendTrackingMessage): each push's keys as an array (sizes:
+// how many of keys each holds), everything as a null; nothing when it is
+// not subscribed. Under the write lock.
+func (c *conn) writeInvalidateMessages(keys [][]byte, sizes []int, all bool) {
 	if !c.subs.any() {
 		return
 	}
@@ -357,11 +358,14 @@ func (c *conn) writeInvalidateMessages(keys [][]byte, all bool) {
 		c.w.bulkString(invalidateChannel)
 		c.w.null()
 	}
-	for _, k := range keys {
+	for _, n := range sizes {
 		c.w.array(3)
 		c.w.bulkString("message")
 		c.w.bulkString(invalidateChannel)
-		c.w.array(1)
-		c.w.bulk(k)
+		c.w.array(n)
+		for _, k := range keys[:n] {
+			c.w.bulk(k)
+		}
+		keys = keys[n:]
 	}
 }

@@ -166,6 +166,16 @@ func TestPubSubAsRedis(t *testing.T) {
 			{2, "SET tk 2", 1, false},
 			{3, "PING", 1, false}, // connection 3 never subscribed: it gets nothing
 		}},
+		{"BCAST gathers a transaction's keys per prefix", []psStep{
+			{1, "SUBSCRIBE __redis__:invalidate", 1, false},
+			{0, "CLIENT TRACKING on BCAST REDIRECT {id1} PREFIX b: PREFIX a:", 1, false},
+			{0, "MULTI\r\nINCR b:2\r\nINCR a:1\r\nINCR c:1\r\nINCR a:2\r\nINCR b:1\r\nINCR a:1\r\nEXEC", 8, false},
+			{1, "", 2, false},
+			{2, "HELLO 3", 1, true},
+			{2, "CLIENT TRACKING on BCAST PREFIX x", 1, false},
+			{0, "MSET x1 1 y 2 x0 3", 1, false},
+			{2, "", 1, false},
+		}},
 		{"CLIENT REPLY OFF still pushes", []psStep{
 			{0, "HELLO 3", 1, true},
 			{0, "CLIENT REPLY OFF\r\nSET rk v\r\nGET rk\r\nSUBSCRIBE ch\r\nPSUBSCRIBE c*\r\nGET rk", 2, false},

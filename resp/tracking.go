@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,12 +126,26 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 				}
 			}
 		}
-		for _, tc := range t.bcast {
-			for _, p := range tc.prefixes {
-				if bytes.HasPrefix(k, p) {
-					t.deliver(tc, k)
-					break
+	}
+	// A BCAST connection is told of the batch's keys under each of its
+	// prefixes in one push, as Redis gathers them per prefix (its
+	// prefixes never overlap: a key is under one at most). Redis gathers
+	// what changed between two turns of its event loop; a node, what one
+	// applied batch changed (a command, a transaction, a script, or the
+	// commands the leader put in one log entry).
+	for _, tc := range t.bcast {
+		for _, p := range tc.prefixes {
+			var under [][]byte
+			for _, stored := range keys {
+				if _, k, ok := command.KeyspaceOf(stored); ok && bytes.HasPrefix(k, p) {
+					under = append(under, k)
 				}
+			}
+			if len(under) > 0 {
+				// In key order, each once, as Redis's per-prefix table
+				// (a radix tree) holds them.
+				slices.SortFunc(under, bytes.Compare)
+				t.deliverGroup(tc, slices.CompactFunc(under, bytes.Equal))
 			}
 		}
 	}
@@ -139,15 +154,32 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 // deliver queues the invalidation of key (nil: everything) for tc, on its
 // redirection's connection if it has one. Under t.mu.
 func (t *tracker) deliver(tc *trackClient, key []byte) {
-	target := tc.c
-	if tc.redirect != 0 {
-		if target = t.s.connByID(tc.redirect); target == nil {
-			tc.c.trackBroken.Store(true)
-			tc.c.push.add(nil, false, tc.redirect) // Redis's tracking-redir-broken
-			return
-		}
+	if target := t.target(tc); target != nil {
+		target.push.add(key, key == nil, 0)
 	}
-	target.push.add(key, key == nil, 0)
+}
+
+// deliverGroup queues the invalidation of keys, in one push, for tc.
+// Under t.mu.
+func (t *tracker) deliverGroup(tc *trackClient, keys [][]byte) {
+	if target := t.target(tc); target != nil {
+		target.push.addGroup(keys)
+	}
+}
+
+// target is the connection tc's invalidations go to: its redirection's,
+// or its own; nil when the redirection is gone (tc is then told so).
+// Under t.mu.
+func (t *tracker) target(tc *trackClient) *conn {
+	if tc.redirect == 0 {
+		return tc.c
+	}
+	target := t.s.connByID(tc.redirect)
+	if target == nil {
+		tc.c.trackBroken.Store(true)
+		tc.c.push.add(nil, false, tc.redirect) // Redis's tracking-redir-broken
+	}
+	return target
 }
 
 // remember notes that c read keys, before it reads them. A key past the
@@ -489,6 +521,7 @@ const maxPendingBytes = 4 << 20
 type pushSink struct {
 	mu      sync.Mutex
 	keys    [][]byte // copies
+	sizes   []int    // how many of keys each push holds, in order (a BCAST prefix's gather several)
 	bytes   int      // their length
 	all     bool     // "everything" is due: it covers keys
 	broken  int64    // a redirection found gone: tracking-redir-broken is due
@@ -518,7 +551,7 @@ func (p *pushSink) close() {
 	if !p.closed {
 		p.closed = true
 		close(p.done)
-		p.keys, p.msgs = nil, nil
+		p.keys, p.sizes, p.msgs = nil, nil, nil
 		p.acct.keep(0)
 	}
 }
@@ -536,17 +569,52 @@ func (p *pushSink) add(key []byte, all bool, broken int64) {
 	case broken != 0:
 		p.broken = broken
 	case all:
-		p.acct.release(p.queued)
-		p.all, p.keys, p.bytes, p.queued = true, nil, 0, 0
-	case !p.all && (len(p.keys) >= p.max || p.bytes+len(key) > maxPendingBytes || !p.acct.charge(len(key)+sliceOverhead)):
-		p.acct.release(p.queued)
-		p.all, p.keys, p.bytes, p.queued = true, nil, 0, 0
-	case !p.all:
-		p.keys = append(p.keys, bytes.Clone(key))
-		p.bytes += len(key)
-		p.queued += int64(len(key) + sliceOverhead)
+		p.dropKeysLocked()
+	case !p.all && p.queueLocked(key):
+		p.sizes = append(p.sizes, 1)
 	}
 	p.wakeLocked()
+}
+
+// addGroup queues the invalidation of keys as one push, and wakes c's
+// pusher. It never blocks on the client.
+func (p *pushSink) addGroup(keys [][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	n := 0
+	for _, k := range keys {
+		if p.all || !p.queueLocked(k) {
+			break
+		}
+		n++
+	}
+	if !p.all && n > 0 {
+		p.sizes = append(p.sizes, n)
+	}
+	p.wakeLocked()
+}
+
+// queueLocked queues key, or, past the bounds, makes "everything" due
+// instead (false). Under p.mu, with p.all false.
+func (p *pushSink) queueLocked(key []byte) bool {
+	if len(p.keys) >= p.max || p.bytes+len(key) > maxPendingBytes || !p.acct.charge(len(key)+sliceOverhead) {
+		p.dropKeysLocked()
+		return false
+	}
+	p.keys = append(p.keys, bytes.Clone(key))
+	p.bytes += len(key)
+	p.queued += int64(len(key) + sliceOverhead)
+	return true
+}
+
+// dropKeysLocked makes "everything" due, which covers the keys queued.
+// Under p.mu.
+func (p *pushSink) dropKeysLocked() {
+	p.acct.release(p.queued)
+	p.all, p.keys, p.sizes, p.bytes, p.queued = true, nil, nil, 0, 0
 }
 
 // wakeLocked starts c's pusher, or wakes it, for what was just queued.
@@ -579,13 +647,13 @@ func (c *conn) pusher() {
 		// of order around its reply.
 		c.wmu.Lock()
 		p.mu.Lock()
-		keys, all, broken, held := p.keys, p.all, p.broken, p.queued
+		keys, sizes, all, broken, held := p.keys, p.sizes, p.all, p.broken, p.queued
 		msgs := p.msgs
 		held += p.msgBytes
-		p.keys, p.all, p.broken, p.bytes, p.queued = nil, false, 0, 0, 0
+		p.keys, p.sizes, p.all, p.broken, p.bytes, p.queued = nil, nil, false, 0, 0, 0
 		p.msgs, p.msgBytes = nil, 0
 		p.mu.Unlock()
-		err := c.writePushes(keys, all, broken, msgs)
+		err := c.writePushes(keys, sizes, all, broken, msgs)
 		c.wmu.Unlock()
 		p.mu.Lock()
 		p.acct.release(held) // the keys and messages written are given back
@@ -617,7 +685,7 @@ func (p *pushSink) takeMessages() []psMsg {
 // lock, so after any reply being made. A RESP2 connection gets invalidations
 // only while it is subscribed (a tracking client's REDIRECT to it), as
 // messages of __redis__:invalidate, as Redis sends them.
-func (c *conn) writePushes(keys [][]byte, all bool, broken int64, msgs []psMsg) error {
+func (c *conn) writePushes(keys [][]byte, sizes []int, all bool, broken int64, msgs []psMsg) error {
 	if c.proto < 3 && len(msgs) == 0 && !c.subs.any() {
 		return nil
 	}
@@ -626,7 +694,7 @@ func (c *conn) writePushes(keys [][]byte, all bool, broken int64, msgs []psMsg) 
 	}
 	c.writeMessages(msgs)
 	if c.proto < 3 {
-		c.writeInvalidateMessages(keys, all)
+		c.writeInvalidateMessages(keys, sizes, all)
 		return c.flush()
 	}
 	if broken != 0 {
@@ -639,11 +707,14 @@ func (c *conn) writePushes(keys [][]byte, all bool, broken int64, msgs []psMsg) 
 		c.w.bulkString("invalidate")
 		c.w.null()
 	}
-	for _, k := range keys {
+	for _, n := range sizes {
 		c.w.push(2)
 		c.w.bulkString("invalidate")
-		c.w.array(1)
-		c.w.bulk(k)
+		c.w.array(n)
+		for _, k := range keys[:n] {
+			c.w.bulk(k)
+		}
+		keys = keys[n:]
 	}
 	return c.flush() // each write to the socket has its own WriteTimeout (deadlineWriter)
 }
