@@ -328,7 +328,8 @@ func (c *conn) commandInfo(cmd *redisCommand) {
 	}
 }
 
-// cmdInfo: the server, clients and replication sections.
+// cmdInfo: the server, clients, stats and replication sections (of
+// stats, the client-side caching table's figures, this node's).
 func cmdInfo(c *conn, a [][]byte) {
 	want := map[string]bool{}
 	for _, s := range a[1:] {
@@ -344,7 +345,13 @@ func cmdInfo(c *conn, a [][]byte) {
 			int(time.Since(c.s.start).Seconds()), c.s.cfg.NodeID)
 	}
 	if all || want["clients"] {
-		fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\nblocked_clients:%d\r\n\r\n", c.s.clients(), c.s.blocks.blocked())
+		fmt.Fprintf(&b, "# Clients\r\nconnected_clients:%d\r\nblocked_clients:%d\r\ntracking_clients:%d\r\n\r\n",
+			c.s.clients(), c.s.blocks.blocked(), c.s.track.active.Load())
+	}
+	if all || want["stats"] {
+		keys, items, prefixes := c.s.track.stats()
+		fmt.Fprintf(&b, "# Stats\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\n\r\n",
+			keys, items, prefixes)
 	}
 	if all || want["replication"] {
 		id, _ := c.s.store.Leader()

@@ -252,6 +252,24 @@ func (t *tracker) set(c *conn, tr *tracking) {
 	}
 }
 
+// stats are Redis's INFO figures of the table: the keys remembered,
+// their readers (a key read by two connections is two items), and the
+// distinct prefixes of BCAST connections.
+func (t *tracker) stats() (keys, items, prefixes int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ids := range t.keys {
+		items += len(ids)
+	}
+	seen := map[string]bool{}
+	for _, tc := range t.bcast {
+		for _, p := range tc.prefixes {
+			seen[string(p)] = true
+		}
+	}
+	return len(t.keys), items, len(seen)
+}
+
 // size is the number of remembered keys.
 func (t *tracker) size() int {
 	t.mu.Lock()

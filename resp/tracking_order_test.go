@@ -2,8 +2,11 @@ package resp
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemgate/idemgate/internal/memstore"
 )
 
 // TestTrackingStartsAfterOwnWrites: a client on a follower writes
@@ -35,4 +38,33 @@ func TestTrackingStartsAfterOwnWrites(t *testing.T) {
 		}
 		c.nc.Close()
 	}
+}
+
+// TestTrackingInfo: INFO's figures of the client-side caching table, as
+// Redis's (its tracking unit's "Tracking info is correct"): the keys
+// remembered, their readers, the BCAST prefixes, the tracking clients;
+// a FLUSHALL empties the table.
+func TestTrackingInfo(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", nil)
+	a, b, c := dialRaw(t, srv.Addr()), dialRaw(t, srv.Addr()), dialRaw(t, srv.Addr())
+	a.send(array("CLIENT", "TRACKING", "on") + array("GET", "key1") + array("GET", "key2"))
+	a.replies(3)
+	b.send(array("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "prefix:", "PREFIX", "other:"))
+	b.replies(1)
+	c.send(array("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "prefix:") + array("CLIENT", "TRACKING", "on") + array("GET", "key1"))
+	c.replies(3)
+	info := func(want ...string) {
+		t.Helper()
+		got := ask(t, srv.Addr(), array("INFO"))
+		for _, w := range want {
+			if !strings.Contains(got, "\r\n"+w+"\r\n") {
+				t.Fatalf("INFO lacks %q:\n%s", w, got)
+			}
+		}
+	}
+	// c's second CLIENT TRACKING on failed (BCAST cannot be switched off
+	// so): c stays BCAST, reads nothing into the table.
+	info("tracking_clients:3", "tracking_total_keys:2", "tracking_total_items:2", "tracking_total_prefixes:2")
+	mustAsk(t, srv.Addr(), array("FLUSHALL"), "+OK\r\n")
+	info("tracking_total_keys:0", "tracking_total_items:0")
 }
