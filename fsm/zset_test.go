@@ -111,6 +111,7 @@ func TestZSetSnapshotKeepsBothIndexes(t *testing.T) {
 	b.advance(2 * time.Hour)
 	due, _ := b.f.Due(b.now(), 10)
 	b.apply(*command.ExpireCommand(due))
+	b.reclaim()
 	if n := b.elemCount(); n != 0 {
 		t.Fatalf("after the sorted set's expiry: %d elements", n)
 	}
