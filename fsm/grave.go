@@ -49,11 +49,12 @@ var bucketGraves = []byte("kvgraves")
 const (
 	// dropBudget bounds the element entries one log entry deletes along
 	// with the headers it drops: a collection that would pass it is
-	// buried. A few milliseconds of deletes (BenchmarkDropStep).
-	dropBudget = 4096
+	// buried. A few milliseconds of deletes on an idle machine
+	// (BenchmarkDropHuge logs a step's time).
+	dropBudget = 1024
 	// reclaimStep bounds the element entries one reclaiming command
 	// deletes from the graveyard.
-	reclaimStep = 4096
+	reclaimStep = 1024
 )
 
 // elemEntries is how many element entries a collection of kind and
