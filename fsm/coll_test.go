@@ -269,7 +269,7 @@ func TestCollSandboxAnswersAsTheStore(t *testing.T) {
 		command.CollReadCommand([]byte("h"), false, command.ReadAll, nil, 0, 0, false),
 		command.CollReadCommand([]byte("u"), true, command.ReadAll, nil, 0, 0, false),
 	}
-	sb := NewSandbox(h.clock, wholeBase(h))
+	sb := NewSandbox(h.clock, wholeBase(h), nil)
 	var inBox []*command.Result
 	for _, c := range cmds {
 		r, err := sb.Apply(c)
@@ -294,7 +294,7 @@ func TestCollSandboxAnswersAsTheStore(t *testing.T) {
 	g.clock = h.clock
 	g.apply(*command.SetAddCommand([]byte("s"), fields("m", 500)))
 	g.apply(*command.HashSetCommand([]byte("h"), pairsOf(fields("f", 300)), false))
-	sb = NewSandbox(g.clock, wholeBase(g))
+	sb = NewSandbox(g.clock, wholeBase(g), nil)
 	for _, c := range cmds {
 		if _, err := sb.Apply(c); err != nil {
 			t.Fatal(err)

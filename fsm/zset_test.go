@@ -147,7 +147,7 @@ func TestZSetSandboxAnswersAsTheStore(t *testing.T) {
 		command.ZRemRangeCommand([]byte("z"), command.ZRangeSpec{By: command.ZByScore, Min: 10, Max: 20, Limit: -1}, false),
 		zr(command.ZRangeSpec{By: command.ZByRank, Start: 0, Stop: -1, Limit: -1}),
 	}
-	sb := NewSandbox(h.clock, wholeBase(h))
+	sb := NewSandbox(h.clock, wholeBase(h), nil)
 	var inBox []*command.Result
 	for _, c := range cmds {
 		r, err := sb.Apply(c)

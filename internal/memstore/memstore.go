@@ -94,6 +94,10 @@ func (s *Store) reclaim(ctx context.Context) {
 	}
 }
 
+// Graves is fsm.FSM.Graves: the dropped collections whose elements are
+// still to reclaim.
+func (s *Store) Graves() int64 { return s.f.Graves() }
+
 // Apply stamps c with the wall clock and applies it as the next log entry.
 // A command without a request id gets the one ctx carries
 // (storeapi.WithRequestID) or a fresh one, as in a cluster.
@@ -330,6 +334,6 @@ func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 func (s *Store) OnKVChanged(o command.KVObserver) { s.f.SetKVObserver(o) }
 
 // NewSandbox is raftstore.Store.NewSandbox.
-func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase) storeapi.Sandbox {
-	return fsm.NewSandbox(now, base)
+func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase, elems storeapi.SandboxElems) storeapi.Sandbox {
+	return fsm.NewSandbox(now, base, elems)
 }
