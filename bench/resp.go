@@ -16,7 +16,8 @@ import (
 // arguments. It measures what a Redis client sees: SET and GET
 // (redis-benchmark -t set,get), and the idempotency claim
 // SET key:__rand_int__ v NX PX 60000 over a wide key range (a fresh key
-// nearly every time: each one a write), each at -P 1 and -P 16.
+// nearly every time: each one a write), each at -P 1 and -P 16; and the
+// collections' writes, HSET and ZADD, at -P 1.
 
 // RespRuns are the redis-benchmark runs of the scenario: a label, the
 // pipeline depth, and the arguments after the common ones.
@@ -31,6 +32,11 @@ var RespRuns = []struct {
 	{"SET", 16, []string{"-t", "set"}},
 	{"GET", 16, []string{"-t", "get"}},
 	{"SET NX PX", 16, []string{"-r", "100000000", "SET", "key:__rand_int__", "v", "NX", "PX", "60000"}},
+	// A hash's and a sorted set's write: a field of one hash of 100,000,
+	// a member of one sorted set of 100,000 at a random score.
+	{"HSET", 1, []string{"-r", "100000", "-t", "hset"}},
+	{"ZADD", 1, []string{"-r", "100000", "ZADD", "myzset", "__rand_int__", "element:__rand_int__"}},
+	// A stream's append (XADD) comes with streams, here.
 }
 
 // FindRedisBenchmark is redis-benchmark on PATH, or why there is none.

@@ -126,7 +126,7 @@ func scriptSample() *Command {
 			return KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
 		}
 		return KVEntry{}, false, nil
-	})
+	}, nil)
 	if _, err := sb.Apply(KVIncrCommand([]byte("n"), 1)); err != nil {
 		panic(err)
 	}

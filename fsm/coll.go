@@ -14,10 +14,11 @@ import (
 //
 //	id (8) | tag (1) | order (8) | field  ->  value
 //
-// Every way a header leaves the KV bucket takes its elements with it, in
-// the same transaction: deleteKV (DEL, a lazy expiry, FLUSH, an emptied
-// collection), putKV over a collection by anything but the same
-// collection (SET, RENAME or COPY onto it), and the sweeper (expire.go).
+// Every way a header leaves the KV bucket drops its elements (dropColl,
+// grave.go: at once, or buried and reclaimed by later entries): deleteKV
+// (DEL, a lazy expiry, FLUSH, an emptied collection), putKV over a
+// collection by anything but the same collection (SET, RENAME or COPY
+// onto it), and the sweeper (expire.go).
 // RENAME moves the header alone (removeKey); COPY writes the elements
 // again under the copy's id (copyElems).
 
@@ -110,14 +111,10 @@ func (b boltKV) elems(_ []byte, h command.CollHeader, from uint64, fn func(order
 	return nil
 }
 
-// dropElems removes every element of the collection whose header is v
-// (a KV entry's value of a collection kind).
-func dropElems(tx *bolt.Tx, v []byte) error {
-	h, ok := command.DecodeCollHeader(v)
-	if !ok {
-		return nil
-	}
-	prefix := binary.BigEndian.AppendUint64(nil, h.ID)
+// dropElems removes every element of the collection of id id, in one
+// apply: dropColl (grave.go) calls it only within an entry's budget.
+func dropElems(tx *bolt.Tx, id uint64) error {
+	prefix := binary.BigEndian.AppendUint64(nil, id)
 	b := tx.Bucket(bucketElems)
 	// In chunks, each read before it is deleted: a cursor's Next after a
 	// Delete may step over an entry, and a Seek to the prefix after many
@@ -126,21 +123,32 @@ func dropElems(tx *bolt.Tx, v []byte) error {
 	// the last key deleted lands past them.
 	from := prefix
 	for {
-		keys := make([][]byte, 0, dropChunk)
-		c := b.Cursor()
-		for k, _ := c.Seek(from); k != nil && bytes.HasPrefix(k, prefix) && len(keys) < dropChunk; k, _ = c.Next() {
-			keys = append(keys, clone(k))
+		last, n, err := deleteFrom(b, prefix, from, dropChunk)
+		if err != nil || n < dropChunk {
+			return err
 		}
-		for _, k := range keys {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		if len(keys) < dropChunk {
-			return nil
-		}
-		from = keys[len(keys)-1]
+		from = last
 	}
+}
+
+// deleteFrom deletes up to limit keys of b with prefix, from from on,
+// each read before any is deleted (dropElems says why), and answers the
+// last one deleted and how many.
+func deleteFrom(b *bolt.Bucket, prefix, from []byte, limit int) ([]byte, int, error) {
+	keys := make([][]byte, 0, min(limit, dropChunk))
+	c := b.Cursor()
+	for k, _ := c.Seek(from); k != nil && bytes.HasPrefix(k, prefix) && len(keys) < limit; k, _ = c.Next() {
+		keys = append(keys, clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return nil, 0, err
+		}
+	}
+	if len(keys) == 0 {
+		return nil, 0, nil
+	}
+	return keys[len(keys)-1], len(keys), nil
 }
 
 // dropChunk is how many elements dropElems reads before it deletes them.

@@ -137,31 +137,54 @@ func TestCollElementsGoWithTheKey(t *testing.T) {
 	}
 }
 
-// TestFlushStepCountsElements: a flush step counts each element as a key,
-// so a keyspace of large collections is flushed in several entries, each
-// bounded, and nothing is left.
-func TestFlushStepCountsElements(t *testing.T) {
+// TestFlushBuriesLargeCollections: a flush step counts a collection as
+// a key, whatever its size: the elements past the entry's drop budget
+// are buried and reclaimed by later entries, and nothing is left.
+func TestFlushBuriesLargeCollections(t *testing.T) {
 	h := newHarness(t)
 	for i := range 3 {
 		h.apply(*command.SetAddCommand(fmt.Appendf(nil, "s%d", i), fields("m", 6000)))
 	}
+	r := h.apply(command.Command{Type: command.TypeKVFlush, Flags: command.FlagFlushAll})
+	if r.Fence != 3 || len(r.Value) != 0 {
+		t.Fatalf("the flush deleted %d sets, resume %q; want 3 in one step", r.Fence, r.Value)
+	}
+	if g := h.f.Graves(); g != 3 {
+		t.Fatalf("%d graves, want 3", g)
+	}
+	if steps := h.reclaim(); steps < 18000/reclaimStep || h.elemCount() != 0 {
+		t.Fatalf("%d reclaiming steps, %d elements left", steps, h.elemCount())
+	}
+}
+
+// reclaim applies reclaiming commands (noops) until the graveyard is
+// empty, each deleting at most reclaimStep elements, and answers how
+// many it applied.
+func (h *harness) reclaim() int {
+	h.t.Helper()
 	steps := 0
-	var resume []byte
-	bound := uint64(0)
-	for steps < 10 {
-		r := h.apply(command.Command{Type: command.TypeKVFlush, Flags: command.FlagFlushAll, Version: bound, Value: resume})
-		steps++
-		bound, resume = r.Version, r.Value
-		if r.Fence > 2 {
-			t.Fatalf("a step deleted %d sets of 6000: past its bound", r.Fence)
+	for ; h.f.Graves() > 0; steps++ {
+		if steps > 10000 {
+			h.t.Fatalf("the graveyard is not empty after %d steps", steps)
 		}
-		if len(resume) == 0 {
-			break
+		before := -1
+		if steps%64 == 0 { // counting walks the bucket
+			before = h.elemCount()
+		}
+		if r := h.apply(*command.NoopCommand(nil)); r.Code != command.CodeOK {
+			h.t.Fatalf("noop: code %d", r.Code)
+		}
+		if before >= 0 {
+			if n := before - h.elemCount(); n > reclaimStep {
+				h.t.Fatalf("a reclaiming step deleted %d elements, over %d", n, reclaimStep)
+			}
 		}
 	}
-	if steps != 3 || h.elemCount() != 0 {
-		t.Fatalf("%d steps, %d elements left; want 3 steps, 0", steps, h.elemCount())
+	var left int
+	if err := h.f.view(func(tx *bolt.Tx) error { left = tx.Bucket(bucketGraves).Stats().KeyN; return nil }); err != nil || left != 0 {
+		h.t.Fatalf("Graves 0, and the graveyard holds %d (%v)", left, err)
 	}
+	return steps
 }
 
 // TestCollOneFieldWritesFewPages: a write of one field of a hash of
@@ -246,7 +269,7 @@ func TestCollSandboxAnswersAsTheStore(t *testing.T) {
 		command.CollReadCommand([]byte("h"), false, command.ReadAll, nil, 0, 0, false),
 		command.CollReadCommand([]byte("u"), true, command.ReadAll, nil, 0, 0, false),
 	}
-	sb := NewSandbox(h.clock, wholeBase(h))
+	sb := NewSandbox(h.clock, wholeBase(h), nil)
 	var inBox []*command.Result
 	for _, c := range cmds {
 		r, err := sb.Apply(c)
@@ -271,7 +294,7 @@ func TestCollSandboxAnswersAsTheStore(t *testing.T) {
 	g.clock = h.clock
 	g.apply(*command.SetAddCommand([]byte("s"), fields("m", 500)))
 	g.apply(*command.HashSetCommand([]byte("h"), pairsOf(fields("f", 300)), false))
-	sb = NewSandbox(g.clock, wholeBase(g))
+	sb = NewSandbox(g.clock, wholeBase(g), nil)
 	for _, c := range cmds {
 		if _, err := sb.Apply(c); err != nil {
 			t.Fatal(err)
@@ -385,6 +408,9 @@ func TestCollDeleteAtTheBound(t *testing.T) {
 		t.Fatalf("DEL: code %d", r.Code)
 	}
 	t.Logf("DEL of a set of %d members: %s", command.MaxCollElems, time.Since(start))
+	start = time.Now()
+	steps := h.reclaim()
+	t.Logf("reclaimed in %d steps: %s", steps, time.Since(start))
 	if n := h.elemCount(); n != 0 {
 		t.Fatalf("%d elements left", n)
 	}

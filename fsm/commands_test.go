@@ -105,7 +105,7 @@ func scriptSample() *command.Command {
 			return command.KVEntry{Version: 2, Created: 2, Value: []byte("5")}, true, nil
 		}
 		return command.KVEntry{}, false, nil
-	})
+	}, nil)
 	if _, err := sb.Apply(command.KVIncrCommand([]byte("n"), 1)); err != nil {
 		panic(err)
 	}

@@ -67,7 +67,7 @@ func (a *applier) expireOne(tx *bolt.Tx, e ttl.Entry, rev uint64) (bool, error) 
 			return false, err
 		}
 		if kv.Kind.IsColl() {
-			if err := dropElems(tx, kv.Value); err != nil {
+			if err := a.dropColl(tx, kv); err != nil {
 				return false, err
 			}
 		}

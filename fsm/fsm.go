@@ -33,7 +33,7 @@ var (
 	bucketOnce    = []byte("once")     // OnceKey(scope, key) -> claim, see once.go
 	bucketLocks   = []byte("locks")    // lock name -> held lock, see lock.go
 	bucketLockQ   = []byte("lockq")    // lock name, NUL, ticket (8) -> waiter, see lock.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ, bucketKVScan, bucketElems}
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ, bucketKVScan, bucketElems, bucketGraves}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")
@@ -100,6 +100,7 @@ type FSM struct {
 	now     atomic.Int64                      // the state machine's clock
 	rev     atomic.Uint64                     // the last command's revision (applier.nextRev)
 	cluster atomic.Pointer[command.ClusterID] // the cluster's id, once given (cluster.go)
+	graves  atomic.Int64                      // the graveyard's collections (grave.go)
 
 	// Statistics for metrics; local, not replicated state.
 	records [4]atomic.Int64 // by State
@@ -225,6 +226,7 @@ func (f *FSM) load() error {
 		f.now.Store(int64(getUint64(meta.Get(keyNow))))
 		f.rev.Store(getUint64(meta.Get(keyRev)))
 		f.loadClusterID(meta)
+		f.graves.Store(countGraves(tx))
 		var counts [4]int64
 		err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
 			if len(v) > 1 && v[1] >= byte(command.StateInFlight) && v[1] <= byte(command.StateUnknown) {
@@ -378,6 +380,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue
 		}
+		a.dropped = 0 // the budget is an entry's, whatever the batch (grave.go)
 		out[i] = a.applyEntry(tx, l)
 	}
 	if last == a.applied {
@@ -401,6 +404,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.applied.Store(last)
 	f.now.Store(a.now)
 	f.rev.Store(a.rev)
+	f.graves.Add(a.graveDelta)
 	if !a.clusterSet.IsZero() {
 		f.cluster.Store(&a.clusterSet)
 	}
@@ -457,6 +461,11 @@ type applier struct {
 	// every key changed was to be told; how many KV changes it made.
 	kvWatch, kvAll bool
 	kvCount        int
+	// The graveyard (grave.go): the element entries this log entry has
+	// dropped at once; the collections this batch buried less those it
+	// reclaimed.
+	dropped    uint64
+	graveDelta int64
 }
 
 // cursor returns the batch's cursor on b. bbolt gives every Get a cursor
@@ -542,8 +551,13 @@ func (a *applier) applyOne(tx *bolt.Tx, data []byte, rev uint64) *command.Result
 	return r
 }
 
-// noop is TypeNoop's apply: the stamp moved the clock, nothing else changes.
-func (a *applier) noop(*bolt.Tx, *command.Command, uint64) *command.Result {
+// noop is TypeNoop's apply: the stamp moved the clock, and a step of the
+// graveyard's elements is reclaimed (grave.go); nothing a reader sees
+// changes.
+func (a *applier) noop(tx *bolt.Tx, _ *command.Command, _ uint64) *command.Result {
+	if err := a.reclaim(tx); err != nil {
+		return &command.Result{Code: command.CodeStorage}
+	}
 	return &command.Result{Code: command.CodeOK}
 }
 

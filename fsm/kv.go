@@ -120,7 +120,7 @@ func (a *applier) liveKV(kv kvStore, key []byte) (command.KVEntry, bool, error) 
 // deleteKV removes key, whose stored entry is old, and its elements.
 func (a *applier) deleteKV(tx *bolt.Tx, key []byte, old command.KVEntry) error {
 	if old.Kind.IsColl() {
-		if err := dropElems(tx, old.Value); err != nil {
+		if err := a.dropColl(tx, old); err != nil {
 			return err
 		}
 	}
@@ -212,7 +212,7 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *command.KVEntry, old command
 	if exists {
 		e.Created = old.Created
 		if old.Kind.IsColl() && !sameColl(e, old) {
-			if err := dropElems(tx, old.Value); err != nil {
+			if err := a.dropColl(tx, old); err != nil {
 				return err
 			}
 		}

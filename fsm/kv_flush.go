@@ -51,14 +51,8 @@ scan:
 			if e, ok := decodeKV(v); ok && e.Version < bound && isKeyspaceKey(k) {
 				d := doomed{append([]byte(nil), k...), command.KVEntry{ExpiresAt: e.ExpiresAt, Created: e.Created, Kind: e.Kind}}
 				if e.Kind.IsColl() {
-					// A collection's elements count toward the step: it
-					// deletes each. A step deletes one key at least.
-					h, _ := command.DecodeCollHeader(e.Value)
-					if len(gone) > 0 && seen+int(min(h.Count, flushStep)) > flushStep {
-						resume = d.key
-						break scan
-					}
-					seen += int(min(h.Count, flushStep))
+					// Its elements go within the entry's budget, or to
+					// the graveyard (grave.go): a key, whatever its size.
 					d.old.Value = clone(e.Value)
 				}
 				gone = append(gone, d)
@@ -79,10 +73,10 @@ scan:
 	return &command.Result{Code: command.CodeOK, Version: bound, Value: resume, Fence: uint64(len(gone))}
 }
 
-// flushStep bounds the keys one flush entry looks at, and so deletes,
-// each element of a hash or a set counted as a key (BenchmarkFlushStep:
-// tens of milliseconds on a loaded machine); a collection larger than it
-// is deleted by a step of its own.
+// flushStep bounds the keys one flush entry looks at, and so deletes
+// (BenchmarkFlushStep: tens of milliseconds on a loaded machine); the
+// elements of the collections among them are bounded by the entry's drop
+// budget, past which they are buried (grave.go).
 const flushStep = 10000
 
 // keyRange is [from, to) of stored keys; to nil: to the end.

@@ -16,26 +16,38 @@ import (
 type Sandbox struct {
 	a      applier
 	base   func(key []byte) (command.KVEntry, bool, error)
+	elemsR elemReader
 	seen   map[string]*slot
 	reads  []command.ScriptRead
 	writes [][]byte
 	err    error // base's first error
 }
 
+// elemReader reads elements of a collection base gave as its header
+// alone (storeapi.SandboxElems says how).
+type elemReader = func(key []byte, kind command.Kind, fields [][]byte) (version uint64, value []byte, ok bool, err error)
+
 // slot is a key's entry in the overlay, and a collection's elements:
 // those of the collection of id elID (a collection the script read, as
-// base gave it whole, or one it made).
+// base gave it whole, or one it made); or, for a collection base gave as
+// its header alone, part (sandbox_elems.go): the elements read so far
+// and the script's writes to them, the rest read when asked for.
 type slot struct {
 	e    command.KVEntry
 	ok   bool
 	el   *elemSet
+	part *elemPart
 	elID uint64
+	read int // its entry in reads
 }
 
 // NewSandbox returns a sandbox over base at now (unix nanoseconds, the
-// script's clock: not later than the time base filters expiry at).
-func NewSandbox(now int64, base func(key []byte) (command.KVEntry, bool, error)) *Sandbox {
-	s := &Sandbox{base: base, seen: map[string]*slot{}}
+// script's clock: not later than the time base filters expiry at). A
+// collection base gives whole (command.WholeColl) is held whole; one it
+// gives as its header alone is read through elems as the script asks:
+// a field its fields, a walk the whole (elems nil: base gives them whole).
+func NewSandbox(now int64, base func(key []byte) (command.KVEntry, bool, error), elems func(key []byte, kind command.Kind, fields [][]byte) (uint64, []byte, bool, error)) *Sandbox {
+	s := &Sandbox{base: base, elemsR: elems, seen: map[string]*slot{}}
 	s.a = applier{now: now, recordDelta: &[4]int64{}, expiredDelta: &[8]int64{}}
 	return s
 }
@@ -55,8 +67,12 @@ func (s *Sandbox) get(key []byte) (command.KVEntry, bool) {
 		r.Version, r.ExpiresAt = e.Version, e.ExpiresAt
 	}
 	s.reads = append(s.reads, r)
-	sl := &slot{e: e, ok: ok}
-	if ok && e.Kind.IsColl() {
+	sl := &slot{e: e, ok: ok, read: len(s.reads) - 1}
+	if ok && e.Kind.IsColl() && len(e.Value) == command.CollHeaderLen && s.elemsR != nil {
+		// The header alone: elements are read as the script asks.
+		h, _ := command.DecodeCollHeader(e.Value)
+		sl.part, sl.elID = newElemPart(), h.ID
+	} else if ok && e.Kind.IsColl() {
 		// base gives a collection whole (command.WholeColl): the overlay
 		// keeps its elements, the entry its header.
 		h, pairs, err := command.DecodeWholeColl(e.Value)
@@ -79,7 +95,7 @@ func (s *Sandbox) put(key []byte, e *command.KVEntry, _ command.KVEntry, _ bool)
 	sl := s.slotOf(key)
 	sl.e, sl.ok = e.Clone(), true
 	if h, ok := command.DecodeCollHeader(e.Value); !ok || !e.Kind.IsColl() || h.ID != sl.elID {
-		sl.el = nil // another value: the elements it had are gone
+		sl.el, sl.part = nil, nil // another value: the elements it had are gone
 	}
 	return nil
 }
@@ -100,10 +116,14 @@ func (s *Sandbox) slotOf(key []byte) *slot {
 	return sl
 }
 
-// elemsOf is the elements of the collection h of key; with make, an
-// empty set is made for a collection the script makes.
+// elemsOf is the elements of the collection h of key, whole (read
+// whole now if they were read in part); with make, an empty set is made
+// for a collection the script makes.
 func (s *Sandbox) elemsOf(key []byte, h command.CollHeader, make bool) *elemSet {
 	sl := s.slotOf(key)
+	if sl.elID == h.ID && sl.part != nil {
+		s.readWhole(key, sl)
+	}
 	if sl.el != nil && sl.elID == h.ID {
 		return sl.el
 	}
@@ -114,7 +134,19 @@ func (s *Sandbox) elemsOf(key []byte, h command.CollHeader, make bool) *elemSet 
 	return sl.el
 }
 
+// partOf is the slot of key when the collection h's elements are read in
+// part.
+func (s *Sandbox) partOf(key []byte, h command.CollHeader) *slot {
+	if sl := s.slotOf(key); sl.part != nil && sl.elID == h.ID {
+		return sl
+	}
+	return nil
+}
+
 func (s *Sandbox) elem(key []byte, h command.CollHeader, field []byte) ([]byte, bool) {
+	if sl := s.partOf(key, h); sl != nil {
+		return s.readField(key, sl, field)
+	}
 	if el := s.elemsOf(key, h, false); el != nil {
 		v, ok := el.m[string(field)]
 		return v, ok
@@ -123,11 +155,19 @@ func (s *Sandbox) elem(key []byte, h command.CollHeader, field []byte) ([]byte, 
 }
 
 func (s *Sandbox) putElem(key []byte, h command.CollHeader, field, value []byte) error {
+	if sl := s.partOf(key, h); sl != nil {
+		sl.part.put(field, value)
+		return nil
+	}
 	s.elemsOf(key, h, true).put(field, value)
 	return nil
 }
 
 func (s *Sandbox) delElem(key []byte, h command.CollHeader, field []byte) error {
+	if sl := s.partOf(key, h); sl != nil {
+		sl.part.del(field)
+		return nil
+	}
 	if el := s.elemsOf(key, h, false); el != nil {
 		el.del(field)
 	}

@@ -18,7 +18,7 @@ func sandboxOn(h *harness) *Sandbox {
 			return command.KVEntry{}, false, nil
 		}
 		return e, err == nil, err
-	})
+	}, nil)
 }
 
 // TestScriptEffects: what a script's commands answer in the sandbox is
@@ -165,7 +165,7 @@ func TestScriptEffectsRefused(t *testing.T) {
 			t.Errorf("%s: Validate = %v, want ErrBadCommand", name, err)
 		}
 	}
-	sb := NewSandbox(1, func([]byte) (command.KVEntry, bool, error) { return command.KVEntry{}, false, nil })
+	sb := NewSandbox(1, func([]byte) (command.KVEntry, bool, error) { return command.KVEntry{}, false, nil }, nil)
 	for _, c := range []*command.Command{command.NoopCommand(nil), command.TokenConsumeCommand([]byte("t")), command.KVSetCommand(command.KVSetRequest{Value: []byte("no key")})} {
 		if _, err := sb.Apply(c); !errors.Is(err, command.ErrBadCommand) {
 			t.Errorf("sandbox Apply(%s) = %v, want ErrBadCommand", c.Type, err)

@@ -111,6 +111,7 @@ func TestZSetSnapshotKeepsBothIndexes(t *testing.T) {
 	b.advance(2 * time.Hour)
 	due, _ := b.f.Due(b.now(), 10)
 	b.apply(*command.ExpireCommand(due))
+	b.reclaim()
 	if n := b.elemCount(); n != 0 {
 		t.Fatalf("after the sorted set's expiry: %d elements", n)
 	}
@@ -146,7 +147,7 @@ func TestZSetSandboxAnswersAsTheStore(t *testing.T) {
 		command.ZRemRangeCommand([]byte("z"), command.ZRangeSpec{By: command.ZByScore, Min: 10, Max: 20, Limit: -1}, false),
 		zr(command.ZRangeSpec{By: command.ZByRank, Start: 0, Stop: -1, Limit: -1}),
 	}
-	sb := NewSandbox(h.clock, wholeBase(h))
+	sb := NewSandbox(h.clock, wholeBase(h), nil)
 	var inBox []*command.Result
 	for _, c := range cmds {
 		r, err := sb.Apply(c)

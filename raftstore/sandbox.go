@@ -6,8 +6,8 @@ import (
 )
 
 // NewSandbox returns a script's sandbox at now (unix nanoseconds, the
-// script's clock) over base (fsm.NewSandbox): the listeners run scripts
-// through it without importing the state machine.
-func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase) storeapi.Sandbox {
-	return fsm.NewSandbox(now, base)
+// script's clock) over base and elems (fsm.NewSandbox): the listeners run
+// scripts through it without importing the state machine.
+func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase, elems storeapi.SandboxElems) storeapi.Sandbox {
+	return fsm.NewSandbox(now, base, elems)
 }

@@ -216,7 +216,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	s.cancel = cancel
 	s.sweeper = ttl.NewSweeper(s, cfg.Sweeper, nil, s.logger)
 	s.clock.s = s
-	s.bg.Add(10)
+	s.bg.Add(11)
 	go func() { defer s.bg.Done(); s.awaitCluster(ctx) }()
 	go func() { defer s.bg.Done(); s.giveClusterID(ctx) }()
 	go func() { defer s.bg.Done(); s.coal.run(ctx) }()
@@ -225,6 +225,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	go func() { defer s.bg.Done(); s.tick(ctx) }()
 	go func() { defer s.bg.Done(); s.watchDisk(ctx) }()
 	go func() { defer s.bg.Done(); s.sweeper.Run(ctx) }()
+	go func() { defer s.bg.Done(); s.reclaim(ctx) }()
 	go func() { defer s.bg.Done(); s.watchEvents(ctx) }()
 	go func() { defer s.bg.Done(); s.watchFSM(ctx) }()
 	return s, nil

@@ -130,7 +130,7 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 				return err
 			})
 			if err != nil || (ok && e.Kind.IsColl()) {
-				// A hash or a set is read whole, from this node's state:
+				// A collection's elements are read from this node's state:
 				// the run is redone here.
 				sc.redoHere = true
 				if err == nil {
@@ -139,14 +139,17 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 			}
 			return e, ok, err
 		}
-		e, ok, err := c.localStored(ctx, key) // the sandbox's keys are as stored (inKeyspace)
-		if err == nil && ok && e.Kind.IsColl() {
-			e, ok, err = c.wholeColl(key, e.Kind)
-		}
+		e, ok, err := c.localStored(ctx, key) // the sandbox's keys are as stored (inKeyspace); a collection's header alone, its elements read as asked (collElems)
 		if err != nil && sc.storeErr == nil {
 			sc.storeErr = err
 		}
 		return e, ok, err
+	}, func(key []byte, kind command.Kind, fields [][]byte) (uint64, []byte, bool, error) {
+		v, value, ok, err := c.collElems(key, kind, fields)
+		if err != nil && sc.storeErr == nil {
+			sc.storeErr = err
+		}
+		return v, value, ok, err
 	})
 	sc.sub = &conn{s: c.s, proto: 2, readonly: c.readonly, db: c.db, script: sc}
 	sc.sub.w = writer{bw: bufio.NewWriterSize(&sc.buf, 256), proto: 2} // into buf: a reply larger than this goes there directly; the default 4 KiB was an allocation per run
@@ -155,16 +158,22 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 }
 
 // errRedoHere: a run that read a follower's leader met a hash or a set,
-// which a sandbox is given whole: it is redone from this node's state.
+// whose elements a sandbox reads from this node's state: it is redone
+// from this node's state.
 var errRedoHere = errors.New("a script reads a hash or a set from this node's state")
 
-// wholeColl reads the collection under key (stored) whole, as a sandbox
-// is given one (command.WholeColl): its entry as the read found it, in
-// one read of this node's state. The script's effects apply only while
-// it is still at that version, so the read and the script's others need
-// not be one.
-func (c *conn) wholeColl(key []byte, kind command.Kind) (command.KVEntry, bool, error) {
-	op := command.CollReadCommand(key, kind == command.KindSet, command.ReadAll, nil, 0, 0, false)
+// collElems reads elements of the collection of kind under key (stored)
+// for a sandbox (storeapi.SandboxElems): fields (nil: the whole, as
+// command.WholeColl), in one read of this node's state, with the
+// version the read found. The sandbox holds the run's reads to the
+// version its header was read at, so the reads of one key need not be
+// one.
+func (c *conn) collElems(key []byte, kind command.Kind, fields [][]byte) (uint64, []byte, bool, error) {
+	mode := command.ReadFields
+	if fields == nil {
+		mode = command.ReadAll
+	}
+	op := command.CollReadCommand(key, kind == command.KindSet, mode, fields, 0, 0, false)
 	if kind == command.KindZSet {
 		op.Flags = command.FlagCollZSet
 	}
@@ -177,16 +186,16 @@ func (c *conn) wholeColl(key []byte, kind command.Kind) (command.KVEntry, bool, 
 	}
 	switch {
 	case err != nil:
-		return command.KVEntry{}, false, err
-	case rs[0].Code == command.CodeNotFound:
-		return command.KVEntry{}, false, nil
+		return 0, nil, false, err
+	case rs[0].Code == command.CodeNotFound || rs[0].Code == command.CodeWrongType:
+		return 0, nil, false, nil // no longer the collection the script read: the sandbox refuses the run
 	case rs[0].Code != command.CodeOK:
-		return command.KVEntry{}, false, rs[0].Err()
+		return 0, nil, false, rs[0].Err()
 	}
 	if err := c.hold(len(rs[0].Value)); err != nil {
-		return command.KVEntry{}, false, err
+		return 0, nil, false, err
 	}
-	return command.KVEntry{Version: rs[0].Version, ExpiresAt: rs[0].ExpiresAt, Kind: kind, Value: rs[0].Value}, true, nil
+	return rs[0].Version, rs[0].Value, true, nil
 }
 
 // exec runs one command on sub, a connection whose reads and writes are

@@ -49,7 +49,7 @@ func BenchmarkScriptEffectsApply(b *testing.B) {
 						return e, false, nil
 					}
 					return e, err == nil, err
-				})
+				}, nil)
 				for i := range n {
 					if _, err := sb.Apply(command.KVSetCommand(command.KVSetRequest{Key: fmt.Appendf(nil, "apply:%d:%d:%d", n, round, i), Value: []byte("12345678")})); err != nil {
 						b.Fatal(err)

@@ -59,9 +59,10 @@ type Store interface {
 	// invalidations).
 	OnKVChanged(o command.KVObserver)
 	// NewSandbox returns a sandbox for one run of a script (or of a
-	// transaction that holds one) at now, unix nanoseconds, over base:
-	// the state machine's, so its writes answer as the log will.
-	NewSandbox(now int64, base storeapi.SandboxBase) storeapi.Sandbox
+	// transaction that holds one) at now, unix nanoseconds, over base
+	// and elems (a collection's elements, read as the script asks): the
+	// state machine's, so its writes answer as the log will.
+	NewSandbox(now int64, base storeapi.SandboxBase, elems storeapi.SandboxElems) storeapi.Sandbox
 	// Leader is the leader's id ("" when none is known).
 	Leader() (id, raftAddr string)
 }

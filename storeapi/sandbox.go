@@ -28,3 +28,11 @@ type Sandbox interface {
 // touches it: the node's applied state (or the leader's), expiry already
 // judged; false when absent.
 type SandboxBase func(key []byte) (command.KVEntry, bool, error)
+
+// SandboxElems reads elements of the collection of kind under key for a
+// sandbox whose base gave the collection's header alone (a KVEntry whose
+// Value is command.CollHeaderLen bytes), from the state base reads: with
+// fields, a ReadFields answer (command.EncodeFound); with fields nil,
+// the collection whole (command.WholeColl). version is the key's version
+// the read found; ok false when it no longer holds such a collection.
+type SandboxElems func(key []byte, kind command.Kind, fields [][]byte) (version uint64, value []byte, ok bool, err error)

@@ -45,7 +45,8 @@ type Store struct {
 }
 
 // New opens a Store in a temporary directory of tb and runs the expiry
-// sweeper (every 50 ms) until tb ends.
+// sweeper (every 50 ms) and the reclaiming of dropped collections until
+// tb ends.
 func New(tb testing.TB) *Store {
 	tb.Helper()
 	dir := tb.TempDir()
@@ -61,13 +62,41 @@ func New(tb testing.TB) *Store {
 	done := make(chan struct{})
 	sweeper := ttl.NewSweeper(s, ttl.SweeperConfig{Interval: 50 * time.Millisecond}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	go func() { defer close(done); sweeper.Run(ctx) }()
+	reclaimed := make(chan struct{})
+	go func() { defer close(reclaimed); s.reclaim(ctx) }()
 	tb.Cleanup(func() {
 		cancel()
 		<-done
+		<-reclaimed
 		f.Close()
 	})
 	return s
 }
+
+// reclaim applies reclaiming commands (noops) while the state machine's
+// graveyard holds dropped collections' elements, as a cluster's leader
+// proposes them (raftstore's reclaim.go), resting as long as each took.
+func (s *Store) reclaim(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		for i := 0; i < 1<<14 && ctx.Err() == nil && s.f.Graves() > 0; i++ {
+			start := time.Now()
+			if _, err := s.Apply(ctx, command.NoopCommand(nil)); err != nil {
+				break
+			}
+			time.Sleep(time.Since(start))
+		}
+	}
+}
+
+// Graves is fsm.FSM.Graves: the dropped collections whose elements are
+// still to reclaim.
+func (s *Store) Graves() int64 { return s.f.Graves() }
 
 // Apply stamps c with the wall clock and applies it as the next log entry.
 // A command without a request id gets the one ctx carries
@@ -305,6 +334,6 @@ func (s *Store) Expire(ctx context.Context, entries []ttl.Entry) error {
 func (s *Store) OnKVChanged(o command.KVObserver) { s.f.SetKVObserver(o) }
 
 // NewSandbox is raftstore.Store.NewSandbox.
-func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase) storeapi.Sandbox {
-	return fsm.NewSandbox(now, base)
+func (s *Store) NewSandbox(now int64, base storeapi.SandboxBase, elems storeapi.SandboxElems) storeapi.Sandbox {
+	return fsm.NewSandbox(now, base, elems)
 }
