@@ -257,6 +257,19 @@ func ZPopCommand(keys [][]byte, max bool, count int64) *Command {
 	return c
 }
 
+// ZPopped is the key and the members and score keys of a ZPopCommand's
+// result (CodeOK), as many as the sorted set held: not bounded as a
+// command's elements are.
+func ZPopped(r *Result) (key []byte, pairs [][]byte, err error) {
+	rd := reader{b: r.Value}
+	key = rd.bytes()
+	if rd.err != nil {
+		return nil, nil, fmt.Errorf("%w: a pop's result", ErrBadCommand)
+	}
+	pairs, err = DecodeElems(rd.b)
+	return key, pairs, err
+}
+
 func checkZRemRange(c *Command) error {
 	keyed := c.Flags&FlagZKeyed != 0
 	switch {

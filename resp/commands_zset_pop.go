@@ -96,7 +96,7 @@ func answerZKeyPop(w *writer, r storeapi.OpResult, nested bool) {
 			w.nullArray()
 			return
 		}
-		key, pairs, err := command.ListPopped(res)
+		key, pairs, err := command.ZPopped(res)
 		if err != nil || !scorePairs(pairs) {
 			w.errorLine(errorReply(command.ErrBadCommand))
 			return
