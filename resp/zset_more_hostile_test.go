@@ -67,7 +67,12 @@ func TestZSetMoreHostile(t *testing.T) {
 				"*4\r\n$1\r\nx\r\n$1\r\n0\r\n$1\r\ny\r\n$1\r\n0\r\n"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { askEach(t, srv.Addr(), tt.send, tt.replies) })
+		t.Run(tt.name, func(t *testing.T) {
+			if raceDetector && strings.HasPrefix(tt.name, "10^4") {
+				t.Skip("10^4 keys under the race detector outlast the reply deadline; run without -race")
+			}
+			askEach(t, srv.Addr(), tt.send, tt.replies)
+		})
 	}
 
 	t.Run("4*10^4 members combined, 6*10^4 popped at once", func(t *testing.T) {
