@@ -11,16 +11,18 @@ import (
 	"github.com/idemgate/idemgate/storeapi"
 )
 
-// Blocking pops (BLPOP, BRPOP, BLMPOP) and moves (BLMOVE, BRPOPLPUSH),
-// each waiting on its source keys. A client blocks on the node it is
+// Blocking pops (BLPOP, BRPOP, BLMPOP; of sorted sets BZPOPMIN,
+// BZPOPMAX, BZMPOP) and moves (BLMOVE, BRPOPLPUSH), each waiting on its
+// source keys for the kind it pops. A client blocks on the node it is
 // connected to. Its pop is always a write through the log (never a pop on
 // one node only): first at once, unless none of its keys exists here
 // after the read barrier; when every key was empty, it waits in
 // each key's queue of this node, in arrival order, as Redis serves its
 // blocked clients. One goroutine per node (the blocker) wakes at each
 // apply of this node's state machine (Store.Changed, no timer) and, for
-// each waited key that now holds a list, signals the first waiter of its
-// queue that is not already popping; that waiter proposes its pop and
+// each waited key that now holds a list or a sorted set, signals the
+// first waiter of its queue that waits for that kind (as Redis serves a
+// key's clients of its type) unless one before it is already popping; that waiter proposes its pop and
 // either answers (and leaves every queue) or, when another client or node
 // took the elements first, stays first and waits again. A waiter that
 // times out answers a null array; one whose client disconnects leaves
@@ -31,11 +33,23 @@ type blockSpec struct {
 	keys    [][]byte
 	wait    int64 // milliseconds; 0 with forever
 	forever bool
+	// kind is what the pop takes: a push of it wakes the waiter
+	// (KindList when zero, as every list command's spec leaves it).
+	kind command.Kind
+}
+
+// wants is the kind the spec waits for.
+func (s *blockSpec) wants() command.Kind {
+	if s.kind == 0 {
+		return command.KindList
+	}
+	return s.kind
 }
 
 // waiter is one blocked client.
 type waiter struct {
 	keys [][]byte
+	kind command.Kind
 	wake chan struct{} // one signal: "pop now"
 	// popping: signalled and not yet back (under blocker.mu): the blocker
 	// does not signal the next in its queues meanwhile, so they are
@@ -57,8 +71,8 @@ func newBlocker(s *Server) *blocker {
 	return &blocker{s: s, queues: map[string][]*waiter{}, poke: make(chan struct{}, 1)}
 }
 
-func (b *blocker) add(keys [][]byte) *waiter {
-	w := &waiter{keys: keys, wake: make(chan struct{}, 1)}
+func (b *blocker) add(keys [][]byte, kind command.Kind) *waiter {
+	w := &waiter{keys: keys, kind: kind, wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := map[string]bool{}
@@ -141,13 +155,19 @@ func (b *blocker) run() {
 		b.mu.Unlock()
 		for _, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
-			if err != nil || e.Kind != command.KindList {
+			if err != nil || (e.Kind != command.KindList && e.Kind != command.KindZSet) {
 				continue // absent, or another kind: the pop would answer it, but only a push is waited for
 			}
 			b.mu.Lock()
-			if q := b.queues[k]; len(q) > 0 && !q[0].popping {
-				q[0].popping = true
-				q[0].wake <- struct{}{}
+			for _, w := range b.queues[k] {
+				if w.popping {
+					break // served in order: the next once it is back
+				}
+				if w.kind == e.Kind {
+					w.popping = true
+					w.wake <- struct{}{}
+					break
+				}
 			}
 			b.mu.Unlock()
 		}
@@ -177,7 +197,7 @@ func (c *conn) blockingPop(p plan) {
 		return
 	}
 	b := c.s.blocks
-	w := b.add(p.block.keys)
+	w := b.add(p.block.keys, p.block.wants())
 	gone := make(chan struct{})
 	stop := httpx.WatchClose(c.nc, func() { close(gone) }) // a blocked client is never idle (Redis's timeout spares it too)
 	defer stop()

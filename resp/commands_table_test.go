@@ -32,7 +32,10 @@ func TestScriptAllowList(t *testing.T) {
 		"zadd", "zcard", "zcount", "zincrby", "zinterstore", "zlexcount", "zmscore", "zpopmax", "zpopmin",
 		"zrandmember", "zrange", "zrangebylex", "zrangebyscore", "zrangestore", "zrank", "zrem",
 		"zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange", "zrevrangebylex",
-		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore"}
+		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore",
+		// the pops of several keys and the algebra as reads; BZPOPMIN and
+		// BZPOPMAX are NOSCRIPT, as in Redis 7.0
+		"zmpop", "bzmpop", "zunion", "zinter", "zdiff", "zintercard", "zdiffstore"}
 	var got []string
 	for name, c := range commands {
 		if c.script {
