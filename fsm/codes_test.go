@@ -267,6 +267,7 @@ func applyCodeCases() []codeCase {
 		{name: "zadd past the bound", steps: []*command.Command{fullZSet(), command.ZAddCommand(fs, []float64{1}, [][]byte{make([]byte, 100)}, 0)}, want: command.CodeTooLong},
 		{name: "zrange", steps: []*command.Command{zsetCmd, command.ZRangeCommand(zk, command.ZRangeSpec{By: command.ZByScore, Min: 0, Max: 9, Limit: -1})}, want: command.CodeOK},
 		{name: "zpopmin", steps: []*command.Command{zsetCmd, command.ZRemRangeCommand(zk, command.ZRangeSpec{By: command.ZByRank, Stop: 0, Limit: -1}, true)}, want: command.CodeOK},
+		{name: "zmpop of keys holding no sorted set", steps: []*command.Command{command.ZPopCommand([][]byte{[]byte("zmpop:none"), []byte("zmpop:none2")}, false, 1)}, want: command.CodeNotFound},
 		{name: "zremrangebyscore a set", steps: []*command.Command{setCmd, command.ZRemRangeCommand(sk, command.ZRangeSpec{By: command.ZByScore, Limit: -1}, false)}, want: command.CodeWrongType},
 		{name: "zunionstore", steps: []*command.Command{zsetCmd, setCmd, command.ZCombineStoreCommand([]byte("u"), [][]byte{zk, sk}, command.ZStoreUnion, []float64{1, 2}, command.ZAggSum)}, want: command.CodeOK},
 		{name: "zrangestore of a hash", steps: []*command.Command{hashCmd, command.ZRangeStoreCommand([]byte("u"), hk, command.ZRangeSpec{Limit: -1})}, want: command.CodeWrongType},
