@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/idemgate/idemgate/command"
+	bolt "go.etcd.io/bbolt"
 )
 
 // The score order of a sorted set (tag 1) in the element bucket, and in
@@ -38,10 +39,10 @@ func (b boltKV) scores(_ []byte, h command.CollHeader, from []byte, rev bool, fn
 		if k == nil {
 			k, _ = c.Last()
 		} else if from == nil || !bytes.Equal(k, end) {
-			k, _ = c.Prev()
+			k, _ = prev(c, prefix, end) // past empty leaves (cursor.go)
 		}
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k = zstep(c, rev) {
+	for ; k != nil && bytes.HasPrefix(k, prefix); k = zstep(c, rev, prefix, k) {
 		if len(k) < 17 {
 			continue
 		}
@@ -52,12 +53,9 @@ func (b boltKV) scores(_ []byte, h command.CollHeader, from []byte, rev bool, fn
 	return nil
 }
 
-func zstep(c interface {
-	Next() ([]byte, []byte)
-	Prev() ([]byte, []byte)
-}, rev bool) []byte {
+func zstep(c *bolt.Cursor, rev bool, floor, cur []byte) []byte {
 	if rev {
-		k, _ := c.Prev()
+		k, _ := prev(c, floor, cur)
 		return k
 	}
 	k, _ := c.Next()
