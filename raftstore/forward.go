@@ -52,10 +52,23 @@ func (s *Store) serveInbound(conn net.Conn, serve func(net.Conn)) {
 		conn.Close()
 		return
 	}
+	// Counted and tracked under connMu, where Close closes the tracked
+	// connections before it waits for the count: a connection that comes
+	// after sees closing, so no Add races Close's Wait (the race detector
+	// caught one in a demo's leader kill) and none is left open.
+	s.connMu.Lock()
+	select {
+	case <-s.closing:
+		s.connMu.Unlock()
+		conn.Close()
+		return
+	default:
+	}
 	s.fwdConns.Add(1)
+	s.inbound[conn] = struct{}{}
+	s.connMu.Unlock()
 	defer s.fwdConns.Done()
-	s.trackConn(conn, true)
-	defer s.trackConn(conn, false)
+	defer s.untrackConn(conn)
 	serve(conn)
 }
 

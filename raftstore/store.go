@@ -323,14 +323,11 @@ func (s *Store) awaitRaft(done <-chan struct{}) {
 	}
 }
 
-func (s *Store) trackConn(c net.Conn, add bool) {
+// untrackConn forgets an inbound connection serveInbound tracked.
+func (s *Store) untrackConn(c net.Conn) {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
-	if add {
-		s.inbound[c] = struct{}{}
-	} else {
-		delete(s.inbound, c)
-	}
+	delete(s.inbound, c)
 }
 
 // peerClientTLS is the TLS config for dialling node id ("" when unknown:
