@@ -95,7 +95,7 @@ func TestGoRedisWatchIncrement(t *testing.T) {
 		}, key)
 	}
 	var mu sync.Mutex
-	ok, conflicts := 0, 0
+	ok, conflicts, unknown := 0, 0, 0
 	var wg sync.WaitGroup
 	for i := 0; i < clients; i++ {
 		c := client(t, tc.addrs[i%3], func(o *redis.Options) { o.Protocol = 2 + i%2 })
@@ -110,6 +110,10 @@ func TestGoRedisWatchIncrement(t *testing.T) {
 					ok++
 				case errors.Is(err, redis.TxFailedErr):
 					conflicts++
+				case strings.HasPrefix(err.Error(), "ERR timeout"), strings.HasPrefix(err.Error(), "CLUSTERDOWN"):
+					// An election on a loaded machine: the EXEC may
+					// or may not have been applied, as the answer says.
+					unknown++
 				default:
 					t.Errorf("increment: %v", err)
 				}
@@ -122,8 +126,8 @@ func TestGoRedisWatchIncrement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d increments, %d conflicts", ok, conflicts)
-	if n != ok || ok+conflicts != clients*attempts || ok == 0 {
-		t.Fatalf("counter = %d after %d successful increments (%d conflicts)", n, ok, conflicts)
+	t.Logf("%d increments, %d conflicts, %d unknown (an election)", ok, conflicts, unknown)
+	if n < ok || n > ok+unknown || ok+conflicts+unknown != clients*attempts || ok == 0 {
+		t.Fatalf("counter = %d after %d successful increments (%d conflicts, %d unknown)", n, ok, conflicts, unknown)
 	}
 }

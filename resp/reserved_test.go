@@ -55,6 +55,9 @@ func TestReservedKeysRefused(t *testing.T) {
 		"zremrangebyrank": {rk, "0", "1"}, "zremrangebyscore": {rk, "0", "1"}, "zremrangebylex": {rk, "-", "+"},
 		"zrandmember": {rk}, "zscan": {rk, "0"}, "zrangestore": {"plain", rk, "0", "-1"}, "zunionstore": {"plain", "2", "plain", rk},
 		"zinterstore": {rk, "1", "plain"},
+		"bzpopmin":    {"plain", rk, "1"}, "bzpopmax": {rk, "1"}, "zdiffstore": {rk, "1", "plain"},
+		"zunion": {"2", "plain", rk}, "zinter": {"2", rk, "plain"}, "zdiff": {"2", "plain", rk},
+		"zintercard": {"2", "plain", rk}, "zmpop": {"2", "plain", rk, "MIN"}, "bzmpop": {"1", "2", "plain", rk, "MAX"},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
