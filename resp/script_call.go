@@ -46,6 +46,9 @@ type scriptCall struct {
 	// keys: the keys the run touched (read or wrote), each of which its
 	// effects carry (overKeys).
 	keys int
+	// touched: the turns of those keys (script_turns.go), which a next
+	// run of a script that writes waits for.
+	touched stripeSet
 }
 
 // The refusals of effects that touch more keys than MaxScriptKeys: a
@@ -112,7 +115,10 @@ const maxLeaderReads = 4
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLeader bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly, fromLeader: fromLeader}
 	sc.sb = c.s.store.NewSandbox(now.UnixNano(), func(key []byte) (command.KVEntry, bool, error) {
-		sc.keys++          // the sandbox asks once per key
+		sc.keys++ // the sandbox asks once per key
+		if !readOnly {
+			sc.touched.add(c.s.turns.stripe(key))
+		}
 		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
 		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
 			if err := sc.storeWait(func() error { return c.s.store.Barrier(ctx) }); err != nil {
