@@ -216,4 +216,3 @@ func sameStreamValue(a, b []byte) bool {
 	}
 	return bytes.Equal(a, b)
 }
-
