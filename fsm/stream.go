@@ -485,7 +485,10 @@ func (a *applier) streamReadIn(kv kvStore, c *command.Command, _ uint64) *comman
 			})
 		}
 	case command.StreamReadAll:
-		for tag := command.TagStreamEntry; tag <= command.TagStreamSpare && err == nil; tag++ {
+		for _, tag := range streamTags {
+			if err != nil {
+				break
+			}
 			err = kv.tagWalk(c.Key, h.CollHeader, tag, nil, false, func(k, v []byte) bool {
 				pairs = append(pairs, append([]byte{tag}, k...), clone(v))
 				return true
@@ -500,6 +503,11 @@ func (a *applier) streamReadIn(kv kvStore, c *command.Command, _ uint64) *comman
 	return &command.Result{Code: command.CodeOK, Version: e.Version, ExpiresAt: e.ExpiresAt, Fence: h.Count,
 		Value: append(h.Encode(), command.EncodeList(pairs)...)}
 }
+
+// streamTags are the tags of a stream's element entries: a stream read
+// whole carries them all.
+var streamTags = []byte{command.TagStreamEntry, command.TagStreamNode, command.TagStreamGroup,
+	command.TagStreamPending, command.TagStreamConsumer, command.TagStreamSpare}
 
 // The applier's rows of this file's commands (commands.go joins them).
 var streamApplies = applies{
