@@ -2,7 +2,10 @@ package resp
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,5 +97,87 @@ func TestXReadBlocksAcrossNodes(t *testing.T) {
 	}
 	if got := retryAsk(t, tc.addrs[now], "XLEN", "xb:k"); got != ":1\r\n" {
 		t.Fatalf("after the kill XLEN is %q", got)
+	}
+}
+
+// TestStreamReplicasAgree: XADD * from twelve clients on every node at
+// once (pipelined), with and without "~" trims, in scripts and in MULTI,
+// and XDEL, leave every replica the same state hash and the same
+// entries: ids given from the entries' stamps, never a node's clock,
+// increasing, one per XADD.
+func TestStreamReplicasAgree(t *testing.T) {
+	tc := startCluster(t, func(c *Config) { c.OpTimeout = 2 * time.Minute }) // a shared machine's load is no timeout's
+	tc.rc.WaitLeader(5 * time.Second)
+	for n := range 3 { // every node knows the leader
+		mustAsk(t, tc.addrs[n], array("SET", "xagree:warm", "1"), "+OK\r\n")
+	}
+	const perClient = 200
+	var wg sync.WaitGroup
+	var added atomic.Int64
+	errs := make(chan string, 12)
+	for n := range 3 {
+		for k := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := dialRaw(t, tc.addrs[n])
+				c.nc.SetDeadline(time.Now().Add(5 * time.Minute))
+				var b strings.Builder
+				for i := range perClient {
+					b.WriteString(array("XADD", "xagree:all", "*", "n", strconv.Itoa(n), "i", strconv.Itoa(i)))
+					b.WriteString(array("XADD", "xagree:trim", "MAXLEN", "~", "150", "*", "k", strconv.Itoa(k)))
+				}
+				b.WriteString(array("EVAL", "return redis.call('XADD', KEYS[1], '*', 'script', ARGV[1])", "1", "xagree:all", strconv.Itoa(n)))
+				b.WriteString(array("MULTI") + array("XADD", "xagree:all", "*", "tx", "1") + array("XDEL", "xagree:trim", "0-1") + array("EXEC"))
+				c.send(b.String())
+				rs := c.replies(2*perClient + 5)
+				for i, r := range rs[:2*perClient] {
+					switch {
+					case strings.HasPrefix(r, "$") && i%2 == 0:
+						added.Add(1)
+					case strings.HasPrefix(r, "$"), strings.HasPrefix(r, "-CLUSTERDOWN"): // an election under load: not applied
+					default:
+						errs <- fmt.Sprintf("node %d reply %d: %q", n, i, r)
+						return
+					}
+				}
+				// A script whose reads kept changing under it is refused
+				// whole (scripts are optimistic); EXEC applies.
+				if strings.HasPrefix(rs[2*perClient], "$") {
+					added.Add(1)
+				}
+				if strings.HasPrefix(rs[2*perClient+4], "*2\r\n$") {
+					added.Add(1)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	tc.rc.WaitConverged(60 * time.Second)
+	want := int(added.Load())
+	for _, key := range []string{"xagree:all", "xagree:trim"} {
+		var first string
+		for i := range 3 {
+			got := ask(t, tc.addrs[i], array("XRANGE", key, "-", "+"))
+			if i > 0 && got != first {
+				t.Fatalf("node %d reads another %s", i, key)
+			}
+			first = got
+		}
+	}
+	if got := ask(t, tc.addrs[0], array("XLEN", "xagree:all")); got != ":"+strconv.Itoa(want)+"\r\n" {
+		t.Fatalf("XLEN: %q, want %d", got, want)
+	}
+	// The ids increase: XRANGE's order is the ids' and the stream's
+	// last id is its last entry's.
+	info := ask(t, tc.addrs[1], array("XINFO", "STREAM", "xagree:all"))
+	last := ask(t, tc.addrs[1], array("XREVRANGE", "xagree:all", "+", "-", "COUNT", "1"))
+	lastID := strings.Split(last, "\r\n")[3]
+	if !strings.Contains(info, "last-generated-id\r\n$"+strconv.Itoa(len(lastID))+"\r\n"+lastID+"\r\n") {
+		t.Fatalf("the last id %q is not the last entry's: %q", lastID, info)
 	}
 }
