@@ -245,6 +245,13 @@ const (
 	// ReadZRank: Body the member; its rank (8 bytes) and score (8), or
 	// nothing when absent; with FlagCollCount from the highest score.
 	ReadZRank
+	// ReadZCombine: the union, intersection or difference of c.Key and
+	// the further keys in Value, sorted sets or sets (ZUNION, ZINTER,
+	// ZDIFF; ZCombineCommand): the members and score keys in score
+	// order, alternating, a list's encoding; with FlagCollCount their
+	// count in decimal (ZINTERCARD). An absent key is an empty set;
+	// CodeNotFound never.
+	ReadZCombine
 	readModeEnd
 )
 
@@ -262,6 +269,10 @@ const (
 	// FlagCollZSet: the command is a sorted set's (its elements' values
 	// are scores, ScoreKey's 8 bytes, and each has a TagScore entry too).
 	FlagCollZSet byte = 1 << 4
+	// FlagZKeyed: a sorted set's pop from the first of several keys
+	// (ZMPOP, BZPOPMIN): Value the further keys, and the result names
+	// the key popped from (ZPopCommand).
+	FlagZKeyed byte = 1 << 5
 )
 
 // CollKind is the kind a collection command with flags works on.
@@ -398,6 +409,11 @@ func checkCollRead(c *Command) error {
 		return errors.New("unknown read mode")
 	case c.Flags&^(FlagCollSet|FlagCollCount|FlagCollZSet) != 0 || c.Flags&(FlagCollSet|FlagCollZSet) == FlagCollSet|FlagCollZSet:
 		return errors.New("unknown read flags")
+	case m == ReadZCombine:
+		if c.Flags&FlagCollZSet == 0 {
+			return errors.New("a sorted set's read")
+		}
+		return checkZCombine(c)
 	case m >= ReadZRange:
 		if c.Flags&FlagCollZSet == 0 || len(c.Value) != 0 {
 			return errors.New("a sorted set's read of one key")
@@ -566,7 +582,7 @@ func SetStoreCommand(dst []byte, srcs [][]byte, mode SetStoreMode) *Command {
 // list's encoding, in Value (BLPOP's, a set algebra's): a face maps them
 // as it maps Key.
 func (t Type) MoreKeys() bool {
-	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore
+	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore || t == TypeZRemRange
 }
 
 // WholeCommand reads the collection of kind under key whole, as a

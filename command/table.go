@@ -324,9 +324,10 @@ var commands = [typeEnd]spec{
 	// alternating; Mode: its ZADD flags.
 	TypeZAdd: {name: "zset_add", uses: fKey | fValue | fMode, key: true, check: checkZAdd,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFinite, CodeTooLong, CodeWrongType)}},
-	// Body: a ZRangeSpec; Flags: FlagCollCount (answer the members).
-	TypeZRemRange: {name: "zset_rem_range", uses: fKey | fFlags | fBody, key: true, check: checkZRemRange,
-		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
+	// Body: a ZRangeSpec; Flags: FlagCollCount (answer the members),
+	// FlagZKeyed (Value: the further keys, a list's encoding).
+	TypeZRemRange: {name: "zset_rem_range", uses: fKey | fValue | fFlags | fBody, key: true, check: checkZRemRange,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeWrongType)}},
 	// Key: the destination; Value: the sources, a list's encoding; Mode:
 	// a ZStoreMode; Body: a ZRangeSpec, or an aggregate and the weights.
 	TypeZStore: {name: "zset_store", uses: fKey | fValue | fMode | fBody, key: true, check: checkZStore,

@@ -243,13 +243,36 @@ func ZRemRangeCommand(key []byte, s ZRangeSpec, pop bool) *Command {
 	return c
 }
 
+// ZPopCommand pops up to count members from the first of keys that
+// holds a sorted set, the lowest scores first (max: the highest): ZMPOP,
+// BZPOPMIN, BZPOPMAX, BZMPOP. Result.Value is the key and the members
+// and score keys popped, alternating, as ListPopped reads a list pop's;
+// CodeNotFound when no key exists, CodeWrongType when the first that
+// does is not a sorted set.
+func ZPopCommand(keys [][]byte, max bool, count int64) *Command {
+	s := ZRangeSpec{By: ZByRank, Rev: max, Start: 0, Stop: count - 1, Limit: -1}
+	c := ZRemRangeCommand(keys[0], s, true)
+	c.Flags |= FlagZKeyed
+	c.Value = EncodeList(keys[1:])
+	return c
+}
+
 func checkZRemRange(c *Command) error {
-	if c.Flags&^FlagCollCount != 0 {
+	keyed := c.Flags&FlagZKeyed != 0
+	switch {
+	case c.Flags&^(FlagCollCount|FlagZKeyed) != 0:
 		return errors.New("unknown flags of a range's removal")
+	case keyed && c.Flags&FlagCollCount == 0:
+		return errors.New("a pop of several keys answers its members")
+	case !keyed && len(c.Value) != 0:
+		return errors.New("further keys of a one-key removal")
 	}
 	s, err := DecodeZRangeSpec(c.Body)
 	if err == nil && s.Count {
 		return errors.New("a removal answers its count")
+	}
+	if err == nil && keyed {
+		err = checkMoreKeys(c.Value)
 	}
 	return err
 }
@@ -264,11 +287,13 @@ func ZScanCommand(key []byte, cursor uint64, count int64) *Command {
 // ZStoreMode is what a ZStore stores.
 type ZStoreMode byte
 
-// The stores: ZRANGESTORE, ZUNIONSTORE, ZINTERSTORE.
+// The stores: ZRANGESTORE, ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE (and
+// the reads of ReadZCombine, but a range's).
 const (
 	ZStoreRange ZStoreMode = iota
 	ZStoreUnion
 	ZStoreInter
+	ZStoreDiff
 	zStoreEnd
 )
 
@@ -297,6 +322,64 @@ func ZCombineStoreCommand(dst []byte, srcs [][]byte, mode ZStoreMode, weights []
 		b = binary.BigEndian.AppendUint64(b, math.Float64bits(w))
 	}
 	return &Command{Type: TypeZStore, Key: dst, Value: EncodeList(srcs), Mode: SetMode(mode), Body: b}
+}
+
+// ZCombineCommand reads the union, intersection or difference of the
+// sorted sets or sets keys (ReadZCombine: ZUNION, ZINTER, ZDIFF), each
+// source's scores times its weight (a difference's are not weighted),
+// aggregated by agg; card: the intersection's size up to limit (0:
+// none), ZINTERCARD. Body: the mode, the aggregate, a weight (8 bytes)
+// for each key, and with FlagCollCount the limit (8).
+func ZCombineCommand(keys [][]byte, mode ZStoreMode, weights []float64, agg byte, card bool, limit int64) *Command {
+	b := []byte{byte(mode), agg}
+	for _, w := range weights {
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(w))
+	}
+	c := &Command{Type: TypeCollRead, Key: keys[0], Value: EncodeList(keys[1:]), Mode: SetMode(ReadZCombine), Flags: FlagCollZSet, Body: b}
+	if card {
+		c.Flags |= FlagCollCount
+		c.Body = binary.BigEndian.AppendUint64(c.Body, uint64(limit))
+	}
+	return c
+}
+
+// ZCombineOf parses a ReadZCombine's Body for n keys: the mode, the
+// aggregate, the weights, and the limit (-1 without FlagCollCount).
+func ZCombineOf(c *Command, n int) (mode ZStoreMode, agg byte, weights []float64, limit int64, err error) {
+	want := 2 + 8*n
+	card := c.Flags&FlagCollCount != 0
+	if card {
+		want += 8
+	}
+	if len(c.Body) != want || c.Body[0] == byte(ZStoreRange) || ZStoreMode(c.Body[0]) >= zStoreEnd || c.Body[1] >= zAggEnd {
+		return 0, 0, nil, 0, fmt.Errorf("%w: a sorted sets' combination", ErrBadCommand)
+	}
+	weights = make([]float64, n)
+	for i := range weights {
+		weights[i] = math.Float64frombits(binary.BigEndian.Uint64(c.Body[2+8*i:]))
+		if math.IsNaN(weights[i]) {
+			return 0, 0, nil, 0, fmt.Errorf("%w: a weight is NaN", ErrBadCommand)
+		}
+	}
+	limit = -1
+	if card {
+		limit = int64(binary.BigEndian.Uint64(c.Body[2+8*n:]))
+		if limit < 0 {
+			return 0, 0, nil, 0, fmt.Errorf("%w: a negative limit", ErrBadCommand)
+		}
+	}
+	return ZStoreMode(c.Body[0]), c.Body[1], weights, limit, nil
+}
+
+func checkZCombine(c *Command) error {
+	keys, err := DecodeList(c.Value)
+	if err != nil {
+		return errors.New("further keys are a list's encoding")
+	}
+	if _, _, _, _, err := ZCombineOf(c, 1+len(keys)); err != nil {
+		return err
+	}
+	return checkMoreKeys(c.Value)
 }
 
 func checkZStore(c *Command) error {

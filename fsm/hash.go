@@ -209,6 +209,9 @@ func (a *applier) collReadIn(kv kvStore, c *command.Command, _ uint64) *command.
 	if mode >= command.ReadInter && mode <= command.ReadInterCard {
 		return a.setAlgebra(kv, c)
 	}
+	if mode == command.ReadZCombine {
+		return a.zcombineRead(kv, c)
+	}
 	kind := command.CollKind(c.Flags)
 	e, h, exists, code := a.collOf(kv, c.Key, kind)
 	switch {

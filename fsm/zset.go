@@ -292,19 +292,47 @@ func (a *applier) zremRangeIn(kv kvStore, c *command.Command, rev uint64) *comma
 	if err != nil {
 		return &command.Result{Code: command.CodeBadCommand}
 	}
-	pop := c.Flags&command.FlagCollCount != 0
+	if c.Flags&command.FlagZKeyed == 0 {
+		return a.zremRangeOf(kv, c.Key, s, c.Flags&command.FlagCollCount != 0, rev)
+	}
+	// ZMPOP, BZPOPMIN: the first key that exists (a sorted set is never
+	// empty), its key before the members popped.
+	more, err := command.DecodeList(c.Value)
+	if err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
+	}
+	for _, key := range append([][]byte{c.Key}, more...) {
+		_, _, exists, code := a.collOf(kv, key, command.KindZSet)
+		switch {
+		case code != command.CodeOK:
+			return &command.Result{Code: code}
+		case !exists:
+			continue
+		}
+		r := a.zremRangeOf(kv, key, s, true, rev)
+		if r.Code == command.CodeOK {
+			r.Value = append(appendBytes(nil, key), r.Value...)
+		}
+		return r
+	}
+	return &command.Result{Code: command.CodeNotFound}
+}
+
+// zremRangeOf removes the range s of key's sorted set; pop: the result
+// carries the members and score keys removed, else how many.
+func (a *applier) zremRangeOf(kv kvStore, key []byte, s command.ZRangeSpec, pop bool, rev uint64) *command.Result {
 	empty := []byte("0")
 	if pop {
 		empty = command.EncodeList(nil)
 	}
-	old, h, exists, code := a.collOf(kv, c.Key, command.KindZSet)
+	old, h, exists, code := a.collOf(kv, key, command.KindZSet)
 	switch {
 	case code != command.CodeOK:
 		return &command.Result{Code: code}
 	case !exists:
 		return &command.Result{Code: command.CodeOK, Value: empty}
 	}
-	v, err := zrange(kv, c.Key, h, s)
+	v, err := zrange(kv, key, h, s)
 	if err != nil {
 		return &command.Result{Code: command.CodeStorage}
 	}
@@ -318,7 +346,7 @@ func (a *applier) zremRangeIn(kv kvStore, c *command.Command, rev uint64) *comma
 	nh := h
 	for i := 0; i+1 < len(pairs); i += 2 {
 		score := command.ScoreOf(binary.BigEndian.Uint64(pairs[i+1]))
-		if kv.delScore(c.Key, h, score, pairs[i]) != nil || kv.delElem(c.Key, h, pairs[i]) != nil {
+		if kv.delScore(key, h, score, pairs[i]) != nil || kv.delElem(key, h, pairs[i]) != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
 		nh.Count--
@@ -328,7 +356,7 @@ func (a *applier) zremRangeIn(kv kvStore, c *command.Command, rev uint64) *comma
 	if pop {
 		out = v
 	}
-	return a.storeColl(kv, c.Key, command.KindZSet, nh, old, true, rev, out)
+	return a.storeColl(kv, key, command.KindZSet, nh, old, true, rev, out)
 }
 
 // zstore is ZRANGESTORE, ZUNIONSTORE and ZINTERSTORE: the sources are
@@ -350,7 +378,11 @@ func (a *applier) zstoreIn(kv kvStore, c *command.Command, rev uint64) *command.
 	if command.ZStoreMode(c.Mode) == command.ZStoreRange {
 		members, scores, code, err = a.zrangeOf(kv, srcs[0], c.Body)
 	} else {
-		members, scores, code, err = a.zcombine(kv, srcs, command.ZStoreMode(c.Mode), c.Body)
+		weights := make([]float64, len(srcs))
+		for i := range weights {
+			weights[i] = math.Float64frombits(binary.BigEndian.Uint64(c.Body[1+8*i:]))
+		}
+		members, scores, code, err = a.zcombine(kv, srcs, command.ZStoreMode(c.Mode), c.Body[0], weights)
 	}
 	switch {
 	case err != nil:
@@ -404,11 +436,11 @@ func (a *applier) zrangeOf(kv kvStore, src, spec []byte) ([][]byte, []float64, c
 	return members, scores, command.CodeOK, err
 }
 
-// zcombine is the union or intersection of srcs (sorted sets, or sets
-// whose members score 1; absent: empty), weighted and aggregated as
-// body says, in member order.
-func (a *applier) zcombine(kv kvStore, srcs [][]byte, mode command.ZStoreMode, body []byte) ([][]byte, []float64, command.Code, error) {
-	agg := body[0]
+// zcombine is the union, intersection or difference of srcs (sorted
+// sets, or sets whose members score 1; absent: empty), weighted and
+// aggregated by agg (a difference: the first's members and scores that
+// no other holds), in member order.
+func (a *applier) zcombine(kv kvStore, srcs [][]byte, mode command.ZStoreMode, agg byte, weights []float64) ([][]byte, []float64, command.Code, error) {
 	type source struct {
 		key  []byte
 		kind command.Kind
@@ -427,13 +459,23 @@ func (a *applier) zcombine(kv kvStore, srcs [][]byte, mode command.ZStoreMode, b
 		h, _ := command.DecodeCollHeader(e.Value)
 		sources[i] = source{k, e.Kind, h, ok}
 	}
+	if mode == command.ZStoreDiff {
+		return zdiff(kv, sources[0].key, sources[0].kind, sources[0].h, sources[0].ok, func(m []byte) bool {
+			for _, s := range sources[1:] {
+				if _, there := kv.elem(s.key, s.h, m); s.ok && there {
+					return true
+				}
+			}
+			return false
+		})
+	}
 	acc := map[string]float64{}
 	seen := map[string]int{}
 	for i, s := range sources {
 		if !s.ok {
 			continue
 		}
-		w := math.Float64frombits(binary.BigEndian.Uint64(body[1+8*i:]))
+		w := weights[i]
 		err := kv.elems(s.key, s.h, 0, func(_ uint64, m, v []byte) bool {
 			score := 1.0
 			if s.kind == command.KindZSet {
@@ -478,4 +520,77 @@ func (a *applier) zcombine(kv kvStore, srcs [][]byte, mode command.ZStoreMode, b
 		scores[i] = acc[string(m)]
 	}
 	return members, scores, command.CodeOK, nil
+}
+
+// zdiff is the members of a source (a sorted set or a set, absent when
+// !ok) that elsewhere does not find, with their scores, in member order.
+func zdiff(kv kvStore, key []byte, kind command.Kind, h command.CollHeader, ok bool, elsewhere func(m []byte) bool) ([][]byte, []float64, command.Code, error) {
+	if !ok {
+		return nil, nil, command.CodeOK, nil
+	}
+	var members [][]byte
+	var scores []float64
+	err := kv.elems(key, h, 0, func(_ uint64, m, v []byte) bool {
+		if elsewhere(m) {
+			return true
+		}
+		score := 1.0
+		if kind == command.KindZSet {
+			score, _ = command.ScoreFromBytes(v)
+		}
+		members, scores = append(members, clone(m)), append(scores, score)
+		return true
+	})
+	if err != nil {
+		return nil, nil, command.CodeOK, err
+	}
+	order := make([]int, len(members))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return bytes.Compare(members[x], members[y]) })
+	ms, ss := make([][]byte, len(order)), make([]float64, len(order))
+	for i, j := range order {
+		ms[i], ss[i] = members[j], scores[j]
+	}
+	return ms, ss, command.CodeOK, nil
+}
+
+// zcombineRead is ReadZCombine's answer: ZUNION, ZINTER, ZDIFF (the
+// members and score keys in Redis's order: score, then member) and
+// ZINTERCARD (how many, up to the limit).
+func (a *applier) zcombineRead(kv kvStore, c *command.Command) *command.Result {
+	more, err := command.DecodeList(c.Value)
+	if err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
+	}
+	keys := append([][]byte{c.Key}, more...)
+	mode, agg, weights, limit, err := command.ZCombineOf(c, len(keys))
+	if err != nil {
+		return &command.Result{Code: command.CodeBadCommand}
+	}
+	members, scores, code, err := a.zcombine(kv, keys, mode, agg, weights)
+	switch {
+	case err != nil:
+		return &command.Result{Code: command.CodeStorage}
+	case code != command.CodeOK:
+		return &command.Result{Code: code}
+	}
+	if limit >= 0 {
+		n := int64(len(members))
+		if limit > 0 {
+			n = min(n, limit)
+		}
+		return &command.Result{Code: command.CodeOK, Value: strconv.AppendInt(nil, n, 10)}
+	}
+	pairs := make([][]byte, 0, 2*len(members))
+	for i, m := range members {
+		pairs = append(pairs, append(command.ScoreBytes(scores[i]), m...))
+	}
+	slices.SortFunc(pairs, bytes.Compare) // score, then member: Redis's order
+	out := make([][]byte, 0, 2*len(pairs))
+	for _, p := range pairs {
+		out = append(out, p[8:], p[:8])
+	}
+	return &command.Result{Code: command.CodeOK, Value: command.EncodeList(out)}
 }

@@ -11,16 +11,18 @@ import (
 	"github.com/idemgate/idemgate/storeapi"
 )
 
-// Blocking pops (BLPOP, BRPOP, BLMPOP) and moves (BLMOVE, BRPOPLPUSH),
-// each waiting on its source keys. A client blocks on the node it is
+// Blocking pops (BLPOP, BRPOP, BLMPOP; of sorted sets BZPOPMIN,
+// BZPOPMAX, BZMPOP) and moves (BLMOVE, BRPOPLPUSH), each waiting on its
+// source keys for the kind it pops. A client blocks on the node it is
 // connected to. Its pop is always a write through the log (never a pop on
 // one node only): first at once, unless none of its keys exists here
 // after the read barrier; when every key was empty, it waits in
 // each key's queue of this node, in arrival order, as Redis serves its
 // blocked clients. One goroutine per node (the blocker) wakes at each
 // apply of this node's state machine (Store.Changed, no timer) and, for
-// each waited key that now holds a list, signals the first waiter of its
-// queue that is not already popping; that waiter proposes its pop and
+// each waited key that now holds a list or a sorted set, signals the
+// first waiter of its queue that waits for that kind (as Redis serves a
+// key's clients of its type) unless one before it is already popping; that waiter proposes its pop and
 // either answers (and leaves every queue) or, when another client or node
 // took the elements first, stays first and waits again. A waiter that
 // times out answers a null array; one whose client disconnects leaves
@@ -31,13 +33,26 @@ type blockSpec struct {
 	keys    [][]byte
 	wait    int64 // milliseconds; 0 with forever
 	forever bool
+	// kind is what the pop takes: a push of it wakes the waiter
+	// (KindList when zero, as every list command's spec leaves it).
+	kind command.Kind
+}
+
+// wants is the kind the spec waits for.
+func (s *blockSpec) wants() command.Kind {
+	if s.kind == 0 {
+		return command.KindList
+	}
+	return s.kind
 }
 
 // waiter is one blocked client.
 type waiter struct {
 	keys [][]byte
-	// ready: whether the key's entry e is what the waiter waits for (an
-	// XREAD's: a stream past its id); nil: a list.
+	// kind is what a pop takes (blockSpec.wants); ready, when set, says
+	// instead whether the key's entry e is what the waiter waits for (an
+	// XREAD's: a stream past its id).
+	kind  command.Kind
 	ready func(key string, e command.KVEntry) bool
 	wake  chan struct{} // one signal: "pop now"
 	// popping: signalled and not yet back (under blocker.mu): the blocker
@@ -60,12 +75,26 @@ func newBlocker(s *Server) *blocker {
 	return &blocker{s: s, queues: map[string][]*waiter{}, poke: make(chan struct{}, 1)}
 }
 
-func (b *blocker) add(keys [][]byte) *waiter { return b.addReady(keys, nil) }
+// add adds a waiter on keys for a pop of kind.
+func (b *blocker) add(keys [][]byte, kind command.Kind) *waiter {
+	return b.addWaiter(&waiter{keys: keys, kind: kind, wake: make(chan struct{}, 1)})
+}
 
-// addReady adds a waiter on keys that ready says when to wake (nil: when
-// one holds a list).
+// addReady adds a waiter on keys that ready says when to wake.
 func (b *blocker) addReady(keys [][]byte, ready func(key string, e command.KVEntry) bool) *waiter {
-	w := &waiter{keys: keys, ready: ready, wake: make(chan struct{}, 1)}
+	return b.addWaiter(&waiter{keys: keys, ready: ready, wake: make(chan struct{}, 1)})
+}
+
+// wants is whether the key's entry e is what w waits for.
+func (w *waiter) wants(key string, e command.KVEntry) bool {
+	if w.ready != nil {
+		return w.ready(key, e)
+	}
+	return e.Kind == w.kind
+}
+
+func (b *blocker) addWaiter(w *waiter) *waiter {
+	keys := w.keys
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := map[string]bool{}
@@ -140,22 +169,29 @@ func (b *blocker) run() {
 			return
 		}
 		var keys []string
-		var readies []func(string, command.KVEntry) bool
 		for k, q := range b.queues {
 			if !q[0].popping {
-				keys, readies = append(keys, k), append(readies, q[0].ready)
+				keys = append(keys, k)
 			}
 		}
 		b.mu.Unlock()
-		for i, k := range keys {
+		for _, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
-			if err != nil || (readies[i] == nil && e.Kind != command.KindList) || (readies[i] != nil && !readies[i](k, e)) {
-				continue // absent, or another kind: the pop would answer it, but only a push is waited for
+			if err != nil {
+				continue // absent: only a push (or an XADD) is waited for
 			}
 			b.mu.Lock()
-			if q := b.queues[k]; len(q) > 0 && !q[0].popping {
-				q[0].popping = true
-				q[0].wake <- struct{}{}
+			for _, w := range b.queues[k] {
+				if w.popping {
+					break // served in order: the next once it is back
+				}
+				// A waiter for another kind is passed over: its pop would
+				// answer the key, but only a push of its kind is waited for.
+				if w.wants(k, e) {
+					w.popping = true
+					w.wake <- struct{}{}
+					break
+				}
 			}
 			b.mu.Unlock()
 		}
@@ -185,7 +221,7 @@ func (c *conn) blockingPop(p plan) {
 		return
 	}
 	b := c.s.blocks
-	w := b.add(p.block.keys)
+	w := b.add(p.block.keys, p.block.wants())
 	gone := make(chan struct{})
 	stop := httpx.WatchClose(c.nc, func() { close(gone) }) // a blocked client is never idle (Redis's timeout spares it too)
 	defer stop()

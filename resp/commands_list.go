@@ -261,20 +261,28 @@ func planLTrim(_ *conn, a [][]byte) plan {
 // ops are the pop, which MULTI runs as it is: there an empty list answers
 // the null array at once, as in Redis.
 func planBlockingPop(a [][]byte, right bool) plan {
-	wait, forever, refusal := parseTimeout(a[len(a)-1])
+	block, refusal := blockArgs(a)
 	if refusal != "" {
 		return plan{err: refusal}
+	}
+	op := command.ListPopCommand(block.keys, right, -1)
+	return plan{ops: []*command.Command{op}, answer: answerBlockingPop, block: block}
+}
+
+// blockArgs reads BLPOP's and BZPOPMIN's arguments, key [key ...]
+// timeout, the timeout first, as Redis reads them.
+func blockArgs(a [][]byte) (*blockSpec, string) {
+	wait, forever, refusal := parseTimeout(a[len(a)-1])
+	if refusal != "" {
+		return nil, refusal
 	}
 	keys := a[1 : len(a)-1]
 	for _, k := range keys[1:] { // the pipeline checks the first, the op's key
 		if err := storeapi.CheckKVKey(k); err != nil {
-			return plan{err: errorReply(err)}
+			return nil, errorReply(err)
 		}
 	}
-	op := command.ListPopCommand(keys, right, -1)
-	p := plan{ops: []*command.Command{op}, answer: answerBlockingPop}
-	p.block = &blockSpec{keys: keys, wait: wait, forever: forever}
-	return p
+	return &blockSpec{keys: keys, wait: wait, forever: forever}, ""
 }
 
 // answerBlockingPop: [key, element], or a null array when no key had one.

@@ -122,6 +122,11 @@ func blockingMove(src, dst []byte, right, toRight bool, timeout []byte) plan {
 // numkeys key [key ...] LEFT|RIGHT [COUNT count], in Redis's order and
 // with its refusals. count is 1 without COUNT.
 func mpopArgs(a [][]byte, at int) (keys [][]byte, right bool, count int64, refusal string) {
+	return mpopArgsOf(a, at, listSide)
+}
+
+// mpopArgsOf is mpopArgs whose side side reads (ZMPOP's MIN or MAX).
+func mpopArgsOf(a [][]byte, at int, side func([]byte) (bool, bool)) (keys [][]byte, right bool, count int64, refusal string) {
 	n, ok := parseInt64(a[at])
 	if !ok || n < 1 {
 		return nil, false, 0, msgNumKeys
@@ -129,13 +134,13 @@ func mpopArgs(a [][]byte, at int) (keys [][]byte, right bool, count int64, refus
 	if n >= int64(len(a)-at-1) { // no side after the keys (Redis: where_idx >= argc)
 		return nil, false, 0, msgSyntax
 	}
-	keys, side := a[at+1:at+1+int(n)], at+1+int(n)
-	right, ok = listSide(a[side])
+	keys, where := a[at+1:at+1+int(n)], at+1+int(n)
+	right, ok = side(a[where])
 	if !ok {
 		return nil, false, 0, msgSyntax
 	}
 	count = -1
-	for j := side + 1; j < len(a); j++ {
+	for j := where + 1; j < len(a); j++ {
 		if count != -1 || !eq(string(a[j]), "count") || j == len(a)-1 {
 			return nil, false, 0, msgSyntax
 		}

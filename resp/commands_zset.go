@@ -2,7 +2,6 @@ package resp
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -526,56 +525,19 @@ func init() {
 		wr("zrangestore", -5, func(a [][]byte) plan { return planZRangeOf(a[1:], command.ZByRank, false, false, a[1]) }),
 		combine("zunionstore", command.ZStoreUnion),
 		combine("zinterstore", command.ZStoreInter),
+		combine("zdiffstore", command.ZStoreDiff),
 	)
 }
 
-// planZCombineStore is ZUNIONSTORE and ZINTERSTORE dst numkeys key …
-// [WEIGHTS w …] [AGGREGATE SUM|MIN|MAX].
+// planZCombineStore is ZUNIONSTORE, ZINTERSTORE and ZDIFFSTORE dst
+// numkeys key … [WEIGHTS w …] [AGGREGATE SUM|MIN|MAX] (ZDIFFSTORE:
+// neither).
 func planZCombineStore(a [][]byte, mode command.ZStoreMode) plan {
-	n, ok := parseInt64(a[2])
-	switch {
-	case !ok:
-		return plan{err: msgNotInteger}
-	case n < 1:
-		return plan{err: fmt.Sprintf("ERR at least 1 input key is needed for '%s' command", lower(a[0]))}
-	case n > int64(len(a)-3):
-		return plan{err: msgSyntax}
+	z, refusal := parseZCombine(a, 2, mode, true, false)
+	if refusal != "" {
+		return plan{err: refusal}
 	}
-	srcs := a[3 : 3+n]
-	weights := make([]float64, n)
-	for i := range weights {
-		weights[i] = 1
-	}
-	agg := command.ZAggSum
-	for j := 3 + int(n); j < len(a); j++ {
-		left := len(a) - j - 1
-		switch opt := strings.ToLower(string(a[j])); {
-		case opt == "weights" && left >= int(n):
-			for i := range weights {
-				f, ok := parseScore(a[j+1+i])
-				if !ok {
-					return plan{err: "ERR weight value is not a float"}
-				}
-				weights[i] = f
-			}
-			j += int(n)
-		case opt == "aggregate" && left >= 1:
-			switch strings.ToLower(string(a[j+1])) {
-			case "sum":
-				agg = command.ZAggSum
-			case "min":
-				agg = command.ZAggMin
-			case "max":
-				agg = command.ZAggMax
-			default:
-				return plan{err: msgSyntax}
-			}
-			j++
-		default:
-			return plan{err: msgSyntax}
-		}
-	}
-	op := command.ZCombineStoreCommand(a[1], srcs, mode, weights, agg)
+	op := command.ZCombineStoreCommand(a[1], z.keys, mode, z.weights, z.agg)
 	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {
 		answerZ(w, r[0], func(res *command.Result) { w.integer(decimal(res)) })
 	}}

@@ -148,3 +148,67 @@ var zsetStreams = [][][]string{
 }
 
 func TestZSetsAgainstRedis(t *testing.T) { collAgainstRedis(t, "zset", zsetStreams) }
+
+// zsetMoreStreams are the sorted sets' pops from several keys and their
+// algebra as reads, against Redis 7.0 byte for byte: ZMPOP, BZPOPMIN,
+// BZPOPMAX and BZMPOP where a key holds members (or a short timeout
+// passes), their refusals in Redis's order, ZUNION, ZINTER, ZDIFF,
+// ZINTERCARD and ZDIFFSTORE with WEIGHTS, AGGREGATE, WITHSCORES and
+// LIMIT, sets as sources, wrong kinds, MULTI and scripts.
+var zsetMoreStreams = [][][]string{
+	// ZMPOP and the blocking pops that find members
+	{{"ZADD", "{k}a", "1", "x", "2", "y", "3", "z"}, {"ZADD", "{k}b", "-1", "p", "5", "q"}, {"ZMPOP", "1", "{k}a", "MIN"},
+		{"ZMPOP", "2", "{k}none", "{k}a", "MAX", "COUNT", "10"}, {"EXISTS", "{k}a"}, {"ZMPOP", "2", "{k}a", "{k}b", "min", "count", "1"},
+		{"ZMPOP", "1", "{k}none", "MIN"}, {"ZADD", "{k}a", "1.5", "x", "inf", "y"}, {"BZPOPMIN", "{k}none", "{k}a", "0"},
+		{"BZPOPMAX", "{k}a", "{k}b", "1"}, {"BZPOPMAX", "{k}b", "0.5"}, {"ZADD", "{k}b", "7", "r", "8", "s"}, {"BZMPOP", "0", "2", "{k}none", "{k}b", "MIN"},
+		{"ZADD", "{k}c", "1", "a", "2", "b", "3", "c"}, {"BZMPOP", "1", "1", "{k}c", "MAX", "COUNT", "2"}, {"ZRANGE", "{k}c", "0", "-1", "WITHSCORES"},
+		{"BZPOPMIN", "{k}none", "0.01"}, {"BZMPOP", "0.01", "1", "{k}none", "MIN"}, {"BZPOPMAX", "{k}none", "{k}none2", "0.01"}},
+	// their refusals
+	{{"ZADD", "{k}a", "1", "x"}, {"SET", "{k}s", "v"}, {"ZMPOP", "0", "{k}a", "MIN"}, {"ZMPOP", "x", "{k}a", "MIN"},
+		{"ZMPOP", "-1", "{k}a", "MIN"}, {"ZMPOP", "2", "{k}a", "MIN"}, {"ZMPOP", "1", "{k}a", "LEFT"}, {"ZMPOP", "1", "{k}a", "MIN", "COUNT", "0"},
+		{"ZMPOP", "1", "{k}a", "MIN", "COUNT", "-1"}, {"ZMPOP", "1", "{k}a", "MIN", "COUNT", "x"}, {"ZMPOP", "1", "{k}a", "MIN", "COUNT"},
+		{"ZMPOP", "1", "{k}a", "MIN", "COUNT", "1", "COUNT", "1"}, {"ZMPOP", "1", "{k}a", "MIN", "BOGUS"}, {"ZMPOP", "1", "{k}s", "MIN"},
+		{"ZMPOP", "2", "{k}s", "{k}a", "MIN"}, {"ZMPOP", "2", "{k}none", "{k}s", "MAX"}, {"ZMPOP", "1", "{k}a"}, {"ZMPOP", "1"},
+		{"BZPOPMIN", "{k}a", "x"}, {"BZPOPMIN", "{k}a", "-1"}, {"BZPOPMIN", "{k}a", "nan"}, {"BZPOPMIN", "{k}s", "0"},
+		{"BZPOPMAX", "{k}none", "{k}s", "0"}, {"BZPOPMIN", "{k}a"}, {"BZMPOP", "x", "1", "{k}a", "MIN"}, {"BZMPOP", "-1", "1", "{k}a", "MIN"},
+		{"BZMPOP", "0", "0", "{k}a", "MIN"}, {"BZMPOP", "x", "0", "{k}a", "MIN"}, {"BZMPOP", "0", "1", "{k}a", "UP"},
+		{"BZMPOP", "0", "1", "{k}s", "MIN"}, {"BZMPOP", "0", "1", "{k}a"}, {"ZSCORE", "{k}a", "x"}},
+	// ZUNION, ZINTER, ZDIFF, ZINTERCARD, ZDIFFSTORE
+	{{"ZADD", "{k}a", "1", "x", "2", "y", "3", "z"}, {"ZADD", "{k}b", "10", "y", "20", "z", "30", "w"}, {"SADD", "{k}s", "x", "w", "v"},
+		{"ZUNION", "2", "{k}a", "{k}b"}, {"ZUNION", "2", "{k}a", "{k}b", "WITHSCORES"}, {"ZUNION", "3", "{k}a", "{k}b", "{k}s", "WEIGHTS", "2", "0.5", "-1", "AGGREGATE", "MAX", "WITHSCORES"},
+		{"ZUNION", "2", "{k}a", "{k}none", "withscores"}, {"ZUNION", "1", "{k}none"}, {"ZINTER", "2", "{k}a", "{k}b", "WITHSCORES"},
+		{"ZINTER", "2", "{k}a", "{k}b", "AGGREGATE", "MIN", "WITHSCORES"}, {"ZINTER", "2", "{k}a", "{k}s", "WEIGHTS", "1", "5", "WITHSCORES"},
+		{"ZINTER", "2", "{k}a", "{k}none"}, {"ZDIFF", "2", "{k}a", "{k}b"}, {"ZDIFF", "2", "{k}b", "{k}a", "WITHSCORES"},
+		{"ZDIFF", "3", "{k}b", "{k}s", "{k}none", "WITHSCORES"}, {"ZDIFF", "1", "{k}s", "WITHSCORES"}, {"ZDIFF", "2", "{k}none", "{k}a"},
+		{"ZINTERCARD", "2", "{k}a", "{k}b"}, {"ZINTERCARD", "2", "{k}a", "{k}b", "LIMIT", "1"}, {"ZINTERCARD", "2", "{k}a", "{k}b", "LIMIT", "0"},
+		{"ZINTERCARD", "1", "{k}s"}, {"ZINTERCARD", "2", "{k}a", "{k}none"}, {"ZDIFFSTORE", "{k}d", "2", "{k}b", "{k}a"},
+		{"ZRANGE", "{k}d", "0", "-1", "WITHSCORES"}, {"ZDIFFSTORE", "{k}d", "2", "{k}a", "{k}a"}, {"EXISTS", "{k}d"},
+		{"ZDIFFSTORE", "{k}d", "1", "{k}s"}, {"ZRANGE", "{k}d", "0", "-1", "WITHSCORES"},
+		{"ZADD", "{k}inf", "inf", "x"}, {"ZADD", "{k}ninf", "-inf", "x"}, {"ZUNION", "2", "{k}inf", "{k}ninf", "WITHSCORES"},
+		{"ZUNION", "1", "{k}inf", "WEIGHTS", "0", "WITHSCORES"}, {"ZINTER", "2", "{k}inf", "{k}ninf", "AGGREGATE", "MAX", "WITHSCORES"},
+		{"ZADD", "{k}tie", "1", "b", "1", "a", "0", "c"}, {"ZUNION", "2", "{k}tie", "{k}a", "WITHSCORES"}},
+	// the algebra's refusals
+	{{"ZADD", "{k}a", "1", "x"}, {"SET", "{k}str", "v"}, {"ZUNION", "0", "{k}a"}, {"ZINTER", "x", "{k}a"}, {"ZDIFF", "0", "{k}a"},
+		{"ZINTERCARD", "0", "{k}a"}, {"ZINTERCARD", "x", "{k}a"}, {"ZUNION", "3", "{k}a"}, {"ZUNION", "1", "{k}a", "WEIGHTS"},
+		{"ZUNION", "1", "{k}a", "WEIGHTS", "x"}, {"ZUNION", "1", "{k}a", "WEIGHTS", "nan"}, {"ZUNION", "1", "{k}a", "AGGREGATE", "avg"},
+		{"ZUNION", "1", "{k}a", "AGGREGATE"}, {"ZUNION", "1", "{k}a", "BOGUS"}, {"ZDIFF", "1", "{k}a", "WEIGHTS", "1"},
+		{"ZDIFF", "1", "{k}a", "AGGREGATE", "SUM"}, {"ZINTERCARD", "1", "{k}a", "WITHSCORES"}, {"ZINTERCARD", "1", "{k}a", "LIMIT", "-1"},
+		{"ZINTERCARD", "1", "{k}a", "LIMIT", "x"}, {"ZINTERCARD", "1", "{k}a", "LIMIT"}, {"ZINTERCARD", "1", "{k}a", "WEIGHTS", "1"},
+		{"ZUNION", "2", "{k}a", "{k}str"}, {"ZINTER", "2", "{k}str", "{k}none"}, {"ZDIFF", "2", "{k}a", "{k}str"},
+		{"ZINTERCARD", "2", "{k}a", "{k}str"}, {"ZDIFFSTORE", "{k}d", "0", "{k}a"}, {"ZDIFFSTORE", "{k}d", "1", "{k}a", "WITHSCORES"},
+		{"ZDIFFSTORE", "{k}d", "1", "{k}a", "WEIGHTS", "1"}, {"ZDIFFSTORE", "{k}d", "2", "{k}a", "{k}str"}, {"ZUNIONSTORE", "{k}d", "1", "{k}a", "WITHSCORES"},
+		{"ZUNION", "1"}, {"ZDIFFSTORE", "{k}d", "1"}},
+	// in MULTI (the blocking pops answer at once there) and scripts
+	{{"ZADD", "{k}a", "1", "x", "2", "y"}, {"ZADD", "{k}b", "5", "y"}, {"MULTI"}, {"ZUNION", "2", "{k}a", "{k}b", "WITHSCORES"},
+		{"ZINTERCARD", "2", "{k}a", "{k}b"}, {"ZMPOP", "1", "{k}a", "MAX"}, {"BZPOPMIN", "{k}a", "0"}, {"BZPOPMIN", "{k}a", "0"},
+		{"BZMPOP", "0", "1", "{k}a", "MIN"}, {"ZDIFFSTORE", "{k}d", "1", "{k}b"}, {"ZDIFF", "2", "{k}d", "{k}a"}, {"EXEC"},
+		{"ZADD", "{k}a", "1", "x", "2", "y"},
+		{"EVAL", "return redis.call('ZMPOP', 2, KEYS[1], KEYS[2], 'MIN', 'COUNT', 5)", "2", "{k}none", "{k}a"},
+		{"EVAL", "return redis.call('BZMPOP', 0, 1, KEYS[1], 'MIN')", "1", "{k}a"},
+		{"EVAL", "return redis.pcall('BZPOPMIN', KEYS[1], 0)", "1", "{k}a"},
+		{"EVAL", "return redis.call('ZUNION', 2, KEYS[1], KEYS[2], 'WITHSCORES')", "2", "{k}b", "{k}d"},
+		{"EVAL", "return {redis.call('ZINTERCARD', 2, KEYS[1], KEYS[2]), redis.call('ZDIFFSTORE', KEYS[3], 1, KEYS[1])}", "3", "{k}b", "{k}d", "{k}e"},
+		{"EVAL", "return redis.call('ZDIFF', 1, KEYS[1], 'WITHSCORES')", "1", "{k}e"}},
+}
+
+func TestZSetMoreAgainstRedis(t *testing.T) { collAgainstRedis(t, "zmore", zsetMoreStreams) }
