@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgate/idemgate/raftstore"
 )
 
 // BenchmarkBullMQ is BullMQ's add+process rate (tests/bullmq/queue.js
@@ -54,7 +56,12 @@ func BenchmarkBullMQ(b *testing.B) {
 	if len(missing) > 0 {
 		b.Logf("idemgate lacks %s, which BullMQ sends: redis-server's row only", strings.Join(missing, ", "))
 	} else {
-		tc := startBenchCluster(b)
+		// Raft's default timeouts doubled (startPatientCluster's): a
+		// queue's adds are not retried, and the test clusters' loopback
+		// timeouts lost their leader mid-run on a loaded machine.
+		tc := startClusterWith(b, func(c *raftstore.Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, time.Second
+		}, nil)
 		targets = append(targets, benchTarget{"idemgate", []string{tc.addrs[tc.rc.WaitLeader(5*time.Second)]}})
 	}
 	for _, tg := range targets {
