@@ -19,8 +19,9 @@ func TestCommandTable(t *testing.T) {
 	inTx := map[Type]bool{TypeKVSet: true, TypeKVGetDel: true, TypeKVDelete: true, TypeKVIncr: true, TypeKVExpire: true, TypeKVRead: true,
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
 		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true, TypeListMove: true, TypeListSet: true, TypeListInsert: true,
-		TypeCollPut: true, TypeCollDel: true, TypeHashIncr: true, TypeCollRead: true, TypeSetPop: true, TypeSetMove: true, TypeSetStore: true, TypeZAdd: true, TypeZRemRange: true, TypeZStore: true}
-	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true}
+		TypeCollPut: true, TypeCollDel: true, TypeHashIncr: true, TypeCollRead: true, TypeSetPop: true, TypeSetMove: true, TypeSetStore: true, TypeZAdd: true, TypeZRemRange: true, TypeZStore: true,
+		TypeStreamAdd: true, TypeStreamTrim: true, TypeStreamDel: true, TypeStreamSetID: true, TypeStreamRead: true}
+	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true, TypeStreamRead: true}
 	node := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {

@@ -37,6 +37,7 @@ type slot struct {
 	ok   bool
 	el   *elemSet
 	part *elemPart
+	tags map[byte]*tagSet // a stream's (stream_store.go)
 	elID uint64
 	read int // its entry in reads
 }
@@ -68,7 +69,15 @@ func (s *Sandbox) get(key []byte) (command.KVEntry, bool) {
 	}
 	s.reads = append(s.reads, r)
 	sl := &slot{e: e, ok: ok, read: len(s.reads) - 1}
-	if ok && e.Kind.IsColl() && len(e.Value) == command.CollHeaderLen && s.elemsR != nil {
+	if ok && e.Kind == command.KindStream {
+		// base gives a stream whole (command.StreamReadAll's answer).
+		if err := sl.wholeStream(e.Value); err != nil {
+			if s.err == nil {
+				s.err = err
+			}
+			sl.e.Value = nil
+		}
+	} else if ok && e.Kind.IsColl() && len(e.Value) == command.CollHeaderLen && s.elemsR != nil {
 		// The header alone: elements are read as the script asks.
 		h, _ := command.DecodeCollHeader(e.Value)
 		sl.part, sl.elID = newElemPart(), h.ID
@@ -95,7 +104,7 @@ func (s *Sandbox) put(key []byte, e *command.KVEntry, _ command.KVEntry, _ bool)
 	sl := s.slotOf(key)
 	sl.e, sl.ok = e.Clone(), true
 	if h, ok := command.DecodeCollHeader(e.Value); !ok || !e.Kind.IsColl() || h.ID != sl.elID {
-		sl.el, sl.part = nil, nil // another value: the elements it had are gone
+		sl.el, sl.part, sl.tags = nil, nil, nil // another value: the elements it had are gone
 	}
 	return nil
 }

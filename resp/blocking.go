@@ -49,8 +49,12 @@ func (s *blockSpec) wants() command.Kind {
 // waiter is one blocked client.
 type waiter struct {
 	keys [][]byte
-	kind command.Kind
-	wake chan struct{} // one signal: "pop now"
+	// kind is what a pop takes (blockSpec.wants); ready, when set, says
+	// instead whether the key's entry e is what the waiter waits for (an
+	// XREAD's: a stream past its id).
+	kind  command.Kind
+	ready func(key string, e command.KVEntry) bool
+	wake  chan struct{} // one signal: "pop now"
 	// popping: signalled and not yet back (under blocker.mu): the blocker
 	// does not signal the next in its queues meanwhile, so they are
 	// served in order.
@@ -71,8 +75,26 @@ func newBlocker(s *Server) *blocker {
 	return &blocker{s: s, queues: map[string][]*waiter{}, poke: make(chan struct{}, 1)}
 }
 
+// add adds a waiter on keys for a pop of kind.
 func (b *blocker) add(keys [][]byte, kind command.Kind) *waiter {
-	w := &waiter{keys: keys, kind: kind, wake: make(chan struct{}, 1)}
+	return b.addWaiter(&waiter{keys: keys, kind: kind, wake: make(chan struct{}, 1)})
+}
+
+// addReady adds a waiter on keys that ready says when to wake.
+func (b *blocker) addReady(keys [][]byte, ready func(key string, e command.KVEntry) bool) *waiter {
+	return b.addWaiter(&waiter{keys: keys, ready: ready, wake: make(chan struct{}, 1)})
+}
+
+// wants is whether the key's entry e is what w waits for.
+func (w *waiter) wants(key string, e command.KVEntry) bool {
+	if w.ready != nil {
+		return w.ready(key, e)
+	}
+	return e.Kind == w.kind
+}
+
+func (b *blocker) addWaiter(w *waiter) *waiter {
+	keys := w.keys
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := map[string]bool{}
@@ -155,15 +177,17 @@ func (b *blocker) run() {
 		b.mu.Unlock()
 		for _, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
-			if err != nil || (e.Kind != command.KindList && e.Kind != command.KindZSet) {
-				continue // absent, or another kind: the pop would answer it, but only a push is waited for
+			if err != nil {
+				continue // absent: only a push (or an XADD) is waited for
 			}
 			b.mu.Lock()
 			for _, w := range b.queues[k] {
 				if w.popping {
 					break // served in order: the next once it is back
 				}
-				if w.kind == e.Kind {
+				// A waiter for another kind is passed over: its pop would
+				// answer the key, but only a push of its kind is waited for.
+				if w.wants(k, e) {
 					w.popping = true
 					w.wake <- struct{}{}
 					break

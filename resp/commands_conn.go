@@ -151,7 +151,7 @@ func cmdHello(c *conn, a [][]byte) {
 			c.w.errorLine(msg)
 			return
 		}
-		c.name = string(name)
+		c.rename(func(n *connNames) { n.name = string(name) })
 	}
 	c.proto, c.w.proto = proto, proto
 	role := "master"
@@ -193,18 +193,20 @@ func cmdClient(c *conn, a [][]byte) {
 			c.w.errorLine(msg)
 			return
 		}
-		c.name = string(a[2])
+		c.rename(func(n *connNames) { n.name = string(a[2]) })
 		c.w.ok()
 	case sub == "getname" && len(a) == 2:
-		if c.name == "" {
-			c.w.null()
+		if name := c.named().name; name != "" {
+			c.w.bulkString(name)
 			return
 		}
-		c.w.bulkString(c.name)
+		c.w.null()
 	case sub == "id" && len(a) == 2:
 		c.w.integer(c.id)
 	case sub == "info" && len(a) == 2:
 		c.w.verbatim(c.info() + "\n")
+	case sub == "list":
+		c.clientList(a[2:])
 	case sub == "setinfo" && len(a) == 4:
 		attr := strings.ToLower(string(a[2]))
 		if attr != "lib-name" && attr != "lib-ver" {
@@ -215,11 +217,13 @@ func cmdClient(c *conn, a [][]byte) {
 			c.w.errorLine(msg)
 			return
 		}
-		if attr == "lib-name" {
-			c.libName = string(a[3])
-		} else {
-			c.libVer = string(a[3])
-		}
+		c.rename(func(n *connNames) {
+			if attr == "lib-name" {
+				n.libName = string(a[3])
+			} else {
+				n.libVer = string(a[3])
+			}
+		})
 		c.w.ok()
 	case (sub == "tracking" && len(a) < 3) || ((sub == "caching" || sub == "reply") && len(a) != 3) ||
 		((sub == "getredir" || sub == "trackinginfo") && len(a) != 2):
@@ -250,9 +254,10 @@ func (c *conn) info() string {
 	if c.readonly {
 		flags = "r" // Redis's flag of a READONLY connection
 	}
+	n := c.named()
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d flags=%s db=%d cmd=client|info user=%s resp=%d lib-name=%s lib-ver=%s",
-		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, int(time.Since(c.created).Seconds()), flags, c.db, user, c.proto,
-		c.libName, c.libVer)
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), n.name, int(time.Since(c.created).Seconds()), flags, c.db, user, c.proto,
+		n.libName, n.libVer)
 }
 
 func boolInt(b bool) int {
@@ -328,8 +333,8 @@ func (c *conn) commandInfo(cmd *redisCommand) {
 	}
 }
 
-// cmdInfo: the server, clients, stats and replication sections (of
-// stats, the client-side caching table's figures, this node's).
+// cmdInfo: the server, clients, memory, stats and replication sections
+// (of stats, the client-side caching table's figures, this node's).
 func cmdInfo(c *conn, a [][]byte) {
 	want := map[string]bool{}
 	for _, s := range a[1:] {
@@ -352,6 +357,11 @@ func cmdInfo(c *conn, a [][]byte) {
 		keys, items, prefixes := c.s.track.stats()
 		fmt.Fprintf(&b, "# Stats\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\n\r\n",
 			keys, items, prefixes)
+	}
+	if all || want["memory"] {
+		// Nothing is ever evicted: a write past a limit is refused.
+		// BullMQ warns unless it reads noeviction here.
+		b.WriteString("# Memory\r\nmaxmemory_policy:noeviction\r\n\r\n")
 	}
 	if all || want["replication"] {
 		id, _ := c.s.store.Leader()

@@ -155,7 +155,8 @@ func cmdReset(c *conn, _ [][]byte) {
 		c.s.track.set(c, &c.track)
 	}
 	c.trackBroken.Store(false)
-	c.db, c.readonly, c.name = 0, false, ""
+	c.db, c.readonly = 0, false
+	c.rename(func(n *connNames) { n.name = "" })
 	c.proto, c.w.proto = 2, 2
 	if c.s.authFunc() != nil {
 		c.sess.Store(nil)

@@ -135,8 +135,33 @@ func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, ke
 		}
 		return true
 	}
+	// The turns of its keys on this node (script_turns.go): those it
+	// names, then those its runs touched, held from each run until its
+	// effects are applied or found stale.
+	var held *turn
+	defer func() { held.give() }()
+	var want []int
+	if !readOnly {
+		stored := make([][]byte, len(keys))
+		for i, k := range keys {
+			stored[i] = c.key(k)
+		}
+		want = c.s.turns.stripesOf(stored)
+	}
 	redoHere := false
 	for run := 1; ; run++ {
+		if len(want) > 0 {
+			var err error
+			if held == nil {
+				held, err = c.s.turns.take(ctx, want)
+			} else {
+				err = held.widen(ctx, want)
+			}
+			if err != nil {
+				w.errorLine(errorReply(err))
+				return
+			}
+		}
 		// The leader's state holds every write it acknowledged: a run
 		// there needs no barrier first (the state machine's check, or
 		// the barrier before a read-only reply, catches what it missed).
@@ -162,6 +187,7 @@ func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, ke
 			return
 		case sc.redoHere && stopped == nil:
 			redoHere = true
+			want = sc.touched.union(want)
 			run-- // not counted: it was no race
 			continue
 		case sc.storeErr != nil:
@@ -209,6 +235,7 @@ func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, ke
 			w.errorLine(fmt.Sprintf(msgScriptsRaced, run))
 			return
 		}
+		want = sc.touched.union(want)
 	}
 }
 

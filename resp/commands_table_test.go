@@ -33,6 +33,8 @@ func TestScriptAllowList(t *testing.T) {
 		"zrandmember", "zrange", "zrangebylex", "zrangebyscore", "zrangestore", "zrank", "zrem",
 		"zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange", "zrevrangebylex",
 		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore",
+		// streams
+		"xadd", "xdel", "xinfo", "xlen", "xrange", "xread", "xrevrange", "xsetid", "xtrim",
 		// the pops of several keys and the algebra as reads; BZPOPMIN and
 		// BZPOPMAX are NOSCRIPT, as in Redis 7.0
 		"zmpop", "bzmpop", "zunion", "zinter", "zdiff", "zintercard", "zdiffstore"}

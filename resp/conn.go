@@ -22,10 +22,10 @@ type conn struct {
 	w       writer
 	out     *deadlineWriter // under w: the socket, and how far the client has read
 
-	proto    int // 2 or 3 (HELLO)
-	name     string
-	libName  string
-	libVer   string
+	proto int // 2 or 3 (HELLO)
+	// names are CLIENT SETNAME's and SETINFO's (connNames), which CLIENT
+	// LIST reads from another connection's goroutine.
+	names    atomic.Pointer[connNames]
 	readonly bool      // READONLY: reads are this node's applied state, not linearized
 	reply    replyMode // CLIENT REPLY (reply_mode.go)
 	db       int       // SELECT: the keyspace (keyspace.go)
@@ -63,6 +63,25 @@ type conn struct {
 	// subs are its Pub/Sub subscriptions (pubsub.go): its goroutine
 	// changes them under wmu, its pusher reads them under wmu.
 	subs subscriptions
+}
+
+// connNames are what CLIENT SETNAME (or HELLO's SETNAME) and CLIENT
+// SETINFO set; the connection's goroutine replaces them whole.
+type connNames struct{ name, libName, libVer string }
+
+// named is the connection's names (none set: empty).
+func (c *conn) named() connNames {
+	if n := c.names.Load(); n != nil {
+		return *n
+	}
+	return connNames{}
+}
+
+// rename sets the connection's names to what f makes of them.
+func (c *conn) rename(f func(*connNames)) {
+	n := c.named()
+	f(&n)
+	c.names.Store(&n)
 }
 
 // now is the time a command runs at: the script's clock inside a script,

@@ -46,6 +46,9 @@ type scriptCall struct {
 	// keys: the keys the run touched (read or wrote), each of which its
 	// effects carry (overKeys).
 	keys int
+	// touched: the turns of those keys (script_turns.go), which a next
+	// run of a script that writes waits for.
+	touched stripeSet
 }
 
 // The refusals of effects that touch more keys than MaxScriptKeys: a
@@ -112,7 +115,10 @@ const maxLeaderReads = 4
 func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLeader bool) *scriptCall {
 	sc := &scriptCall{c: c, ctx: ctx, now: now, readOnly: readOnly, fromLeader: fromLeader}
 	sc.sb = c.s.store.NewSandbox(now.UnixNano(), func(key []byte) (command.KVEntry, bool, error) {
-		sc.keys++          // the sandbox asks once per key
+		sc.keys++ // the sandbox asks once per key
+		if !readOnly {
+			sc.touched.add(c.s.turns.stripe(key))
+		}
 		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
 		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
 			if err := sc.storeWait(func() error { return c.s.store.Barrier(ctx) }); err != nil {
@@ -140,6 +146,9 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 			return e, ok, err
 		}
 		e, ok, err := c.localStored(ctx, key) // the sandbox's keys are as stored (inKeyspace); a collection's header alone, its elements read as asked (collElems)
+		if err == nil && ok && e.Kind == command.KindStream {
+			e, ok, err = c.wholeStream(key) // a stream is given whole
+		}
 		if err != nil && sc.storeErr == nil {
 			sc.storeErr = err
 		}
@@ -177,6 +186,31 @@ func (c *conn) collElems(key []byte, kind command.Kind, fields [][]byte) (uint64
 	if kind == command.KindZSet {
 		op.Flags = command.FlagCollZSet
 	}
+	r, ok, err := c.readForSandbox(op)
+	if !ok {
+		return 0, nil, false, err
+	}
+	return r.Version, r.Value, true, nil
+}
+
+// wholeStream reads the stream under key (stored) whole, as a sandbox is
+// given one (command.StreamAllCommand): its entry as the read found it,
+// in one read of this node's state. The script's effects apply only
+// while it is still at that version, so the read and the script's others
+// need not be one.
+func (c *conn) wholeStream(key []byte) (command.KVEntry, bool, error) {
+	r, ok, err := c.readForSandbox(command.WholeCommand(key, command.KindStream))
+	if !ok {
+		return command.KVEntry{}, false, err
+	}
+	return command.KVEntry{Version: r.Version, ExpiresAt: r.ExpiresAt, Kind: command.KindStream, Value: r.Value}, true, nil
+}
+
+// readForSandbox runs op, a read of one collection, on this node's state
+// and holds its answer against the connection's budget; false when the
+// key no longer holds that collection (the sandbox then refuses the run)
+// or on an error.
+func (c *conn) readForSandbox(op *command.Command) (*command.Result, bool, error) {
 	r, err := c.s.store.LocalTx(command.TxRequest{Commands: []*command.Command{op}, ReplyBudget: maxReadReply})
 	var rs []*command.Result
 	if err == nil {
@@ -186,16 +220,16 @@ func (c *conn) collElems(key []byte, kind command.Kind, fields [][]byte) (uint64
 	}
 	switch {
 	case err != nil:
-		return 0, nil, false, err
+		return nil, false, err
 	case rs[0].Code == command.CodeNotFound || rs[0].Code == command.CodeWrongType:
-		return 0, nil, false, nil // no longer the collection the script read: the sandbox refuses the run
+		return nil, false, nil // no longer the collection the script read: the sandbox refuses the run
 	case rs[0].Code != command.CodeOK:
-		return 0, nil, false, rs[0].Err()
+		return nil, false, rs[0].Err()
 	}
 	if err := c.hold(len(rs[0].Value)); err != nil {
-		return 0, nil, false, err
+		return nil, false, err
 	}
-	return rs[0].Version, rs[0].Value, true, nil
+	return rs[0], true, nil
 }
 
 // exec runs one command on sub, a connection whose reads and writes are

@@ -34,6 +34,7 @@ type Server struct {
 	// (commands_script.go).
 	scripts *scriptCache
 	runs    *scriptSlots // the scripts running or compiling (script_slots.go)
+	turns   *keyTurns    // the writing scripts' turns on their keys (script_turns.go)
 	// blocks are the clients blocked in BLPOP, BRPOP (blocking.go).
 	blocks *blocker
 	// track is CLIENT TRACKING's table (tracking.go).
@@ -72,6 +73,7 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 		Help: "Bytes the Redis-protocol listener holds for its clients against limits.max_client_buffer (each connection's first 64 KiB are not counted).",
 	}, func() float64 { return float64(s.budget.used.Load()) })
 	s.runs = newScriptSlots(cfg.ScriptRuns, cfg.ScriptQueueWait)
+	s.turns = newKeyTurns()
 	s.scripts = newScriptCache(cfg.ScriptCache, cfg.MaxScriptSize, s.runs)
 	s.blocks = newBlocker(s)
 	s.track = newTracker(s)
