@@ -83,20 +83,22 @@ func entrySize(pairs [][]byte) uint64 {
 	return n
 }
 
-// xaddID is the id an XADD gives: CodeOutOfRange when it is not above
-// the last, CodeOverflow when the stream has given the last id there is.
-func (a *applier) xaddID(h command.StreamHeader, mode command.XAddIDMode, id command.StreamID) (command.StreamID, command.Code) {
+// xaddID is the id an XADD gives, or its refusal: CodeOutOfRange when
+// it is not above the last (with XAddSeqExhausted when ms-*'s sequence
+// is at its end), CodeOverflow when the stream has given the last id
+// there is.
+func (a *applier) xaddID(h command.StreamHeader, mode command.XAddIDMode, id command.StreamID) (command.StreamID, *command.Result) {
 	if h.Last == command.MaxStreamID {
-		return id, command.CodeOverflow
+		return id, &command.Result{Code: command.CodeOverflow}
 	}
 	switch mode {
 	case command.XAddAuto:
 		ms := uint64(max(a.now, 0) / 1e6)
 		if ms > h.Last.Ms {
-			return command.StreamID{Ms: ms}, command.CodeOK
+			return command.StreamID{Ms: ms}, nil
 		}
 		next, _ := h.Last.Next()
-		return next, command.CodeOK
+		return next, nil
 	case command.XAddMsAuto:
 		if id.Ms != h.Last.Ms {
 			id.Seq = 0
@@ -104,14 +106,14 @@ func (a *applier) xaddID(h command.StreamHeader, mode command.XAddIDMode, id com
 		}
 		next, ok := h.Last.Next()
 		if !ok || next.Ms != id.Ms {
-			return id, command.CodeNotFloat // the sequence's end: CodeOutOfRange with XAddSeqExhausted
+			return id, &command.Result{Code: command.CodeOutOfRange, Value: []byte(command.XAddSeqExhausted)}
 		}
 		id = next
 	}
 	if !h.Last.Less(id) {
-		return id, command.CodeOutOfRange
+		return id, &command.Result{Code: command.CodeOutOfRange}
 	}
-	return id, command.CodeOK
+	return id, nil
 }
 
 // streamAdd is XADD.
@@ -134,13 +136,9 @@ func (a *applier) streamAddIn(kv kvStore, c *command.Command, rev uint64) *comma
 	case !exists:
 		h = command.StreamHeader{CollHeader: newColl(rev)}
 	}
-	id, code := a.xaddID(h, mode, want)
-	switch code {
-	case command.CodeOK:
-	case command.CodeNotFloat:
-		return &command.Result{Code: command.CodeOutOfRange, Value: []byte(command.XAddSeqExhausted)}
-	default:
-		return &command.Result{Code: code}
+	id, refusal := a.xaddID(h, mode, want)
+	if refusal != nil {
+		return refusal
 	}
 	size := entrySize(pairs)
 	nh := h

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	bolt "go.etcd.io/bbolt"
 	"slices"
 
 	"github.com/idemgate/idemgate/command"
@@ -60,10 +61,10 @@ func (b boltKV) tagWalk(_ []byte, h command.CollHeader, tag byte, from []byte, r
 		case k == nil:
 			k, v = c.Last()
 		case from == nil || !bytes.Equal(k, end):
-			k, v = c.Prev()
+			k, v = prev(c, prefix, end)
 		}
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = tstep(c, rev) {
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, v = tstep(c, rev, prefix, k) {
 		if !fn(k[9:], v) {
 			return nil
 		}
@@ -71,12 +72,9 @@ func (b boltKV) tagWalk(_ []byte, h command.CollHeader, tag byte, from []byte, r
 	return nil
 }
 
-func tstep(c interface {
-	Next() ([]byte, []byte)
-	Prev() ([]byte, []byte)
-}, rev bool) ([]byte, []byte) {
+func tstep(c *bolt.Cursor, rev bool, floor, cur []byte) ([]byte, []byte) {
 	if rev {
-		return c.Prev()
+		return prev(c, floor, cur)
 	}
 	return c.Next()
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"io"
 	"testing"
 	"time"
 
@@ -215,4 +216,41 @@ func sameStreamValue(a, b []byte) bool {
 		return bytes.Equal(a[8:], b[8:])
 	}
 	return bytes.Equal(a, b)
+}
+
+// TestStreamSnapshotKeepsEntries: a snapshot restores a stream whole (the
+// same data hash), read and written as before: its header, entries and
+// nodes; an expiry then removes them all.
+func TestStreamSnapshotKeepsEntries(t *testing.T) {
+	a, b := newHarness(t), newHarness(t)
+	for i := 1; i <= 350; i++ {
+		xaddAt(a, "s", command.XAddExplicit, command.StreamID{Ms: uint64(i)}, command.StreamTrim{})
+	}
+	a.apply(*command.XDelCommand([]byte("s"), []command.StreamID{{Ms: 1}, {Ms: 200}}))
+	a.apply(*command.KVExpireCommand([]byte("s"), time.Hour, 0))
+	if err := b.f.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, a.f)))); err != nil {
+		t.Fatal(err)
+	}
+	ha, _ := a.f.DataHash()
+	hb, _ := b.f.DataHash()
+	if ha != hb {
+		t.Fatal("the restored state's data hash differs")
+	}
+	b.index, b.clock = a.index, a.clock
+	hd, ids := xread(b, "s")
+	if hd.Count != 348 || len(ids) != 348 || hd.First != (command.StreamID{Ms: 2}) || hd.MaxDeleted != (command.StreamID{Ms: 200}) || hd.Nodes != 4 {
+		t.Fatalf("after restore: %+v, %d ids", hd, len(ids))
+	}
+	if got, code := xaddAt(b, "s", command.XAddAuto, command.StreamID{}, command.StreamTrim{Strategy: command.TrimMaxLen, Approx: true, MaxLen: 200, Limit: 10000}); code != command.CodeOK || got.Ms != uint64(b.clock/1e6) {
+		t.Fatalf("XADD * after restore: %v code %d", got, code)
+	}
+	if hd, _ := xread(b, "s"); hd.Count != 250 || hd.Nodes != 3 || hd.First != (command.StreamID{Ms: 101}) {
+		t.Fatalf("after XADD ~ 200: %+v", hd)
+	}
+	b.advance(2 * time.Hour)
+	due, _ := b.f.Due(b.now(), 10)
+	b.apply(*command.ExpireCommand(due))
+	if n := b.elemCount(); n != 0 {
+		t.Fatalf("after the stream's expiry: %d element entries", n)
+	}
 }

@@ -61,6 +61,9 @@ func TestStreamHostile(t *testing.T) {
 		{"a field past its bound, a command of too many", [][]string{{"XADD", "xh:f", "1-1", long, "v"}, {"XADD", "xh:f", "1-1", "f", long},
 			append([]string{"XADD", "xh:f", "1-1"}, manyArgs(command.MaxCmdElems/2+1, 2)...), {"EXISTS", "xh:f"}},
 			[]string{tooLong, tooLong, tooMany, ":0\r\n"}},
+		{"TYPE, OBJECT ENCODING, SCAN TYPE", [][]string{{"XADD", "xh:t", "1-1", "f", "v"}, {"TYPE", "xh:t"}, {"OBJECT", "ENCODING", "xh:t"},
+			{"SCAN", "0", "TYPE", "stream", "MATCH", "xh:t*", "COUNT", "1000"}, {"SCAN", "0", "TYPE", "hash", "MATCH", "xh:t*", "COUNT", "1000"}},
+			[]string{"$3\r\n1-1\r\n", "+stream\r\n", "$6\r\nstream\r\n", "*2\r\n$1\r\n0\r\n*1\r\n$4\r\nxh:t\r\n", "*2\r\n$1\r\n0\r\n*0\r\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { askEach(t, srv.Addr(), tt.send, tt.replies) })

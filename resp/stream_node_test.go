@@ -162,21 +162,24 @@ func TestStreamReplicasAgree(t *testing.T) {
 	for _, key := range []string{"xagree:all", "xagree:trim"} {
 		var first string
 		for i := range 3 {
-			got := ask(t, tc.addrs[i], array("XRANGE", key, "-", "+"))
+			got := retryAsk(t, tc.addrs[i], "XRANGE", key, "-", "+")
 			if i > 0 && got != first {
 				t.Fatalf("node %d reads another %s", i, key)
 			}
 			first = got
 		}
 	}
-	if got := ask(t, tc.addrs[0], array("XLEN", "xagree:all")); got != ":"+strconv.Itoa(want)+"\r\n" {
+	if got := retryAsk(t, tc.addrs[0], "XLEN", "xagree:all"); got != ":"+strconv.Itoa(want)+"\r\n" {
 		t.Fatalf("XLEN: %q, want %d", got, want)
 	}
 	// The ids increase: XRANGE's order is the ids' and the stream's
 	// last id is its last entry's.
-	info := ask(t, tc.addrs[1], array("XINFO", "STREAM", "xagree:all"))
-	last := ask(t, tc.addrs[1], array("XREVRANGE", "xagree:all", "+", "-", "COUNT", "1"))
-	lastID := strings.Split(last, "\r\n")[3]
+	info := retryAsk(t, tc.addrs[1], "XINFO", "STREAM", "xagree:all")
+	last := strings.Split(retryAsk(t, tc.addrs[1], "XREVRANGE", "xagree:all", "+", "-", "COUNT", "1"), "\r\n")
+	if len(last) < 4 {
+		t.Fatalf("XREVRANGE COUNT 1: %q", last)
+	}
+	lastID := last[3]
 	if !strings.Contains(info, "last-generated-id\r\n$"+strconv.Itoa(len(lastID))+"\r\n"+lastID+"\r\n") {
 		t.Fatalf("the last id %q is not the last entry's: %q", lastID, info)
 	}
