@@ -562,5 +562,5 @@ func SetStoreCommand(dst []byte, srcs [][]byte, mode SetStoreMode) *Command {
 // list's encoding, in Value (BLPOP's, a set algebra's): a face maps them
 // as it maps Key.
 func (t Type) MoreKeys() bool {
-	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore
+	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore || t == TypeStreamGroup
 }

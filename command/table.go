@@ -78,6 +78,8 @@ const (
 	TypeZAdd
 	TypeZRemRange
 	TypeZStore
+	TypeStreamGroup
+	TypeStreamGroupRead
 	typeEnd
 )
 
@@ -326,6 +328,14 @@ var commands = [typeEnd]spec{
 	// a ZStoreMode; Body: a ZRangeSpec, or an aggregate and the weights.
 	TypeZStore: {name: "zset_store", uses: fKey | fValue | fMode | fBody, key: true, check: checkZStore,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
+	// A stream's consumer groups (stream_group.go). Mode: a GroupOp;
+	// Body: its GroupArgs; Value: XREADGROUP's further keys, a list's
+	// encoding. Not a script's: a script's sandbox holds no groups.
+	TypeStreamGroup: {name: "stream_group", uses: fKey | fValue | fMode | fBody, key: true, check: checkStreamGroup,
+		Op: Op{Write: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeExists, CodeNotFound, CodeWrongState, CodeWrongType)}},
+	// A read of them (in the log inside a transaction).
+	TypeStreamGroupRead: {name: "stream_group_read", uses: fKey | fMode | fBody, key: true, check: checkStreamGroupRead,
+		Op: Op{Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeWrongState, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

@@ -106,6 +106,9 @@ func tableSamples() map[Type]*Command {
 		TypeZAdd:          ZAddCommand([]byte("z"), []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, ZAddCH),
 		TypeZRemRange:     ZRemRangeCommand([]byte("z"), ZRangeSpec{By: ZByRank, Start: 0, Stop: 0, Limit: -1}, true),
 		TypeZStore:        ZCombineStoreCommand([]byte("u"), [][]byte{[]byte("z"), []byte("s")}, ZStoreUnion, []float64{1, 2}, ZAggSum),
+		TypeStreamGroup: StreamGroupCommand([]byte("s"), [][]byte{[]byte("t")}, GroupRead,
+			GroupArgs{Group: []byte("g"), Consumer: []byte("c"), IDs: []EntryID{MaxEntryID, {1, 2}}, Count: 3, Flags: GroupNoAck}),
+		TypeStreamGroupRead: StreamGroupReadCommand([]byte("s"), GroupPendingRange, GroupArgs{Group: []byte("g"), End: MaxEntryID, Count: 10}),
 	}
 }
 
