@@ -102,7 +102,9 @@ func DecodeCollHeader(v []byte) (CollHeader, bool) {
 }
 
 // IsColl reports whether k is a kind of elements (a hash, a set).
-func (k Kind) IsColl() bool { return k == KindHash || k == KindSet || k == KindZSet }
+func (k Kind) IsColl() bool {
+	return k == KindHash || k == KindSet || k == KindZSet || k == KindStream
+}
 
 // Grow is h after an element of field and value was added to a
 // collection of kind k: the small encoding's bounds are Redis's.
@@ -127,6 +129,8 @@ func (h CollHeader) Grow(k Kind, field, value []byte) CollHeader {
 // Encoding is OBJECT ENCODING's answer for a collection of kind k.
 func (h CollHeader) Encoding(k Kind) string {
 	switch {
+	case k == KindStream:
+		return "stream"
 	case h.Flags&CollBig != 0 && k == KindZSet:
 		return "skiplist"
 	case h.Flags&CollBig != 0:
@@ -563,4 +567,17 @@ func SetStoreCommand(dst []byte, srcs [][]byte, mode SetStoreMode) *Command {
 // as it maps Key.
 func (t Type) MoreKeys() bool {
 	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore || t == TypeStreamGroup
+}
+
+// WholeCommand reads the collection of kind under key whole, as a
+// script's sandbox is given one: WholeColl, or a stream's StreamReadAll.
+func WholeCommand(key []byte, kind Kind) *Command {
+	if kind == KindStream {
+		return StreamAllCommand(key)
+	}
+	op := CollReadCommand(key, kind == KindSet, ReadAll, nil, 0, 0, false)
+	if kind == KindZSet {
+		op.Flags = FlagCollZSet
+	}
+	return op
 }

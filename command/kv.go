@@ -37,6 +37,7 @@ const (
 	KindHash   Kind = 2 // Value is a collection's header (coll.go)
 	KindSet    Kind = 3 // Value is a collection's header (coll.go)
 	KindZSet   Kind = 4 // Value is a collection's header (coll.go, zset.go)
+	KindStream Kind = 5 // Value is a stream's header (stream.go)
 )
 
 // Name is the kind as Redis's TYPE names it ("" for one this build does
@@ -53,6 +54,8 @@ func (k Kind) Name() string {
 		return "set"
 	case KindZSet:
 		return "zset"
+	case KindStream:
+		return "stream"
 	}
 	return ""
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 )
 
 // A stream's consumer groups (Redis 7.0's XGROUP, XREADGROUP, XACK,
@@ -14,10 +13,10 @@ import (
 // overwrite, FLUSH) takes its groups with it, RENAME leaves them where
 // they are, and COPY copies them, as Redis's do:
 //
-//	group:        id | TagGroup         | name                        ->  GroupRecord
-//	group PEL:    id | TagGroupPending  | gid (8) | ms (8) | seq (8)   ->  PendingEntry
-//	consumer:     id | TagConsumer      | gid (8) | name              ->  ConsumerRecord
-//	consumer PEL: id | TagConsumerPending | gid (8) | len (2) | name | ms (8) | seq (8)  ->  ""
+//	group:        id | 4 (TagStreamGroup)    | name                        ->  GroupRecord
+//	group PEL:    id | 5 (TagStreamPending)  | gid (8) | ms (8) | seq (8)   ->  PendingEntry
+//	consumer:     id | 6 (TagStreamConsumer) | gid (8) | name              ->  ConsumerRecord
+//	consumer PEL: id | 7 (TagConsumerPending) | gid (8) | len (2) | name | ms (8) | seq (8)  ->  ""
 //
 // gid is the revision that created the group (GroupRecord.GID): a group
 // destroyed and made again under its name starts with nothing. Names are
@@ -32,81 +31,18 @@ import (
 // every replica stores the same PEL. A read's idle time is its node's
 // read clock minus that.
 //
-// Group commands change the groups' entries only, never the stream's
-// header: as in Redis, WATCH on the stream's key does not see them.
+// The stream's header counts its groups (StreamHeader.Groups, XINFO
+// STREAM's "groups"): CREATE and DESTROY write it; the other group
+// commands change the groups' entries only, never the header.
 
-// The element tags of groups (TagElem and TagScore are the
-// collections'; the stream's entries keep theirs below these).
-const (
-	TagGroup           byte = 0x10
-	TagGroupPending    byte = 0x11
-	TagConsumer        byte = 0x12
-	TagConsumerPending byte = 0x13
-)
+// TagConsumerPending is the tag of the consumers' PELs (the stream's
+// spare group tag, TagStreamSpare).
+const TagConsumerPending = TagStreamSpare
 
-// EntryID is a stream entry's id, ms-seq.
-type EntryID struct{ Ms, Seq uint64 }
-
-// MaxEntryID is the largest id; XREADGROUP's ">" is carried as it.
-var MaxEntryID = EntryID{math.MaxUint64, math.MaxUint64}
-
-// Compare orders ids.
-func (a EntryID) Compare(b EntryID) int {
-	switch {
-	case a.Ms < b.Ms:
-		return -1
-	case a.Ms > b.Ms:
-		return 1
-	case a.Seq < b.Seq:
-		return -1
-	case a.Seq > b.Seq:
-		return 1
-	}
-	return 0
+// appendID appends id's 16 bytes to b.
+func appendID(b []byte, id StreamID) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b, id.Ms), id.Seq)
 }
-
-// Next is the id after a (false: a is the largest).
-func (a EntryID) Next() (EntryID, bool) {
-	switch {
-	case a.Seq < math.MaxUint64:
-		return EntryID{a.Ms, a.Seq + 1}, true
-	case a.Ms < math.MaxUint64:
-		return EntryID{a.Ms + 1, 0}, true
-	}
-	return a, false
-}
-
-// Prev is the id before a (false: a is 0-0).
-func (a EntryID) Prev() (EntryID, bool) {
-	switch {
-	case a.Seq > 0:
-		return EntryID{a.Ms, a.Seq - 1}, true
-	case a.Ms > 0:
-		return EntryID{a.Ms - 1, math.MaxUint64}, true
-	}
-	return a, false
-}
-
-// IsZero: 0-0.
-func (a EntryID) IsZero() bool { return a.Ms == 0 && a.Seq == 0 }
-
-// Bytes is the id as 16 big-endian bytes: bytes order is ids' order.
-func (a EntryID) Bytes() []byte { return a.Append(nil) }
-
-// Append appends a's 16 bytes to b.
-func (a EntryID) Append(b []byte) []byte {
-	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b, a.Ms), a.Seq)
-}
-
-// EntryIDFrom reads 16 bytes; false when b is shorter.
-func EntryIDFrom(b []byte) (EntryID, bool) {
-	if len(b) < 16 {
-		return EntryID{}, false
-	}
-	return EntryID{binary.BigEndian.Uint64(b), binary.BigEndian.Uint64(b[8:])}, true
-}
-
-func (a EntryID) String() string { return fmt.Sprintf("%d-%d", a.Ms, a.Seq) }
 
 // InvalidEntriesRead is a group's entries-read when it is not known
 // (Redis's SCG_INVALID_ENTRIES_READ).
@@ -114,7 +50,7 @@ const InvalidEntriesRead = -1
 
 // GroupRecord is a group's element value.
 type GroupRecord struct {
-	Last        EntryID // last-delivered-id
+	Last        StreamID // last-delivered-id
 	EntriesRead int64   // InvalidEntriesRead: unknown
 	GID         uint64  // the revision that created it: its PELs' and consumers' prefix
 	Pending     uint64  // its PEL's entries
@@ -126,7 +62,7 @@ const groupRecordLen = 48
 
 // Encode is r as stored.
 func (r GroupRecord) Encode() []byte {
-	b := r.Last.Append(make([]byte, 0, groupRecordLen))
+	b := appendID(make([]byte, 0, groupRecordLen), r.Last)
 	b = binary.BigEndian.AppendUint64(b, uint64(r.EntriesRead))
 	b = binary.BigEndian.AppendUint64(b, r.GID)
 	b = binary.BigEndian.AppendUint64(b, r.Pending)
@@ -138,7 +74,7 @@ func DecodeGroupRecord(v []byte) (GroupRecord, bool) {
 	if len(v) != groupRecordLen {
 		return GroupRecord{}, false
 	}
-	last, _ := EntryIDFrom(v)
+	last, _ := StreamIDOf(v[:16])
 	return GroupRecord{Last: last, EntriesRead: int64(binary.BigEndian.Uint64(v[16:])), GID: binary.BigEndian.Uint64(v[24:]),
 		Pending: binary.BigEndian.Uint64(v[32:]), Consumers: binary.BigEndian.Uint64(v[40:])}, true
 }
@@ -186,37 +122,27 @@ func DecodeConsumerRecord(v []byte) (ConsumerRecord, bool) {
 	return ConsumerRecord{Seen: int64(binary.BigEndian.Uint64(v)), Pending: binary.BigEndian.Uint64(v[8:])}, true
 }
 
-// GroupKey is a group's element key in the stream of id sid.
-func GroupKey(sid uint64, name []byte) []byte {
-	return append(tagPrefix(sid, TagGroup, 9+len(name)), name...)
-}
+// The keys of a group's entries within their tags (the stream's id and
+// the tag before them are the tagged element functions'): a PEL entry's
+// (TagStreamPending) is its group's gid and the id, so a group's PEL is
+// in id order; a consumer's (TagStreamConsumer) its group's gid and its
+// name; a consumer's PEL entry's (TagConsumerPending) its group's gid,
+// its name's length and name, and the id. A group's (TagStreamGroup) is
+// its name.
 
-// GroupPendingKey is an entry's key in a group's PEL (with id zero and
-// no id: the PEL's prefix, GroupPendingPrefix).
-func GroupPendingKey(sid, gid uint64, id EntryID) []byte {
-	return id.Append(GroupPendingPrefix(sid, gid))
-}
+// GroupPendingKey is an entry's key in a group's PEL.
+func GroupPendingKey(gid uint64, id StreamID) []byte { return appendID(GroupPrefix(gid), id) }
 
-// GroupPendingPrefix is the prefix of a group's PEL.
-func GroupPendingPrefix(sid, gid uint64) []byte {
-	return binary.BigEndian.AppendUint64(tagPrefix(sid, TagGroupPending, 33), gid)
-}
+// GroupPrefix is the prefix of a group's PEL and of its consumers.
+func GroupPrefix(gid uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 24), gid) }
 
-// ConsumerKey is a consumer's key; ConsumerPrefix(sid, gid) is the
-// prefix of a group's consumers.
-func ConsumerKey(sid, gid uint64, name []byte) []byte {
-	return append(ConsumerPrefix(sid, gid), name...)
-}
-
-// ConsumerPrefix is the prefix of a group's consumers.
-func ConsumerPrefix(sid, gid uint64) []byte {
-	return binary.BigEndian.AppendUint64(tagPrefix(sid, TagConsumer, 17), gid)
-}
+// ConsumerKey is a consumer's key.
+func ConsumerKey(gid uint64, name []byte) []byte { return append(GroupPrefix(gid), name...) }
 
 // ConsumerPendingPrefix is the prefix of a consumer's PEL; with name
 // nil, of every consumer's of the group.
-func ConsumerPendingPrefix(sid, gid uint64, name []byte) []byte {
-	b := binary.BigEndian.AppendUint64(tagPrefix(sid, TagConsumerPending, 19+len(name)+16), gid)
+func ConsumerPendingPrefix(gid uint64, name []byte) []byte {
+	b := GroupPrefix(gid)
 	if name == nil {
 		return b
 	}
@@ -224,13 +150,8 @@ func ConsumerPendingPrefix(sid, gid uint64, name []byte) []byte {
 }
 
 // ConsumerPendingKey is an entry's key in a consumer's PEL.
-func ConsumerPendingKey(sid, gid uint64, name []byte, id EntryID) []byte {
-	return id.Append(ConsumerPendingPrefix(sid, gid, name))
-}
-
-func tagPrefix(sid uint64, tag byte, capacity int) []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, capacity), sid)
-	return append(b, tag)
+func ConsumerPendingKey(gid uint64, name []byte, id StreamID) []byte {
+	return appendID(ConsumerPendingPrefix(gid, name), id)
 }
 
 // GroupOp is what a TypeStreamGroup or TypeStreamGroupRead command does
@@ -283,10 +204,10 @@ type GroupArgs struct {
 	Group, Consumer []byte
 	// ID: CREATE's and SETID's id, XCLAIM's LASTID, XAUTOCLAIM's and
 	// XPENDING's start; End: XPENDING's end.
-	ID, End EntryID
-	// IDs: XACK's and XCLAIM's; XREADGROUP's, one per key (MaxEntryID:
+	ID, End StreamID
+	// IDs: XACK's and XCLAIM's; XREADGROUP's, one per key (MaxStreamID:
 	// ">").
-	IDs []EntryID
+	IDs []StreamID
 	// Count: XREADGROUP's (0: all), XAUTOCLAIM's, XPENDING's, XINFO
 	// FULL's (0: all).
 	Count int64
@@ -302,10 +223,10 @@ type GroupArgs struct {
 func (a GroupArgs) Encode() []byte {
 	b := appendBytes(nil, a.Group)
 	b = appendBytes(b, a.Consumer)
-	b = a.End.Append(a.ID.Append(b))
+	b = appendID(appendID(b, a.ID), a.End)
 	b = binary.AppendUvarint(b, uint64(len(a.IDs)))
 	for _, id := range a.IDs {
-		b = id.Append(b)
+		b = appendID(b, id)
 	}
 	for _, n := range []int64{a.Count, a.MinIdle, a.Time, a.Retry, a.EntriesRead} {
 		b = binary.AppendVarint(b, n)
@@ -320,17 +241,17 @@ func DecodeGroupArgs(v []byte) (GroupArgs, error) {
 	a.Group, a.Consumer = r.bytes(), r.bytes()
 	var id [32]byte
 	r.fixed(id[:])
-	a.ID, _ = EntryIDFrom(id[:])
-	a.End, _ = EntryIDFrom(id[16:])
+	a.ID, _ = StreamIDOf(id[:16])
+	a.End, _ = StreamIDOf(id[16:])
 	n := r.uvarint()
 	if r.err == nil && n > uint64(len(r.b)/16) {
 		r.fail("ids")
 	}
 	if r.err == nil && n > 0 {
-		a.IDs = make([]EntryID, n)
+		a.IDs = make([]StreamID, n)
 		for i := range a.IDs {
 			r.fixed(id[:16])
-			a.IDs[i], _ = EntryIDFrom(id[:16])
+			a.IDs[i], _ = StreamIDOf(id[:16])
 		}
 	}
 	for _, p := range []*int64{&a.Count, &a.MinIdle, &a.Time, &a.Retry, &a.EntriesRead} {
@@ -407,9 +328,6 @@ func checkStreamGroupRead(c *Command) error {
 	if GroupOp(c.Mode) >= groupReadEnd {
 		return errors.New("unknown group read")
 	}
-	if len(c.Value) != 0 {
-		return errors.New("further keys of a group read")
-	}
 	_, err := checkGroupArgs(c)
 	return err
 }
@@ -457,7 +375,7 @@ func StreamGroupReadCommand(key []byte, op GroupOp, a GroupArgs) *Command {
 // GroupEntry is one stream entry in an answer: its id and its fields
 // and values (nil: deleted from the stream, still pending).
 type GroupEntry struct {
-	ID     EntryID
+	ID     StreamID
 	Fields [][]byte
 }
 
@@ -466,7 +384,7 @@ type GroupEntry struct {
 func EncodeGroupEntries(es []GroupEntry) []byte {
 	b := binary.AppendUvarint(nil, uint64(len(es)))
 	for _, e := range es {
-		b = e.ID.Append(b)
+		b = appendID(b, e.ID)
 		if e.Fields == nil {
 			b = append(b, 0)
 			continue
@@ -489,7 +407,7 @@ func DecodeGroupEntries(v []byte) ([]GroupEntry, error) {
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		r.fixed(id[:])
 		e := GroupEntry{}
-		e.ID, _ = EntryIDFrom(id[:])
+		e.ID, _ = StreamIDOf(id[:])
 		if r.byte() == 1 {
 			f, err := DecodeList(r.bytes())
 			if err != nil {

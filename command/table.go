@@ -78,6 +78,11 @@ const (
 	TypeZAdd
 	TypeZRemRange
 	TypeZStore
+	TypeStreamAdd
+	TypeStreamTrim
+	TypeStreamDel
+	TypeStreamSetID
+	TypeStreamRead
 	TypeStreamGroup
 	TypeStreamGroupRead
 	typeEnd
@@ -328,14 +333,32 @@ var commands = [typeEnd]spec{
 	// a ZStoreMode; Body: a ZRangeSpec, or an aggregate and the weights.
 	TypeZStore: {name: "zset_store", uses: fKey | fValue | fMode | fBody, key: true, check: checkZStore,
 		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeTooLong, CodeWrongType)}},
+	// The stream's commands (stream.go). Value: the entry's fields and
+	// values; Body: the id's mode and id, then a StreamTrim; Flags:
+	// FlagStreamNoMk.
+	TypeStreamAdd: {name: "stream_add", uses: fKey | fValue | fFlags | fBody, key: true, check: checkStreamAdd,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeCreated, CodeNotFound, CodeOutOfRange, CodeOverflow, CodeTooLong, CodeWrongType)}},
+	// Body: a StreamTrim.
+	TypeStreamTrim: {name: "stream_trim", uses: fKey | fBody, key: true, check: checkStreamTrim,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
+	// Body: the ids, 16 bytes each.
+	TypeStreamDel: {name: "stream_del", uses: fKey | fBody, key: true, check: checkStreamDel,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeWrongType)}},
+	// Body: the last id, entries added, highest deleted id; Flags: which
+	// of the two are given.
+	TypeStreamSetID: {name: "stream_setid", uses: fKey | fFlags | fBody, key: true, check: checkStreamSetID,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeOutOfRange, CodeWrongType)}},
+	// Mode: a StreamReadMode; Body: its arguments; Flags: FlagStreamRev.
+	TypeStreamRead: {name: "stream_read", uses: fKey | fMode | fFlags | fBody, key: true, check: checkStreamRead,
+		Op: Op{Script: true, Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeWrongType)}},
 	// A stream's consumer groups (stream_group.go). Mode: a GroupOp;
 	// Body: its GroupArgs; Value: XREADGROUP's further keys, a list's
-	// encoding. Not a script's: a script's sandbox holds no groups.
+	// encoding.
 	TypeStreamGroup: {name: "stream_group", uses: fKey | fValue | fMode | fBody, key: true, check: checkStreamGroup,
-		Op: Op{Write: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeExists, CodeNotFound, CodeWrongState, CodeWrongType)}},
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeExists, CodeNotFound, CodeWrongState, CodeWrongType)}},
 	// A read of them (in the log inside a transaction).
 	TypeStreamGroupRead: {name: "stream_group_read", uses: fKey | fMode | fBody, key: true, check: checkStreamGroupRead,
-		Op: Op{Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeWrongState, CodeWrongType)}},
+		Op: Op{Script: true, Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeWrongState, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

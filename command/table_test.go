@@ -20,10 +20,9 @@ func TestCommandTable(t *testing.T) {
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
 		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true, TypeListMove: true, TypeListSet: true, TypeListInsert: true,
 		TypeCollPut: true, TypeCollDel: true, TypeHashIncr: true, TypeCollRead: true, TypeSetPop: true, TypeSetMove: true, TypeSetStore: true, TypeZAdd: true, TypeZRemRange: true, TypeZStore: true,
+		TypeStreamAdd: true, TypeStreamTrim: true, TypeStreamDel: true, TypeStreamSetID: true, TypeStreamRead: true,
 		TypeStreamGroup: true, TypeStreamGroupRead: true}
-	// A script's sandbox holds no stream groups.
-	noScript := map[Type]bool{TypeKVRename: true, TypeStreamGroup: true, TypeStreamGroupRead: true}
-	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true, TypeStreamGroupRead: true}
+	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true, TypeStreamRead: true, TypeStreamGroupRead: true}
 	node := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {
@@ -50,7 +49,7 @@ func TestCommandTable(t *testing.T) {
 		if InTx(typ) != inTx[typ] || s.Tx != inTx[typ] || (s.Tx && !s.key) {
 			t.Errorf("%s: a transaction may hold it = %v", typ, InTx(typ))
 		}
-		if s.Script != (inTx[typ] && !noScript[typ]) {
+		if s.Script != (inTx[typ] && typ != TypeKVRename) {
 			t.Errorf("%s: a script may make it = %v", typ, s.Script)
 		}
 		if s.Write == reads[typ] {

@@ -106,9 +106,14 @@ func tableSamples() map[Type]*Command {
 		TypeZAdd:          ZAddCommand([]byte("z"), []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, ZAddCH),
 		TypeZRemRange:     ZRemRangeCommand([]byte("z"), ZRangeSpec{By: ZByRank, Start: 0, Stop: 0, Limit: -1}, true),
 		TypeZStore:        ZCombineStoreCommand([]byte("u"), [][]byte{[]byte("z"), []byte("s")}, ZStoreUnion, []float64{1, 2}, ZAggSum),
+		TypeStreamAdd:     XAddCommand([]byte("x"), XAddExplicit, StreamID{1, 2}, [][]byte{[]byte("f"), []byte("v")}, StreamTrim{Strategy: TrimMaxLen, Approx: true, MaxLen: 5, Limit: 7}, true),
+		TypeStreamTrim:    XTrimCommand([]byte("x"), StreamTrim{Strategy: TrimMinID, MinID: StreamID{3, 4}}),
+		TypeStreamDel:     XDelCommand([]byte("x"), []StreamID{{1, 2}, {5, 6}}),
+		TypeStreamSetID:   XSetIDCommand([]byte("x"), StreamID{9, 9}, 4, StreamID{2, 2}),
+		TypeStreamRead:    StreamRangeCommand([]byte("x"), StreamID{1, 0}, MaxStreamID, 10, true),
 		TypeStreamGroup: StreamGroupCommand([]byte("s"), [][]byte{[]byte("t")}, GroupRead,
-			GroupArgs{Group: []byte("g"), Consumer: []byte("c"), IDs: []EntryID{MaxEntryID, {1, 2}}, Count: 3, Flags: GroupNoAck}),
-		TypeStreamGroupRead: StreamGroupReadCommand([]byte("s"), GroupPendingRange, GroupArgs{Group: []byte("g"), End: MaxEntryID, Count: 10}),
+			GroupArgs{Group: []byte("g"), Consumer: []byte("c"), IDs: []StreamID{MaxStreamID, {1, 2}}, Count: 3, Flags: GroupNoAck}),
+		TypeStreamGroupRead: StreamGroupReadCommand([]byte("s"), GroupPendingRange, GroupArgs{Group: []byte("g"), End: MaxStreamID, Count: 10}),
 	}
 }
 

@@ -273,7 +273,53 @@ func applyCodeCases() []codeCase {
 		{name: "zunionstore past the bound", steps: []*command.Command{fullZSet(), command.ZAddCommand(zk, []float64{1}, [][]byte{make([]byte, 100)}, 0),
 			command.ZCombineStoreCommand([]byte("u"), [][]byte{fs, zk}, command.ZStoreUnion, []float64{1, 1}, command.ZAggSum)}, want: command.CodeTooLong},
 		{name: "zrem", steps: []*command.Command{zsetCmd, command.ZRemCommand(zk, [][]byte{[]byte("a")})}, want: command.CodeOK},
+
+		{name: "xadd creates", steps: []*command.Command{xaddCmd}, want: command.CodeCreated},
+		{name: "xadd", steps: []*command.Command{xaddCmd, xadd(command.XAddAuto, command.StreamID{})}, want: command.CodeOK},
+		{name: "xadd nomkstream", steps: []*command.Command{command.XAddCommand(xk, command.XAddAuto, command.StreamID{}, fv, command.StreamTrim{}, true)}, want: command.CodeNotFound},
+		{name: "xadd below the top", steps: []*command.Command{xaddCmd, xadd(command.XAddExplicit, command.StreamID{Ms: 1, Seq: 1})}, want: command.CodeOutOfRange},
+		{name: "xadd past the last id", steps: []*command.Command{xadd(command.XAddExplicit, command.MaxStreamID), xadd(command.XAddAuto, command.StreamID{})}, want: command.CodeOverflow},
+		{name: "xadd a set", steps: []*command.Command{setCmd, command.XAddCommand(sk, command.XAddAuto, command.StreamID{}, fv, command.StreamTrim{}, false)}, want: command.CodeWrongType},
+		{name: "xadd past the bound", steps: []*command.Command{fullStream(), command.XAddCommand(fs, command.XAddAuto, command.StreamID{}, [][]byte{make([]byte, 100), nil}, command.StreamTrim{}, false)}, want: command.CodeTooLong},
+		{name: "xtrim", steps: []*command.Command{xaddCmd, command.XTrimCommand(xk, command.StreamTrim{Strategy: command.TrimMaxLen})}, want: command.CodeOK},
+		{name: "xtrim a set", steps: []*command.Command{setCmd, command.XTrimCommand(sk, command.StreamTrim{Strategy: command.TrimMaxLen})}, want: command.CodeWrongType},
+		{name: "xdel", steps: []*command.Command{xaddCmd, command.XDelCommand(xk, []command.StreamID{{Ms: 5, Seq: 1}})}, want: command.CodeOK},
+		{name: "xdel a set", steps: []*command.Command{setCmd, command.XDelCommand(sk, []command.StreamID{{Ms: 5, Seq: 1}})}, want: command.CodeWrongType},
+		{name: "xsetid", steps: []*command.Command{xaddCmd, command.XSetIDCommand(xk, command.StreamID{Ms: 9}, -1, command.StreamID{})}, want: command.CodeOK},
+		{name: "xsetid absent", steps: []*command.Command{command.XSetIDCommand(xk, command.StreamID{Ms: 9}, -1, command.StreamID{})}, want: command.CodeNotFound},
+		{name: "xsetid below the top", steps: []*command.Command{xaddCmd, command.XSetIDCommand(xk, command.StreamID{Ms: 1}, -1, command.StreamID{})}, want: command.CodeOutOfRange},
+		{name: "xsetid a set", steps: []*command.Command{setCmd, command.XSetIDCommand(sk, command.StreamID{Ms: 1}, -1, command.StreamID{})}, want: command.CodeWrongType},
+		{name: "xrange", steps: []*command.Command{xaddCmd, command.StreamRangeCommand(xk, command.StreamID{}, command.MaxStreamID, -1, false)}, want: command.CodeOK},
+		{name: "xrange absent", steps: []*command.Command{command.StreamRangeCommand(xk, command.StreamID{}, command.MaxStreamID, -1, false)}, want: command.CodeNotFound},
+		{name: "xrange a set", steps: []*command.Command{setCmd, command.StreamRangeCommand(sk, command.StreamID{}, command.MaxStreamID, -1, false)}, want: command.CodeWrongType},
+
+		{name: "xgroup create", steps: []*command.Command{xaddCmd, groupCmd}, want: command.CodeOK},
+		{name: "xgroup create busy", steps: []*command.Command{xaddCmd, groupCmd, groupCmd}, want: command.CodeExists},
+		{name: "xgroup create of no stream", steps: []*command.Command{groupCmd}, want: command.CodeWrongState},
+		{name: "xgroup create a set", steps: []*command.Command{setCmd, command.StreamGroupCommand(sk, nil, command.GroupCreate, command.GroupArgs{Group: []byte("g")})}, want: command.CodeWrongType},
+		{name: "xreadgroup", steps: []*command.Command{xaddCmd, groupCmd, readGroupCmd}, want: command.CodeOK},
+		{name: "xreadgroup nothing new", steps: []*command.Command{xaddCmd, groupCmd, readGroupCmd, readGroupCmd}, want: command.CodeNotFound},
+		{name: "xpending", steps: []*command.Command{xaddCmd, groupCmd, readGroupCmd,
+			command.StreamGroupReadCommand(xk, command.GroupPendingSummary, command.GroupArgs{Group: []byte("g")})}, want: command.CodeOK},
+		{name: "xpending no group", steps: []*command.Command{xaddCmd, command.StreamGroupReadCommand(xk, command.GroupPendingSummary, command.GroupArgs{Group: []byte("g")})}, want: command.CodeWrongState},
+		{name: "xinfo groups of a set", steps: []*command.Command{setCmd, command.StreamGroupReadCommand(sk, command.GroupInfoGroups, command.GroupArgs{})}, want: command.CodeWrongType},
 	}
+}
+
+// fullStream is a stream at its bound's bytes but for 64: one entry.
+func fullStream() *command.Command {
+	pairs := make([][]byte, 2*(command.MaxCollBytes/(2*command.MaxFieldLen)))
+	for i := range pairs {
+		pairs[i] = bytes.Repeat([]byte{'f'}, command.MaxFieldLen)
+		copy(pairs[i], fmt.Appendf(nil, "%d:", i))
+	}
+	pairs[len(pairs)-1] = pairs[len(pairs)-1][:command.MaxFieldLen-64]
+	return command.XAddCommand(fs, command.XAddAuto, command.StreamID{}, pairs, command.StreamTrim{}, false)
+}
+
+// xadd adds the entry f=v to the stream xk, its id as mode says.
+func xadd(mode command.XAddIDMode, id command.StreamID) *command.Command {
+	return command.XAddCommand(xk, mode, id, fv, command.StreamTrim{}, false)
 }
 
 // fullZSet is a sorted set at its bound's bytes but for 64.
@@ -297,11 +343,16 @@ func fullSet() *command.Command {
 }
 
 var (
-	hk, sk, fs = []byte("hash"), []byte("set"), []byte("full")
-	hashCmd    = command.HashSetCommand(hk, [][]byte{[]byte("f"), []byte("word")}, false)
-	setCmd     = command.SetAddCommand(sk, [][]byte{[]byte("a"), []byte("b")})
-	zk         = []byte("zset")
-	zsetCmd    = command.ZAddCommand(zk, []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, 0)
+	hk, sk, fs   = []byte("hash"), []byte("set"), []byte("full")
+	hashCmd      = command.HashSetCommand(hk, [][]byte{[]byte("f"), []byte("word")}, false)
+	setCmd       = command.SetAddCommand(sk, [][]byte{[]byte("a"), []byte("b")})
+	zk           = []byte("zset")
+	xk           = []byte("stream")
+	fv           = [][]byte{[]byte("f"), []byte("v")}
+	xaddCmd      = command.XAddCommand(xk, command.XAddExplicit, command.StreamID{Ms: 5, Seq: 1}, fv, command.StreamTrim{}, false)
+	groupCmd     = command.StreamGroupCommand(xk, nil, command.GroupCreate, command.GroupArgs{Group: []byte("g")})
+	readGroupCmd = command.StreamGroupCommand(xk, nil, command.GroupRead, command.GroupArgs{Group: []byte("g"), Consumer: []byte("c"), IDs: []command.StreamID{command.MaxStreamID}})
+	zsetCmd      = command.ZAddCommand(zk, []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, 0)
 )
 
 func unreachedCodes() command.Codes {

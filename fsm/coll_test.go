@@ -199,10 +199,7 @@ func wholeBase(h *harness) func(key []byte) (command.KVEntry, bool, error) {
 		if !e.Kind.IsColl() {
 			return e, true, nil
 		}
-		op := command.CollReadCommand(key, e.Kind == command.KindSet, command.ReadAll, nil, 0, 0, false)
-		if e.Kind == command.KindZSet {
-			op.Flags = command.FlagCollZSet
-		}
+		op := command.WholeCommand(key, e.Kind)
 		res, err := h.f.ReadTx(command.TxRequest{Commands: []*command.Command{op}, ReplyBudget: 1 << 30}, h.now())
 		if err != nil {
 			return command.KVEntry{}, false, err

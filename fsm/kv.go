@@ -74,6 +74,17 @@ type kvStore interface {
 	putScore(key []byte, h command.CollHeader, score float64, member []byte) error
 	delScore(key []byte, h command.CollHeader, score float64, member []byte) error
 	scores(key []byte, h command.CollHeader, from []byte, rev bool, fn func(score uint64, member []byte) bool) error
+
+	// A collection's entries of one tag (a stream's, stream_store.go),
+	// keyed by k: tagGet's value may alias the store's memory, valid
+	// until the next write; tagWalk calls fn with the entries from from
+	// on (nil: the first), or with rev those at or before it backwards
+	// (nil: from the last), until fn returns false; fn must not write,
+	// and its slices are valid during the call only.
+	tagGet(key []byte, h command.CollHeader, tag byte, k []byte) ([]byte, bool)
+	tagPut(key []byte, h command.CollHeader, tag byte, k, v []byte) error
+	tagDel(key []byte, h command.CollHeader, tag byte, k []byte) error
+	tagWalk(key []byte, h command.CollHeader, tag byte, from []byte, rev bool, fn func(k, v []byte) bool) error
 }
 
 // boltKV is the KV keyspace of a batch's transaction.

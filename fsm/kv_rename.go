@@ -50,7 +50,7 @@ func (a *applier) kvRename(tx *bolt.Tx, c *command.Command, rev uint64) *command
 		if err := copyElems(tx, h, to); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
-		e.Value = to.Encode()
+		e.Value = append(to.Encode(), src.Value[command.CollHeaderLen:]...) // a stream's header goes on
 	}
 	if err := kv.put(c.Value, &e, dst, exists); err != nil {
 		return &command.Result{Code: command.CodeStorage}

@@ -29,6 +29,7 @@ type slot struct {
 	e    command.KVEntry
 	ok   bool
 	el   *elemSet
+	tags map[byte]*tagSet // a stream's (stream_store.go)
 	elID uint64
 }
 
@@ -56,7 +57,15 @@ func (s *Sandbox) get(key []byte) (command.KVEntry, bool) {
 	}
 	s.reads = append(s.reads, r)
 	sl := &slot{e: e, ok: ok}
-	if ok && e.Kind.IsColl() {
+	if ok && e.Kind == command.KindStream {
+		// base gives a stream whole (command.StreamReadAll's answer).
+		if err := sl.wholeStream(e.Value); err != nil {
+			if s.err == nil {
+				s.err = err
+			}
+			sl.e.Value = nil
+		}
+	} else if ok && e.Kind.IsColl() {
 		// base gives a collection whole (command.WholeColl): the overlay
 		// keeps its elements, the entry its header.
 		h, pairs, err := command.DecodeWholeColl(e.Value)
@@ -79,7 +88,7 @@ func (s *Sandbox) put(key []byte, e *command.KVEntry, _ command.KVEntry, _ bool)
 	sl := s.slotOf(key)
 	sl.e, sl.ok = e.Clone(), true
 	if h, ok := command.DecodeCollHeader(e.Value); !ok || !e.Kind.IsColl() || h.ID != sl.elID {
-		sl.el = nil // another value: the elements it had are gone
+		sl.el, sl.tags = nil, nil // another value: the elements it had are gone
 	}
 	return nil
 }

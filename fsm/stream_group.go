@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 
 	"github.com/idemgate/idemgate/command"
@@ -14,13 +15,14 @@ import (
 // t_stream.c semantics. Every time stored is the entry's clock in ms
 // (a.now), so the replicas store the same state.
 
-// groupTx is one command's view of one stream's groups: the consumers
-// it touched, written back by flush.
+// groupTx is one command's view of one stream's groups: the stream's
+// header, and the consumers it touched, written back by flush.
 type groupTx struct {
 	a         *applier
-	tx        *bolt.Tx
-	b         *bolt.Bucket
-	s         groupStream
+	kv        kvStore
+	key       []byte
+	e         command.KVEntry
+	h         command.StreamHeader
 	now       int64 // ms
 	consumers map[string]*consumerState
 }
@@ -33,21 +35,67 @@ type consumerState struct {
 	changed bool
 }
 
-func (a *applier) groupsOf(tx *bolt.Tx, s groupStream) *groupTx {
-	return &groupTx{a: a, tx: tx, b: tx.Bucket(bucketElems), s: s, now: a.now / 1e6, consumers: map[string]*consumerState{}}
+// groupsOf is the groups of key's stream: exists false when there is
+// none, CodeWrongType when key holds another kind.
+func (a *applier) groupsOf(kv kvStore, key []byte) (g *groupTx, exists bool, code command.Code) {
+	e, h, exists, code := a.streamOf(kv, key)
+	return &groupTx{a: a, kv: kv, key: key, e: e, h: h, now: a.now / 1e6, consumers: map[string]*consumerState{}}, exists, code
 }
 
-// get is the value at k, copied; false when there is none.
-func (g *groupTx) get(k []byte) ([]byte, bool) {
-	ek, v := g.b.Cursor().Seek(k)
-	if !bytes.Equal(ek, k) {
+// get is the value at k of tag, copied; false when there is none.
+func (g *groupTx) get(tag byte, k []byte) ([]byte, bool) {
+	v, ok := g.kv.tagGet(g.key, g.h.CollHeader, tag, k)
+	return clone(v), ok
+}
+
+func (g *groupTx) put(tag byte, k, v []byte) error { return g.kv.tagPut(g.key, g.h.CollHeader, tag, k, v) }
+
+func (g *groupTx) del(tag byte, k []byte) error { return g.kv.tagDel(g.key, g.h.CollHeader, tag, k) }
+
+// walk calls fn with the keys and values of tag under prefix from from on
+// (nil: the prefix's first), until fn returns false; fn must not write.
+func (g *groupTx) walk(tag byte, prefix, from []byte, fn func(k, v []byte) bool) error {
+	if from == nil {
+		from = prefix
+	}
+	return g.kv.tagWalk(g.key, g.h.CollHeader, tag, from, false, func(k, v []byte) bool {
+		return bytes.HasPrefix(k, prefix) && fn(k, v)
+	})
+}
+
+// entry is the stream's entry id's fields and values, copied; false when
+// it is not there.
+func (g *groupTx) entry(id command.StreamID) ([][]byte, bool) {
+	v, ok := streamEntry(g.kv, g.key, g.h, id)
+	if !ok {
 		return nil, false
 	}
-	return clone(v), true
+	f, err := command.DecodeList(v)
+	if err != nil {
+		return nil, false
+	}
+	out := make([][]byte, len(f))
+	for i := range f {
+		out[i] = clone(f[i])
+		if out[i] == nil {
+			out[i] = []byte{}
+		}
+	}
+	return out, true
+}
+
+// lastValid is the last entry's id there (Redis's streamLastValidID).
+func (g *groupTx) lastValid() command.StreamID {
+	var last command.StreamID
+	_ = g.kv.tagWalk(g.key, g.h.CollHeader, command.TagStreamEntry, nil, true, func(k, _ []byte) bool {
+		last, _ = command.StreamIDOf(k)
+		return false
+	})
+	return last
 }
 
 func (g *groupTx) group(name []byte) (command.GroupRecord, bool, error) {
-	v, ok := g.get(command.GroupKey(g.s.sid, name))
+	v, ok := g.get(command.TagStreamGroup, name)
 	if !ok {
 		return command.GroupRecord{}, false, nil
 	}
@@ -59,22 +107,26 @@ func (g *groupTx) group(name []byte) (command.GroupRecord, bool, error) {
 }
 
 func (g *groupTx) putGroup(name []byte, r command.GroupRecord) error {
-	return g.b.Put(command.GroupKey(g.s.sid, name), r.Encode())
+	return g.put(command.TagStreamGroup, name, r.Encode())
 }
 
 // consumer is the group's consumer name: nil when there is none and
-// create is false. A consumer looked up with seen true is seen now (Redis's
-// streamLookupConsumer without SLC_NO_REFRESH); one made is seen now.
+// create is false. A consumer looked up with seen true is seen now
+// (Redis's streamLookupConsumer without SLC_NO_REFRESH); one made is seen
+// now.
 func (g *groupTx) consumer(gr *command.GroupRecord, name []byte, create, seen bool) (*consumerState, error) {
-	k := string(command.ConsumerKey(g.s.sid, gr.GID, name))
+	k := string(command.ConsumerKey(gr.GID, name))
 	c := g.consumers[k]
 	if c == nil {
-		v, ok := g.get([]byte(k))
+		v, ok := g.get(command.TagStreamConsumer, []byte(k))
 		switch {
 		case !ok && !create:
 			return nil, nil
 		case !ok:
 			c = &consumerState{gid: gr.GID, name: clone(name), rec: command.ConsumerRecord{Seen: g.now}, changed: true}
+			if c.name == nil {
+				c.name = []byte{}
+			}
 			gr.Consumers++
 		default:
 			rec, ok := command.DecodeConsumerRecord(v)
@@ -91,21 +143,28 @@ func (g *groupTx) consumer(gr *command.GroupRecord, name []byte, create, seen bo
 	return c, nil
 }
 
-// flush writes the consumers changed.
+// flush writes the consumers changed, in their keys' order (a sandbox
+// and a batch see the same writes).
 func (g *groupTx) flush() error {
+	keys := make([]string, 0, len(g.consumers))
 	for k, c := range g.consumers {
 		if c.changed {
-			if err := g.b.Put([]byte(k), c.rec.Encode()); err != nil {
-				return err
-			}
-			c.changed = false
+			keys = append(keys, k)
 		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		c := g.consumers[k]
+		if err := g.put(command.TagStreamConsumer, []byte(k), c.rec.Encode()); err != nil {
+			return err
+		}
+		c.changed = false
 	}
 	return nil
 }
 
-func (g *groupTx) pending(gr command.GroupRecord, id command.EntryID) (command.PendingEntry, bool, error) {
-	v, ok := g.get(command.GroupPendingKey(g.s.sid, gr.GID, id))
+func (g *groupTx) pending(gr command.GroupRecord, id command.StreamID) (command.PendingEntry, bool, error) {
+	v, ok := g.get(command.TagStreamPending, command.GroupPendingKey(gr.GID, id))
 	if !ok {
 		return command.PendingEntry{}, false, nil
 	}
@@ -117,29 +176,28 @@ func (g *groupTx) pending(gr command.GroupRecord, id command.EntryID) (command.P
 }
 
 // assign makes id pending for consumer c, delivered at and count times:
-// an entry pending for another consumer (or for none: XCLAIM FORCE's)
-// moves to c.
-func (g *groupTx) assign(gr *command.GroupRecord, id command.EntryID, old *command.PendingEntry, c *consumerState, at int64, count uint64) error {
+// an entry pending for another consumer (old) moves to c.
+func (g *groupTx) assign(gr *command.GroupRecord, id command.StreamID, old *command.PendingEntry, c *consumerState, at int64, count uint64) error {
 	if old == nil {
 		gr.Pending++
 	}
 	if old == nil || !bytes.Equal(old.Consumer, c.name) {
-		if old != nil && old.Consumer != nil {
+		if old != nil {
 			if err := g.unholdBy(gr, old.Consumer, id); err != nil {
 				return err
 			}
 		}
-		if err := g.b.Put(command.ConsumerPendingKey(g.s.sid, gr.GID, c.name, id), []byte{}); err != nil {
+		if err := g.put(command.TagConsumerPending, command.ConsumerPendingKey(gr.GID, c.name, id), []byte{}); err != nil {
 			return err
 		}
 		c.rec.Pending++
 		c.changed = true
 	}
-	return g.b.Put(command.GroupPendingKey(g.s.sid, gr.GID, id), command.PendingEntry{Delivered: at, Count: count, Consumer: c.name}.Encode())
+	return g.put(command.TagStreamPending, command.GroupPendingKey(gr.GID, id), command.PendingEntry{Delivered: at, Count: count, Consumer: c.name}.Encode())
 }
 
 // unholdBy takes id out of consumer name's PEL.
-func (g *groupTx) unholdBy(gr *command.GroupRecord, name []byte, id command.EntryID) error {
+func (g *groupTx) unholdBy(gr *command.GroupRecord, name []byte, id command.StreamID) error {
 	c, err := g.consumer(gr, name, false, false)
 	if err != nil {
 		return err
@@ -148,49 +206,37 @@ func (g *groupTx) unholdBy(gr *command.GroupRecord, name []byte, id command.Entr
 		c.rec.Pending--
 		c.changed = true
 	}
-	return g.b.Delete(command.ConsumerPendingKey(g.s.sid, gr.GID, name, id))
+	return g.del(command.TagConsumerPending, command.ConsumerPendingKey(gr.GID, name, id))
 }
 
 // unpend takes id out of the group's PEL and its consumer's.
-func (g *groupTx) unpend(gr *command.GroupRecord, id command.EntryID, p command.PendingEntry) error {
+func (g *groupTx) unpend(gr *command.GroupRecord, id command.StreamID, p command.PendingEntry) error {
 	gr.Pending--
 	if err := g.unholdBy(gr, p.Consumer, id); err != nil {
 		return err
 	}
-	return g.b.Delete(command.GroupPendingKey(g.s.sid, gr.GID, id))
+	return g.del(command.TagStreamPending, command.GroupPendingKey(gr.GID, id))
 }
 
-// walk calls fn with the keys and values under prefix from from on (nil:
-// its start), until fn returns false; fn must not write.
-func (g *groupTx) walk(prefix, from []byte, fn func(k, v []byte) bool) {
-	if from == nil {
-		from = prefix
-	}
-	c := g.b.Cursor()
-	for k, v := c.Seek(from); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		if !fn(k, v) {
-			return
-		}
-	}
-}
-
-// dropPrefix deletes every key under prefix, in chunks as dropElems does.
-func (g *groupTx) dropPrefix(prefix []byte) (int, error) {
-	n := 0
+// dropPrefix deletes every key of tag under prefix, in chunks as
+// dropElems does.
+func (g *groupTx) dropPrefix(tag byte, prefix []byte) error {
 	for {
 		var keys [][]byte
-		g.walk(prefix, nil, func(k, _ []byte) bool {
+		err := g.walk(tag, prefix, nil, func(k, _ []byte) bool {
 			keys = append(keys, clone(k))
 			return len(keys) < dropChunk
 		})
+		if err != nil {
+			return err
+		}
 		for _, k := range keys {
-			if err := g.b.Delete(k); err != nil {
-				return n, err
+			if err := g.del(tag, k); err != nil {
+				return err
 			}
 		}
-		n += len(keys)
 		if len(keys) < dropChunk {
-			return n, nil
+			return nil
 		}
 	}
 }
@@ -201,24 +247,21 @@ func refused(i int, why byte) *command.Result {
 	return &command.Result{Code: command.CodeWrongState, Value: []byte{byte(i), why}}
 }
 
-func stored(err error) *command.Result {
-	if err != nil {
-		return &command.Result{Code: command.CodeStorage}
-	}
-	return nil
-}
-
 // streamGroup applies a group write (command.GroupOp).
 func (a *applier) streamGroup(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.streamGroupIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) streamGroupIn(kv kvStore, c *command.Command, rev uint64) *command.Result {
 	args, err := command.DecodeGroupArgs(c.Body)
 	if err != nil {
 		return &command.Result{Code: command.CodeBadCommand}
 	}
 	op := command.GroupOp(c.Mode)
 	if op == command.GroupRead {
-		return a.readGroup(tx, c, args)
+		return a.readGroup(kv, c, args)
 	}
-	s, exists, code := a.groupStreamOf(tx, c.Key)
+	g, exists, code := a.groupsOf(kv, c.Key)
 	switch {
 	case code != command.CodeOK:
 		return &command.Result{Code: code}
@@ -228,43 +271,39 @@ func (a *applier) streamGroup(tx *bolt.Tx, c *command.Command, rev uint64) *comm
 		return refused(0, command.GroupNoGroup)
 	case !exists && (op != command.GroupCreate || args.Flags&command.GroupMkStream == 0):
 		return refused(0, command.GroupNoKey)
+	case op == command.GroupCreate:
+		return g.create(args, exists, rev)
 	}
-	if op == command.GroupCreate {
-		return a.createGroup(tx, c.Key, s, exists, args, rev)
-	}
-	g := a.groupsOf(tx, s)
 	gr, ok, err := g.group(args.Group)
 	switch {
 	case err != nil:
 		return &command.Result{Code: command.CodeStorage}
-	case !ok && op == command.GroupDestroy:
-		return &command.Result{Code: command.CodeOK, Value: []byte("0")}
-	case !ok && op == command.GroupAck:
-		return &command.Result{Code: command.CodeOK, Value: []byte("0")}
+	case !ok && (op == command.GroupDestroy || op == command.GroupAck):
+		return &command.Result{Code: command.CodeOK, Version: g.e.Version, Value: []byte("0")}
 	case !ok:
 		return refused(0, command.GroupNoGroup)
-	case args.Flags&command.GroupBadID != 0 && op != command.GroupDestroy:
+	case args.Flags&command.GroupBadID != 0:
 		return refused(0, command.GroupBadIDs)
+	case op == command.GroupDestroy:
+		return g.destroy(args.Group, gr, rev)
 	}
 	var out []byte
 	switch op {
 	case command.GroupSetID:
 		gr.Last, gr.EntriesRead = args.ID, command.InvalidEntriesRead
 		if args.Flags&command.GroupLastID != 0 {
-			gr.Last = s.last
+			gr.Last = g.h.Last
 		}
 		if args.Flags&command.GroupEntriesRead != 0 {
 			gr.EntriesRead = args.EntriesRead
 		}
 		out = []byte("OK")
-	case command.GroupDestroy:
-		return a.destroyGroup(g, args.Group, gr)
 	case command.GroupCreateConsumer:
 		before := gr.Consumers
 		if _, err := g.consumer(&gr, args.Consumer, true, false); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
-		out = []byte(strconv.FormatUint(gr.Consumers-before, 10))
+		out = strconv.AppendUint(nil, gr.Consumers-before, 10)
 	case command.GroupDelConsumer:
 		n, err := g.delConsumer(&gr, args.Consumer)
 		if err != nil {
@@ -275,102 +314,108 @@ func (a *applier) streamGroup(tx *bolt.Tx, c *command.Command, rev uint64) *comm
 		n := 0
 		for _, id := range args.IDs {
 			p, ok, err := g.pending(gr, id)
+			if err == nil && ok {
+				err = g.unpend(&gr, id, p)
+				n++
+			}
 			if err != nil {
 				return &command.Result{Code: command.CodeStorage}
-			}
-			if ok {
-				if err := g.unpend(&gr, id, p); err != nil {
-					return &command.Result{Code: command.CodeStorage}
-				}
-				n++
 			}
 		}
 		out = strconv.AppendInt(nil, int64(n), 10)
 	case command.GroupClaim:
-		if out, err = g.claim(&gr, args); err != nil {
-			return &command.Result{Code: command.CodeStorage}
-		}
+		out, err = g.claim(&gr, args)
 	case command.GroupAutoClaim:
-		if out, err = g.autoClaim(&gr, args); err != nil {
-			return &command.Result{Code: command.CodeStorage}
-		}
+		out, err = g.autoClaim(&gr, args)
 	default:
 		return &command.Result{Code: command.CodeBadCommand}
 	}
-	if r := stored(g.flush()); r != nil {
-		return r
+	if err == nil {
+		err = g.flush()
 	}
-	if r := stored(g.putGroup(args.Group, gr)); r != nil {
-		return r
+	if err == nil {
+		err = g.putGroup(args.Group, gr)
 	}
-	return &command.Result{Code: command.CodeOK, Version: s.e.Version, Value: out}
+	if err != nil {
+		return &command.Result{Code: command.CodeStorage}
+	}
+	return &command.Result{Code: command.CodeOK, Version: g.e.Version, ExpiresAt: g.e.ExpiresAt, Value: out}
 }
 
-// createGroup is XGROUP CREATE: after the key's checks, the id's.
-func (a *applier) createGroup(tx *bolt.Tx, key []byte, s groupStream, exists bool, args command.GroupArgs, rev uint64) *command.Result {
+// create is XGROUP CREATE, after the key's checks: the id's, then the
+// group's (BUSYGROUP: CodeExists). MKSTREAM makes the stream here.
+func (g *groupTx) create(args command.GroupArgs, exists bool, rev uint64) *command.Result {
 	if args.Flags&command.GroupBadID != 0 {
 		return refused(0, command.GroupBadIDs)
 	}
 	id := args.ID
 	if args.Flags&command.GroupLastID != 0 {
-		id = s.last // an absent stream's: 0-0
+		id = g.h.Last // an absent stream's: 0-0
 	}
 	if !exists {
-		var code command.Code
-		if s, code = a.makeGroupStream(tx, key, rev); code != command.CodeOK {
-			return &command.Result{Code: code}
-		}
+		g.h = command.StreamHeader{CollHeader: newColl(rev)}
 	}
-	g := a.groupsOf(tx, s)
 	if _, there, err := g.group(args.Group); err != nil || there {
 		if err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
-		return &command.Result{Code: command.CodeExists, Version: s.e.Version}
+		return &command.Result{Code: command.CodeExists, Version: g.e.Version, ExpiresAt: g.e.ExpiresAt}
 	}
 	er := int64(command.InvalidEntriesRead)
 	if args.Flags&command.GroupEntriesRead != 0 {
 		er = args.EntriesRead
 	}
-	if r := stored(g.putGroup(args.Group, command.GroupRecord{Last: id, EntriesRead: er, GID: rev})); r != nil {
-		return r
+	if err := g.putGroup(args.Group, command.GroupRecord{Last: id, EntriesRead: er, GID: rev}); err != nil {
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &command.Result{Code: command.CodeOK, Version: s.e.Version, Value: []byte("OK")}
+	g.h.Groups++
+	r := g.a.storeStream(g.kv, g.key, g.h, g.e, exists, rev, []byte("OK"))
+	if r.Code == command.CodeCreated {
+		r.Code = command.CodeOK
+	}
+	return r
 }
 
-// destroyGroup is XGROUP DESTROY of a group there: its PELs and
-// consumers go with it.
-func (a *applier) destroyGroup(g *groupTx, name []byte, gr command.GroupRecord) *command.Result {
-	for _, p := range [][]byte{command.GroupPendingPrefix(g.s.sid, gr.GID), command.ConsumerPrefix(g.s.sid, gr.GID),
-		command.ConsumerPendingPrefix(g.s.sid, gr.GID, nil)} {
-		if _, err := g.dropPrefix(p); err != nil {
+// destroy is XGROUP DESTROY of a group there: its PEL and consumers go
+// with it.
+func (g *groupTx) destroy(name []byte, gr command.GroupRecord, rev uint64) *command.Result {
+	p := command.GroupPrefix(gr.GID)
+	for _, tag := range []byte{command.TagStreamPending, command.TagStreamConsumer, command.TagConsumerPending} {
+		if err := g.dropPrefix(tag, p); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
 	}
-	if r := stored(g.b.Delete(command.GroupKey(g.s.sid, name))); r != nil {
-		return r
+	if err := g.del(command.TagStreamGroup, name); err != nil {
+		return &command.Result{Code: command.CodeStorage}
 	}
-	return &command.Result{Code: command.CodeOK, Version: g.s.e.Version, Value: []byte("1")}
+	g.h.Groups--
+	return g.a.storeStream(g.kv, g.key, g.h, g.e, true, rev, []byte("1"))
 }
 
 // delConsumer is XGROUP DELCONSUMER: the consumer's pending entries leave
 // the group's PEL too; how many they were.
 func (g *groupTx) delConsumer(gr *command.GroupRecord, name []byte) (uint64, error) {
-	k := command.ConsumerKey(g.s.sid, gr.GID, name)
-	if _, ok := g.get(k); !ok {
-		return 0, nil
+	c, err := g.consumer(gr, name, false, false)
+	if err != nil || c == nil {
+		return 0, err
 	}
-	prefix := command.ConsumerPendingPrefix(g.s.sid, gr.GID, name)
+	prefix := command.ConsumerPendingPrefix(gr.GID, name)
 	for {
-		var ids []command.EntryID
-		g.walk(prefix, nil, func(k, _ []byte) bool {
-			id, _ := command.EntryIDFrom(k[len(prefix):])
+		var ids []command.StreamID
+		err := g.walk(command.TagConsumerPending, prefix, nil, func(k, _ []byte) bool {
+			id, _ := command.StreamIDOf(k[len(prefix):])
 			ids = append(ids, id)
 			return len(ids) < dropChunk
 		})
+		if err != nil {
+			return 0, err
+		}
 		for _, id := range ids {
-			if g.b.Delete(command.GroupPendingKey(g.s.sid, gr.GID, id)) != nil || g.b.Delete(command.ConsumerPendingKey(g.s.sid, gr.GID, name, id)) != nil {
-				return 0, command.ErrStorage
+			if err := g.del(command.TagStreamPending, command.GroupPendingKey(gr.GID, id)); err != nil {
+				return 0, err
+			}
+			if err := g.del(command.TagConsumerPending, command.ConsumerPendingKey(gr.GID, name, id)); err != nil {
+				return 0, err
 			}
 		}
 		gr.Pending -= uint64(len(ids))
@@ -378,11 +423,10 @@ func (g *groupTx) delConsumer(gr *command.GroupRecord, name []byte) (uint64, err
 			break
 		}
 	}
-	v, _ := g.get(k)
-	rec, _ := command.DecodeConsumerRecord(v)
+	k := command.ConsumerKey(gr.GID, name)
 	delete(g.consumers, string(k))
 	gr.Consumers--
-	return rec.Pending, g.b.Delete(k)
+	return c.rec.Pending, g.del(command.TagStreamConsumer, k)
 }
 
 // claim is XCLAIM (t_stream.c's xclaimCommand): the answer is the
@@ -411,7 +455,7 @@ func (g *groupTx) claim(gr *command.GroupRecord, a command.GroupArgs) ([]byte, e
 		if err != nil {
 			return nil, err
 		}
-		f, there := g.s.entry(g.tx, id)
+		f, there := g.entry(id)
 		if !there {
 			if ok {
 				if err := g.unpend(gr, id, p); err != nil {
@@ -471,29 +515,29 @@ func (g *groupTx) autoClaim(gr *command.GroupRecord, a command.GroupArgs) ([]byt
 	minIdle := max(a.MinIdle, 0)
 	count, attempts := a.Count, a.Count*10
 	justID := a.Flags&command.GroupJustID != 0
-	prefix := command.GroupPendingPrefix(g.s.sid, gr.GID)
+	prefix := command.GroupPrefix(gr.GID)
 	var out []command.GroupEntry
 	var deleted []byte
 	var c *consumerState
 	budget := command.MaxGroupReply
-	from, last, visited := a.ID, command.EntryID{}, false
+	from, last, visited := a.ID, command.StreamID{}, false
 	for ; attempts > 0 && count > 0; attempts-- {
-		var id command.EntryID
+		var id command.StreamID
 		var p command.PendingEntry
 		found, bad := false, false
-		g.walk(prefix, command.GroupPendingKey(g.s.sid, gr.GID, from), func(k, v []byte) bool {
-			id, _ = command.EntryIDFrom(k[len(prefix):])
+		err := g.walk(command.TagStreamPending, prefix, command.GroupPendingKey(gr.GID, from), func(k, v []byte) bool {
+			id, _ = command.StreamIDOf(k[len(prefix):])
 			p, bad = command.DecodePendingEntry(clone(v))
 			bad, found = !bad, true
 			return false
 		})
-		if bad {
+		if err != nil || bad {
 			return nil, command.ErrStorage
 		}
 		if !found {
 			break
 		}
-		f, there := g.s.entry(g.tx, id)
+		f, there := g.entry(id)
 		e := command.GroupEntry{ID: id, Fields: f}
 		if there && !justID && (minIdle == 0 || g.now-p.Delivered >= minIdle) {
 			if e.Fields == nil {
@@ -509,7 +553,7 @@ func (g *groupTx) autoClaim(gr *command.GroupRecord, a command.GroupArgs) ([]byt
 			if err := g.unpend(gr, id, p); err != nil {
 				return nil, err
 			}
-			deleted = id.Append(deleted)
+			deleted = append(deleted, id.Bytes()...)
 			count--
 		} else if minIdle == 0 || g.now-p.Delivered >= minIdle {
 			if c == nil {
@@ -536,13 +580,16 @@ func (g *groupTx) autoClaim(gr *command.GroupRecord, a command.GroupArgs) ([]byt
 		}
 		from = next
 	}
-	var cursor command.EntryID
+	var cursor command.StreamID
 	if visited {
 		if next, more := last.Next(); more {
-			g.walk(prefix, command.GroupPendingKey(g.s.sid, gr.GID, next), func(k, _ []byte) bool {
-				cursor, _ = command.EntryIDFrom(k[len(prefix):])
+			err := g.walk(command.TagStreamPending, prefix, command.GroupPendingKey(gr.GID, next), func(k, _ []byte) bool {
+				cursor, _ = command.StreamIDOf(k[len(prefix):])
 				return false
 			})
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	return command.EncodeList([][]byte{cursor.Bytes(), command.EncodeGroupEntries(out), deleted}), nil
@@ -550,6 +597,6 @@ func (g *groupTx) autoClaim(gr *command.GroupRecord, a command.GroupArgs) ([]byt
 
 // The applier's rows of this file's commands (commands.go joins them).
 var streamGroupApplies = applies{
-	command.TypeStreamGroup:     {remembered: true, apply: (*applier).streamGroup},
-	command.TypeStreamGroupRead: {apply: (*applier).streamGroupRead},
+	command.TypeStreamGroup:     {remembered: true, apply: (*applier).streamGroup, kv: (*applier).streamGroupIn},
+	command.TypeStreamGroupRead: {apply: (*applier).streamGroupRead, kv: (*applier).streamGroupReadIn},
 }

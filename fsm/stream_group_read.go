@@ -26,7 +26,7 @@ func entryBytes(e command.GroupEntry) int {
 // CodeNotFound when no key was served (Value: each stream's version, 8
 // bytes each, what a blocked reader waits to see change); else CodeOK
 // with, per key served, its index and its entries.
-func (a *applier) readGroup(tx *bolt.Tx, c *command.Command, args command.GroupArgs) *command.Result {
+func (a *applier) readGroup(kv kvStore, c *command.Command, args command.GroupArgs) *command.Result {
 	more, err := command.DecodeList(c.Value)
 	if err != nil || len(args.IDs) != len(more)+1 {
 		return &command.Result{Code: command.CodeBadCommand}
@@ -34,26 +34,25 @@ func (a *applier) readGroup(tx *bolt.Tx, c *command.Command, args command.GroupA
 	keys := append([][]byte{c.Key}, more...)
 	versions := make([]byte, 0, 8*len(keys))
 	for i, k := range keys {
-		s, exists, code := a.groupStreamOf(tx, k)
+		g, exists, code := a.groupsOf(kv, k)
 		switch {
 		case code != command.CodeOK:
 			return &command.Result{Code: code}
 		case !exists:
 			return refused(i, command.GroupNoKey)
 		}
-		if _, ok, err := a.groupsOf(tx, s).group(args.Group); err != nil || !ok {
+		if _, ok, err := g.group(args.Group); err != nil || !ok {
 			if err != nil {
 				return &command.Result{Code: command.CodeStorage}
 			}
 			return refused(i, command.GroupNoGroup)
 		}
-		versions = append(versions, command.Num(int64(s.e.Version))...)
+		versions = append(versions, command.Num(int64(g.e.Version))...)
 	}
 	var out [][]byte
 	budget := command.MaxGroupReply
 	for i, k := range keys {
-		s, _, _ := a.groupStreamOf(tx, k)
-		g := a.groupsOf(tx, s)
+		g, _, _ := a.groupsOf(kv, k)
 		gr, _, err := g.group(args.Group)
 		if err != nil {
 			return &command.Result{Code: command.CodeStorage}
@@ -61,10 +60,10 @@ func (a *applier) readGroup(tx *bolt.Tx, c *command.Command, args command.GroupA
 		var es []command.GroupEntry
 		served := false
 		switch id := args.IDs[i]; {
-		case id != command.MaxEntryID:
+		case id != command.MaxStreamID:
 			served = true
 			es, err = g.history(&gr, args, id, &budget)
-		case s.length > 0 && s.lastValid.Compare(gr.Last) > 0:
+		case g.h.Count > 0 && g.lastValid().Compare(gr.Last) > 0:
 			served = true
 			es, err = g.deliver(&gr, args, &budget)
 		}
@@ -88,7 +87,7 @@ func (a *applier) readGroup(tx *bolt.Tx, c *command.Command, args command.GroupA
 // history serves a consumer its own pending entries after id: each
 // still in the stream is delivered again (now, once more); one deleted
 // is answered by its id alone.
-func (g *groupTx) history(gr *command.GroupRecord, args command.GroupArgs, id command.EntryID, budget *int) ([]command.GroupEntry, error) {
+func (g *groupTx) history(gr *command.GroupRecord, args command.GroupArgs, id command.StreamID, budget *int) ([]command.GroupEntry, error) {
 	c, err := g.consumer(gr, args.Consumer, true, true)
 	if err != nil {
 		return nil, err
@@ -97,16 +96,19 @@ func (g *groupTx) history(gr *command.GroupRecord, args command.GroupArgs, id co
 	if !ok {
 		return nil, nil
 	}
-	prefix := command.ConsumerPendingPrefix(g.s.sid, gr.GID, c.name)
-	var ids []command.EntryID
-	g.walk(prefix, command.ConsumerPendingKey(g.s.sid, gr.GID, c.name, start), func(k, _ []byte) bool {
-		id, _ := command.EntryIDFrom(k[len(prefix):])
+	prefix := command.ConsumerPendingPrefix(gr.GID, c.name)
+	var ids []command.StreamID
+	err = g.walk(command.TagConsumerPending, prefix, command.ConsumerPendingKey(gr.GID, c.name, start), func(k, _ []byte) bool {
+		id, _ := command.StreamIDOf(k[len(prefix):])
 		ids = append(ids, id)
 		return args.Count == 0 || int64(len(ids)) < args.Count
 	})
+	if err != nil {
+		return nil, err
+	}
 	var out []command.GroupEntry
 	for _, id := range ids {
-		f, there := g.s.entry(g.tx, id)
+		f, there := g.entry(id)
 		if !there {
 			out = append(out, command.GroupEntry{ID: id})
 			continue
@@ -121,7 +123,7 @@ func (g *groupTx) history(gr *command.GroupRecord, args command.GroupArgs, id co
 		}
 		if ok {
 			p.Delivered, p.Count = g.now, p.Count+1
-			if err := g.b.Put(command.GroupPendingKey(g.s.sid, gr.GID, id), p.Encode()); err != nil {
+			if err := g.put(command.TagStreamPending, command.GroupPendingKey(gr.GID, id), p.Encode()); err != nil {
 				return nil, err
 			}
 		}
@@ -143,8 +145,17 @@ func (g *groupTx) deliver(gr *command.GroupRecord, args command.GroupArgs, budge
 		return nil, nil
 	}
 	var out []command.GroupEntry
-	err = g.s.entriesFrom(g.tx, start, func(id command.EntryID, f [][]byte) bool {
-		e := command.GroupEntry{ID: id, Fields: f}
+	err = streamEntries(g.kv, g.key, g.h, start, false, func(id command.StreamID, v []byte) bool {
+		f, derr := command.DecodeList(v)
+		if derr != nil {
+			return false
+		}
+		e := command.GroupEntry{ID: id, Fields: make([][]byte, len(f))}
+		for i := range f {
+			if e.Fields[i] = clone(f[i]); e.Fields[i] == nil {
+				e.Fields[i] = []byte{}
+			}
+		}
 		if *budget -= entryBytes(e); *budget < 0 && len(out) > 0 {
 			return false
 		}
@@ -157,10 +168,10 @@ func (g *groupTx) deliver(gr *command.GroupRecord, args command.GroupArgs, budge
 	for _, e := range out {
 		if e.ID.Compare(gr.Last) > 0 {
 			switch {
-			case gr.EntriesRead != command.InvalidEntriesRead && !g.s.tombstonesFrom(e.ID):
+			case gr.EntriesRead != command.InvalidEntriesRead && !tombstonesFrom(g.h, e.ID):
 				gr.EntriesRead++
-			case g.s.entriesAdded != 0:
-				gr.EntriesRead = g.s.entriesReadAt(e.ID)
+			case g.h.Added != 0:
+				gr.EntriesRead = entriesReadAt(g.h, e.ID)
 			}
 			gr.Last = e.ID
 		}
@@ -184,72 +195,75 @@ func (g *groupTx) deliver(gr *command.GroupRecord, args command.GroupArgs, budge
 
 // tombstonesFrom reports whether an entry deleted may lie at or after
 // id (Redis's streamRangeHasTombstones(s, id, NULL)).
-func (s groupStream) tombstonesFrom(id command.EntryID) bool {
+func tombstonesFrom(h command.StreamHeader, id command.StreamID) bool {
 	switch {
-	case s.length == 0 || s.maxDeleted.IsZero():
+	case h.Count == 0 || h.MaxDeleted.IsZero():
 		return false
-	case s.first.Compare(s.maxDeleted) > 0:
+	case h.First.Compare(h.MaxDeleted) > 0:
 		return false
 	}
-	return id.Compare(s.maxDeleted) <= 0
+	return id.Compare(h.MaxDeleted) <= 0
 }
 
 // entriesReadAt is the entries-read counter of id, or InvalidEntriesRead
 // when it cannot be known (Redis's
 // streamEstimateDistanceFromFirstEverEntry).
-func (s groupStream) entriesReadAt(id command.EntryID) int64 {
-	if s.entriesAdded == 0 {
+func entriesReadAt(h command.StreamHeader, id command.StreamID) int64 {
+	if h.Added == 0 {
 		return 0
 	}
-	if s.length == 0 && id.Compare(s.last) < 1 {
-		return int64(s.entriesAdded)
+	if h.Count == 0 && id.Compare(h.Last) < 1 {
+		return int64(h.Added)
 	}
-	switch cmp := id.Compare(s.last); {
+	switch cmp := id.Compare(h.Last); {
 	case cmp == 0:
-		return int64(s.entriesAdded)
+		return int64(h.Added)
 	case cmp > 0:
 		return command.InvalidEntriesRead
 	}
-	if s.maxDeleted.IsZero() || s.maxDeleted.Compare(s.first) < 0 {
-		switch cmp := id.Compare(s.first); {
+	if h.MaxDeleted.IsZero() || h.MaxDeleted.Compare(h.First) < 0 {
+		switch cmp := id.Compare(h.First); {
 		case cmp < 0:
-			return int64(s.entriesAdded - s.length)
+			return int64(h.Added - h.Count)
 		case cmp == 0:
-			return int64(s.entriesAdded - s.length + 1)
+			return int64(h.Added - h.Count + 1)
 		}
 	}
 	return command.InvalidEntriesRead
 }
 
-// lag is a group's lag, or false when it cannot be known (Redis's
+// groupLag is a group's lag, or false when it cannot be known (Redis's
 // streamReplyWithCGLag).
-func (s groupStream) lag(gr command.GroupRecord) (int64, bool) {
+func groupLag(h command.StreamHeader, gr command.GroupRecord) (int64, bool) {
 	switch {
-	case s.entriesAdded == 0:
+	case h.Added == 0:
 		return 0, true
-	case gr.EntriesRead != command.InvalidEntriesRead && !s.tombstonesFrom(gr.Last):
-		return int64(s.entriesAdded) - gr.EntriesRead, true
+	case gr.EntriesRead != command.InvalidEntriesRead && !tombstonesFrom(h, gr.Last):
+		return int64(h.Added) - gr.EntriesRead, true
 	}
-	if er := s.entriesReadAt(gr.Last); er != command.InvalidEntriesRead {
-		return int64(s.entriesAdded) - er, true
+	if er := entriesReadAt(h, gr.Last); er != command.InvalidEntriesRead {
+		return int64(h.Added) - er, true
 	}
 	return 0, false
 }
 
 // streamGroupRead answers a read of a stream's groups (command.GroupOp).
-func (a *applier) streamGroupRead(tx *bolt.Tx, c *command.Command, _ uint64) *command.Result {
+func (a *applier) streamGroupRead(tx *bolt.Tx, c *command.Command, rev uint64) *command.Result {
+	return a.streamGroupReadIn(boltKV{a, tx}, c, rev)
+}
+
+func (a *applier) streamGroupReadIn(kv kvStore, c *command.Command, _ uint64) *command.Result {
 	args, err := command.DecodeGroupArgs(c.Body)
 	if err != nil {
 		return &command.Result{Code: command.CodeBadCommand}
 	}
-	s, exists, code := a.groupStreamOf(tx, c.Key)
+	g, exists, code := a.groupsOf(kv, c.Key)
 	switch {
 	case code != command.CodeOK:
 		return &command.Result{Code: code}
 	case !exists:
 		return refused(0, command.GroupNoKey)
 	}
-	g := a.groupsOf(tx, s)
 	op := command.GroupOp(c.Mode)
 	var out []byte
 	switch op {
@@ -265,7 +279,7 @@ func (a *applier) streamGroupRead(tx *bolt.Tx, c *command.Command, _ uint64) *co
 		}
 		switch op {
 		case command.GroupPendingSummary:
-			out = g.pendingSummary(gr)
+			out, err = g.pendingSummary(gr)
 		case command.GroupPendingRange:
 			out, err = g.pendingRange(gr, args)
 		case command.GroupInfoConsumers:
@@ -275,30 +289,37 @@ func (a *applier) streamGroupRead(tx *bolt.Tx, c *command.Command, _ uint64) *co
 	if err != nil {
 		return &command.Result{Code: command.CodeStorage}
 	}
-	return &command.Result{Code: command.CodeOK, Version: s.e.Version, Value: out}
+	return &command.Result{Code: command.CodeOK, Version: g.e.Version, ExpiresAt: g.e.ExpiresAt, Value: out}
 }
 
 // pendingSummary is XPENDING key group: the PEL's size, its first and
 // last ids (empty: none), and each consumer holding some, with how many.
-func (g *groupTx) pendingSummary(gr command.GroupRecord) []byte {
+func (g *groupTx) pendingSummary(gr command.GroupRecord) ([]byte, error) {
 	var first, last []byte
-	prefix := command.GroupPendingPrefix(g.s.sid, gr.GID)
-	g.walk(prefix, nil, func(k, _ []byte) bool {
+	prefix := command.GroupPrefix(gr.GID)
+	err := g.walk(command.TagStreamPending, prefix, nil, func(k, _ []byte) bool {
 		first = clone(k[len(prefix):])
 		return false
 	})
-	if first != nil {
-		last = g.lastUnder(prefix)[len(prefix):]
+	if err == nil && first != nil {
+		err = g.kv.tagWalk(g.key, g.h.CollHeader, command.TagStreamPending, command.GroupPendingKey(gr.GID, command.MaxStreamID), true,
+			func(k, _ []byte) bool {
+				if bytes.HasPrefix(k, prefix) {
+					last = clone(k[len(prefix):])
+				}
+				return false
+			})
 	}
 	var holders [][]byte
-	cp := command.ConsumerPrefix(g.s.sid, gr.GID)
-	g.walk(cp, nil, func(k, v []byte) bool {
-		if r, ok := command.DecodeConsumerRecord(v); ok && r.Pending > 0 {
-			holders = append(holders, clone(k[len(cp):]), command.Num(int64(r.Pending)))
-		}
-		return true
-	})
-	return command.EncodeList([][]byte{command.Num(int64(gr.Pending)), first, last, command.EncodeList(holders)})
+	if err == nil {
+		err = g.walk(command.TagStreamConsumer, prefix, nil, func(k, v []byte) bool {
+			if r, ok := command.DecodeConsumerRecord(v); ok && r.Pending > 0 {
+				holders = append(holders, clone(k[len(prefix):]), command.Num(int64(r.Pending)))
+			}
+			return true
+		})
+	}
+	return command.EncodeList([][]byte{command.Num(int64(gr.Pending)), first, last, command.EncodeList(holders)}), err
 }
 
 // pendingRange is XPENDING's extended form: up to count entries from
@@ -306,20 +327,20 @@ func (g *groupTx) pendingSummary(gr command.GroupRecord) []byte {
 // there), idle at least MinIdle: each its id, consumer, idle time and
 // deliveries, flattened.
 func (g *groupTx) pendingRange(gr command.GroupRecord, args command.GroupArgs) ([]byte, error) {
-	prefix := command.GroupPendingPrefix(g.s.sid, gr.GID)
-	from := command.GroupPendingKey(g.s.sid, gr.GID, args.ID)
+	tag, prefix := command.TagStreamPending, command.GroupPrefix(gr.GID)
+	from := command.GroupPendingKey(gr.GID, args.ID)
 	if args.Consumer != nil {
-		if _, ok := g.get(command.ConsumerKey(g.s.sid, gr.GID, args.Consumer)); !ok {
+		if _, ok := g.get(command.TagStreamConsumer, command.ConsumerKey(gr.GID, args.Consumer)); !ok {
 			return command.EncodeList(nil), nil
 		}
-		prefix = command.ConsumerPendingPrefix(g.s.sid, gr.GID, args.Consumer)
-		from = command.ConsumerPendingKey(g.s.sid, gr.GID, args.Consumer, args.ID)
+		tag, prefix = command.TagConsumerPending, command.ConsumerPendingPrefix(gr.GID, args.Consumer)
+		from = command.ConsumerPendingKey(gr.GID, args.Consumer, args.ID)
 	}
 	var out [][]byte
 	n := args.Count
 	var err error
-	g.walk(prefix, from, func(k, v []byte) bool {
-		id, _ := command.EntryIDFrom(k[len(prefix):])
+	werr := g.walk(tag, prefix, from, func(k, v []byte) bool {
+		id, _ := command.StreamIDOf(k[len(prefix):])
 		if n <= 0 || id.Compare(args.End) > 0 {
 			return false
 		}
@@ -337,31 +358,13 @@ func (g *groupTx) pendingRange(gr command.GroupRecord, args command.GroupArgs) (
 		}
 		return true
 	})
+	if err == nil {
+		err = werr
+	}
 	if err != nil {
 		return nil, err
 	}
 	return command.EncodeList(out), nil
-}
-
-// lastUnder is the last key under prefix, copied (nil: none).
-func (g *groupTx) lastUnder(prefix []byte) []byte {
-	c := g.b.Cursor()
-	end := clone(prefix)
-	for i := len(end) - 1; i >= 0; i-- { // the first key past the prefix's keys
-		if end[i]++; end[i] != 0 {
-			break
-		}
-	}
-	k, _ := c.Seek(end)
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	if k == nil || !bytes.HasPrefix(k, prefix) {
-		return nil
-	}
-	return clone(k)
 }
 
 // infoGroups is XINFO GROUPS (each group's name, consumers, pending,
@@ -369,20 +372,19 @@ func (g *groupTx) lastUnder(prefix []byte) []byte {
 // groups of XINFO STREAM FULL, their PELs and consumers up to count
 // entries each (0: all).
 func (g *groupTx) infoGroups(full bool, count int64) ([]byte, error) {
-	prefix := command.GroupKey(g.s.sid, nil)
 	type named struct {
 		name []byte
 		r    command.GroupRecord
 	}
 	var groups []named
 	bad := false
-	g.walk(prefix, nil, func(k, v []byte) bool {
+	err := g.walk(command.TagStreamGroup, nil, nil, func(k, v []byte) bool {
 		r, ok := command.DecodeGroupRecord(v)
 		bad = bad || !ok
-		groups = append(groups, named{clone(k[len(prefix):]), r})
+		groups = append(groups, named{clone(k), r})
 		return true
 	})
-	if bad {
+	if err != nil || bad {
 		return nil, command.ErrStorage
 	}
 	out := make([][]byte, 0, len(groups))
@@ -391,7 +393,7 @@ func (g *groupTx) infoGroups(full bool, count int64) ([]byte, error) {
 		if gn.r.EntriesRead != command.InvalidEntriesRead {
 			er = command.Num(gn.r.EntriesRead)
 		}
-		if l, ok := g.s.lag(gn.r); ok {
+		if l, ok := groupLag(g.h, gn.r); ok {
 			lag = command.Num(l)
 		}
 		if !full {
@@ -399,46 +401,51 @@ func (g *groupTx) infoGroups(full bool, count int64) ([]byte, error) {
 				gn.r.Last.Bytes(), er, lag}))
 			continue
 		}
+		more := func(n int) bool { return count <= 0 || int64(n) < count }
+		prefix := command.GroupPrefix(gn.r.GID)
 		var pel [][]byte
-		pp := command.GroupPendingPrefix(g.s.sid, gn.r.GID)
-		g.walk(pp, nil, func(k, v []byte) bool {
-			if count > 0 && int64(len(pel)) >= count {
+		err := g.walk(command.TagStreamPending, prefix, nil, func(k, v []byte) bool {
+			if !more(len(pel)) {
 				return false
 			}
 			p, _ := command.DecodePendingEntry(v)
-			pel = append(pel, command.EncodeList([][]byte{clone(k[len(pp):]), clone(p.Consumer), command.Num(p.Delivered), command.Num(int64(p.Count))}))
+			pel = append(pel, command.EncodeList([][]byte{clone(k[len(prefix):]), clone(p.Consumer), command.Num(p.Delivered), command.Num(int64(p.Count))}))
 			return true
 		})
-		var consumers [][]byte
-		cp := command.ConsumerPrefix(g.s.sid, gn.r.GID)
 		var names [][]byte
 		var recs []command.ConsumerRecord
-		g.walk(cp, nil, func(k, v []byte) bool {
-			r, _ := command.DecodeConsumerRecord(v)
-			names, recs = append(names, clone(k[len(cp):])), append(recs, r)
-			return true
-		})
-		for i, name := range names {
-			var cpel [][]byte
-			cpp := command.ConsumerPendingPrefix(g.s.sid, gn.r.GID, name)
-			var ids []command.EntryID
-			g.walk(cpp, nil, func(k, _ []byte) bool {
-				if count > 0 && int64(len(ids)) >= count {
-					return false
-				}
-				id, _ := command.EntryIDFrom(k[len(cpp):])
-				ids = append(ids, id)
+		if err == nil {
+			err = g.walk(command.TagStreamConsumer, prefix, nil, func(k, v []byte) bool {
+				r, _ := command.DecodeConsumerRecord(v)
+				names, recs = append(names, clone(k[len(prefix):])), append(recs, r)
 				return true
 			})
-			for _, id := range ids {
-				p, _, err := g.pending(gn.r, id)
-				if err != nil {
-					return nil, err
+		}
+		var consumers [][]byte
+		for i, name := range names {
+			if err != nil {
+				break
+			}
+			var cpel [][]byte
+			cp := command.ConsumerPendingPrefix(gn.r.GID, name)
+			err = g.walk(command.TagConsumerPending, cp, nil, func(k, _ []byte) bool {
+				if !more(len(cpel)) {
+					return false
+				}
+				id, _ := command.StreamIDOf(k[len(cp):])
+				p, _, perr := g.pending(gn.r, id)
+				if perr != nil {
+					err = perr
+					return false
 				}
 				cpel = append(cpel, command.EncodeList([][]byte{id.Bytes(), command.Num(p.Delivered), command.Num(int64(p.Count))}))
-			}
+				return true
+			})
 			consumers = append(consumers, command.EncodeList([][]byte{name, command.Num(recs[i].Seen), command.Num(int64(recs[i].Pending)),
 				command.EncodeList(cpel)}))
+		}
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, command.EncodeList([][]byte{gn.name, gn.r.Last.Bytes(), er, lag, command.Num(int64(gn.r.Pending)),
 			command.EncodeList(pel), command.EncodeList(consumers)}))
@@ -449,16 +456,16 @@ func (g *groupTx) infoGroups(full bool, count int64) ([]byte, error) {
 // infoConsumers is XINFO CONSUMERS: each consumer's name, pending and
 // idle time.
 func (g *groupTx) infoConsumers(gr command.GroupRecord) ([]byte, error) {
-	cp := command.ConsumerPrefix(g.s.sid, gr.GID)
+	prefix := command.GroupPrefix(gr.GID)
 	var out [][]byte
 	bad := false
-	g.walk(cp, nil, func(k, v []byte) bool {
+	err := g.walk(command.TagStreamConsumer, prefix, nil, func(k, v []byte) bool {
 		r, ok := command.DecodeConsumerRecord(v)
 		bad = bad || !ok
-		out = append(out, command.EncodeList([][]byte{clone(k[len(cp):]), command.Num(int64(r.Pending)), command.Num(max(g.now-r.Seen, 0))}))
+		out = append(out, command.EncodeList([][]byte{clone(k[len(prefix):]), command.Num(int64(r.Pending)), command.Num(max(g.now-r.Seen, 0))}))
 		return true
 	})
-	if bad {
+	if err != nil || bad {
 		return nil, command.ErrStorage
 	}
 	return command.EncodeList(out), nil

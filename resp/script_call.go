@@ -164,10 +164,7 @@ var errRedoHere = errors.New("a script reads a hash or a set from this node's st
 // it is still at that version, so the read and the script's others need
 // not be one.
 func (c *conn) wholeColl(key []byte, kind command.Kind) (command.KVEntry, bool, error) {
-	op := command.CollReadCommand(key, kind == command.KindSet, command.ReadAll, nil, 0, 0, false)
-	if kind == command.KindZSet {
-		op.Flags = command.FlagCollZSet
-	}
+	op := command.WholeCommand(key, kind)
 	r, err := c.s.store.LocalTx(command.TxRequest{Commands: []*command.Command{op}, ReplyBudget: maxReadReply})
 	var rs []*command.Result
 	if err == nil {
