@@ -51,9 +51,9 @@ const InvalidEntriesRead = -1
 // GroupRecord is a group's element value.
 type GroupRecord struct {
 	Last        StreamID // last-delivered-id
-	EntriesRead int64   // InvalidEntriesRead: unknown
-	GID         uint64  // the revision that created it: its PELs' and consumers' prefix
-	Pending     uint64  // its PEL's entries
+	EntriesRead int64    // InvalidEntriesRead: unknown
+	GID         uint64   // the revision that created it: its PELs' and consumers' prefix
+	Pending     uint64   // its PEL's entries
 	Consumers   uint64
 }
 
@@ -185,16 +185,16 @@ const (
 
 // Group flags (GroupArgs.Flags).
 const (
-	GroupMkStream uint16 = 1 << iota // CREATE: make an empty stream when there is none
-	GroupLastID                      // CREATE, SETID: the id is the stream's last ("$")
-	GroupBadID                       // CREATE, SETID: the id did not parse: answered after the key's and the group's checks
-	GroupNoAck                       // XREADGROUP NOACK
-	GroupJustID                      // XCLAIM, XAUTOCLAIM JUSTID
-	GroupForce                       // XCLAIM FORCE
-	GroupIdle                        // XCLAIM IDLE: Time is an idle time
-	GroupTime                        // XCLAIM TIME: Time is a unix time
-	GroupSetLast                     // XCLAIM LASTID: ID
-	GroupEntriesRead                 // CREATE, SETID ENTRIESREAD: EntriesRead
+	GroupMkStream    uint16 = 1 << iota // CREATE: make an empty stream when there is none
+	GroupLastID                         // CREATE, SETID: the id is the stream's last ("$")
+	GroupBadID                          // CREATE, SETID: the id did not parse: answered after the key's and the group's checks
+	GroupNoAck                          // XREADGROUP NOACK
+	GroupJustID                         // XCLAIM, XAUTOCLAIM JUSTID
+	GroupForce                          // XCLAIM FORCE
+	GroupIdle                           // XCLAIM IDLE: Time is an idle time
+	GroupTime                           // XCLAIM TIME: Time is a unix time
+	GroupSetLast                        // XCLAIM LASTID: ID
+	GroupEntriesRead                    // CREATE, SETID ENTRIESREAD: EntriesRead
 	groupFlagsEnd
 )
 

@@ -48,7 +48,9 @@ func (g *groupTx) get(tag byte, k []byte) ([]byte, bool) {
 	return clone(v), ok
 }
 
-func (g *groupTx) put(tag byte, k, v []byte) error { return g.kv.tagPut(g.key, g.h.CollHeader, tag, k, v) }
+func (g *groupTx) put(tag byte, k, v []byte) error {
+	return g.kv.tagPut(g.key, g.h.CollHeader, tag, k, v)
+}
 
 func (g *groupTx) del(tag byte, k []byte) error { return g.kv.tagDel(g.key, g.h.CollHeader, tag, k) }
 
