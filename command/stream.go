@@ -357,11 +357,15 @@ func XSetIDCommand(key []byte, last StreamID, added int64, maxDel StreamID) *Com
 	return c
 }
 
-// The rules an XSETID may break (Result.Value of its CodeOutOfRange).
+// The rules an XSETID or an XADD may break (Result.Value of its
+// CodeOutOfRange; an XADD's id not above the top has none).
 const (
 	XSetIDBelowMaxDeleted = "maxdeleted" // the id is below the stream's highest deleted
 	XSetIDBelowTop        = "top"        // the id is below the stream's last entry
 	XSetIDAddedBelowLen   = "added"      // entries added below the length
+	// XAddSeqExhausted: an XADD's ms-* whose ms's sequence is at its
+	// end (Redis answers it as elements too large).
+	XAddSeqExhausted = "seq"
 )
 
 // DecodeXSetID parses an XSETID's Body.

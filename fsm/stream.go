@@ -104,7 +104,7 @@ func (a *applier) xaddID(h command.StreamHeader, mode command.XAddIDMode, id com
 		}
 		next, ok := h.Last.Next()
 		if !ok || next.Ms != id.Ms {
-			return id, command.CodeOutOfRange
+			return id, command.CodeNotFloat // the sequence's end: CodeOutOfRange with XAddSeqExhausted
 		}
 		id = next
 	}
@@ -135,7 +135,11 @@ func (a *applier) streamAddIn(kv kvStore, c *command.Command, rev uint64) *comma
 		h = command.StreamHeader{CollHeader: newColl(rev)}
 	}
 	id, code := a.xaddID(h, mode, want)
-	if code != command.CodeOK {
+	switch code {
+	case command.CodeOK:
+	case command.CodeNotFloat:
+		return &command.Result{Code: command.CodeOutOfRange, Value: []byte(command.XAddSeqExhausted)}
+	default:
 		return &command.Result{Code: code}
 	}
 	size := entrySize(pairs)

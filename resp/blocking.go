@@ -36,7 +36,10 @@ type blockSpec struct {
 // waiter is one blocked client.
 type waiter struct {
 	keys [][]byte
-	wake chan struct{} // one signal: "pop now"
+	// ready: whether the key's entry e is what the waiter waits for (an
+	// XREAD's: a stream past its id); nil: a list.
+	ready func(key string, e command.KVEntry) bool
+	wake  chan struct{} // one signal: "pop now"
 	// popping: signalled and not yet back (under blocker.mu): the blocker
 	// does not signal the next in its queues meanwhile, so they are
 	// served in order.
@@ -57,8 +60,12 @@ func newBlocker(s *Server) *blocker {
 	return &blocker{s: s, queues: map[string][]*waiter{}, poke: make(chan struct{}, 1)}
 }
 
-func (b *blocker) add(keys [][]byte) *waiter {
-	w := &waiter{keys: keys, wake: make(chan struct{}, 1)}
+func (b *blocker) add(keys [][]byte) *waiter { return b.addReady(keys, nil) }
+
+// addReady adds a waiter on keys that ready says when to wake (nil: when
+// one holds a list).
+func (b *blocker) addReady(keys [][]byte, ready func(key string, e command.KVEntry) bool) *waiter {
+	w := &waiter{keys: keys, ready: ready, wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := map[string]bool{}
@@ -133,15 +140,16 @@ func (b *blocker) run() {
 			return
 		}
 		var keys []string
+		var readies []func(string, command.KVEntry) bool
 		for k, q := range b.queues {
 			if !q[0].popping {
-				keys = append(keys, k)
+				keys, readies = append(keys, k), append(readies, q[0].ready)
 			}
 		}
 		b.mu.Unlock()
-		for _, k := range keys {
+		for i, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
-			if err != nil || e.Kind != command.KindList {
+			if err != nil || (readies[i] == nil && e.Kind != command.KindList) || (readies[i] != nil && !readies[i](k, e)) {
 				continue // absent, or another kind: the pop would answer it, but only a push is waited for
 			}
 			b.mu.Lock()

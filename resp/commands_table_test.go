@@ -32,7 +32,9 @@ func TestScriptAllowList(t *testing.T) {
 		"zadd", "zcard", "zcount", "zincrby", "zinterstore", "zlexcount", "zmscore", "zpopmax", "zpopmin",
 		"zrandmember", "zrange", "zrangebylex", "zrangebyscore", "zrangestore", "zrank", "zrem",
 		"zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange", "zrevrangebylex",
-		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore"}
+		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore",
+		// streams
+		"xadd", "xdel", "xinfo", "xlen", "xrange", "xread", "xrevrange", "xsetid", "xtrim"}
 	var got []string
 	for name, c := range commands {
 		if c.script {

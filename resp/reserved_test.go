@@ -55,6 +55,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		"zremrangebyrank": {rk, "0", "1"}, "zremrangebyscore": {rk, "0", "1"}, "zremrangebylex": {rk, "-", "+"},
 		"zrandmember": {rk}, "zscan": {rk, "0"}, "zrangestore": {"plain", rk, "0", "-1"}, "zunionstore": {"plain", "2", "plain", rk},
 		"zinterstore": {rk, "1", "plain"},
+		"xadd":        {rk, "1-1", "f", "v"}, "xtrim": {rk, "MAXLEN", "1"}, "xdel": {rk, "1-1"}, "xsetid": {rk, "1-1"}, "xlen": {rk},
+		"xrange": {rk, "-", "+"}, "xrevrange": {rk, "+", "-"}, "xinfo": {"STREAM", rk},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
@@ -66,7 +68,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		{"GETEX", rk}, {"GETEX", rk, "EX", "0"}, {"GETEX", rk, "EX", "x"}, {"GETEX", rk, "EXAT", "1"},
 		{"SETRANGE", rk, "0", ""}, {"APPEND", rk, ""},
 		{"RENAME", "plain", rk}, {"RENAMENX", rk, "plain"}, {"COPY", "plain", rk}, {"COPY", "plain", rk, "REPLACE"}, {"RENAME", "plain", "\x00"},
-		{"LMPOP", "2", "plain", rk, "LEFT"}, {"BLMPOP", "1", "2", rk, "plain", "LEFT"}, {"LMOVE", rk, rk, "LEFT", "RIGHT"}, {"LSET", rk, "x", "y"}}
+		{"LMPOP", "2", "plain", rk, "LEFT"}, {"BLMPOP", "1", "2", rk, "plain", "LEFT"}, {"LMOVE", rk, rk, "LEFT", "RIGHT"}, {"LSET", rk, "x", "y"},
+		{"XREAD", "STREAMS", "plain", rk, "0", "0"}, {"XREAD", "BLOCK", "10", "STREAMS", rk, "$"}, {"XDEL", rk, "bad"}}
 	rows := extra
 	for name, args := range calls {
 		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))
