@@ -187,7 +187,7 @@ const (
 const (
 	GroupMkStream    uint16 = 1 << iota // CREATE: make an empty stream when there is none
 	GroupLastID                         // CREATE, SETID: the id is the stream's last ("$")
-	GroupBadID                          // CREATE, SETID: the id did not parse: answered after the key's and the group's checks
+	GroupBadID                          // an argument did not parse: refused (GroupBadIDs) after the key's and the group's checks
 	GroupNoAck                          // XREADGROUP NOACK
 	GroupJustID                         // XCLAIM, XAUTOCLAIM JUSTID
 	GroupForce                          // XCLAIM FORCE
@@ -216,7 +216,10 @@ type GroupArgs struct {
 	// Time: XCLAIM's IDLE or TIME, in ms; Retry its RETRYCOUNT (-1: none).
 	Time, Retry int64
 	EntriesRead int64
-	Flags       uint16
+	// BadAt: with GroupBadID, XREADGROUP's key whose id did not parse
+	// (the keys before it, and it, are checked first, as Redis does).
+	BadAt int64
+	Flags uint16
 }
 
 // Encode is a as a command's Body.
@@ -228,7 +231,7 @@ func (a GroupArgs) Encode() []byte {
 	for _, id := range a.IDs {
 		b = appendID(b, id)
 	}
-	for _, n := range []int64{a.Count, a.MinIdle, a.Time, a.Retry, a.EntriesRead} {
+	for _, n := range []int64{a.Count, a.MinIdle, a.Time, a.Retry, a.EntriesRead, a.BadAt} {
 		b = binary.AppendVarint(b, n)
 	}
 	return binary.BigEndian.AppendUint16(b, a.Flags)
@@ -254,7 +257,7 @@ func DecodeGroupArgs(v []byte) (GroupArgs, error) {
 			a.IDs[i], _ = StreamIDOf(id[:16])
 		}
 	}
-	for _, p := range []*int64{&a.Count, &a.MinIdle, &a.Time, &a.Retry, &a.EntriesRead} {
+	for _, p := range []*int64{&a.Count, &a.MinIdle, &a.Time, &a.Retry, &a.EntriesRead, &a.BadAt} {
 		*p = r.varint()
 	}
 	if len(r.b) == 2 {
@@ -283,7 +286,8 @@ const MaxGroupReply = 4 << 20
 var ErrGroupNameTooLong = fmt.Errorf("consumer group or consumer name too long: at most %d bytes", MaxGroupName)
 
 // The refusals a group command answers in Result.Value with
-// CodeWrongState (its key's index first, for XREADGROUP's keys).
+// CodeWrongState, after its key's index (Num: XREADGROUP's keys are
+// many; else 0).
 const (
 	GroupNoKey   byte = 1 // the stream is not there
 	GroupNoGroup byte = 2 // the group is not there
@@ -312,9 +316,9 @@ func checkStreamGroup(c *Command) error {
 			return errors.New("an id per key")
 		}
 		return checkMoreKeys(c.Value)
-	case GroupClaim, GroupAck:
+	case GroupAck:
 		if len(a.IDs) == 0 {
-			return errors.New("ids to ack or claim")
+			return errors.New("ids to ack")
 		}
 	case GroupAutoClaim:
 		if a.Count < 1 {

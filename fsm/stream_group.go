@@ -246,7 +246,7 @@ func (g *groupTx) dropPrefix(tag byte, prefix []byte) error {
 // refused is a group command's refusal (command.GroupNoKey, ...), of its
 // key at index i.
 func refused(i int, why byte) *command.Result {
-	return &command.Result{Code: command.CodeWrongState, Value: []byte{byte(i), why}}
+	return &command.Result{Code: command.CodeWrongState, Value: append(command.Num(int64(i)), why)}
 }
 
 // streamGroup applies a group write (command.GroupOp).

@@ -34,6 +34,9 @@ func (a *applier) readGroup(kv kvStore, c *command.Command, args command.GroupAr
 	keys := append([][]byte{c.Key}, more...)
 	versions := make([]byte, 0, 8*len(keys))
 	for i, k := range keys {
+		if args.Flags&command.GroupBadID != 0 && int64(i) > args.BadAt {
+			break
+		}
 		g, exists, code := a.groupsOf(kv, k)
 		switch {
 		case code != command.CodeOK:
@@ -48,6 +51,9 @@ func (a *applier) readGroup(kv kvStore, c *command.Command, args command.GroupAr
 			return refused(i, command.GroupNoGroup)
 		}
 		versions = append(versions, command.Num(int64(g.e.Version))...)
+	}
+	if args.Flags&command.GroupBadID != 0 {
+		return refused(int(args.BadAt), command.GroupBadIDs)
 	}
 	var out [][]byte
 	budget := command.MaxGroupReply

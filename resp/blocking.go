@@ -31,6 +31,11 @@ type blockSpec struct {
 	keys    [][]byte
 	wait    int64 // milliseconds; 0 with forever
 	forever bool
+	// group is an XREADGROUP's wait (commands_stream_group.go): it tries
+	// at once always, wakes when a stream's version changed since its
+	// last try, and answers a stream or group gone as Redis does; nil: a
+	// list's.
+	group *groupWait
 }
 
 // waiter is one blocked client.
@@ -149,6 +154,9 @@ func (b *blocker) run() {
 		b.mu.Unlock()
 		for i, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
+			if readies[i] != nil && errors.Is(err, command.ErrNotFound) {
+				err = nil // a waiter of its own may wait for a key to go
+			}
 			if err != nil || (readies[i] == nil && e.Kind != command.KindList) || (readies[i] != nil && !readies[i](k, e)) {
 				continue // absent, or another kind: the pop would answer it, but only a push is waited for
 			}
@@ -168,16 +176,20 @@ func (b *blocker) run() {
 
 // blockingPop runs a blocking pop's plan outside MULTI and scripts.
 func (c *conn) blockingPop(p plan) {
-	pop := func() []storeapi.OpResult {
+	pop := func(ops []*command.Command) []storeapi.OpResult {
 		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 		defer cancel()
-		return c.s.store.ApplyInOrder(ctx, p.ops)
+		return c.s.store.ApplyInOrder(ctx, ops)
 	}
-	if !c.allAbsent(p.block.keys) {
-		res := pop()
+	g := p.block.group
+	if g != nil || !c.allAbsent(p.block.keys) {
+		res := pop(p.ops)
 		if res[0].Err != nil || res[0].Res.Code != command.CodeNotFound {
 			p.answer(&c.w, res)
 			return
+		}
+		if g != nil {
+			g.saw(p.block.keys, res[0].Res)
 		}
 	}
 	if c.flush() != nil { // the replies before it are not held back while it waits
@@ -185,7 +197,12 @@ func (c *conn) blockingPop(p plan) {
 		return
 	}
 	b := c.s.blocks
-	w := b.add(p.block.keys)
+	ops, answer, w := p.ops, p.answer, (*waiter)(nil)
+	if g != nil {
+		ops, answer, w = g.retry(p.ops), g.woken, b.addReady(p.block.keys, g.ready)
+	} else {
+		w = b.add(p.block.keys)
+	}
 	gone := make(chan struct{})
 	stop := httpx.WatchClose(c.nc, func() { close(gone) }) // a blocked client is never idle (Redis's timeout spares it too)
 	defer stop()
@@ -198,13 +215,16 @@ func (c *conn) blockingPop(p plan) {
 	for {
 		select {
 		case <-w.wake:
-			res := pop()
+			res := pop(ops)
 			if res[0].Err == nil && res[0].Res.Code == command.CodeNotFound {
+				if g != nil {
+					g.saw(p.block.keys, res[0].Res)
+				}
 				b.back(w)
 				continue
 			}
 			b.remove(w)
-			p.answer(&c.w, res)
+			answer(&c.w, res)
 			return
 		case <-timeout:
 			b.remove(w)
