@@ -198,6 +198,38 @@ func (g *groupTx) assign(gr *command.GroupRecord, id command.StreamID, old *comm
 	return g.put(command.TagStreamPending, command.GroupPendingKey(gr.GID, id), command.PendingEntry{Delivered: at, Count: count, Consumer: c.name}.Encode())
 }
 
+// assignMany is assign of many ids, in id order, to one consumer: the
+// group's PEL entries are written first, then the consumer's, so that
+// each index is appended to in turn (bbolt splits a node only at commit:
+// writes interleaved between two indexes would shift one's entries at
+// every write to the other, a cost of the count squared).
+func (g *groupTx) assignMany(gr *command.GroupRecord, ids []command.StreamID, olds []*command.PendingEntry, c *consumerState, at int64, count uint64) error {
+	for i, id := range ids {
+		old := olds[i]
+		if old == nil {
+			gr.Pending++
+		} else if !bytes.Equal(old.Consumer, c.name) {
+			if err := g.unholdBy(gr, old.Consumer, id); err != nil {
+				return err
+			}
+		}
+		if err := g.put(command.TagStreamPending, command.GroupPendingKey(gr.GID, id), command.PendingEntry{Delivered: at, Count: count, Consumer: c.name}.Encode()); err != nil {
+			return err
+		}
+	}
+	for i, id := range ids {
+		if old := olds[i]; old != nil && bytes.Equal(old.Consumer, c.name) {
+			continue
+		}
+		if err := g.put(command.TagConsumerPending, command.ConsumerPendingKey(gr.GID, c.name, id), []byte{}); err != nil {
+			return err
+		}
+		c.rec.Pending++
+		c.changed = true
+	}
+	return nil
+}
+
 // unholdBy takes id out of consumer name's PEL.
 func (g *groupTx) unholdBy(gr *command.GroupRecord, name []byte, id command.StreamID) error {
 	c, err := g.consumer(gr, name, false, false)

@@ -171,6 +171,8 @@ func (g *groupTx) deliver(gr *command.GroupRecord, args command.GroupArgs, budge
 	if err != nil {
 		return nil, err
 	}
+	var ids []command.StreamID
+	var olds []*command.PendingEntry
 	for _, e := range out {
 		if e.ID.Compare(gr.Last) > 0 {
 			switch {
@@ -192,11 +194,9 @@ func (g *groupTx) deliver(gr *command.GroupRecord, args command.GroupArgs, budge
 		if ok {
 			old = &p
 		}
-		if err := g.assign(gr, e.ID, old, c, g.now, 1); err != nil {
-			return nil, err
-		}
+		ids, olds = append(ids, e.ID), append(olds, old)
 	}
-	return out, nil
+	return out, g.assignMany(gr, ids, olds, c, g.now, 1)
 }
 
 // tombstonesFrom reports whether an entry deleted may lie at or after
