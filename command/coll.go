@@ -582,7 +582,7 @@ func SetStoreCommand(dst []byte, srcs [][]byte, mode SetStoreMode) *Command {
 // list's encoding, in Value (BLPOP's, a set algebra's): a face maps them
 // as it maps Key.
 func (t Type) MoreKeys() bool {
-	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore || t == TypeZRemRange
+	return t == TypeListPop || t == TypeCollRead || t == TypeSetMove || t == TypeSetStore || t == TypeZStore || t == TypeZRemRange || t == TypeStreamGroup
 }
 
 // WholeCommand reads the collection of kind under key whole, as a

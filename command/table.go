@@ -83,6 +83,8 @@ const (
 	TypeStreamDel
 	TypeStreamSetID
 	TypeStreamRead
+	TypeStreamGroup
+	TypeStreamGroupRead
 	typeEnd
 )
 
@@ -350,6 +352,14 @@ var commands = [typeEnd]spec{
 	// Mode: a StreamReadMode; Body: its arguments; Flags: FlagStreamRev.
 	TypeStreamRead: {name: "stream_read", uses: fKey | fMode | fFlags | fBody, key: true, check: checkStreamRead,
 		Op: Op{Script: true, Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeNotFound, CodeWrongType)}},
+	// A stream's consumer groups (stream_group.go). Mode: a GroupOp;
+	// Body: its GroupArgs; Value: XREADGROUP's further keys, a list's
+	// encoding.
+	TypeStreamGroup: {name: "stream_group", uses: fKey | fValue | fMode | fBody, key: true, check: checkStreamGroup,
+		Op: Op{Write: true, Script: true, Tx: true, Role: RoleWrite, Codes: always | CodesOf(CodeOK, CodeExists, CodeNotFound, CodeWrongState, CodeWrongType)}},
+	// A read of them (in the log inside a transaction).
+	TypeStreamGroupRead: {name: "stream_group_read", uses: fKey | fMode | fBody, key: true, check: checkStreamGroupRead,
+		Op: Op{Script: true, Tx: true, Role: RoleRead, Codes: always | CodesOf(CodeOK, CodeWrongState, CodeWrongType)}},
 }
 
 // spec returns t's row, or nil for a type this build does not apply.

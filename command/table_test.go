@@ -20,8 +20,9 @@ func TestCommandTable(t *testing.T) {
 		TypeKVSetRange: true, TypeKVIncrFloat: true, TypeKVRename: true,
 		TypeListPush: true, TypeListPop: true, TypeListRem: true, TypeListTrim: true, TypeListMove: true, TypeListSet: true, TypeListInsert: true,
 		TypeCollPut: true, TypeCollDel: true, TypeHashIncr: true, TypeCollRead: true, TypeSetPop: true, TypeSetMove: true, TypeSetStore: true, TypeZAdd: true, TypeZRemRange: true, TypeZStore: true,
-		TypeStreamAdd: true, TypeStreamTrim: true, TypeStreamDel: true, TypeStreamSetID: true, TypeStreamRead: true}
-	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true, TypeStreamRead: true}
+		TypeStreamAdd: true, TypeStreamTrim: true, TypeStreamDel: true, TypeStreamSetID: true, TypeStreamRead: true,
+		TypeStreamGroup: true, TypeStreamGroupRead: true}
+	reads := map[Type]bool{TypeKVRead: true, TypeCollRead: true, TypeStreamRead: true, TypeStreamGroupRead: true}
 	node := map[Type]bool{TypeNoop: true, TypeExpire: true, TypeClusterID: true, TypeMemberRemoved: true}
 	names := map[string]Type{}
 	for typ := TypeNoop; typ < typeEnd; typ++ {

@@ -111,6 +111,9 @@ func tableSamples() map[Type]*Command {
 		TypeStreamDel:     XDelCommand([]byte("x"), []StreamID{{1, 2}, {5, 6}}),
 		TypeStreamSetID:   XSetIDCommand([]byte("x"), StreamID{9, 9}, 4, StreamID{2, 2}),
 		TypeStreamRead:    StreamRangeCommand([]byte("x"), StreamID{1, 0}, MaxStreamID, 10, true),
+		TypeStreamGroup: StreamGroupCommand([]byte("s"), [][]byte{[]byte("t")}, GroupRead,
+			GroupArgs{Group: []byte("g"), Consumer: []byte("c"), IDs: []StreamID{MaxStreamID, {1, 2}}, Count: 3, Flags: GroupNoAck}),
+		TypeStreamGroupRead: StreamGroupReadCommand([]byte("s"), GroupPendingRange, GroupArgs{Group: []byte("g"), End: MaxStreamID, Count: 10}),
 	}
 }
 

@@ -293,6 +293,17 @@ func applyCodeCases() []codeCase {
 		{name: "xrange", steps: []*command.Command{xaddCmd, command.StreamRangeCommand(xk, command.StreamID{}, command.MaxStreamID, -1, false)}, want: command.CodeOK},
 		{name: "xrange absent", steps: []*command.Command{command.StreamRangeCommand(xk, command.StreamID{}, command.MaxStreamID, -1, false)}, want: command.CodeNotFound},
 		{name: "xrange a set", steps: []*command.Command{setCmd, command.StreamRangeCommand(sk, command.StreamID{}, command.MaxStreamID, -1, false)}, want: command.CodeWrongType},
+
+		{name: "xgroup create", steps: []*command.Command{xaddCmd, groupCmd}, want: command.CodeOK},
+		{name: "xgroup create busy", steps: []*command.Command{xaddCmd, groupCmd, groupCmd}, want: command.CodeExists},
+		{name: "xgroup create of no stream", steps: []*command.Command{groupCmd}, want: command.CodeWrongState},
+		{name: "xgroup create a set", steps: []*command.Command{setCmd, command.StreamGroupCommand(sk, nil, command.GroupCreate, command.GroupArgs{Group: []byte("g")})}, want: command.CodeWrongType},
+		{name: "xreadgroup", steps: []*command.Command{xaddCmd, groupCmd, readGroupCmd}, want: command.CodeOK},
+		{name: "xreadgroup nothing new", steps: []*command.Command{xaddCmd, groupCmd, readGroupCmd, readGroupCmd}, want: command.CodeNotFound},
+		{name: "xpending", steps: []*command.Command{xaddCmd, groupCmd, readGroupCmd,
+			command.StreamGroupReadCommand(xk, command.GroupPendingSummary, command.GroupArgs{Group: []byte("g")})}, want: command.CodeOK},
+		{name: "xpending no group", steps: []*command.Command{xaddCmd, command.StreamGroupReadCommand(xk, command.GroupPendingSummary, command.GroupArgs{Group: []byte("g")})}, want: command.CodeWrongState},
+		{name: "xinfo groups of a set", steps: []*command.Command{setCmd, command.StreamGroupReadCommand(sk, command.GroupInfoGroups, command.GroupArgs{})}, want: command.CodeWrongType},
 	}
 }
 
@@ -333,14 +344,16 @@ func fullSet() *command.Command {
 }
 
 var (
-	hk, sk, fs = []byte("hash"), []byte("set"), []byte("full")
-	hashCmd    = command.HashSetCommand(hk, [][]byte{[]byte("f"), []byte("word")}, false)
-	setCmd     = command.SetAddCommand(sk, [][]byte{[]byte("a"), []byte("b")})
-	zk         = []byte("zset")
-	xk         = []byte("stream")
-	fv         = [][]byte{[]byte("f"), []byte("v")}
-	xaddCmd    = command.XAddCommand(xk, command.XAddExplicit, command.StreamID{Ms: 5, Seq: 1}, fv, command.StreamTrim{}, false)
-	zsetCmd    = command.ZAddCommand(zk, []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, 0)
+	hk, sk, fs   = []byte("hash"), []byte("set"), []byte("full")
+	hashCmd      = command.HashSetCommand(hk, [][]byte{[]byte("f"), []byte("word")}, false)
+	setCmd       = command.SetAddCommand(sk, [][]byte{[]byte("a"), []byte("b")})
+	zk           = []byte("zset")
+	xk           = []byte("stream")
+	fv           = [][]byte{[]byte("f"), []byte("v")}
+	xaddCmd      = command.XAddCommand(xk, command.XAddExplicit, command.StreamID{Ms: 5, Seq: 1}, fv, command.StreamTrim{}, false)
+	groupCmd     = command.StreamGroupCommand(xk, nil, command.GroupCreate, command.GroupArgs{Group: []byte("g")})
+	readGroupCmd = command.StreamGroupCommand(xk, nil, command.GroupRead, command.GroupArgs{Group: []byte("g"), Consumer: []byte("c"), IDs: []command.StreamID{command.MaxStreamID}})
+	zsetCmd      = command.ZAddCommand(zk, []float64{1, 2}, [][]byte{[]byte("a"), []byte("b")}, 0)
 )
 
 func unreachedCodes() command.Codes {

@@ -46,7 +46,8 @@ var noopApplies = applies{command.TypeNoop: {apply: (*applier).noop}}
 // commands is the applier's table, by Type: the files' parts, joined.
 var commands = join(noopApplies, recordApplies, expireApplies, tokenApplies, kvApplies, kvIncrApplies,
 	kvExpireApplies, clusterApplies, txApplies, scriptApplies, kvStringApplies, kvRenameApplies,
-	onceApplies, lockApplies, listApplies, kvFlushApplies, hashApplies, setApplies, zsetApplies, streamApplies)
+	onceApplies, lockApplies, listApplies, kvFlushApplies, hashApplies, setApplies, zsetApplies, streamApplies,
+	streamGroupApplies)
 
 // join is the table of parts; a type in two of them is a programming
 // error, found when the package loads.

@@ -15,7 +15,8 @@ import (
 // followed before they were one table: all but no-ops, sweeps, reads and
 // the cluster's facts.
 func TestApplyTable(t *testing.T) {
-	notRemembered := map[command.Type]bool{command.TypeNoop: true, command.TypeExpire: true, command.TypeClusterID: true, command.TypeMemberRemoved: true, command.TypeKVRead: true, command.TypeCollRead: true}
+	notRemembered := map[command.Type]bool{command.TypeNoop: true, command.TypeExpire: true, command.TypeClusterID: true, command.TypeMemberRemoved: true, command.TypeKVRead: true, command.TypeCollRead: true,
+		command.TypeStreamGroupRead: true}
 	for i := range 256 {
 		typ := command.Type(i)
 		s := spec(typ)
@@ -30,7 +31,7 @@ func TestApplyTable(t *testing.T) {
 		}
 		// A script's reads of a hash or a set go through the sandbox's
 		// apply too; its other reads through its KV.
-		if op := typ.Op(); (s.kv != nil) != (op.Script && (op.Write || typ == command.TypeCollRead)) {
+		if op := typ.Op(); (s.kv != nil) != (op.Script && (op.Write || typ == command.TypeCollRead || typ == command.TypeStreamGroupRead)) {
 			t.Errorf("%s: a sandbox apply %v, but a script may write with it: %v", typ, s.kv != nil, op.Script && op.Write)
 		}
 	}

@@ -36,6 +36,11 @@ type blockSpec struct {
 	// kind is what the pop takes: a push of it wakes the waiter
 	// (KindList when zero, as every list command's spec leaves it).
 	kind command.Kind
+	// group is an XREADGROUP's wait (commands_stream_group.go): it tries
+	// at once always, wakes when a stream's version changed since its
+	// last try, and answers a stream or group gone as Redis does; nil: a
+	// pop's.
+	group *groupWait
 }
 
 // wants is the kind the spec waits for.
@@ -177,8 +182,13 @@ func (b *blocker) run() {
 		b.mu.Unlock()
 		for _, k := range keys {
 			e, err := b.s.store.KV(context.Background(), []byte(k), true)
+			if errors.Is(err, command.ErrNotFound) {
+				// Absent: no pop's kind is the zero entry's, but a
+				// group's waiter may wait for a key to go.
+				e, err = command.KVEntry{}, nil
+			}
 			if err != nil {
-				continue // absent: only a push (or an XADD) is waited for
+				continue
 			}
 			b.mu.Lock()
 			for _, w := range b.queues[k] {
@@ -204,16 +214,20 @@ func (b *blocker) run() {
 
 // blockingPop runs a blocking pop's plan outside MULTI and scripts.
 func (c *conn) blockingPop(p plan) {
-	pop := func() []storeapi.OpResult {
+	pop := func(ops []*command.Command) []storeapi.OpResult {
 		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 		defer cancel()
-		return c.s.store.ApplyInOrder(ctx, p.ops)
+		return c.s.store.ApplyInOrder(ctx, ops)
 	}
-	if !c.allAbsent(p.block.keys) {
-		res := pop()
+	g := p.block.group
+	if g != nil || !c.allAbsent(p.block.keys) {
+		res := pop(p.ops)
 		if res[0].Err != nil || res[0].Res.Code != command.CodeNotFound {
 			p.answer(&c.w, res)
 			return
+		}
+		if g != nil {
+			g.saw(p.block.keys, res[0].Res)
 		}
 	}
 	if c.flush() != nil { // the replies before it are not held back while it waits
@@ -221,7 +235,12 @@ func (c *conn) blockingPop(p plan) {
 		return
 	}
 	b := c.s.blocks
-	w := b.add(p.block.keys, p.block.wants())
+	ops, answer, w := p.ops, p.answer, (*waiter)(nil)
+	if g != nil {
+		ops, answer, w = g.retry(p.ops), g.woken, b.addReady(p.block.keys, g.ready)
+	} else {
+		w = b.add(p.block.keys, p.block.wants())
+	}
 	gone := make(chan struct{})
 	stop := httpx.WatchClose(c.nc, func() { close(gone) }) // a blocked client is never idle (Redis's timeout spares it too)
 	defer stop()
@@ -234,13 +253,16 @@ func (c *conn) blockingPop(p plan) {
 	for {
 		select {
 		case <-w.wake:
-			res := pop()
+			res := pop(ops)
 			if res[0].Err == nil && res[0].Res.Code == command.CodeNotFound {
+				if g != nil {
+					g.saw(p.block.keys, res[0].Res)
+				}
 				b.back(w)
 				continue
 			}
 			b.remove(w)
-			p.answer(&c.w, res)
+			answer(&c.w, res)
 			return
 		case <-timeout:
 			b.remove(w)

@@ -580,7 +580,8 @@ func planXInfoStream(a [][]byte) plan {
 			read = -1
 		}
 		op := command.StreamRangeCommand(a[2], command.StreamID{}, command.MaxStreamID, read, false)
-		return streamRead(op, func(w *writer, h command.StreamHeader, pairs [][]byte, ok bool) {
+		var groups storeapi.OpResult
+		p := streamRead(op, func(w *writer, h command.StreamHeader, pairs [][]byte, ok bool) {
 			if !ok {
 				w.errorLine(msgStreamNoKey)
 				return
@@ -590,8 +591,15 @@ func planXInfoStream(a [][]byte) plan {
 			w.bulkString("entries")
 			writeEntries(w, pairs)
 			w.bulkString("groups")
-			w.array(0) // consumer groups' part
+			writeGroupsFull(w, groups) // commands_stream_group.go
 		})
+		answer := p.answer
+		p.ops = append(p.ops, groupsFullCommand(a[2], count))
+		p.answer = func(w *writer, r []storeapi.OpResult) {
+			groups = r[1]
+			answer(w, r[:1])
+		}
+		return p
 	}
 	first := command.StreamRangeCommand(a[2], command.StreamID{}, command.MaxStreamID, 1, false)
 	last := command.StreamRangeCommand(a[2], command.StreamID{}, command.MaxStreamID, 1, true)

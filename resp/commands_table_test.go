@@ -34,7 +34,8 @@ func TestScriptAllowList(t *testing.T) {
 		"zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange", "zrevrangebylex",
 		"zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunionstore",
 		// streams
-		"xadd", "xdel", "xinfo", "xlen", "xrange", "xread", "xrevrange", "xsetid", "xtrim",
+		"xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xinfo", "xlen", "xpending", "xrange", "xread", "xreadgroup",
+		"xrevrange", "xsetid", "xtrim",
 		// the pops of several keys and the algebra as reads; BZPOPMIN and
 		// BZPOPMAX are NOSCRIPT, as in Redis 7.0
 		"zmpop", "bzmpop", "zunion", "zinter", "zdiff", "zintercard", "zdiffstore"}
