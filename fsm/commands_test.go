@@ -16,7 +16,7 @@ import (
 // the cluster's facts.
 func TestApplyTable(t *testing.T) {
 	notRemembered := map[command.Type]bool{command.TypeNoop: true, command.TypeExpire: true, command.TypeClusterID: true, command.TypeMemberRemoved: true, command.TypeKVRead: true, command.TypeCollRead: true,
-		command.TypeStreamGroupRead: true}
+		command.TypeStreamRead: true, command.TypeStreamGroupRead: true}
 	for i := range 256 {
 		typ := command.Type(i)
 		s := spec(typ)
@@ -29,9 +29,11 @@ func TestApplyTable(t *testing.T) {
 		if s.remembered == notRemembered[typ] {
 			t.Errorf("%s: remembered = %v", typ, s.remembered)
 		}
-		// A script's reads of a hash or a set go through the sandbox's
-		// apply too; its other reads through its KV.
-		if op := typ.Op(); (s.kv != nil) != (op.Script && (op.Write || typ == command.TypeCollRead || typ == command.TypeStreamGroupRead)) {
+		// A script's reads of a collection (a hash, a set, a sorted set, a
+		// stream and its groups) go through the sandbox's apply too; its
+		// other reads through its KV.
+		collRead := typ == command.TypeCollRead || typ == command.TypeStreamRead || typ == command.TypeStreamGroupRead
+		if op := typ.Op(); (s.kv != nil) != (op.Script && (op.Write || collRead)) {
 			t.Errorf("%s: a sandbox apply %v, but a script may write with it: %v", typ, s.kv != nil, op.Script && op.Write)
 		}
 	}

@@ -60,6 +60,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		"zintercard": {"2", "plain", rk}, "zmpop": {"2", "plain", rk, "MIN"}, "bzmpop": {"1", "2", "plain", rk, "MAX"},
 		"xadd": {rk, "1-1", "f", "v"}, "xtrim": {rk, "MAXLEN", "1"}, "xdel": {rk, "1-1"}, "xsetid": {rk, "1-1"}, "xlen": {rk},
 		"xrange": {rk, "-", "+"}, "xrevrange": {rk, "+", "-"}, "xinfo": {"STREAM", rk},
+		"xack": {rk, "g", "1-1"}, "xpending": {rk, "g"}, "xclaim": {rk, "g", "c", "0", "1-1"}, "xautoclaim": {rk, "g", "c", "0", "0"},
+		"xgroup": {"CREATE", rk, "g", "$", "MKSTREAM"},
 	}
 	for name, cmd := range commands {
 		if _, ok := calls[name]; cmd.firstKey > 0 && !ok {
@@ -72,7 +74,8 @@ func TestReservedKeysRefused(t *testing.T) {
 		{"SETRANGE", rk, "0", ""}, {"APPEND", rk, ""},
 		{"RENAME", "plain", rk}, {"RENAMENX", rk, "plain"}, {"COPY", "plain", rk}, {"COPY", "plain", rk, "REPLACE"}, {"RENAME", "plain", "\x00"},
 		{"LMPOP", "2", "plain", rk, "LEFT"}, {"BLMPOP", "1", "2", rk, "plain", "LEFT"}, {"LMOVE", rk, rk, "LEFT", "RIGHT"}, {"LSET", rk, "x", "y"},
-		{"XREAD", "STREAMS", "plain", rk, "0", "0"}, {"XREAD", "BLOCK", "10", "STREAMS", rk, "$"}, {"XDEL", rk, "bad"}}
+		{"XREAD", "STREAMS", "plain", rk, "0", "0"}, {"XREAD", "BLOCK", "10", "STREAMS", rk, "$"}, {"XDEL", rk, "bad"},
+		{"XREADGROUP", "GROUP", "g", "c", "STREAMS", "plain", rk, ">", ">"}, {"XGROUP", "SETID", rk, "g", "$"}}
 	rows := extra
 	for name, args := range calls {
 		rows = append(rows, append([]string{strings.ToUpper(name)}, args...))
