@@ -105,3 +105,20 @@ func readmeRedisBlock(t *testing.T) string {
 	}
 	return block
 }
+
+// TestRedisDocNamesEveryCommand: docs/redis.md, the page a team moving
+// its Redis code reads, names every command the listener answers (in
+// capitals, as a word of its own), so none is answered undocumented.
+func TestRedisDocNamesEveryCommand(t *testing.T) {
+	b, err := os.ReadFile("../docs/redis.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for name := range commands {
+		n := strings.ToUpper(name)
+		if !regexp.MustCompile(`(?:^|[^A-Z0-9_.])` + regexp.QuoteMeta(n) + `(?:[^A-Z0-9_]|$)`).MatchString(doc) {
+			t.Errorf("docs/redis.md does not name %s", n)
+		}
+	}
+}
