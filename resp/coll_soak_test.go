@@ -21,7 +21,7 @@ import (
 // and later restarted from its files; every replica, the restarted one
 // too, must then hold the same state hash.
 func TestCollSoakReplicasAgree(t *testing.T) {
-	if err := collSoak(t, 60*time.Second); err != nil {
+	if err := collSoak(t, soakCmds, 60*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -78,9 +78,9 @@ var soakCmds = []func(r *rand.Rand) []any{
 func soakKey(r *rand.Rand, kind string) string { return fmt.Sprintf("soak:%s%d", kind, r.IntN(4)) }
 func soakM(r *rand.Rand) string                { return fmt.Sprint("m", r.IntN(12)) }
 
-// collSoak runs the soak and returns why the replicas do not agree
-// within converge, if they do not.
-func collSoak(t *testing.T, converge time.Duration) error {
+// collSoak runs the soak of cmds and returns why the replicas do not
+// agree within converge, if they do not.
+func collSoak(t *testing.T, cmds []func(r *rand.Rand) []any, converge time.Duration) error {
 	tc := startCluster(t, nil)
 	ctx := ctxT(t, 150*time.Second)
 	leader := tc.rc.WaitLeader(5 * time.Second)
@@ -103,12 +103,12 @@ func collSoak(t *testing.T, converge time.Duration) error {
 				if r.IntN(4) == 0 { // a few commands as one transaction
 					_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 						for range 1 + r.IntN(4) {
-							p.Do(ctx, soakCmds[r.IntN(len(soakCmds))](r)...)
+							p.Do(ctx, cmds[r.IntN(len(cmds))](r)...)
 						}
 						return nil
 					})
 				} else {
-					err = c.Do(ctx, soakCmds[r.IntN(len(soakCmds))](r)...).Err()
+					err = c.Do(ctx, cmds[r.IntN(len(cmds))](r)...).Err()
 				}
 				done.Add(1)
 				if errors.Is(err, redis.Nil) {

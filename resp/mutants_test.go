@@ -81,7 +81,7 @@ func TestCollNoReadBarrierIsCaught(t *testing.T) {
 func TestPlantedUnseededDrawIsCaught(t *testing.T) {
 	fsm.PlantUnseededDraw(true)
 	t.Cleanup(func() { fsm.PlantUnseededDraw(false) }) // after the soak's cluster closes
-	err := collSoak(t, 15*time.Second)                 // they never agree: no need to wait long
+	err := collSoak(t, soakCmds, 15*time.Second)       // they never agree: no need to wait long
 	if err == nil {
 		t.Fatal("the planted bug (an unseeded SPOP) was not caught: the replicas agree")
 	}
