@@ -36,7 +36,8 @@ var RespRuns = []struct {
 	// a member of one sorted set of 100,000 at a random score.
 	{"HSET", 1, []string{"-r", "100000", "-t", "hset"}},
 	{"ZADD", 1, []string{"-r", "100000", "ZADD", "myzset", "__rand_int__", "element:__rand_int__"}},
-	// A stream's append (XADD) comes with streams, here.
+	// A stream's append, trimmed near 100,000 entries as a queue's is.
+	{"XADD", 1, []string{"-r", "100000", "XADD", "mystream", "MAXLEN", "~", "100000", "*", "f", "__rand_int__"}},
 }
 
 // FindRedisBenchmark is redis-benchmark on PATH, or why there is none.
