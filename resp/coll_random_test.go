@@ -292,3 +292,82 @@ func TestRandomPopsReplicasAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomReplyShapesAsRedis: the random commands' replies from
+// collections of 50, in RESP2 and RESP3, have redis-server's shape (the
+// types and lengths of every part, not the elements chosen).
+func TestRandomReplyShapesAsRedis(t *testing.T) {
+	redisAddr := startRedisServer(t)
+	srv := startServer(t, memstore.New(t), "mem", nil)
+	fill := map[string][]string{"s": {"SADD", "rs:s"}, "h": {"HSET", "rs:h"}, "z": {"ZADD", "rs:z"}}
+	for i := range 50 {
+		e := fmt.Sprintf("e%04d", i)
+		fill["s"] = append(fill["s"], e)
+		fill["h"] = append(fill["h"], e, "v"+e)
+		fill["z"] = append(fill["z"], strconv.Itoa(i)+".5", e)
+	}
+	var reqs [][]string
+	for _, count := range []string{"", "0", "5", "30", "50", "70", "-1", "-20", "-70"} {
+		for _, base := range [][]string{{"SRANDMEMBER", "rs:s"}, {"HRANDFIELD", "rs:h"}, {"ZRANDMEMBER", "rs:z"},
+			{"HRANDFIELD", "rs:h", count, "WITHVALUES"}, {"ZRANDMEMBER", "rs:z", count, "WITHSCORES"}, {"SPOP", "rs:s"}} {
+			switch {
+			case len(base) == 4 && count == "":
+				continue
+			case len(base) == 2 && count != "":
+				base = append(base, count)
+			}
+			if base[0] == "SPOP" && strings.HasPrefix(count, "-") {
+				continue
+			}
+			reqs = append(reqs, base)
+			if base[0] == "SPOP" {
+				reqs = append(reqs, fill["s"])
+			}
+		}
+	}
+	for _, proto := range []int{2, 3} {
+		rc, ic := dialRaw(t, redisAddr), dialRaw(t, srv.Addr())
+		for _, c := range []*rawConn{rc, ic} {
+			if proto == 3 {
+				c.send("HELLO 3\r\n")
+				c.replies(1)
+			}
+			c.send(array("DEL", "rs:s", "rs:h", "rs:z") + array(fill["s"]...) + array(fill["h"]...) + array(fill["z"]...))
+			c.replies(4)
+		}
+		for _, args := range reqs {
+			rc.send(array(args...))
+			ic.send(array(args...))
+			want, got := rc.replies(1)[0], ic.replies(1)[0]
+			if args[0] == "SADD" {
+				continue // what SPOP took back: as many as it took, checked by the SPOP's shape
+			}
+			ws, gs := replyShape(t, want), replyShape(t, got)
+			if gs != ws {
+				t.Errorf("resp%d %q:\n idemgate %s\n redis    %s", proto, args, gs, ws)
+			}
+		}
+	}
+}
+
+// replyShape is a reply's types and lengths, its strings and numbers left
+// out.
+func replyShape(t *testing.T, r string) string {
+	t.Helper()
+	n, _ := parseResp(t, r)
+	var shape func(n respNode) string
+	shape = func(n respNode) string {
+		if n.items == nil {
+			if n.typ == '*' || n.typ == '~' || n.typ == '%' || n.typ == '-' {
+				return string(n.typ) + n.s
+			}
+			return string(n.typ)
+		}
+		parts := make([]string, len(n.items))
+		for i, it := range n.items {
+			parts[i] = shape(it)
+		}
+		return string(n.typ) + n.s + "[" + strings.Join(parts, ",") + "]"
+	}
+	return shape(n)
+}
