@@ -18,8 +18,10 @@ import (
 // replica, and a script's sandbox before them, chooses the same; and
 // every element is as likely as every other, as Redis's are.
 //
-// A collection of at most drawWhole elements is read whole and chosen
-// from by index. A larger one is not walked (a pop would cost its size):
+// A collection of at most drawWhole elements, or one that a command
+// draws a drawSpan-th of or more (the walk then costs at most drawSpan
+// steps a draw), is read whole and chosen from by index. Otherwise it is
+// not walked (a pop of one would cost the collection's size):
 // its orders (XXH3 of the fields, near uniform) are cut into 2^k equal
 // intervals, k such that one holds drawSpan to 2·drawSpan elements on
 // average; a draw takes an interval and a slot j below drawCap, both
@@ -55,14 +57,17 @@ type drawer struct {
 	key   []byte
 	h     command.CollHeader
 	rng   *rand.Rand
-	all   [][]byte // a small collection's elements, fields and values alternating
-	shift uint     // a large one's: an order's interval is order >> shift
+	whole bool     // read whole: all holds the elements
+	all   [][]byte // fields and values alternating
+	shift uint     // else: an order's interval is order >> shift
 }
 
-func newDrawer(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand) (*drawer, error) {
+// newDrawer is a drawer of the collection h for draws draws.
+func newDrawer(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand, draws uint64) (*drawer, error) {
 	d := &drawer{kv: kv, key: key, h: h, rng: rng}
-	if h.Count <= drawWhole {
+	if wholeDraw(h, draws) {
 		var err error
+		d.whole = true
 		d.all, err = allElems(kv, key, h)
 		return d, err
 	}
@@ -74,7 +79,7 @@ func newDrawer(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand) (*d
 // draw is one element, field and value (copies); false when the
 // collection has none.
 func (d *drawer) draw() (f, v []byte, ok bool, err error) {
-	if d.h.Count <= drawWhole {
+	if d.whole {
 		if len(d.all) == 0 {
 			return nil, nil, false, nil
 		}
@@ -102,6 +107,11 @@ func (d *drawer) draw() (f, v []byte, ok bool, err error) {
 	return d.nth(d.rng.Uint64N(d.h.Count))
 }
 
+// wholeDraw reports whether draws draws from h read it whole.
+func wholeDraw(h command.CollHeader, draws uint64) bool {
+	return h.Count <= drawWhole || draws >= h.Count/drawSpan
+}
+
 // nth is the element at index i in the collection's order, or the last.
 func (d *drawer) nth(i uint64) (f, v []byte, ok bool, err error) {
 	err = d.kv.elems(d.key, d.h, 0, func(_ uint64, field, value []byte) bool {
@@ -124,11 +134,11 @@ func allElems(kv kvStore, key []byte, h command.CollHeader) ([][]byte, error) {
 
 // distinctElems chooses n distinct elements (n < h.Count), fields and
 // values alternating, each set of n as likely as any other: by a partial
-// shuffle of all when the collection is small or n most of it, else by
-// draws, one drawn again when it was chosen already (so each at most
-// twice on average).
+// shuffle of all when the draws would read it whole, else by draws, one
+// drawn again when it was chosen already (rarely: n is less than a
+// drawSpan-th of the collection).
 func distinctElems(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand, n uint64) ([][]byte, error) {
-	if h.Count <= drawWhole || 2*n > h.Count {
+	if wholeDraw(h, n) {
 		all, err := allElems(kv, key, h)
 		if err != nil {
 			return nil, err
@@ -142,13 +152,13 @@ func distinctElems(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand,
 		}
 		return all[:2*n], nil
 	}
-	d, err := newDrawer(kv, key, h, rng)
+	d, err := newDrawer(kv, key, h, rng, n)
 	if err != nil {
 		return nil, err
 	}
 	chosen := make(map[string]bool, n)
 	out := make([][]byte, 0, 2*n)
-	for range 64*n + drawRounds { // each draw is new with a chance of 1/2 at least
+	for range 2*n + drawRounds { // each draw is new with a chance of 7/8 at least
 		if uint64(len(chosen)) == n {
 			break
 		}
@@ -180,7 +190,7 @@ func randomElems(kv kvStore, key []byte, h command.CollHeader, c *command.Comman
 	case count > 0:
 		return distinctElems(kv, key, h, rng, uint64(count))
 	}
-	d, err := newDrawer(kv, key, h, rng)
+	d, err := newDrawer(kv, key, h, rng, uint64(-count))
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,9 @@ const randomDraws = 20000
 
 // randomModes are a command's count modes for a collection of n.
 func randomModes(cmd, key string, n int, pairsWord string, pop bool) []randomMode {
-	small, large, neg := n/10, n*3/5, n*2/5 // drawn one by one; by a shuffle; with repeats
+	// Of 1,000: a tenth is drawn one by one (a shuffle from an eighth on),
+	// with repeats too; three fifths by a shuffle.
+	small, large, neg := n/10, n*3/5, n/10
 	modes := []randomMode{
 		{name: "single", args: []string{cmd, key}, per: 1},
 		{name: "count " + strconv.Itoa(small), args: []string{cmd, key, strconv.Itoa(small)}, per: small, distinct: true},
