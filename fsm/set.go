@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -11,14 +12,36 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The random choices (SPOP, SRANDMEMBER, HRANDFIELD) and the set
-// commands. A random choice is drawn from the seed its command carries
-// (the proposer draws it; the log entry holds it), so every replica, and
-// a script's sandbox before them, chooses the same: a draw is a number,
-// and the element chosen the first at or after it in the collection's
-// order (wrapping), so a choice costs a seek, not a walk, and is as
-// likely as the gap before its element is wide: near uniform, as the
-// orders are a hash's.
+// The random choices (SPOP, SRANDMEMBER, HRANDFIELD, ZRANDMEMBER) and
+// the set commands. A random choice is drawn from the seed its command
+// carries (the proposer draws it; the log entry holds it), so every
+// replica, and a script's sandbox before them, chooses the same; and
+// every element is as likely as every other, as Redis's are.
+//
+// A collection of at most drawWhole elements, or one that a command
+// draws a drawSpan-th of or more (the walk then costs at most drawSpan
+// steps a draw), is read whole and chosen from by index. Otherwise it is
+// not walked (a pop of one would cost the collection's size):
+// its orders (XXH3 of the fields, near uniform) are cut into 2^k equal
+// intervals, k such that one holds drawSpan to 2·drawSpan elements on
+// average; a draw takes an interval and a slot j below drawCap, both
+// uniform, and is the interval's j-th element, or none (drawn again)
+// when it holds j or fewer. Each element then has the chance
+// 1/(2^k·drawCap) a round, the same for all, at the cost of a seek and
+// fewer than drawCap steps; a round chooses with a chance of 1/8 to 1/4.
+// Only an interval holding more than drawCap elements (eight times the
+// average; for distinct fields of a million-element collection a chance
+// near 1e-15) would leave its elements past the drawCap-th unchosen.
+
+const (
+	drawWhole = 128
+	drawSpan  = 8
+	drawCap   = 8 * drawSpan
+	// drawRounds bounds a draw's rounds (each chooses with a chance of
+	// 1/8 at least: 1000 all fail with a chance near 1e-58); past it a
+	// draw walks to an element by index.
+	drawRounds = 1000
+)
 
 // rngOf is the random source of a command's seed.
 func rngOf(seed uint64) *rand.Rand {
@@ -28,26 +51,80 @@ func rngOf(seed uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 }
 
-// pickAt is the first element at or after order r, wrapping, not one skip
-// refuses; false when there is none.
-func pickAt(kv kvStore, key []byte, h command.CollHeader, r uint64, skip map[string]bool) (f, v []byte, ok bool, err error) {
-	look := func(order uint64, field, value []byte) bool {
-		if skip[string(field)] {
-			return true
+// drawer draws elements of one collection, each as likely as any other.
+type drawer struct {
+	kv    kvStore
+	key   []byte
+	h     command.CollHeader
+	rng   *rand.Rand
+	whole bool     // read whole: all holds the elements
+	all   [][]byte // fields and values alternating
+	shift uint     // else: an order's interval is order >> shift
+}
+
+// newDrawer is a drawer of the collection h for draws draws.
+func newDrawer(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand, draws uint64) (*drawer, error) {
+	d := &drawer{kv: kv, key: key, h: h, rng: rng}
+	if wholeDraw(h, draws) {
+		var err error
+		d.whole = true
+		d.all, err = allElems(kv, key, h)
+		return d, err
+	}
+	// 2^k ≤ Count/drawSpan < 2^(k+1); Count > drawWhole makes k ≥ 4.
+	d.shift = uint(64 - (bits.Len64(h.Count/drawSpan) - 1))
+	return d, nil
+}
+
+// draw is one element, field and value (copies); false when the
+// collection has none.
+func (d *drawer) draw() (f, v []byte, ok bool, err error) {
+	if d.whole {
+		if len(d.all) == 0 {
+			return nil, nil, false, nil
 		}
+		i := 2 * d.rng.IntN(len(d.all)/2)
+		return d.all[i], d.all[i+1], true, nil
+	}
+	for range drawRounds {
+		interval := d.rng.Uint64() >> d.shift
+		slot, at := d.rng.IntN(drawCap), 0
+		err = d.kv.elems(d.key, d.h, interval<<d.shift, func(order uint64, field, value []byte) bool {
+			switch {
+			case order>>d.shift != interval:
+				return false
+			case at == slot:
+				f, v, ok = clone(field), clone(value), true
+				return false
+			}
+			at++
+			return true
+		})
+		if err != nil || ok {
+			return f, v, ok, err
+		}
+	}
+	return d.nth(d.rng.Uint64N(d.h.Count))
+}
+
+// wholeDraw reports whether draws draws from h read it whole.
+func wholeDraw(h command.CollHeader, draws uint64) bool {
+	return h.Count <= drawWhole || draws >= h.Count/drawSpan
+}
+
+// nth is the element at index i in the collection's order, or the last.
+func (d *drawer) nth(i uint64) (f, v []byte, ok bool, err error) {
+	err = d.kv.elems(d.key, d.h, 0, func(_ uint64, field, value []byte) bool {
 		f, v, ok = clone(field), clone(value), true
-		return false
-	}
-	if err = kv.elems(key, h, r, look); err != nil || ok || r == 0 {
-		return f, v, ok, err
-	}
-	err = kv.elems(key, h, 0, look)
+		i--
+		return i+1 != 0
+	})
 	return f, v, ok, err
 }
 
 // allElems is every element, fields and values alternating.
 func allElems(kv kvStore, key []byte, h command.CollHeader) ([][]byte, error) {
-	pairs := make([][]byte, 0, 2*h.Count)
+	pairs := make([][]byte, 0, 2*min(h.Count, 1<<16))
 	err := kv.elems(key, h, 0, func(_ uint64, f, v []byte) bool {
 		pairs = append(pairs, clone(f), clone(v))
 		return true
@@ -56,15 +133,18 @@ func allElems(kv kvStore, key []byte, h command.CollHeader) ([][]byte, error) {
 }
 
 // distinctElems chooses n distinct elements (n < h.Count), fields and
-// values alternating: by draws while they are few, by a shuffle of all
-// when they are most.
+// values alternating, each set of n as likely as any other: by a partial
+// shuffle of all when the draws would read it whole, else by draws, one
+// drawn again when it was chosen already (rarely: n is less than a
+// drawSpan-th of the collection).
 func distinctElems(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand, n uint64) ([][]byte, error) {
-	if 2*n > h.Count {
+	if wholeDraw(h, n) {
 		all, err := allElems(kv, key, h)
 		if err != nil {
 			return nil, err
 		}
 		m := len(all) / 2
+		n = min(n, uint64(m))
 		for i := 0; i < int(n); i++ { // a partial Fisher-Yates over the pairs
 			j := i + rng.IntN(m-i)
 			all[2*i], all[2*j] = all[2*j], all[2*i]
@@ -72,15 +152,24 @@ func distinctElems(kv kvStore, key []byte, h command.CollHeader, rng *rand.Rand,
 		}
 		return all[:2*n], nil
 	}
+	d, err := newDrawer(kv, key, h, rng, n)
+	if err != nil {
+		return nil, err
+	}
 	chosen := make(map[string]bool, n)
 	out := make([][]byte, 0, 2*n)
-	for uint64(len(chosen)) < n {
-		f, v, ok, err := pickAt(kv, key, h, rng.Uint64(), chosen)
+	for range 2*n + drawRounds { // each draw is new with a chance of 7/8 at least
+		if uint64(len(chosen)) == n {
+			break
+		}
+		f, v, ok, err := d.draw()
 		if err != nil || !ok {
 			return out, err
 		}
-		chosen[string(f)] = true
-		out = append(out, f, v)
+		if !chosen[string(f)] {
+			chosen[string(f)] = true
+			out = append(out, f, v)
+		}
 	}
 	return out, nil
 }
@@ -101,9 +190,13 @@ func randomElems(kv kvStore, key []byte, h command.CollHeader, c *command.Comman
 	case count > 0:
 		return distinctElems(kv, key, h, rng, uint64(count))
 	}
+	d, err := newDrawer(kv, key, h, rng, uint64(-count))
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]byte, 0, 2*min(-count, 1<<16))
 	for i := int64(0); i < -count; i++ {
-		f, v, ok, err := pickAt(kv, key, h, rng.Uint64(), nil)
+		f, v, ok, err := d.draw()
 		if err != nil || !ok {
 			return out, err
 		}

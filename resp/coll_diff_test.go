@@ -110,7 +110,11 @@ var setStreams = [][][]string{
 		{"SRANDMEMBER", "{k}s", "-3"}, {"SRANDMEMBER", "{k}s", "0"}, {"SRANDMEMBER", "{k}s", "x"}, {"SRANDMEMBER", "{k}s", "1", "2"},
 		{"SRANDMEMBER", "{k}s", "-9223372036854775808"}, {"SPOP", "{k}s", "0"}, {"SPOP", "{k}s", "-1"}, {"SPOP", "{k}s", "x"},
 		{"SPOP", "{k}s", "1", "2"}, {"SPOP", "{k}s"}, {"EXISTS", "{k}s"}, {"SADD", "{k}s", "a", "b", "c"}, {"SPOP", "{k}s", "5"},
-		{"EXISTS", "{k}s"}, {"SADD", "{k}s", "a", "b"}, {"SRANDMEMBER", "{k}s", "2"}, {"SPOP", "{k}s", "2"}, {"SPOP"}},
+		{"EXISTS", "{k}s"}, {"SADD", "{k}s", "a", "b"}, {"SRANDMEMBER", "{k}s", "2"}, {"SPOP", "{k}s", "2"}, {"SPOP"},
+		{"SADD", "{k}s", "a"}, {"SPOP", "{k}s", "-0"}, {"SPOP", "{k}s", "1.5"}, {"SPOP", "{k}s", "9223372036854775808"},
+		{"SPOP", "{k}s", ""}, {"SPOP", "{k}s", " 1"}, {"SPOP", "{k}s", "+1"}, {"SPOP", "{k}s", "01"}, {"SPOP", "{k}none", "-1"},
+		{"SPOP", "{k}none", "x"}, {"SPOP", "{k}none", "1", "2"}, {"SPOP", "{k}s", "x", "y"}, {"SET", "{k}str", "v"},
+		{"SPOP", "{k}str", "x"}, {"SPOP", "{k}str", "-1"}, {"SPOP", "{k}str", "1"}, {"SMEMBERS", "{k}s"}},
 	// SMOVE
 	{{"SADD", "{k}a", "x", "y"}, {"SADD", "{k}b", "y"}, {"SMOVE", "{k}a", "{k}b", "x"}, {"SMOVE", "{k}a", "{k}b", "y"},
 		{"SMEMBERS", "{k}b"}, {"EXISTS", "{k}a"}, {"SMOVE", "{k}a", "{k}b", "y"}, {"SMOVE", "{k}b", "{k}b", "x"}, {"SMOVE", "{k}b", "{k}b", "q"},

@@ -196,13 +196,9 @@ func planPop(a [][]byte, right bool) plan {
 	if len(a) > 3 {
 		return plan{err: fmt.Sprintf("ERR wrong number of arguments for '%s' command", lower(a[0]))}
 	}
-	count := int64(-1)
-	if len(a) == 3 {
-		n, ok := parseInt64(a[2])
-		if !ok || n < 0 {
-			return plan{err: msgNotPositive}
-		}
-		count = n
+	count, refusal := parsePopCount(a, -1)
+	if refusal != "" {
+		return plan{err: refusal}
 	}
 	op := command.ListPopCommand(a[1:2], right, count)
 	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {

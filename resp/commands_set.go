@@ -66,19 +66,32 @@ func planSAdd(a [][]byte) plan {
 	}}
 }
 
+// parsePopCount reads the count of a pop (SPOP, ZPOPMIN and ZPOPMAX,
+// LPOP and RPOP: key [count]) as Redis 7.0 does: absent, it is none; a
+// count that is not an integer of at least 0 (a word, a fraction, a
+// negative, "-0", one past the int64 range) is "value is out of range,
+// must be positive" whatever it is, and a further argument a syntax
+// error (LPOP's arity refuses it first).
+func parsePopCount(a [][]byte, none int64) (int64, string) {
+	switch {
+	case len(a) > 3:
+		return 0, msgSyntax
+	case len(a) < 3:
+		return none, ""
+	}
+	n, ok := parseInt64(a[2])
+	if !ok || n < 0 {
+		return 0, msgNotPositive
+	}
+	return n, ""
+}
+
 // planSPop is SPOP key [count]: one member (nil without the key), or with
 // a count a set of up to count.
 func planSPop(a [][]byte) plan {
-	count := int64(-1)
-	switch {
-	case len(a) > 3:
-		return plan{err: msgSyntax}
-	case len(a) == 3:
-		n, ok := parseInt64(a[2])
-		if !ok || n < 0 {
-			return plan{err: msgNotPositive}
-		}
-		count = n
+	count, refusal := parsePopCount(a, -1)
+	if refusal != "" {
+		return plan{err: refusal}
 	}
 	op := command.SetPopCommand(a[1], rand.Uint64(), count)
 	return plan{ops: []*command.Command{op}, answer: func(w *writer, r []storeapi.OpResult) {

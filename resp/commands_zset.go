@@ -434,16 +434,9 @@ func formatScore(f float64) string {
 
 // planZPop is ZPOPMIN and ZPOPMAX key [count].
 func planZPop(a [][]byte, max bool) plan {
-	count := int64(1)
-	switch {
-	case len(a) > 3:
-		return plan{err: msgSyntax}
-	case len(a) == 3:
-		n, ok := parseInt64(a[2])
-		if !ok || n < 0 {
-			return plan{err: msgNotPositive}
-		}
-		count = n
+	count, refusal := parsePopCount(a, 1)
+	if refusal != "" {
+		return plan{err: refusal}
 	}
 	s := command.ZRangeSpec{By: command.ZByRank, Rev: max, Start: 0, Stop: count - 1, Limit: -1}
 	if count == 0 {

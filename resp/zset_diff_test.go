@@ -111,7 +111,12 @@ var zsetStreams = [][][]string{
 	{{"ZADD", "{k}z", "1", "a", "2", "b", "3", "c", "4", "d", "1.5", "e"}, {"ZPOPMIN", "{k}z"}, {"ZPOPMAX", "{k}z"},
 		{"ZPOPMIN", "{k}z", "2"}, {"ZPOPMIN", "{k}z", "0"}, {"ZPOPMIN", "{k}z", "-1"}, {"ZPOPMIN", "{k}z", "x"}, {"ZPOPMIN", "{k}z", "1", "2"},
 		{"ZPOPMAX", "{k}z", "10"}, {"EXISTS", "{k}z"}, {"ZPOPMIN", "{k}z"}, {"ZPOPMIN", "{k}z", "3"}, {"ZPOPMAX", "{k}none"},
-		{"SET", "{k}s", "v"}, {"ZPOPMIN", "{k}s"}, {"ZPOPMAX", "{k}s", "1"}, {"ZPOPMIN"}},
+		{"SET", "{k}s", "v"}, {"ZPOPMIN", "{k}s"}, {"ZPOPMAX", "{k}s", "1"}, {"ZPOPMIN"}, {"ZADD", "{k}z", "1", "a"},
+		{"ZPOPMIN", "{k}z", "-0"}, {"ZPOPMAX", "{k}z", "1.5"}, {"ZPOPMIN", "{k}z", "9223372036854775808"}, {"ZPOPMAX", "{k}z", ""},
+		{"ZPOPMIN", "{k}z", " 1"}, {"ZPOPMIN", "{k}z", "+1"}, {"ZPOPMAX", "{k}z", "-1"}, {"ZPOPMAX", "{k}z", "x"},
+		{"ZPOPMAX", "{k}z", "1", "2"}, {"ZPOPMIN", "{k}z", "x", "y"}, {"ZPOPMIN", "{k}none", "-1"}, {"ZPOPMAX", "{k}none", "x"},
+		{"ZPOPMIN", "{k}none", "1", "2"}, {"ZPOPMIN", "{k}s", "x"}, {"ZPOPMAX", "{k}s", "-1"}, {"ZRANGE", "{k}z", "0", "-1"},
+		{"ZPOPMIN", "{k}z", "9223372036854775807"}},
 	// ZREMRANGEBYRANK, ZREMRANGEBYSCORE, ZREMRANGEBYLEX
 	{{"ZADD", "{k}z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "6", "f"}, {"ZREMRANGEBYRANK", "{k}z", "0", "0"},
 		{"ZREMRANGEBYRANK", "{k}z", "-1", "-1"}, {"ZREMRANGEBYRANK", "{k}z", "5", "1"}, {"ZREMRANGEBYRANK", "{k}z", "x", "1"},
