@@ -914,8 +914,16 @@ func (g *groupWait) retry(ops []*command.Command) []*command.Command {
 }
 
 // woken answers a try after a wait: a stream gone, or its group, is
-// Redis's unblocking error.
+// Redis's unblocking error; so is a stream overwritten by a value of
+// another kind (SET, RENAME, MULTI with DEL and SADD): the first try
+// found only streams, so a key of another kind now was one while the
+// reader waited, and Redis unblocks such a reader as if the key were
+// deleted, not with WRONGTYPE.
 func (g *groupWait) woken(w *writer, r []storeapi.OpResult) {
+	if r[0].Err == nil && r[0].Res.Code == command.CodeWrongType {
+		w.errorLine(msgXGroupUnblocked)
+		return
+	}
 	if r[0].Err == nil && r[0].Res.Code == command.CodeWrongState && len(r[0].Res.Value) == 9 {
 		switch r[0].Res.Value[8] {
 		case command.GroupNoKey:
