@@ -3,6 +3,7 @@ package resp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,7 +68,7 @@ func BenchmarkBullMQ(b *testing.B) {
 	for _, tg := range targets {
 		addr := tg.addrs[0]
 		b.Run(tg.name, func(b *testing.B) {
-			cmd := exec.Command("node", "queue.js", "bench", addr, "bench-"+strconv.Itoa(b.N), strconv.Itoa(b.N), "16")
+			cmd := exec.Command("node", "queue.js", "bench", addr, fmt.Sprintf("bench-%d-%d", b.N, time.Now().UnixNano()), strconv.Itoa(b.N), "16")
 			cmd.Dir = harness
 			b.ResetTimer()
 			out, err := cmd.CombinedOutput()
