@@ -132,6 +132,8 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) transport.Pending
 		return transport.Answer(func() ([]byte, error) { return s.grants.wait(cursor, grantsHold, s.closing), nil })
 	case transport.LeaderKV:
 		return transport.Answer(func() ([]byte, error) { return s.serveLeaderKV(payload) })
+	case transport.LeaderScript:
+		return transport.Answer(func() ([]byte, error) { return s.runLeaderScript(payload) })
 	case transport.Clock:
 		now := s.stampNow()
 		return transport.Answer(func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil })
@@ -166,6 +168,9 @@ func (s *Store) forwardSend(ctx context.Context, leaderID, leaderAddr string, ki
 	c, err := s.fwdClientFor(leaderID, leaderAddr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: dial leader %s: %v", errRetry, errNotSent, leaderID, err)
+	}
+	if err := sendLeaderScript(c, kind); err != nil {
+		return nil, err
 	}
 	return c.SendApplyTraced(ctx, kind, payload, wireTraceContext(ctx))
 }
