@@ -26,16 +26,17 @@ var wireErrors = transport.Errors{
 	Shutdown:  storeapi.ErrShutdown,
 	NotSent:   errNotSent,
 	Coded: []error{
-		0: nil, // any other error: its message only
-		1: storeapi.ErrUnknownNode,
-		2: storeapi.ErrUnreachableNode,
-		3: storeapi.ErrDiskFull,
-		4: storeapi.ErrTooLarge,
-		5: storeapi.ErrClockJump,
-		6: command.ErrBadCommand,
-		7: storeapi.ErrMembership,
-		8: storeapi.ErrQuorumAtRisk,
-		9: storeapi.ErrNotCaughtUp,
+		0:  nil, // any other error: its message only
+		1:  storeapi.ErrUnknownNode,
+		2:  storeapi.ErrUnreachableNode,
+		3:  storeapi.ErrDiskFull,
+		4:  storeapi.ErrTooLarge,
+		5:  storeapi.ErrClockJump,
+		6:  command.ErrBadCommand,
+		7:  storeapi.ErrMembership,
+		8:  storeapi.ErrQuorumAtRisk,
+		9:  storeapi.ErrNotCaughtUp,
+		10: errNoScriptRunner,
 	},
 }
 

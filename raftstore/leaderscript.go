@@ -34,7 +34,9 @@ func (s *Store) OnLeaderScript(fn func(req []byte, maxReply int) ([]byte, error)
 	s.scriptRunner.Store(&r)
 }
 
-// errNoScriptRunner: a node whose listener registered no scriptRunner.
+// errNoScriptRunner: a node whose listener registered no scriptRunner
+// (its Redis face is off); nothing ran, and the follower runs the script
+// itself.
 var errNoScriptRunner = errors.New("this node runs no forwarded scripts")
 
 // LeaderScript sends req, a script a client of this node sent, to the
@@ -43,9 +45,9 @@ var errNoScriptRunner = errors.New("this node runs no forwarded scripts")
 // again (nothing ran); once the request may have reached a leader it is
 // never sent again: a lost connection or the end of ctx answers
 // storeapi.ErrTimeout (the script may or may not have been applied).
-// Nil and no error: not sent, and nothing ran (the leader's hello does not
-// name transport.FeatureLeaderScript, or req is over a forwarding frame):
-// the caller runs the script itself.
+// Nil and no error: nothing ran (the leader's hello does not name
+// transport.FeatureLeaderScript, its Redis face is off, or req is over a
+// forwarding frame): the caller runs the script itself.
 func (s *Store) LeaderScript(ctx context.Context, req []byte) ([]byte, error) {
 	if len(req) > int(s.maxFrame())-transport.FrameOverhead/2 {
 		return nil, nil
@@ -56,8 +58,8 @@ func (s *Store) LeaderScript(ctx context.Context, req []byte) ([]byte, error) {
 	out, err := leaderCall(s, ctx, transport.LeaderScript, func() []byte { return req },
 		func(p []byte) ([]byte, error) { return s.runLeaderScript(p) },
 		func(b []byte) ([]byte, error) { return b, nil })
-	if errors.Is(err, errNotSent) && errors.Is(err, errLeaderRunsNoScripts) {
-		return nil, nil
+	if errors.Is(err, errLeaderRunsNoScripts) || errors.Is(err, errNoScriptRunner) {
+		return nil, nil // nothing ran
 	}
 	return out, err
 }
