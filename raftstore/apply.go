@@ -188,11 +188,6 @@ func leaderCall[T any](s *Store, ctx context.Context, kind transport.Kind, paylo
 			return out, nil
 		}
 		sent = sent || mayHaveApplied(err)
-		if kind == transport.LeaderScript && errors.Is(err, errRetry) && !errors.Is(err, errNotSent) {
-			// A script may have run and been applied: it is never sent
-			// twice (its reply says it may or may not have been).
-			return zero, fmt.Errorf("%w: %v", storeapi.ErrTimeout, err)
-		}
 		retry := errors.Is(err, errRetry) || errors.Is(err, storeapi.ErrNotLeader) || errors.Is(err, storeapi.ErrNoLeader) || errors.Is(err, storeapi.ErrShutdown)
 		if !retry && ctx.Err() == nil {
 			return zero, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/raftstore/transport"
 	"github.com/idemgate/idemgate/storeapi"
 )
@@ -24,12 +25,14 @@ import (
 // scriptRunner runs one forwarded script on this node, the leader, as the
 // Redis listener's own client's script would run, and returns the reply
 // it wrote: at most maxReply bytes (what a forwarding frame carries back).
-// An error is a request it could not read; the script did not run.
-type scriptRunner func(req []byte, maxReply int) ([]byte, error)
+// attempt counts the follower's sends of req (1 the first): a later one
+// may follow an attempt whose fate the follower never learnt. An error is
+// a request it could not read; the script did not run.
+type scriptRunner func(req []byte, attempt, maxReply int) ([]byte, error)
 
 // OnLeaderScript registers what runs the scripts followers forward to
 // this node while it leads (resp.LeaderScripts).
-func (s *Store) OnLeaderScript(fn func(req []byte, maxReply int) ([]byte, error)) {
+func (s *Store) OnLeaderScript(fn func(req []byte, attempt, maxReply int) ([]byte, error)) {
 	r := scriptRunner(fn)
 	s.scriptRunner.Store(&r)
 }
@@ -40,11 +43,12 @@ func (s *Store) OnLeaderScript(fn func(req []byte, maxReply int) ([]byte, error)
 var errNoScriptRunner = errors.New("this node runs no forwarded scripts")
 
 // LeaderScript sends req, a script a client of this node sent, to the
-// leader's listener (OnLeaderScript) and returns the reply it wrote. A leader that
-// answers it is not the leader any more, or a dial that failed, is tried
-// again (nothing ran); once the request may have reached a leader it is
-// never sent again: a lost connection or the end of ctx answers
-// storeapi.ErrTimeout (the script may or may not have been applied).
+// leader's listener (OnLeaderScript) and returns the reply it wrote. It
+// is sent again, each time with its attempt's number, to whichever node
+// leads, when a leader answered it no longer leads, a dial failed, or the
+// connection was lost with the answer (its fate unknown: the listener
+// settles that, RequestApplied); it gives up with storeapi.ErrTimeout
+// (may or may not have been applied) when ctx ends.
 // Nil and no error: nothing ran (the leader's hello does not name
 // transport.FeatureLeaderScript, its Redis face is off, or req is over a
 // forwarding frame): the caller runs the script itself.
@@ -55,13 +59,42 @@ func (s *Store) LeaderScript(ctx context.Context, req []byte) ([]byte, error) {
 	if s.refuseRemoved() {
 		return nil, storeapi.ErrRemoved
 	}
-	out, err := leaderCall(s, ctx, transport.LeaderScript, func() []byte { return req },
+	attempt := 0
+	out, err := leaderCall(s, ctx, transport.LeaderScript,
+		func() []byte {
+			attempt = min(attempt+1, maxScriptAttempts)
+			return append([]byte{byte(attempt)}, req...)
+		},
 		func(p []byte) ([]byte, error) { return s.runLeaderScript(p) },
 		func(b []byte) ([]byte, error) { return b, nil })
 	if errors.Is(err, errLeaderRunsNoScripts) || errors.Is(err, errNoScriptRunner) {
 		return nil, nil // nothing ran
 	}
 	return out, err
+}
+
+// maxScriptAttempts bounds the number a forwarded script's attempt
+// carries (one byte); later attempts carry it too, and are settled as it.
+const maxScriptAttempts = 255
+
+// RequestApplied reports whether a command of one of ids was applied with
+// an OK result, as this node's state holds it after a barrier: on the
+// leader, what any earlier leader committed is applied by then, and what
+// it did not commit never will be.
+func (s *Store) RequestApplied(ctx context.Context, ids []command.ReqID) (bool, error) {
+	if err := s.Barrier(ctx); err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		r, ok, err := s.fsm.LookupRequest(id)
+		if err != nil {
+			return false, err
+		}
+		if ok && r.Code == command.CodeOK {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // errLeaderRunsNoScripts: the leader's hello named no
@@ -79,7 +112,10 @@ func (s *Store) runLeaderScript(req []byte) ([]byte, error) {
 	if fn == nil {
 		return nil, errNoScriptRunner
 	}
-	return (*fn)(req, int(s.maxFrame())-transport.FrameOverhead/2)
+	if len(req) < 1 || req[0] == 0 {
+		return nil, fmt.Errorf("%w: a forwarded script without its attempt", command.ErrBadCommand)
+	}
+	return (*fn)(req[1:], int(req[0]), int(s.maxFrame())-transport.FrameOverhead/2)
 }
 
 // sendLeaderScript is forwardSend's check for a LeaderScript request: the

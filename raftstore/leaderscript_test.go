@@ -26,7 +26,10 @@ func TestLeaderScript(t *testing.T) {
 	}
 	var calls atomic.Int64
 	var bound atomic.Int64
-	run := func(req []byte, maxReply int) ([]byte, error) {
+	run := func(req []byte, attempt, maxReply int) ([]byte, error) {
+		if attempt != 1 {
+			return nil, errors.New("a second attempt with no connection lost")
+		}
 		calls.Add(1)
 		bound.Store(int64(maxReply))
 		if string(req) == "bad" {
@@ -49,7 +52,10 @@ func TestLeaderScript(t *testing.T) {
 	if out, err := f.LeaderScript(ctx, make([]byte, f.maxFrame())); out != nil || err != nil {
 		t.Fatalf("LeaderScript over a frame = %q, %v; want nil, nil (not sent)", out, err)
 	}
-	if _, err := f.runLeaderScript([]byte("req")); !errors.Is(err, storeapi.ErrNotLeader) {
+	if _, err := l.runLeaderScript(nil); err == nil {
+		t.Fatal("a forwarded script without its attempt ran")
+	}
+	if _, err := f.runLeaderScript([]byte("\x01req")); !errors.Is(err, storeapi.ErrNotLeader) {
 		t.Fatalf("a follower ran a forwarded script: %v", err)
 	}
 	if out, err := l.LeaderScript(ctx, []byte("own")); string(out) != "+ran own" || err != nil {

@@ -132,7 +132,7 @@ func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *w
 	defer cancel()
 	// A follower's writing script runs on the leader (script_leader.go),
 	// but on a READONLY connection, whose reads are this node's.
-	if ls := c.s.leaders; ls != nil && !readOnly && !c.readonly && !c.forwarded {
+	if ls := c.s.leaders; ls != nil && !readOnly && !c.readonly && c.forwarded == nil {
 		if id, _ := c.s.store.Leader(); id != c.s.cfg.NodeID && c.runOnLeader(ctx, w, ls, s.Body, keys, argv) {
 			return
 		}
@@ -174,6 +174,9 @@ func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *w
 				return
 			}
 		}
+		if run == 1 && c.forwarded != nil && c.forwarded.settled(ctx, c, w) {
+			return
+		}
 		// The leader's state holds every write it acknowledged: a run
 		// there needs no barrier first (the state machine's check, or
 		// the barrier before a read-only reply, catches what it missed).
@@ -214,6 +217,9 @@ func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *w
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
+			if f := c.forwarded; f != nil {
+				eff.ReqID = f.runID(f.attempt, run)
+			}
 			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
 			switch {
 			case res.Err != nil:

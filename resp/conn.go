@@ -48,7 +48,7 @@ type conn struct {
 	script *scriptCall
 	// forwarded: the connection a follower's script runs on, here, the
 	// leader (script_leader.go): it never hands it on again.
-	forwarded bool
+	forwarded *forwardedRun
 	// track is CLIENT TRACKING's state (tracking.go); push the
 	// invalidations waiting to be written to this connection; wmu orders
 	// their writes after the replies: the connection's goroutine holds it

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idemgate/idemgate/command"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // A follower's writing scripts run on the leader. A node's writing scripts
@@ -34,13 +35,19 @@ import (
 // follower checked and the leader needs to run the script as it would
 // have run here:
 //
-//	version (1) = 1 | flags (1) | keyspace (uvarint) | budget ms (uvarint)
+//	version (1) = 1 | flags (1) | id (16) | keyspace (uvarint) | budget ms (uvarint)
 //	| grant name (uvarint length, bytes) | body (uvarint length, bytes)
 //	| keys (uvarint count, each uvarint length, bytes) | arguments (same)
 //
 // flags: bit 0 RESP3, bit 1 the client authenticated (the grant that
 // follows is its; else no tokens are configured), bit 2 its grant writes,
-// bit 3 its grant is the admin role's. The body, not the SHA-1: the
+// bit 3 its grant is the admin role's. id names the script's effects: a
+// run's entry carries an id made of it, the attempt and the run
+// (runID), so that a follower that lost the leader with its script's
+// answer sends it again to the next, which first looks whether an
+// earlier attempt's entry was applied (then it answers the unknown
+// outcome, the reply being lost) and else runs it: applied once, never
+// twice. The body, not the SHA-1: the
 // leader need not have the script cached. The leader's listener checks the
 // body against its own scripts.max_size, and the script's writes against
 // the grant as the follower would have (a read-only token's writes are
@@ -59,8 +66,14 @@ type LeaderScripts interface {
 	// the script itself.
 	LeaderScript(ctx context.Context, req []byte) ([]byte, error)
 	// OnLeaderScript registers what runs a forwarded script on this node
-	// while it leads: the reply, at most maxReply bytes.
-	OnLeaderScript(fn func(req []byte, maxReply int) ([]byte, error))
+	// while it leads: the reply, at most maxReply bytes. attempt counts
+	// the follower's sends of req (1 the first); a later one may follow
+	// one whose fate the follower never learnt.
+	OnLeaderScript(fn func(req []byte, attempt, maxReply int) ([]byte, error))
+	// RequestApplied reports whether a command of one of ids was
+	// applied (with an OK result), after a barrier: what an earlier
+	// leader did not commit by then never will be.
+	RequestApplied(ctx context.Context, ids []command.ReqID) (bool, error)
 }
 
 const scriptRequestVersion = 1
@@ -82,6 +95,7 @@ const msgLeaderReplyTooLarge = "ERR this script ran on the leader, and its reply
 
 // scriptRequest is a forwarded script, as the follower sends it.
 type scriptRequest struct {
+	id         command.ReqID
 	proto      int
 	db         int
 	budget     time.Duration
@@ -112,6 +126,7 @@ func (r *scriptRequest) encode() []byte {
 		}
 	}
 	b := append(make([]byte, 0, n), scriptRequestVersion, flags)
+	b = append(b, r.id[:]...)
 	b = binary.AppendUvarint(b, uint64(r.db))
 	b = binary.AppendUvarint(b, uint64(r.budget/time.Millisecond))
 	b = appendBytes(b, []byte(r.grant.Name))
@@ -134,7 +149,12 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 		return nil, errScriptRequest
 	}
 	flags := p[1]
-	p = p[2:]
+	if len(p) < 2+len(command.ReqID{}) {
+		return nil, errScriptRequest
+	}
+	var id command.ReqID
+	copy(id[:], p[2:])
+	p = p[2+len(id):]
 	uv := func() (uint64, bool) {
 		v, k := binary.Uvarint(p)
 		if k <= 0 {
@@ -152,7 +172,7 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 		p = p[l:]
 		return x, true
 	}
-	r := &scriptRequest{proto: 2, session: flags&scriptFlagSession != 0}
+	r := &scriptRequest{id: id, proto: 2, session: flags&scriptFlagSession != 0}
 	if flags&scriptFlagRESP3 != 0 {
 		r.proto = 3
 	}
@@ -192,7 +212,7 @@ func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, bod
 	for _, k := range keys {
 		c.trackStored(c.key(k))
 	}
-	r := scriptRequest{proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
+	r := scriptRequest{id: storeapi.NewRequestID(), proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
 	if dl, ok := ctx.Deadline(); ok {
 		r.budget = max(time.Until(dl), time.Millisecond)
 	}
@@ -216,18 +236,56 @@ func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, bod
 	return true
 }
 
+// forwardedRun is a follower's script run here, the leader: its id and
+// the follower's attempt.
+type forwardedRun struct {
+	id      command.ReqID
+	attempt int
+}
+
+// runID is the id of the entry of the script's run (1 the first) in
+// attempt.
+func (f *forwardedRun) runID(attempt, run int) command.ReqID {
+	return storeapi.RequestIDFor(f.id[:], []byte{byte(attempt), byte(run)})
+}
+
+// settled answers a later attempt whose earlier ones' fate is unknown,
+// once its turns are held: true when one of theirs was applied (the
+// reply is then the unknown outcome's: the script ran, its reply was
+// lost with the leader), or when the look failed (its error); false: none
+// was, nor will be, and this attempt runs.
+func (f *forwardedRun) settled(ctx context.Context, c *conn, w *writer) bool {
+	if f.attempt <= 1 {
+		return false
+	}
+	ids := make([]command.ReqID, 0, (f.attempt-1)*maxScriptRuns)
+	for a := 1; a < f.attempt; a++ {
+		for run := 1; run <= maxScriptRuns; run++ {
+			ids = append(ids, f.runID(a, run))
+		}
+	}
+	applied, err := c.s.leaders.RequestApplied(ctx, ids)
+	switch {
+	case err != nil:
+		w.errorLine(errorReply(err))
+	case applied:
+		w.errorLine(errorReply(storeapi.ErrTimeout))
+	}
+	return err != nil || applied
+}
+
 // runLeaderScript runs a script a follower forwarded (LeaderScripts), on
 // this node, the leader, as its own client's script would run: on a
 // connection of the request's keyspace, protocol and grant, holding the
 // turns of its keys, its reads against the listener's budget; the reply
 // it wrote, at most maxReply bytes. An error: the request could not be
 // read, and nothing ran.
-func (s *Server) runLeaderScript(req []byte, maxReply int) ([]byte, error) {
+func (s *Server) runLeaderScript(req []byte, attempt, maxReply int) ([]byte, error) {
 	r, err := decodeScriptRequest(req, s.cfg.MaxArgs)
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{s: s, proto: r.proto, db: r.db, created: time.Now(), forwarded: true}
+	c := &conn{s: s, proto: r.proto, db: r.db, created: time.Now(), forwarded: &forwardedRun{id: r.id, attempt: attempt}}
 	c.acct = account{b: &s.budget, allow: connAllowance}
 	defer c.acct.keep(0)
 	if r.session {

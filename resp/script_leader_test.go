@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 var _ LeaderScripts = (*raftstore.Store)(nil)
@@ -142,8 +143,8 @@ func TestLeaderScriptHostile(t *testing.T) {
 	})
 	t.Run("malformed requests run nothing", func(t *testing.T) {
 		srv := tc.srv[li]
-		good := (&scriptRequest{proto: 2, body: []byte(`return redis.call("INCR", KEYS[1])`), keys: [][]byte{[]byte("h:direct")}}).encode()
-		if r, err := srv.runLeaderScript(good, 1<<20); err != nil || string(r) != ":1\r\n" {
+		good := (&scriptRequest{id: storeapi.NewRequestID(), proto: 2, body: []byte(`return redis.call("INCR", KEYS[1])`), keys: [][]byte{[]byte("h:direct")}}).encode()
+		if r, err := srv.runLeaderScript(good, 1, 1<<20); err != nil || string(r) != ":1\r\n" {
 			t.Fatalf("a well-formed request = %q, %v; want :1", r, err)
 		}
 		for _, bad := range []struct {
@@ -156,33 +157,48 @@ func TestLeaderScriptHostile(t *testing.T) {
 			{"truncated", good[:len(good)-1]},
 			{"trailing bytes", append(slices.Clone(good), 0)},
 			{"keyspace 16", (&scriptRequest{proto: 2, db: 16, body: []byte("return 1")}).encode()},
-			{"a count past the end", append([]byte{1, 0, 0, 0, 0, 8}, "return 1"...)},
+			{"no id", []byte{1, 0, 0, 0}},
+			{"a count past the end", append(append([]byte{1, 0}, make([]byte, 16)...), 0, 0, 0, 8)},
 		} {
-			if r, err := srv.runLeaderScript(bad.req, 1<<20); err == nil {
+			if r, err := srv.runLeaderScript(bad.req, 1, 1<<20); err == nil {
 				t.Errorf("%s: answered %q, want an error", bad.name, r)
 			}
 		}
 		if n, err := leader.Get(ctx, "h:direct").Int(); err != nil || n != 1 {
 			t.Fatalf("h:direct = %d, %v; want 1", n, err)
 		}
+		// The same script sent again (its first answer lost with a
+		// leader): its first attempt was applied, so it is not run, and
+		// its reply is the unknown outcome's.
+		if r, err := srv.runLeaderScript(good, 2, 1<<20); err != nil || string(r) != "-ERR timeout: the command may or may not have been applied\r\n" {
+			t.Fatalf("a second attempt of an applied script = %q, %v; want the unknown outcome", r, err)
+		}
+		// Another, whose first attempt never reached the log: it runs.
+		other := (&scriptRequest{id: storeapi.NewRequestID(), proto: 2, body: []byte(`return redis.call("INCR", KEYS[1])`), keys: [][]byte{[]byte("h:direct")}}).encode()
+		if r, err := srv.runLeaderScript(other, 3, 1<<20); err != nil || string(r) != ":2\r\n" {
+			t.Fatalf("a third attempt of a script never applied = %q, %v; want :2", r, err)
+		}
 		big := (&scriptRequest{proto: 2, body: []byte("return string.rep('x', 100000)")}).encode()
-		if r, err := srv.runLeaderScript(big, 1000); err != nil || !strings.HasPrefix(string(r), "-ERR this script ran on the leader, and its reply of 100011 bytes is over") {
+		if r, err := srv.runLeaderScript(big, 1, 1000); err != nil || !strings.HasPrefix(string(r), "-ERR this script ran on the leader, and its reply of 100011 bytes is over") {
 			t.Fatalf("a reply over the bound = %.80q, %v", r, err)
 		}
 		huge := (&scriptRequest{proto: 2, body: []byte(heavyScript)}).encode()
-		if r, err := srv.runLeaderScript(huge, 1<<20); err != nil || !strings.HasPrefix(string(r), "-ERR script too large") {
+		if r, err := srv.runLeaderScript(huge, 1, 1<<20); err != nil || !strings.HasPrefix(string(r), "-ERR script too large") {
 			t.Fatalf("a body over scripts.max_size = %.80q, %v", r, err)
 		}
 		ro := (&scriptRequest{proto: 2, session: true, grant: Grant{Name: "reader"}, body: []byte(`return redis.call("SET", KEYS[1], "x")`), keys: [][]byte{[]byte("h:ro2")}}).encode()
-		if r, err := srv.runLeaderScript(ro, 1<<20); err != nil || !strings.HasPrefix(string(r), "-NOPERM User reader has no permissions to run the 'set' command script: ") {
+		if r, err := srv.runLeaderScript(ro, 1, 1<<20); err != nil || !strings.HasPrefix(string(r), "-NOPERM User reader has no permissions to run the 'set' command script: ") {
 			t.Fatalf("a reader's forwarded write = %q, %v; want NOPERM", r, err)
 		}
 	})
 }
 
 // TestLeaderScriptLeaderKilled: a script a follower handed to the leader
-// is mid-run when the leader is killed: its client is answered an error,
-// and the script's write is applied at most once.
+// is mid-run when the leader is killed: the follower sends it again to the
+// next leader, which finds its first attempt never applied and runs it.
+// Its client is answered the script's reply, or the unknown outcome; the
+// script's write is applied once, or (with the unknown outcome) at most
+// once, never twice.
 func TestLeaderScriptLeaderKilled(t *testing.T) {
 	tc := startCluster(t, nil)
 	li := tc.rc.WaitLeader(10 * time.Second)
@@ -192,37 +208,43 @@ func TestLeaderScriptLeaderKilled(t *testing.T) {
 	// It spins a while (a second or two) before it writes: the kill comes
 	// mid-run.
 	const slow = `for i = 1, tonumber(ARGV[1]) do end return redis.call("INCR", KEYS[1])`
-	done := make(chan error, 1)
-	go func() { done <- follower.Eval(ctx, slow, []string{"killed:n"}, 20_000_000).Err() }()
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := follower.Eval(ctx, slow, []string{"killed:n"}, 20_000_000).Int64()
+		done <- result{n, err}
+	}()
 	testsupport.WaitFor(t, "the script running on the leader", 10*time.Second, func() bool { return len(tc.srv[li].runs.ch) > 0 })
 	tc.srv[li].Close()
 	tc.rc.Stop(li)
 	answer := <-done
-	if answer == nil {
-		t.Fatal("the script answered OK with its leader killed mid-run; want an error")
-	}
-	if !strings.HasPrefix(answer.Error(), "ERR timeout: the command may or may not have been applied") {
-		t.Fatalf("the script's answer = %v, want an unknown outcome", answer)
-	}
 	ni := tc.rc.WaitLeader(30 * time.Second)
-	n, err := client(t, tc.addrs[ni]).Get(ctx, "killed:n").Int()
+	n, err := client(t, tc.addrs[ni]).Get(ctx, "killed:n").Int64()
 	if err != nil && err != redis.Nil {
 		t.Fatal(err)
 	}
-	if n > 1 {
+	switch {
+	case answer.err == nil && (answer.n != 1 || n != 1):
+		t.Fatalf("the script answered %d, and killed:n is %d; want 1 and 1", answer.n, n)
+	case answer.err != nil && !strings.HasPrefix(answer.err.Error(), "ERR timeout: the command may or may not have been applied"):
+		t.Fatalf("the script's answer = %v, want its reply or the unknown outcome", answer.err)
+	case n > 1:
 		t.Fatalf("killed:n = %d: the script was applied %d times", n, n)
 	}
-	t.Logf("answered %v; applied %d time(s)", answer, n)
+	t.Logf("answered %d, %v; applied %d time(s)", answer.n, answer.err, n)
 }
 
 // FuzzScriptRequest: a forwarded script's request, whatever its bytes, is
 // read or refused, never a panic, never more keys and arguments than the
 // bound; what encode wrote reads back as it was.
 func FuzzScriptRequest(f *testing.F) {
-	good := &scriptRequest{proto: 3, db: 2, budget: 1500 * time.Millisecond, session: true, grant: Grant{Name: "app", Write: true},
+	good := &scriptRequest{id: storeapi.NewRequestID(), proto: 3, db: 2, budget: 1500 * time.Millisecond, session: true, grant: Grant{Name: "app", Write: true},
 		body: []byte("return 1"), keys: [][]byte{[]byte("k")}, argv: [][]byte{[]byte("a"), {}}}
 	f.Add(good.encode())
-	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(append([]byte{1, 0}, make([]byte, 16+6)...))
 	f.Add([]byte{1, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := decodeScriptRequest(data, 8)
