@@ -26,10 +26,15 @@ import (
 // any script's are), and answers the reply it wrote; the follower writes
 // those bytes to its client.
 //
-// Always, not only after a lost race: measured (BenchmarkFollowerScript),
-// a first run on the follower reads each key from the leader (a round trip
-// each) and then sends its effects (one more), where the forwarded script
-// costs one round trip to the leader and the leader's own run.
+// Always, not only after a lost race: a first run on the follower reads
+// each key from the leader (a round trip each) and then sends its effects
+// (one more), where the forwarded script costs one round trip and the
+// leader's own run. BenchmarkFollowerScript, one client, a script of 3
+// keys on a loaded 2-core machine: 11.4 ms a call run on the follower,
+// 2.5 ms handed to the leader (3.2 ms from the leader's own client); 8
+// clients on each node on the same keys: 4.5 ms a call and one in ten
+// failed, against 3.6 ms and none. A connection that sent READONLY reads
+// this node's state: its scripts still run here.
 //
 // What travels (LeaderScripts carries it, and never reads it) is what the
 // follower checked and the leader needs to run the script as it would
@@ -47,8 +52,9 @@ import (
 // answer sends it again to the next, which first looks whether an
 // earlier attempt's entry was applied (then it answers the unknown
 // outcome, the reply being lost) and else runs it: applied once, never
-// twice. The body, not the SHA-1: the
-// leader need not have the script cached. The leader's listener checks the
+// twice. The body, not the SHA-1: the leader need not have the script
+// cached (it keeps it in its cache, as EVAL would). The leader's listener
+// checks the
 // body against its own scripts.max_size, and the script's writes against
 // the grant as the follower would have (a read-only token's writes are
 // refused there too): nothing the follower did not grant is granted.
