@@ -29,7 +29,6 @@ var unusedAllowed = map[string]string{}
 // internal/ that only tests import.
 var testOnlyLeft = map[string]string{
 	"fsm.FSM.DataHash":                  "a backup's state compared with its restore in raftstore's tests: another package, so no export_test.go; an operator's hash check (as etcdctl endpoint hashkv) would make it product",
-	"fsm.FSM.LookupRequest":             "raftstore's linearizability test settles operations whose answer was lost with it; another package, as DataHash",
 	"raftstore.Store.Raft":              "api's and raftstore's tests stop a node's Raft under a live listener; the listener tests are in other packages",
 	"bench.StdRequests":                 "the binary's bench test checks that the std client carried the requests; the bench report does not count them",
 	"internal/boltcheck.OverwritePages": "the damage the tests of fsm, raftstore and the binary inflict; internal, and beside the meta-page parser TruncateHalf needs",

@@ -314,10 +314,12 @@ func (a *applier) dropGenerationsBefore(g int64) error {
 // Only commands that changed state are remembered: false means the request
 // was never applied, or was applied and changed nothing (a refused SETNX,
 // a GETDEL of a missing key: see noEffect). Either way the state holds no
-// trace of it, and a retry applies it afresh. Tests settle operations whose
-// answer was lost with it: a remembered one took effect with its result;
-// one that is not may be left out of the history, which stays
-// linearizable without an operation that changed nothing.
+// trace of it, and a retry applies it afresh. A leader settles with it a
+// follower's script sent again after its answer was lost (raftstore's
+// RequestApplied); tests settle operations whose answer was lost: a
+// remembered one took effect with its result; one that is not may be
+// left out of the history, which stays linearizable without an operation
+// that changed nothing.
 func (f *FSM) LookupRequest(id command.ReqID) (*command.Result, bool, error) {
 	var out *command.Result
 	err := f.view(func(tx *bolt.Tx) error {

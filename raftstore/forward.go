@@ -26,16 +26,17 @@ var wireErrors = transport.Errors{
 	Shutdown:  storeapi.ErrShutdown,
 	NotSent:   errNotSent,
 	Coded: []error{
-		0: nil, // any other error: its message only
-		1: storeapi.ErrUnknownNode,
-		2: storeapi.ErrUnreachableNode,
-		3: storeapi.ErrDiskFull,
-		4: storeapi.ErrTooLarge,
-		5: storeapi.ErrClockJump,
-		6: command.ErrBadCommand,
-		7: storeapi.ErrMembership,
-		8: storeapi.ErrQuorumAtRisk,
-		9: storeapi.ErrNotCaughtUp,
+		0:  nil, // any other error: its message only
+		1:  storeapi.ErrUnknownNode,
+		2:  storeapi.ErrUnreachableNode,
+		3:  storeapi.ErrDiskFull,
+		4:  storeapi.ErrTooLarge,
+		5:  storeapi.ErrClockJump,
+		6:  command.ErrBadCommand,
+		7:  storeapi.ErrMembership,
+		8:  storeapi.ErrQuorumAtRisk,
+		9:  storeapi.ErrNotCaughtUp,
+		10: errNoScriptRunner,
 	},
 }
 
@@ -132,6 +133,8 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) transport.Pending
 		return transport.Answer(func() ([]byte, error) { return s.grants.wait(cursor, grantsHold, s.closing), nil })
 	case transport.LeaderKV:
 		return transport.Answer(func() ([]byte, error) { return s.serveLeaderKV(payload) })
+	case transport.LeaderScript:
+		return transport.Answer(func() ([]byte, error) { return s.runLeaderScript(payload) })
 	case transport.Clock:
 		now := s.stampNow()
 		return transport.Answer(func() ([]byte, error) { return binary.BigEndian.AppendUint64(nil, uint64(now)), nil })
@@ -166,6 +169,9 @@ func (s *Store) forwardSend(ctx context.Context, leaderID, leaderAddr string, ki
 	c, err := s.fwdClientFor(leaderID, leaderAddr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w: dial leader %s: %v", errRetry, errNotSent, leaderID, err)
+	}
+	if err := sendLeaderScript(c, kind); err != nil {
+		return nil, err
 	}
 	return c.SendApplyTraced(ctx, kind, payload, wireTraceContext(ctx))
 }

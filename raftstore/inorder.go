@@ -45,7 +45,9 @@ func (s *Store) pipeline(ctx context.Context, ops []*command.Command) []storeapi
 	data := make([][]byte, len(ops))
 	for i := range ops {
 		cmds[i] = *ops[i]
-		cmds[i].ReqID = storeapi.NewRequestID()
+		if cmds[i].ReqID.IsZero() { // a forwarded script's effects carry theirs (resp, script_leader.go)
+			cmds[i].ReqID = storeapi.NewRequestID()
+		}
 		if out[i].Err = storeapi.CheckKeyspaceKey(cmds[i].Key); out[i].Err != nil {
 			continue // never sent, nor applied below
 		}

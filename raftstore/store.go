@@ -59,6 +59,9 @@ type Store struct {
 	connMu    sync.Mutex
 	inbound   map[net.Conn]struct{}
 	fan       *fanout // Pub/Sub's links to the peers (pubsub.go)
+	// scriptRunner runs a script a follower forwarded (leaderscript.go):
+	// the Redis listener's, once it registered.
+	scriptRunner atomic.Pointer[scriptRunner]
 
 	barrierTerm atomic.Uint64 // the term whose first entries this leader has applied
 	diskLow     atomic.Bool   // free space below MinFreeBytes: refuse writes

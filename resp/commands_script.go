@@ -123,8 +123,20 @@ func evalArgs(ctx context.Context, c *conn, a [][]byte, bySHA bool) (s *script.S
 // parent is the pipeline step's context: the store's spans go under its
 // span (the script's own, "resp eval"), its deadline is not the script's.
 func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, keys, argv [][]byte, readOnly bool) {
-	ctx, cancel := context.WithTimeout(c.s.spanOnly(parent), c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout)
+	c.runScriptWithin(parent, c.s.cfg.OpTimeout+c.s.cfg.Script.Timeout, w, s, keys, argv, readOnly)
+}
+
+// runScriptWithin is runScript given limit to run in.
+func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *writer, s *script.Script, keys, argv [][]byte, readOnly bool) {
+	ctx, cancel := context.WithTimeout(c.s.spanOnly(parent), limit)
 	defer cancel()
+	// A follower's writing script runs on the leader (script_leader.go),
+	// but on a READONLY connection, whose reads are this node's.
+	if ls := c.s.leaders; ls != nil && !readOnly && !c.readonly && c.forwarded == nil {
+		if id, _ := c.s.store.Leader(); id != c.s.cfg.NodeID && c.runOnLeader(ctx, w, ls, s.Body, keys, argv) {
+			return
+		}
+	}
 	barrier := func() bool {
 		if c.readonly {
 			return true
@@ -161,6 +173,9 @@ func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, ke
 				w.errorLine(errorReply(err))
 				return
 			}
+		}
+		if run == 1 && c.forwarded != nil && c.forwarded.settled(ctx, c, w) {
+			return
 		}
 		// The leader's state holds every write it acknowledged: a run
 		// there needs no barrier first (the state machine's check, or
@@ -202,6 +217,9 @@ func (c *conn) runScript(parent context.Context, w *writer, s *script.Script, ke
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
+			if f := c.forwarded; f != nil {
+				eff.ReqID = f.runID(f.attempt, run)
+			}
 			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
 			switch {
 			case res.Err != nil:

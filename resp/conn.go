@@ -46,6 +46,9 @@ type conn struct {
 	// script is set on the connection a running script's commands run on
 	// (script_call.go): they read and write its sandbox, at its clock.
 	script *scriptCall
+	// forwarded: the connection a follower's script runs on, here, the
+	// leader (script_leader.go): it never hands it on again.
+	forwarded *forwardedRun
 	// track is CLIENT TRACKING's state (tracking.go); push the
 	// invalidations waiting to be written to this connection; wmu orders
 	// their writes after the replies: the connection's goroutine holds it

@@ -316,3 +316,74 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkFollowerScript: what a writing script (queueScript: an INCR,
+// an RPUSH, an LLEN, an HSET on three keys) costs a follower's client,
+// run there (its first run reads its keys from the leader, then sends its
+// effects) beside handed to the leader (script_leader.go), with the
+// leader's own client as the baseline, in one run. "one" is one client
+// on its own keys, ns/op its call's latency; "contended" is 8 clients on
+// each node on the same keys, ns/op per call, and the calls that failed
+// ("kept changing under it") are printed.
+//
+//	go test -run '^$' -bench BenchmarkFollowerScript -benchtime 2000x ./resp/
+func BenchmarkFollowerScript(b *testing.B) {
+	tc := startBenchCluster(b)
+	li := tc.rc.WaitLeader(5 * time.Second)
+	fi := (li + 1) % 3
+	ls := tc.srv[fi].leaders
+	ctx := context.Background()
+	for _, row := range []struct {
+		name    string
+		node    int
+		forward bool
+	}{{"leader", li, true}, {"follower-runs", fi, false}, {"follower-forwards", fi, true}} {
+		b.Run("one/"+row.name, func(b *testing.B) {
+			for _, s := range tc.srv {
+				s.leaders = map[bool]LeaderScripts{true: ls}[row.forward]
+			}
+			c := redis.NewClient(&redis.Options{Addr: tc.addrs[row.node], PoolSize: 1})
+			defer c.Close()
+			keys := []string{"fs:" + row.name + ":n", "fs:" + row.name + ":l", "fs:" + row.name + ":h"}
+			for i := 0; i < b.N; i++ {
+				if err := queueScript.Run(ctx, c, keys, "x").Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, forward := range []bool{false, true} {
+		name := map[bool]string{false: "contended/followers-run", true: "contended/followers-forward"}[forward]
+		b.Run(name, func(b *testing.B) {
+			for _, s := range tc.srv {
+				s.leaders = map[bool]LeaderScripts{true: ls}[forward]
+			}
+			const perNode = 8
+			var clients []*redis.Client
+			for node := range tc.addrs {
+				for range perNode {
+					c := redis.NewClient(&redis.Options{Addr: tc.addrs[node], PoolSize: 1, ReadTimeout: time.Minute})
+					defer c.Close()
+					clients = append(clients, c)
+				}
+			}
+			keys := []string{"fsc:" + name + ":n", "fsc:" + name + ":l", "fsc:" + name + ":h"}
+			var next, failed atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for _, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if err := queueScript.Run(ctx, c, keys, "x").Err(); err != nil {
+							failed.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/op")
+		})
+	}
+}

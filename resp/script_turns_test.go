@@ -43,39 +43,11 @@ func TestScriptsTakeTurns(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			keys := []string{"turns:" + tg.name + ":n", "turns:" + tg.name + ":list", "turns:" + tg.name + ":hash"}
-			var (
-				mu   sync.Mutex
-				got  []int64
-				errs = map[string]int{}
-				wg   sync.WaitGroup
-			)
-			for i := 0; i < clients; i++ {
-				c := client(t, tg.addr, patient, func(o *redis.Options) { o.PoolSize = 1 })
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for j := 0; j < calls; j++ {
-						n, err := queueScript.Run(ctx, c, keys, fmt.Sprint(i)).Int64()
-						mu.Lock()
-						if err != nil {
-							errs[err.Error()]++
-						} else {
-							got = append(got, n)
-						}
-						mu.Unlock()
-					}
-				}()
+			var cs []*redis.Client
+			for range clients {
+				cs = append(cs, client(t, tg.addr, patient, func(o *redis.Options) { o.PoolSize = 1 }))
 			}
-			wg.Wait()
-			if len(errs) > 0 {
-				t.Fatalf("%d of %d calls failed: %v", clients*calls-len(got), clients*calls, errs)
-			}
-			slices.Sort(got)
-			for i, n := range got {
-				if n != int64(i+1) {
-					t.Fatalf("the calls answered %v…, want 1 to %d, each once", got[:min(len(got), i+3)], clients*calls)
-				}
-			}
+			runQueueScripts(ctx, t, cs, calls, keys)
 			c := client(t, tg.addr)
 			if n, err := c.Get(ctx, keys[0]).Int(); err != nil || n != clients*calls {
 				t.Fatalf("the counter is %d (%v), want %d", n, err, clients*calls)
@@ -84,6 +56,46 @@ func TestScriptsTakeTurns(t *testing.T) {
 				t.Fatalf("the list is %v (%v), want the last 10 numbers", l, err)
 			}
 		})
+	}
+}
+
+// runQueueScripts has each client run queueScript calls times on keys,
+// all at once, and fails the test unless every call succeeded, each
+// answering a number of its own (1 to all the calls, each once).
+func runQueueScripts(ctx context.Context, t *testing.T, clients []*redis.Client, calls int, keys []string) {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		got  []int64
+		errs = map[string]int{}
+		wg   sync.WaitGroup
+	)
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < calls && ctx.Err() == nil; j++ {
+				n, err := queueScript.Run(ctx, c, keys, fmt.Sprint(i)).Int64()
+				mu.Lock()
+				if err != nil {
+					errs[err.Error()]++
+				} else {
+					got = append(got, n)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	total := len(clients) * calls
+	if len(errs) > 0 || len(got) != total {
+		t.Fatalf("%d of %d calls failed: %v", total-len(got), total, errs)
+	}
+	slices.Sort(got)
+	for i, n := range got {
+		if n != int64(i+1) {
+			t.Fatalf("the calls answered %v…, want 1 to %d, each once", got[max(0, i-2):min(len(got), i+3)], total)
+		}
 	}
 }
 

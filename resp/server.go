@@ -45,6 +45,9 @@ type Server struct {
 	// the other nodes (nil: a store that has none, one node).
 	ps    *pubsub
 	bcast Broadcaster
+	// leaders carries a follower's writing scripts to the leader
+	// (script_leader.go; nil: a store that has none, one node).
+	leaders LeaderScripts
 
 	ln     net.Listener
 	mu     sync.Mutex
@@ -84,6 +87,10 @@ func New(cfg Config, store Store, tok Tokens, onceSvc Once, lockSvc Locks, reg p
 	if b, ok := store.(Broadcaster); ok {
 		s.bcast = b
 		b.OnBroadcast(s.deliverRemote)
+	}
+	if ls, ok := store.(LeaderScripts); ok {
+		s.leaders = ls
+		ls.OnLeaderScript(s.runLeaderScript)
 	}
 	if cfg.Auth != nil {
 		s.SetAuth(cfg.Auth)

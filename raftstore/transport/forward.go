@@ -64,6 +64,7 @@ type Client struct {
 	dead     chan struct{}
 	closed   bool
 	traced   atomic.Bool // the peer reads traced applies (Learn)
+	scripts  atomic.Bool // the peer runs forwarded scripts (Learn)
 }
 
 // DialForward opens a forwarding connection to p; answers are read up to
@@ -95,7 +96,16 @@ func (c *Client) Alive() bool {
 // any other gets none (an older node would close the connection on their
 // kinds). What a hello says holds for the connection's life: a node
 // restarted on another version is a new connection, and a new hello.
-func (c *Client) Learn(h Hello) { c.traced.Store(h.Has(FeatureTracedApply)) }
+func (c *Client) Learn(h Hello) {
+	c.traced.Store(h.Has(FeatureTracedApply))
+	c.scripts.Store(h.Has(FeatureLeaderScript))
+}
+
+// RunsScripts reports whether the peer's hello named
+// FeatureLeaderScript: a LeaderScript request goes only to one that did
+// (an older node answers an unknown kind with an error, having run
+// nothing, but a caller could not tell that error from the script's).
+func (c *Client) RunsScripts() bool { return c.scripts.Load() }
 
 // Call sends one request and waits for its answer or ctx: an OK answer's
 // payload, or the error the peer answered with (as Errors map it).
@@ -318,7 +328,9 @@ func (c *Client) Close() { c.fail() }
 // grants to tell and which would otherwise hold back every write behind
 // it. The client pairs answers with requests by seq; only requests are
 // kept in order.
-func answeredAtOnce(k Kind) bool { return k == LeaderKV || k == Grants }
+// A forwarded script too: it runs as long as a script does, and the
+// applies queued behind it are no business of its.
+func answeredAtOnce(k Kind) bool { return k == LeaderKV || k == Grants || k == LeaderScript }
 
 // Handler is what a forwarded request does on the node that answers it.
 type Handler interface {

@@ -39,6 +39,11 @@ const (
 	Peers      Kind = 'P' // payload: empty; answer: the node's view of the members (JSON); any node answers
 	Grants     Kind = 'G' // payload: a cursor (16 bytes); answer: the lock grants the node applied after it, held up to a second for some, answered beside the queue (answeredAtOnce); any node answers
 	LeaderKV   Kind = 'K' // payload: unix ns (8) | a stored KV key; answer: the leader's entry of it, or empty when absent
+	// LeaderScript: payload: a script a follower's client sent, as the
+	// Redis listener encodes it; answer: the reply the leader's listener
+	// wrote for it, answered beside the queue (answeredAtOnce). Sent
+	// only to a leader whose hello names FeatureLeaderScript.
+	LeaderScript Kind = 'E'
 )
 
 // The applies with a trace context (trace.go), sent only to a leader whose

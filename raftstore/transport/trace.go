@@ -33,7 +33,11 @@ const FeatureTracedApply = "traced-apply"
 
 // features are what this package's Server reads beyond the first
 // forwarding protocol: every hello says them.
-var features = []string{FeatureTracedApply}
+var features = []string{FeatureTracedApply, FeatureLeaderScript}
+
+// FeatureLeaderScript is what a hello says when its node's Server takes
+// LeaderScript requests.
+const FeatureLeaderScript = "leader-script"
 
 // traceContextLen is the length of a trace context of this version.
 const traceContextLen = 16 + 8 + 1
