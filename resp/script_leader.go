@@ -54,10 +54,10 @@ import (
 // outcome, the reply being lost) and else runs it: applied once, never
 // twice. The body, not the SHA-1: the leader need not have the script
 // cached (it keeps it in its cache, as EVAL would). The leader's listener
-// checks the
-// body against its own scripts.max_size, and the script's writes against
-// the grant as the follower would have (a read-only token's writes are
-// refused there too): nothing the follower did not grant is granted.
+// checks the body against its own scripts.max_size, and the script's
+// writes against the grant as the follower would have (a read-only
+// token's writes are refused there too): nothing the follower did not
+// grant is granted.
 
 // LeaderScripts carries a script a follower's client sent to the leader's
 // listener, which runs it (*raftstore.Store implements it; a store
