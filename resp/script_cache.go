@@ -32,6 +32,11 @@ type scriptCache struct {
 type cachedScript struct {
 	s    *script.Script
 	cost int64
+	// given: a client of this node gave it (EVAL, SCRIPT LOAD), so
+	// EVALSHA here finds it. A leader keeps the scripts its followers
+	// forward compiled too, but each node answers EVALSHA only for the
+	// scripts its own clients gave it, as a Redis Cluster node does.
+	given bool
 }
 
 func newScriptCache(max, maxOne int64, runs *scriptSlots) *scriptCache {
@@ -46,19 +51,46 @@ func (sc *scriptCache) get(sha string) *script.Script {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	e := sc.m[sha]
-	if e == nil {
+	if e == nil || !e.Value.(*cachedScript).given {
 		return nil
 	}
 	sc.lru.MoveToFront(e)
 	return e.Value.(*cachedScript).s
 }
 
-// load compiles body (unless known) and keeps it; the error is the reply.
+// known is the compiled script of sha, given or not; with given, it is
+// given to EVALSHA from now on.
+func (sc *scriptCache) known(sha string, given bool) *script.Script {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	e := sc.m[sha]
+	if e == nil {
+		return nil
+	}
+	sc.lru.MoveToFront(e)
+	c := e.Value.(*cachedScript)
+	c.given = c.given || given
+	return c.s
+}
+
+// load compiles body (unless known) and keeps it, given to EVALSHA; the
+// error is the reply.
 // The compile waits for one of the node's script slots (ctx bounds the
 // wait with the slots' own): compiling is a script's work too.
 func (sc *scriptCache) load(ctx context.Context, body []byte) (*script.Script, error) {
+	return sc.compile(ctx, body, true)
+}
+
+// loadForwarded is load for a script a follower forwarded
+// (script_leader.go): kept compiled, but not given to this node's
+// EVALSHA.
+func (sc *scriptCache) loadForwarded(ctx context.Context, body []byte) (*script.Script, error) {
+	return sc.compile(ctx, body, false)
+}
+
+func (sc *scriptCache) compile(ctx context.Context, body []byte, given bool) (*script.Script, error) {
 	sha := script.SHA1(body)
-	if s := sc.get(sha); s != nil {
+	if s := sc.known(sha, given); s != nil {
 		return s, nil
 	}
 	// Lua's own refusals first (a script nested too deep answers as
@@ -84,9 +116,11 @@ func (sc *scriptCache) load(ctx context.Context, body []byte) (*script.Script, e
 	defer sc.mu.Unlock()
 	if e, ok := sc.m[sha]; ok { // compiled meanwhile by another connection
 		sc.lru.MoveToFront(e)
-		return e.Value.(*cachedScript).s, nil
+		c := e.Value.(*cachedScript)
+		c.given = c.given || given
+		return c.s, nil
 	}
-	sc.m[sha] = sc.lru.PushFront(&cachedScript{s: s, cost: cost})
+	sc.m[sha] = sc.lru.PushFront(&cachedScript{s: s, cost: cost, given: given})
 	sc.bytes += cost
 	for sc.bytes > sc.max && sc.lru.Len() > 1 {
 		old := sc.lru.Back()

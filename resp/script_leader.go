@@ -53,11 +53,12 @@ import (
 // earlier attempt's entry was applied (then it answers the unknown
 // outcome, the reply being lost) and else runs it: applied once, never
 // twice. The body, not the SHA-1: the leader need not have the script
-// cached (it keeps it in its cache, as EVAL would). The leader's listener
-// checks the body against its own scripts.max_size, and the script's
-// writes against the grant as the follower would have (a read-only
-// token's writes are refused there too): nothing the follower did not
-// grant is granted.
+// cached (it keeps it compiled, but its own clients' EVALSHA does not
+// find it: each node answers EVALSHA for what its clients gave it, as a
+// Redis Cluster node does). The leader's listener checks the body
+// against its own scripts.max_size, and the script's writes against the
+// grant as the follower would have (a read-only token's writes are
+// refused there too): nothing the follower did not grant is granted.
 
 // LeaderScripts carries a script a follower's client sent to the leader's
 // listener, which runs it (*raftstore.Store implements it; a store
@@ -308,7 +309,7 @@ func (s *Server) runLeaderScript(req []byte, attempt, maxReply int) ([]byte, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	sc, err := s.scripts.load(ctx, r.body)
+	sc, err := s.scripts.loadForwarded(ctx, r.body)
 	if err != nil {
 		w.errorLine(slotRefusal(err))
 	} else if readOnly, refusal := scriptReadOnly(sc, false); refusal != "" {
