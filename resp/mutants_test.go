@@ -44,13 +44,15 @@ func TestPlantedTxOneByOneIsCaught(t *testing.T) {
 // TestPlantedScriptNoReadCheckIsCaught: with the state machine's check of
 // a script's reads planted away, the script lock's history across a
 // leader kill is not linearizable within a few runs: two clients held it.
+// Its followers run their scripts themselves: the leader running every
+// writing script in turn hides the race the check guards.
 func TestPlantedScriptNoReadCheckIsCaught(t *testing.T) {
 	fsm.PlantScriptNoReadCheck(true)
 	// Reset once the histories' clusters are closed (cleanups run last
 	// registered first): their nodes read the flag until then.
 	t.Cleanup(func() { fsm.PlantScriptNoReadCheck(false) })
 	for run := 1; run <= 3; run++ {
-		if res, path := scriptLockHistory(t); res != porcupine.Ok {
+		if res, path := scriptLockHistory(t, false); res != porcupine.Ok {
 			t.Logf("caught in run %d: %v (%s)", run, res, path)
 			return
 		}
