@@ -47,30 +47,28 @@ func newScriptCache(max, maxOne int64, runs *scriptSlots) *scriptCache {
 // per-script cap; the numbers are KiB.
 const msgScriptTooLarge = "ERR script too large: about %d KiB once compiled, over this node's limit of %d KiB for one script (scripts.max_size)"
 
+// get is the script of sha that this node's clients gave it (EVALSHA's,
+// SCRIPT EXISTS's); nil for none.
 func (sc *scriptCache) get(sha string) *script.Script {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	e := sc.m[sha]
-	if e == nil || !e.Value.(*cachedScript).given {
-		return nil
+	if s, given := sc.known(sha, false); given {
+		return s
 	}
-	sc.lru.MoveToFront(e)
-	return e.Value.(*cachedScript).s
+	return nil
 }
 
-// known is the compiled script of sha, given or not; with given, it is
-// given to EVALSHA from now on.
-func (sc *scriptCache) known(sha string, given bool) *script.Script {
+// known is the compiled script of sha (nil: none) and whether it is
+// given to EVALSHA; give gives it from now on.
+func (sc *scriptCache) known(sha string, give bool) (*script.Script, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	e := sc.m[sha]
 	if e == nil {
-		return nil
+		return nil, false
 	}
 	sc.lru.MoveToFront(e)
 	c := e.Value.(*cachedScript)
-	c.given = c.given || given
-	return c.s
+	c.given = c.given || give
+	return c.s, c.given
 }
 
 // load compiles body (unless known) and keeps it, given to EVALSHA; the
@@ -90,7 +88,7 @@ func (sc *scriptCache) loadForwarded(ctx context.Context, body []byte) (*script.
 
 func (sc *scriptCache) compile(ctx context.Context, body []byte, given bool) (*script.Script, error) {
 	sha := script.SHA1(body)
-	if s := sc.known(sha, given); s != nil {
+	if s, _ := sc.known(sha, given); s != nil {
 		return s, nil
 	}
 	// Lua's own refusals first (a script nested too deep answers as
