@@ -143,6 +143,13 @@ func TestListMoveHostile(t *testing.T) {
 
 	// Two clients rotate one list 400 times between them, pipelined: each
 	// move is whole, so 400 rotations of 10 elements leave it as it was.
+	// They rotate on a store of their own: beside the megabyte elements
+	// above, each commit rewrites a leaf page that holds one of them
+	// (bbolt keeps at least two keys a page), 70 ms a move under -race,
+	// and the 400 moves met the minute's wait in CI.
+	srv = startServer(t, memstore.New(t), "mem", func(c *Config) { c.OpTimeout = time.Minute })
+	c = dialRaw(t, srv.Addr())
+	c.nc.SetDeadline(time.Now().Add(120 * time.Second))
 	var elems []string
 	for i := range 10 {
 		elems = append(elems, fmt.Sprint("r", i))
