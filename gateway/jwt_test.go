@@ -110,7 +110,7 @@ func checkJWTCases(t *testing.T, addr string, up *testsupport.Upstream, cases []
 			continue
 		}
 		ptype := ""
-		if r.Status >= 400 && r.Status != 431 {
+		if r.Status >= 400 {
 			ptype = r.ProblemType(t)
 		}
 		www := r.Header.Get("WWW-Authenticate")
@@ -192,7 +192,7 @@ func TestJWTHostile(t *testing.T) {
 		{"two Authorization headers", post("/pay", "Idempotency-Key: k1\r\nAuthorization: Bearer "+good+"\r\nAuthorization: Bearer "+good+"\r\n", "{}"), 401, iBR, ii},
 		{"Connection names Authorization", post("/pay", "Idempotency-Key: k1\r\nAuthorization: Bearer "+good+"\r\nConnection: Authorization\r\n", "{}"), 400, "bad-request", "-"},
 		{"a route that only requires a token", post("/authed", "", "{}"), 401, "bearer-required", br},
-		{"a 20 KB token, over the header limit", withBearer("/pay", "k1", huge[:20<<10]), 431, "", "-"},
+		{"a 20 KB token, over the header limit", withBearer("/pay", "k1", huge[:20<<10]), 431, "bad-request", "-"},
 	})
 	checkJWTCases(t, bigAddr, bigGC.up, []jwtCase{
 		{"a 1 MB token, under the header limit", withBearer("/pay", "k1", huge), 401, iBR, ii},
@@ -316,7 +316,7 @@ func TestJWTKeysUnavailable(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mode testsupport.JWKSMode
-	}{{"huge", testsupport.JWKSHuge}, {"malformed", testsupport.JWKSMalformed}, {"slow", testsupport.JWKSSlow}} {
+	}{{"huge", testsupport.JWKSHuge}, {"malformed", testsupport.JWKSMalformed}, {"slow", testsupport.JWKSSlow}, {"error status", testsupport.JWKSError}} {
 		idp := testsupport.StartIdP(t, key)
 		idp.SetMode(tc.mode)
 		addr, gc := startJWTGateway(t, jwtConfig(idp.URL))
@@ -333,6 +333,53 @@ func TestJWTKeysUnavailable(t *testing.T) {
 		addr, _ = startJWTGateway(t, jwtConfig(idp.URL))
 		if status, _, body := testsupport.RawExchange(t, addr, withBearer("/pay", "k1", key.Sign(t, claims("alice"))), 0); status != 201 {
 			t.Errorf("%s JWKS fixed: %d %s", tc.name, status, body)
+		}
+	}
+}
+
+// TestJWTKeysKept: keys are held, and the JWKS endpoint turns huge,
+// malformed or answers an error status, with a rotated key in it (where
+// its answer has keys at all). The bad answer is not taken and the keys
+// held are kept: a fresh token of a held key (its signature checked, not
+// remembered) is served before and after the failed load; a token of the
+// rotated key makes the one refetch, then gets 401, and a second one
+// within MinRefetch makes none. (An endpoint that hangs is
+// TestJWTKeyRotation's.)
+func TestJWTKeysKept(t *testing.T) {
+	t.Parallel()
+	held, rotated := testsupport.NewIdPKey(t, "EdDSA", "held"), testsupport.NewIdPKey(t, "ES256", "rotated")
+	for _, mode := range []struct {
+		name string
+		mode testsupport.JWKSMode
+	}{{"huge", testsupport.JWKSHuge}, {"malformed", testsupport.JWKSMalformed}, {"error status", testsupport.JWKSError}} {
+		idp := testsupport.StartIdP(t, held)
+		addr, gc := startJWTGateway(t, jwtConfig(idp.URL))
+		n := 0
+		expect := func(what string, key *testsupport.IdPKey, status int, ptype string, fetches int64) {
+			t.Helper()
+			n++
+			raw := withBearer("/pay", fmt.Sprint("kept-", n), key.Sign(t, claims("alice", set("jti", n))))
+			r, _ := testsupport.RawReply(t, addr, raw, 0)
+			got := ""
+			if r.Status != 201 {
+				got = r.ProblemType(t)
+			}
+			if r.Status != status || got != ptype {
+				t.Errorf("%s JWKS, %s: %d %q %s, want %d %q", mode.name, what, r.Status, got, r.Body, status, ptype)
+			}
+			if f := idp.Fetches.Load(); f != fetches {
+				t.Errorf("%s JWKS, %s: the JWKS was fetched %d times in all, want %d", mode.name, what, f, fetches)
+			}
+		}
+		expect("a held key", held, 201, "", 1)
+		idp.Serve(rotated)
+		idp.SetMode(mode.mode)
+		expect("a held key, the endpoint gone bad", held, 201, "", 1)
+		expect("the rotated key: one refetch", rotated, 401, "invalid-bearer-token", 2)
+		expect("a held key after the failed refetch", held, 201, "", 2)
+		expect("the rotated key again, within MinRefetch", rotated, 401, "invalid-bearer-token", 2)
+		if c := gc.up.Calls.Load(); c != 3 {
+			t.Errorf("%s JWKS: the upstream was called %d times, want 3 (the held key's)", mode.name, c)
 		}
 	}
 }

@@ -23,7 +23,7 @@ import (
 // IdP is an identity provider for the tests of bearer JWTs: signing keys
 // made on the spot, and a JWKS endpoint on a loopback port serving the
 // public halves of the keys it is told to, so a test can rotate them, or
-// answer as a broken one does (huge, slow, malformed).
+// answer as a broken one does (huge, slow, malformed, an error status).
 type IdP struct {
 	URL     string       // the JWKS endpoint
 	Fetches atomic.Int64 // requests it has had
@@ -42,6 +42,7 @@ const (
 	JWKSHuge                      // the keys' JWKS, over 2 MiB
 	JWKSSlow                      // nothing until the client gives up or the test ends
 	JWKSMalformed                 // not JSON
+	JWKSError                     // 503, its body the keys' JWKS: a client that read it whatever the status would take them
 )
 
 // IdPKey is one signing key: RS256 (RSA 2048), ES256 (P-256) or EdDSA
@@ -128,6 +129,9 @@ func (p *IdP) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case JWKSMalformed:
 		w.Write([]byte(`{"keys": [{"kty":"RSA","kid":"k1","n":`))
+	case JWKSError:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write(JWKS(keys...))
 	default:
 		w.Write(JWKS(keys...))
 	}
