@@ -25,21 +25,50 @@ type traceUpstream struct {
 	addr  string
 	mu    sync.Mutex
 	seen  map[string][]http.Header
+	holds map[string]upstreamHold
 	calls int
 }
 
+// upstreamHold keeps a request in the upstream: arrived is closed when it
+// comes, and it is answered once release is closed.
+type upstreamHold struct{ arrived, release chan struct{} }
+
 func startTraceUpstream(t testing.TB) *traceUpstream {
-	u := &traceUpstream{seen: map[string][]http.Header{}}
+	u := &traceUpstream{seen: map[string][]http.Header{}, holds: map[string]upstreamHold{}}
 	u.addr = serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Idempotency-Key") + r.Header.Get("X-Probe")
 		u.mu.Lock()
 		u.calls++
 		u.seen[id] = append(u.seen[id], r.Header.Clone())
+		h, held := u.holds[id]
+		delete(u.holds, id)
 		u.mu.Unlock()
+		if held {
+			close(h.arrived)
+			select {
+			case <-h.release:
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}
 		w.WriteHeader(201)
 		fmt.Fprintf(w, `{"ok":%q}`, id)
 	}))
 	return u
+}
+
+// hold makes the upstream keep the next request with id until release is
+// called (or 10 s pass); arrived is closed when that request has come.
+// The test's end releases it too.
+func (u *traceUpstream) hold(t testing.TB, id string) (arrived <-chan struct{}, release func()) {
+	h := upstreamHold{make(chan struct{}), make(chan struct{})}
+	u.mu.Lock()
+	u.holds[id] = h
+	u.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(release)
+	return h.arrived, release
 }
 
 // got is the headers of the requests with id the upstream saw.
@@ -87,6 +116,16 @@ func tracedGateways(t testing.TB, c *testcluster.Cluster, stores []nodeStore, up
 // may repeat) and returns the status.
 func tracedPost(t testing.TB, url string, headers ...string) int {
 	t.Helper()
+	code, err := tracedSend(url, `{"amount":1}`, headers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+// tracedSend is tracedPost with the body given, off the test's goroutine
+// too.
+func tracedSend(url, body string, headers ...string) (int, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -96,11 +135,11 @@ func tracedPost(t testing.TB, url string, headers ...string) int {
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
-	req.SetBodyString(`{"amount":1}`)
+	req.SetBodyString(body)
 	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
-	return resp.StatusCode()
+	return resp.StatusCode(), nil
 }
 
 // parent parses a traceparent: trace id, parent id, flags.
@@ -170,6 +209,11 @@ func noKey(t testing.TB, spans []testsupport.Span, key string) {
 // and the upstream is told the trace it belongs to with the gateway's
 // upstream span as its parent. A write the follower forwards is committed
 // in a span of the leader's, the child of the follower's raft.forward.
+// The gateway span's idempotency status is each one a request can get
+// here: created, replayed, in-progress (the key's first request still at
+// the upstream) and key-reuse (the key with another body); its key's
+// digest is the same for every request of one key, and no attribute holds
+// the key.
 func TestTraceSpans(t *testing.T) {
 	col := testsupport.StartCollector(t)
 	up := startTraceUpstream(t)
@@ -186,6 +230,9 @@ func TestTraceSpans(t *testing.T) {
 		pid  = "00f067aa0ba902b7"
 		tid2 = "5bf92f3577b34da6a3ce929d0e0e4737"
 		tid3 = "6bf92f3577b34da6a3ce929d0e0e4738"
+		tid4 = "7bf92f3577b34da6a3ce929d0e0e4739"
+		tid5 = "8bf92f3577b34da6a3ce929d0e0e473a"
+		tid6 = "9bf92f3577b34da6a3ce929d0e0e473b"
 	)
 
 	t.Run("first request to the leader", func(t *testing.T) {
@@ -220,10 +267,73 @@ func TestTraceSpans(t *testing.T) {
 			t.Fatalf("replay = %d", code)
 		}
 		testsupport.FlushTraces(t, provs...)
-		s := tree(t, col.Trace(tid2), pid, "gateway pay<-remote")
+		spans := col.Trace(tid2)
+		s := tree(t, spans, pid, "gateway pay<-remote")
 		if st := s["gateway pay<-remote"].Attrs[attrStatus]; st != "replayed" {
 			t.Errorf("replay's idempotency status = %q, want replayed", st)
 		}
+		noKey(t, spans, "trace-first-key")
+		if n := len(up.got("trace-first-key")); n != 1 {
+			t.Errorf("the upstream saw the key %d times, want 1", n)
+		}
+	})
+
+	t.Run("in progress", func(t *testing.T) {
+		const key = "trace-busy-key"
+		arrived, release := up.hold(t, key)
+		first := make(chan error, 1)
+		go func() {
+			code, err := tracedSend(gc.gwURLs[leader]+"/pay", `{"amount":1}`, "Idempotency-Key", key, "traceparent", "00-"+tid4+"-"+pid+"-01")
+			if err == nil && code != 201 {
+				err = fmt.Errorf("status %d, want 201", code)
+			}
+			first <- err
+		}()
+		select {
+		case <-arrived:
+		case err := <-first:
+			t.Fatalf("the first request ended before it reached the upstream: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the first request did not reach the upstream in 10 s")
+		}
+		if code := tracedPost(t, gc.gwURLs[leader]+"/pay", "Idempotency-Key", key, "traceparent", "00-"+tid5+"-"+pid+"-01"); code != 409 {
+			t.Errorf("the key's second request while the first runs = %d, want 409", code)
+		}
+		release()
+		if err := <-first; err != nil { // bounded: tracedSend's 10 s
+			t.Fatalf("the first request: %v", err)
+		}
+		testsupport.FlushTraces(t, provs...)
+		busy := col.Trace(tid5)
+		s := tree(t, busy, pid, "gateway pay<-remote", "store.begin<-gateway pay", "raft.commit<-store.begin")
+		ran := col.Trace(tid4)
+		s1 := tree(t, ran, pid, "gateway pay<-remote", "store.begin<-gateway pay", "raft.commit<-store.begin",
+			"upstream<-gateway pay", "store.complete<-gateway pay", "raft.commit<-store.complete")
+		gw, gw1 := s["gateway pay<-remote"], s1["gateway pay<-remote"]
+		if gw.Attrs[attrStatus] != "in-progress" || gw.Attrs["http.response.status_code"] != "409" || gw.Attrs[attrRoute] != "pay" {
+			t.Errorf("in-progress gateway span = %+v, want idempotency status in-progress, 409", gw)
+		}
+		if gw1.Attrs[attrStatus] != "created" || len(gw.Attrs[attrKeyHash]) != 32 || gw.Attrs[attrKeyHash] != gw1.Attrs[attrKeyHash] {
+			t.Errorf("the first request's span %+v, want created and the key digest of the in-progress one %+v", gw1, gw)
+		}
+		noKey(t, append(busy, ran...), key)
+		if n := len(up.got(key)); n != 1 {
+			t.Errorf("the upstream saw the key %d times, want 1", n)
+		}
+	})
+
+	t.Run("key reuse", func(t *testing.T) {
+		code, err := tracedSend(gc.gwURLs[leader]+"/pay", `{"amount":2}`, "Idempotency-Key", "trace-first-key", "traceparent", "00-"+tid6+"-"+pid+"-01")
+		if err != nil || code != 422 {
+			t.Fatalf("the key with another body = %d %v, want 422", code, err)
+		}
+		testsupport.FlushTraces(t, provs...)
+		spans := col.Trace(tid6)
+		s := tree(t, spans, pid, "gateway pay<-remote")
+		if gw := s["gateway pay<-remote"]; gw.Attrs[attrStatus] != "key-reuse" || gw.Attrs["http.response.status_code"] != "422" || len(gw.Attrs[attrKeyHash]) != 32 {
+			t.Errorf("key-reuse gateway span = %+v, want idempotency status key-reuse, 422", gw)
+		}
+		noKey(t, spans, "trace-first-key")
 		if n := len(up.got("trace-first-key")); n != 1 {
 			t.Errorf("the upstream saw the key %d times, want 1", n)
 		}
