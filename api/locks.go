@@ -118,11 +118,10 @@ func (h *lockHandlers) lockRenew(ctx *fasthttp.RequestCtx, name string) {
 	if !ok {
 		return
 	}
-	c, cancel := h.opCtx()
-	defer cancel()
-	end, err := h.locks.Renew(c, name, *req.Fence, ttl)
-	if err != nil {
-		writeLockError(ctx, err)
+	end, ok := propose(h.base, ctx, func(c context.Context) (time.Time, error) {
+		return h.locks.Renew(c, name, *req.Fence, ttl)
+	}, writeLockError)
+	if !ok {
 		return
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, lockAnswer{Name: name, Fence: *req.Fence, ExpiresAt: httpx.RFC3339(end)})
@@ -139,10 +138,9 @@ func (h *lockHandlers) lockRelease(ctx *fasthttp.RequestCtx, name string) {
 		httpx.WriteProblem(ctx, httpx.BadRequest, fmt.Sprintf("fence: %q: want the positive integer the acquire answered", raw))
 		return
 	}
-	c, cancel := h.opCtx()
-	defer cancel()
-	if err := h.locks.Release(c, name, fence); err != nil {
-		writeLockError(ctx, err)
+	if _, ok := propose(h.base, ctx, func(c context.Context) (struct{}, error) {
+		return struct{}{}, h.locks.Release(c, name, fence)
+	}, writeLockError); !ok {
 		return
 	}
 	httpx.WriteJSON(ctx, fasthttp.StatusOK, map[string]any{"name": name, "released": true, "fence": fence})
@@ -213,10 +211,10 @@ func (h *lockHandlers) routes() []resource {
 				stores: []command.Type{command.TypeLockRelease}, doc: opDoc{
 					summary:     "Release a lock by its fence",
 					description: "Frees the lock the fence holds; the next waiter is granted it at once. 409 stale-fence when the fence does not hold it (released, its lease ran out).",
-					params:      []string{"LockName", "LockFence"},
+					params:      []string{"LockName", "LockFence", "IdempotencyKey"},
 					answers: map[int]string{
 						200: jsonAnswer("Released.", "LockReleased"),
-						400: "Problem400BadRequestInvalidLockName",
+						400: "Problem400BadRequestInvalidKeyInvalidLockName",
 						409: "Problem409StaleFenceLock",
 					},
 				}},
@@ -225,11 +223,11 @@ func (h *lockHandlers) routes() []resource {
 			stores: []command.Type{command.TypeLockRenew}, doc: opDoc{
 				summary:     "Renew a lock's lease",
 				description: "Extends the holder's lease to ?ttl= (10s) from now while it is live; 409 stale-fence once it was lost.",
-				params:      []string{"LockName", "LockTTL"},
+				params:      []string{"LockName", "LockTTL", "IdempotencyKey"},
 				body:        jsonRequest("The holder's fence.", "FenceRequest"),
 				answers: map[int]string{
 					200: jsonAnswer("The new lease end.", "LockHeld"),
-					400: "Problem400BadRequestInvalidJsonInvalidLockNameInvalidTtl",
+					400: "Problem400BadRequestInvalidJsonInvalidKeyInvalidLockNameInvalidTtl",
 					409: "Problem409StaleFenceLock",
 				},
 			}}}},

@@ -155,6 +155,9 @@ func TestLockHostile(t *testing.T) {
 		{"POST", "/v1/locks/held/renew", `nope`, jsonHdr(), 400, "invalid-json"},
 		{"POST", "/v1/locks/held/renew", fenceJSON(held.Fence), []string{"Content-Type", "text/plain"}, 415, "unsupported-media-type"},
 		{"POST", "/v1/locks/held/renew?ttl=0s", fenceJSON(held.Fence), jsonHdr(), 400, "invalid-ttl"},
+		// A bad Idempotency-Key is refused before anything is proposed.
+		{"POST", "/v1/locks/held/renew", fenceJSON(held.Fence), append(jsonHdr(), "Idempotency-Key", ""), 400, "invalid-key"},
+		{"DELETE", fmt.Sprintf("/v1/locks/held?fence=%d", held.Fence), "", []string{"Idempotency-Key", strings.Repeat("k", 300)}, 400, "invalid-key"},
 		// Held, and no wait: at once.
 		{"POST", "/v1/locks/held", "", nil, 409, "locked"},
 		// Durations.
@@ -193,6 +196,45 @@ func TestLockHostile(t *testing.T) {
 	}
 	if n := lockWaiters(t, u, "new"); n != -1 {
 		t.Fatalf("a refused acquire took the lock new")
+	}
+}
+
+// TestLockReleaseRetried: a release whose answer was lost, sent again
+// under its Idempotency-Key, is answered as the first was (200 released),
+// where a second release without one finds the fence stale; a renew
+// retried so answers the first renewal's lease end, on any node.
+func TestLockReleaseRetried(t *testing.T) {
+	ac := startAPICluster(t, 3)
+	for _, name := range []string{"keyed", "bare"} {
+		r, held := acquireLock(t, ac.urls[0], name, "?ttl=1h")
+		if r.Status != 201 {
+			t.Fatalf("acquire %s: %d %s", name, r.Status, r.Body)
+		}
+		var hdr []string
+		if name == "keyed" {
+			hdr = []string{"Idempotency-Key", "release-" + name}
+		}
+		renew := append(jsonHdr(), "Idempotency-Key", "renew-"+name)
+		first := do(t, "POST", ac.urls[1]+"/v1/locks/"+name+"/renew?ttl=2h", fenceJSON(held.Fence), renew...)
+		again := do(t, "POST", ac.urls[2]+"/v1/locks/"+name+"/renew?ttl=2h", fenceJSON(held.Fence), renew...)
+		if first.Status != 200 || again.Status != 200 || again.Body != first.Body {
+			t.Fatalf("%s: renew retried: %d %s, then %d %s; want the first answer twice", name, first.Status, first.Body, again.Status, again.Body)
+		}
+		path := fmt.Sprintf("/v1/locks/%s?fence=%d", name, held.Fence)
+		if r := do(t, "DELETE", ac.urls[1]+path, "", hdr...); r.Status != 200 {
+			t.Fatalf("%s: release: %d %s", name, r.Status, r.Body)
+		}
+		r = do(t, "DELETE", ac.urls[2]+path, "", hdr...)
+		want, problem := 200, ""
+		if name == "bare" {
+			want, problem = 409, "stale-fence"
+		}
+		if r.Status != want || (problem != "" && r.ProblemType(t) != problem) {
+			t.Errorf("%s: the release again: %d %s, want %d %q", name, r.Status, r.Body, want, problem)
+		}
+		if n := lockWaiters(t, ac.urls[0], name); n != -1 {
+			t.Errorf("%s: still held after its release", name)
+		}
 	}
 }
 
