@@ -127,3 +127,96 @@ func TestLayering(t *testing.T) {
 		t.Fatalf("only %d packages checked: go list found too few", n)
 	}
 }
+
+// engine is what the faces and the vocabulary they speak never reach, not
+// even through another package: the state machine, its storage and the
+// store over it (and bbolt itself, engineOf).
+var engine = []string{"fsm", "raftstore", "datadir", "backup"}
+
+// engineFree are the faces and their vocabulary: package command and
+// storeapi. A face declares what it needs in their terms, so swapping the
+// engine under them changes none of them.
+var engineFree = slices.Concat(storeFree, []string{"command", "storeapi"})
+
+// engineOf says which part of the engine dep (an import path) is, if any:
+// bbolt for all of bbolt's packages, else the package itself.
+func engineOf(dep string) (string, bool) {
+	if dep == "go.etcd.io/bbolt" || strings.HasPrefix(dep, "go.etcd.io/bbolt/") {
+		return "bbolt", true
+	}
+	name, ours := strings.CutPrefix(dep, module+"/")
+	return name, ours && slices.Contains(engine, name)
+}
+
+// TestLayeringReach holds engineFree to their whole dependency graph (go
+// list's Deps), where TestLayering looks at direct imports only: a face
+// that imports a package of its own layer rules, which imports bbolt for
+// one file, reaches bbolt all the same. Each finding names the chain of
+// imports that leads there.
+func TestLayeringReach(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	deps := map[string][]string{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var pkg struct {
+			ImportPath    string
+			Imports, Deps []string
+		}
+		if err := dec.Decode(&pkg); err != nil {
+			t.Fatal(err)
+		}
+		imports[pkg.ImportPath], deps[pkg.ImportPath] = pkg.Imports, pkg.Deps
+	}
+	for _, name := range engineFree {
+		p := module + "/" + name
+		ds, ok := deps[p]
+		if !ok {
+			t.Errorf("go list did not list %s: the check is broken", p)
+			continue
+		}
+		if len(ds) == 0 {
+			t.Errorf("go list gave %s no dependencies: the check is broken", p)
+		}
+		found := map[string]bool{}
+		for _, dep := range ds { // sorted: bbolt before its own packages
+			part, ok := engineOf(dep)
+			if !ok || found[part] {
+				continue
+			}
+			found[part] = true
+			t.Errorf("%s reaches %s (%s): speak command's and storeapi's terms, and move what they need out of the engine",
+				name, part, strings.Join(importChain(imports, p, dep), " -> "))
+		}
+	}
+}
+
+// importChain is a shortest chain of imports from one package to another,
+// through the packages imports lists (this module's); just the two ends
+// when the way goes through another module's package.
+func importChain(imports map[string][]string, from, to string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == to {
+			var chain []string
+			for ; p != ""; p = prev[p] {
+				chain = append(chain, strings.TrimPrefix(p, module+"/"))
+			}
+			slices.Reverse(chain)
+			return chain
+		}
+		for _, next := range imports[p] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = p
+				queue = append(queue, next)
+			}
+		}
+	}
+	return []string{strings.TrimPrefix(from, module+"/"), "…", to}
+}

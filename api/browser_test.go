@@ -21,12 +21,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/httpx"
 	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/once"
+	"github.com/idemgate/idemgate/storeapi"
 	"github.com/idemgate/idemgate/tokens"
 )
 
@@ -84,12 +84,12 @@ func (s *watchedStore) AddNonvoter(ctx context.Context, id, raftAddr string) err
 	return s.nodeStore.AddNonvoter(ctx, id, raftAddr)
 }
 
-func (s *watchedStore) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
+func (s *watchedStore) TakeSnapshot(ctx context.Context) (storeapi.SnapshotInfo, error) {
 	s.count()
 	return s.nodeStore.TakeSnapshot(ctx)
 }
 
-func (s *watchedStore) Backup(ctx context.Context) (*backup.File, error) {
+func (s *watchedStore) Backup(ctx context.Context) (*storeapi.Backup, error) {
 	s.count()
 	return s.nodeStore.Backup(ctx)
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/internal/httpx"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // Headers of a snapshot answer: the applied index and term of the state it
@@ -33,24 +33,24 @@ func (h *nodeHandlers) snapshot(ctx *fasthttp.RequestCtx) {
 		httpx.WriteError(ctx, err)
 		return
 	}
-	h.logger.Info("snapshot: sending a backup", "index", b.Meta.Index, "term", b.Meta.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
-	idx := strconv.FormatUint(b.Meta.Index, 10)
+	h.logger.Info("snapshot: sending a backup", "index", b.Index, "term", b.Term, "bytes", b.Size, "remote", ctx.RemoteIP().String())
+	idx := strconv.FormatUint(b.Index, 10)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType("application/octet-stream")
 	ctx.Response.Header.Set(headerSnapshotIndex, idx)
-	ctx.Response.Header.Set(headerSnapshotTerm, strconv.FormatUint(b.Meta.Term, 10))
+	ctx.Response.Header.Set(headerSnapshotTerm, strconv.FormatUint(b.Term, 10))
 	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="idemgate-`+idx+`.snap"`)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	// fasthttp closes the stream (the spooled file) once it is sent, or
 	// when the connection fails.
-	ctx.SetBodyStream(&stallGuard{File: b, conn: ctx.Conn(), timeout: h.cfg.WriteTimeout}, int(b.Size))
+	ctx.SetBodyStream(&stallGuard{Backup: b, conn: ctx.Conn(), timeout: h.cfg.WriteTimeout}, int(b.Size))
 }
 
 // stallGuard renews the connection's write deadline at every read of the
 // body: the listener's WriteTimeout bounds a response whole, which a large
 // backup on a slow link would outlast; here it bounds a stall instead.
 type stallGuard struct {
-	*backup.File
+	*storeapi.Backup
 	conn    net.Conn // the request's connection; used only while its response is written
 	timeout time.Duration
 }
@@ -59,7 +59,7 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 	if g.timeout > 0 {
 		g.conn.SetWriteDeadline(time.Now().Add(g.timeout))
 	}
-	return g.File.Read(p)
+	return g.Backup.Read(p)
 }
 
 // snapshotJSON is the answer to POST /v1/snapshot.

@@ -3,14 +3,13 @@ package api
 import (
 	"context"
 
-	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/once"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
-// What the API listener needs from the replicated store, in package fsm's
-// and storeapi's terms (and backup's), split by concern: each group of
+// What the API listener needs from the replicated store, in package
+// command's and storeapi's terms, split by concern: each group of
 // handlers (handlers.go) holds only the one it calls. *raftstore.Store
 // implements them over Raft (package node wires it in), internal/memstore
 // in memory for the behaviour tests. Writes are applied wherever they are
@@ -81,9 +80,9 @@ type Node interface {
 	// Status is the node's role, term, indexes and readiness.
 	Status() storeapi.NodeStatus
 	// Backup takes a backup of the state after a linearizable barrier, to be read once and closed (GET /v1/snapshot).
-	Backup(ctx context.Context) (*backup.File, error)
+	Backup(ctx context.Context) (*storeapi.Backup, error)
 	// TakeSnapshot takes a Raft snapshot on this node now and compacts its log (POST /v1/snapshot).
-	TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error)
+	TakeSnapshot(ctx context.Context) (storeapi.SnapshotInfo, error)
 }
 
 // Store is the store a node hands New: the three concerns above, and

@@ -36,7 +36,7 @@
 //	reqids:   <generation>/request id -> the answer of a command that changed state (reqid.go)
 //	digests:  DigestKey(scope, tenant, digest) -> expiry (8) | record key (suspect.go)
 //	suspects: revision (8) -> at (8) | record key (len-prefixed) | earlier record key
-//	ttl:      expiry (8) | kind (1) | key -> (nothing): the expiry index (package ttl)
+//	ttl:      expiry (8) | kind (1) | key -> (nothing): the expiry index (expiry_index.go)
 //
 // Integers are big endian, so keys sort by them.
 package fsm

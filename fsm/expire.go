@@ -18,7 +18,7 @@ func (a *applier) expire(tx *bolt.Tx, c *command.Command, rev uint64) *command.R
 		if e.At > a.now {
 			continue
 		}
-		if err := ttl.Delete(tx, e.Kind, e.Key, e.At); err != nil {
+		if err := deleteExpiry(tx, e.Kind, e.Key, e.At); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
 		removed, err := a.expireOne(tx, e, rev)

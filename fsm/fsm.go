@@ -33,7 +33,7 @@ var (
 	bucketOnce    = []byte("once")     // OnceKey(scope, key) -> claim, see once.go
 	bucketLocks   = []byte("locks")    // lock name -> held lock, see lock.go
 	bucketLockQ   = []byte("lockq")    // lock name, NUL, ticket (8) -> waiter, see lock.go
-	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, ttl.BucketName, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ, bucketKVScan, bucketElems, bucketGraves}
+	allBuckets    = [][]byte{bucketMeta, bucketRecords, bucketTokens, bucketKV, bucketReqIDs, bucketDigests, bucketSuspect, bucketTTL, bucketRemoved, bucketOnce, bucketLapses, bucketLocks, bucketLockQ, bucketKVScan, bucketElems, bucketGraves}
 	keyApplied    = []byte("applied")
 	keyNow        = []byte("now")
 	keyRev        = []byte("rev")

@@ -142,7 +142,7 @@ func (a *applier) deleteKV(tx *bolt.Tx, key []byte, old command.KVEntry) error {
 // (a RENAME moves them with the header).
 func (a *applier) removeKey(tx *bolt.Tx, key []byte, old command.KVEntry) error {
 	if old.ExpiresAt != 0 {
-		if err := ttl.Delete(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
+		if err := deleteExpiry(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
 			return err
 		}
 	}
@@ -228,13 +228,13 @@ func (a *applier) putKV(tx *bolt.Tx, key []byte, e *command.KVEntry, old command
 			}
 		}
 		if old.ExpiresAt != 0 && old.ExpiresAt != e.ExpiresAt {
-			if err := ttl.Delete(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
+			if err := deleteExpiry(tx, ttl.KindKV, key, old.ExpiresAt); err != nil {
 				return err
 			}
 		}
 	}
 	if e.ExpiresAt != 0 && (!exists || old.ExpiresAt != e.ExpiresAt) {
-		if err := ttl.Put(tx, ttl.KindKV, key, e.ExpiresAt); err != nil {
+		if err := putExpiry(tx, ttl.KindKV, key, e.ExpiresAt); err != nil {
 			return err
 		}
 	}

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/binary"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,19 +17,13 @@ import (
 // completed it yet). The index holds one entry per in-flight record and per
 // begun claim:
 //
-//	lapses: at (8) | kind (1) | key -> nothing
+//	lapses: at (8) | kind (1) | key -> nothing (expiryKey's layout)
 //
 // kept in the write that moves the record or claim, so it is replicated
 // state like the rest. An entry at or before now is stuck work for
 // reconciliation (GET /v1/stuck); it leaves the index when the record is
 // completed, released, taken over or removed, and the claim likewise.
 var bucketLapses = []byte("lapses")
-
-// lapseKey is the index key of (kind, key) lapsing at at.
-func lapseKey(kind ttl.Kind, key []byte, at int64) []byte {
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, 9+len(key)), uint64(at))
-	return append(append(k, byte(kind)), key...)
-}
 
 // lapses returns the index of a write transaction, made when a file from
 // before it lacks it.
@@ -53,12 +46,12 @@ func setLapse(tx *bolt.Tx, kind ttl.Kind, key []byte, old, at int64) error {
 		return err
 	}
 	if old != 0 {
-		if err := b.Delete(lapseKey(kind, key, old)); err != nil {
+		if err := b.Delete(expiryKey(kind, key, old)); err != nil {
 			return err
 		}
 	}
 	if at != 0 {
-		return b.Put(lapseKey(kind, key, at), nil)
+		return b.Put(expiryKey(kind, key, at), nil)
 	}
 	return nil
 }
@@ -111,7 +104,7 @@ func (f *FSM) Stuck(now time.Time, after []byte, limit int) (out []command.Stuck
 }
 
 // stuckIndexKey is s's key in the index: the cursor after it.
-func stuckIndexKey(s command.Stuck) []byte { return lapseKey(s.Kind, s.Key, s.At) }
+func stuckIndexKey(s command.Stuck) []byte { return expiryKey(s.Kind, s.Key, s.At) }
 
 // CountStuck counts the records and the claims whose deadline passed by
 // now, visiting at most limit index entries: bounded work for a gauge,

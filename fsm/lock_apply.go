@@ -23,12 +23,12 @@ func (a *applier) getLock(tx *bolt.Tx, name []byte) (*command.Lock, error) {
 // old's.
 func (a *applier) putLock(tx *bolt.Tx, name []byte, old, l *command.Lock) error {
 	if old != nil && old.LeaseEnd != l.LeaseEnd {
-		if err := ttl.Delete(tx, ttl.KindLock, name, old.LeaseEnd); err != nil {
+		if err := deleteExpiry(tx, ttl.KindLock, name, old.LeaseEnd); err != nil {
 			return err
 		}
 	}
 	if old == nil || old.LeaseEnd != l.LeaseEnd {
-		if err := ttl.Put(tx, ttl.KindLock, name, l.LeaseEnd); err != nil {
+		if err := putExpiry(tx, ttl.KindLock, name, l.LeaseEnd); err != nil {
 			return err
 		}
 	}
@@ -65,7 +65,7 @@ func (a *applier) pass(tx *bolt.Tx, name []byte, old *command.Lock, rev uint64) 
 			return nil, err
 		}
 		drop = append(drop, clone(k))
-		if err := ttl.Delete(tx, ttl.KindLockWait, k, w.WaitEnd); err != nil {
+		if err := deleteExpiry(tx, ttl.KindLockWait, k, w.WaitEnd); err != nil {
 			return nil, err
 		}
 		if waiters > 0 {
@@ -85,7 +85,7 @@ func (a *applier) pass(tx *bolt.Tx, name []byte, old *command.Lock, rev uint64) 
 	if next != nil {
 		return a.grant(tx, name, old, next.Owner, next.TTL, waiters, rev)
 	}
-	if err := ttl.Delete(tx, ttl.KindLock, name, old.LeaseEnd); err != nil {
+	if err := deleteExpiry(tx, ttl.KindLock, name, old.LeaseEnd); err != nil {
 		return nil, err
 	}
 	return nil, tx.Bucket(bucketLocks).Delete(name)
@@ -127,7 +127,7 @@ func (a *applier) lockAcquire(tx *bolt.Tx, c *command.Command, rev uint64) *comm
 	}
 	w := &command.LockWaiter{Owner: c.Value, TTL: int64(c.Timeout), WaitEnd: a.now + int64(c.TTL)}
 	qk := lockQueueKey(c.Key, rev)
-	if err := ttl.Put(tx, ttl.KindLockWait, qk, w.WaitEnd); err != nil {
+	if err := putExpiry(tx, ttl.KindLockWait, qk, w.WaitEnd); err != nil {
 		return &command.Result{Code: command.CodeStorage}
 	}
 	if err := tx.Bucket(bucketLockQ).Put(qk, w.Encode(nil)); err != nil {
@@ -208,7 +208,7 @@ func (a *applier) lockLeave(tx *bolt.Tx, c *command.Command, rev uint64) *comman
 			switch {
 			case !bytes.Equal(w.Owner, c.Value):
 			case l == nil: // cannot happen (a queue only behind a holder): the entry goes alone
-				if ttl.Delete(tx, ttl.KindLockWait, qk, w.WaitEnd) != nil || tx.Bucket(bucketLockQ).Delete(qk) != nil {
+				if deleteExpiry(tx, ttl.KindLockWait, qk, w.WaitEnd) != nil || tx.Bucket(bucketLockQ).Delete(qk) != nil {
 					return &command.Result{Code: command.CodeStorage}
 				}
 				return &command.Result{Code: command.CodeOK}
@@ -235,7 +235,7 @@ func (a *applier) lockLeave(tx *bolt.Tx, c *command.Command, rev uint64) *comman
 
 // dropWaiter removes the waiter w queued under qk behind the holder l.
 func (a *applier) dropWaiter(tx *bolt.Tx, qk []byte, w *command.LockWaiter, l *command.Lock) error {
-	if err := ttl.Delete(tx, ttl.KindLockWait, qk, w.WaitEnd); err != nil {
+	if err := deleteExpiry(tx, ttl.KindLockWait, qk, w.WaitEnd); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bucketLockQ).Delete(qk); err != nil {

@@ -293,7 +293,7 @@ func (l *lockHarness) due() []ttl.Entry {
 	var out []ttl.Entry
 	err := l.f.view(func(tx *bolt.Tx) error {
 		var err error
-		out, err = ttl.Due(tx, l.clock, 100)
+		out, err = dueExpiries(tx, l.clock, 100)
 		return err
 	})
 	if err != nil {

@@ -34,12 +34,12 @@ func (a *applier) getClaim(tx *bolt.Tx, key []byte) (*command.Claim, error) {
 
 func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *command.Claim) error {
 	if old != nil && old.ExpiresAt != c.ExpiresAt && old.ExpiresAt != 0 {
-		if err := ttl.Delete(tx, ttl.KindOnce, key, old.ExpiresAt); err != nil {
+		if err := deleteExpiry(tx, ttl.KindOnce, key, old.ExpiresAt); err != nil {
 			return err
 		}
 	}
 	if c.ExpiresAt != 0 && (old == nil || old.ExpiresAt != c.ExpiresAt) {
-		if err := ttl.Put(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
+		if err := putExpiry(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
 			return err
 		}
 	}
@@ -51,7 +51,7 @@ func (a *applier) putClaim(tx *bolt.Tx, key []byte, old, c *command.Claim) error
 
 func (a *applier) deleteClaim(tx *bolt.Tx, key []byte, c *command.Claim) error {
 	if c.ExpiresAt != 0 {
-		if err := ttl.Delete(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
+		if err := deleteExpiry(tx, ttl.KindOnce, key, c.ExpiresAt); err != nil {
 			return err
 		}
 	}

@@ -106,7 +106,7 @@ func (f *FSM) Due(now time.Time, limit int) ([]ttl.Entry, error) {
 	var out []ttl.Entry
 	err := f.view(func(tx *bolt.Tx) error {
 		var err error
-		out, err = ttl.Due(tx, now.UnixNano(), limit)
+		out, err = dueExpiries(tx, now.UnixNano(), limit)
 		return err
 	})
 	return out, err
@@ -117,7 +117,7 @@ func (f *FSM) CountDue(now time.Time, limit int) (int, error) {
 	var n int
 	err := f.view(func(tx *bolt.Tx) error {
 		var err error
-		n, err = ttl.CountDue(tx, now.UnixNano(), limit)
+		n, err = countDueExpiries(tx, now.UnixNano(), limit)
 		return err
 	})
 	return n, err

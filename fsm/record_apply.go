@@ -38,13 +38,13 @@ func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *command.Record) e
 			a.removed = append(a.removed, clone(key)) // taken over
 		}
 		if old.ExpiresAt != rec.ExpiresAt && old.ExpiresAt != 0 {
-			if err := ttl.Delete(tx, ttl.KindRecord, key, old.ExpiresAt); err != nil {
+			if err := deleteExpiry(tx, ttl.KindRecord, key, old.ExpiresAt); err != nil {
 				return err
 			}
 		}
 	}
 	if rec.ExpiresAt != 0 && (old == nil || old.ExpiresAt != rec.ExpiresAt) {
-		if err := ttl.Put(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
+		if err := putExpiry(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
 			return err
 		}
 	}
@@ -57,7 +57,7 @@ func (a *applier) putRecord(tx *bolt.Tx, key []byte, old, rec *command.Record) e
 
 func (a *applier) deleteRecord(tx *bolt.Tx, key []byte, rec *command.Record) error {
 	if rec.ExpiresAt != 0 {
-		if err := ttl.Delete(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
+		if err := deleteExpiry(tx, ttl.KindRecord, key, rec.ExpiresAt); err != nil {
 			return err
 		}
 	}

@@ -39,7 +39,7 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *command.Command, rev uint64) ([]by
 		if exp > a.now && !bytes.Equal(v[8:], c.Key) {
 			suspect = clone(v[8:])
 		}
-		if err := ttl.Delete(tx, ttl.KindDigest, c.DigestKey, exp); err != nil {
+		if err := deleteExpiry(tx, ttl.KindDigest, c.DigestKey, exp); err != nil {
 			return nil, err
 		}
 	}
@@ -60,7 +60,7 @@ func (a *applier) checkDigest(tx *bolt.Tx, c *command.Command, rev uint64) ([]by
 	if err := b.Put(c.DigestKey, append(v, c.Key...)); err != nil {
 		return nil, err
 	}
-	return suspect, ttl.Put(tx, ttl.KindDigest, c.DigestKey, exp)
+	return suspect, putExpiry(tx, ttl.KindDigest, c.DigestKey, exp)
 }
 
 func (a *applier) logSuspect(tx *bolt.Tx, key, earlier []byte, rev uint64) error {

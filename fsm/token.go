@@ -29,7 +29,7 @@ func (a *applier) liveToken(tx *bolt.Tx, key []byte) (int64, bool, error) {
 
 func (a *applier) deleteToken(tx *bolt.Tx, key []byte, exp int64) error {
 	if exp != 0 {
-		if err := ttl.Delete(tx, ttl.KindToken, key, exp); err != nil {
+		if err := deleteExpiry(tx, ttl.KindToken, key, exp); err != nil {
 			return err
 		}
 	}
@@ -46,7 +46,7 @@ func (a *applier) tokenIssue(tx *bolt.Tx, c *command.Command, _ uint64) *command
 	}
 	exp := a.expiry(c.TTL)
 	if exp != 0 {
-		if err := ttl.Put(tx, ttl.KindToken, c.Key, exp); err != nil {
+		if err := putExpiry(tx, ttl.KindToken, c.Key, exp); err != nil {
 			return &command.Result{Code: command.CodeStorage}
 		}
 	}

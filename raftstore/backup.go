@@ -23,7 +23,7 @@ import (
 // takes. Spooled, the transaction lasts as long as a local copy; the file
 // costs disk, not memory, and is refused when the disk guard would be
 // crossed.
-func (s *Store) Backup(ctx context.Context) (*backup.File, error) {
+func (s *Store) Backup(ctx context.Context) (*storeapi.Backup, error) {
 	if err := s.checkDisk(); err != nil {
 		return nil, err
 	}
@@ -46,5 +46,9 @@ func (s *Store) Backup(ctx context.Context) (*backup.File, error) {
 		return nil, fmt.Errorf("raftstore: backup: %w", err)
 	}
 	defer snap.Release()
-	return backup.Spool(s.cfg.DataDir, snap, backup.Meta{Term: s.raft.CurrentTerm(), Servers: servers, Node: s.cfg.NodeID})
+	f, err := backup.Spool(s.cfg.DataDir, snap, backup.Meta{Term: s.raft.CurrentTerm(), Servers: servers, Node: s.cfg.NodeID})
+	if err != nil {
+		return nil, err
+	}
+	return &storeapi.Backup{ReadCloser: f, Index: f.Meta.Index, Term: f.Meta.Term, Size: f.Size}, nil
 }

@@ -39,7 +39,9 @@ func putKeys(t *testing.T, c *TestCluster, prefix string, n int) map[string]uint
 	return out
 }
 
-// saveBackup takes a backup through s and writes it to a file.
+// saveBackup takes a backup through s and writes it to a file; the
+// metadata is the file's own, which the index and term the store gave
+// with it must match.
 func saveBackup(t *testing.T, s *Store) (string, backup.Meta) {
 	t.Helper()
 	b, err := s.Backup(ctxT(t, 5*time.Second))
@@ -59,7 +61,16 @@ func saveBackup(t *testing.T, s *Store) (string, backup.Meta) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return path, b.Meta
+	r, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	meta, _, err := backup.Verify(r)
+	if err != nil || meta.Index != b.Index || meta.Term != b.Term {
+		t.Fatalf("backup.Verify = %+v, %v; want index %d, term %d as the store said", meta, err, b.Index, b.Term)
+	}
+	return path, meta
 }
 
 // restoredCluster restores path into n new data directories, on new ports,

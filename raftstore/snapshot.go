@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/idemgate/idemgate/backup"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -18,9 +17,9 @@ import (
 // shorten a restart's log replay, or to measure what a snapshot costs
 // under load. It blocks until the snapshot is written or ctx ends; applies
 // go on meanwhile (the state machine's snapshot is a read transaction).
-func (s *Store) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
+func (s *Store) TakeSnapshot(ctx context.Context) (storeapi.SnapshotInfo, error) {
 	if err := s.checkDisk(); err != nil {
-		return backup.SnapshotInfo{}, err
+		return storeapi.SnapshotInfo{}, err
 	}
 	// Raft takes another snapshot at the same index when asked twice;
 	// one is enough.
@@ -35,33 +34,33 @@ func (s *Store) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", ctx.Err())
+		return storeapi.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", ctx.Err())
 	}
 	switch {
 	case errors.Is(err, raft.ErrNothingNewToSnapshot):
 		return s.newestSnapshot()
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return backup.SnapshotInfo{}, storeapi.ErrShutdown
+		return storeapi.SnapshotInfo{}, storeapi.ErrShutdown
 	case err != nil:
-		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
+		return storeapi.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
 	took := time.Since(start)
 	meta, rc, err := fut.Open()
 	if err != nil {
-		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
+		return storeapi.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
 	rc.Close()
-	return backup.SnapshotInfo{Index: meta.Index, Term: meta.Term, Bytes: meta.Size, Took: took, New: true}, nil
+	return storeapi.SnapshotInfo{Index: meta.Index, Term: meta.Term, Bytes: meta.Size, Took: took, New: true}, nil
 }
 
-func (s *Store) newestSnapshot() (backup.SnapshotInfo, error) {
+func (s *Store) newestSnapshot() (storeapi.SnapshotInfo, error) {
 	metas, err := s.snaps.List()
 	if err != nil {
-		return backup.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
+		return storeapi.SnapshotInfo{}, fmt.Errorf("raftstore: snapshot: %w", err)
 	}
 	if len(metas) == 0 { // nothing applied yet: there is nothing to take
-		return backup.SnapshotInfo{}, nil
+		return storeapi.SnapshotInfo{}, nil
 	}
 	m := metas[0]
-	return backup.SnapshotInfo{Index: m.Index, Term: m.Term, Bytes: m.Size}, nil
+	return storeapi.SnapshotInfo{Index: m.Index, Term: m.Term, Bytes: m.Size}, nil
 }

@@ -1,16 +1,16 @@
-// Package ttl owns the expiry index and the leader's sweeper.
+// Package ttl owns what expires and the leader's sweeper.
 //
-// The index is one bbolt bucket whose keys sort by expiry time:
-//
-//	expiry (8 bytes, big-endian unix nanoseconds) | kind (1 byte) | entry key
-//
-// so the entries due at a given time are a prefix scan. The index is written
-// only inside the state machine's transactions (package fsm calls Put and
-// Delete while it applies a command), so it is replicated and deterministic
-// like everything else the state machine holds.
+// An Entry says that a thing of a Kind (a record, a token, a KV key, a
+// claim, a lock) expires at a time. The state machine (package fsm) keeps
+// them in its expiry index, written only inside its transactions, so the
+// index is replicated and deterministic like everything else it holds; an
+// expire command (package command) carries the entries to remove. Kind's
+// values are in the index's keys and in the command's encoding: they are
+// never renumbered.
 //
 // The Sweeper never deletes anything itself: on a node that has just verified
 // its leadership it reads the due entries and proposes an expire command
 // through the small Proposer interface, so removal is a replicated command
-// too. It never imports the raft wiring.
+// too. It never imports the raft wiring, nor the storage: package command,
+// and through it every face, uses Kind and Entry without reaching bbolt.
 package ttl

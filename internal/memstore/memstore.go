@@ -291,7 +291,7 @@ func (s *Store) Indexes() (commit, applied uint64) {
 
 // Backup is a real backup file of the state machine, as a one-node
 // cluster's at term 1.
-func (s *Store) Backup(ctx context.Context) (*backup.File, error) {
+func (s *Store) Backup(ctx context.Context) (*storeapi.Backup, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -300,21 +300,25 @@ func (s *Store) Backup(ctx context.Context) (*backup.File, error) {
 		return nil, err
 	}
 	defer snap.Release()
-	return backup.Spool(s.dir, snap, backup.Meta{Term: 1, Node: "mem",
+	f, err := backup.Spool(s.dir, snap, backup.Meta{Term: 1, Node: "mem",
 		Servers: []backup.Server{{ID: "mem", Raft: "memstore", Voter: true}}})
+	if err != nil {
+		return nil, err
+	}
+	return &storeapi.Backup{ReadCloser: f, Index: f.Meta.Index, Term: f.Meta.Term, Size: f.Size}, nil
 }
 
 // TakeSnapshot spools a backup of the state machine (a real snapshot of it)
 // and describes it as a one-node cluster's snapshot at term 1; there is no
 // log to compact.
-func (s *Store) TakeSnapshot(ctx context.Context) (backup.SnapshotInfo, error) {
+func (s *Store) TakeSnapshot(ctx context.Context) (storeapi.SnapshotInfo, error) {
 	start := time.Now()
 	b, err := s.Backup(ctx)
 	if err != nil {
-		return backup.SnapshotInfo{}, err
+		return storeapi.SnapshotInfo{}, err
 	}
 	defer b.Close()
-	return backup.SnapshotInfo{Index: b.Meta.Index, Term: 1, Bytes: b.Size, Took: time.Since(start), New: true}, nil
+	return storeapi.SnapshotInfo{Index: b.Index, Term: 1, Bytes: b.Size, Took: time.Since(start), New: true}, nil
 }
 
 // The sweeper's Proposer (package ttl).

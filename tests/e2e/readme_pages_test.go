@@ -14,6 +14,23 @@ import (
 // docs/ pages it links.
 const readmeMaxLines = 300
 
+// performanceMaxLines bounds docs/performance.md: a reference (what to
+// expect on which hardware, how to measure, the current rows with their
+// commands, the budget); how a figure came about goes to a dated note in
+// docs/experiments/ or to the CHANGELOG.
+const performanceMaxLines = 400
+
+// TestPerformancePage holds docs/performance.md to a reference's length.
+func TestPerformancePage(t *testing.T) {
+	text, err := os.ReadFile("docs/performance.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(text), "\n"); n > performanceMaxLines {
+		t.Errorf("docs/performance.md has %d lines, want at most %d: move the record of experiments to a dated note in docs/experiments/", n, performanceMaxLines)
+	}
+}
+
 // TestREADMEPages checks the shape of the documentation: README is short,
 // opens with the demo and the test command, links every docs/ page, and
 // every relative link of README and docs/ reaches a file and, with a
