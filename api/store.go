@@ -23,7 +23,7 @@ import (
 type Data interface {
 	// KV reads one key of the KV keyspace.
 	KV(ctx context.Context, key []byte, local bool) (command.KVEntry, error)
-	// ApplyKV applies a KV command built by fsm's constructors; refusals are in the result's Code.
+	// ApplyKV applies a KV command built by package command's constructors; refusals are in the result's Code.
 	ApplyKV(ctx context.Context, c *command.Command) (*command.Result, error)
 	// Record reads an idempotency record (GET /v1/records/KEY).
 	Record(ctx context.Context, key []byte, local bool) (*command.Record, error)
