@@ -289,6 +289,9 @@ func TestGoRedisEveryCommand(t *testing.T) {
 
 			// What is not supported says so.
 			c.fails("unknown", r.Do(ctx, "FOO", "bar").Err(), "ERR unknown command 'FOO', with args beginning with: 'bar'")
+			c.fails("SAVE", r.Do(ctx, "SAVE").Err(), unsupportedWhy["save"])
+			c.fails("SHUTDOWN", r.Do(ctx, "SHUTDOWN", "NOSAVE").Err(), unsupportedWhy["shutdown"])
+			c.fails("FCALL", r.Do(ctx, "FCALL", "f", "0").Err(), fmt.Sprintf(msgNotSupported, "FCALL"))
 		})
 	}
 }

@@ -79,7 +79,19 @@ func notInScripts(c *redisCommand) *redisCommand {
 
 // unsupported are Redis commands a client may expect that idemgate does not
 // run: a clear error, never partial support.
-var unsupported = []string{"fcall", "fcall_ro", "function", "swapdb", "wait"}
+var unsupported = []string{"fcall", "fcall_ro", "function", "swapdb", "wait", "save", "shutdown"}
+
+// unsupportedWhy are the unsupported commands refused for a reason of
+// their own, not for want of an atomic step. Redis refuses them inside
+// MULTI (msgNotInTx): so does idemgate, before it says why.
+var unsupportedWhy = map[string]string{
+	"save":     "ERR SAVE is not supported by idemgate: every acknowledged write is already on the disks of a majority of the nodes; POST /v1/snapshot takes a node's snapshot",
+	"shutdown": "ERR SHUTDOWN is not supported by idemgate: stop a node as its service manager does (SIGTERM)",
+}
+
+// msgNotInTx is Redis's refusal of a command it never queues (SAVE,
+// SHUTDOWN); the transaction is then discarded at EXEC.
+const msgNotInTx = "ERR Command not allowed inside a transaction"
 
 // isUnsupported reports whether name is a Redis command idemgate does
 // not run.
@@ -110,6 +122,10 @@ func (c *conn) check(args [][]byte) (cmd *redisCommand, refusal string) {
 		switch {
 		case c.preAuth(): // before AUTH, nothing is said of commands
 			return nil, msgNoAuth
+		case c.lastCmd != "unknown" && c.multi != nil && unsupportedWhy[name] != "":
+			return nil, msgNotInTx
+		case c.lastCmd != "unknown" && unsupportedWhy[name] != "":
+			return nil, unsupportedWhy[name]
 		case c.lastCmd != "unknown":
 			return nil, fmt.Sprintf(msgNotSupported, strings.ToUpper(name))
 		}

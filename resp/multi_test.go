@@ -89,6 +89,11 @@ var txCases = []struct {
 	{"a script with a watched key unchanged", []txStep{
 		{0, "SET {k}a 1\r\nWATCH {k}a\r\n", ""}, {1, "SET {k}b 2\r\n", ""},
 		{0, "MULTI\r\nEVAL \"return redis.call('INCR', KEYS[1])\" 1 {k}a\r\nEXEC\r\nGET {k}a\r\n", ""}}},
+	// SAVE and SHUTDOWN are never queued: refused, the transaction
+	// discarded at EXEC (the errors are Redis's, though idemgate runs
+	// neither command outside MULTI either).
+	{"SAVE and SHUTDOWN refused inside MULTI", []txStep{{0, "MULTI\r\nSET {k}a 1\r\nSAVE\r\nEXEC\r\nEXISTS {k}a\r\n" +
+		"MULTI\r\nSHUTDOWN NOSAVE\r\nINCR {k}a\r\nEXEC\r\nEXISTS {k}a\r\n", ""}}},
 	{"a script and a queue-time error", []txStep{{0, "MULTI\r\nEVAL \"return redis.call('SET', KEYS[1], 1)\" 1 {k}a\r\nNOSUCH\r\nEXEC\r\nEXISTS {k}a\r\n", ""}}},
 	{"a script with lifetimes and the connection's commands", []txStep{{0, "MULTI\r\nSET {k}t v EX 100\r\n" +
 		"EVAL \"redis.call('PEXPIRE', KEYS[1], 50000); return redis.call('TTL', KEYS[1])\" 1 {k}t\r\nCLIENT SETNAME scripted\r\nTTL {k}t\r\nCLIENT GETNAME\r\nEXEC\r\n", ""}}},
