@@ -70,46 +70,42 @@ func deleteExpiry(tx *bolt.Tx, kind ttl.Kind, key []byte, at int64) error {
 // earliest first. The returned keys are copies: they outlive the
 // transaction.
 func dueExpiries(tx *bolt.Tx, now int64, limit int) ([]ttl.Entry, error) {
-	b := tx.Bucket(bucketTTL)
-	if b == nil {
-		return nil, errNoTTLBucket
-	}
 	var out []ttl.Entry
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
-		if len(k) < expiryPrefixLen {
-			continue // not ours; never written by putExpiry
-		}
-		at := int64(binary.BigEndian.Uint64(k))
-		if at > now {
-			break
-		}
+	err := walkDue(tx, now, limit, func(k []byte) {
 		out = append(out, ttl.Entry{
 			Kind: ttl.Kind(k[8]),
 			Key:  append([]byte(nil), k[expiryPrefixLen:]...),
-			At:   at,
+			At:   int64(binary.BigEndian.Uint64(k)),
 		})
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // countDueExpiries counts the entries that expire at or before now, up to
 // limit, without copying them.
 func countDueExpiries(tx *bolt.Tx, now int64, limit int) (int, error) {
+	n := 0
+	err := walkDue(tx, now, limit, func([]byte) { n++ })
+	return n, err
+}
+
+// walkDue calls fn with the index keys of up to limit entries that expire
+// at or before now, earliest first (each valid only during the call).
+func walkDue(tx *bolt.Tx, now int64, limit int, fn func(k []byte)) error {
 	b := tx.Bucket(bucketTTL)
 	if b == nil {
-		return 0, errNoTTLBucket
+		return errNoTTLBucket
 	}
-	n := 0
-	c := b.Cursor()
+	c, n := b.Cursor(), 0
 	for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
 		if len(k) < expiryPrefixLen {
-			continue
+			continue // not ours; never written by putExpiry
 		}
 		if int64(binary.BigEndian.Uint64(k)) > now {
 			break
 		}
+		fn(k)
 		n++
 	}
-	return n, nil
+	return nil
 }
