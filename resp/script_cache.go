@@ -65,10 +65,16 @@ func (sc *scriptCache) known(sha string, give bool) (*script.Script, bool) {
 	if e == nil {
 		return nil, false
 	}
+	c := sc.touch(e, give)
+	return c.s, c.given
+}
+
+// touch marks e the most recently used, and given when give; sc.mu held.
+func (sc *scriptCache) touch(e *list.Element, give bool) *cachedScript {
 	sc.lru.MoveToFront(e)
 	c := e.Value.(*cachedScript)
 	c.given = c.given || give
-	return c.s, c.given
+	return c
 }
 
 // load compiles body (unless known) and keeps it, given to EVALSHA; the
@@ -113,10 +119,7 @@ func (sc *scriptCache) compile(ctx context.Context, body []byte, given bool) (*s
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if e, ok := sc.m[sha]; ok { // compiled meanwhile by another connection
-		sc.lru.MoveToFront(e)
-		c := e.Value.(*cachedScript)
-		c.given = c.given || given
-		return c.s, nil
+		return sc.touch(e, given).s, nil
 	}
 	sc.m[sha] = sc.lru.PushFront(&cachedScript{s: s, cost: cost, given: given})
 	sc.bytes += cost
