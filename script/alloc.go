@@ -137,6 +137,33 @@ func replyCost(r Reply) int64 {
 	return n
 }
 
+// chunkID is how Lua 5.1 names a chunk in its run-time errors
+// (luaO_chunkid, LUA_IDSIZE 60): "=name" as name (59 bytes at most),
+// "@file" as file (its last 52 bytes after "..."), and any other name,
+// the source itself by default, as [string "its first line"], the line
+// cut to 43 bytes and "...". (Its compile errors cut at 80: gopher-lua's
+// are worded otherwise anyway.)
+func chunkID(name string) string {
+	const size = 60
+	switch {
+	case strings.HasPrefix(name, "="):
+		return name[1:min(len(name), size)]
+	case strings.HasPrefix(name, "@"):
+		file, room := name[1:], size-len(" '...' ")-1
+		if len(file) > room {
+			return "..." + file[len(file)-room:]
+		}
+		return file
+	}
+	line, _, _ := strings.Cut(name, "\n")
+	line, _, _ = strings.Cut(line, "\r")
+	line = line[:min(len(line), size-len(` [string "..."] `)-1)]
+	if len(line) < len(name) {
+		return `[string "` + line + `..."]`
+	}
+	return `[string "` + line + `"]`
+}
+
 // guardLoad replaces loadstring and load with ones that compile under
 // the bounds EVAL's body has (compile.go): a script compiling a million
 // nested braces must not end the process either.
@@ -152,12 +179,13 @@ func guardLoad(L *lua.LState) {
 		return 1
 	}
 	L.SetGlobal("loadstring", L.NewFunction(func(L *lua.LState) int {
-		return load(L, L.CheckString(1), L.OptString(2, "<string>"))
+		src := L.CheckString(1)
+		return load(L, src, chunkID(L.OptString(2, src)))
 	}))
 	// load(f) calls f for the source's pieces until it answers nil or "".
 	L.SetGlobal("load", L.NewFunction(func(L *lua.LState) int {
 		f := L.CheckFunction(1)
-		name := L.OptString(2, "?")
+		name := chunkID(L.OptString(2, "=(load)"))
 		var src strings.Builder
 		for {
 			L.Push(f)

@@ -21,5 +21,7 @@
 // and whether the script's work is kept.
 //
 // gopher-lua is a patched copy (third_party/gopher-lua): two VM
-// instructions make large values out of any hook's sight.
+// instructions make large values out of any hook's sight, and Redis 7's
+// read-only environment needs a flag on a table that every write of the
+// VM checks (protect.go).
 package script

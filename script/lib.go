@@ -8,11 +8,11 @@ import (
 )
 
 // openLibs gives a VM Redis's environment: the base library without
-// what reaches files or other code (dofile, loadfile, require, module),
-// table, string and math (math.random from a generator seeded the same
-// for every run, as Redis 7 seeds it), the redis library, and the C
-// libraries Redis adds: cjson, cmsgpack, bit and struct. Its
-// functions act for the VM's current run (v.cur).
+// what reaches files or other code (dofile, loadfile, require, module)
+// or changes a function's environment (getfenv, setfenv), table, string
+// and math, the redis library, and the C libraries Redis adds: cjson,
+// cmsgpack, bit and struct. Its functions act for the VM's current run
+// (v.cur).
 func openLibs(L *lua.LState, v *vm) {
 	for _, lib := range []struct {
 		name string
@@ -22,7 +22,10 @@ func openLibs(L *lua.LState, v *vm) {
 		L.Push(lua.LString(lib.name))
 		L.Call(1, 0)
 	}
-	for _, name := range []string{"dofile", "loadfile", "require", "module", "_printregs", "print"} {
+	// What Redis 7.0's Lua does not have either: a script reading one is
+	// told the global does not exist (protect.go).
+	for _, name := range []string{"dofile", "loadfile", "require", "module", "_printregs", "print",
+		"getfenv", "setfenv", "newproxy", "_GOPHER_LUA_VERSION"} {
 		L.SetGlobal(name, lua.LNil)
 	}
 	// gopher-lua's collectgarbage runs the process's garbage collector: a

@@ -66,9 +66,9 @@ func TestRunHostile(t *testing.T) {
 		{name: "a reply of one string many times", body: big + "local t = {} for i = 1, 100 do t[i] = s end return t", want: killed, stopped: ErrMemory},
 		{name: "a reply holding itself once", body: "local t = {} t[1] = t return t", want: strings.Repeat("[", maxReplyDepth) + "-ERR reached lua stack limit" + strings.Repeat("]", maxReplyDepth)},
 		{name: "loadstring of a million braces", body: "local f, err = loadstring('return ' .. string.rep('{', 1e6)) return err",
-			want: `"<string>:1: chunk has too many syntax levels"`},
+			want: `"[string \"return ` + strings.Repeat("{", 43-len("return ")) + `...\"]:1: chunk has too many syntax levels"`},
 		{name: "load of a million braces", body: "local done = false local f, err = load(function() if done then return nil end done = true return string.rep('{', 1e6) end) return err",
-			want: `"?:1: chunk has too many syntax levels"`},
+			want: `"(load):1: chunk has too many syntax levels"`},
 		{name: "loadstring still loads", body: "return loadstring('return 1 + 1')()", want: "2"},
 	}
 	for _, tt := range tests {

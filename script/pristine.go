@@ -11,13 +11,16 @@ import (
 // change the environment in only two ways: an instruction that stores
 // into a table or a global (SETGLOBAL, SETTABLE, SETTABLEKS, SETLIST: a
 // table the script made, a library's, the globals), or a builtin that
-// changes a table or an environment it is given (rawset, setmetatable,
-// setfenv, table.insert, table.remove, table.sort) or compiles code that
+// changes a table it is given (rawset, setmetatable, table.insert,
+// table.remove, table.sort) or compiles code that
 // may do either (load, loadstring). A script none of whose functions
 // holds such an instruction, in a run that called none of those
 // builtins, left every table of the environment as it was: its state is
 // kept without the compare. Any other run is compared as before. The
 // script's own upvalues (SETUPVAL) are its closures', made anew each run.
+// The environment is read-only besides (protect.go): such a store into it
+// fails; the compare is the second guard, for what the flag does not
+// cover (a metatable of a value that is no table).
 
 // storesIntoTables reports whether fn or a function inside it holds an
 // instruction that stores into a table or a global.
@@ -39,14 +42,13 @@ func storesIntoTables(fn *lua.FunctionProto) bool {
 // changingBuiltins are the builtins that change a table or an
 // environment they are given, or compile code, by library ("" the base).
 var changingBuiltins = map[string][]string{
-	"":      {"rawset", "setmetatable", "setfenv", "load", "loadstring"},
+	"":      {"rawset", "setmetatable", "load", "loadstring"},
 	"table": {"insert", "remove", "sort"},
 }
 
 // watchChangingBuiltins replaces each of changingBuiltins with one that
 // marks v's run as one to compare, then does the builtin's work in the
-// same call (same arguments, same stack level for setfenv, same error
-// texts).
+// same call (same arguments, same error texts).
 func watchChangingBuiltins(L *lua.LState, v *vm) {
 	for lib, names := range changingBuiltins {
 		t := L.G.Global

@@ -114,9 +114,9 @@ func (s *Script) Run(ctx context.Context, cfg Config, keys, argv [][]byte, c Cal
 	r := &run{s: s, cfg: cfg, c: c, b: b, resp: 2}
 	v.cur = r
 	v.json = defaultJSONConfig
-	v.pcg.Seed(0, 0)
-	L.SetGlobal("KEYS", stringTable(L, keys))
-	L.SetGlobal("ARGV", stringTable(L, argv))
+	// The globals are read-only to the script (protect.go), not to Run.
+	L.G.Global.RawSetString("KEYS", stringTable(L, keys))
+	L.G.Global.RawSetString("ARGV", stringTable(L, argv))
 
 	L.Push(L.NewFunctionFromProto(s.fn))
 	err := L.PCall(0, 1, L.NewFunction(r.errorHandler))
@@ -202,9 +202,13 @@ func getVM(cfg Config) *vm {
 	// copied whole: 32 (the default) made filling it quadratic.
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: cfg.CallDepth,
 		RegistrySize: 1024, RegistryMaxSize: 256 * 1024, RegistryGrowStep: 8192, MinimizeStackMemory: true})
-	v := &vm{L: L, pcg: rand.NewPCG(0, 0), depth: cfg.CallDepth}
+	// Each state's generator starts where the process's random source
+	// says: math.random differs from run to run, as on Redis 7, unless
+	// the script seeds it (math.randomseed).
+	v := &vm{L: L, pcg: rand.NewPCG(rand.Uint64(), rand.Uint64()), depth: cfg.CallDepth}
 	openLibs(L, v)
 	watchChangingBuiltins(L, v)
+	protectEnv(L)
 	g := L.G.Global
 	tables := []*lua.LTable{g}
 	g.ForEach(func(_, val lua.LValue) {

@@ -1127,6 +1127,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 	for i := 0; i < MaxTableGetLoop; i++ {
 		tb, istable := curobj.(*LTable)
 		if istable {
+			ls.checkWritable(tb)
 			if tb.RawGet(key) != LNil {
 				ls.RawSet(tb, key, value)
 				return
@@ -1159,6 +1160,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 	for i := 0; i < MaxTableGetLoop; i++ {
 		tb, istable := curobj.(*LTable)
 		if istable {
+			ls.checkWritable(tb)
 			if tb.RawGetString(key) != LNil {
 				tb.RawSetString(key, value)
 				return
@@ -1513,6 +1515,20 @@ func (ls *LState) registryOverflow() {
 }
 
 // This function is equivalent to luaL_error( http://www.lua.org/manual/5.1/manual.html#luaL_error ).
+// checkWritable raises "Attempt to modify a readonly table" when tb is
+// read-only (LTable.SetReadOnly), as Redis's luaG_runerror words it:
+// with the running Lua function's position, none when a Go function
+// runs. (idemgate's patch: see README.md.)
+func (ls *LState) checkWritable(tb *LTable) {
+	if !tb.readonly {
+		return
+	}
+	if ls.currentFrame != nil && !ls.currentFrame.Fn.IsG {
+		ls.raiseError(1, "Attempt to modify a readonly table")
+	}
+	ls.raiseError(0, "Attempt to modify a readonly table")
+}
+
 func (ls *LState) RaiseError(format string, args ...interface{}) {
 	ls.raiseError(1, format, args...)
 }
@@ -1700,6 +1716,7 @@ func (ls *LState) GetTable(obj LValue, key LValue) LValue {
 }
 
 func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
+	ls.checkWritable(tb)
 	if n, ok := key.(LNumber); ok && math.IsNaN(float64(n)) {
 		ls.RaiseError("table index is NaN")
 	} else if key == LNil {
@@ -1712,6 +1729,7 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 }
 
 func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
+	ls.checkWritable(tb)
 	tb.RawSetInt(key, value)
 }
 
@@ -1920,6 +1938,7 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 
 	switch v := obj.(type) {
 	case *LTable:
+		ls.checkWritable(v)
 		v.Metatable = mt
 	case *LUserData:
 		v.Metatable = mt

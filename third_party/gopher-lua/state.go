@@ -1345,6 +1345,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 	for i := 0; i < MaxTableGetLoop; i++ {
 		tb, istable := curobj.(*LTable)
 		if istable {
+			ls.checkWritable(tb)
 			if tb.RawGet(key) != LNil {
 				ls.RawSet(tb, key, value)
 				return
@@ -1377,6 +1378,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 	for i := 0; i < MaxTableGetLoop; i++ {
 		tb, istable := curobj.(*LTable)
 		if istable {
+			ls.checkWritable(tb)
 			if tb.RawGetString(key) != LNil {
 				tb.RawSetString(key, value)
 				return
@@ -1730,6 +1732,20 @@ func (ls *LState) registryOverflow() {
 }
 
 // This function is equivalent to luaL_error( http://www.lua.org/manual/5.1/manual.html#luaL_error ).
+// checkWritable raises "Attempt to modify a readonly table" when tb is
+// read-only (LTable.SetReadOnly), as Redis's luaG_runerror words it:
+// with the running Lua function's position, none when a Go function
+// runs. (idemgate's patch: see README.md.)
+func (ls *LState) checkWritable(tb *LTable) {
+	if !tb.readonly {
+		return
+	}
+	if ls.currentFrame != nil && !ls.currentFrame.Fn.IsG {
+		ls.raiseError(1, "Attempt to modify a readonly table")
+	}
+	ls.raiseError(0, "Attempt to modify a readonly table")
+}
+
 func (ls *LState) RaiseError(format string, args ...interface{}) {
 	ls.raiseError(1, format, args...)
 }
@@ -1917,6 +1933,7 @@ func (ls *LState) GetTable(obj LValue, key LValue) LValue {
 }
 
 func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
+	ls.checkWritable(tb)
 	if n, ok := key.(LNumber); ok && math.IsNaN(float64(n)) {
 		ls.RaiseError("table index is NaN")
 	} else if key == LNil {
@@ -1929,6 +1946,7 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 }
 
 func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
+	ls.checkWritable(tb)
 	tb.RawSetInt(key, value)
 }
 
@@ -2137,6 +2155,7 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 
 	switch v := obj.(type) {
 	case *LTable:
+		ls.checkWritable(v)
 		v.Metatable = mt
 	case *LUserData:
 		v.Metatable = mt

@@ -1,6 +1,18 @@
 package lua
 
 const defaultArrayCap = 32
+
+// SetReadOnly makes a script's changes to the table raise "Attempt to
+// modify a readonly table", as Redis's Lua does for a table it protects
+// (lua_enablereadonlytable): a store by the VM (SETTABLE, SETGLOBAL),
+// rawset, setmetatable, table.insert, table.remove, table.sort. The
+// table's own methods (RawSet, Append, ...), for Go code, still change
+// it. (idemgate's patch: see README.md.)
+func (tb *LTable) SetReadOnly(readonly bool) { tb.readonly = readonly }
+
+// IsReadOnly reports whether SetReadOnly(true) protects the table.
+func (tb *LTable) IsReadOnly() bool { return tb.readonly }
+
 const defaultHashCap = 32
 
 type lValueArraySorter struct {

@@ -143,6 +143,10 @@ func (nm LNumber) Format(f fmt.State, c rune) {
 type LTable struct {
 	Metatable LValue
 
+	// readonly: a script's stores into the table, and setting its
+	// metatable, raise an error (idemgate's patch: see README.md).
+	readonly bool
+
 	array   []LValue
 	dict    map[LValue]LValue
 	strdict map[string]LValue
