@@ -334,7 +334,8 @@ func (c *conn) commandInfo(cmd *redisCommand) {
 }
 
 // cmdInfo: the server, clients, memory, stats and replication sections
-// (of stats, the client-side caching table's figures, this node's).
+// (of memory, the script cache's figures; of stats, the client-side
+// caching table's; each this node's).
 func cmdInfo(c *conn, a [][]byte) {
 	want := map[string]bool{}
 	for _, s := range a[1:] {
@@ -360,8 +361,11 @@ func cmdInfo(c *conn, a [][]byte) {
 	}
 	if all || want["memory"] {
 		// Nothing is ever evicted: a write past a limit is refused.
-		// BullMQ warns unless it reads noeviction here.
-		b.WriteString("# Memory\r\nmaxmemory_policy:noeviction\r\n\r\n")
+		// BullMQ warns unless it reads noeviction here. The scripts are
+		// this node's cache's (EVAL, SCRIPT LOAD), the bytes their cost.
+		scripts, bytes, _ := c.s.scripts.size()
+		fmt.Fprintf(&b, "# Memory\r\nused_memory_scripts_eval:%d\r\nnumber_of_cached_scripts:%d\r\nmaxmemory_policy:noeviction\r\n\r\n",
+			bytes, scripts)
 	}
 	if all || want["replication"] {
 		id, _ := c.s.store.Leader()

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ const (
 	msgXReadGroupOpt    = "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
 	msgXReadNoAck       = "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
 	msgXReadGT          = "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
-	msgXReadScript      = "ERR XREAD command is not allowed with BLOCK option from scripts"
+	msgXReadScript      = "ERR %s command is not allowed with BLOCK option from scripts" // the name as sent
 	msgStreamTooLarge   = "ERR Elements are too large to be stored"
 )
 
@@ -107,7 +108,7 @@ func init() {
 		c.runRead(ctx, xinfoPlan(a))
 	}
 	xread := streamRd("xread", -4, 0, func(a [][]byte) plan { return planXRead(a).plan })
-	xread.read = func(c *conn, ctx context.Context, a [][]byte) { c.runXRead(ctx, planXRead(a)) }
+	xread.read = func(c *conn, ctx context.Context, a [][]byte) { c.runXRead(ctx, a[0], planXRead(a)) }
 	xread.flags = append(xread.flags, "blocking", "movablekeys")
 	register(
 		wr("xadd", command.TypeStreamAdd, -5, planXAdd, "denyoom"),
@@ -838,9 +839,9 @@ func (c *conn) readLocal(p plan) (res []storeapi.OpResult, refusal string) {
 // given, the connection waits on this node (blocking.go) until one of
 // its streams' last id passes the one it waits after, an XADD applied
 // from any node, and reads again. In a script BLOCK does not wait.
-func (c *conn) runXRead(ctx context.Context, x xreadPlan) {
+func (c *conn) runXRead(ctx context.Context, name []byte, x xreadPlan) {
 	if c.script != nil && x.block && x.err == "" {
-		c.w.errorLine(msgXReadScript)
+		c.w.errorLine(fmt.Sprintf(msgXReadScript, name))
 		return
 	}
 	if c.script != nil || !x.block || x.err != "" {

@@ -28,7 +28,6 @@ const (
 	msgXGroupEntries    = "ERR value for ENTRIESREAD must be positive or -1"
 	msgXReadGroupNoGrp  = "ERR Missing GROUP option for XREADGROUP"
 	msgXReadGroupDollar = "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set."
-	msgXReadGroupScript = "ERR XREADGROUP command is not allowed with BLOCK option from scripts"
 	msgXGroupUnblocked  = "UNBLOCKED the stream key no longer exists"
 	msgXGroupGone       = "NOGROUP the consumer group this client was blocked on no longer exists"
 	msgXAutoClaimCount  = "ERR COUNT must be > 0"
@@ -747,7 +746,7 @@ func planXReadGroup(c *conn, a [][]byte) plan {
 		switch opt := strings.ToLower(string(a[i])); {
 		case opt == "block" && more > 0:
 			if c != nil && c.script != nil {
-				return plan{err: msgXReadGroupScript}
+				return plan{err: fmt.Sprintf(msgXReadScript, a[0])}
 			}
 			i++
 			ms, ok := parseInt64(a[i])

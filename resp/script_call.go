@@ -271,6 +271,17 @@ func (sc *scriptCall) Call(args [][]byte, resp int) script.Reply {
 		return script.ErrorReply("ERR This Redis command is not allowed from script")
 	case (cmd.arity > 0 && len(args) != cmd.arity) || (cmd.arity < 0 && len(args) < -cmd.arity):
 		return script.ErrorReply("ERR Wrong number of args calling Redis command from script")
+	case cmd.sub != nil:
+		// A subcommand Redis does not know is an unknown command to a
+		// script; one of the wrong arity, a wrong number of arguments.
+		switch refusal := cmd.sub(args); {
+		case strings.HasPrefix(refusal, "ERR unknown subcommand"):
+			return script.ErrorReply("ERR Unknown Redis command called from script")
+		case refusal != "":
+			return script.ErrorReply("ERR Wrong number of args calling Redis command from script")
+		case name == "cluster" && clusterNoScript[strings.ToLower(string(args[1]))]:
+			return script.ErrorReply("ERR This Redis command is not allowed from script")
+		}
 	}
 	if cmd.kind == kindWrite {
 		if sc.readOnly {

@@ -243,6 +243,30 @@ func scriptLibCases() [][]string {
 	add([]string{"HELLO", "3"})
 	add(resp3...)
 	add([]string{"HELLO", "2"})
+	// the environment: read-only, and no nonexistent globals (the
+	// reply's where and the script's sha are compared too)
+	for _, body := range []string{
+		"return a", "a = 10", "function f() end", "_G = {}", "redis = function() return 1 end",
+		"setmetatable(_G, {})", "local g = getmetatable(_G) g.__index = {}", "getmetatable(_G).__newindex = nil",
+		"rawset(_G, 'a', 1)", "rawset(redis, 'call', 1)", "table.insert(redis, 1)", "table.sort(bit)", "table.remove(cjson)",
+		"redis.call = function() return 1 end", "cjson.encode = 1", "cmsgpack.pack = 1", "bit.lshift = 1", "struct.pack = 1",
+		"string.rep = 1", "math.floor = 1", "table.insert = 1", "redis.LOG_DEBUG = 1",
+		"getmetatable('').x = 1", "getmetatable('').__index = {}", "setmetatable(string, {})",
+		"loadfile('x')", "dofile('x')", "print('x')", "setfenv(1, {})", "getfenv(1)", "newproxy()", "return _G[1]",
+		"return type(rawget(_G, 'a'))", "return type(getmetatable(_G).__index)",
+		"local t = {} setmetatable(t, {}) t.x = 1 return t.x", "local s = {} table.insert(s, 'x') return s",
+		"return type(_G.redis)", "return redis.call('cluster', 'info')", "return redis.call('cluster', 'reset', 'hard')",
+		"return redis.call('cluster', 'foo')", "return redis.call('cluster', 'info', 'x')", "return redis.call('cluster')",
+		"return redis.call('xread', 'block', 0, 'streams', 's', '0')",
+		"return redis.call('xreadgroup', 'group', 'g', 'c', 'block', 0, 'streams', 's', '>')",
+	} {
+		add(eval(body))
+	}
+	add(eval("KEYS[1] = 'x' ARGV[2] = 'y' return {KEYS[1], ARGV[2]}", "1", "k", "a"),
+		err("foo"), err("loadstring('a = 1')()"), err("setmetatable(_G, {})"),
+		err("loadstring('a = 1', '=' .. string.rep('y', 100))()"), err("loadstring('a = 1', '@' .. string.rep('y', 100))()"),
+		err("loadstring(string.rep('x', 100) .. ' = 1')()"), err("loadstring('a = 1\\nb = 2')()"),
+		eval("math.randomseed(7) local a = math.random(1000) math.randomseed(7) return a == math.random(1000)"))
 	return cases
 }
 

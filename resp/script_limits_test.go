@@ -36,7 +36,7 @@ func scriptLimitCases() []struct{ name, body, reply, msg string } {
 		{name: "300,000 captures", body: "return string.find('x', string.rep('()', 300000))", msg: "too many captures"},
 		{name: "5 million nested captures", body: "return string.find('x', string.rep('(', 5e6))", msg: "too many captures"},
 		{name: "loadstring of a million braces", body: "local f, err = loadstring(string.rep('{', 1e6)) return err",
-			reply: "$44\r\n<string>:1: chunk has too many syntax levels\r\n"},
+			reply: "$93\r\n[string \"" + strings.Repeat("{", 43) + "...\"]:1: chunk has too many syntax levels\r\n"},
 		{name: "a sparse index", body: "local t = {} t[67108863] = 1 return 1", reply: killed},
 		{name: "a sparse table.insert", body: "local t = {} table.insert(t, 67108863, 1) return 1", reply: killed},
 		{name: "a 10-way concatenation", body: big + "local r = s..s..s..s..s..s..s..s..s..s return #r", reply: killed},
