@@ -67,13 +67,15 @@ type KVObserver interface {
 	// batch collects nothing (no allocation, one atomic load per batch).
 	KVWatching() bool
 	// KVChanged is given the keys a batch changed (each may repeat; they
-	// alias memory the state machine reuses, valid during the call only),
-	// or all: any key may have changed (a snapshot was restored, the
-	// keyspace was flushed, or listening began while the batch applied),
-	// so every cached value must be dropped. It runs on the apply path:
-	// it must be quick, must not block and must not call back into the
-	// state machine.
-	KVChanged(keys [][]byte, all bool)
+	// alias memory the state machine reuses, valid during the call only)
+	// and, for each, the request id of the command that changed it (by[i]
+	// for keys[i]: the client's write, a script's effects, a transaction,
+	// or the sweeper's expiry), or all: any key may have changed (a
+	// snapshot was restored, the keyspace was flushed, or listening began
+	// while the batch applied), so every cached value must be dropped. It
+	// runs on the apply path: it must be quick, must not block and must
+	// not call back into the state machine.
+	KVChanged(keys [][]byte, by []ReqID, all bool)
 }
 
 // (SET ... IFEQ|IFNE|IFDEQ|IFDNE, DELEX). They guard a state transition

@@ -18,11 +18,12 @@ type kvObserverBox struct{ o command.KVObserver }
 type kvFeed struct {
 	buf  []byte
 	ends []int
+	by   []command.ReqID // the request id of the command that changed each
 	keys [][]byte
 }
 
 // SetKVObserver registers o (nil: none) to be told each batch's changed
-// KV keys; o.KVChanged(nil, true) is also called when a snapshot replaces
+// KV keys; o.KVChanged(nil, nil, true) is also called when a snapshot replaces
 // the state.
 func (f *FSM) SetKVObserver(o command.KVObserver) {
 	if o == nil {
@@ -50,6 +51,7 @@ func (a *applier) kvTouched(key []byte) {
 	fd := &a.f.feed
 	fd.buf = append(fd.buf, key...)
 	fd.ends = append(fd.ends, len(fd.buf))
+	fd.by = append(fd.by, a.cmd.ReqID)
 }
 
 // kvChangedAll makes the batch tell the observer that every key may have
@@ -60,7 +62,7 @@ func (a *applier) kvChangedAll() { a.kvAll = true }
 func (a *applier) kvStart() {
 	if o := a.f.kvObserver(); o != nil && o.KVWatching() {
 		a.kvWatch = true
-		a.f.feed.buf, a.f.feed.ends = a.f.feed.buf[:0], a.f.feed.ends[:0]
+		a.f.feed.buf, a.f.feed.ends, a.f.feed.by = a.f.feed.buf[:0], a.f.feed.ends[:0], a.f.feed.by[:0]
 	}
 }
 
@@ -74,13 +76,13 @@ func (a *applier) kvFinish() {
 	}
 	if !a.kvWatch {
 		if a.kvAll || (a.kvCount > 0 && o.KVWatching()) {
-			o.KVChanged(nil, true)
+			o.KVChanged(nil, nil, true)
 		}
 		return
 	}
 	fd := &a.f.feed
 	if a.kvAll {
-		o.KVChanged(nil, true)
+		o.KVChanged(nil, nil, true)
 	} else if len(fd.ends) > 0 {
 		fd.keys = fd.keys[:0]
 		start := 0
@@ -88,11 +90,11 @@ func (a *applier) kvFinish() {
 			fd.keys = append(fd.keys, fd.buf[start:end:end])
 			start = end
 		}
-		o.KVChanged(fd.keys, false)
+		o.KVChanged(fd.keys, fd.by, false)
 	}
 	// A batch of a huge value must not pin its memory until the next one.
 	if cap(fd.buf) > maxFeedRetained {
-		fd.buf, fd.ends, fd.keys = nil, nil, nil
+		fd.buf, fd.ends, fd.by, fd.keys = nil, nil, nil, nil
 	}
 }
 

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
@@ -19,21 +20,29 @@ import (
 // feedLog is a KVObserver that records what it is told.
 type feedLog struct {
 	watching atomic.Bool
-	batches  [][]string // each batch's keys, sorted; nil for "all"
+	batches  [][]string               // each batch's keys, sorted; nil for "all"
+	by       map[string]command.ReqID // the last writer told of each key
 	calls    int
 }
 
 func (l *feedLog) KVWatching() bool { return l.watching.Load() }
 
-func (l *feedLog) KVChanged(keys [][]byte, all bool) {
+func (l *feedLog) KVChanged(keys [][]byte, by []command.ReqID, all bool) {
 	l.calls++
 	if all {
 		l.batches = append(l.batches, nil)
 		return
 	}
+	if len(by) != len(keys) {
+		panic(fmt.Sprintf("told %d keys and %d writers", len(keys), len(by)))
+	}
+	if l.by == nil {
+		l.by = map[string]command.ReqID{}
+	}
 	var ks []string
-	for _, k := range keys {
+	for i, k := range keys {
 		ks = append(ks, string(k)) // copied: keys alias the feed's buffer
+		l.by[string(k)] = by[i]
 	}
 	slices.Sort(ks)
 	l.batches = append(l.batches, slices.Compact(ks))
@@ -114,6 +123,35 @@ func TestKVFeed(t *testing.T) {
 	}
 }
 
+// TestKVFeedWriters: each changed key comes with the request id of the
+// command that changed it, within one log entry of several commands, a
+// transaction's commands (the transaction's id), and an expiry (the
+// sweeper's command's): what client-side caching's NOLOOP tells a
+// connection's own writes by.
+func TestKVFeedWriters(t *testing.T) {
+	h := newHarness(t)
+	l := &feedLog{}
+	l.watching.Store(true)
+	h.f.SetKVObserver(l)
+	id := func(b byte) command.ReqID { return command.ReqID{15: b} }
+	with := func(c *command.Command, b byte) command.Command { c.ReqID = id(b); return *c }
+	h.applyBatch(
+		with(command.KVSetCommand(command.KVSetRequest{Key: []byte("a"), Value: []byte("v"), TTL: time.Second}), 1),
+		with(command.KVIncrCommand([]byte("b"), 1), 2),
+		with(command.KVTxCommand(command.TxRequest{Commands: []*command.Command{command.KVIncrCommand([]byte("t1"), 1), command.KVIncrCommand([]byte("t2"), 1)}}), 3),
+	)
+	h.advance(2 * time.Second)
+	h.apply(with(command.ExpireCommand([]ttl.Entry{{Kind: ttl.KindKV, Key: []byte("a"), At: h.clock - int64(time.Second)}}), 4))
+	if got := l.take(); len(got) != 2 {
+		t.Fatalf("told %q, want two batches", got)
+	}
+	for key, want := range map[string]byte{"a": 4, "b": 2, "t1": 3, "t2": 3} {
+		if l.by[key] != id(want) {
+			t.Errorf("%s: told writer %x, want %x", key, l.by[key], id(want))
+		}
+	}
+}
+
 // straddle says "not watching" on its first question (the batch's start)
 // and "watching" from then on.
 type straddle struct {
@@ -168,7 +206,7 @@ type countingObserver struct {
 
 func (o *countingObserver) KVWatching() bool { return o.watching }
 
-func (o *countingObserver) KVChanged(keys [][]byte, _ bool) { o.keys += len(keys) }
+func (o *countingObserver) KVChanged(keys [][]byte, _ []command.ReqID, _ bool) { o.keys += len(keys) }
 
 // TestKVFeedAllocations: the feed's own work in a batch (start, a changed
 // key, finish) allocates nothing while no one watches, and nothing once

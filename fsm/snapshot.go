@@ -136,7 +136,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// Whatever a listener cached of the old state is dropped, however the
 	// swap below ends.
 	if o := f.kvObserver(); o != nil {
-		defer o.KVChanged(nil, true)
+		defer o.KVChanged(nil, nil, true)
 	}
 	// What the open transaction holds is committed into the old file (a
 	// failed swap keeps it); bbolt's writer is free for the old file's Close.

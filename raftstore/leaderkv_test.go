@@ -42,7 +42,7 @@ func holdApply(ctx context.Context, t *testing.T, l, f *Store) *stalledApply {
 
 func (st *stalledApply) KVWatching() bool { return true }
 
-func (st *stalledApply) KVChanged([][]byte, bool) {
+func (st *stalledApply) KVChanged([][]byte, []command.ReqID, bool) {
 	st.once.Do(func() { close(st.stalled) })
 	<-st.release
 }

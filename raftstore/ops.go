@@ -197,7 +197,9 @@ func (s Commands) inOrder(ctx context.Context, cmds []*command.Command, out []st
 	}
 	for i := range cmds {
 		c := *cmds[i]
-		c.ReqID = storeapi.NewRequestID()
+		if c.ReqID.IsZero() { // as the Pipeline: one the caller gave is kept
+			c.ReqID = storeapi.NewRequestID()
+		}
 		if out[i].Err = storeapi.CheckKeyspaceKey(c.Key); out[i].Err == nil {
 			out[i].Res, out[i].Err = s.Propose(ctx, &c)
 		}

@@ -340,13 +340,14 @@ func (c *conn) applyTx(parent context.Context, name string, r command.TxRequest,
 	defer cancel()
 	if mutantTxOneByOne {
 		track()
+		c.ownWrites(r.Commands, false)
 		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
 	}
 	if !readsOnly(r.Commands) {
 		ctx, span := c.s.traceRun(ctx, name, len(r.Commands))
 		defer endTrace(span)
 		track()
-		return c.s.store.ApplyTx(ctx, r)
+		return c.s.store.ApplyTx(c.ownTx(ctx), r)
 	}
 	if !c.readonly && !mutantNoReadBarrier {
 		if err := c.s.store.Barrier(ctx); err != nil {

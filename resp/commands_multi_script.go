@@ -72,7 +72,9 @@ func (c *conn) execScripted(m *multiState, watches []command.Watch) {
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
-			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
+			effs := []*command.Command{eff}
+			c.ownWrites(effs, true)
+			res := c.s.store.ApplyInOrder(ctx, effs)[0]
 			switch {
 			case res.Err != nil:
 				c.w.errorLine(errorReply(res.Err))

@@ -220,7 +220,9 @@ func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *w
 			if f := c.forwarded; f != nil {
 				eff.ReqID = f.runID(f.attempt, run)
 			}
-			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
+			effs := []*command.Command{eff}
+			c.ownWrites(effs, true)
+			res := c.s.store.ApplyInOrder(ctx, effs)[0]
 			switch {
 			case res.Err != nil:
 				w.errorLine(errorReply(res.Err))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/idemgate/idemgate/command"
 )
 
 // heldApply holds a node's apply in its KV observer (in place of the
@@ -22,7 +24,7 @@ type heldApply struct {
 
 func (h *heldApply) KVWatching() bool { return true }
 
-func (h *heldApply) KVChanged([][]byte, bool) {
+func (h *heldApply) KVChanged([][]byte, []command.ReqID, bool) {
 	h.once.Do(func() { close(h.stalled) })
 	<-h.release
 }

@@ -220,6 +220,7 @@ func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, bod
 		c.trackStored(c.key(k))
 	}
 	r := scriptRequest{id: storeapi.NewRequestID(), proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
+	c.ownLeaderScript(r.id)
 	if dl, ok := ctx.Deadline(); ok {
 		r.budget = max(time.Until(dl), time.Millisecond)
 	}

@@ -73,6 +73,12 @@ type trackClient struct {
 	redirect int64
 	bcast    bool
 	prefixes [][]byte
+	// noloop: the changes of the connection's own writes are not pushed
+	// to it; sent are their request ids the tracker holds (in loops), a
+	// ring from next (tracking_noloop.go).
+	noloop bool
+	sent   []command.ReqID
+	next   int
 }
 
 // tracker is the node's table of remembered keys and tracking
@@ -85,21 +91,28 @@ type tracker struct {
 	keys    map[string][]int64 // key -> the connections that read it
 	clients map[int64]*trackClient
 	bcast   map[int64]*trackClient
+	// loops: the request ids of writes NOLOOP connections sent, each
+	// with its sender (tracking_noloop.go).
+	loops map[command.ReqID]loopWrite
 }
 
 func newTracker(s *Server) *tracker {
-	return &tracker{s: s, keys: map[string][]int64{}, clients: map[int64]*trackClient{}, bcast: map[int64]*trackClient{}}
+	return &tracker{s: s, keys: map[string][]int64{}, clients: map[int64]*trackClient{}, bcast: map[int64]*trackClient{},
+		loops: map[command.ReqID]loopWrite{}}
 }
 
 // KVWatching reports whether a connection tracks keys (command.KVObserver):
 // while none does, the state machine collects no changed keys.
 func (s *Server) KVWatching() bool { return s.track.active.Load() > 0 }
 
-// KVChanged is told the KV keys an applied batch changed, or all
-// (command.KVObserver); it runs on the apply path and only queues pushes.
-func (s *Server) KVChanged(keys [][]byte, all bool) { s.track.changed(keys, all) }
+// KVChanged is told the KV keys an applied batch changed and the request
+// ids of the commands that changed them, or all (command.KVObserver); it
+// runs on the apply path and only queues pushes.
+func (s *Server) KVChanged(keys [][]byte, by []command.ReqID, all bool) {
+	s.track.changed(keys, by, all)
+}
 
-func (t *tracker) changed(keys [][]byte, all bool) {
+func (t *tracker) changed(keys [][]byte, by []command.ReqID, all bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if all {
@@ -109,7 +122,7 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 		}
 		return
 	}
-	for _, stored := range keys {
+	for i, stored := range keys {
 		// Keys are tracked by the client's name, whatever its keyspace,
 		// as Redis tracks them: a write in one keyspace invalidates a
 		// reader of the same name in another (more than needed, never
@@ -120,8 +133,9 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 		}
 		if ids, ok := t.keys[string(k)]; ok {
 			delete(t.keys, string(k))
+			self := t.looped(by, i).conn
 			for _, id := range ids {
-				if tc := t.clients[id]; tc != nil && !tc.bcast {
+				if tc := t.clients[id]; tc != nil && !tc.bcast && id != self {
 					t.deliver(tc, k)
 				}
 			}
@@ -136,8 +150,8 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 	for _, tc := range t.bcast {
 		for _, p := range tc.prefixes {
 			var under [][]byte
-			for _, stored := range keys {
-				if _, k, ok := command.KeyspaceOf(stored); ok && bytes.HasPrefix(k, p) {
+			for i, stored := range keys {
+				if _, k, ok := command.KeyspaceOf(stored); ok && bytes.HasPrefix(k, p) && !t.looped(by, i).excludes(tc) {
 					under = append(under, k)
 				}
 			}
@@ -149,6 +163,7 @@ func (t *tracker) changed(keys [][]byte, all bool) {
 			}
 		}
 	}
+	t.seen(by)
 }
 
 // deliver queues the invalidation of key (nil: everything) for tc, on its
@@ -230,8 +245,11 @@ func containsID(ids []int64, id int64) bool {
 func (t *tracker) set(c *conn, tr *tracking) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, was := t.clients[c.id]
+	old, was := t.clients[c.id]
 	delete(t.bcast, c.id)
+	if was {
+		t.dropLoops(old)
+	}
 	if !tr.on {
 		if was {
 			delete(t.clients, c.id)
@@ -239,7 +257,7 @@ func (t *tracker) set(c *conn, tr *tracking) {
 		}
 		return
 	}
-	tc := &trackClient{c: c, redirect: tr.redirect, bcast: tr.bcast}
+	tc := &trackClient{c: c, redirect: tr.redirect, bcast: tr.bcast, noloop: tr.noloop}
 	for _, p := range tr.prefixes {
 		tc.prefixes = append(tc.prefixes, []byte(p))
 	}

@@ -191,6 +191,40 @@ func TestTrackingHostile(t *testing.T) {
 			"$8\r\nredirect\r\n:" + id + "\r\n$8\r\nprefixes\r\n*0\r\n"}) // redis-server 7.0.15's, byte for byte
 	})
 
+	t.Run("a NOLOOP connection's writes that change nothing are held to a bound", func(t *testing.T) {
+		srv := startServer(t, memstore.New(t), "mem", nil)
+		c := dialRaw(t, srv.Addr())
+		c.send("HELLO 3\r\nCLIENT TRACKING ON NOLOOP\r\nGET own\r\n")
+		c.replies(3)
+		// 10,000 deletes of keys that are not there: applied, but no
+		// change names their ids, so none is let go as seen.
+		var b strings.Builder
+		for i := 0; i < 10_000; i++ {
+			fmt.Fprintf(&b, "DEL gone:%d\r\n", i)
+		}
+		c.send(b.String())
+		c.replies(10_000)
+		loops := func() int { srv.track.mu.Lock(); defer srv.track.mu.Unlock(); return len(srv.track.loops) }
+		if n := loops(); n != maxLoopIDs {
+			t.Fatalf("ids held = %d, want the bound %d", n, maxLoopIDs)
+		}
+		// Its own write is still not pushed, nor held once seen.
+		c.send("SET own 1\r\nPING\r\n")
+		c.expect("its own write, then PING", []string{"+OK\r\n", "+PONG\r\n"})
+		if n := loops(); n != maxLoopIDs-1 {
+			t.Fatalf("ids held after a seen write = %d, want %d", n, maxLoopIDs-1)
+		}
+		c.send("CLIENT TRACKING OFF\r\n")
+		c.expect("TRACKING OFF", []string{"+OK\r\n"})
+		if n := loops(); n != 0 {
+			t.Fatalf("ids held after TRACKING OFF = %d, want 0", n)
+		}
+		c.send("CLIENT TRACKING ON NOLOOP\r\nDEL gone:1\r\n")
+		c.replies(2)
+		c.nc.Close()
+		waitUntil(t, "the closed connection's ids are let go", func() bool { return loops() == 0 })
+	})
+
 	t.Run("a change the feed cannot name invalidates everything", func(t *testing.T) {
 		srv := startServer(t, memstore.New(t), "mem", nil)
 		c := dialRaw(t, srv.Addr())
@@ -199,7 +233,7 @@ func TestTrackingHostile(t *testing.T) {
 		b := dialRaw(t, srv.Addr())
 		b.send("HELLO 3\r\nCLIENT TRACKING ON BCAST PREFIX x\r\n")
 		b.replies(2)
-		srv.KVChanged(nil, true) // what a snapshot restore, or a flush, tells
+		srv.KVChanged(nil, nil, true) // what a snapshot restore, or a flush, tells
 		c.expect("everything", []string{pushAll})
 		b.expect("everything", []string{pushAll})
 		if n := srv.track.size(); n != 0 {

@@ -189,6 +189,45 @@ var trackCases = []struct {
 		{conn: 0, recv: 1},
 		{conn: 0, send: "PING\r\n"},
 	}},
+	// NOLOOP: a connection's own writes (a command, a pipeline, a
+	// transaction, a script, which on a follower runs on the leader) are
+	// not pushed to it, another's are; a push of one of its own would come
+	// ahead of the last one read (the changes of one node's log are told
+	// in order) and differ.
+	{"noloop: its own writes are not pushed, another's are", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON NOLOOP\r\n"},
+		{conn: 0, send: "MGET {k}a {k}b {k}c {k}z\r\n"},
+		{conn: 0, send: "SET {k}a 1\r\n"},
+		{conn: 0, send: "MULTI\r\nINCR {k}b\r\nEXEC\r\n"},
+		{conn: 0, send: "EVAL \"return redis.call('set', KEYS[1], 'x')\" 1 {k}c\r\n"},
+		{conn: 0, send: "SET {k}a 2\r\nSET {k}b 3\r\n"},
+		{conn: 1, send: "SET {k}z 1\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "GET {k}a\r\n"},
+		{conn: 1, send: "SET {k}a 5\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "CLIENT TRACKINGINFO\r\n"},
+	}},
+	{"noloop bcast: its own writes under its prefix are not pushed", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON BCAST NOLOOP PREFIX {k}\r\n"},
+		{conn: 0, send: "SET {k}a 1\r\n"},
+		{conn: 0, send: "SET {k}b 1\r\nSET {k}c 1\r\n"},
+		{conn: 0, send: "EVAL \"return redis.call('set', KEYS[1], 'x')\" 1 {k}c\r\n"},
+		{conn: 1, send: "SET {k}d 1\r\n"},
+		{conn: 0, recv: 2}, // the script's write, as Redis tells it, and d
+		{conn: 1, send: "MSET {k}e 1 {k}f 1\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
+	{"noloop with redirect: the tracking connection's writes are not pushed", []trackStep{
+		{conn: 2, send: "HELLO 3\r\n"},
+		{conn: 0, send: "CLIENT TRACKING ON REDIRECT {id2} NOLOOP\r\n"},
+		{conn: 0, send: "MGET {k}a {k}z\r\n"},
+		{conn: 0, send: "SET {k}a 1\r\n"},
+		{conn: 1, send: "SET {k}z 1\r\n"},
+		{conn: 2, recv: 1},
+		{conn: 2, send: "PING\r\n"},
+	}},
 	{"flush: FLUSHDB of another keyspace tells every tracking client to drop everything", []trackStep{
 		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
 		{conn: 0, send: "GET {k}a\r\n"},
