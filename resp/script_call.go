@@ -49,6 +49,10 @@ type scriptCall struct {
 	// touched: the turns of those keys (script_turns.go), which a next
 	// run of a script that writes waits for.
 	touched stripeSet
+	// declared are the script's keys (KEYS, as the client named them);
+	// readCalled: the run called a read command (tracking_script.go).
+	declared   [][]byte
+	readCalled bool
 }
 
 // The refusals of effects that touch more keys than MaxScriptKeys: a
@@ -79,6 +83,7 @@ func (sc *scriptCall) run(s *script.Script, keys, argv [][]byte) (reply script.R
 		return script.Reply{}, nil, err
 	}
 	sc.slots, sc.held = slots, true
+	sc.declared = keys
 	defer func() {
 		if sc.held {
 			slots.give()
@@ -119,7 +124,6 @@ func newScriptCall(ctx context.Context, c *conn, now time.Time, readOnly, fromLe
 		if !readOnly {
 			sc.touched.add(c.s.turns.stripe(key))
 		}
-		c.trackStored(key) // a tracking client caches what its script read; remembered before the read
 		if sc.fromLeader && sc.leaderReads == maxLeaderReads {
 			if err := sc.storeWait(func() error { return c.s.store.Barrier(ctx) }); err != nil {
 				sc.redoHere = true
@@ -301,6 +305,9 @@ func (sc *scriptCall) Call(args [][]byte, resp int) script.Reply {
 				return script.ErrorReply(errorReply(err))
 			}
 		}
+	}
+	if cmd.kind == kindRead {
+		sc.calledRead()
 	}
 	if name == "keys" && sc.fromLeader {
 		sc.redoHere = true // KEYS lists this node's keys: the run is redone from its state, after a barrier

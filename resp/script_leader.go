@@ -46,7 +46,12 @@ import (
 //
 // flags: bit 0 RESP3, bit 1 the client authenticated (the grant that
 // follows is its; else no tokens are configured), bit 2 its grant writes,
-// bit 3 its grant is the admin role's. id names the script's effects: a
+// bit 3 its grant is the admin role's, bit 4 the client tracks keys: the
+// reply is then preceded by one byte, 1 if the script called a read
+// command, else 0 (client-side caching remembers a script's keys only
+// then, tracking_script.go); a leader that does not know the bit refuses
+// the request as malformed, nothing run, and the follower sends it again
+// without. id names the script's effects: a
 // run's entry carries an id made of it, the attempt and the run
 // (runID), so that a follower that lost the leader with its script's
 // answer sends it again to the next, which first looks whether an
@@ -90,6 +95,7 @@ const (
 	scriptFlagSession
 	scriptFlagWrite
 	scriptFlagAdmin
+	scriptFlagReads
 )
 
 // errScriptRequest: a forwarded script's request that is not of the
@@ -107,6 +113,7 @@ type scriptRequest struct {
 	db         int
 	budget     time.Duration
 	session    bool
+	reads      bool // the reply says whether the script called a read command
 	grant      Grant
 	body       []byte
 	keys, argv [][]byte
@@ -122,6 +129,9 @@ func (r *scriptRequest) encode() []byte {
 	flags := byte(0)
 	if r.proto >= 3 {
 		flags |= scriptFlagRESP3
+	}
+	if r.reads {
+		flags |= scriptFlagReads
 	}
 	if r.session {
 		flags |= scriptFlagSession
@@ -152,7 +162,7 @@ func appendBytes(b, x []byte) []byte { return append(binary.AppendUvarint(b, uin
 // decodeScriptRequest reads a forwarded script's request (its slices are
 // p's); maxArgs bounds the keys and arguments together.
 func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
-	if len(p) < 2 || p[0] != scriptRequestVersion || p[1]&^(scriptFlagRESP3|scriptFlagSession|scriptFlagWrite|scriptFlagAdmin) != 0 {
+	if len(p) < 2 || p[0] != scriptRequestVersion || p[1]&^(scriptFlagRESP3|scriptFlagSession|scriptFlagWrite|scriptFlagAdmin|scriptFlagReads) != 0 {
 		return nil, errScriptRequest
 	}
 	flags := p[1]
@@ -179,7 +189,7 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 		p = p[l:]
 		return x, true
 	}
-	r := &scriptRequest{id: id, proto: 2, session: flags&scriptFlagSession != 0}
+	r := &scriptRequest{id: id, proto: 2, session: flags&scriptFlagSession != 0, reads: flags&scriptFlagReads != 0}
 	if flags&scriptFlagRESP3 != 0 {
 		r.proto = 3
 	}
@@ -216,10 +226,13 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 // caching remembers the script's keys for c before it is sent, as a run
 // here remembers each key before it reads it.
 func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, body []byte, keys, argv [][]byte) bool {
-	for _, k := range keys {
-		c.trackStored(c.key(k))
-	}
 	r := scriptRequest{id: storeapi.NewRequestID(), proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
+	if c.trackWanted() {
+		// Remembered before the script may read them; forgotten after,
+		// if it called no read command.
+		c.s.track.remember(c, keys)
+		r.reads = true
+	}
 	c.ownLeaderScript(r.id)
 	if dl, ok := ctx.Deadline(); ok {
 		r.budget = max(time.Until(dl), time.Millisecond)
@@ -228,6 +241,18 @@ func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, bod
 		r.session, r.grant = true, sess.grant
 	}
 	reply, err := ls.LeaderScript(ctx, r.encode())
+	if r.reads && errors.Is(err, command.ErrBadCommand) {
+		// A leader that knows no flags bit 4: nothing ran. Its keys stay
+		// remembered, read or not (an invalidation too many at most).
+		r.reads = false
+		reply, err = ls.LeaderScript(ctx, r.encode())
+	}
+	if r.reads && err == nil && len(reply) > 0 {
+		if reply[0] == 0 {
+			c.s.track.forget(c, keys)
+		}
+		reply = reply[1:]
+	}
 	switch {
 	case err != nil:
 		w.errorLine(errorReply(err))
@@ -249,6 +274,8 @@ func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, bod
 type forwardedRun struct {
 	id      command.ReqID
 	attempt int
+	// readCalled: a run called a read command (tracking_script.go).
+	readCalled bool
 }
 
 // runID is the id of the entry of the script's run (1 the first) in
@@ -293,7 +320,8 @@ func (s *Server) runLeaderScript(req []byte, attempt, maxReply int) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{s: s, proto: r.proto, db: r.db, created: time.Now(), forwarded: &forwardedRun{id: r.id, attempt: attempt}}
+	f := &forwardedRun{id: r.id, attempt: attempt}
+	c := &conn{s: s, proto: r.proto, db: r.db, created: time.Now(), forwarded: f}
 	c.acct = account{b: &s.budget, allow: connAllowance}
 	defer c.acct.keep(0)
 	if r.session {
@@ -321,11 +349,19 @@ func (s *Server) runLeaderScript(req []byte, attempt, maxReply int) ([]byte, err
 	if err := w.bw.Flush(); err != nil {
 		return nil, err
 	}
+	var out []byte // the reply, after the byte that says whether it read
+	if r.reads {
+		maxReply--
+		out = []byte{byte(boolInt(f.readCalled))}
+	}
 	if buf.Len() > maxReply {
-		return fmt.Appendf(nil, "-"+msgLeaderReplyTooLarge+"\r\n", buf.Len(), maxReply), nil
+		return fmt.Appendf(out, "-"+msgLeaderReplyTooLarge+"\r\n", buf.Len(), maxReply), nil
 	}
 	if buf.Len() == 0 {
 		return nil, errors.New("a forwarded script answered nothing")
 	}
-	return buf.Bytes(), nil
+	if out == nil {
+		return buf.Bytes(), nil
+	}
+	return append(out, buf.Bytes()...), nil
 }

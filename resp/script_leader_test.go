@@ -2,14 +2,18 @@ package resp
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/idemgate/idemgate/command"
+	"github.com/idemgate/idemgate/internal/memstore"
 	"github.com/idemgate/idemgate/internal/testsupport"
 	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/storeapi"
@@ -154,6 +158,7 @@ func TestLeaderScriptHostile(t *testing.T) {
 			{"empty", nil},
 			{"another version", append([]byte{9}, good[1:]...)},
 			{"unknown flags", append([]byte{1, 0x80}, good[2:]...)},
+			{"unknown flag 5", append([]byte{1, 0x20}, good[2:]...)},
 			{"truncated", good[:len(good)-1]},
 			{"trailing bytes", append(slices.Clone(good), 0)},
 			{"keyspace 16", (&scriptRequest{proto: 2, db: 16, body: []byte("return 1")}).encode()},
@@ -185,6 +190,18 @@ func TestLeaderScriptHostile(t *testing.T) {
 		huge := (&scriptRequest{proto: 2, body: []byte(heavyScript)}).encode()
 		if r, err := srv.runLeaderScript(huge, 1, 1<<20); err != nil || !strings.HasPrefix(string(r), "-ERR script too large") {
 			t.Fatalf("a body over scripts.max_size = %.80q, %v", r, err)
+		}
+		// A tracking client's request: the reply says first whether the
+		// script called a read command (1) or not (0).
+		for _, tt := range []struct{ body, want string }{
+			{`return redis.call("GET", KEYS[1])`, "\x01$1\r\n2\r\n"},
+			{`redis.call("SET", KEYS[1] .. "x", "y") return redis.call("PING")`, "\x00+PONG\r\n"},
+			{`return string.rep('x', 100000)`, "\x00-ERR this script ran on the leader, and its reply of 100011 bytes is over what a node forwards back (999 bytes)"},
+		} {
+			req := (&scriptRequest{id: storeapi.NewRequestID(), proto: 2, reads: true, body: []byte(tt.body), keys: [][]byte{[]byte("h:direct")}}).encode()
+			if r, err := srv.runLeaderScript(req, 1, 1000); err != nil || !strings.HasPrefix(string(r), tt.want) {
+				t.Errorf("%s, its reads asked = %q, %v; want %q", tt.body, r, err, tt.want)
+			}
 		}
 		ro := (&scriptRequest{proto: 2, session: true, grant: Grant{Name: "reader"}, body: []byte(`return redis.call("SET", KEYS[1], "x")`), keys: [][]byte{[]byte("h:ro2")}}).encode()
 		if r, err := srv.runLeaderScript(ro, 1, 1<<20); err != nil || !strings.HasPrefix(string(r), "-NOPERM User reader has no permissions to run the 'set' command script: ") {
@@ -269,4 +286,50 @@ func FuzzScriptRequest(f *testing.F) {
 			t.Fatalf("encode then decode = %+v, %v; want %+v", again, err, r)
 		}
 	})
+}
+
+// olderLeader stands for a leader of an earlier build, which knows no
+// flags bit 4 (scriptFlagReads): it refuses such a request as malformed,
+// nothing run, and answers the others as the script would.
+type olderLeader struct {
+	LeaderScripts
+	mu   sync.Mutex
+	sent []byte // each request's flags
+}
+
+func (o *olderLeader) LeaderScript(_ context.Context, req []byte) ([]byte, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sent = append(o.sent, req[1])
+	if req[1]&scriptFlagReads != 0 {
+		return nil, fmt.Errorf("%w: a forwarded script's request is malformed", command.ErrBadCommand)
+	}
+	return []byte(":1\r\n"), nil
+}
+
+// followerOf is a store whose node follows another.
+type followerOf struct{ *memstore.Store }
+
+func (followerOf) Leader() (id, raftAddr string) { return "elsewhere", "127.0.0.1:1" }
+
+// TestLeaderScriptReadsFallback: a tracking client's script sent to a
+// leader that does not know the flag is sent again without it, and runs
+// once; its keys stay remembered (read or not), so a write of one is
+// pushed.
+func TestLeaderScriptReadsFallback(t *testing.T) {
+	srv := startServer(t, followerOf{memstore.New(t)}, "mem", nil)
+	older := &olderLeader{}
+	srv.leaders = older // before any connection: the listener reads it per script
+	c := dialRaw(t, srv.Addr())
+	c.send("HELLO 3\r\nCLIENT TRACKING ON\r\n")
+	c.replies(2)
+	c.send("EVAL \"return 1\" 1 fb:k\r\n")
+	c.expect("EVAL", []string{":1\r\n"})
+	if want := []byte{scriptFlagRESP3 | scriptFlagReads, scriptFlagRESP3}; !slices.Equal(older.sent, want) {
+		t.Fatalf("flags sent = %v, want %v (with bit 4, then without)", older.sent, want)
+	}
+	w := dialRaw(t, srv.Addr())
+	w.send("SET fb:k 1\r\n")
+	w.expect("SET", []string{"+OK\r\n"})
+	c.expect("the write of a key of the script", []string{pushOf("fb:k")})
 }

@@ -319,14 +319,6 @@ func (c *conn) trackRead(cmd *redisCommand, args [][]byte) {
 	c.s.track.remember(c, keys)
 }
 
-// trackStored remembers one key a script of c reads, named as stored (in
-// its keyspace): remembered, as every tracked key, by the client's name.
-func (c *conn) trackStored(stored []byte) {
-	if _, key, ok := command.KeyspaceOf(stored); ok && c.trackWanted() {
-		c.s.track.remember(c, [][]byte{key})
-	}
-}
-
 // commandDone ends what CLIENT CACHING gave for one command: it lasts
 // through CLIENT's own commands and, inside MULTI, to EXEC (Redis).
 func (c *conn) commandDone(name string) {

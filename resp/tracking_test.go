@@ -189,6 +189,28 @@ var trackCases = []struct {
 		{conn: 0, recv: 1},
 		{conn: 0, send: "PING\r\n"},
 	}},
+	// A script's declared keys are remembered once it calls a read
+	// command (not a write, not PING), whatever keys that reads; one
+	// through a follower runs on the leader, which says whether it read.
+	// A push that should not be would come ahead of the next one read.
+	{"scripts: declared keys, once a read command is called", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON\r\n"},
+		{conn: 0, send: "EVAL \"return redis.call('set', KEYS[1] .. 'x', 'bar')\" 2 {k}p {k}q\r\n"},
+		{conn: 1, send: "MSET {k}p 1 {k}q 1\r\n"},
+		{conn: 0, send: "EVAL \"return redis.call('get', ARGV[1])\" 2 {k}a {k}b {k}c\r\n"},
+		{conn: 1, send: "SET {k}c 1\r\n"},
+		{conn: 1, send: "MSET {k}a 2 {k}b 2\r\n"},
+		{conn: 0, recv: 2},
+		{conn: 0, send: "EVAL_RO \"return redis.call('ping')\" 1 {k}r\r\n"},
+		{conn: 0, send: "EVAL \"redis.call('set', KEYS[1], 'x') return redis.call('get', KEYS[1])\" 1 {k}s\r\n"},
+		{conn: 1, send: "SET {k}r 1\r\n"},
+		{conn: 1, send: "SET {k}s 1\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "EVAL_RO \"return redis.call('get', KEYS[1])\" 1 {k}t\r\n"},
+		{conn: 1, send: "SET {k}t 4\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
 	// NOLOOP: a connection's own writes (a command, a pipeline, a
 	// transaction, a script, which on a follower runs on the leader) are
 	// not pushed to it, another's are; a push of one of its own would come
