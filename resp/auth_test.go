@@ -175,3 +175,27 @@ func TestScriptFlushNeedsAdmin(t *testing.T) {
 		c.expect(tc.secret, tc.want)
 	}
 }
+
+// TestResetStatNeedsAdmin: CONFIG RESETSTAT empties the node's error
+// counts, which every client's monitoring reads: read and app tokens get
+// NOPERM and the counts stay; the admin role's empties them.
+func TestResetStatNeedsAdmin(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", func(c *Config) {
+		c.Auth = authOf(map[string]Grant{"read-secret": {Name: "reader"}, "app-secret": {Name: "app", Write: true},
+			"admin-secret": {Name: "ops", Write: true, Admin: true}})
+	})
+	for _, tc := range []struct {
+		secret, want, after string
+	}{
+		{"read-secret", "-NOPERM User reader has no permissions to run the 'config|resetstat' command\r\n", "errorstat_NOPERM:count=1\r\n"},
+		{"app-secret", "-NOPERM User app has no permissions to run the 'config|resetstat' command\r\n", "errorstat_NOPERM:count=2\r\n"},
+		{"admin-secret", "+OK\r\n", "# Errorstats\r\n\r\n"},
+	} {
+		c := dialRaw(t, srv.Addr())
+		c.send(array("AUTH", tc.secret) + array("CONFIG", "RESETSTAT") + array("INFO", "errorstats"))
+		r := c.replies(3)
+		if r[1] != tc.want || !strings.Contains(r[2], tc.after) {
+			t.Errorf("%s: %q, then INFO %q; want %q, then %q", tc.secret, r[1], r[2], tc.want, tc.after)
+		}
+	}
+}

@@ -333,9 +333,10 @@ func (c *conn) commandInfo(cmd *redisCommand) {
 	}
 }
 
-// cmdInfo: the server, clients, memory, stats and replication sections
-// (of memory, the script cache's figures; of stats, the client-side
-// caching table's; each this node's).
+// cmdInfo: the server, clients, memory, stats, errorstats and
+// replication sections (of memory, the script cache's figures; of stats,
+// the client-side caching table's and total_error_replies; each this
+// node's).
 func cmdInfo(c *conn, a [][]byte) {
 	want := map[string]bool{}
 	for _, s := range a[1:] {
@@ -356,8 +357,8 @@ func cmdInfo(c *conn, a [][]byte) {
 	}
 	if all || want["stats"] {
 		keys, items, prefixes := c.s.track.stats()
-		fmt.Fprintf(&b, "# Stats\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\n\r\n",
-			keys, items, prefixes)
+		fmt.Fprintf(&b, "# Stats\r\ntracking_total_keys:%d\r\ntracking_total_items:%d\r\ntracking_total_prefixes:%d\r\ntotal_error_replies:%d\r\n\r\n",
+			keys, items, prefixes, c.s.errs.totalReplies())
 	}
 	if all || want["memory"] {
 		// Nothing is ever evicted: a write past a limit is refused.
@@ -366,6 +367,9 @@ func cmdInfo(c *conn, a [][]byte) {
 		scripts, bytes, _ := c.s.scripts.size()
 		fmt.Fprintf(&b, "# Memory\r\nused_memory_scripts_eval:%d\r\nnumber_of_cached_scripts:%d\r\nmaxmemory_policy:noeviction\r\n\r\n",
 			bytes, scripts)
+	}
+	if all || want["errorstats"] {
+		c.s.errs.section(&b)
 	}
 	if all || want["replication"] {
 		id, _ := c.s.store.Leader()
@@ -379,10 +383,24 @@ func cmdInfo(c *conn, a [][]byte) {
 }
 
 // cmdConfig: CONFIG GET answers no parameter (redis-benchmark asks for
-// save and appendonly, and goes on without them); the rest is refused.
+// save and appendonly, and goes on without them); CONFIG RESETSTAT
+// empties the node's error counts (INFO errorstats, total_error_replies),
+// the admin role's, as Redis's is an admin command; the rest is refused.
 func cmdConfig(c *conn, a [][]byte) {
-	if strings.ToLower(string(a[1])) == "get" && len(a) >= 3 {
+	switch sub := strings.ToLower(string(a[1])); {
+	case sub == "get" && len(a) >= 3:
 		c.w.mapHeader(0)
+		return
+	case sub == "resetstat" && len(a) != 2:
+		c.w.errorLine("ERR wrong number of arguments for 'config|resetstat' command")
+		return
+	case sub == "resetstat":
+		if sess := c.sess.Load(); sess != nil && !sess.grant.Admin {
+			c.w.errorLine(fmt.Sprintf("NOPERM User %s has no permissions to run the 'config|resetstat' command", sess.grant.Name))
+			return
+		}
+		c.s.errs.reset()
+		c.w.ok()
 		return
 	}
 	c.w.errorLine("ERR CONFIG " + strings.ToUpper(clip(a[1])) + " is not supported by idemgate: its settings are in the cluster file")

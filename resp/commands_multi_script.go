@@ -206,9 +206,6 @@ func (c *conn) answerTx(m *multiState, replies [][]byte) {
 			m.cmds[i].conn(c, r.args)
 			continue
 		}
-		if len(replies[i]) > 0 && replies[i][0] == '-' {
-			c.w.errors++
-		}
-		c.w.raw(replies[i])
+		c.w.rawReply(replies[i])
 	}
 }

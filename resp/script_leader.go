@@ -261,10 +261,7 @@ func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, bod
 	case len(reply) == 0:
 		w.errorLine("ERR the leader answered nothing to this script; it may or may not have been applied")
 	default:
-		if reply[0] == '-' {
-			w.errors++
-		}
-		w.raw(reply)
+		w.rawReply(reply)
 	}
 	return true
 }

@@ -39,6 +39,8 @@ type Server struct {
 	blocks *blocker
 	// track is CLIENT TRACKING's table (tracking.go).
 	track *tracker
+	// errs counts the error replies written to clients (errorstats.go).
+	errs errorStats
 	// budget counts the bytes held for clients (budget.go).
 	budget budget
 	// ps is the node's Pub/Sub subscriptions; bcast carries a PUBLISH to
@@ -198,7 +200,7 @@ func (s *Server) newConn(nc net.Conn, ip string) *conn {
 	c.r = reader{br: bufio.NewReaderSize(nc, 16<<10), acct: &c.acct,
 		lim: readLimits{maxBulk: s.cfg.MaxBulk, maxArgs: s.cfg.MaxArgs, maxInline: s.cfg.MaxInline, maxRequest: s.cfg.MaxRequest}}
 	c.out = &deadlineWriter{nc: nc, timeout: s.cfg.WriteTimeout}
-	c.w = writer{bw: bufio.NewWriterSize(c.out, 16<<10), proto: 2}
+	c.w = writer{bw: bufio.NewWriterSize(c.out, 16<<10), proto: 2, stats: &s.errs}
 	c.push = pushSink{max: s.cfg.TrackingMaxPending, wake: make(chan struct{}, 1), done: make(chan struct{}), c: c,
 		acct: account{b: &s.budget, allow: pushAllowance}}
 	return c

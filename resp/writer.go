@@ -35,12 +35,28 @@ type writer struct {
 	proto  int
 	buf    []byte
 	errors int // error replies written: the metrics' result
+	// stats counts them by code for INFO errorstats: a client
+	// connection's writer's (nil for a script's or a forwarded run's).
+	stats *errorStats
 	// real is the connection's buffer while CLIENT REPLY silences the
 	// command running (bw is then discard): reply_mode.go.
 	real, discard *bufio.Writer
 }
 
 func (w *writer) raw(b []byte) { w.bw.Write(b) }
+
+// rawReply writes a reply made elsewhere (a transaction's, a script the
+// leader ran), counting it as errorLine would when it is an error.
+func (w *writer) rawReply(b []byte) {
+	if len(b) > 0 && b[0] == '-' {
+		w.errors++
+		if w.stats != nil {
+			line, _, _ := strings.Cut(string(b[1:]), "\r\n")
+			w.stats.add(line)
+		}
+	}
+	w.bw.Write(b)
+}
 
 func (w *writer) prefixed(prefix byte, n int64) {
 	w.buf = append(w.buf[:0], prefix)
@@ -62,6 +78,9 @@ func (w *writer) ok() { w.bw.WriteString("+OK\r\n") }
 // and LF would end the line early, so they become spaces.
 func (w *writer) errorLine(msg string) {
 	w.errors++
+	if w.stats != nil {
+		w.stats.add(msg)
+	}
 	w.bw.WriteByte('-')
 	w.bw.WriteString(strings.NewReplacer("\r", " ", "\n", " ").Replace(msg))
 	w.bw.WriteString("\r\n")
