@@ -51,8 +51,8 @@ import (
 // command, else 0 (client-side caching remembers a script's keys only
 // then, tracking_script.go); a leader that does not know the bit refuses
 // the request as malformed, nothing run, and the follower sends it again
-// without. id names the script's effects: a
-// run's entry carries an id made of it, the attempt and the run
+// without. id names the script's effects: a run's entry carries an id
+// made of it, the attempt and the run
 // (runID), so that a follower that lost the leader with its script's
 // answer sends it again to the next, which first looks whether an
 // earlier attempt's entry was applied (then it answers the unknown
@@ -223,8 +223,9 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 // runOnLeader hands a writing script to the leader (c's node follows) and
 // writes the reply the leader's listener wrote; false when nothing was sent
 // (LeaderScripts's nil answer): the caller runs it here. Client-side
-// caching remembers the script's keys for c before it is sent, as a run
-// here remembers each key before it reads it.
+// caching remembers the script's keys for c before it is sent, and
+// forgets them if the leader says it called no read command
+// (tracking_script.go).
 func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, body []byte, keys, argv [][]byte) bool {
 	r := scriptRequest{id: storeapi.NewRequestID(), proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
 	if c.trackWanted() {

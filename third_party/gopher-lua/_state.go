@@ -1514,7 +1514,6 @@ func (ls *LState) registryOverflow() {
 	ls.RaiseError("registry overflow")
 }
 
-// This function is equivalent to luaL_error( http://www.lua.org/manual/5.1/manual.html#luaL_error ).
 // checkWritable raises "Attempt to modify a readonly table" when tb is
 // read-only (LTable.SetReadOnly), as Redis's luaG_runerror words it:
 // with the running Lua function's position, none when a Go function
@@ -1529,6 +1528,7 @@ func (ls *LState) checkWritable(tb *LTable) {
 	ls.raiseError(0, "Attempt to modify a readonly table")
 }
 
+// This function is equivalent to luaL_error( http://www.lua.org/manual/5.1/manual.html#luaL_error ).
 func (ls *LState) RaiseError(format string, args ...interface{}) {
 	ls.raiseError(1, format, args...)
 }
