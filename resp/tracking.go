@@ -21,9 +21,10 @@ import (
 // (RESP3 ">2 invalidate [keys]", a null key list for "everything").
 //
 // The keys a tracking connection reads (the keys of its read commands, of
-// its transactions' reads and its scripts' reads, in default, OPTIN and
-// OPTOUT mode) are remembered in one table of the node (tracker), before
-// the read runs. Every change of a KV key this node applies, whoever made
+// its transactions' reads, and a script's declared keys once it calls a
+// read command (tracking_script.go), in default, OPTIN and OPTOUT mode)
+// are remembered in one table of the node (tracker), before the read
+// runs. Every change of a KV key this node applies, whoever made
 // it, comes up from the state machine's apply (command.KVObserver: the
 // Server's KVWatching and KVChanged); a remembered key is then forgotten
 // and its readers told, and a BCAST connection is told of every key under
