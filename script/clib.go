@@ -66,14 +66,23 @@ func typeError(L *lua.LState, n int, fn, want string) {
 
 // checkString is luaL_checklstring: a string, or a number as its text.
 func checkString(L *lua.LState, n int, fn string) string {
-	switch v := L.Get(n).(type) {
-	case lua.LString:
-		return string(v)
-	case lua.LNumber:
-		return formatLua(float64(v))
+	s, ok := toString(L.Get(n))
+	if !ok {
+		typeError(L, n, fn, "string")
 	}
-	typeError(L, n, fn, "string")
-	return ""
+	return s
+}
+
+// toString is lua_tolstring: a string, or a number as its text; false
+// for any other value.
+func toString(v lua.LValue) (string, bool) {
+	switch v := v.(type) {
+	case lua.LString:
+		return string(v), true
+	case lua.LNumber:
+		return formatLua(float64(v)), true
+	}
+	return "", false
 }
 
 // toNumber is lua_tonumber: a number, or a string that reads as one.

@@ -163,13 +163,7 @@ func (v *vm) redisLib(L *lua.LState) *lua.LTable {
 		if L.GetTop() != 1 {
 			raiseReply(L, "wrong number of arguments")
 		}
-		var s string
-		switch v := L.Get(1).(type) {
-		case lua.LString:
-			s = string(v)
-		case lua.LNumber:
-			s = formatLua(float64(v))
-		}
+		s, _ := toString(L.Get(1)) // any other value hashes as ""
 		L.Push(lua.LString(SHA1([]byte(s))))
 		return 1
 	})

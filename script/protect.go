@@ -50,13 +50,8 @@ func nonexistentGlobal(L *lua.LState) int {
 	if L.GetTop() != 2 {
 		L.RaiseError("Wrong number of arguments to luaProtectedTableError")
 	}
-	var name string
-	switch k := L.Get(2).(type) {
-	case lua.LString:
-		name = string(k)
-	case lua.LNumber:
-		name = formatLua(float64(k))
-	default:
+	name, ok := toString(L.Get(2))
+	if !ok {
 		L.RaiseError("Second argument to luaProtectedTableError must be a string or number")
 	}
 	L.RaiseError("Script attempted to access nonexistent global variable '%s'", name)
