@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"net"
 	"strconv"
 	"strings"
@@ -51,8 +52,8 @@ func (w *writer) rawReply(b []byte) {
 	if len(b) > 0 && b[0] == '-' {
 		w.errors++
 		if w.stats != nil {
-			line, _, _ := strings.Cut(string(b[1:]), "\r\n")
-			w.stats.add(line)
+			line, _, _ := bytes.Cut(b[1:], []byte("\r\n"))
+			w.stats.add(string(line))
 		}
 	}
 	w.bw.Write(b)
