@@ -217,7 +217,7 @@ func (c *conn) blockingPop(p plan) {
 	pop := func(ops []*command.Command) []storeapi.OpResult {
 		ctx, cancel := context.WithTimeout(context.Background(), c.s.cfg.OpTimeout)
 		defer cancel()
-		c.ownWrites(ops, false)
+		c.ownWrites(ops)
 		return c.s.store.ApplyInOrder(ctx, ops)
 	}
 	g := p.block.group

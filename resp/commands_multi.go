@@ -339,15 +339,16 @@ func (c *conn) applyTx(parent context.Context, name string, r command.TxRequest,
 	ctx, cancel := context.WithTimeout(c.s.spanOnly(parent), c.s.cfg.OpTimeout)
 	defer cancel()
 	if mutantTxOneByOne {
+		c.ownWrites(r.Commands)
 		track()
-		c.ownWrites(r.Commands, false)
 		return oneByOne(c.s.store.ApplyInOrder(ctx, r.Commands))
 	}
 	if !readsOnly(r.Commands) {
 		ctx, span := c.s.traceRun(ctx, name, len(r.Commands))
 		defer endTrace(span)
+		ctx = c.ownTx(ctx) // before its reads are remembered
 		track()
-		return c.s.store.ApplyTx(c.ownTx(ctx), r)
+		return c.s.store.ApplyTx(ctx, r)
 	}
 	if !c.readonly && !mutantNoReadBarrier {
 		if err := c.s.store.Barrier(ctx); err != nil {

@@ -63,6 +63,7 @@ func (c *conn) execScripted(m *multiState, watches []command.Watch) {
 				return
 			}
 		}
+		own := c.ownScriptRun(false) // before its reads are remembered
 		replies, sc, done := c.runTxSandboxed(ctx, m, watches)
 		if done {
 			return // answered: a watch failed, a script was stopped, or the store failed
@@ -72,9 +73,8 @@ func (c *conn) execScripted(m *multiState, watches []command.Watch) {
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
-			effs := []*command.Command{eff}
-			c.ownWrites(effs, true)
-			res := c.s.store.ApplyInOrder(ctx, effs)[0]
+			eff.ReqID = own
+			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
 			switch {
 			case res.Err != nil:
 				c.w.errorLine(errorReply(res.Err))

@@ -194,6 +194,7 @@ func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *w
 		if barriered && !barrier() {
 			return
 		}
+		own := c.ownScriptRun(readOnly) // before its reads are remembered
 		sc := newScriptCall(ctx, c, time.Now(), readOnly, fromLeader)
 		reply, stopped, refused := sc.run(s, keys, argv)
 		switch {
@@ -217,12 +218,11 @@ func (c *conn) runScriptWithin(parent context.Context, limit time.Duration, w *w
 			return
 		}
 		if eff := sc.sb.Effects(); eff != nil {
+			eff.ReqID = own
 			if f := c.forwarded; f != nil {
 				eff.ReqID = f.runID(f.attempt, run)
 			}
-			effs := []*command.Command{eff}
-			c.ownWrites(effs, true)
-			res := c.s.store.ApplyInOrder(ctx, effs)[0]
+			res := c.s.store.ApplyInOrder(ctx, []*command.Command{eff})[0]
 			switch {
 			case res.Err != nil:
 				w.errorLine(errorReply(res.Err))

@@ -177,7 +177,7 @@ func (c *conn) runWrites(batch []request, i int) int {
 	}
 	var res []storeapi.OpResult
 	if len(ops) > 0 {
-		c.ownWrites(ops, false)
+		c.ownWrites(ops)
 		res = c.s.store.ApplyInOrder(ctx, ops)
 	}
 	for k, p := range plans {

@@ -228,13 +228,13 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 // (tracking_script.go).
 func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, body []byte, keys, argv [][]byte) bool {
 	r := scriptRequest{id: storeapi.NewRequestID(), proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
+	c.ownLeaderScript(r.id) // before its keys are remembered
 	if c.trackWanted() {
 		// Remembered before the script may read them; forgotten after,
 		// if it called no read command.
 		c.s.track.remember(c, keys)
 		r.reads = true
 	}
-	c.ownLeaderScript(r.id)
 	if dl, ok := ctx.Deadline(); ok {
 		r.budget = max(time.Until(dl), time.Millisecond)
 	}

@@ -89,16 +89,26 @@ type tracker struct {
 	active atomic.Int64 // connections with tracking on: the feed runs while > 0
 
 	mu      sync.Mutex
-	keys    map[string][]int64 // key -> the connections that read it
+	keys    map[string][]keyReader // key -> the connections that read it
 	clients map[int64]*trackClient
 	bcast   map[int64]*trackClient
 	// loops: the request ids of writes NOLOOP connections sent, each
 	// with its sender (tracking_noloop.go).
 	loops map[command.ReqID]loopWrite
+	// tick orders what the connections' goroutines note: a read
+	// remembered, a NOLOOP write about to be sent.
+	tick uint64
+}
+
+// keyReader is a connection that read a key, and when it was remembered
+// (tracker.tick).
+type keyReader struct {
+	id   int64
+	tick uint64
 }
 
 func newTracker(s *Server) *tracker {
-	return &tracker{s: s, keys: map[string][]int64{}, clients: map[int64]*trackClient{}, bcast: map[int64]*trackClient{},
+	return &tracker{s: s, keys: map[string][]keyReader{}, clients: map[int64]*trackClient{}, bcast: map[int64]*trackClient{},
 		loops: map[command.ReqID]loopWrite{}}
 }
 
@@ -132,12 +142,19 @@ func (t *tracker) changed(keys [][]byte, by []command.ReqID, all bool) {
 		if !ok {
 			continue
 		}
-		if ids, ok := t.keys[string(k)]; ok {
+		if rs, ok := t.keys[string(k)]; ok {
 			delete(t.keys, string(k))
-			self := t.looped(by, i).conn
-			for _, id := range ids {
-				if tc := t.clients[id]; tc != nil && !tc.bcast && id != self {
+			w := t.looped(by, i)
+			for _, r := range rs {
+				switch tc := t.clients[r.id]; {
+				case tc == nil || tc.bcast:
+				case r.id != w.conn:
 					t.deliver(tc, k)
+				case r.tick > w.tick:
+					// Its own write, applied here after a read it sent
+					// later (a follower applies what the leader committed
+					// a moment after): the read is still to be told of.
+					t.keys[string(k)] = []keyReader{r}
 				}
 			}
 		}
@@ -204,28 +221,32 @@ func (t *tracker) target(tc *trackClient) *conn {
 func (t *tracker) remember(c *conn, keys [][]byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.tick++
+	me := keyReader{c.id, t.tick}
 	for _, k := range keys {
-		ids, ok := t.keys[string(k)]
+		rs, ok := t.keys[string(k)]
 		if ok {
-			if !containsID(ids, c.id) {
-				t.keys[string(k)] = append(ids, c.id)
+			if i := readerIndex(rs, c.id); i >= 0 {
+				rs[i] = me
+			} else {
+				t.keys[string(k)] = append(rs, me)
 			}
 			continue
 		}
 		for len(t.keys) >= t.s.cfg.TrackingMaxKeys {
 			t.evictOne()
 		}
-		t.keys[string(k)] = []int64{c.id}
+		t.keys[string(k)] = []keyReader{me}
 	}
 }
 
 // evictOne forgets one remembered key (the map's choice: Redis too evicts
 // at random) and tells its readers. Under t.mu.
 func (t *tracker) evictOne() {
-	for k, ids := range t.keys {
+	for k, rs := range t.keys {
 		delete(t.keys, k)
-		for _, id := range ids {
-			if tc := t.clients[id]; tc != nil && !tc.bcast {
+		for _, r := range rs {
+			if tc := t.clients[r.id]; tc != nil && !tc.bcast {
 				t.deliver(tc, []byte(k))
 			}
 		}
@@ -233,13 +254,9 @@ func (t *tracker) evictOne() {
 	}
 }
 
-func containsID(ids []int64, id int64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
+// readerIndex is the index of connection id in rs, -1 if none.
+func readerIndex(rs []keyReader, id int64) int {
+	return slices.IndexFunc(rs, func(r keyReader) bool { return r.id == id })
 }
 
 // set records c's tracking state (on, or off when tr.on is false).
@@ -277,8 +294,8 @@ func (t *tracker) set(c *conn, tr *tracking) {
 func (t *tracker) stats() (keys, items, prefixes int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, ids := range t.keys {
-		items += len(ids)
+	for _, rs := range t.keys {
+		items += len(rs)
 	}
 	seen := map[string]bool{}
 	for _, tc := range t.bcast {

@@ -21,10 +21,20 @@ import (
 // has sent maxLoopIDs writes since (a write that changed nothing is never
 // seen), or tracking is turned off or changed. An id let go too early
 // costs the connection an invalidation of its own write: one too many,
-// never one too few. A script run on the leader for a follower's
-// connection applies its effects under ids made of its request's
-// (forwardedRun.runID): those of its first attempt are noted; a later
-// attempt's (after the leader was lost mid-script) are not.
+// never one too few. For the same reason the connection's own read of
+// the key is forgotten only if it was remembered before the write was
+// noted (tracker.tick): a read sent after the write, of a later command,
+// may be remembered before this node applies the write, and must outlive
+// it, as in Redis, where the write came first. A transaction's and a
+// script's writes are noted before their reads are remembered, so those
+// reads outlive them: one that writes a key and then reads it is told of
+// the next change, as in Redis; one that reads it and then writes it is
+// too (Redis is not): an invalidation too many.
+//
+// A script run on the leader for a follower's connection applies its
+// effects under ids made of its request's (forwardedRun.runID): those of
+// its first attempt are noted; a later attempt's (after the leader was
+// lost mid-script) are not.
 //
 // As in Redis, a BCAST connection is told of what its scripts change
 // (Redis counts a script's writes as its Lua client's there, not the
@@ -33,11 +43,14 @@ import (
 // maxLoopIDs bounds the ids held for one NOLOOP connection.
 const maxLoopIDs = 4096
 
-// loopWrite is the sender of a NOLOOP connection's write, and whether
-// the write is a script's effects.
+// loopWrite is the sender of a NOLOOP connection's write, whether the
+// write is a script's effects, and when it was noted (tracker.tick): a
+// read of the same connection remembered after it is a later command's,
+// and outlives the write's change however late this node applies it.
 type loopWrite struct {
 	conn   int64
 	script bool
+	tick   uint64
 }
 
 // excludes reports whether a BCAST connection tc is not told of the
@@ -73,6 +86,7 @@ func (t *tracker) own(c *conn, ids []command.ReqID, script bool) {
 	if tc == nil || !tc.noloop {
 		return
 	}
+	t.tick++
 	for _, id := range ids {
 		if len(tc.sent) < maxLoopIDs {
 			tc.sent = append(tc.sent, id)
@@ -81,7 +95,7 @@ func (t *tracker) own(c *conn, ids []command.ReqID, script bool) {
 			tc.sent[tc.next] = id
 			tc.next = (tc.next + 1) % maxLoopIDs
 		}
-		t.loops[id] = loopWrite{conn: c.id, script: script}
+		t.loops[id] = loopWrite{conn: c.id, script: script, tick: t.tick}
 	}
 }
 
@@ -101,9 +115,9 @@ func (t *tracker) dropLoops(tc *trackClient) {
 func (c *conn) noloop() bool { return c.track.on && c.track.noloop }
 
 // ownWrites gives each of cmds without a request id a fresh one, and
-// notes them all as c's writes (a script's effects if script) when c
-// tracks with NOLOOP: call it before cmds are sent to the store.
-func (c *conn) ownWrites(cmds []*command.Command, script bool) {
+// notes them all as c's writes when c tracks with NOLOOP: call it before
+// cmds are sent to the store.
+func (c *conn) ownWrites(cmds []*command.Command) {
 	if !c.noloop() {
 		return
 	}
@@ -114,7 +128,21 @@ func (c *conn) ownWrites(cmds []*command.Command, script bool) {
 		}
 		ids = append(ids, cmd.ReqID)
 	}
-	c.s.track.own(c, ids, script)
+	c.s.track.own(c, ids, false)
+}
+
+// ownScriptRun is the request id a run of a script (or of a transaction
+// holding one) of c applies its effects under, noted as c's write when c
+// tracks with NOLOOP, before the run remembers what it reads: zero when
+// there is nothing to note (the store then gives one). A run that writes
+// nothing leaves its id held until the bound lets it go.
+func (c *conn) ownScriptRun(readOnly bool) command.ReqID {
+	if readOnly || !c.noloop() || c.forwarded != nil {
+		return command.ReqID{}
+	}
+	id := storeapi.NewRequestID()
+	c.s.track.own(c, []command.ReqID{id}, true)
+	return id
 }
 
 // ownTx is ctx naming the request id a transaction of c is proposed

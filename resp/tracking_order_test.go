@@ -2,11 +2,14 @@ package resp
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/memstore"
+	"github.com/idemgate/idemgate/storeapi"
 )
 
 // TestTrackingStartsAfterOwnWrites: a client on a follower writes
@@ -67,4 +70,49 @@ func TestTrackingInfo(t *testing.T) {
 	info("tracking_clients:3", "tracking_total_keys:2", "tracking_total_items:2", "tracking_total_prefixes:2")
 	mustAsk(t, srv.Addr(), array("FLUSHALL"), "+OK\r\n")
 	info("tracking_total_keys:0", "tracking_total_items:0")
+}
+
+// TestNoloopReadOutlivesEarlierWrite: a NOLOOP connection's own write that
+// this node applies only after the connection's next read was remembered
+// (a follower applies what the leader committed a moment after it
+// acknowledged it; rueidislock's waiter on a follower met it: its release,
+// applied late, dropped its next attempt's read, and the holder's release
+// after was never pushed to it) is not pushed to it and leaves that read
+// remembered: another's write after is pushed. A read remembered before
+// the write was sent is forgotten with it, as in Redis. The late apply is
+// the state machine's feed, called as the apply path calls it.
+func TestNoloopReadOutlivesEarlierWrite(t *testing.T) {
+	srv := startServer(t, memstore.New(t), "mem", nil)
+	c := dialRaw(t, srv.Addr())
+	c.send(array("HELLO", "3") + array("CLIENT", "TRACKING", "on", "NOLOOP") + array("CLIENT", "ID"))
+	id, err := strconv.ParseInt(strings.Trim(c.replies(3)[2], ":\r\n"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := srv.connByID(id)
+	own := func() command.ReqID {
+		rid := storeapi.NewRequestID()
+		srv.track.own(cc, []command.ReqID{rid}, false)
+		return rid
+	}
+	late := func(key string, by command.ReqID) {
+		srv.KVChanged([][]byte{command.KeyspaceKey(0, []byte(key))}, []command.ReqID{by}, false)
+	}
+
+	// Sent before the read, applied after it was remembered.
+	sent := own()
+	c.send(array("GET", "late"))
+	c.expect("GET", []string{"_\r\n"})
+	late("late", sent)
+	mustAsk(t, srv.Addr(), array("SET", "late", "2"), "+OK\r\n")
+	c.send(array("PING"))
+	c.expect("another's write after its own late one", []string{pushOf("late"), "+PONG\r\n"})
+
+	// Sent after the read: the read goes with it, nothing is pushed.
+	c.send(array("GET", "early"))
+	c.expect("GET", []string{"_\r\n"})
+	late("early", own())
+	mustAsk(t, srv.Addr(), array("SET", "early", "2"), "+OK\r\n")
+	c.send(array("PING"))
+	c.expect("nothing: its read went with its own write", []string{"+PONG\r\n"})
 }

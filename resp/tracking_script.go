@@ -39,17 +39,17 @@ func (t *tracker) forget(c *conn, keys [][]byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, k := range keys {
-		ids, ok := t.keys[string(k)]
+		rs, ok := t.keys[string(k)]
 		if !ok {
 			continue
 		}
-		if i := slices.Index(ids, c.id); i >= 0 {
-			ids = slices.Delete(ids, i, i+1)
+		if i := readerIndex(rs, c.id); i >= 0 {
+			rs = slices.Delete(rs, i, i+1)
 		}
-		if len(ids) == 0 {
+		if len(rs) == 0 {
 			delete(t.keys, string(k))
 		} else {
-			t.keys[string(k)] = ids
+			t.keys[string(k)] = rs
 		}
 	}
 }

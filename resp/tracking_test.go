@@ -230,6 +230,19 @@ var trackCases = []struct {
 		{conn: 0, recv: 1},
 		{conn: 0, send: "CLIENT TRACKINGINFO\r\n"},
 	}},
+	// A transaction's or a script's read after its own write of the same
+	// key is remembered (the write is noted first: on a follower it may
+	// apply after the read is remembered) and told of another's write.
+	{"noloop: a read after its own write in a transaction or script is told", []trackStep{
+		{conn: 0, send: "CLIENT TRACKING ON NOLOOP\r\n"},
+		{conn: 0, send: "MULTI\r\nSET {k}a 1\r\nGET {k}a\r\nEXEC\r\n"},
+		{conn: 0, send: "EVAL \"redis.call('set', KEYS[1], 'x') return redis.call('get', KEYS[1])\" 1 {k}b\r\n"},
+		{conn: 1, send: "SET {k}a 2\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 1, send: "SET {k}b 2\r\n"},
+		{conn: 0, recv: 1},
+		{conn: 0, send: "PING\r\n"},
+	}},
 	{"noloop bcast: its own writes under its prefix are not pushed", []trackStep{
 		{conn: 0, send: "CLIENT TRACKING ON BCAST NOLOOP PREFIX {k}\r\n"},
 		{conn: 0, send: "SET {k}a 1\r\n"},
