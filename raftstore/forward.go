@@ -119,12 +119,18 @@ func (f forwarded) Handle(kind transport.Kind, payload []byte) transport.Pending
 			return res.Encode(nil), nil
 		}}
 	case transport.ReadIndex:
+		known, told := knownCommit(payload)
 		return transport.Answer(func() ([]byte, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ApplyTimeout)
 			defer cancel()
 			idx, err := s.leaderReadIndex(ctx)
 			if err != nil {
 				return nil, err
+			}
+			last := s.raft.LastIndex()
+			idx = s.lastStateEntry(idx)
+			if told && known < idx {
+				s.nudge.ask(last) // the follower would wait for Raft's next tick
 			}
 			return binary.BigEndian.AppendUint64(nil, idx), nil
 		})

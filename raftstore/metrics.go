@@ -30,6 +30,7 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	applyDuration prometheus.Histogram
 	batchSize     prometheus.Histogram
+	commitNudges  prometheus.Counter
 }
 
 func newMetrics(s *Store) *metrics {
@@ -47,6 +48,10 @@ func newMetrics(s *Store) *metrics {
 			Name:    "idemgate_raft_batch_commands",
 			Help:    "Commands per log entry this leader proposed (group commit).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
+		commitNudges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "idemgate_raft_commit_nudges_total",
+			Help: "Empty entries this leader appended so that followers learn the commit index at once, for a read waiting there.",
 		}),
 	}
 }
@@ -72,6 +77,7 @@ func (s *Store) Register(reg prometheus.Registerer) error {
 		s.metrics.leaderChanges,
 		s.metrics.applyDuration,
 		s.metrics.batchSize,
+		s.metrics.commitNudges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "idemgate_raft_state",
 			Help: "This node's Raft state: 0 follower, 1 candidate, 2 leader, 3 shutdown.",

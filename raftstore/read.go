@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -50,7 +51,7 @@ func (s *Store) ReadIndex(ctx context.Context) (uint64, error) {
 		return 0, storeapi.ErrRemoved
 	}
 	return leaderCall(s, ctx, transport.ReadIndex,
-		func() []byte { return nil },
+		func() []byte { return binary.BigEndian.AppendUint64(nil, s.raft.CommitIndex()) }, // nudge.go
 		func([]byte) (uint64, error) { return s.leaderReadIndex(ctx) },
 		decodeIndex)
 }
@@ -108,19 +109,43 @@ func (s *Store) appliedThrough(idx uint64) bool {
 	if s.raft.AppliedIndex() < idx {
 		return false
 	}
-	// Raft has handed off idx. Find the last entry <= idx that the state
-	// machine applies (a command or configuration); no-ops and barriers
-	// above it change nothing.
+	// Raft has handed off idx: no-ops and barriers above the last entry
+	// the state machine applies change nothing.
+	last, err := s.stateEntryAbove(idx, applied)
+	return err != nil || last == applied // an error: compacted into a snapshot that was restored
+}
+
+// stateEntryAbove is the last entry at or below idx and above floor that
+// the state machine applies (a command or a configuration; not Raft's
+// no-ops and barriers), floor if there is none.
+func (s *Store) stateEntryAbove(idx, floor uint64) (uint64, error) {
 	var l raft.Log
-	for j := idx; j > applied; j-- {
+	for j := idx; j > floor; j-- {
 		if err := s.cache.GetLog(j, &l); err != nil {
-			return true // compacted into a snapshot that was restored
+			return 0, err
 		}
 		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
-			return false
+			return j, nil
 		}
 	}
-	return true
+	return floor, nil
+}
+
+// maxReadIndexScan bounds how far back lastStateEntry looks.
+const maxReadIndexScan = 64
+
+// lastStateEntry lowers a read index idx past the no-ops and barriers
+// at its end (at most maxReadIndexScan of them): a follower's read waits
+// until it has applied the index, and Raft tells it the commit of the
+// last entry only with a later one, so a barrier there (nudge.go's own)
+// would leave the next read waiting for yet another. Every write
+// acknowledged before the read is a command at or below what it returns.
+func (s *Store) lastStateEntry(idx uint64) uint64 {
+	floor := idx - min(idx, maxReadIndexScan)
+	if j, err := s.stateEntryAbove(idx, floor); err == nil {
+		return j
+	}
+	return idx
 }
 
 // Ready reports whether this node knows a leader and has applied up to the

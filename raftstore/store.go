@@ -41,10 +41,11 @@ type Store struct {
 	trans *guardedTransport
 	// members is who may connect to the Raft port.
 	members *members
-	join    *joiner    // what a node without a configuration learned of its peers
-	peers   *peerWatch // the members' status, as this node's probes find it
-	coal    *coalescer // packs the commands proposed here into log entries
-	reads   *readGroup // linearizable reads share barriers
+	join    *joiner     // what a node without a configuration learned of its peers
+	peers   *peerWatch  // the members' status, as this node's probes find it
+	coal    *coalescer  // packs the commands proposed here into log entries
+	reads   *readGroup  // linearizable reads share barriers
+	nudge   commitNudge // tells followers the commit index a read of theirs waits for
 	sweeper *ttl.Sweeper
 	clock   clockGuard
 
@@ -177,6 +178,7 @@ func Open(cfg Config) (_ *Store, err error) {
 	s.peers = newPeerWatch(s)
 	s.coal = newCoalescer(s)
 	s.reads = &readGroup{barrier: s.barrier, timeout: cfg.ApplyTimeout}
+	s.nudge.s = s
 	s.fwdServer = &transport.Server{Handler: forwarded{s}, MaxFrame: s.maxFrame(), Errors: &wireErrors, Logger: s.logger}
 	mc := transport.Config{Advertise: adv, MaxConns: cfg.MaxPeerConns, Gate: s.members, Forward: s.serveForward, PubSub: s.servePubSub, Hello: s.helloNow,
 		Cluster: s.clusterID, DialTLS: func(addr string) *tls.Config { return s.peerClientTLS(s.members.idAt(addr)) }, Logger: s.logger}

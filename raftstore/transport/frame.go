@@ -30,7 +30,7 @@ type Kind byte
 const (
 	Apply      Kind = 'A' // payload: an encoded fsm.Command; answer: an encoded fsm.Result
 	applyBatch Kind = 'M' // frame seq unused; payload: applies (encodeApplyBatch), each answered as an Apply under its own seq
-	ReadIndex  Kind = 'I' // payload: empty; answer: read index (8 bytes)
+	ReadIndex  Kind = 'I' // payload: the commit index the follower knows (8 bytes; empty from earlier builds); answer: read index (8 bytes)
 	AddVoter   Kind = 'V' // payload: id \0 address [\0 "nonvoter"]
 	Remove     Kind = 'X' // payload: id [\0 "force"]
 	Promote    Kind = 'U' // payload: id [\0 "force"]
