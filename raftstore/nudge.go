@@ -2,7 +2,7 @@ package raftstore
 
 import (
 	"encoding/binary"
-	"sync/atomic"
+	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -23,26 +23,47 @@ import (
 // commit index to every follower at once. Had anything been appended, its
 // AppendEntries would carry it anyway (it is sent after the commit index
 // reached the read index), so under load there is no barrier. One at a
-// time: the reads and followers that ask meanwhile share it.
+// time: an ask while one runs is taken up after it, with the newest last
+// index asked with (that barrier's own entry would not tell a follower
+// of a write committed after it).
 type commitNudge struct {
-	s    *Store
-	busy atomic.Bool
+	s *Store
+
+	mu      sync.Mutex
+	running bool
+	again   bool   // asked while running
+	last    uint64 // the newest last index asked with, when again
 }
 
-// ask appends a barrier unless one is on its way or the log has grown
-// past last (its last index when the read index was taken).
+// ask appends a barrier unless the log has grown past last (its last
+// index when the read index was taken) by the time it runs.
 func (n *commitNudge) ask(last uint64) {
-	if !n.busy.CompareAndSwap(false, true) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.running {
+		n.again, n.last = true, max(n.last, last)
 		return
 	}
-	go func() {
-		defer n.busy.Store(false)
-		if n.s.raft.LastIndex() != last || n.s.raft.State() != raft.Leader {
+	n.running = true
+	go n.run(last)
+}
+
+// run appends the barriers asked for, one after another, until none is.
+func (n *commitNudge) run(last uint64) {
+	for {
+		if n.s.raft.LastIndex() == last && n.s.raft.State() == raft.Leader {
+			n.s.metrics.commitNudges.Inc()
+			_ = n.s.raft.Barrier(n.s.cfg.ApplyTimeout).Error() // a lost leadership ends it: nothing to do
+		}
+		n.mu.Lock()
+		if !n.again {
+			n.running = false
+			n.mu.Unlock()
 			return
 		}
-		n.s.metrics.commitNudges.Inc()
-		_ = n.s.raft.Barrier(n.s.cfg.ApplyTimeout).Error() // a lost leadership ends it: nothing to do
-	}()
+		last, n.again, n.last = n.last, false, 0
+		n.mu.Unlock()
+	}
 }
 
 // knownCommit is a follower's read index request: the commit index it
