@@ -223,15 +223,22 @@ func decodeScriptRequest(p []byte, maxArgs int) (*scriptRequest, error) {
 // runOnLeader hands a writing script to the leader (c's node follows) and
 // writes the reply the leader's listener wrote; false when nothing was sent
 // (LeaderScripts's nil answer): the caller runs it here. Client-side
-// caching remembers the script's keys for c before it is sent, and
-// forgets them if the leader says it called no read command
+// caching remembers the script's keys for c before it is sent (after a
+// barrier), and forgets them if the leader says it called no read command
 // (tracking_script.go).
 func (c *conn) runOnLeader(ctx context.Context, w *writer, ls LeaderScripts, body []byte, keys, argv [][]byte) bool {
 	r := scriptRequest{id: storeapi.NewRequestID(), proto: c.proto, db: c.db, body: body, keys: keys, argv: argv}
 	c.ownLeaderScript(r.id) // before its keys are remembered
 	if c.trackWanted() {
-		// Remembered before the script may read them; forgotten after,
-		// if it called no read command.
+		// Remembered before the script may read them, once this node has
+		// applied every write acknowledged before the call (another
+		// client's, applied here after the keys were remembered, would be
+		// pushed as if it came after the script); forgotten after, if it
+		// called no read command.
+		if err := c.trackBarrier(); err != nil {
+			w.errorLine(errorReply(err))
+			return true
+		}
 		c.s.track.remember(c, keys)
 		r.reads = true
 	}

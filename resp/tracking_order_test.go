@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgate/idemgate/command"
 	"github.com/idemgate/idemgate/internal/memstore"
+	"github.com/idemgate/idemgate/raftstore"
 	"github.com/idemgate/idemgate/storeapi"
 )
 
@@ -115,4 +116,31 @@ func TestNoloopReadOutlivesEarlierWrite(t *testing.T) {
 	mustAsk(t, srv.Addr(), array("SET", "early", "2"), "+OK\r\n")
 	mustAsk(t, srv.Addr(), array("SET", "marker", "2"), "+OK\r\n")
 	c.expect("the marker's push alone: its read went with its own write", []string{pushOf("marker")})
+}
+
+// TestTrackingScriptAfterAnothersWrite: a tracking client on a follower
+// runs a script (sent to the leader) right after another client's write
+// of a key it names was acknowledged; the follower learns of that write
+// only with the script's own entry (Raft's commit tick is a second long
+// here), while the script's keys are remembered for the client. The write
+// came before the script: it is not pushed (the unit's "Tracking only
+// occurs for scripts when a command calls a read-only command" read such
+// a push as the next command's reply). A push of it would come ahead of
+// a marker key's, changed after.
+func TestTrackingScriptAfterAnothersWrite(t *testing.T) {
+	tc := startClusterWith(t, func(c *raftstore.Config) { c.CommitTimeout = time.Second }, nil)
+	leader := tc.rc.WaitLeader(5 * time.Second)
+	follower, other := tc.addrs[(leader+1)%3], tc.addrs[(leader+2)%3]
+	r := dialRaw(t, follower)
+	r.nc.SetDeadline(time.Now().Add(time.Minute))
+	r.send(array("HELLO", "3") + array("CLIENT", "TRACKING", "on"))
+	r.replies(2)
+	for round := range 3 {
+		key, marker := fmt.Sprint("{s}key", round), fmt.Sprint("{s}marker", round)
+		mustAsk(t, other, array("MSET", key, "1"), "+OK\r\n")
+		r.send(array("EVAL", "redis.call('set', KEYS[1] .. 'x', 'bar')", "1", key) + array("GET", marker))
+		r.expect("EVAL, GET", []string{"_\r\n", "_\r\n"})
+		mustAsk(t, other, array("SET", marker, "1"), "+OK\r\n")
+		r.expect(fmt.Sprintf("round %d: the marker's push, and none before it", round), []string{pushOf(marker)})
+	}
 }
